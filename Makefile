@@ -1,0 +1,110 @@
+# terp: plain GNU make. `make` builds ./terp, `make check` runs every
+# test (C unit tests under ASan+UBSan, then pytest on the real binary),
+# `make demo` runs the main job. V=1 shows the commands.
+
+PREFIX	?= /usr/local
+BINDIR	?= $(PREFIX)/bin
+MANDIR	?= $(PREFIX)/share/man
+DATADIR	?= $(PREFIX)/share/terp
+DESTDIR	?=
+PYTHON	?= /usr/bin/python3
+
+CC	?= cc
+PKGS	:= ncursesw libcurl libcjson libpng libseccomp readline
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+
+WARN	:= -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
+	   -Wno-unused-parameter
+CFLAGS	?= -O2 -g
+T_CFLAGS := -std=c11 -D_GNU_SOURCE $(WARN) -Iinclude -Ibuild/gen $(PKG_CFLAGS) \
+	    -DTERP_DATADIR='"$(DATADIR)"'
+T_LIBS	:= $(PKG_LIBS) -lm
+
+SAN	:= -fsanitize=address,undefined -fno-omit-frame-pointer \
+	   -fno-sanitize-recover=undefined
+
+SRCS	:= $(sort $(wildcard src/*.c))
+OBJS	:= $(SRCS:src/%.c=build/obj/%.o)
+LIBOBJS	:= $(filter-out build/obj/main.o,$(OBJS))
+SANOBJS	:= $(LIBOBJS:build/obj/%=build/san/%)
+UNIT	:= $(sort $(wildcard tests/unit/*.c))
+GEN	:= build/gen/driver_py.h
+
+ifeq ($(V),1)
+Q :=
+else
+Q := @
+endif
+
+.PHONY: all check unit integration demo bench install uninstall clean deps \
+	need-deps fuzz
+
+all: terp
+
+$(GEN): src/driver.py
+	@mkdir -p $(dir $@)
+	$(Q){ echo 'static const unsigned char driver_py[] = {'; \
+	  od -An -v -tx1 $< | sed 's/\([0-9a-f][0-9a-f]\)/0x\1,/g'; \
+	  echo '};'; } > $@.tmp && mv $@.tmp $@
+
+build/obj/%.o: src/%.c $(GEN)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC      $<")
+	$(Q)$(CC) $(T_CFLAGS) $(CFLAGS) -MMD -MP -c -o $@ $<
+
+build/san/%.o: src/%.c $(GEN)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC-SAN  $<")
+	$(Q)$(CC) $(T_CFLAGS) -O1 -g $(SAN) -MMD -MP -c -o $@ $<
+
+terp: $(OBJS)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(OBJS) $(T_LIBS)
+
+build/unit-tests: $(UNIT) $(SANOBJS)
+	@$(if $(Q),echo "  LD-SAN  $@")
+	$(Q)$(CC) $(T_CFLAGS) -O1 -g $(SAN) -o $@ $(UNIT) $(SANOBJS) $(T_LIBS) \
+	    $(shell pkg-config --libs criterion)
+
+-include $(OBJS:.o=.d) $(SANOBJS:.o=.d)
+
+# Installs the Debian packages terp needs; idempotent (does nothing when
+# all are present); uses sudo when not root.
+deps:
+	$(Q)sh scripts/deps.sh
+
+need-deps:
+	$(Q)sh scripts/deps.sh --if-missing
+
+unit: need-deps build/unit-tests
+	$(Q)ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+	    UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	    ./build/unit-tests --jobs 2
+
+integration: need-deps terp
+	$(Q)$(PYTHON) -m pytest -q tests/integration
+
+check: need-deps
+	$(Q)$(MAKE) --no-print-directory unit
+	$(Q)$(MAKE) --no-print-directory integration
+
+demo: need-deps terp
+	$(Q)sh scripts/demo.sh
+
+bench: need-deps terp
+	$(Q)sh bench/run.sh
+
+install: terp
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(DATADIR)/themes
+	install -m 755 terp $(DESTDIR)$(BINDIR)/terp
+	install -m 644 man/terp.1 $(DESTDIR)$(MANDIR)/man1/terp.1
+	for t in themes/*.theme; do [ -e "$$t" ] || continue; \
+	    install -m 644 "$$t" $(DESTDIR)$(DATADIR)/themes/; done
+
+uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/terp $(DESTDIR)$(MANDIR)/man1/terp.1
+	rm -rf $(DESTDIR)$(DATADIR)
+
+clean:
+	rm -rf build terp

@@ -1,0 +1,98 @@
+/* kernel: one sandboxed Python session (host side). Starts the driver
+ * inside the sandbox (sandbox.h), speaks its line protocol, streams the
+ * cell's output, enforces the per-cell time limit with the interrupt
+ * ladder (SIGINT, grace, kill), reports crashes and restarts, and copies
+ * artifacts out through the protocol channel. Everything is driven by
+ * the loop: no call here blocks. */
+#ifndef TERP_KERNEL_H
+#define TERP_KERNEL_H
+
+#include <stdint.h>
+
+#include "terp/loop.h"
+#include "terp/notebook.h"
+
+enum kernel_state {
+	KERNEL_STOPPED,
+	KERNEL_STARTING,	/* sandbox launched, driver not ready yet */
+	KERNEL_LOADING,		/* ready for cells; pandas & co still importing */
+	KERNEL_READY,
+	KERNEL_BUSY,		/* a cell is running */
+	KERNEL_DEAD,		/* failed to start; see the message */
+};
+
+struct kernel_opts {
+	const char	*session_dir;	/* holds workspace/ (created if absent) */
+	const char	*out_dir;	/* host folder artifacts are copied to */
+	const char	*python;	/* default /usr/bin/python3 */
+	const char	**data_files;	/* staged read-only under /workspace/data */
+	int		 ndata;
+	uint64_t	 memory;	/* bytes (RLIMIT_DATA; cgroup when usable) */
+	int64_t		 timeout_ms;	/* per cell; 0 = none */
+	int64_t		 grace_ms;	/* after SIGINT before the kill */
+	long		 nproc;
+	uint64_t	 fsize;		/* largest file the session may write */
+	long		 nofile;
+	uint64_t	 artifact_max;	/* largest artifact copied out */
+	int		 no_sandbox;	/* run python3 directly (still rlimited) */
+	int		 network;	/* share the host network */
+};
+
+/* Fills opts with the defaults (4 GiB, 120 s, 3 s grace, 256 procs,
+ * 1 GiB files, 1024 fds, 64 MiB artifacts). */
+void kernel_opts_default(struct kernel_opts *o);
+
+struct kernel_result {
+	enum cell_status status;
+	int64_t		 duration_ms;
+	const char	*value;		/* repr of a trailing expression or NULL */
+	const char	*ename, *evalue, *traceback;
+	const char	*reason;	/* why it timed out / crashed, or NULL */
+	int		 state_lost;	/* the session was restarted */
+};
+
+struct kernel_cbs {
+	/* stream 0 = stdout, 1 = stderr; raw bytes, not sanitized. */
+	void (*output)(void *arg, int cell, int stream, const char *p, size_t n);
+	void (*result)(void *arg, int cell, const struct kernel_result *r);
+	void (*artifact)(void *arg, int cell, const char *name,
+	    const char *host_path, uint64_t bytes);
+	void (*state)(void *arg, enum kernel_state st, const char *msg);
+};
+
+struct kernel;
+
+/* Creates a kernel; opts' strings must outlive it. Does not start it. */
+struct kernel *kernel_new(struct loop *l, const struct kernel_opts *opts,
+    const struct kernel_cbs *cbs, void *arg);
+/* Kills the session (no process is left behind) and frees. */
+void kernel_free(struct kernel *k);
+
+/* Checks that the sandbox can run here (bwrap present, user namespaces
+ * usable). Returns 0, or -1 with a one-line reason and fix in *err
+ * (caller frees). */
+int kernel_probe(const struct kernel_opts *opts, char **err);
+
+/* Launches the sandbox and the driver. Returns 0, or -1 with *err. */
+int kernel_start(struct kernel *k, char **err);
+/* Queues code as cell n; the result callback fires exactly once for it.
+ * Returns 0, or -1 when the kernel cannot take it (err set). */
+int kernel_run(struct kernel *k, int n, const char *code, char **err);
+/* Interrupts the running cell (KeyboardInterrupt; kill after grace). */
+void kernel_interrupt(struct kernel *k);
+/* reset: fresh namespace in the same process. restart: new process. */
+int kernel_reset(struct kernel *k, char **err);
+int kernel_restart(struct kernel *k, char **err);
+/* Stages another data file into the running session. Returns the path
+ * the code sees (new string) or NULL with *err. */
+char *kernel_stage(struct kernel *k, const char *host_path, char **err);
+
+enum kernel_state kernel_state(const struct kernel *k);
+const char *kernel_state_name(enum kernel_state s);
+int kernel_busy(const struct kernel *k);
+/* The workspace path on the host (owned by the kernel). */
+const char *kernel_workspace(const struct kernel *k);
+/* The path the sandbox sees for a staged host file (new string). */
+char *kernel_data_path(const char *host_path);
+
+#endif

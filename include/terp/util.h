@@ -1,0 +1,54 @@
+/* util: the leaf helpers every module may use: allocation that never
+ * fails (it calls fatal()), fatal() itself, string helpers and a
+ * monotonic clock. Nothing here knows about the rest of terp. */
+#ifndef TERP_UTIL_H
+#define TERP_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Allocation never returns NULL: on failure fatal() is called. */
+void *xmalloc(size_t n);
+void *xcalloc(size_t n, size_t size);
+void *xrealloc(void *p, size_t n);
+char *xstrdup(const char *s);
+char *xstrndup(const char *s, size_t n);
+/* Returns a new string the caller frees. */
+char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Prints "terp: <message>" to stderr after running the fatal hook (the
+ * TUI installs one that restores the terminal), then exits 70. */
+void fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+void fatal_set_hook(void (*hook)(void));
+
+/* Monotonic milliseconds and microseconds since an arbitrary origin. */
+int64_t now_ms(void);
+int64_t now_us(void);
+
+/* Parses a size like "4G", "512M", "100k" or "1048576" (bytes, 1024
+ * based). Returns 0, or -1 when the text is not a size. */
+int parse_size(const char *s, uint64_t *out);
+/* Parses a duration like "120", "120s", "2m", "500ms" into milliseconds. */
+int parse_duration_ms(const char *s, int64_t *out);
+/* Formats a byte count for people ("4 GiB", "1.5 MiB", "12 B") into buf. */
+void fmt_bytes(char *buf, size_t len, uint64_t n);
+
+/* Writes all of buf to fd, retrying on EINTR and short writes.
+ * Returns 0, or -1 with errno set. */
+int write_all(int fd, const void *buf, size_t len);
+/* Sets O_NONBLOCK / FD_CLOEXEC on fd. Return 0 or -1. */
+int fd_set_nonblock(int fd);
+int fd_set_cloexec(int fd);
+
+/* Reads a whole file into a new NUL-terminated buffer of at most max
+ * bytes. Returns NULL (errno set, EFBIG when too big) on failure. */
+char *read_file(const char *path, size_t max, size_t *len);
+
+/* mkdir -p with mode for each created component. Returns 0 or -1. */
+int mkdir_p(const char *path, unsigned mode);
+
+/* XDG base directories, with the spec's defaults. New strings. */
+char *xdg_state_home(void);
+char *xdg_config_home(void);
+
+#endif

@@ -1,0 +1,324 @@
+/* util: allocation, fatal errors, clocks and small parsing helpers. */
+#include "terp/util.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+static void (*fatal_hook)(void);
+
+void
+fatal_set_hook(void (*hook)(void))
+{
+	fatal_hook = hook;
+}
+
+void
+fatal(const char *fmt, ...)
+{
+	va_list ap;
+
+	if (fatal_hook != NULL) {
+		void (*h)(void) = fatal_hook;
+		fatal_hook = NULL;	/* never recurse through a failing hook */
+		h();
+	}
+	fputs("terp: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	exit(70);
+}
+
+void *
+xmalloc(size_t n)
+{
+	void *p = malloc(n ? n : 1);
+	if (p == NULL)
+		fatal("out of memory (%zu bytes)", n);
+	return p;
+}
+
+void *
+xcalloc(size_t n, size_t size)
+{
+	void *p = calloc(n ? n : 1, size ? size : 1);
+	if (p == NULL)
+		fatal("out of memory (%zu x %zu bytes)", n, size);
+	return p;
+}
+
+void *
+xrealloc(void *p, size_t n)
+{
+	void *q = realloc(p, n ? n : 1);
+	if (q == NULL)
+		fatal("out of memory (%zu bytes)", n);
+	return q;
+}
+
+char *
+xstrdup(const char *s)
+{
+	return xstrndup(s, strlen(s));
+}
+
+char *
+xstrndup(const char *s, size_t n)
+{
+	size_t len = strnlen(s, n);
+	char *p = xmalloc(len + 1);
+	memcpy(p, s, len);
+	p[len] = '\0';
+	return p;
+}
+
+char *
+xasprintf(const char *fmt, ...)
+{
+	va_list ap;
+	char *s;
+
+	va_start(ap, fmt);
+	if (vasprintf(&s, fmt, ap) < 0)
+		fatal("out of memory (asprintf)");
+	va_end(ap);
+	return s;
+}
+
+int64_t
+now_us(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+int64_t
+now_ms(void)
+{
+	return now_us() / 1000;
+}
+
+int
+parse_size(const char *s, uint64_t *out)
+{
+	char *end;
+	double v;
+	uint64_t mult = 1;
+
+	if (s == NULL || !isdigit((unsigned char)*s))
+		return -1;
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno != 0 || end == s)
+		return -1;
+	switch (tolower((unsigned char)*end)) {
+	case '\0': break;
+	case 'k': mult = 1ULL << 10; end++; break;
+	case 'm': mult = 1ULL << 20; end++; break;
+	case 'g': mult = 1ULL << 30; end++; break;
+	case 't': mult = 1ULL << 40; end++; break;
+	case 'b': break;
+	default: return -1;
+	}
+	if (*end == 'i' || *end == 'I')
+		end++;
+	if (*end == 'b' || *end == 'B')
+		end++;
+	if (*end != '\0' || v * (double)mult > 9.0e18)
+		return -1;
+	*out = (uint64_t)(v * (double)mult);
+	return 0;
+}
+
+int
+parse_duration_ms(const char *s, int64_t *out)
+{
+	char *end;
+	double v;
+
+	if (s == NULL || !(isdigit((unsigned char)*s) || *s == '.'))
+		return -1;
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno != 0 || end == s || v < 0)
+		return -1;
+	if (*end == '\0' || strcmp(end, "s") == 0)
+		v *= 1000;
+	else if (strcmp(end, "ms") == 0)
+		;
+	else if (strcmp(end, "m") == 0 || strcmp(end, "min") == 0)
+		v *= 60000;
+	else if (strcmp(end, "h") == 0)
+		v *= 3600000;
+	else
+		return -1;
+	if (v > 9.0e15)
+		return -1;
+	*out = (int64_t)v;
+	return 0;
+}
+
+void
+fmt_bytes(char *buf, size_t len, uint64_t n)
+{
+	static const char *unit[] = { "B", "KiB", "MiB", "GiB", "TiB" };
+	double v = (double)n;
+	int u = 0;
+
+	while (v >= 1024 && u < 4) {
+		v /= 1024;
+		u++;
+	}
+	if (u == 0)
+		snprintf(buf, len, "%llu B", (unsigned long long)n);
+	else if (v == (double)(uint64_t)v)
+		snprintf(buf, len, "%llu %s", (unsigned long long)v, unit[u]);
+	else
+		snprintf(buf, len, "%.1f %s", v, unit[u]);
+}
+
+int
+write_all(int fd, const void *buf, size_t len)
+{
+	const char *p = buf;
+
+	while (len > 0) {
+		ssize_t n = write(fd, p, len);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+int
+fd_set_nonblock(int fd)
+{
+	int fl = fcntl(fd, F_GETFL);
+	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0)
+		return -1;
+	return 0;
+}
+
+int
+fd_set_cloexec(int fd)
+{
+	int fl = fcntl(fd, F_GETFD);
+	if (fl < 0 || fcntl(fd, F_SETFD, fl | FD_CLOEXEC) < 0)
+		return -1;
+	return 0;
+}
+
+char *
+read_file(const char *path, size_t max, size_t *lenp)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	size_t len = 0, cap = 4096;
+	char *p;
+
+	if (fd < 0)
+		return NULL;
+	p = xmalloc(cap);
+	for (;;) {
+		ssize_t n;
+		if (len + 1 >= cap) {
+			if (cap > max) {
+				free(p);
+				close(fd);
+				errno = EFBIG;
+				return NULL;
+			}
+			cap *= 2;
+			p = xrealloc(p, cap);
+		}
+		n = read(fd, p + len, cap - len - 1);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			int e = errno;
+			free(p);
+			close(fd);
+			errno = e;
+			return NULL;
+		}
+		if (n == 0)
+			break;
+		len += (size_t)n;
+		if (len > max) {
+			free(p);
+			close(fd);
+			errno = EFBIG;
+			return NULL;
+		}
+	}
+	close(fd);
+	p[len] = '\0';
+	if (lenp != NULL)
+		*lenp = len;
+	return p;
+}
+
+int
+mkdir_p(const char *path, unsigned mode)
+{
+	char *p = xstrdup(path);
+	char *s;
+
+	for (s = p + 1; ; s++) {
+		if (*s == '/' || *s == '\0') {
+			char c = *s;
+			*s = '\0';
+			if (mkdir(p, mode) < 0 && errno != EEXIST) {
+				int e = errno;
+				free(p);
+				errno = e;
+				return -1;
+			}
+			*s = c;
+			if (c == '\0')
+				break;
+		}
+	}
+	free(p);
+	return 0;
+}
+
+static char *
+xdg_dir(const char *var, const char *fallback)
+{
+	const char *v = getenv(var);
+	const char *home;
+
+	if (v != NULL && v[0] == '/')
+		return xstrdup(v);
+	home = getenv("HOME");
+	if (home == NULL || home[0] != '/')
+		home = "/tmp";
+	return xasprintf("%s/%s", home, fallback);
+}
+
+char *
+xdg_state_home(void)
+{
+	return xdg_dir("XDG_STATE_HOME", ".local/state");
+}
+
+char *
+xdg_config_home(void)
+{
+	return xdg_dir("XDG_CONFIG_HOME", ".config");
+}
