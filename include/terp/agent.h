@@ -1,0 +1,66 @@
+/* agent: the core of terp. Owns the turn loop of a question (model ->
+ * python_exec -> kernel -> model ... -> answer), runs cells by hand,
+ * and turns kernel and model callbacks into notebook updates and events
+ * for the frontends (event.h). Knows nothing of terminals. */
+#ifndef TERP_AGENT_H
+#define TERP_AGENT_H
+
+#include <stddef.h>
+
+#include "terp/event.h"
+#include "terp/kernel.h"
+#include "terp/loop.h"
+#include "terp/notebook.h"
+
+struct llm;
+
+struct agent_opts {
+	int		 max_turns;		/* model calls per question (20) */
+	size_t		 tool_output_limit;	/* bytes per tool result (4096) */
+	const char	*system_prompt;		/* NULL: the built-in one */
+};
+
+void agent_opts_default(struct agent_opts *o);
+
+struct agent;
+
+/* Creates the core. The notebook and the llm (NULL: no model, as in
+ * `terp exec`) are borrowed and must outlive the agent; kopts too.
+ * Every change is reported through emit(arg, ev). */
+struct agent *agent_new(struct loop *l, struct notebook *nb,
+    const struct kernel_opts *kopts, struct llm *llm,
+    const struct agent_opts *opts, event_fn emit, void *arg);
+/* Tears the session down (no sandbox process is left) and frees. */
+void agent_free(struct agent *a);
+
+/* Starts the sandbox session. Returns 0 or -1 with *err (caller frees). */
+int agent_start(struct agent *a, char **err);
+
+/* Asks a question; turns run in the loop until EV_ANSWER or EV_ERROR,
+ * then EV_IDLE. Returns -1 with *err when busy or without a model. */
+int agent_ask(struct agent *a, const char *question, char **err);
+
+/* Runs code as a new cell written by the user (hand-run cells are told
+ * to the model with the next question). Returns the cell number, or -1
+ * with *err. EV_IDLE follows its result. */
+int agent_run_cell(struct agent *a, const char *code, char **err);
+/* Re-runs cell n's code as a new cell by the user. */
+int agent_rerun(struct agent *a, int n, char **err);
+
+/* Ctrl-C: cancels the model request or interrupts the running cell.
+ * Never loses the notebook. */
+void agent_cancel(struct agent *a);
+int agent_busy(const struct agent *a);
+
+int agent_reset(struct agent *a, char **err);
+int agent_restart(struct agent *a, char **err);
+/* Stages another data file; returns the sandbox path (new string). */
+char *agent_load(struct agent *a, const char *path, char **err);
+/* Switches model (provider keeps its settings). */
+int agent_set_model(struct agent *a, const char *model, char **err);
+
+struct notebook *agent_notebook(const struct agent *a);
+struct kernel *agent_kernel(const struct agent *a);
+struct llm *agent_llm(const struct agent *a);
+
+#endif
