@@ -134,9 +134,12 @@ field(struct sse *p, const char *name, size_t nlen, const char *v, size_t vlen)
 			p->retry = strtol(v, NULL, 10);
 	} else if (IS("error")) {
 		/* Non-standard (old llama.cpp): an error outside data:. The
-		 * line buffer is ours, so NUL-terminate the value in place. */
-		char *s = xstrndup(v, vlen);
-		int r = emit(p, "error", s, vlen);
+		 * value may hold NUL bytes: copy it whole. */
+		char *s = xmalloc(vlen + 1);
+		int r;
+		memcpy(s, v, vlen);
+		s[vlen] = '\0';
+		r = emit(p, "error", s, vlen);
 		free(s);
 		return r;
 	}
