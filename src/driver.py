@@ -80,8 +80,15 @@ _patch_lock = threading.Lock()
 
 def _patch_pyplot():
     """plt.show() saves and closes open figures instead of doing nothing."""
+    mod = sys.modules.get("matplotlib.pyplot")
+    # Not while another thread (the preload) is still importing it.
+    if mod is None or getattr(getattr(mod, "__spec__", None), "_initializing", False):
+        return
     with _patch_lock:
-        _patch_pyplot_locked()
+        try:
+            _patch_pyplot_locked()
+        except Exception as e:  # a patch is a nicety, never a failure
+            print("terp: matplotlib hooks not installed: %s" % e, file=sys.stderr)
 
 
 def _patch_pyplot_locked():
@@ -380,6 +387,11 @@ def main():
             # its absence) is for terp to sort out; keep serving.
             send({"ev": "result", "id": int(cmd.get("id", 0)), "status": "error",
                   "error": {"ename": "KeyboardInterrupt", "evalue": "", "traceback": ""}})
+        except Exception as e:
+            # A bug of the driver's own must not take the session down.
+            send({"ev": "result", "id": int(cmd.get("id", 0)), "status": "error",
+                  "error": {"ename": "TerpDriverError", "evalue": repr(e),
+                            "traceback": traceback.format_exc()}})
 
 
 main()

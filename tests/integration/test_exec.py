@@ -1,4 +1,5 @@
 """`terp exec`: the sandbox session without a model (issue 2, section 4)."""
+import json
 import os
 import resource
 import signal
@@ -114,15 +115,15 @@ def test_sigint_interrupts_the_cell_and_the_session_keeps_state(tmp_path, env):
                           "-c", "import time\nprint('sleeping', flush=True)\ntime.sleep(60)",
                           "-c", "print(v)"],
                          stdout=subprocess.PIPE, text=True, env=env, cwd=tmp_path)
-    lines = []
+    events = []
     for line in p.stdout:
-        lines.append(line)
-        if '"type":"stdout"' in line and "sleeping" in line:
+        events.append(json.loads(line))
+        if events[-1]["type"] == "stdout" and "sleeping" in events[-1]["text"]:
             p.send_signal(signal.SIGINT)
     p.wait(timeout=30)
-    text = "".join(lines)
-    assert '"status":"interrupted"' in text
-    assert '"text":"still here\\n"' in text
+    results = [e for e in events if e["type"] == "result"]
+    assert [e["status"] for e in results] == ["ok", "interrupted", "ok"], events
+    assert "".join(e["text"] for e in events if e["type"] == "stdout" and e["cell"] == 3) == "still here\n"
     assert p.returncode == 3
 
 
