@@ -21,6 +21,7 @@
 
 #include "terp/buf.h"
 #include "terp/digest.h"
+#include "terp/kernel.h"
 #include "terp/sanitize.h"
 #include "terp/util.h"
 
@@ -47,6 +48,7 @@ struct journal {
 	int		  nsent;	/* ledger entries written */
 	struct buf	  text;		/* model text not yet written */
 	uint64_t	(*logged)[2];	/* per cell, per stream: bytes written */
+	int		  live_from, replay_from, replay_to;
 	int		  nlogged;
 	char		 *failed;
 };
@@ -255,6 +257,18 @@ logged(struct journal *j, int cell)
 	return j->logged[cell - 1];
 }
 
+/* The Python state of cells live_from..k is gone: remember that
+ * segment (if not empty) as the one a replay rebuilds. */
+static void
+state_lost(int *live_from, int *from, int *to, int k)
+{
+	if (k >= *live_from) {
+		*from = *live_from;
+		*to = k;
+		*live_from = k + 1;
+	}
+}
+
 /* Output is written as it comes while the cell's stream is within the
  * notebook's head; past it nothing, until the result brings the tail
  * the notebook kept. So a cell that prints 2 GB costs head+tail. */
@@ -350,6 +364,9 @@ journal_event(void *arg, const struct event *ev)
 		add_str(o, "workspace", ev->name);
 		break;
 	case EV_KERNEL:
+		if (ev->n == KERNEL_STARTING || ev->n == KERNEL_STOPPED)
+			state_lost(&j->live_from, &j->replay_from, &j->replay_to,
+			    notebook_ncells(j->nb));
 		o = rec("kernel");
 		cJSON_AddNumberToObject(o, "state", ev->n);
 		add_str(o, "msg", ev->text);
@@ -366,8 +383,12 @@ journal_event(void *arg, const struct event *ev)
 		sync = 1;
 		break;
 	case EV_RESULT:
-		if (ev->cell != NULL)
-			on_result(j, ev->cell);
+		if (ev->cell == NULL)
+			return;
+		on_result(j, ev->cell);
+		if (ev->cell->state_lost)
+			state_lost(&j->live_from, &j->replay_from, &j->replay_to,
+			    ev->cell->n);
 		return;
 	case EV_ARTIFACT:
 		if (ev->artifact == NULL)
@@ -441,12 +462,31 @@ journal_sync(struct journal *j)
 	return j->failed ? -1 : 0;
 }
 
+int
+journal_replay_cells(const struct journal *j, int **cells)
+{
+	int n = 0;
+
+	*cells = NULL;
+	for (int i = j->replay_from; i >= 1 && i <= j->replay_to; i++) {
+		const struct cell *c = notebook_cell(j->nb, i);
+		if (c == NULL || c->status != CELL_OK)
+			continue;
+		*cells = xrealloc(*cells, (size_t)(n + 1) * sizeof **cells);
+		(*cells)[n++] = i;
+	}
+	return n;
+}
+
 void
 journal_note(struct journal *j, const char *kind, const char *text)
 {
 	cJSON *o = rec("note");
 
 	flush_text(j);
+	if (kind != NULL && strcmp(kind, "reset") == 0)
+		state_lost(&j->live_from, &j->replay_from, &j->replay_to,
+		    notebook_ncells(j->nb));
 	add_str(o, "kind", kind);
 	add_str(o, "text", text);
 	put(j, o, 0);
@@ -672,6 +712,7 @@ journal_alloc(const char *sessions_dir, const char *id, struct notebook *nb)
 	j->path = xasprintf("%s/%s", j->dir, JOURNAL_NAME);
 	j->fd = -1;
 	j->nb = nb;
+	j->live_from = 1;
 	buf_init(&j->text, 1u << 20);
 	return j;
 }
@@ -709,8 +750,8 @@ open_locked(struct journal *j, int flags, char **err)
 }
 
 struct journal *
-journal_create(const char *sessions_dir, const struct journal_info *info,
-    struct notebook *nb, char **err)
+journal_create(const char *sessions_dir, const char *given_id,
+    const struct journal_info *info, struct notebook *nb, char **err)
 {
 	struct journal *j = NULL;
 	cJSON *o, *files;
@@ -721,12 +762,25 @@ journal_create(const char *sessions_dir, const struct journal_info *info,
 		    strerror(errno));
 		return NULL;
 	}
-	for (int tries = 0; ; tries++) {
+	if (given_id != NULL) {
+		if (journal_id_valid(given_id) < 0) {
+			*err = xasprintf("not a session id: %s", given_id);
+			return NULL;
+		}
+		j = journal_alloc(sessions_dir, given_id, nb);
+		if (mkdir(j->dir, 0700) < 0 && errno != EEXIST) {
+			*err = xasprintf("cannot create %s: %s", j->dir,
+			    strerror(errno));
+			journal_free(j);
+			return NULL;
+		}
+	}
+	for (int tries = 0; j == NULL; tries++) {
 		id = journal_new_id();
 		j = journal_alloc(sessions_dir, id, nb);
 		free(id);
 		if (mkdir(j->dir, 0700) == 0)
-			break;
+			break;	/* j is set: the loop ends */
 		if (errno != EEXIST || tries == 16) {
 			*err = xasprintf("cannot create %s: %s", j->dir,
 			    strerror(errno));
@@ -734,6 +788,7 @@ journal_create(const char *sessions_dir, const struct journal_info *info,
 			return NULL;
 		}
 		journal_free(j);
+		j = NULL;
 	}
 	if (open_locked(j, O_CREAT | O_EXCL, err) < 0) {
 		journal_free(j);
@@ -793,7 +848,7 @@ cut_torn(int fd)
 
 struct journal *
 journal_reopen(const char *sessions_dir, const char *id, struct notebook *nb,
-    char **err)
+    const struct journal_meta *meta, char **err)
 {
 	struct journal *j;
 	int rfd;
@@ -827,6 +882,11 @@ journal_reopen(const char *sessions_dir, const char *id, struct notebook *nb,
 		uint64_t *lg = logged(j, n);
 		lg[0] = lg[1] = UINT64_MAX;
 	}
+	j->live_from = meta->live_from > 0 ? meta->live_from : 1;
+	j->replay_from = meta->replay_from;
+	j->replay_to = meta->replay_to;
+	state_lost(&j->live_from, &j->replay_from, &j->replay_to,
+	    notebook_ncells(nb));
 	put(j, rec("resume"), 1);
 	if (j->failed != NULL) {
 		*err = xstrdup(j->failed);
@@ -967,6 +1027,13 @@ apply(const cJSON *o, struct notebook *nb, struct journal_meta *m, int first)
 	if (strcmp(t, "question") == 0) {
 		if (m->nquestions++ == 0 && jstr(o, "text") != NULL)
 			m->first_question = jdup(o, "text");
+		/* the agent tells the model of finished hand-run cells
+		 * with each question */
+		for (int i = 1; nb != NULL && i <= notebook_ncells(nb); i++) {
+			c = notebook_cell(nb, i);
+			if (c->status != CELL_RUNNING && c->status != CELL_PENDING)
+				c->told_model = 1;
+		}
 		return 0;
 	}
 	if (strcmp(t, "data") == 0) {
@@ -975,10 +1042,26 @@ apply(const cJSON *o, struct notebook *nb, struct journal_meta *m, int first)
 	}
 	if (strcmp(t, "resume") == 0) {
 		m->nresumed++;
+		if (nb != NULL)
+			state_lost(&m->live_from, &m->replay_from, &m->replay_to,
+			    notebook_ncells(nb));
 		return 0;
 	}
 	if (nb == NULL)
 		return 0;
+	if (strcmp(t, "kernel") == 0) {
+		int st = (int)jnum(o, "state", -1);
+		if (st == KERNEL_STARTING || st == KERNEL_STOPPED)
+			state_lost(&m->live_from, &m->replay_from, &m->replay_to,
+			    notebook_ncells(nb));
+		return 0;
+	}
+	if (strcmp(t, "note") == 0) {
+		if (jstr(o, "kind") && strcmp(jstr(o, "kind"), "reset") == 0)
+			state_lost(&m->live_from, &m->replay_from, &m->replay_to,
+			    notebook_ncells(nb));
+		return 0;
+	}
 	if (strcmp(t, "cell") == 0) {
 		const char *by = jstr(o, "by");
 		if ((int)jnum(o, "n", 0) != notebook_ncells(nb) + 1)
@@ -1012,6 +1095,9 @@ apply(const cJSON *o, struct notebook *nb, struct journal_meta *m, int first)
 		c->state_lost = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o,
 		    "state_lost"));
 		c->duration_ms = (int64_t)jnum(o, "ms", 0);
+		if (c->state_lost)
+			state_lost(&m->live_from, &m->replay_from, &m->replay_to,
+			    c->n);
 		cJSON_ArrayForEach(tl, cJSON_GetObjectItemCaseSensitive(o, "tails")) {
 			int s = (int)jnum(tl, "s", -1);
 			uint64_t total = (uint64_t)jnum(tl, "total", 0);
@@ -1090,6 +1176,8 @@ repair(struct notebook *nb)
 
 	for (int i = 1; i <= notebook_ncells(nb); i++) {
 		struct cell *c = notebook_cell(nb, i);
+		if (c->author == CELL_BY_MODEL)
+			c->told_model = 1;	/* through its tool result */
 		if (c->status == CELL_RUNNING || c->status == CELL_PENDING) {
 			c->status = CELL_INTERRUPTED;
 			if (c->reason == NULL)
@@ -1210,6 +1298,7 @@ scan(const char *path, struct notebook *nb, struct journal_meta *m, char **err)
 	int rc, first = 1;
 
 	memset(m, 0, sizeof *m);
+	m->live_from = 1;
 	if ((ls.fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) < 0 ||
 	    fstat(ls.fd, &st) < 0) {
 		*err = xasprintf("cannot read %s: %s", path, strerror(errno));

@@ -30,6 +30,11 @@ struct journal_meta {
 	int			 nquestions;
 	char			*first_question;	/* may be NULL */
 	int			 nresumed;	/* times the session was resumed */
+	/* The cells whose effects made up the Python state that was lost
+	 * most recently (a resume, restart or crash): replay re-runs the
+	 * ones among them that succeeded. 0 and 0 when none. */
+	int			 replay_from, replay_to;
+	int			 live_from;	/* first cell of the current state */
 	int			 skipped;	/* corrupt lines skipped */
 	int			 torn;		/* a cut-short last line ignored */
 };
@@ -55,18 +60,20 @@ char *journal_new_id(void);
  * '/', not "." or ".."), else -1. */
 int journal_id_valid(const char *id);
 
-/* Creates sessions_dir/<new id>/notebook.jsonl (dirs mode 0700) and
- * writes the meta line. nb is borrowed: the journal reads new messages
+/* Creates sessions_dir/<id>/notebook.jsonl (a new id when id is NULL;
+ * the folder may exist already when id is given) and writes the meta
+ * line. The file must not exist yet. nb is borrowed: the journal reads new messages
  * and sent requests from it at each event, and must not outlive it.
  * Returns the journal, or NULL with *err (caller frees). */
-struct journal *journal_create(const char *sessions_dir,
+struct journal *journal_create(const char *sessions_dir, const char *id,
     const struct journal_info *info, struct notebook *nb, char **err);
-/* Reopens session id for appending after journal_load rebuilt nb from
- * it (resume): cuts a torn last line, takes the session's lock, and
- * records the resume. Returns NULL with *err when the session is in use
- * by another terp or cannot be opened. */
+/* Reopens session id for appending after journal_load rebuilt nb and
+ * meta from it (resume): cuts a torn last line, takes the session's
+ * lock, and records the resume (the Python state is lost there). meta
+ * is read only during the call. Returns NULL with *err when the session
+ * is in use by another terp or cannot be opened. */
 struct journal *journal_reopen(const char *sessions_dir, const char *id,
-    struct notebook *nb, char **err);
+    struct notebook *nb, const struct journal_meta *meta, char **err);
 /* Flushes, syncs, releases the lock and frees. NULL is a no-op. */
 void journal_close(struct journal *j);
 
@@ -81,6 +88,11 @@ int journal_sync(struct journal *j);
 int journal_add_data(struct journal *j, const char *path, char **err);
 /* Records a line of terp's own (replay, idle stop...). */
 void journal_note(struct journal *j, const char *kind, const char *text);
+
+/* The cells to re-run to rebuild the Python state lost most recently
+ * (see journal_meta.replay_from): those that succeeded, in order. A new
+ * array in *cells (caller frees); returns the count (0: nothing). */
+int journal_replay_cells(const struct journal *j, int **cells);
 
 const char *journal_id(const struct journal *j);
 /* The session's folder (owned by the journal). */

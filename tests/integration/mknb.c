@@ -84,7 +84,7 @@ main(int argc, char **argv)
 		return 2;
 	}
 	nb = notebook_new();
-	if ((j = journal_create(argv[1], NULL, nb, &err)) == NULL) {
+	if ((j = journal_create(argv[1], NULL, NULL, nb, &err)) == NULL) {
 		fprintf(stderr, "mknb: %s\n", err);
 		return 1;
 	}

@@ -78,7 +78,9 @@ small_notebook(const char *dir)
 	c->traceback = xstrdup("Traceback (most recent call last):\n"
 	    "  File \"<cell 2>\", line 1\nZeroDivisionError: division by zero");
 
-	notebook_add_message(nb, msg("user", "And ```fences```?"));
+	notebook_add_message(nb, msg("user", "Since your last turn the user ran "
+	    "these cells by hand in the same session:\n[2]\n1/0\n"
+	    "\nQuestion: And ```fences```?"));
 	notebook_add_message(nb, call_msg(NULL, "c3"));
 	c = notebook_add_cell(nb, CELL_BY_MODEL, "s = '```'\nwhile True: pass",
 	    "c3");
@@ -245,6 +247,8 @@ Test(export, markdown)
 	/* the order: Q1, cell 1, answer, hand cell 2, Q2 */
 	cr_assert_lt(strstr(md, "March"), strstr(md, "**[2]**"));
 	cr_assert_lt(strstr(md, "**[2]**"), strstr(md, "And "));
+	cr_assert_not_null(strstr(md, "## Question\n\n> And ```fences```?\n"));
+	cr_assert_null(strstr(md, "Since your last turn"));
 	free(md);
 	notebook_free(nb);
 	free(path);

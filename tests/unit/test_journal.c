@@ -12,6 +12,7 @@
 
 #include "terp/digest.h"
 #include "terp/journal.h"
+#include "terp/kernel.h"
 #include "terp/util.h"
 
 static char *
@@ -242,7 +243,7 @@ Test(journal, events_read_back_equal)
 	struct journal *j;
 	struct cell *c;
 
-	j = journal_create(dir, &info, nb, &err);
+	j = journal_create(dir, NULL, &info, nb, &err);
 	cr_assert_not_null(j, "%s", err);
 	play_question(j, nb, "What is 6*7?", "/tmp/out/plot.png");
 	/* a hand-run cell that raises */
@@ -286,7 +287,7 @@ Test(journal, large_output_stored_once_as_head_and_tail)
 	char *dir = tmpdir(), *err = NULL, *path;
 	struct notebook *nb = notebook_new(), *nb2 = notebook_new();
 	struct journal_meta m;
-	struct journal *j = journal_create(dir, NULL, nb, &err);
+	struct journal *j = journal_create(dir, NULL, NULL, nb, &err);
 	struct cell *c;
 	char chunk[8192];
 	struct stat st;
@@ -325,7 +326,7 @@ Test(journal, torn_last_line_ignored_and_cut_on_resume)
 	char *dir = tmpdir(), *err = NULL, *path, *s;
 	struct notebook *nb = notebook_new(), *nb2 = notebook_new(), *nb3;
 	struct journal_meta m;
-	struct journal *j = journal_create(dir, NULL, nb, &err);
+	struct journal *j = journal_create(dir, NULL, NULL, nb, &err);
 	char *id;
 	size_t len;
 	int fd;
@@ -344,10 +345,10 @@ Test(journal, torn_last_line_ignored_and_cut_on_resume)
 	cr_assert_eq(m.torn, 1);
 	cr_assert_eq(m.skipped, 0);
 	assert_notebooks_equal(nb, nb2);
-	journal_meta_free(&m);
 
 	/* resume: the torn bytes are cut, new lines append cleanly */
-	j = journal_reopen(dir, id, nb2, &err);
+	j = journal_reopen(dir, id, nb2, &m, &err);
+	journal_meta_free(&m);
 	cr_assert_not_null(j, "%s", err);
 	s = slurp(path, &len);
 	cr_assert_eq(s[len - 1], '\n');
@@ -378,7 +379,7 @@ Test(journal, corrupt_middle_line_skipped_with_count)
 	char *dir = tmpdir(), *err = NULL, *path, *s, *t, *nl;
 	struct notebook *nb = notebook_new(), *nb2 = notebook_new();
 	struct journal_meta m;
-	struct journal *j = journal_create(dir, NULL, nb, &err);
+	struct journal *j = journal_create(dir, NULL, NULL, nb, &err);
 	size_t len;
 
 	cr_assert_not_null(j, "%s", err);
@@ -411,7 +412,7 @@ Test(journal, crash_mid_cell_is_repaired)
 	char *dir = tmpdir(), *err = NULL, *path;
 	struct notebook *nb = notebook_new(), *nb2 = notebook_new();
 	struct journal_meta m;
-	struct journal *j = journal_create(dir, NULL, nb, &err);
+	struct journal *j = journal_create(dir, NULL, NULL, nb, &err);
 	struct cell *c;
 	const cJSON *last;
 
@@ -451,7 +452,7 @@ Test(journal, message_completed_in_place_is_rewritten)
 	char *dir = tmpdir(), *err = NULL, *path;
 	struct notebook *nb = notebook_new(), *nb2 = notebook_new();
 	struct journal_meta m;
-	struct journal *j = journal_create(dir, NULL, nb, &err);
+	struct journal *j = journal_create(dir, NULL, NULL, nb, &err);
 	cJSON *a;
 
 	cr_assert_not_null(j, "%s", err);
@@ -500,7 +501,7 @@ make_session(const char *dir, const char *q, time_t mtime)
 {
 	struct notebook *nb = notebook_new();
 	char *err = NULL, *id, *path;
-	struct journal *j = journal_create(dir, NULL, nb, &err);
+	struct journal *j = journal_create(dir, NULL, NULL, nb, &err);
 	struct timeval tv[2] = { { mtime, 0 }, { mtime, 0 } };
 
 	cr_assert_not_null(j, "%s", err);
@@ -596,14 +597,17 @@ Test(journal, delete_and_reopen_refuse_a_session_in_use)
 {
 	char *dir = tmpdir(), *err = NULL;
 	struct notebook *nb = notebook_new();
-	struct journal *j = journal_create(dir, NULL, nb, &err), *j2;
+	struct journal *j = journal_create(dir, NULL, NULL, nb, &err), *j2;
 
 	cr_assert_not_null(j, "%s", err);
 	cr_assert_eq(journal_delete(dir, journal_id(j), &err), -1);
 	cr_assert_not_null(strstr(err, "another terp"), "%s", err);
 	free(err);
 	err = NULL;
-	j2 = journal_reopen(dir, journal_id(j), nb, &err);
+	{
+		struct journal_meta m = { .live_from = 1 };
+		j2 = journal_reopen(dir, journal_id(j), nb, &m, &err);
+	}
 	cr_assert_null(j2);
 	cr_assert_not_null(strstr(err, "another terp"), "%s", err);
 	free(err);
@@ -724,4 +728,100 @@ Test(digest, base64_round_trip)
 	free(e);
 	free(d);
 	cr_assert_null(base64_decode("ab$d", 4, &n));
+}
+
+static struct cell *
+ran(struct journal *j, struct notebook *nb, const char *code,
+    enum cell_status st, int state_lost)
+{
+	struct cell *c = notebook_add_cell(nb, CELL_BY_USER, code, NULL);
+
+	emit(j, EV_CELL_START, c, NULL, 0);
+	c->status = st;
+	c->state_lost = state_lost;
+	emit(j, EV_RESULT, c, NULL, 0);
+	return c;
+}
+
+static void
+kernel_ev(struct journal *j, enum kernel_state st)
+{
+	struct event ev = { .type = EV_KERNEL, .n = (int)st };
+	journal_event(j, &ev);
+}
+
+Test(journal, replay_rebuilds_the_state_lost_last)
+{
+	char *dir = tmpdir(), *err = NULL, *path, *id;
+	struct notebook *nb = notebook_new(), *nb2 = notebook_new();
+	struct journal_meta m;
+	struct journal *j = journal_create(dir, NULL, NULL, nb, &err);
+	int *cells, n;
+
+	cr_assert_not_null(j, "%s", err);
+	kernel_ev(j, KERNEL_STARTING);
+	ran(j, nb, "a = 1", CELL_OK, 0);			/* 1 */
+	ran(j, nb, "import os; os._exit(1)", CELL_CRASHED, 1);	/* 2: lost */
+	kernel_ev(j, KERNEL_STARTING);
+	ran(j, nb, "import pandas as pd", CELL_OK, 0);		/* 3 */
+	ran(j, nb, "df = pd.DataFrame({'x': [1]})", CELL_OK, 0);	/* 4 */
+	ran(j, nb, "1/0", CELL_ERROR, 0);			/* 5 */
+	ran(j, nb, "df['y'] = 2", CELL_OK, 0);			/* 6 */
+	cr_assert_eq(journal_replay_cells(j, &cells), 1);	/* 1 only */
+	cr_assert_eq(cells[0], 1);
+	free(cells);
+	id = xstrdup(journal_id(j));
+	path = journal_path(dir, id);
+	journal_close(j);
+
+	cr_assert_eq(journal_load(path, nb2, &m, &err), 0, "%s", err);
+	cr_assert_eq(m.live_from, 3);
+	j = journal_reopen(dir, id, nb2, &m, &err);
+	cr_assert_not_null(j, "%s", err);
+	journal_meta_free(&m);
+	n = journal_replay_cells(j, &cells);
+	cr_assert_eq(n, 3);
+	cr_assert_eq(cells[0], 3);
+	cr_assert_eq(cells[1], 4);
+	cr_assert_eq(cells[2], 6);
+	free(cells);
+	/* the fresh sandbox starts: nothing more is lost */
+	kernel_ev(j, KERNEL_STARTING);
+	cr_assert_eq(journal_replay_cells(j, &cells), 3);
+	free(cells);
+	/* hand-run cells before the resume were told to no question yet */
+	cr_assert_eq(notebook_cell(nb2, 6)->told_model, 0);
+	journal_close(j);
+	notebook_free(nb);
+	notebook_free(nb2);
+	free(path);
+	free(id);
+	rm_rf(dir);
+	free(dir);
+}
+
+Test(journal, create_with_a_given_id)
+{
+	char *dir = tmpdir(), *err = NULL, *sdir;
+	struct notebook *nb = notebook_new();
+	struct journal *j;
+
+	sdir = xasprintf("%s/20260101-120000-beef", dir);
+	cr_assert_eq(mkdir(sdir, 0711), 0);	/* main made it already */
+	j = journal_create(dir, "20260101-120000-beef", NULL, nb, &err);
+	cr_assert_not_null(j, "%s", err);
+	cr_assert_str_eq(journal_id(j), "20260101-120000-beef");
+	cr_assert_str_eq(journal_dir(j), sdir);
+	journal_close(j);
+	/* the journal exists: a second create must not clobber it */
+	cr_assert_null(journal_create(dir, "20260101-120000-beef", NULL, nb,
+	    &err));
+	free(err);
+	err = NULL;
+	cr_assert_null(journal_create(dir, "../evil", NULL, nb, &err));
+	free(err);
+	notebook_free(nb);
+	free(sdir);
+	rm_rf(dir);
+	free(dir);
 }
