@@ -99,6 +99,7 @@ install: terp
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(DATADIR)/themes
 	install -m 755 terp $(DESTDIR)$(BINDIR)/terp
 	install -m 644 man/terp.1 $(DESTDIR)$(MANDIR)/man1/terp.1
+	install -m 644 examples/demo.json $(DESTDIR)$(DATADIR)/demo.json
 	for t in themes/*.theme; do [ -e "$$t" ] || continue; \
 	    install -m 644 "$$t" $(DESTDIR)$(DATADIR)/themes/; done
 

@@ -78,11 +78,18 @@ _patched = False
 _patch_lock = threading.Lock()
 
 
+def _pyplot():
+    """matplotlib.pyplot if it is imported, and not still being imported
+    by another thread (the preload)."""
+    mod = sys.modules.get("matplotlib.pyplot")
+    if mod is None or getattr(getattr(mod, "__spec__", None), "_initializing", False):
+        return None
+    return mod
+
+
 def _patch_pyplot():
     """plt.show() saves and closes open figures instead of doing nothing."""
-    mod = sys.modules.get("matplotlib.pyplot")
-    # Not while another thread (the preload) is still importing it.
-    if mod is None or getattr(getattr(mod, "__spec__", None), "_initializing", False):
+    if _pyplot() is None:
         return
     with _patch_lock:
         try:
@@ -118,7 +125,7 @@ _cur_cell = 0
 
 def _save_figures():
     global _fig_count
-    plt = sys.modules.get("matplotlib.pyplot")
+    plt = _pyplot()
     if plt is None:
         return
     for num in list(plt.get_fignums()):
@@ -376,7 +383,7 @@ def main():
                 _run(int(cmd["id"]), str(cmd["code"]))
             elif op == "reset":
                 ns = _fresh_namespace()
-                plt = sys.modules.get("matplotlib.pyplot")
+                plt = _pyplot()
                 if plt is not None:
                     plt.close("all")
                 send({"ev": "reset"})

@@ -19,19 +19,25 @@ struct headless {
 	struct loop	*loop;
 	event_fn	 sink;
 	void		*sink_arg;
-	int		 asked;
+	int		 asked;		/* questions asked so far */
 	int		 status;
 	int		 answered;
 	int		 interrupted;
 };
 
+/* Asks the next question, or ends the run after the last one (or after
+ * a failure: a follow-up to a failed question would not make sense). */
 static void
-ask(struct headless *h)
+ask_next(struct headless *h)
 {
 	char *err = NULL;
 
-	h->asked = 1;
-	if (agent_ask(h->agent, h->cli->prompt, &err) < 0) {
+	if (h->asked >= h->cli->nprompts || h->status != 0 || h->interrupted) {
+		loop_stop(h->loop);
+		return;
+	}
+	h->answered = 0;
+	if (agent_ask(h->agent, h->cli->prompts[h->asked++], &err) < 0) {
 		struct event e = { .type = EV_ERROR, .text = err, .len = strlen(err) };
 		h->sink(h->sink_arg, &e);
 		free(err);
@@ -52,7 +58,11 @@ headless_event(void *arg, const struct event *ev)
 		 * first reply and the library imports overlap. */
 		if ((ev->n == KERNEL_STARTING || ev->n == KERNEL_LOADING ||
 		    ev->n == KERNEL_READY) && !h->asked)
-			ask(h);
+			ask_next(h);
+		else if (ev->n == KERNEL_DEAD && !h->asked) {
+			h->status = 1;	/* the printer showed why */
+			loop_stop(h->loop);
+		}
 		break;
 	case EV_ANSWER:
 		h->answered = 1;
@@ -62,8 +72,11 @@ headless_event(void *arg, const struct event *ev)
 			h->status = ev->n ? ev->n : 1;
 		break;
 	case EV_IDLE:
-		if (h->asked)
-			loop_stop(h->loop);
+		if (h->asked) {
+			if (!h->answered && h->status == 0)
+				h->status = 1;
+			ask_next(h);
+		}
 		break;
 	default:
 		break;

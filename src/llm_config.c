@@ -166,15 +166,29 @@ from_file(struct llm_config *cfg, const struct config *c, char **key_cmd,
 	return 0;
 }
 
+/* Installed: DATADIR; built but not installed: examples/ next to the
+ * binary (found through /proc/self/exe, so any working directory will
+ * do); last, ./examples. */
 static char *
 default_demo_script(void)
 {
-	const char *paths[] = { TERP_DATADIR "/demo.json", "examples/demo.json" };
+	char exe[4096], *slash, *p;
+	ssize_t n;
 
-	for (size_t i = 0; i < 2; i++)
-		if (access(paths[i], R_OK) == 0)
-			return xstrdup(paths[i]);
-	return xstrdup(paths[0]);
+	if (access(TERP_DATADIR "/demo.json", R_OK) == 0)
+		return xstrdup(TERP_DATADIR "/demo.json");
+	n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+	if (n > 0) {
+		exe[n] = '\0';
+		if ((slash = strrchr(exe, '/')) != NULL) {
+			*slash = '\0';
+			p = xasprintf("%s/examples/demo.json", exe);
+			if (access(p, R_OK) == 0)
+				return p;
+			free(p);
+		}
+	}
+	return xstrdup("examples/demo.json");
 }
 
 int

@@ -116,29 +116,47 @@ normalize(const char *s)
 	return out;
 }
 
+/* Whether the normalized text a holds word w as a whole word. */
 static int
-matches(const cJSON *q, const char *asked)
+has_word(const char *a, const char *w)
+{
+	size_t n = strlen(w);
+
+	for (const char *p = a; (p = strstr(p, w)) != NULL; p++)
+		if ((p == a || p[-1] == ' ') && (p[n] == ' ' || p[n] == '\0'))
+			return 1;
+	return 0;
+}
+
+/* exact: the recorded question appears in what was asked; otherwise
+ * every keyword appears in it as a whole word. */
+static int
+matches(const cJSON *q, const char *asked, int exact)
 {
 	const cJSON *qs = cJSON_GetObjectItemCaseSensitive(q, "question");
 	const cJSON *kw = cJSON_GetObjectItemCaseSensitive(q, "keywords"), *k;
 	char *a = normalize(asked), *n;
 	int hit = 0, all = cJSON_GetArraySize(kw) > 0;
 
-	if (cJSON_IsString(qs)) {
-		n = normalize(qs->valuestring);
-		hit = *n != '\0' && strstr(a, n) != NULL;
-		free(n);
+	if (exact) {
+		if (cJSON_IsString(qs)) {
+			n = normalize(qs->valuestring);
+			hit = *n != '\0' && strstr(a, n) != NULL;
+			free(n);
+		}
+		free(a);
+		return hit;
 	}
 	cJSON_ArrayForEach(k, kw) {
 		if (!cJSON_IsString(k))
 			continue;
 		n = normalize(k->valuestring);
-		if (strstr(a, n) == NULL)
+		if (!has_word(a, n))
 			all = 0;
 		free(n);
 	}
 	free(a);
-	return hit || all;
+	return all;
 }
 
 static void step(struct loop *l, void *arg);
@@ -246,12 +264,16 @@ llm_demo_request(struct llm_demo *d, const cJSON *messages,
 	d->qi = -1;
 	d->k = after;
 	qs = cJSON_GetObjectItemCaseSensitive(d->script, "questions");
-	cJSON_ArrayForEach(q, qs) {
-		if (matches(q, asked)) {
-			d->qi = i;
-			break;
+	/* An exact question anywhere beats keywords of an earlier one. */
+	for (int exact = 1; exact >= 0 && d->qi < 0; exact--) {
+		i = 0;
+		cJSON_ArrayForEach(q, qs) {
+			if (matches(q, asked, exact)) {
+				d->qi = i;
+				break;
+			}
+			i++;
 		}
-		i++;
 	}
 	if (d->qi >= 0) {
 		const cJSON *replies = cJSON_GetObjectItemCaseSensitive(q, "replies");

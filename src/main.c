@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "terp/cli.h"
+#include "terp/config.h"
 #include "terp/util.h"
 
 #define TERP_VERSION "0.1.0"
@@ -59,7 +60,8 @@ usage(FILE *fp)
 	    "       terp -p QUESTION [OPTIONS] [DATA_FILE...]  answer one question, headless\n"
 	    "       terp exec [OPTIONS] [-c CODE]... [DATA_FILE...]  run cells, no model\n"
 	    "\n"
-	    "  -p, --prompt TEXT        the question (- reads it from stdin)\n"
+	    "  -p, --prompt TEXT        the question (- reads it from stdin); repeat -p to\n"
+	    "                           ask follow-ups in the same session\n"
 	    "  -c, --code CODE          (exec) a cell; repeat for more; none: stdin is one cell\n"
 	    "      --stop-on-error      (exec) stop at the first failing cell\n"
 	    "      --json               print JSON lines instead of text\n"
@@ -144,6 +146,41 @@ new_session_id(void)
 	return xasprintf("%s-%04x", date, r);
 }
 
+/* The settings file's non-model keys, applied before the flags so that
+ * flags win (llm_config_resolve reads the model's keys itself). */
+static void
+apply_config(struct cli *c)
+{
+	struct config cf = { 0 };
+	char *err = NULL;
+	const char *v;
+	int64_t ms;
+
+	if (config_load(&cf, NULL, &err) < 0) {
+		fprintf(stderr, "terp: %s\n", err);
+		exit(2);
+	}
+	if ((v = config_get(&cf, "theme")))
+		c->theme = xstrdup(v);
+	if ((v = config_get(&cf, "memory")))
+		c->kopts.memory = opt_size("memory (config)", v);
+	if ((v = config_get(&cf, "timeout"))) {
+		if (parse_duration_ms(v, &ms) < 0)
+			usage_error("invalid duration for timeout in the config file: %s", v);
+		c->kopts.timeout_ms = ms;
+	}
+	if ((v = config_get(&cf, "max_turns")))
+		c->aopts.max_turns = (int)opt_long("max_turns (config)", v, 1);
+	if ((v = config_get(&cf, "tool_output_limit")))
+		c->aopts.tool_output_limit = (size_t)opt_long("tool_output_limit (config)", v, 256);
+	if ((v = config_get(&cf, "network")))
+		c->kopts.network = strcmp(v, "on") == 0 || strcmp(v, "true") == 0 ||
+		    strcmp(v, "1") == 0 || strcmp(v, "yes") == 0;
+	if ((v = config_get(&cf, "out")))
+		c->kopts.out_dir = xstrdup(v);
+	config_free(&cf);
+}
+
 static void
 parse(struct cli *c, int argc, char **argv)
 {
@@ -153,7 +190,7 @@ parse(struct cli *c, int argc, char **argv)
 	memset(c, 0, sizeof *c);
 	kernel_opts_default(&c->kopts);
 	agent_opts_default(&c->aopts);
-	c->llm.max_retries = -1;
+	apply_config(c);
 	c->mode = CLI_TUI;
 	if (argc > 1 && strcmp(argv[1], "exec") == 0) {
 		c->mode = CLI_EXEC;
@@ -167,7 +204,8 @@ parse(struct cli *c, int argc, char **argv)
 			if (c->mode == CLI_EXEC)
 				usage_error("%s: -p is not for terp exec", "exec");
 			c->mode = CLI_PROMPT;
-			c->prompt = optarg;
+			c->prompts = xrealloc(c->prompts, (size_t)(c->nprompts + 1) * sizeof *c->prompts);
+			c->prompts[c->nprompts++] = optarg;
 			break;
 		case 'c':
 			if (c->mode != CLI_EXEC)
@@ -199,7 +237,12 @@ parse(struct cli *c, int argc, char **argv)
 		case OPT_MODEL: c->llm.model = xstrdup(optarg); break;
 		case OPT_BASE_URL: c->llm.base_url = xstrdup(optarg); break;
 		case OPT_MAX_TURNS: c->aopts.max_turns = (int)opt_long("--max-turns", optarg, 1); break;
-		case OPT_MAX_RETRIES: c->llm.max_retries = (int)opt_long("--max-retries", optarg, 0); break;
+		case OPT_MAX_RETRIES: {
+			/* llm_config: 0 means unset, -1 means none */
+			long n = opt_long("--max-retries", optarg, 0);
+			c->llm.max_retries = n == 0 ? -1 : (int)n;
+			break;
+		}
 		case OPT_TOOL_LIMIT:
 			c->aopts.tool_output_limit = (size_t)opt_long("--tool-output-limit", optarg, 256);
 			break;
@@ -228,10 +271,12 @@ parse(struct cli *c, int argc, char **argv)
 			exit(2);
 		}
 	}
-	if (c->mode == CLI_PROMPT && strcmp(c->prompt, "-") == 0)
-		c->prompt = read_stdin();
-	if (c->mode == CLI_PROMPT && c->prompt[strspn(c->prompt, " \t\r\n")] == '\0')
-		usage_error("%s: the question is empty", "-p");
+	for (int i = 0; i < c->nprompts; i++) {
+		if (strcmp(c->prompts[i], "-") == 0)
+			c->prompts[i] = read_stdin();
+		if (c->prompts[i][strspn(c->prompts[i], " \t\r\n")] == '\0')
+			usage_error("%s: the question is empty", "-p");
+	}
 	if (c->mode == CLI_EXEC && c->ncells == 0) {
 		c->cells = xmalloc(sizeof *c->cells);
 		c->cells[c->ncells++] = read_stdin();

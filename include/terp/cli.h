@@ -11,7 +11,8 @@ enum cli_mode { CLI_TUI, CLI_PROMPT, CLI_EXEC };
 
 struct cli {
 	enum cli_mode		 mode;
-	const char		*prompt;	/* -p */
+	const char		**prompts;	/* -p, asked in order in one session */
+	int			 nprompts;
 	const char		**cells;	/* exec -c, in order */
 	int			 ncells;
 	int			 stop_on_error;
