@@ -696,6 +696,10 @@ agent_ask(struct agent *a, const char *question, char **err)
 		*err = xstrdup("a question is already running (Ctrl-C cancels it)");
 		return -1;
 	}
+	/* Restart a stopped sandbox now, not at the model's first cell:
+	 * the restart's note then goes out with this question. */
+	if (kernel_state(a->k) == KERNEL_STOPPED && agent_start(a, err) < 0)
+		return -1;
 	buf_init(&b, 1 << 20);
 	if (a->notes.len > 0) {
 		buf_add(&b, a->notes.data, a->notes.len);
@@ -775,6 +779,16 @@ int
 agent_busy(const struct agent *a)
 {
 	return a->asking || a->hand_running > 0 || kernel_busy(a->k);
+}
+
+void
+agent_note(struct agent *a, const char *text)
+{
+	size_t n = strlen(text);
+
+	buf_add(&a->notes, text, n);
+	if (n > 0 && text[n - 1] != '\n')
+		buf_addc(&a->notes, '\n');
 }
 
 int

@@ -10,12 +10,14 @@
 #include "terp/cli.h"
 #include "terp/jsonout.h"
 #include "terp/printer.h"
+#include "terp/session.h"
 #include "terp/util.h"
 
 struct exec_state {
 	struct cli	*cli;
 	struct agent	*agent;
 	struct loop	*loop;
+	struct session	*session;	/* journal, replay, idle */
 	event_fn	 sink;
 	void		*sink_arg;
 	int		 next;		/* index of the next -c to run */
@@ -61,8 +63,25 @@ exec_event(void *arg, const struct event *ev)
 {
 	struct exec_state *x = arg;
 
+	session_record(x->session, ev);	/* saved before it is shown */
 	x->sink(x->sink_arg, ev);
+	switch (session_event(x->session, ev)) {
+	case SESSION_OWN:		/* a replayed cell's */
+		return;
+	case SESSION_READY:		/* the replay is over */
+		if (!x->started) {
+			x->started = 1;
+			run_next(x);
+		}
+		return;
+	case SESSION_PASS:
+		break;
+	}
 	switch (ev->type) {
+	case EV_ERROR:		/* --max-session */
+		if (x->status == 0)
+			x->status = ev->n ? ev->n : 1;
+		break;
 	case EV_KERNEL:
 		if (ev->n == KERNEL_DEAD) {
 			x->dead = 1;
@@ -120,13 +139,35 @@ int
 exec_run(struct cli *c)
 {
 	struct exec_state x;
-	struct notebook *nb = notebook_new();
-	char *err = NULL;
+	struct notebook *nb;
+	struct session_opts so;
+	char *err = NULL, *warn = NULL;
 	struct event ev = { .type = EV_SESSION };
 
 	memset(&x, 0, sizeof x);
 	x.cli = c;
 	x.loop = loop_new();
+	if (c->resume) {
+		nb = c->res.nb;		/* new cells follow the old ones */
+		c->res.nb = NULL;
+	} else {
+		nb = notebook_new();
+	}
+	sessions_opts(c, &so);
+	so.emit = exec_event;
+	so.arg = &x;
+	x.session = session_new(x.loop, nb, &so, &warn, &err);
+	if (x.session == NULL) {
+		fprintf(stderr, "terp: %s\n", err);
+		free(err);
+		notebook_free(nb);
+		loop_free(x.loop);
+		return 1;
+	}
+	if (warn) {
+		fprintf(stderr, "terp: warning: %s\n", warn);
+		free(warn);
+	}
 	if (c->json) {
 		x.sink = jsonout_event;
 		x.sink_arg = jsonout_new(stdout);
@@ -139,9 +180,10 @@ exec_run(struct cli *c)
 	loop_signal(x.loop, SIGHUP, on_term, &x);
 	signal(SIGPIPE, SIG_IGN);
 	x.agent = agent_new(x.loop, nb, &c->kopts, NULL, &c->aopts, exec_event, &x);
+	session_attach(x.session, x.agent);
 	ev.text = c->session_id;
 	ev.name = c->session_dir;
-	x.sink(x.sink_arg, &ev);
+	exec_event(&x, &ev);
 	if (agent_start(x.agent, &err) < 0) {
 		if (c->json) {
 			struct event e = { .type = EV_ERROR, .text = err, .len = strlen(err) };
@@ -157,6 +199,7 @@ exec_run(struct cli *c)
 	if (x.interrupted && x.status == 0)
 		x.status = 3;
 	agent_free(x.agent);
+	session_free(x.session);	/* the journal is synced and closed */
 	notebook_free(nb);
 	free(x.sink_arg);
 	loop_free(x.loop);

@@ -11,12 +11,14 @@
 #include "terp/jsonout.h"
 #include "terp/llm.h"
 #include "terp/printer.h"
+#include "terp/session.h"
 #include "terp/util.h"
 
 struct headless {
 	struct cli	*cli;
 	struct agent	*agent;
 	struct loop	*loop;
+	struct session	*session;	/* journal, replay, idle */
 	event_fn	 sink;
 	void		*sink_arg;
 	int		 asked;		/* questions asked so far */
@@ -51,7 +53,18 @@ headless_event(void *arg, const struct event *ev)
 {
 	struct headless *h = arg;
 
+	session_record(h->session, ev);	/* saved before it is shown */
 	h->sink(h->sink_arg, ev);
+	switch (session_event(h->session, ev)) {
+	case SESSION_OWN:		/* a replayed cell's */
+		return;
+	case SESSION_READY:		/* the replay is over */
+		if (!h->asked)
+			ask_next(h);
+		return;
+	case SESSION_PASS:
+		break;
+	}
 	switch (ev->type) {
 	case EV_KERNEL:
 		/* Ask as soon as the session can take cells: the model's
@@ -122,14 +135,21 @@ int
 headless_run(struct cli *c)
 {
 	struct headless h;
-	struct notebook *nb = notebook_new();
+	struct notebook *nb;
 	struct llm *m;
-	char *err = NULL;
+	struct session_opts so;
+	char *err = NULL, *warn = NULL;
 	struct event ev = { .type = EV_SESSION };
 
 	memset(&h, 0, sizeof h);
 	h.cli = c;
 	h.loop = loop_new();
+	if (c->resume) {
+		nb = c->res.nb;		/* the conversation goes on */
+		c->res.nb = NULL;
+	} else {
+		nb = notebook_new();
+	}
 	m = llm_new(h.loop, &c->llm, &err);
 	if (m == NULL) {
 		fprintf(stderr, "terp: %s\n", err);
@@ -137,6 +157,22 @@ headless_run(struct cli *c)
 		notebook_free(nb);
 		loop_free(h.loop);
 		return 1;
+	}
+	sessions_opts(c, &so);
+	so.emit = headless_event;
+	so.arg = &h;
+	h.session = session_new(h.loop, nb, &so, &warn, &err);
+	if (h.session == NULL) {
+		fprintf(stderr, "terp: %s\n", err);
+		free(err);
+		llm_free(m);
+		notebook_free(nb);
+		loop_free(h.loop);
+		return 1;
+	}
+	if (warn) {
+		fprintf(stderr, "terp: warning: %s\n", warn);
+		free(warn);
 	}
 	if (c->json) {
 		h.sink = jsonout_event;
@@ -150,12 +186,13 @@ headless_run(struct cli *c)
 	loop_signal(h.loop, SIGHUP, on_term, &h);
 	signal(SIGPIPE, SIG_IGN);
 	h.agent = agent_new(h.loop, nb, &c->kopts, m, &c->aopts, headless_event, &h);
+	session_attach(h.session, h.agent);
 	ev.text = c->session_id;
 	ev.name = c->session_dir;
-	h.sink(h.sink_arg, &ev);
+	headless_event(&h, &ev);
 	if (agent_start(h.agent, &err) < 0) {
 		struct event e = { .type = EV_ERROR, .text = err, .len = strlen(err) };
-		h.sink(h.sink_arg, &e);
+		headless_event(&h, &e);
 		free(err);
 		h.status = 1;
 	} else {
@@ -167,6 +204,7 @@ headless_run(struct cli *c)
 		h.status = 1;
 	print_usage(&h);
 	agent_free(h.agent);
+	session_free(h.session);	/* the journal is synced and closed */
 	llm_free(m);
 	notebook_free(nb);
 	free(h.sink_arg);

@@ -7,6 +7,7 @@
  * with O_EXCL under names terp chooses. */
 #include "terp/kernel.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -80,6 +81,8 @@ struct kernel {
 	int			 art_cell, art_bad;
 	char			**written;	/* host paths written this session */
 	int			 nwritten;
+
+	char			*stopped_why;	/* kernel_stop's reason until relaunch */
 };
 
 static void kernel_on_ev(struct loop *l, int fd, int revents, void *arg);
@@ -181,6 +184,26 @@ sandbox_base(struct kernel *k, char **err)
 	return base;
 }
 
+/* A resumed session's folder still holds the files staged by the run
+ * before; they may be stale (the user changed the file since), and
+ * staging again under the same name needs the name free. The data
+ * folder is terp's alone (the sandbox sees it read-only), so its
+ * entries are removed, never followed. */
+static void
+clear_datadir(struct kernel *k)
+{
+	DIR *d = opendir(k->datadir);
+	struct dirent *e;
+
+	if (d == NULL)
+		return;
+	while ((e = readdir(d)) != NULL) {
+		if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
+			(void)unlinkat(dirfd(d), e->d_name, 0);
+	}
+	closedir(d);
+}
+
 static int
 prepare_dirs(struct kernel *k, char **err)
 {
@@ -204,6 +227,7 @@ prepare_dirs(struct kernel *k, char **err)
 		    strerror(errno));
 		return -1;
 	}
+	clear_datadir(k);
 	{
 		char *wsd = xasprintf("%s/data", k->workspace);
 		char *wso = xasprintf("%s/out", k->workspace);
@@ -478,13 +502,28 @@ launch(struct kernel *k, char **err)
 	if (k->o->no_sandbox)
 		k->py_pid = k->p.pid;
 	watch_all(k);
-	set_state(k, KERNEL_STARTING, "starting the sandbox");
+	if (k->stopped_why != NULL) {
+		/* "restarted" tells the agent (and the printer) that the
+		 * variables are gone. */
+		char *msg = xasprintf("restarted the sandbox, which was stopped (%s)",
+		    k->stopped_why);
+		free(k->stopped_why);
+		k->stopped_why = NULL;
+		set_state(k, KERNEL_STARTING, msg);
+		free(msg);
+	} else {
+		set_state(k, KERNEL_STARTING, "starting the sandbox");
+	}
 	return 0;
 }
 
 int
 kernel_start(struct kernel *k, char **err)
 {
+	if (k->state != KERNEL_STOPPED && k->state != KERNEL_DEAD) {
+		*err = xstrdup("the Python session is running already");
+		return -1;
+	}
 	if (k->workspace == NULL && prepare_dirs(k, err) < 0)
 		return -1;
 	if (k->out_dirfd < 0) {
@@ -1035,6 +1074,11 @@ kernel_run(struct kernel *k, int n, const char *code, char **err)
 {
 	struct pending *p, **pp;
 
+	if (k->state == KERNEL_STOPPED && k->stopped_why != NULL &&
+	    launch(k, err) < 0) {
+		set_state(k, KERNEL_DEAD, *err);
+		return -1;
+	}
 	if (k->state == KERNEL_DEAD || k->state == KERNEL_STOPPED) {
 		*err = xstrdup("the Python session is not running");
 		return -1;
@@ -1251,6 +1295,25 @@ kernel_restart(struct kernel *k, char **err)
 }
 
 void
+kernel_stop(struct kernel *k, const char *reason)
+{
+	if (k->state == KERNEL_STOPPED || k->state == KERNEL_DEAD)
+		return;
+	if (k->cur) {
+		struct kernel_result r;
+		memset(&r, 0, sizeof r);
+		r.status = CELL_INTERRUPTED;
+		r.reason = "the sandbox was stopped; its state was lost";
+		r.state_lost = 1;
+		finish_cell(k, &r);
+	}
+	stop_now(k);
+	free(k->stopped_why);
+	k->stopped_why = xstrdup(reason && *reason ? reason : "by request");
+	set_state(k, KERNEL_STOPPED, k->stopped_why);
+}
+
+void
 kernel_free(struct kernel *k)
 {
 	if (k == NULL)
@@ -1266,5 +1329,6 @@ kernel_free(struct kernel *k)
 	buf_free(&k->bwrap_err);
 	free(k->workspace);
 	free(k->datadir);
+	free(k->stopped_why);
 	free(k);
 }

@@ -12,6 +12,7 @@
 
 #include "terp/cli.h"
 #include "terp/config.h"
+#include "terp/journal.h"
 #include "terp/util.h"
 
 #define TERP_VERSION "0.1.0"
@@ -22,7 +23,11 @@ enum {
 	OPT_FSIZE, OPT_NOFILE, OPT_ARTMAX, OPT_NO_SANDBOX, OPT_NETWORK,
 	OPT_PROVIDER, OPT_MODEL, OPT_BASE_URL, OPT_MAX_TURNS, OPT_MAX_RETRIES,
 	OPT_TOOL_LIMIT, OPT_SYSTEM, OPT_THEME, OPT_STOP, OPT_VERSION,
+	OPT_LIST, OPT_DELETE, OPT_EXPORT, OPT_RESUME, OPT_REPLAY, OPT_IDLE,
+	OPT_MAX_SESSION,
 };
+
+#define IDLE_DEFAULT_MS	(30 * 60 * 1000)
 
 static const struct option long_opts[] = {
 	{ "prompt", required_argument, NULL, 'p' },
@@ -47,6 +52,13 @@ static const struct option long_opts[] = {
 	{ "system", required_argument, NULL, OPT_SYSTEM },
 	{ "theme", required_argument, NULL, OPT_THEME },
 	{ "stop-on-error", no_argument, NULL, OPT_STOP },
+	{ "list", no_argument, NULL, OPT_LIST },
+	{ "delete", required_argument, NULL, OPT_DELETE },
+	{ "export", required_argument, NULL, OPT_EXPORT },
+	{ "resume", optional_argument, NULL, OPT_RESUME },
+	{ "replay", no_argument, NULL, OPT_REPLAY },
+	{ "idle-timeout", required_argument, NULL, OPT_IDLE },
+	{ "max-session", required_argument, NULL, OPT_MAX_SESSION },
 	{ "help", no_argument, NULL, 'h' },
 	{ "version", no_argument, NULL, OPT_VERSION },
 	{ NULL, 0, NULL, 0 },
@@ -59,6 +71,7 @@ usage(FILE *fp)
 	    "usage: terp [OPTIONS] [DATA_FILE...]              the terminal notebook\n"
 	    "       terp -p QUESTION [OPTIONS] [DATA_FILE...]  answer one question, headless\n"
 	    "       terp exec [OPTIONS] [-c CODE]... [DATA_FILE...]  run cells, no model\n"
+	    "       terp --list | --delete ID | --export ID FILE   saved sessions\n"
 	    "\n"
 	    "  -p, --prompt TEXT        the question (- reads it from stdin); repeat -p to\n"
 	    "                           ask follow-ups in the same session\n"
@@ -85,6 +98,18 @@ usage(FILE *fp)
 	    "      --theme NAME         TUI colour theme (default, light, mono)\n"
 	    "  -h, --help               this help\n"
 	    "      --version            the version\n"
+	    "\n"
+	    "Sessions (saved under $XDG_STATE_HOME/terp/sessions):\n"
+	    "      --list               list the saved sessions, most recent first\n"
+	    "      --delete ID          delete a saved session\n"
+	    "      --export ID FILE     write a session to FILE (.ipynb or .md)\n"
+	    "      --resume [ID]        continue a session (default: the latest) in a\n"
+	    "                           new sandbox; with -p or exec, headless\n"
+	    "      --replay             (with --resume) first re-run the cells that\n"
+	    "                           succeeded, to rebuild the variables\n"
+	    "      --idle-timeout DUR   stop an idle sandbox (default 30m; 0: never); it\n"
+	    "                           restarts at the next cell, without its variables\n"
+	    "      --max-session DUR    end the session after DUR (default: never)\n"
 	    "See terp(1) for everything.\n", fp);
 }
 
@@ -178,7 +203,54 @@ apply_config(struct cli *c)
 		    strcmp(v, "1") == 0 || strcmp(v, "yes") == 0;
 	if ((v = config_get(&cf, "out")))
 		c->kopts.out_dir = xstrdup(v);
+	if ((v = config_get(&cf, "idle_timeout"))) {
+		if (parse_duration_ms(v, &ms) < 0)
+			usage_error("invalid duration for idle_timeout in the config file: %s", v);
+		c->idle_ms = ms;
+	}
+	if ((v = config_get(&cf, "max_session"))) {
+		if (parse_duration_ms(v, &ms) < 0)
+			usage_error("invalid duration for max_session in the config file: %s", v);
+		c->max_ms = ms;
+	}
 	config_free(&cf);
+}
+
+/* Whether id names a saved session. */
+static int
+is_session(const struct cli *c, const char *id)
+{
+	char *path = journal_path(c->sessions_dir, id);
+	int yes = path != NULL && access(path, F_OK) == 0;
+
+	free(path);
+	return yes;
+}
+
+/* The session options' positional arguments: --export's FILE, and
+ * --resume's ID when it is not given as --resume=ID (a first argument
+ * that names a saved session is taken as the id, not as a data file). */
+static void
+parse_sessions(struct cli *c)
+{
+	if (c->export_id != NULL) {
+		if (c->kopts.ndata != 1)
+			usage_error("%s: give the session id and one file name (.ipynb or .md)",
+			    "--export");
+		c->export_file = c->kopts.data_files[0];
+		c->kopts.ndata = 0;
+		return;
+	}
+	if (c->list || c->delete_id)
+		return;
+	if (c->replay && !c->resume)
+		usage_error("%s: only with --resume", "--replay");
+	if (c->resume && c->resume_id == NULL && c->kopts.ndata > 0 &&
+	    is_session(c, c->kopts.data_files[0])) {
+		c->resume_id = c->kopts.data_files[0];
+		c->kopts.data_files++;
+		c->kopts.ndata--;
+	}
 }
 
 static void
@@ -190,6 +262,8 @@ parse(struct cli *c, int argc, char **argv)
 	memset(c, 0, sizeof *c);
 	kernel_opts_default(&c->kopts);
 	agent_opts_default(&c->aopts);
+	c->idle_ms = IDLE_DEFAULT_MS;
+	c->sessions_dir = journal_sessions_dir();
 	apply_config(c);
 	c->mode = CLI_TUI;
 	if (argc > 1 && strcmp(argv[1], "exec") == 0) {
@@ -257,6 +331,24 @@ parse(struct cli *c, int argc, char **argv)
 			break;
 		}
 		case OPT_THEME: c->theme = optarg; break;
+		case OPT_LIST: c->list = 1; break;
+		case OPT_DELETE: c->delete_id = optarg; break;
+		case OPT_EXPORT: c->export_id = optarg; break;
+		case OPT_RESUME:
+			c->resume = 1;
+			c->resume_id = optarg;
+			break;
+		case OPT_REPLAY: c->replay = 1; break;
+		case OPT_IDLE:
+			if (parse_duration_ms(optarg, &ms) < 0)
+				usage_error("invalid duration for --idle-timeout: %s", optarg);
+			c->idle_ms = ms;
+			break;
+		case OPT_MAX_SESSION:
+			if (parse_duration_ms(optarg, &ms) < 0)
+				usage_error("invalid duration for --max-session: %s", optarg);
+			c->max_ms = ms;
+			break;
 		case 'h': usage(stdout); exit(0);
 		case OPT_VERSION: printf("terp %s\n", TERP_VERSION); exit(0);
 		default: usage(stderr); exit(2);
@@ -264,6 +356,7 @@ parse(struct cli *c, int argc, char **argv)
 	}
 	c->kopts.data_files = (const char **)argv + optind;
 	c->kopts.ndata = argc - optind;
+	parse_sessions(c);
 	for (int i = 0; i < c->kopts.ndata; i++) {
 		if (access(c->kopts.data_files[i], R_OK) < 0) {
 			fprintf(stderr, "terp: cannot read data file %s: %s\n",
@@ -277,7 +370,8 @@ parse(struct cli *c, int argc, char **argv)
 		if (c->prompts[i][strspn(c->prompts[i], " \t\r\n")] == '\0')
 			usage_error("%s: the question is empty", "-p");
 	}
-	if (c->mode == CLI_EXEC && c->ncells == 0) {
+	if (c->mode == CLI_EXEC && c->ncells == 0 && !c->list && !c->delete_id &&
+	    !c->export_id) {
 		c->cells = xmalloc(sizeof *c->cells);
 		c->cells[c->ncells++] = read_stdin();
 	}
@@ -286,11 +380,9 @@ parse(struct cli *c, int argc, char **argv)
 static int
 make_session(struct cli *c)
 {
-	char *state = xdg_state_home();
-
-	c->session_id = new_session_id();
-	c->session_dir = xasprintf("%s/terp/sessions/%s", state, c->session_id);
-	free(state);
+	if (c->session_id == NULL)	/* a resume has its own */
+		c->session_id = new_session_id();
+	c->session_dir = xasprintf("%s/%s", c->sessions_dir, c->session_id);
 	if (mkdir_p(c->session_dir, 0711) < 0) {
 		fprintf(stderr, "terp: cannot create %s: %s\n", c->session_dir, strerror(errno));
 		return -1;
@@ -325,6 +417,15 @@ main(int argc, char **argv)
 	int rc;
 
 	parse(&c, argc, argv);
+	/* These need neither a model nor a sandbox. */
+	if (c.list)
+		return sessions_list(&c);
+	if (c.delete_id)
+		return sessions_delete(&c);
+	if (c.export_id)
+		return sessions_export(&c);
+	if (c.resume && sessions_resume(&c) < 0)
+		return 1;
 	if (c.mode != CLI_EXEC && llm_config_resolve(&c.llm, &err) < 0) {
 		fprintf(stderr, "terp: %s\n", err);
 		free(err);
@@ -347,5 +448,7 @@ main(int argc, char **argv)
 		break;
 	}
 	llm_config_free(&c.llm);
+	if (c.resume)
+		resume_free(&c.res);
 	return rc;
 }

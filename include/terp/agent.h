@@ -37,7 +37,9 @@ void agent_free(struct agent *a);
 int agent_start(struct agent *a, char **err);
 
 /* Asks a question; turns run in the loop until EV_ANSWER or EV_ERROR,
- * then EV_IDLE. Returns -1 with *err when busy or without a model. */
+ * then EV_IDLE. A sandbox stopped by kernel_stop is started again first
+ * (the model is told its variables are gone). Returns -1 with *err when
+ * busy or without a model. */
 int agent_ask(struct agent *a, const char *question, char **err);
 
 /* Runs code as a new cell written by the user (hand-run cells are told
@@ -51,6 +53,11 @@ int agent_rerun(struct agent *a, int n, char **err);
  * Never loses the notebook. */
 void agent_cancel(struct agent *a);
 int agent_busy(const struct agent *a);
+
+/* Appends text (copied; a newline is added when missing) to what the
+ * model is told with the next question, e.g. that the session was
+ * resumed in a new sandbox. */
+void agent_note(struct agent *a, const char *text);
 
 int agent_reset(struct agent *a, char **err);
 int agent_restart(struct agent *a, char **err);

@@ -6,6 +6,7 @@
 #include "terp/agent.h"
 #include "terp/kernel.h"
 #include "terp/llm.h"
+#include "terp/resume.h"
 
 enum cli_mode { CLI_TUI, CLI_PROMPT, CLI_EXEC };
 
@@ -23,12 +24,39 @@ struct cli {
 	struct llm_config	 llm;
 	char			*session_id;
 	char			*session_dir;
+	char			*sessions_dir;	/* $XDG_STATE_HOME/terp/sessions */
+
+	/* session management (sessions.c) */
+	int			 list;		/* --list */
+	const char		*delete_id;	/* --delete ID */
+	const char		*export_id;	/* --export ID FILE */
+	const char		*export_file;
+	int			 resume;	/* --resume [ID] */
+	const char		*resume_id;	/* NULL: the latest */
+	int			 replay;	/* --replay */
+	int64_t			 idle_ms;	/* --idle-timeout (30 min; 0 off) */
+	int64_t			 max_ms;	/* --max-session (0: none) */
+	struct resume		 res;		/* the resumed session, when resume */
 };
 
 /* Runs `terp exec`: cells in order in one session. Returns the exit
  * status (0 ok, 1 raised, 3 timeout/interrupted, 4 crashed or no
  * sandbox). */
 int exec_run(struct cli *c);
+/* --list, --delete ID, --export ID FILE: print to stdout or say why
+ * not on stderr. Return the exit status (0, or 1 on failure). */
+int sessions_list(struct cli *c);
+int sessions_delete(struct cli *c);
+int sessions_export(struct cli *c);
+/* --resume: loads the session into c->res, prints its warnings, and
+ * makes the session id, folder and data files those of the resumed
+ * session (data files given on the command line are added). Returns 0,
+ * or -1 after printing why. */
+int sessions_resume(struct cli *c);
+/* The session options of c for a frontend's session_new. */
+struct session_opts;
+void sessions_opts(struct cli *c, struct session_opts *o);
+
 /* Runs `terp -p`: one question, headless. Returns 0 answered, 1 failed,
  * 5 turn cap, 130 interrupted. */
 int headless_run(struct cli *c);

@@ -75,6 +75,12 @@ int kernel_probe(const struct kernel_opts *opts, char **err);
 
 /* Launches the sandbox and the driver. Returns 0, or -1 with *err. */
 int kernel_start(struct kernel *k, char **err);
+/* Stops the sandbox (no process is left; a running cell ends
+ * interrupted, its state lost) and reports KERNEL_STOPPED with reason
+ * (copied; e.g. "idle for 30 min"). The workspace is kept. The next
+ * kernel_run or kernel_start launches a new sandbox and reports
+ * KERNEL_STARTING with a message that says "restarted". */
+void kernel_stop(struct kernel *k, const char *reason);
 /* Queues code as cell n; the result callback fires exactly once for it.
  * Returns 0, or -1 when the kernel cannot take it (err set). */
 int kernel_run(struct kernel *k, int n, const char *code, char **err);

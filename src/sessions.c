@@ -1,0 +1,185 @@
+/* sessions: the session-management commands of the command line:
+ * `terp --list`, `--delete ID`, `--export ID FILE`, and the preparation
+ * of `--resume [ID]` before a frontend runs. A frontend of its own:
+ * it prints, main only dispatches. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "terp/cli.h"
+#include "terp/export.h"
+#include "terp/journal.h"
+#include "terp/resume.h"
+#include "terp/session.h"
+#include "terp/util.h"
+
+/* Where the sandbox-facing folders of a session live when the session
+ * folder is out of the sandbox user's reach (kernel.c's sandbox_base). */
+#define SANDBOX_SESSIONS	"/var/lib/terp/sessions"
+
+static int
+fail(char *err)
+{
+	fprintf(stderr, "terp: %s\n", err);
+	free(err);
+	return 1;
+}
+
+int
+sessions_list(struct cli *c)
+{
+	struct journal_meta *l;
+	char *err = NULL, *text;
+	int n;
+
+	if (journal_list(c->sessions_dir, &l, &n, &err) < 0)
+		return fail(err);
+	if (n == 0) {
+		fprintf(stderr, "terp: no sessions yet (%s)\n", c->sessions_dir);
+		journal_list_free(l, n);
+		return 0;
+	}
+	text = resume_list_text(l, n);
+	fputs(text, stdout);
+	free(text);
+	journal_list_free(l, n);
+	return fflush(stdout) == 0 ? 0 : 1;
+}
+
+/* The session's sandbox folder under /var/lib/terp, when the kernel
+ * made one: the link "sandbox" in the session folder says so. */
+static int
+has_sandbox_base(const char *sessions_dir, const char *id)
+{
+	char *link = xasprintf("%s/%s/sandbox", sessions_dir, id);
+	char *want = xasprintf("%s/%s", SANDBOX_SESSIONS, id);
+	char target[4096];
+	ssize_t n = readlink(link, target, sizeof target - 1);
+	int yes = 0;
+
+	if (n > 0) {
+		target[n] = '\0';
+		yes = strcmp(target, want) == 0;
+	}
+	free(link);
+	free(want);
+	return yes;
+}
+
+int
+sessions_delete(struct cli *c)
+{
+	char *err = NULL;
+	int base = journal_id_valid(c->delete_id) == 0 &&
+	    has_sandbox_base(c->sessions_dir, c->delete_id);
+
+	if (journal_delete(c->sessions_dir, c->delete_id, &err) < 0)
+		return fail(err);
+	if (base && journal_delete(SANDBOX_SESSIONS, c->delete_id, &err) < 0) {
+		fprintf(stderr, "terp: warning: %s\n", err);
+		free(err);
+	}
+	return 0;
+}
+
+int
+sessions_export(struct cli *c)
+{
+	struct notebook *nb;
+	struct journal_meta meta;
+	char *path, *err = NULL;
+	int rc = 0;
+
+	if ((path = journal_path(c->sessions_dir, c->export_id)) == NULL)
+		return fail(xasprintf("not a session id: '%s'", c->export_id));
+	memset(&meta, 0, sizeof meta);
+	nb = notebook_new();
+	if (access(path, F_OK) < 0)
+		rc = fail(xasprintf("no session %s (terp --list shows them)", c->export_id));
+	else if (journal_load(path, nb, &meta, &err) < 0 ||
+	    export_file(nb, c->export_file, &err) < 0)
+		rc = fail(err);
+	else if (meta.torn || meta.skipped)
+		fprintf(stderr, "terp: warning: the journal was damaged (%s); the export "
+		    "holds what could be read\n", meta.torn ? "its last line was cut short" :
+		    "lines were skipped");
+	journal_meta_free(&meta);
+	notebook_free(nb);
+	free(path);
+	return rc;
+}
+
+/* Whether path names the same file as one of files[0..n). */
+static int
+same_file(const char **files, int n, const char *path)
+{
+	char *abs = realpath(path, NULL);
+	int found = 0;
+
+	for (int i = 0; i < n && !found; i++) {
+		char *other = realpath(files[i], NULL);
+		found = abs && other && strcmp(abs, other) == 0;
+		free(other);
+	}
+	free(abs);
+	return found;
+}
+
+int
+sessions_resume(struct cli *c)
+{
+	char *err = NULL;
+	const char **files;
+	int n = 0;
+
+	if (resume_prepare(c->sessions_dir, c->resume_id, &c->res, &err) < 0) {
+		resume_free(&c->res);
+		fail(err);
+		return -1;
+	}
+	if (c->res.warnings) {
+		char *line = c->res.warnings, *nl;
+		while (*line) {
+			nl = strchr(line, '\n');
+			fprintf(stderr, "terp: warning: %.*s\n",
+			    nl ? (int)(nl - line) : (int)strlen(line), line);
+			if (nl == NULL)
+				break;
+			line = nl + 1;
+		}
+	}
+	files = xcalloc((size_t)(c->res.ndata + c->kopts.ndata) + 1, sizeof *files);
+	for (int i = 0; i < c->res.ndata; i++)
+		files[n++] = c->res.data_files[i];
+	for (int i = 0; i < c->kopts.ndata; i++)
+		if (!same_file(files, n, c->kopts.data_files[i]))
+			files[n++] = c->kopts.data_files[i];
+	c->kopts.data_files = files;	/* lives until exit */
+	c->kopts.ndata = n;
+	c->session_id = xstrdup(c->res.id);
+	fprintf(stderr, "terp: resuming session %s (%d cell%s, %d question%s)\n",
+	    c->session_id, notebook_ncells(c->res.nb),
+	    notebook_ncells(c->res.nb) == 1 ? "" : "s", c->res.meta.nquestions,
+	    c->res.meta.nquestions == 1 ? "" : "s");
+	return 0;
+}
+
+void
+sessions_opts(struct cli *c, struct session_opts *o)
+{
+	memset(o, 0, sizeof *o);
+	o->sessions_dir = c->sessions_dir;
+	o->id = c->session_id;
+	if (c->mode != CLI_EXEC) {
+		o->provider = c->llm.provider;
+		o->model = c->llm.model;
+	}
+	o->data_files = c->kopts.data_files;
+	o->ndata = c->kopts.ndata;
+	o->resume = c->resume ? &c->res : NULL;
+	o->replay = c->replay;
+	o->idle_ms = c->idle_ms;
+	o->max_ms = c->max_ms;
+}
