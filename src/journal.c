@@ -872,7 +872,12 @@ journal_reopen(const char *sessions_dir, const char *id, struct notebook *nb,
 		return NULL;
 	}
 	close(rfd);
+	/* Messages the loader repaired are not in the file yet: they are
+	 * written again from the first one it changed (the loader replaces
+	 * by index). */
 	j->nmsgs = cJSON_GetArraySize(notebook_messages(nb));
+	if (meta->repaired && meta->repaired_from < j->nmsgs)
+		j->nmsgs = meta->repaired_from;
 	if (j->nmsgs > 0)
 		j->last_msg = msg_string(cJSON_GetArrayItem(notebook_messages(nb),
 		    j->nmsgs - 1));
@@ -887,7 +892,10 @@ journal_reopen(const char *sessions_dir, const char *id, struct notebook *nb,
 	j->replay_to = meta->replay_to;
 	state_lost(&j->live_from, &j->replay_from, &j->replay_to,
 	    notebook_ncells(nb));
-	put(j, rec("resume"), 1);
+	put(j, rec("resume"), 0);
+	catch_up(j, 0);
+	if (j->fd >= 0 && fdatasync(j->fd) < 0)
+		fail(j, "fdatasync");
 	if (j->failed != NULL) {
 		*err = xstrdup(j->failed);
 		journal_free(j);
@@ -1167,12 +1175,14 @@ is_role(const cJSON *m, const char *role)
 
 /* After a crash: a cell that never got its result was interrupted, and
  * a tool call without a result gets one right after the recorded
- * results, so the provider accepts the conversation. */
-static void
+ * results, so the provider accepts the conversation. Returns the index
+ * of the first message that differs from the file's, or -1 when the
+ * conversation is as the file has it. */
+static int
 repair(struct notebook *nb)
 {
 	cJSON *msgs = notebook_messages(nb), *fixed;
-	int n = cJSON_GetArraySize(msgs), changed = 0;
+	int n = cJSON_GetArraySize(msgs), changed = 0, first = -1;
 
 	for (int i = 1; i <= notebook_ncells(nb); i++) {
 		struct cell *c = notebook_cell(nb, i);
@@ -1217,6 +1227,8 @@ repair(struct notebook *nb)
 			cJSON_AddStringToObject(r, "content", "terp stopped before "
 			    "this call finished; its result was lost.");
 			cJSON_AddTrueToObject(r, "is_error");
+			if (first < 0)
+				first = cJSON_GetArraySize(fixed);
 			cJSON_AddItemToArray(fixed, r);
 			changed = 1;
 		}
@@ -1229,6 +1241,7 @@ repair(struct notebook *nb)
 			notebook_add_message(nb, cJSON_DetachItemFromArray(fixed, 0));
 	}
 	cJSON_Delete(fixed);
+	return first;
 }
 
 struct lines {
@@ -1341,8 +1354,13 @@ scan(const char *path, struct notebook *nb, struct journal_meta *m, char **err)
 		*err = xasprintf("%s is not a terp journal (no meta line)", path);
 		return -1;
 	}
-	if (nb != NULL)
-		repair(nb);
+	if (nb != NULL) {
+		int from = repair(nb);
+		if (from >= 0) {
+			m->repaired = 1;
+			m->repaired_from = from;
+		}
+	}
 	return 0;
 }
 

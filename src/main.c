@@ -203,16 +203,6 @@ apply_config(struct cli *c)
 		    strcmp(v, "1") == 0 || strcmp(v, "yes") == 0;
 	if ((v = config_get(&cf, "out")))
 		c->kopts.out_dir = xstrdup(v);
-	if ((v = config_get(&cf, "idle_timeout"))) {
-		if (parse_duration_ms(v, &ms) < 0)
-			usage_error("invalid duration for idle_timeout in the config file: %s", v);
-		c->idle_ms = ms;
-	}
-	if ((v = config_get(&cf, "max_session"))) {
-		if (parse_duration_ms(v, &ms) < 0)
-			usage_error("invalid duration for max_session in the config file: %s", v);
-		c->max_ms = ms;
-	}
 	config_free(&cf);
 }
 

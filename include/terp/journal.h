@@ -37,6 +37,10 @@ struct journal_meta {
 	int			 live_from;	/* first cell of the current state */
 	int			 skipped;	/* corrupt lines skipped */
 	int			 torn;		/* a cut-short last line ignored */
+	/* The loader completed the conversation (a tool call left without
+	 * a result): messages from repaired_from on differ from the file's,
+	 * and journal_reopen writes them again. */
+	int			 repaired, repaired_from;
 };
 
 /* Frees what meta holds (not meta itself) and zeroes it. */

@@ -1,0 +1,364 @@
+"""Sessions of `terp -p` through the real binary, a scripted fake model
+(tests/fake_model.py on 127.0.0.1) and the real sandbox: kill -9 in the
+middle of a turn, then --resume (the journal holds everything that was
+shown; the model gets the conversation back and is told the sandbox is
+new); a torn last journal line; a changed data file; --replay rebuilding
+a dataframe that the follow-up question uses; --max-session; the export
+of a real session validated by nbformat and re-executed by Jupyter; a
+journal that cannot be written."""
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+TERP = os.path.join(ROOT, "terp")
+sys.path.insert(0, os.path.join(ROOT, "tests"))
+from fake_model import FakeModel  # noqa: E402
+
+
+@pytest.fixture
+def model(tmp_path):
+    """model(turns) -> (flags for terp, function returning the logged
+    request bodies)."""
+    servers = []
+
+    def start(turns):
+        log = tmp_path / ("model-%d.jsonl" % len(servers))
+        srv = FakeModel({"turns": turns}, str(log))
+        port = srv.start()
+        servers.append(srv)
+        flags = ["--provider", "openai", "--model", "fake",
+                 "--base-url", "http://127.0.0.1:%d/v1" % port]
+
+        def requests():
+            if not log.exists():
+                return []
+            return [json.loads(l)["body"] for l in log.read_text().splitlines()]
+        return flags, requests
+    yield start
+    for s in servers:
+        s.stop()
+
+
+@pytest.fixture
+def menv(env):
+    e = dict(env)
+    e["OPENAI_API_KEY"] = "test-key-not-real"
+    return e
+
+
+def run(env, cwd, *args, timeout=120):
+    return subprocess.run([TERP, *map(str, args)], capture_output=True, text=True,
+                          env=env, cwd=cwd, timeout=timeout)
+
+
+def sessions_dir(env):
+    return os.path.join(env["XDG_STATE_HOME"], "terp", "sessions")
+
+
+def only_session(env):
+    ids = sorted(os.listdir(sessions_dir(env)))
+    assert len(ids) == 1, ids
+    return ids[0]
+
+
+def journal_lines(env, sid):
+    path = os.path.join(sessions_dir(env), sid, "notebook.jsonl")
+    with open(path) as f:
+        text = f.read()
+    return [json.loads(l) for l in text.splitlines(keepends=True) if l.endswith("\n")]
+
+
+def tool_call(code, id="call_1"):
+    return {"openai": {"tool_calls": [{"id": id, "code": code}]}}
+
+
+def answer(text):
+    return {"openai": {"text": text}}
+
+
+def user_texts(body):
+    return [m["content"] for m in body["messages"] if m["role"] == "user"]
+
+
+def tool_texts(body):
+    return [m["content"] for m in body["messages"] if m["role"] == "tool"]
+
+
+def test_kill_9_mid_turn_then_resume(model, menv, tmp_path):
+    code = "x = 6 * 7\nprint('x is', x, flush=True)\nimport time\ntime.sleep(60)"
+    flags, requests = model([tool_call(code), answer("Resumed: x is gone.")])
+    p = subprocess.Popen([TERP, "--json", *flags, "-p", "What is x?"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         env=menv, cwd=tmp_path, text=True)
+    shown = []
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        line = p.stdout.readline()
+        if not line:
+            break
+        shown.append(json.loads(line))
+        if shown[-1]["type"] == "stdout" and "x is 42" in shown[-1]["text"]:
+            break
+    os.kill(p.pid, signal.SIGKILL)
+    p.wait()
+    rest = p.stdout.read()
+    shown += [json.loads(l) for l in rest.splitlines() if l.strip()]
+    p.stdout.close()
+    p.stderr.close()
+    assert any(e["type"] == "stdout" and e["text"] == "x is 42\n" for e in shown), shown
+
+    # Everything that was shown is in the journal, in the same order.
+    sid = only_session(menv)
+    lines = journal_lines(menv, sid)
+    assert lines[0]["t"] == "meta"
+    want = []
+    for e in shown:
+        if e["type"] == "question":
+            want.append(("question", e["text"]))
+        elif e["type"] == "cell":
+            want.append(("cell", e["code"]))
+        elif e["type"] == "stdout":
+            want.append(("out", e["text"]))
+    got = []
+    for l in lines:
+        if l["t"] == "question":
+            got.append(("question", l["text"]))
+        elif l["t"] == "cell":
+            got.append(("cell", l["code"]))
+        elif l["t"] == "out":
+            got.append(("out", l["d"]))
+    assert want == [("question", "What is x?"), ("cell", code), ("out", "x is 42\n")]
+    assert got == want
+
+    # Resume: the conversation goes to the model again, the interrupted
+    # call has a result, and the model is told its sandbox is new.
+    r = run(menv, tmp_path, *flags, "--resume", sid, "-p", "And now?")
+    assert r.returncode == 0, r.stderr
+    assert "Resumed: x is gone." in r.stdout
+    assert "resuming session " + sid in r.stderr
+    body = requests()[1]
+    users = user_texts(body)
+    assert users[0] == "What is x?"
+    assert "resumed in a new Python sandbox" in users[1]
+    assert users[1].endswith("\nQuestion: And now?")
+    assert len(tool_texts(body)) == 1
+    assert [c["id"] for m in body["messages"] if m["role"] == "assistant"
+            for c in m.get("tool_calls", [])] == ["call_1"]
+    # The cell came back interrupted, with the output it printed.
+    out = tmp_path / "k.ipynb"
+    r = run(menv, tmp_path, "--export", sid, out)
+    assert r.returncode == 0, r.stderr
+    nb = json.loads(out.read_text())
+    code_cells = [c for c in nb["cells"] if c["cell_type"] == "code"]
+    assert code_cells[0]["metadata"]["terp"]["status"] == "interrupted"
+    assert "".join(code_cells[0]["outputs"][0]["text"]) == "x is 42\n"
+    # Both questions and the answer are in the export.
+    md = "".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
+    assert "What is x?" in md and "And now?" in md and "Resumed: x is gone." in md
+
+
+def test_torn_last_line_is_cut_and_the_session_goes_on(env, tmp_path):
+    r = run(env, tmp_path, "exec", "-c", "print(6 * 7)")
+    assert r.returncode == 0, r.stderr
+    sid = only_session(env)
+    path = os.path.join(sessions_dir(env), sid, "notebook.jsonl")
+    with open(path, "a") as f:
+        f.write('{"t":"cell","n":2,"by":"user","code":"print(')
+    r = run(env, tmp_path, "--list")
+    assert r.returncode == 0 and sid in r.stdout
+    r = run(env, tmp_path, "exec", "--resume", sid, "-c", "print(7 * 8)")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == "56\n"
+    assert "last line was cut short" in r.stderr
+    # The torn bytes are gone; every line is whole JSON again.
+    with open(path) as f:
+        text = f.read()
+    assert text.endswith("\n")
+    lines = [json.loads(l) for l in text.splitlines()]
+    assert [l["t"] for l in lines].count("resume") == 1
+    assert [l["code"] for l in lines if l["t"] == "cell"] == ["print(6 * 7)", "print(7 * 8)"]
+    r = run(env, tmp_path, "exec", "--resume", sid, "-c", "print(1)")
+    assert "cut short" not in r.stderr
+
+
+def test_resume_with_changed_and_vanished_data_files(model, menv, tmp_path):
+    a, b = tmp_path / "a.csv", tmp_path / "b.csv"
+    a.write_text("v\n1\n2\n")
+    b.write_text("w\n5\n")
+    flags, requests = model([answer("first"), answer("second")])
+    r = run(menv, tmp_path, *flags, "-p", "Hello?", a, b)
+    assert r.returncode == 0, r.stderr
+    sid = only_session(menv)
+    a.write_text("v\n1\n2\n3\n")
+    b.unlink()
+    r = run(menv, tmp_path, *flags, "--resume", "-p", "Again?")
+    assert r.returncode == 0, r.stderr
+    assert "a.csv changed" in r.stderr and "results may differ" in r.stderr
+    assert "b.csv" in r.stderr and "not staged" in r.stderr
+    note = user_texts(requests()[1])[-1]
+    assert "a.csv changed" in note and "b.csv" in note
+    # The changed file is staged again with its new contents, under its
+    # old name; the vanished one is not offered to the model.
+    sysmsg = requests()[1]["messages"][0]
+    assert sysmsg["role"] == "system"
+    assert "/workspace/data/a.csv" in sysmsg["content"]
+    assert "b.csv" not in sysmsg["content"]
+    assert "    3" in sysmsg["content"]
+    assert sid in r.stderr
+
+
+def test_replay_rebuilds_the_dataframe_a_follow_up_uses(model, menv, tmp_path):
+    data = tmp_path / "sales.csv"
+    rows = [(m, 100 + 7 * m) for m in range(1, 13)]
+    data.write_text("month,revenue\n" + "".join("%d,%d\n" % r for r in rows))
+    total = sum(v for _, v in rows)
+    load = "import pandas as pd\ndf = pd.read_csv('/workspace/data/sales.csv')\nprint(len(df))"
+    follow = "print(int(df['revenue'].sum()))"
+    flags, requests = model([
+        tool_call(load), answer("Loaded 12 rows."),
+        tool_call(load, "call_1b"), answer("Loaded 12 rows."),
+        tool_call(follow, "call_2"), answer("Without the dataframe."),
+        tool_call(follow, "call_3"), answer("The total is %d." % total),
+    ])
+    # Two sessions that loaded the same data.
+    for _ in range(2):
+        r = run(menv, tmp_path, *flags, "--json", "-p", "Load the data.", data)
+        assert r.returncode == 0, r.stderr
+    first, second = sorted(os.listdir(sessions_dir(menv)))
+
+    # Without --replay the follow-up's cell fails: df is gone.
+    r = run(menv, tmp_path, *flags, "--json", "--resume", first, "-p", "Total revenue?")
+    ev = [json.loads(l) for l in r.stdout.splitlines()]
+    res = [e for e in ev if e["type"] == "result"]
+    assert [e["error"]["ename"] for e in res] == ["NameError"]
+
+    # With it, the cell that loaded df runs first, then the question.
+    r = run(menv, tmp_path, *flags, "--json", "--resume", second, "--replay", "-p",
+            "Total revenue?")
+    assert r.returncode == 0, r.stderr
+    ev = [json.loads(l) for l in r.stdout.splitlines()]
+    cells = [e for e in ev if e["type"] == "cell"]
+    assert [(c["author"], c["code"]) for c in cells] == [("user", load), ("model", follow)]
+    outs = ["".join(e["text"] for e in ev if e["type"] == "stdout" and e["cell"] == c["cell"])
+            for c in cells]
+    assert outs == ["12\n", "%d\n" % total]
+    assert ev.index(cells[0]) < [i for i, e in enumerate(ev) if e["type"] == "question"][0]
+    notices = [e["message"] for e in ev if e["type"] == "notice"]
+    assert any("replay done: 1 cell re-ran" in n for n in notices)
+    # The model was told what was re-run, and saw the result.
+    body = requests()[6]
+    assert "terp re-ran these earlier cells in the new sandbox: [1]" in user_texts(body)[-1]
+    last = requests()[7]
+    assert tool_texts(last)[-1].startswith("status: ok")
+    assert "%d" % total in tool_texts(last)[-1]
+    assert "The total is %d." % total in "".join(e.get("text", "") for e in ev
+                                                 if e["type"] == "answer")
+
+
+def test_replay_needs_resume(env, tmp_path):
+    r = run(env, tmp_path, "exec", "--replay", "-c", "1")
+    assert r.returncode == 2 and "--replay" in r.stderr
+
+
+def test_max_session_ends_a_long_cell(env, tmp_path):
+    t0 = time.time()
+    r = run(env, tmp_path, "exec", "--max-session", "1s", "-c",
+            "import time\ntime.sleep(60)", timeout=60)
+    assert time.time() - t0 < 20
+    assert r.returncode == 3
+    assert "--max-session limit of 1 s" in r.stderr
+    lines = journal_lines(env, only_session(env))
+    assert any(l["t"] == "note" and l["kind"] == "max-session" for l in lines)
+
+
+def test_bad_durations_and_unknown_sessions(env, tmp_path):
+    assert run(env, tmp_path, "exec", "--idle-timeout", "soon", "-c", "1").returncode == 2
+    assert run(env, tmp_path, "exec", "--max-session", "x", "-c", "1").returncode == 2
+    r = run(env, tmp_path, "--export", "20990101-000000-0000", tmp_path / "x.ipynb")
+    assert r.returncode == 1 and "no session" in r.stderr
+    r = run(env, tmp_path, "exec", "--resume", "-c", "1")
+    assert r.returncode == 1 and "no session to resume" in r.stderr
+    r = run(env, tmp_path, "--export", "../../etc", tmp_path / "x.ipynb")
+    assert r.returncode == 1 and "not a session id" in r.stderr
+
+
+def test_journal_write_failure_warns_once_and_the_run_goes_on(env, tmp_path):
+    import resource
+
+    def small_files():
+        # Writes past 128 KiB (more than the sandbox's own files need)
+        # fail with EFBIG instead of killing terp.
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE,
+                           (128 << 10, resource.getrlimit(resource.RLIMIT_FSIZE)[1]))
+    r = subprocess.run([TERP, "exec", "-c", "print('x' * 200000)", "-c", "print(6 * 7)",
+                        "-c", "print('y' * 200000)"],
+                       capture_output=True, text=True, env=env, cwd=tmp_path,
+                       timeout=120, preexec_fn=small_files)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == "x" * 200000 + "\n42\n" + "y" * 200000 + "\n"
+    assert r.stderr.count("no longer saved") == 1, r.stderr
+
+
+def test_export_of_a_real_session_validates_and_reexecutes(env, tmp_path):
+    import nbformat
+    cells = [
+        "import numpy as np\nrng = np.random.default_rng(7)\nv = rng.integers(0, 1000, 200)",
+        "print(int(v.sum()), int(v.max()))",
+        "round(float(v.mean()), 3)",
+        "import matplotlib\nmatplotlib.use('Agg')\nimport matplotlib.pyplot as plt\n"
+        "plt.plot(v[:20])\nplt.savefig('/workspace/out/v.png')\nprint('saved')",
+    ]
+    args = ["exec"]
+    for c in cells:
+        args += ["-c", c]
+    r = run(env, tmp_path, *args)
+    assert r.returncode == 0, r.stderr
+    sid = only_session(env)
+    ipynb, md = tmp_path / "s.ipynb", tmp_path / "s.md"
+    assert run(env, tmp_path, "--export", sid, ipynb).returncode == 0
+    r = run(env, tmp_path, "--export", sid, md)
+    assert r.returncode == 0, r.stderr
+    assert "```python\nprint(int(v.sum()), int(v.max()))\n```" in md.read_text()
+    assert run(env, tmp_path, "--export", sid, tmp_path / "s.txt").returncode == 1
+    nb = nbformat.read(str(ipynb), as_version=4)
+    nbformat.validate(nb)
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    assert [c.source for c in code] == cells
+    printed = "".join(code[1].outputs[0].text)
+    value = code[2].outputs[0].data["text/plain"]
+    assert any(o.output_type == "display_data" and "image/png" in o.data
+               for o in code[3].outputs)
+    if shutil.which("jupyter-nbconvert", path="/usr/bin") is None:
+        pytest.skip("jupyter-nbconvert is not installed")
+    jenv = dict(os.environ)
+    jenv["JUPYTER_RUNTIME_DIR"] = str(tmp_path / "rt")
+    jenv["PATH"] = "/usr/bin:/bin"
+    # The notebook's paths are the sandbox's: give them a /workspace-like
+    # place by rewriting the one absolute path the code uses.
+    (tmp_path / "wsout").mkdir()
+    for c in nb.cells:
+        if c.cell_type == "code":
+            c.source = c.source.replace("/workspace/out/", str(tmp_path / "wsout") + "/")
+    runnable = tmp_path / "runnable.ipynb"
+    nbformat.write(nb, str(runnable))
+    executed = tmp_path / "executed.ipynb"
+    r = subprocess.run(["/usr/bin/jupyter-nbconvert", "--to", "notebook", "--execute",
+                        "--ExecutePreprocessor.timeout=120", "--output", str(executed),
+                        str(runnable)], capture_output=True, text=True, env=jenv,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr
+    after = nbformat.read(str(executed), as_version=4)
+    nbformat.validate(after)
+    acode = [c for c in after.cells if c.cell_type == "code"]
+    assert "".join(o.text for o in acode[1].outputs if o.output_type == "stream") == printed
+    assert [o.data["text/plain"] for o in acode[2].outputs
+            if o.output_type == "execute_result"] == [value]
+    assert (tmp_path / "wsout" / "v.png").stat().st_size > 0
