@@ -266,6 +266,10 @@ child_exec(const struct sandbox_spec *s, int *src, char **argv, char **envp)
 	sigset_t none;
 	pid_t parent = getppid();
 
+	/* 0. into the session's cgroup, while we may still write there. */
+	if (s->cgroup_procs_fd >= 0 && write(s->cgroup_procs_fd, "0", 1) != 1)
+		child_fail("joining the session cgroup");
+
 	/* 1. fds: move every source above the targets, then into place. */
 	for (int i = 0; i <= FD_LAST; i++) {
 		if (src[i] < 0)
