@@ -22,6 +22,7 @@
 
 #include "terp/buf.h"
 #include "terp/cgroup.h"
+#include "terp/digest.h"
 #include "terp/sandbox.h"
 #include "terp/sanitize.h"
 #include "terp/util.h"
@@ -588,11 +589,11 @@ static void
 art_chunk(struct kernel *k, const char *b64)
 {
 	size_t n;
-	unsigned char *data;
+	char *data;
 
 	if (k->art_fd < 0 || k->art_bad)
 		return;
-	data = b64_decode(b64, strlen(b64), &n);
+	data = base64_decode(b64, strlen(b64), &n);
 	if (data == NULL || k->art_got + n > k->art_size ||
 	    k->art_got + n > k->o->artifact_max ||
 	    write_all(k->art_fd, data, n) < 0)
