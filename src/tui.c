@@ -27,10 +27,12 @@
 #include <readline/readline.h>
 
 #include "terp/buf.h"
+#include "terp/colorpair.h"
 #include "terp/kernel.h"
 #include "terp/llm.h"
 #include "terp/png.h"
 #include "terp/sanitize.h"
+#include "terp/theme.h"
 #include "terp/thumb.h"
 #include "terp/tlines.h"
 #include "terp/util.h"
@@ -39,7 +41,7 @@
 enum role {
 	R_TEXT, R_DIM, R_USER, R_USER_MARK, R_ASSIST, R_NOTICE, R_ERROR,
 	R_LINK, R_CELL_HDR, R_CODE, R_KEYWORD, R_STRING, R_NUMBER,
-	R_COMMENT, R_STDOUT, R_STDERR, R_VALUE, R_TRACE, R_OK, R_RUNNING,
+	R_COMMENT, R_STDOUT, R_STDERR, R_VALUE, R_TRACE, R_GOOD, R_RUNNING,
 	R_FAIL, R_TITLE, R_TITLE_FOCUS, R_BORDER, R_STATUS, R_STATUS_KEY,
 	R_SEL, R_PROMPT, R_INPUT, R_HIDDEN, R_BOLD, R_HEADING, R_MD_CODE,
 	R_NROLES
@@ -167,6 +169,7 @@ struct tui {
 	WINDOW			*mainw, *inw;
 	int			 tagmap[P_NPANES][TAGROWS];	/* row -> tag */
 	int			 colors, ncolors;
+	struct colorpair	*cp;
 	int			 role_pair[R_NROLES];
 	attr_t			 role_attr[R_NROLES];
 };
@@ -237,10 +240,10 @@ items_clear(void)
 }
 
 static void
-flash(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+status_flash(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 static void
-flash(const char *fmt, ...)
+status_flash(const char *fmt, ...)
 {
 	va_list ap;
 	char tmp[512];
@@ -402,93 +405,85 @@ tui_on_event(void *arg, const struct event *ev)
 
 /* ---- styles ---- */
 
-struct role_style {
-	const char	*name;		/* the theme's role name */
-	short		 fg256, bg256, fg8, bg8;
-	attr_t		 attr;
+/* Each TUI role drawn with a theme role, plus attributes of its own. */
+static const struct {
+	enum theme_role	 theme;
+	attr_t		 extra;
+} role_map[R_NROLES] = {
+	[R_TEXT]	= { THEME_NORMAL, 0 },
+	[R_DIM]		= { THEME_CONV_NOTICE, 0 },
+	[R_USER]	= { THEME_CONV_USER, 0 },
+	[R_USER_MARK]	= { THEME_CONV_USER, A_BOLD },
+	[R_ASSIST]	= { THEME_CONV_ASSISTANT, 0 },
+	[R_NOTICE]	= { THEME_CONV_NOTICE, 0 },
+	[R_ERROR]	= { THEME_CELL_ERROR, A_BOLD },
+	[R_LINK]	= { THEME_ARTIFACT_NAME, 0 },
+	[R_CELL_HDR]	= { THEME_CELL_HEADER, 0 },
+	[R_CODE]	= { THEME_CELL_CODE, 0 },
+	[R_KEYWORD]	= { THEME_CODE_KEYWORD, 0 },
+	[R_STRING]	= { THEME_CODE_STRING, 0 },
+	[R_NUMBER]	= { THEME_CODE_NUMBER, 0 },
+	[R_COMMENT]	= { THEME_CODE_COMMENT, 0 },
+	[R_STDOUT]	= { THEME_CELL_STDOUT, 0 },
+	[R_STDERR]	= { THEME_CELL_STDERR, 0 },
+	[R_VALUE]	= { THEME_CELL_VALUE, 0 },
+	[R_TRACE]	= { THEME_CELL_ERROR, 0 },
+	[R_GOOD]		= { THEME_CELL_OK, 0 },
+	[R_RUNNING]	= { THEME_STATUS_BUSY, 0 },
+	[R_FAIL]	= { THEME_CELL_ERROR, A_BOLD },
+	[R_TITLE]	= { THEME_PANE_TITLE, 0 },
+	[R_TITLE_FOCUS]	= { THEME_PANE_FOCUS, 0 },
+	[R_BORDER]	= { THEME_PANE_BORDER, 0 },
+	[R_STATUS]	= { THEME_STATUS_BAR, 0 },
+	[R_STATUS_KEY]	= { THEME_STATUS_BAR, A_BOLD },
+	[R_SEL]		= { THEME_SELECTION, 0 },
+	[R_PROMPT]	= { THEME_INPUT_PROMPT, 0 },
+	[R_INPUT]	= { THEME_INPUT, 0 },
+	[R_HIDDEN]	= { THEME_CONV_NOTICE, 0 },
+	[R_BOLD]	= { THEME_MD_BOLD, 0 },
+	[R_HEADING]	= { THEME_MD_HEADING, 0 },
+	[R_MD_CODE]	= { THEME_MD_CODE, 0 },
 };
 
-/* The built-in look; the theme module (when present) overrides it. */
-static const struct role_style role_default[R_NROLES] = {
-	[R_TEXT]	= { "text", -1, -1, -1, -1, A_NORMAL },
-	[R_DIM]		= { "text.dim", 244, -1, -1, -1, A_DIM },
-	[R_USER]	= { "conversation.user", 117, -1, COLOR_CYAN, -1, A_BOLD },
-	[R_USER_MARK]	= { "conversation.user_mark", 75, -1, COLOR_BLUE, -1, A_BOLD },
-	[R_ASSIST]	= { "conversation.assistant", -1, -1, -1, -1, A_NORMAL },
-	[R_NOTICE]	= { "conversation.notice", 245, -1, -1, -1, A_DIM },
-	[R_ERROR]	= { "conversation.error", 203, -1, COLOR_RED, -1, A_BOLD },
-	[R_LINK]	= { "conversation.cell_link", 110, -1, COLOR_BLUE, -1, A_NORMAL },
-	[R_CELL_HDR]	= { "cell.header", 252, -1, -1, -1, A_BOLD },
-	[R_CODE]	= { "cell.code", 252, -1, -1, -1, A_NORMAL },
-	[R_KEYWORD]	= { "code.keyword", 176, -1, COLOR_MAGENTA, -1, A_NORMAL },
-	[R_STRING]	= { "code.string", 114, -1, COLOR_GREEN, -1, A_NORMAL },
-	[R_NUMBER]	= { "code.number", 179, -1, COLOR_YELLOW, -1, A_NORMAL },
-	[R_COMMENT]	= { "code.comment", 244, -1, -1, -1, A_DIM },
-	[R_STDOUT]	= { "cell.stdout", -1, -1, -1, -1, A_NORMAL },
-	[R_STDERR]	= { "cell.stderr", 209, -1, COLOR_YELLOW, -1, A_NORMAL },
-	[R_VALUE]	= { "cell.value", 150, -1, COLOR_GREEN, -1, A_NORMAL },
-	[R_TRACE]	= { "cell.error", 203, -1, COLOR_RED, -1, A_NORMAL },
-	[R_OK]		= { "cell.ok", 114, -1, COLOR_GREEN, -1, A_NORMAL },
-	[R_RUNNING]	= { "cell.running", 221, -1, COLOR_YELLOW, -1, A_BOLD },
-	[R_FAIL]	= { "cell.failed", 203, -1, COLOR_RED, -1, A_BOLD },
-	[R_TITLE]	= { "pane.title", 245, -1, -1, -1, A_NORMAL },
-	[R_TITLE_FOCUS]	= { "pane.title_focus", 117, -1, COLOR_CYAN, -1, A_BOLD },
-	[R_BORDER]	= { "pane.border", 240, -1, -1, -1, A_NORMAL },
-	[R_STATUS]	= { "status.bar", 252, 236, COLOR_BLACK, COLOR_WHITE, A_NORMAL },
-	[R_STATUS_KEY]	= { "status.key", 117, 236, COLOR_BLUE, COLOR_WHITE, A_BOLD },
-	[R_SEL]		= { "list.selected", -1, 238, COLOR_BLACK, COLOR_CYAN, A_NORMAL },
-	[R_PROMPT]	= { "input.prompt", 117, -1, COLOR_CYAN, -1, A_BOLD },
-	[R_INPUT]	= { "input.text", -1, -1, -1, -1, A_NORMAL },
-	[R_HIDDEN]	= { "cell.hidden", 244, -1, -1, -1, A_DIM },
-	[R_BOLD]	= { "markdown.strong", -1, -1, -1, -1, A_BOLD },
-	[R_HEADING]	= { "markdown.heading", 117, -1, COLOR_CYAN, -1, A_BOLD },
-	[R_MD_CODE]	= { "markdown.code", 180, -1, COLOR_YELLOW, -1, A_NORMAL },
-};
-
-/* Colour pairs for explicit fg/bg (thumbnails); ncurses >= 6.1 keeps the
- * table and recycles the oldest entries when it fills. */
+/* Colour pairs for explicit fg/bg (thumbnails), from colorpair.c. */
 static int
 pair_for(int fg, int bg)
 {
-	if (!T.colors)
+	if (!T.cp)
 		return 0;
-	int p = alloc_pair(fg, bg);
-	return p < 0 ? 0 : p;
+	return colorpair_get(T.cp, fg, bg);
 }
 
-static void
-styles_init(void)
+/* Loads the theme and sets up colours. Returns 0, or -1 with *err
+ * (caller frees) when the theme file had problems (the built-in look
+ * fills in). */
+static int
+styles_init(char **err)
 {
-	int ok = has_colors() && !T.o.no_color;
+	struct theme th;
+	int rc = theme_load(&th, T.o.theme ? T.o.theme : "default", err);
 
 	T.colors = 0;
 	T.ncolors = 0;
-	if (ok && start_color() == OK) {
+	if (!T.o.no_color && has_colors() && start_color() == OK) {
 		use_default_colors();
-		T.colors = 1;
-		T.ncolors = COLORS >= 256 ? 256 : COLORS >= 16 ? 16 : 8;
+		T.ncolors = theme_ncolors(COLORS);
+		T.colors = T.ncolors > 0;
+	}
+	if (T.colors) {
+		colorpair_apply_theme(&th, T.ncolors);
+		T.cp = colorpair_new(COLORPAIR_FIRST_DYNAMIC, COLOR_PAIRS - 1);
 	}
 	for (int r = 0; r < R_NROLES; r++) {
-		const struct role_style *s = &role_default[r];
-		T.role_attr[r] = s->attr;
-		T.role_pair[r] = 0;
-		if (!T.colors) {
-			/* NO_COLOR: shapes by attributes only */
-			if (r == R_STATUS || r == R_SEL)
-				T.role_attr[r] |= A_REVERSE;
-			if (r == R_ERROR || r == R_FAIL || r == R_TITLE_FOCUS)
-				T.role_attr[r] |= A_BOLD;
-			continue;
-		}
-		int fg = T.ncolors >= 256 ? s->fg256 : s->fg8;
-		int bg = T.ncolors >= 256 ? s->bg256 : s->bg8;
-		if (fg >= 0 || bg >= 0)
-			T.role_pair[r] = pair_for(fg, bg);
-		else
-			T.role_pair[r] = 0;
-		if (T.ncolors < 256 && (s->attr & A_DIM) && fg < 0)
-			T.role_attr[r] = A_DIM;
+		unsigned long at;
+		int pair;
+		colorpair_role(&th, role_map[r].theme, T.ncolors, &at, &pair);
+		T.role_attr[r] = (attr_t)at | role_map[r].extra;
+		T.role_pair[r] = T.colors ? pair : 0;
+		if (!T.colors && (r == R_STATUS || r == R_SEL || r == R_STATUS_KEY))
+			T.role_attr[r] |= A_REVERSE;
 	}
+	return rc;
 }
 
 static void
@@ -828,7 +823,7 @@ static int
 status_role(enum cell_status s)
 {
 	switch (s) {
-	case CELL_OK:		return R_OK;
+	case CELL_OK:		return R_GOOD;
 	case CELL_PENDING:
 	case CELL_RUNNING:	return R_RUNNING;
 	default:		return R_FAIL;
@@ -1055,13 +1050,13 @@ draw_title(enum pane p, const char *extra)
 
 	if (T.compact) {
 		/* a tab strip: every pane, the shown one highlighted */
-		for (int q = P_CONV; q < P_NPANES; q++) {
-			tline_adds(&l, q == p ? (focus ? R_TITLE_FOCUS : R_CELL_HDR) :
-			    R_TITLE, q == p ? "[" : " ");
-			tline_adds(&l, q == p ? (focus ? R_TITLE_FOCUS : R_CELL_HDR) :
+		for (int q = (int)P_CONV; q < (int)P_NPANES; q++) {
+			tline_adds(&l, q == (int)p ? (focus ? R_TITLE_FOCUS : R_CELL_HDR) :
+			    R_TITLE, q == (int)p ? "[" : " ");
+			tline_adds(&l, q == (int)p ? (focus ? R_TITLE_FOCUS : R_CELL_HDR) :
 			    R_TITLE, pane_name[q]);
-			tline_adds(&l, q == p ? (focus ? R_TITLE_FOCUS : R_CELL_HDR) :
-			    R_TITLE, q == p ? "]" : " ");
+			tline_adds(&l, q == (int)p ? (focus ? R_TITLE_FOCUS : R_CELL_HDR) :
+			    R_TITLE, q == (int)p ? "]" : " ");
 		}
 	} else {
 		tline_adds(&l, R_BORDER, "─ ");
@@ -1188,7 +1183,7 @@ draw_cells(void)
 	}
 	view_clamp(v, total, h);
 	char extra[80];
-	snprintf(extra, sizeof extra, "%d cell%s%s", nc, nc == 1 ? "" : "s",
+	snprintf(extra, sizeof extra, "%d%s", nc,
 	    !v->follow && total > h ? "  End: follow" : "");
 	draw_title(p, extra);
 	if (nc == 0)
@@ -1348,7 +1343,7 @@ draw_status(void)
 		tline_adds(&l, R_STATUS, tmp);
 	}
 	if (T.total.input_tokens || T.total.output_tokens) {
-		char a[16], b[16];
+		char a[24], b[24];
 		fmt_tokens(a, sizeof a, T.total.input_tokens);
 		fmt_tokens(b, sizeof b, T.total.output_tokens);
 		snprintf(tmp, sizeof tmp, " │ tokens %s in · %s out", a, b);
@@ -1544,6 +1539,8 @@ redraw(void)
 	}
 	layout();
 	werase(T.mainw);
+	if (T.cp)
+		colorpair_frame(T.cp);
 	for (int p = 0; p < P_NPANES; p++)
 		for (int r = 0; r < TAGROWS; r++)
 			T.tagmap[p][r] = -1;
@@ -1891,7 +1888,7 @@ show_err(const char *what, char *err)
 {
 	char *m = xasprintf("%s: %s", what, err ? err : "failed");
 	item_text(IT_ERROR, m);
-	flash("%s", m);
+	status_flash("%s", m);
 	free(m);
 	free(err);
 }
@@ -1931,14 +1928,14 @@ cell_edit(int n)
 	char tmpl[] = "/tmp/terp-cell-XXXXXX.py";
 	int fd = mkstemps(tmpl, 3);
 	if (fd < 0) {
-		flash("cannot create a temporary file: %s", strerror(errno));
+		status_flash("cannot create a temporary file: %s", strerror(errno));
 		return;
 	}
 	const char *code = c->code ? c->code : "";
 	if (write_all(fd, code, strlen(code)) < 0) {
 		close(fd);
 		unlink(tmpl);
-		flash("cannot write %s", tmpl);
+		status_flash("cannot write %s", tmpl);
 		return;
 	}
 	close(fd);
@@ -1947,12 +1944,12 @@ cell_edit(int n)
 	char *nc = read_file(tmpl, 1024 * 1024, &len);
 	unlink(tmpl);
 	if (st != 0 || !nc) {
-		flash("editor failed (status %d); nothing run", st);
+		status_flash("editor failed (status %d); nothing run", st);
 		free(nc);
 		return;
 	}
 	if (strcmp(nc, code) == 0 || len == 0) {
-		flash("cell [%d] unchanged; not run", n);
+		status_flash("cell [%d] unchanged; not run", n);
 		free(nc);
 		return;
 	}
@@ -1971,7 +1968,7 @@ cell_copy(int n)
 	if (!c || !c->code)
 		return;
 	if (clipboard_copy(c->code) == 0) {
-		flash("copied the code of cell [%d] to the clipboard", n);
+		status_flash("copied the code of cell [%d] to the clipboard", n);
 		return;
 	}
 	char *dir = session_dir();
@@ -1981,10 +1978,10 @@ cell_copy(int n)
 	if (fd >= 0 && write_all(fd, c->code, strlen(c->code)) == 0) {
 		char *m = xasprintf("no clipboard: the code of cell [%d] is in %s", n, path);
 		item_text(IT_NOTICE, m);
-		flash("%s", m);
+		status_flash("%s", m);
 		free(m);
 	} else
-		flash("cannot write %s: %s", path, strerror(errno));
+		status_flash("cannot write %s: %s", path, strerror(errno));
 	if (fd >= 0)
 		close(fd);
 	free(path);
@@ -1998,14 +1995,14 @@ art_open(int i)
 		return;
 	const struct artifact *a = notebook_artifact(T.nb, i);
 	if (!in_path("xdg-open")) {
-		flash("xdg-open not found; the file is %s", a->path);
+		status_flash("xdg-open not found; the file is %s", a->path);
 		return;
 	}
 	char *argv[] = { "xdg-open", a->path, NULL };
 	if (spawn_detached(argv) < 0)
-		flash("cannot start xdg-open: %s", strerror(errno));
+		status_flash("cannot start xdg-open: %s", strerror(errno));
 	else
-		flash("opening %s", a->name);
+		status_flash("opening %s", a->name);
 }
 
 static void
@@ -2077,14 +2074,14 @@ art_save(const char *name)
 	    notebook_artifact(T.nb, T.save_art) : NULL;
 	char *err = NULL;
 	if (!a || !*name) {
-		flash("not saved");
+		status_flash("not saved");
 		return;
 	}
 	if (copy_file(a->path, name, &err) < 0) {
-		flash("%s", err);
+		status_flash("%s", err);
 		free(err);
 	} else
-		flash("saved a copy as %s", name);
+		status_flash("saved a copy as %s", name);
 }
 
 /* ---- slash commands ---- */
@@ -2146,7 +2143,7 @@ cmd_sent(const char *arg)
 		const char *what;
 		size_t len;
 		if (i < 1 || i > n) {
-			flash("no request %s (there are %d)", arg, n);
+			status_flash("no request %s (there are %d)", arg, n);
 			return;
 		}
 		const char *body = notebook_sent(T.nb, i - 1, &what, &len);
@@ -2187,7 +2184,7 @@ static void
 cmd_save(const char *arg)
 {
 	if (!T.o.save) {
-		flash("/save is not available yet");
+		status_flash("/save is not available yet");
 		item_text(IT_NOTICE, "/save: export is not available yet in this build");
 		return;
 	}
@@ -2239,7 +2236,7 @@ run_command(const char *line)
 		request_quit();
 	else if (!strcmp(name, "load")) {
 		if (!*arg) {
-			flash("usage: /load PATH");
+			status_flash("usage: /load PATH");
 			return;
 		}
 		char *box = agent_load(T.agent, arg, &err);
@@ -2259,7 +2256,7 @@ run_command(const char *line)
 		cmd_files();
 	else if (!strcmp(name, "py")) {
 		if (!*arg) {
-			flash("usage: /py CODE");
+			status_flash("usage: /py CODE");
 			return;
 		}
 		if (agent_run_cell(T.agent, arg, &err) < 0)
@@ -2269,7 +2266,7 @@ run_command(const char *line)
 	} else if (!strcmp(name, "rerun")) {
 		int n = atoi(arg);
 		if (n <= 0)
-			flash("usage: /rerun N");
+			status_flash("usage: /rerun N");
 		else
 			cell_rerun(n);
 	} else if (!strcmp(name, "reset")) {
@@ -2285,7 +2282,7 @@ run_command(const char *line)
 	} else if (!strcmp(name, "model")) {
 		if (!*arg) {
 			struct llm *m = agent_llm(T.agent);
-			flash("model: %s", m && llm_model(m) ? llm_model(m) : "none");
+			status_flash("model: %s", m && llm_model(m) ? llm_model(m) : "none");
 		} else if (agent_set_model(T.agent, arg, &err) < 0)
 			show_err("model", err);
 		else {
@@ -2300,7 +2297,7 @@ run_command(const char *line)
 	else if (!strcmp(name, "save"))
 		cmd_save(arg);
 	else
-		flash("unknown command /%s (try /help)", name);
+		status_flash("unknown command /%s (try /help)", name);
 }
 
 /* ---- readline glue (TUI.md 3.1) ---- */
@@ -2443,7 +2440,7 @@ show_matches(char **matches, int num, int max)
 		buf_printf(&b, "%s%s", i > 1 ? "  " : "",
 		    slash && slash[1] && m[0] != '/' ? slash + 1 : m);
 	}
-	flash("%s", buf_str(&b));
+	status_flash("%s", buf_str(&b));
 	buf_free(&b);
 }
 
@@ -2494,9 +2491,6 @@ input_cancel(void)
 static void
 focus_set(enum pane p)
 {
-	if (p == P_ARTS && notebook_nartifacts(T.nb) == 0 && !T.compact &&
-	    T.focus == P_CELLS)
-		; /* still allowed: the pane explains itself */
 	T.focus = p;
 	if (p != P_INPUT)
 		T.last_pane = p;
@@ -2713,7 +2707,7 @@ mouse_event(void)
 		if (row < 0) {
 			if (T.compact) {	/* the tab strip */
 				int col = 0;
-				for (int q = P_CONV; q < P_NPANES; q++) {
+				for (int q = (int)P_CONV; q < (int)P_NPANES; q++) {
 					int w = (int)strlen(pane_name[q]) + 2;
 					if (x >= col && x < col + w) {
 						focus_set((enum pane)q);
@@ -2742,9 +2736,20 @@ mouse_event(void)
 	}
 }
 
+/* Hands the queued bytes to readline, so that a key that looks at the
+ * line (Tab, ?) sees what was typed before it in the same batch. */
+static void
+input_flush(void)
+{
+	while (q_avail() && !T.quit)
+		rl_callback_read_char();
+}
+
 static void
 on_key(int c)
 {
+	if (c < 0x80 || c >= 256)
+		input_flush();
 	if (c == KEY_RESIZE) {
 		tui_mark();
 		return;
@@ -2765,7 +2770,7 @@ on_key(int c)
 	if (c == 3) {	/* Ctrl-C (raw mode: a byte, not a signal) */
 		if (T.agent && agent_busy(T.agent)) {
 			agent_cancel(T.agent);
-			flash("cancelling…");
+			status_flash("cancelling…");
 		} else if (T.overlay)
 			overlay_close();
 		else {
@@ -2897,8 +2902,7 @@ on_tty(struct loop *l, int fd, int revents, void *arg)
 		feed_key(c);
 	if (T.nesc > 0 && !T.paste)
 		paste_flush_esc();	/* a lone Esc or Alt key */
-	while (q_avail() && !T.quit)
-		rl_callback_read_char();
+	input_flush();
 	tui_mark();
 }
 
@@ -3086,7 +3090,11 @@ tui_run(struct loop *l, struct agent *a, const struct tui_opts *o, char **err)
 	noecho();
 	nonl();
 	set_escdelay(25);
-	styles_init();
+	char *terr = NULL;
+	if (styles_init(&terr) < 0) {
+		item_text(IT_ERROR, terr ? terr : "theme: cannot load");
+		free(terr);
+	}
 	T.rows = LINES;
 	T.cols = COLS;
 	T.inrows = 1;
@@ -3140,6 +3148,8 @@ tui_run(struct loop *l, struct agent *a, const struct tui_opts *o, char **err)
 	T.mainw = T.inw = NULL;
 	screen_end();
 	delscreen(scr);
+	colorpair_free(T.cp);
+	T.cp = NULL;
 	fatal_set_hook(NULL);
 	if (T.rl_null) {
 		fclose(T.rl_null);
