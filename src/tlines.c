@@ -5,9 +5,9 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <wchar.h>
 
 #include "terp/sanitize.h"
+#include "terp/uwidth.h"
 #include "terp/util.h"
 
 void
@@ -101,12 +101,7 @@ tlines_append(struct tlines *ls, const struct tlines *src)
 int
 tlines_cpwidth(unsigned cp)
 {
-	if (cp == 0)
-		return 0;
-	int w = wcwidth((wchar_t)cp);
-	if (w < 0)
-		return 1;
-	return w > 2 ? 2 : w;
+	return uwidth_cp(cp);
 }
 
 /* Decodes one character; invalid bytes count as one column each. */

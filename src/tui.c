@@ -29,6 +29,9 @@
 #include "terp/buf.h"
 #include "terp/colorpair.h"
 #include "terp/kernel.h"
+#include "terp/mdlite.h"
+#include "terp/pyhl.h"
+#include "terp/span.h"
 #include "terp/llm.h"
 #include "terp/png.h"
 #include "terp/sanitize.h"
@@ -44,7 +47,8 @@ enum role {
 	R_COMMENT, R_STDOUT, R_STDERR, R_VALUE, R_TRACE, R_GOOD, R_RUNNING,
 	R_FAIL, R_TITLE, R_TITLE_FOCUS, R_BORDER, R_STATUS, R_STATUS_KEY,
 	R_SEL, R_PROMPT, R_INPUT, R_HIDDEN, R_BOLD, R_HEADING, R_MD_CODE,
-	R_NROLES
+	R_NROLES,
+	R_THEME = 1000	/* R_THEME + an enum theme_role: spans from mdlite/pyhl */
 };
 
 enum pane { P_INPUT, P_CONV, P_CELLS, P_ARTS, P_NPANES };
@@ -171,6 +175,8 @@ struct tui {
 	int			 colors, ncolors;
 	struct colorpair	*cp;
 	int			 role_pair[R_NROLES];
+	int			 theme_pair[THEME_NROLES];
+	attr_t			 theme_attr[THEME_NROLES];
 	attr_t			 role_attr[R_NROLES];
 };
 
@@ -483,6 +489,13 @@ styles_init(char **err)
 		if (!T.colors && (r == R_STATUS || r == R_SEL || r == R_STATUS_KEY))
 			T.role_attr[r] |= A_REVERSE;
 	}
+	for (int r = 0; r < THEME_NROLES; r++) {
+		unsigned long at;
+		int pair;
+		colorpair_role(&th, (enum theme_role)r, T.ncolors, &at, &pair);
+		T.theme_attr[r] = (attr_t)at;
+		T.theme_pair[r] = T.colors ? pair : 0;
+	}
 	return rc;
 }
 
@@ -498,6 +511,9 @@ set_style(WINDOW *w, const struct tseg *g, int over)
 	} else if (g->fg >= 0 || g->bg >= 0) {
 		a = A_NORMAL;
 		pair = pair_for(g->fg, g->bg);
+	} else if (g->role >= R_THEME && g->role < R_THEME + THEME_NROLES) {
+		a = T.theme_attr[g->role - R_THEME];
+		pair = T.theme_pair[g->role - R_THEME];
 	} else {
 		a = T.role_attr[g->role];
 		pair = T.role_pair[g->role];
@@ -614,6 +630,25 @@ is_png(const char *name)
 
 /* ---- building display lines ---- */
 
+/* Appends span lines (theme roles) as display lines after a prefix;
+ * at most max lines when max >= 0. Returns the lines added. */
+static int
+add_spans(struct tlines *ls, const struct span_doc *d, size_t from, int max,
+    const char *prefix, int prole, int tag)
+{
+	int added = 0;
+	for (size_t i = from; i < d->n && (max < 0 || added < max); i++) {
+		struct tline *l = tlines_add(ls, tag);
+		if (prefix && *prefix)
+			tline_adds(l, prole, prefix);
+		for (size_t j = 0; j < d->lines[i].n; j++)
+			tline_adds(l, R_THEME + d->lines[i].v[j].role,
+			    d->lines[i].v[j].text);
+		added++;
+	}
+	return added;
+}
+
 /* Appends text (sanitized) as lines; collapsed, only head and tail
  * lines are kept around a "... N lines hidden ..." marker, and each
  * line is cut at the width; expanded, everything is wrapped. */
@@ -683,39 +718,26 @@ cell_nart(const struct cell *c)
 	return k;
 }
 
-/* The code of a cell, highlighted. */
+/* The code of a cell, highlighted; collapsed, the first CODE_SHOW lines. */
 static void
 code_lines(struct tlines *ls, const char *code, int w, int expanded, int tag)
 {
 	char *s = sanitize_str(code, strlen(code),
-	    SANITIZE_KEEP_NL | SANITIZE_EXPAND_TABS | SANITIZE_CR_AS_NL);
+	    SANITIZE_KEEP_NL | SANITIZE_CR_AS_NL | SANITIZE_KEEP_TAB);
 	size_t len = strlen(s);
 	while (len > 0 && s[len - 1] == '\n')
 		len--;
-	size_t nl = 1, shown = 0;
-	const char *p = s, *end = s + len;
-	for (const char *q = s; (q = memchr(q, '\n', (size_t)(end - q))); q++)
-		nl++;
-	while (p <= end) {
-		if (!expanded && shown == CODE_SHOW && nl > CODE_SHOW + 1) {
-			char msg[64];
-			snprintf(msg, sizeof msg, "… %zu more lines", nl - shown);
-			tlines_cut(ls, msg, strlen(msg), w, R_HIDDEN, "  │ ",
-			    R_BORDER, tag);
-			break;
-		}
-		const char *e = memchr(p, '\n', (size_t)(end - p));
-		if (!e)
-			e = end;
-		if (expanded)
-			tlines_wrap(ls, p, (size_t)(e - p), w, R_CODE, "  │ ",
-			    R_BORDER, tag);
-		else
-			tlines_cut(ls, p, (size_t)(e - p), w, R_CODE, "  │ ",
-			    R_BORDER, tag);
-		shown++;
-		p = e + 1;
+	struct span_doc d;
+	span_doc_init(&d);
+	pyhl_highlight(&d, s, len, expanded ? w - 4 : 0, THEME_CELL_CODE);
+	int show = expanded || d.n <= CODE_SHOW + 1 ? -1 : CODE_SHOW;
+	add_spans(ls, &d, 0, show, "  │ ", R_BORDER, tag);
+	if (show >= 0) {
+		char msg[64];
+		snprintf(msg, sizeof msg, "… %zu more lines", d.n - (size_t)show);
+		tlines_cut(ls, msg, strlen(msg), w, R_HIDDEN, "  │ ", R_BORDER, tag);
 	}
+	span_doc_free(&d);
 	free(s);
 }
 
@@ -909,12 +931,16 @@ item_lines(struct item *it, int w)
 		tlines_add(&it->lines, 0);
 		tlines_wrap(&it->lines, s, n, w, R_USER, "› ", R_USER_MARK, 0);
 		break;
-	case IT_ANSWER:
+	case IT_ANSWER: {
 		while (n > 0 && s[n - 1] == '\n')
 			n--;
-		if (n)
-			tlines_wrap(&it->lines, s, n, w, R_ASSIST, "  ", R_ASSIST, 0);
+		struct span_doc d;
+		span_doc_init(&d);
+		mdlite_render(&d, s, n, w - 2 > 10 ? w - 2 : 10);
+		add_spans(&it->lines, &d, 0, -1, "  ", R_ASSIST, 0);
+		span_doc_free(&d);
 		break;
+	}
 	case IT_CELL:
 		cell_link(tlines_add(&it->lines, it->cell), it->cell);
 		break;

@@ -40,9 +40,8 @@ void tline_add_color(struct tline *l, const char *s, size_t n, int fg, int bg);
 /* Display width of the whole line. */
 int tline_width(const struct tline *l);
 
-/* Display width of one code point: 0 for combining marks, 2 for wide
- * ones, 1 otherwise (unknown ones included). The one width function of
- * the TUI, so the layout is consistent everywhere. */
+/* Display width of one code point (uwidth.h's, the one width function
+ * of terp, so the layout is consistent everywhere). */
 int tlines_cpwidth(unsigned cp);
 /* Display width of s[0..n) (UTF-8; invalid bytes count 1). */
 int tlines_width(const char *s, size_t n);
