@@ -106,5 +106,16 @@ uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/terp $(DESTDIR)$(MANDIR)/man1/terp.1
 	rm -rf $(DESTDIR)$(DATADIR)
 
+# libFuzzer targets (clang). Run one with e.g.
+# ./build/fuzz/fuzz_sse -max_total_time=60 tests/fuzz/corpus/sse
+FUZZ	:= $(patsubst tests/fuzz/%.c,build/fuzz/%,$(wildcard tests/fuzz/*.c))
+
+build/fuzz/fuzz_sse: tests/fuzz/fuzz_sse.c src/sse.c src/buf.c src/util.c
+	@mkdir -p $(dir $@)
+	$(Q)clang -std=c11 -D_GNU_SOURCE -Iinclude -g -O1 \
+	    -fsanitize=fuzzer,address,undefined -o $@ $^
+
+fuzz: $(FUZZ)
+
 clean:
 	rm -rf build terp

@@ -1,0 +1,69 @@
+/* http: streaming HTTP POSTs over libcurl's multi interface, driven by
+ * terp's poll loop (loop.h): curl's sockets become loop watches and its
+ * timeout a loop timer, so nothing ever blocks. Knows nothing of models
+ * or JSON: bytes in, bytes out. */
+#ifndef TERP_HTTP_H
+#define TERP_HTTP_H
+
+#include <stddef.h>
+
+#include "terp/loop.h"
+
+struct http_req {
+	const char		*url;
+	const char *const	*headers;	/* "Name: value", NULL-terminated */
+	const char		*body;		/* copied by http_post */
+	size_t			 body_len;
+	long			 connect_timeout_ms;	/* 0: libcurl's default */
+	long			 idle_timeout_ms;	/* silent this long fails; 0: never */
+	size_t			 max_error_body;	/* kept of a non-2xx body (64 KiB if 0) */
+};
+
+/* How a transfer ended. Strings are valid during the done call only. */
+struct http_result {
+	long		 status;	/* HTTP status, 0 when no response came */
+	int		 curl_code;	/* CURLcode; 0 when the transfer completed */
+	const char	*error;		/* one line when curl_code != 0, else NULL */
+	int		 timed_out;	/* connect or idle timeout */
+	const char	*body;		/* a non-2xx response's body (bounded) */
+	size_t		 body_len;
+	/* Response headers of interest (NULL when absent). */
+	const char	*content_type;
+	const char	*retry_after;
+	const char	*retry_after_ms;
+	const char	*should_retry;	/* x-should-retry */
+	const char	*request_id;	/* x-request-id, request-id, apim-request-id */
+};
+
+struct http_cbs {
+	/* Bytes of a 2xx body as they arrive (non-2xx bodies are kept for
+	 * done instead). Return 0 to go on; nonzero aborts the transfer and
+	 * done then reports curl_code CURLE_WRITE_ERROR. */
+	int	(*body)(void *arg, const char *p, size_t n);
+	/* The transfer is over, fine or not; fires exactly once unless the
+	 * transfer was cancelled. The transfer is freed after it returns. */
+	void	(*done)(void *arg, const struct http_result *r);
+};
+
+struct http;
+struct http_xfer;
+
+/* A client bound to loop l (borrowed; it must outlive the client). */
+struct http *http_new(struct loop *l);
+/* Cancels every transfer silently and frees. Not from a callback. */
+void http_free(struct http *h);
+
+/* Starts a POST; req's strings are copied, cbs and arg borrowed until
+ * done. Returns the transfer, or NULL with *err (caller frees). */
+struct http_xfer *http_post(struct http *h, const struct http_req *req,
+    const struct http_cbs *cbs, void *arg, char **err);
+
+/* Aborts a transfer at once; no callback fires for it afterwards and x
+ * must not be used again. Safe from inside the transfer's own body
+ * callback (the teardown then waits for curl to return). */
+void http_cancel(struct http_xfer *x);
+
+/* Number of transfers running (for tests). */
+int http_running(const struct http *h);
+
+#endif

@@ -1,0 +1,429 @@
+/* http: libcurl multi interface inside terp's loop. curl tells us which
+ * sockets to watch (socket_cb) and when to wake it (timer_cb); the loop
+ * calls back into curl_multi_socket_action. Transfers end in finish(),
+ * which is only ever called outside curl's own callbacks. */
+#include "terp/http.h"
+
+#include <curl/curl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "terp/buf.h"
+#include "terp/util.h"
+
+#define HDR_MAX		512	/* bytes kept of one interesting header */
+
+struct http {
+	struct loop		*loop;
+	CURLM			*multi;
+	uint64_t		 timer;		/* curl's wake-up, 0 if none */
+	int			 depth;		/* > 0 while inside curl */
+	struct http_xfer	*xfers;		/* live transfers */
+};
+
+enum { H_CTYPE, H_RETRY, H_RETRY_MS, H_SHOULD, H_REQID, H_N };
+
+struct http_xfer {
+	struct http		*h;
+	struct http_xfer	*next;
+	CURL			*easy;
+	struct curl_slist	*hdrs;
+	struct http_cbs		 cbs;
+	void			*arg;
+	long			 status;
+	long			 idle_ms;
+	int64_t			 last_ms;	/* last byte received */
+	uint64_t		 idle_timer;
+	int			 cancelled;	/* silent; freed when curl is out */
+	int			 added;		/* in the multi handle */
+	int			 idle_fired;
+	int			 errbody_full;
+	struct buf		 errbody;
+	char			*hv[H_N];
+	char			 errbuf[CURL_ERROR_SIZE];
+};
+
+static const char *const hnames[H_N] = {
+	"content-type", "retry-after", "retry-after-ms", "x-should-retry",
+	"x-request-id",
+};
+
+static void process(struct http *h);
+
+static void
+unlink_xfer(struct http_xfer *x)
+{
+	struct http_xfer **pp;
+
+	for (pp = &x->h->xfers; *pp != NULL; pp = &(*pp)->next) {
+		if (*pp == x) {
+			*pp = x->next;
+			break;
+		}
+	}
+}
+
+static void
+free_xfer(struct http_xfer *x)
+{
+	loop_timer_cancel(x->h->loop, x->idle_timer);
+	if (x->added)
+		curl_multi_remove_handle(x->h->multi, x->easy);
+	curl_easy_cleanup(x->easy);
+	curl_slist_free_all(x->hdrs);
+	buf_free(&x->errbody);
+	for (int i = 0; i < H_N; i++)
+		free(x->hv[i]);
+	unlink_xfer(x);
+	free(x);
+}
+
+/* Reports the end of x and frees it. Never called from inside curl. */
+static void
+finish(struct http_xfer *x, CURLcode code)
+{
+	struct http_result r;
+	char msg[CURL_ERROR_SIZE + 64];
+
+	if (x->cancelled) {
+		free_xfer(x);
+		return;
+	}
+	memset(&r, 0, sizeof r);
+	curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &x->status);
+	r.status = x->status;
+	/* A non-2xx body cut at its bound is still a complete answer. */
+	if (code == CURLE_WRITE_ERROR && x->errbody_full)
+		code = CURLE_OK;
+	if (x->idle_fired) {
+		code = CURLE_OPERATION_TIMEDOUT;
+		snprintf(msg, sizeof msg, "no data from the server for %ld s",
+		    x->idle_ms / 1000);
+		r.error = msg;
+		r.timed_out = 1;
+	} else if (code != CURLE_OK) {
+		snprintf(msg, sizeof msg, "%s",
+		    x->errbuf[0] ? x->errbuf : curl_easy_strerror(code));
+		r.error = msg;
+		r.timed_out = code == CURLE_OPERATION_TIMEDOUT;
+	}
+	r.curl_code = (int)code;
+	if (x->status < 200 || x->status >= 300) {
+		r.body = buf_str(&x->errbody);
+		r.body_len = x->errbody.len;
+	}
+	r.content_type = x->hv[H_CTYPE];
+	r.retry_after = x->hv[H_RETRY];
+	r.retry_after_ms = x->hv[H_RETRY_MS];
+	r.should_retry = x->hv[H_SHOULD];
+	r.request_id = x->hv[H_REQID];
+	/* Out of the multi handle first: done may start a new transfer. */
+	curl_multi_remove_handle(x->h->multi, x->easy);
+	x->added = 0;
+	loop_timer_cancel(x->h->loop, x->idle_timer);
+	x->idle_timer = 0;
+	x->cancelled = 1;	/* no second report */
+	if (x->cbs.done != NULL)
+		x->cbs.done(x->arg, &r);
+	free_xfer(x);
+}
+
+static size_t
+write_cb(char *p, size_t size, size_t nmemb, void *arg)
+{
+	struct http_xfer *x = arg;
+	size_t n = size * nmemb;
+
+	if (x->cancelled)
+		return 0;
+	x->last_ms = now_ms();
+	if (x->status == 0)
+		curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &x->status);
+	if (x->status >= 200 && x->status < 300) {
+		if (x->cbs.body != NULL && x->cbs.body(x->arg, p, n) != 0)
+			return 0;
+		return n;
+	}
+	if (buf_add(&x->errbody, p, n) < 0) {
+		size_t room = x->errbody.max - x->errbody.len;
+		buf_add(&x->errbody, p, room);
+		x->errbody_full = 1;
+		return 0;	/* enough of it */
+	}
+	return n;
+}
+
+static size_t
+header_cb(char *p, size_t size, size_t nmemb, void *arg)
+{
+	struct http_xfer *x = arg;
+	size_t n = size * nmemb, nl;
+	const char *colon, *v, *e;
+
+	if (x->cancelled)
+		return 0;
+	x->last_ms = now_ms();
+	if (n >= 5 && strncmp(p, "HTTP/", 5) == 0) {
+		/* A new response (after a 100 or a redirect): start over. */
+		for (int i = 0; i < H_N; i++) {
+			free(x->hv[i]);
+			x->hv[i] = NULL;
+		}
+		x->status = 0;
+		return n;
+	}
+	colon = memchr(p, ':', n);
+	if (colon == NULL)
+		return n;
+	nl = (size_t)(colon - p);
+	v = colon + 1;
+	e = p + n;
+	while (v < e && (*v == ' ' || *v == '\t'))
+		v++;
+	while (e > v && (e[-1] == '\r' || e[-1] == '\n' || e[-1] == ' ' ||
+	    e[-1] == '\t'))
+		e--;
+	for (int i = 0; i < H_N; i++) {
+		int match = strlen(hnames[i]) == nl &&
+		    strncasecmp(p, hnames[i], nl) == 0;
+		if (i == H_REQID && !match)
+			match = (nl == 10 && strncasecmp(p, "request-id", nl) == 0) ||
+			    (nl == 15 && strncasecmp(p, "apim-request-id", nl) == 0);
+		if (match) {
+			size_t vl = (size_t)(e - v);
+			free(x->hv[i]);
+			x->hv[i] = xstrndup(v, vl < HDR_MAX ? vl : HDR_MAX);
+		}
+	}
+	return n;
+}
+
+static void
+on_idle(struct loop *l, void *arg)
+{
+	struct http_xfer *x = arg;
+	int64_t quiet = now_ms() - x->last_ms;
+
+	x->idle_timer = 0;
+	if (quiet < x->idle_ms) {
+		x->idle_timer = loop_timer_add(l, x->idle_ms - quiet, on_idle, x);
+		return;
+	}
+	x->idle_fired = 1;
+	finish(x, CURLE_OPERATION_TIMEDOUT);
+}
+
+static void
+on_fd(struct loop *l, int fd, int revents, void *arg)
+{
+	struct http *h = arg;
+	int flags = 0, running;
+	(void)l;
+
+	if (revents & (POLLIN | POLLHUP))
+		flags |= CURL_CSELECT_IN;
+	if (revents & POLLOUT)
+		flags |= CURL_CSELECT_OUT;
+	if (revents & (POLLERR | POLLNVAL))
+		flags |= CURL_CSELECT_ERR;
+	h->depth++;
+	curl_multi_socket_action(h->multi, fd, flags, &running);
+	h->depth--;
+	process(h);
+}
+
+static void
+on_timer(struct loop *l, void *arg)
+{
+	struct http *h = arg;
+	int running;
+	(void)l;
+
+	h->timer = 0;
+	h->depth++;
+	curl_multi_socket_action(h->multi, CURL_SOCKET_TIMEOUT, 0, &running);
+	h->depth--;
+	process(h);
+}
+
+static int
+socket_cb(CURL *e, curl_socket_t s, int what, void *userp, void *socketp)
+{
+	struct http *h = userp;
+	(void)e;
+	(void)socketp;
+
+	switch (what) {
+	case CURL_POLL_REMOVE:
+		loop_unwatch(h->loop, s);
+		break;
+	case CURL_POLL_IN:
+		loop_watch(h->loop, s, POLLIN, on_fd, h);
+		break;
+	case CURL_POLL_OUT:
+		loop_watch(h->loop, s, POLLOUT, on_fd, h);
+		break;
+	case CURL_POLL_INOUT:
+		loop_watch(h->loop, s, POLLIN | POLLOUT, on_fd, h);
+		break;
+	}
+	return 0;
+}
+
+static int
+timer_cb(CURLM *m, long timeout_ms, void *userp)
+{
+	struct http *h = userp;
+	(void)m;
+
+	loop_timer_cancel(h->loop, h->timer);
+	h->timer = 0;
+	if (timeout_ms >= 0)
+		h->timer = loop_timer_add(h->loop, timeout_ms, on_timer, h);
+	return 0;
+}
+
+/* Runs after every call into curl: reports finished transfers, frees
+ * cancelled ones and adds those started from inside a callback. */
+static void
+process(struct http *h)
+{
+	CURLMsg *msg;
+	int left;
+	struct http_xfer *x, *next;
+
+	while ((msg = curl_multi_info_read(h->multi, &left)) != NULL) {
+		if (msg->msg != CURLMSG_DONE)
+			continue;
+		curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&x);
+		finish(x, msg->data.result);
+	}
+	for (x = h->xfers; x != NULL; x = next) {
+		next = x->next;
+		if (x->cancelled)
+			free_xfer(x);
+	}
+	for (x = h->xfers; x != NULL; x = x->next) {
+		if (!x->added) {
+			x->added = 1;
+			curl_multi_add_handle(h->multi, x->easy);
+		}
+	}
+}
+
+struct http *
+http_new(struct loop *l)
+{
+	static int inited;
+	struct http *h;
+
+	if (!inited) {
+		curl_global_init(CURL_GLOBAL_DEFAULT);
+		inited = 1;
+	}
+	h = xcalloc(1, sizeof *h);
+	h->loop = l;
+	h->multi = curl_multi_init();
+	if (h->multi == NULL)
+		fatal("curl_multi_init failed");
+	curl_multi_setopt(h->multi, CURLMOPT_SOCKETFUNCTION, socket_cb);
+	curl_multi_setopt(h->multi, CURLMOPT_SOCKETDATA, h);
+	curl_multi_setopt(h->multi, CURLMOPT_TIMERFUNCTION, timer_cb);
+	curl_multi_setopt(h->multi, CURLMOPT_TIMERDATA, h);
+	return h;
+}
+
+void
+http_free(struct http *h)
+{
+	if (h == NULL)
+		return;
+	while (h->xfers != NULL)
+		free_xfer(h->xfers);
+	curl_multi_cleanup(h->multi);
+	loop_timer_cancel(h->loop, h->timer);
+	free(h);
+}
+
+struct http_xfer *
+http_post(struct http *h, const struct http_req *req,
+    const struct http_cbs *cbs, void *arg, char **err)
+{
+	struct http_xfer *x;
+
+	if (req->url == NULL || strncmp(req->url, "http", 4) != 0) {
+		*err = xasprintf("not an http(s) URL: %s",
+		    req->url ? req->url : "(none)");
+		return NULL;
+	}
+	x = xcalloc(1, sizeof *x);
+	x->h = h;
+	x->cbs = *cbs;
+	x->arg = arg;
+	x->idle_ms = req->idle_timeout_ms;
+	x->last_ms = now_ms();
+	buf_init(&x->errbody, req->max_error_body ? req->max_error_body : 65536);
+	x->easy = curl_easy_init();
+	if (x->easy == NULL)
+		fatal("curl_easy_init failed");
+	for (const char *const *p = req->headers; p != NULL && *p != NULL; p++)
+		x->hdrs = curl_slist_append(x->hdrs, *p);
+	x->hdrs = curl_slist_append(x->hdrs, "Expect:");
+	curl_easy_setopt(x->easy, CURLOPT_URL, req->url);
+	curl_easy_setopt(x->easy, CURLOPT_POST, 1L);
+	curl_easy_setopt(x->easy, CURLOPT_POSTFIELDSIZE_LARGE,
+	    (curl_off_t)req->body_len);
+	curl_easy_setopt(x->easy, CURLOPT_COPYPOSTFIELDS,
+	    req->body ? req->body : "");
+	curl_easy_setopt(x->easy, CURLOPT_HTTPHEADER, x->hdrs);
+	curl_easy_setopt(x->easy, CURLOPT_ACCEPT_ENCODING, "");
+	curl_easy_setopt(x->easy, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(x->easy, CURLOPT_FOLLOWLOCATION, 0L);
+	curl_easy_setopt(x->easy, CURLOPT_PROTOCOLS_STR, "http,https");
+	curl_easy_setopt(x->easy, CURLOPT_TCP_KEEPALIVE, 1L);
+	curl_easy_setopt(x->easy, CURLOPT_TCP_KEEPIDLE, 60L);
+	curl_easy_setopt(x->easy, CURLOPT_TCP_KEEPINTVL, 60L);
+	if (req->connect_timeout_ms > 0)
+		curl_easy_setopt(x->easy, CURLOPT_CONNECTTIMEOUT_MS,
+		    req->connect_timeout_ms);
+	curl_easy_setopt(x->easy, CURLOPT_WRITEFUNCTION, write_cb);
+	curl_easy_setopt(x->easy, CURLOPT_WRITEDATA, x);
+	curl_easy_setopt(x->easy, CURLOPT_HEADERFUNCTION, header_cb);
+	curl_easy_setopt(x->easy, CURLOPT_HEADERDATA, x);
+	curl_easy_setopt(x->easy, CURLOPT_ERRORBUFFER, x->errbuf);
+	curl_easy_setopt(x->easy, CURLOPT_PRIVATE, (char *)x);
+	x->next = h->xfers;
+	h->xfers = x;
+	if (h->depth == 0) {
+		x->added = 1;
+		curl_multi_add_handle(h->multi, x->easy);
+	}
+	if (x->idle_ms > 0)
+		x->idle_timer = loop_timer_add(h->loop, x->idle_ms, on_idle, x);
+	return x;
+}
+
+void
+http_cancel(struct http_xfer *x)
+{
+	if (x == NULL)
+		return;
+	x->cancelled = 1;
+	loop_timer_cancel(x->h->loop, x->idle_timer);
+	x->idle_timer = 0;
+	if (x->h->depth == 0)
+		free_xfer(x);
+	/* else process() frees it once curl has returned */
+}
+
+int
+http_running(const struct http *h)
+{
+	int n = 0;
+
+	for (const struct http_xfer *x = h->xfers; x != NULL; x = x->next)
+		if (!x->cancelled)
+			n++;
+	return n;
+}

@@ -1,0 +1,289 @@
+/* llm_config: chooses the provider and fills its settings from, in this
+ * order of precedence, the command line (already in cfg), the config
+ * file, the environment and built-in defaults. The api key itself may
+ * come from a command (api_key_cmd) so that it never sits in a file. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "terp/config.h"
+#include "terp/llm.h"
+#include "terp/util.h"
+
+#ifndef TERP_DATADIR
+#define TERP_DATADIR "/usr/local/share/terp"
+#endif
+
+#define KEY_MAX	4096
+
+static const char *const names[] = {
+	"openai", "azure", "anthropic", "ollama", "demo", NULL,
+};
+
+static int
+is_provider(const char *s, size_t n)
+{
+	for (int i = 0; names[i] != NULL; i++)
+		if (strlen(names[i]) == n && strncmp(names[i], s, n) == 0)
+			return 1;
+	return 0;
+}
+
+static const char *
+env(const char *k)
+{
+	const char *v = getenv(k);
+	return v != NULL && *v != '\0' ? v : NULL;
+}
+
+static void
+set(char **dst, const char *v)
+{
+	if (*dst == NULL && v != NULL && *v != '\0')
+		*dst = xstrdup(v);
+}
+
+/* "ollama:llama3.1:8b" -> provider ollama, model llama3.1:8b; a model
+ * whose prefix is not a provider name is left alone. */
+static void
+split_model(struct llm_config *cfg)
+{
+	char *colon;
+
+	if (cfg->model == NULL || (colon = strchr(cfg->model, ':')) == NULL ||
+	    !is_provider(cfg->model, (size_t)(colon - cfg->model)))
+		return;
+	if (cfg->provider == NULL)
+		cfg->provider = xstrndup(cfg->model, (size_t)(colon - cfg->model));
+	memmove(cfg->model, colon + 1, strlen(colon + 1) + 1);
+	if (*cfg->model == '\0') {
+		free(cfg->model);
+		cfg->model = NULL;
+	}
+}
+
+/* Runs cmd with the shell; its trimmed stdout is the key. */
+static char *
+key_from_cmd(const char *cmd, char **err)
+{
+	FILE *f = popen(cmd, "r");
+	char buf[KEY_MAX + 1];
+	size_t n;
+	int st;
+
+	if (f == NULL) {
+		*err = xasprintf("api_key_cmd: %s", strerror(errno));
+		return NULL;
+	}
+	n = fread(buf, 1, KEY_MAX, f);
+	while (fgetc(f) != EOF)
+		;	/* drain, so the command is not killed by SIGPIPE */
+	st = pclose(f);
+	if (st == -1 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+		*err = xasprintf("api_key_cmd failed (exit status %d)",
+		    st != -1 && WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+		return NULL;
+	}
+	buf[n] = '\0';
+	while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r' ||
+	    buf[n - 1] == ' ' || buf[n - 1] == '\t'))
+		buf[--n] = '\0';
+	if (n == 0 || strchr(buf, '\n') != NULL) {
+		*err = xstrdup("api_key_cmd printed no key (or more than one line)");
+		return NULL;
+	}
+	return xstrdup(buf);
+}
+
+static int
+num(const char *key, const char *v, long lo, long hi, long *out, char **err)
+{
+	char *end;
+	long n;
+
+	errno = 0;
+	n = strtol(v, &end, 10);
+	if (errno || end == v || *end != '\0' || n < lo || n > hi) {
+		*err = xasprintf("config: %s must be a number from %ld to %ld, not '%s'",
+		    key, lo, hi, v);
+		return -1;
+	}
+	*out = n;
+	return 0;
+}
+
+static int
+dur(const char *key, const char *v, long *out, char **err)
+{
+	int64_t ms;
+
+	if (parse_duration_ms(v, &ms) < 0 || ms <= 0) {
+		*err = xasprintf("config: %s must be a duration like 30s or 2m, "
+		    "not '%s'", key, v);
+		return -1;
+	}
+	*out = (long)ms;
+	return 0;
+}
+
+static int
+from_file(struct llm_config *cfg, const struct config *c, char **key_cmd,
+    char **err)
+{
+	const char *v;
+	long n;
+
+	set(&cfg->provider, config_get(c, "provider"));
+	if (cfg->model == NULL && (v = config_get(c, "model")) != NULL) {
+		set(&cfg->model, v);
+		split_model(cfg);
+	}
+	set(&cfg->base_url, config_get(c, "base_url"));
+	set(&cfg->api_version, config_get(c, "api_version"));
+	set(&cfg->demo_script, config_get(c, "demo_script"));
+	set(key_cmd, config_get(c, "api_key_cmd"));
+	if (cfg->max_retries == 0 && (v = config_get(c, "max_retries")) != NULL) {
+		if (num("max_retries", v, 0, 20, &n, err) < 0)
+			return -1;
+		cfg->max_retries = n == 0 ? -1 : (int)n;
+	}
+	if (cfg->max_tokens == 0 && (v = config_get(c, "max_tokens")) != NULL) {
+		if (num("max_tokens", v, 1, 1000000, &n, err) < 0)
+			return -1;
+		cfg->max_tokens = (int)n;
+	}
+	if (cfg->connect_timeout_ms == 0 &&
+	    (v = config_get(c, "connect_timeout")) != NULL &&
+	    dur("connect_timeout", v, &cfg->connect_timeout_ms, err) < 0)
+		return -1;
+	if (cfg->idle_timeout_ms == 0 &&
+	    (v = config_get(c, "idle_timeout")) != NULL &&
+	    dur("idle_timeout", v, &cfg->idle_timeout_ms, err) < 0)
+		return -1;
+	return 0;
+}
+
+static char *
+default_demo_script(void)
+{
+	const char *paths[] = { TERP_DATADIR "/demo.json", "examples/demo.json" };
+
+	for (size_t i = 0; i < 2; i++)
+		if (access(paths[i], R_OK) == 0)
+			return xstrdup(paths[i]);
+	return xstrdup(paths[0]);
+}
+
+int
+llm_config_resolve(struct llm_config *cfg, char **err)
+{
+	struct config file;
+	char *key_cmd = NULL;
+	const char *p;
+	int r = -1;
+
+	memset(&file, 0, sizeof file);
+	split_model(cfg);
+	if (config_load(&file, NULL, err) < 0)
+		return -1;
+	if (from_file(cfg, &file, &key_cmd, err) < 0)
+		goto out;
+	if (cfg->provider == NULL) {
+		if (env("ANTHROPIC_API_KEY"))
+			cfg->provider = xstrdup("anthropic");
+		else if (env("OPENAI_API_KEY"))
+			cfg->provider = xstrdup("openai");
+		else if (env("AZURE_OPENAI_API_KEY") && env("AZURE_OPENAI_ENDPOINT"))
+			cfg->provider = xstrdup("azure");
+		else {
+			*err = xstrdup("no model configured: set ANTHROPIC_API_KEY, "
+			    "OPENAI_API_KEY or AZURE_OPENAI_API_KEY with "
+			    "AZURE_OPENAI_ENDPOINT, or use --provider ollama for a "
+			    "local server, or --provider demo for the recorded demo "
+			    "(see terp(1), FILES for the config file)");
+			goto out;
+		}
+	}
+	p = cfg->provider;
+	if (!is_provider(p, strlen(p))) {
+		*err = xasprintf("unknown provider '%s' (use openai, azure, "
+		    "anthropic, ollama or demo)", p);
+		goto out;
+	}
+	if (key_cmd != NULL && cfg->api_key == NULL && strcmp(p, "demo") != 0 &&
+	    (cfg->api_key = key_from_cmd(key_cmd, err)) == NULL)
+		goto out;
+	if (strcmp(p, "openai") == 0) {
+		set(&cfg->api_key, env("OPENAI_API_KEY"));
+		set(&cfg->base_url, env("OPENAI_BASE_URL"));
+		set(&cfg->model, "gpt-4.1");
+	} else if (strcmp(p, "azure") == 0) {
+		set(&cfg->api_key, env("AZURE_OPENAI_API_KEY"));
+		set(&cfg->base_url, env("AZURE_OPENAI_ENDPOINT"));
+		set(&cfg->model, env("AZURE_OPENAI_DEPLOYMENT"));
+		set(&cfg->api_version, env("AZURE_OPENAI_API_VERSION"));
+		set(&cfg->api_version, "2024-10-21");
+		if (cfg->base_url == NULL) {
+			*err = xstrdup("azure: no endpoint; set AZURE_OPENAI_ENDPOINT "
+			    "or base_url");
+			goto out;
+		}
+		if (cfg->model == NULL) {
+			*err = xstrdup("azure: no deployment; set "
+			    "AZURE_OPENAI_DEPLOYMENT or --model");
+			goto out;
+		}
+	} else if (strcmp(p, "anthropic") == 0) {
+		set(&cfg->api_key, env("ANTHROPIC_API_KEY"));
+		set(&cfg->base_url, env("ANTHROPIC_BASE_URL"));
+		set(&cfg->model, "claude-sonnet-4-5");
+	} else if (strcmp(p, "ollama") == 0) {
+		set(&cfg->base_url, "http://localhost:11434/v1");
+		set(&cfg->model, "llama3.1");
+	} else {
+		set(&cfg->model, "recorded");
+		if (cfg->demo_script == NULL)
+			cfg->demo_script = default_demo_script();
+	}
+	if (cfg->api_key == NULL && (strcmp(p, "openai") == 0 ||
+	    strcmp(p, "azure") == 0 || strcmp(p, "anthropic") == 0)) {
+		*err = xasprintf("%s: no API key; set %s or api_key_cmd in the "
+		    "config file", p, strcmp(p, "openai") == 0 ? "OPENAI_API_KEY" :
+		    strcmp(p, "azure") == 0 ? "AZURE_OPENAI_API_KEY" :
+		    "ANTHROPIC_API_KEY");
+		goto out;
+	}
+	if (cfg->max_retries == 0)
+		cfg->max_retries = 4;
+	else if (cfg->max_retries < 0)
+		cfg->max_retries = 0;
+	if (cfg->connect_timeout_ms == 0)
+		cfg->connect_timeout_ms = 10000;
+	if (cfg->idle_timeout_ms == 0)
+		cfg->idle_timeout_ms = 120000;
+	if (cfg->max_tokens == 0)
+		cfg->max_tokens = 4096;
+	r = 0;
+out:
+	free(key_cmd);
+	config_free(&file);
+	return r;
+}
+
+void
+llm_config_free(struct llm_config *cfg)
+{
+	free(cfg->provider);
+	free(cfg->model);
+	free(cfg->base_url);
+	if (cfg->api_key != NULL) {
+		explicit_bzero(cfg->api_key, strlen(cfg->api_key));
+		free(cfg->api_key);
+	}
+	free(cfg->api_version);
+	free(cfg->demo_script);
+	memset(cfg, 0, sizeof *cfg);
+}

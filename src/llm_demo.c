@@ -1,0 +1,275 @@
+/* llm_demo: the demo "model". It replays a recorded analysis (a JSON
+ * script, examples/demo.json) through the real agent loop and the real
+ * sandbox: for each request it finds the user's last question in the
+ * script and returns the next recorded reply, streamed in small pieces
+ * from loop timers like a real model. No network.
+ *
+ * Script: {"delay_ms": N, "chunk": BYTES, "unknown": TEXT,
+ *          "questions": [{"question": S, "keywords": [S...],
+ *                         "replies": [{"text": S, "code": S} ...]}]}
+ * A reply has text, code (one python_exec call) or both; "tool_calls":
+ * [{"code": S}...] gives several calls. The k-th reply answers the k-th
+ * request after the question (k = assistant messages since it). */
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "terp/llm_provider.h"
+#include "terp/sanitize.h"
+#include "terp/util.h"
+
+#define SCRIPT_MAX	(1024 * 1024)
+
+struct llm_demo {
+	struct loop		*loop;
+	cJSON			*script;
+	int			 delay_ms;
+	size_t			 chunk;
+	/* the reply being streamed */
+	const struct llm_cbs	*cbs;
+	void			*arg;
+	int			 active;
+	uint64_t		 timer;
+	char			*text;
+	size_t			 pos, len;
+	const cJSON		*reply;		/* borrowed from script */
+	int			 qi, k;
+};
+
+static const char fallback_unknown[] =
+    "This is terp's demo: it only knows its recorded questions. To ask "
+    "your own, configure a real model (see terp(1)).";
+
+struct llm_demo *
+llm_demo_new(struct loop *l, const struct llm_config *cfg, char **err)
+{
+	struct llm_demo *d;
+	char *text;
+	size_t len;
+	cJSON *j, *v;
+
+	if (cfg->demo_script == NULL) {
+		*err = xstrdup("demo: no script (demo_script)");
+		return NULL;
+	}
+	text = read_file(cfg->demo_script, SCRIPT_MAX, &len);
+	if (text == NULL) {
+		*err = xasprintf("demo: cannot read %s", cfg->demo_script);
+		return NULL;
+	}
+	j = cJSON_ParseWithLength(text, len);
+	free(text);
+	if (!cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(j, "questions"))) {
+		cJSON_Delete(j);
+		*err = xasprintf("demo: %s is not a demo script", cfg->demo_script);
+		return NULL;
+	}
+	d = xcalloc(1, sizeof *d);
+	d->loop = l;
+	d->script = j;
+	v = cJSON_GetObjectItemCaseSensitive(j, "delay_ms");
+	d->delay_ms = cJSON_IsNumber(v) && v->valueint >= 0 ? v->valueint : 15;
+	v = cJSON_GetObjectItemCaseSensitive(j, "chunk");
+	d->chunk = cJSON_IsNumber(v) && v->valueint > 0 ? (size_t)v->valueint : 12;
+	return d;
+}
+
+void
+llm_demo_cancel(struct llm_demo *d)
+{
+	if (d == NULL)
+		return;
+	loop_timer_cancel(d->loop, d->timer);
+	d->timer = 0;
+	d->active = 0;
+	free(d->text);
+	d->text = NULL;
+}
+
+void
+llm_demo_free(struct llm_demo *d)
+{
+	if (d == NULL)
+		return;
+	llm_demo_cancel(d);
+	cJSON_Delete(d->script);
+	free(d);
+}
+
+/* Lower-case letters and digits only, words kept apart by one space. */
+static char *
+normalize(const char *s)
+{
+	char *out = xmalloc(strlen(s) + 1), *w = out;
+
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+		if (isalnum(c))
+			*w++ = (char)tolower(c);
+		else if (w > out && w[-1] != ' ')
+			*w++ = ' ';
+	}
+	while (w > out && w[-1] == ' ')
+		w--;
+	*w = '\0';
+	return out;
+}
+
+static int
+matches(const cJSON *q, const char *asked)
+{
+	const cJSON *qs = cJSON_GetObjectItemCaseSensitive(q, "question");
+	const cJSON *kw = cJSON_GetObjectItemCaseSensitive(q, "keywords"), *k;
+	char *a = normalize(asked), *n;
+	int hit = 0, all = cJSON_GetArraySize(kw) > 0;
+
+	if (cJSON_IsString(qs)) {
+		n = normalize(qs->valuestring);
+		hit = *n != '\0' && strstr(a, n) != NULL;
+		free(n);
+	}
+	cJSON_ArrayForEach(k, kw) {
+		if (!cJSON_IsString(k))
+			continue;
+		n = normalize(k->valuestring);
+		if (strstr(a, n) == NULL)
+			all = 0;
+		free(n);
+	}
+	free(a);
+	return hit || all;
+}
+
+static void step(struct loop *l, void *arg);
+
+static void
+finish(struct llm_demo *d)
+{
+	const cJSON *calls = NULL, *code, *c;
+	const struct llm_cbs *cbs = d->cbs;
+	void *arg = d->arg;
+	int i = 0, any = 0;
+
+	if (d->reply != NULL) {
+		calls = cJSON_GetObjectItemCaseSensitive(d->reply, "tool_calls");
+		code = cJSON_GetObjectItemCaseSensitive(d->reply, "code");
+		if (cJSON_IsString(code)) {
+			cJSON *args = cJSON_CreateObject();
+			char *s, id[48];
+			cJSON_AddStringToObject(args, "code", code->valuestring);
+			s = cJSON_PrintUnformatted(args);
+			snprintf(id, sizeof id, "demo_%d_%d_%d", d->qi, d->k, i++);
+			any = 1;
+			cbs->tool_call(arg, id, LLM_TOOL_NAME, s);
+			free(s);
+			cJSON_Delete(args);
+			if (!d->active)
+				return;
+		}
+	}
+	cJSON_ArrayForEach(c, (cJSON_IsArray(calls) ? calls : NULL)) {
+		const cJSON *cc = cJSON_GetObjectItemCaseSensitive(c, "code");
+		cJSON *args = cJSON_CreateObject();
+		char *s, id[48];
+		cJSON_AddStringToObject(args, "code",
+		    cJSON_IsString(cc) ? cc->valuestring : "");
+		s = cJSON_PrintUnformatted(args);
+		snprintf(id, sizeof id, "demo_%d_%d_%d", d->qi, d->k, i++);
+		any = 1;
+		cbs->tool_call(arg, id, LLM_TOOL_NAME, s);
+		free(s);
+		cJSON_Delete(args);
+		if (!d->active)
+			return;
+	}
+	d->active = 0;
+	free(d->text);
+	d->text = NULL;
+	cbs->done(arg, any ? "tool_calls" : "stop");
+}
+
+static void
+step(struct loop *l, void *arg)
+{
+	struct llm_demo *d = arg;
+	size_t n;
+
+	d->timer = 0;
+	if (!d->active)
+		return;
+	if (d->pos >= d->len) {
+		finish(d);
+		return;
+	}
+	n = d->len - d->pos < d->chunk ? d->len - d->pos : d->chunk;
+	/* Never cut a UTF-8 sequence. */
+	if (d->pos + n < d->len) {
+		size_t ok = utf8_complete_prefix(d->text + d->pos, n);
+		if (ok > 0)
+			n = ok;
+	}
+	d->pos += n;
+	d->timer = loop_timer_add(l, d->delay_ms, step, d);
+	d->cbs->text(d->arg, d->text + d->pos - n, n);
+}
+
+void
+llm_demo_request(struct llm_demo *d, const cJSON *messages,
+    const struct llm_cbs *cbs, void *arg)
+{
+	const cJSON *m, *last_user = NULL, *qs, *q;
+	const char *asked = "", *text = NULL;
+	int after = 0, i = 0;
+
+	llm_demo_cancel(d);
+	cJSON_ArrayForEach(m, messages) {
+		const char *role = cJSON_GetStringValue(
+		    cJSON_GetObjectItemCaseSensitive(m, "role"));
+		if (role == NULL)
+			continue;
+		if (strcmp(role, "user") == 0) {
+			last_user = m;
+			after = 0;
+		} else if (strcmp(role, "assistant") == 0)
+			after++;
+	}
+	if (last_user != NULL) {
+		const char *c = cJSON_GetStringValue(
+		    cJSON_GetObjectItemCaseSensitive(last_user, "content"));
+		if (c != NULL)
+			asked = c;
+	}
+	d->cbs = cbs;
+	d->arg = arg;
+	d->reply = NULL;
+	d->qi = -1;
+	d->k = after;
+	qs = cJSON_GetObjectItemCaseSensitive(d->script, "questions");
+	cJSON_ArrayForEach(q, qs) {
+		if (matches(q, asked)) {
+			d->qi = i;
+			break;
+		}
+		i++;
+	}
+	if (d->qi >= 0) {
+		const cJSON *replies = cJSON_GetObjectItemCaseSensitive(q, "replies");
+		d->reply = cJSON_GetArrayItem(replies, after);
+		if (d->reply != NULL)
+			text = cJSON_GetStringValue(
+			    cJSON_GetObjectItemCaseSensitive(d->reply, "text"));
+		else
+			text = "That is the end of this recorded answer.";
+	} else {
+		text = cJSON_GetStringValue(
+		    cJSON_GetObjectItemCaseSensitive(d->script, "unknown"));
+		if (text == NULL)
+			text = fallback_unknown;
+	}
+	d->text = xstrdup(text ? text : "");
+	d->len = strlen(d->text);
+	d->pos = 0;
+	d->active = 1;
+	d->timer = loop_timer_add(d->loop, d->delay_ms, step, d);
+}

@@ -1,0 +1,382 @@
+/* Unit tests for the pure halves of the providers: the OpenAI and
+ * Anthropic stream decoders fed recorded streams through the real SSE
+ * parser (split at every byte), and the retry-after and error-body
+ * helpers of llm.c. */
+#include <criterion/criterion.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "terp/buf.h"
+#include "terp/llm_provider.h"
+#include "terp/sse.h"
+
+struct rec {
+	struct buf	 text;
+	struct buf	 calls;
+	struct usage	 u;
+	int		 nusage;
+	const struct llm_provider *p;
+	void		*dec;
+	enum llm_dec_status st;
+};
+
+static void
+r_text(void *arg, const char *s, size_t n)
+{
+	struct rec *r = arg;
+	buf_add(&r->text, s, n);
+}
+
+static void
+r_call(void *arg, const char *id, const char *name, const char *args)
+{
+	struct rec *r = arg;
+	buf_printf(&r->calls, "[%s|%s|%s]", id, name, args);
+}
+
+static void
+r_usage(void *arg, const struct usage *u)
+{
+	struct rec *r = arg;
+	r->u = *u;
+	r->nusage++;
+}
+
+static const struct llm_sink sink = { r_text, r_call, r_usage };
+
+static int
+r_event(void *arg, const struct sse_event *ev)
+{
+	struct rec *r = arg;
+
+	if (r->st != LLM_DEC_MORE)
+		return 1;
+	r->st = r->p->dec_event(r->dec, ev->type, ev->data, ev->len);
+	return 0;
+}
+
+/* Runs stream through an SSE parser and a fresh decoder, cut after
+ * `at` bytes. Fills r (caller frees with rec_free). */
+static void
+run(struct rec *r, const struct llm_provider *p, const char *stream,
+    size_t at)
+{
+	struct sse *s;
+	size_t len = strlen(stream);
+
+	memset(r, 0, sizeof *r);
+	buf_init(&r->text, 1 << 20);
+	buf_init(&r->calls, 1 << 20);
+	r->p = p;
+	r->dec = p->dec_new(&sink, r);
+	r->st = LLM_DEC_MORE;
+	s = sse_new(1 << 16, 1 << 20, r_event, r);
+	if (at > len)
+		at = len;
+	sse_feed(s, stream, at);
+	sse_feed(s, stream + at, len - at);
+	sse_finish(s);
+	sse_free(s);
+	if (r->st == LLM_DEC_MORE)
+		r->st = p->dec_eof(r->dec);
+}
+
+static void
+rec_free(struct rec *r)
+{
+	r->p->dec_free(r->dec);
+	buf_free(&r->text);
+	buf_free(&r->calls);
+}
+
+/* Every split of the stream gives the same text, calls and status. */
+static void
+check(const struct llm_provider *p, const char *stream, const char *text,
+    const char *calls, enum llm_dec_status st, const char *stop)
+{
+	size_t len = strlen(stream);
+
+	for (size_t at = 0; at <= len; at++) {
+		struct rec r;
+		run(&r, p, stream, at);
+		cr_assert_eq(r.st, st, "status at split %zu: %d (%s)", at, r.st,
+		    r.st == LLM_DEC_ERROR ? p->dec_error(r.dec, NULL) : "");
+		cr_assert_str_eq(buf_str(&r.text), text, "text at split %zu", at);
+		cr_assert_str_eq(buf_str(&r.calls), calls, "calls at split %zu: %s",
+		    at, buf_str(&r.calls));
+		if (stop != NULL)
+			cr_assert_str_eq(p->dec_stop_reason(r.dec), stop);
+		rec_free(&r);
+	}
+}
+
+#define CH(x) "data: {\"id\":\"chatcmpl-1\",\"object\":\"chat.completion.chunk\"," \
+    "\"choices\":[{\"index\":0,\"delta\":" x "}]}\n\n"
+
+Test(openai_decode, two_tool_calls_args_split_in_escape_and_utf8)
+{
+	/* Arguments are cut inside a JSON escape (\" and \n) and inside
+	 * the two bytes of "é" (raw bytes in separate deltas). */
+	const char *s =
+	    CH("{\"role\":\"assistant\",\"content\":null},\"finish_reason\":null")
+	    CH("{\"content\":\"Let me check.\"}")
+	    CH("{\"tool_calls\":[{\"index\":0,\"id\":\"call_A\",\"type\":\"function\","
+	       "\"function\":{\"name\":\"python_exec\",\"arguments\":\"\"}}]}")
+	    CH("{\"tool_calls\":[{\"index\":0,\"function\":{\"arguments\":\"{\\\"co\"}}]}")
+	    CH("{\"tool_calls\":[{\"index\":0,\"function\":{\"arguments\":\"de\\\": \\\"print(\\\\\"}}]}")
+	    CH("{\"tool_calls\":[{\"index\":0,\"function\":{\"arguments\":\"\\\"caf\xc3\"}}]}")
+	    CH("{\"tool_calls\":[{\"index\":0,\"function\":{\"arguments\":\"\xa9\\\\\\\")\\\\\"}}]}")
+	    CH("{\"tool_calls\":[{\"index\":0,\"function\":{\"arguments\":\"n\\\"}\"}}]}")
+	    CH("{\"tool_calls\":[{\"index\":1,\"id\":\"call_B\",\"type\":\"function\","
+	       "\"function\":{\"name\":\"python_exec\",\"arguments\":\"\"}}]}")
+	    CH("{\"tool_calls\":[{\"index\":1,\"function\":{\"arguments\":\"{\\\"code\\\": \\\"1+1\\\"}\"}}]}")
+	    "data: {\"id\":\"chatcmpl-1\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"tool_calls\"}]}\n\n"
+	    "data: {\"id\":\"chatcmpl-1\",\"choices\":[],\"usage\":{\"prompt_tokens\":149,"
+	    "\"completion_tokens\":60,\"total_tokens\":209,\"prompt_tokens_details\":{\"cached_tokens\":128}}}\n\n"
+	    "data: [DONE]\n\n";
+	struct rec r;
+
+	check(&llm_openai_provider, s, "Let me check.",
+	    "[call_A|python_exec|{\"code\": \"print(\\\"caf\xc3\xa9\\\")\\n\"}]"
+	    "[call_B|python_exec|{\"code\": \"1+1\"}]", LLM_DEC_END, "tool_calls");
+	run(&r, &llm_openai_provider, s, 0);
+	cr_assert_eq(r.nusage, 1);
+	cr_assert_eq(r.u.input_tokens, 149);
+	cr_assert_eq(r.u.output_tokens, 60);
+	cr_assert_eq(r.u.cached_tokens, 128);
+	rec_free(&r);
+}
+
+Test(openai_decode, azure_filter_chunks)
+{
+	const char *s =
+	    "data: {\"choices\":[],\"created\":0,\"id\":\"\",\"model\":\"\",\"object\":\"\","
+	    "\"prompt_filter_results\":[{\"prompt_index\":0,\"content_filter_results\":{}}]}\n\n"
+	    "data: {\"choices\":[{\"index\":0,\"finish_reason\":null,\"delta\":{\"content\":\"Hello\"},"
+	    "\"content_filter_results\":{\"hate\":{\"filtered\":false}}}]}\n\n"
+	    "data: {\"choices\":[{\"index\":0,\"content_filter_results\":{},"
+	    "\"content_filter_offsets\":{\"check_offset\":4}}]}\n\n"
+	    "data: {\"choices\":null}\n\n"
+	    "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\" world\"},\"finish_reason\":\"stop\"}]}\n\n"
+	    "data: [DONE]\n\n";
+
+	check(&llm_azure_provider, s, "Hello world", "", LLM_DEC_END, "stop");
+}
+
+Test(openai_decode, ollama_whole_calls_missing_index_and_id)
+{
+	/* Old Ollama: whole calls, no index, finish_reason "stop" on the
+	 * same chunk, no [DONE] before EOF on some builds. */
+	const char *s =
+	    "data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\","
+	    "\"tool_calls\":[{\"id\":\"call_1\",\"type\":\"function\",\"function\":{\"name\":\"python_exec\","
+	    "\"arguments\":\"{\\\"code\\\":\\\"a=1\\\"}\"}},"
+	    "{\"type\":\"function\",\"function\":{\"name\":\"python_exec\","
+	    "\"arguments\":\"{\\\"code\\\":\\\"b=2\\\"}\"}}]},\"finish_reason\":null}]}\n\n"
+	    "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"call_3\","
+	    "\"function\":{\"name\":\"python_exec\",\"arguments\":{\"code\":\"c=3\"}}}]},"
+	    "\"finish_reason\":\"stop\"}]}\n\n";
+
+	check(&llm_ollama_provider, s, "",
+	    "[call_1|python_exec|{\"code\":\"a=1\"}]"
+	    "[call_2|python_exec|{\"code\":\"b=2\"}]"
+	    "[call_3|python_exec|{\"code\":\"c=3\"}]", LLM_DEC_END, "stop");
+}
+
+Test(openai_decode, duplicate_index_new_id_is_a_new_call)
+{
+	const char *s =
+	    CH("{\"tool_calls\":[{\"index\":0,\"id\":\"x1\",\"function\":{\"name\":\"python_exec\",\"arguments\":\"{}\"}}]}")
+	    CH("{\"tool_calls\":[{\"index\":0,\"id\":\"x1\",\"function\":{\"name\":\"python_exec\"}}]}")
+	    CH("{\"tool_calls\":[{\"index\":0,\"id\":\"x2\",\"function\":{\"name\":\"python_exec\",\"arguments\":\"\"}}]}")
+	    "data: [DONE]\n";
+
+	check(&llm_openai_provider, s, "",
+	    "[x1|python_exec|{}][x2|python_exec|{}]", LLM_DEC_END, NULL);
+}
+
+Test(openai_decode, error_inside_200_stream)
+{
+	const char *s = CH("{\"content\":\"Hi\"}")
+	    "data: {\"error\":{\"message\":\"The server had an error\",\"type\":\"server_error\"}}\n\n";
+	struct rec r;
+	int retry = 0;
+
+	check(&llm_openai_provider, s, "Hi", "", LLM_DEC_ERROR, NULL);
+	run(&r, &llm_openai_provider, s, 0);
+	cr_assert(strstr(llm_openai_provider.dec_error(r.dec, &retry),
+	    "The server had an error") != NULL);
+	cr_assert_eq(retry, 1);
+	rec_free(&r);
+}
+
+Test(openai_decode, llama_error_field_and_flat_vllm_error)
+{
+	struct rec r;
+
+	run(&r, &llm_openai_provider, "error: {\"code\":400,\"message\":\"context too long\","
+	    "\"type\":\"invalid_request_error\"}\n\ndata: [DONE]\n\n", 0);
+	cr_assert_eq(r.st, LLM_DEC_ERROR);
+	cr_assert(strstr(llm_openai_provider.dec_error(r.dec, NULL), "context too long"));
+	rec_free(&r);
+	run(&r, &llm_openai_provider, "data: {\"object\":\"error\",\"message\":\"bad\","
+	    "\"type\":\"BadRequestError\",\"code\":400}\n\n", 0);
+	cr_assert_eq(r.st, LLM_DEC_ERROR);
+	rec_free(&r);
+}
+
+Test(openai_decode, cut_stream_is_an_error_unless_finished)
+{
+	struct rec r;
+
+	/* No finish_reason, no [DONE]: cut. The half call is not given. */
+	check(&llm_openai_provider, CH("{\"content\":\"par\"}")
+	    CH("{\"tool_calls\":[{\"index\":0,\"id\":\"c\",\"function\":{\"name\":\"python_exec\",\"arguments\":\"{\\\"co\"}}]}"),
+	    "par", "", LLM_DEC_ERROR, NULL);
+	/* A finish_reason but no [DONE] (llama.cpp): complete. */
+	run(&r, &llm_openai_provider, "data: {\"choices\":[{\"index\":0,\"delta\":"
+	    "{\"content\":\"ok\"},\"finish_reason\":\"stop\"}]}\n\n", 0);
+	cr_assert_eq(r.st, LLM_DEC_END);
+	rec_free(&r);
+	/* Garbage data is an error, not a crash. */
+	run(&r, &llm_openai_provider, "data: {not json\n\n", 0);
+	cr_assert_eq(r.st, LLM_DEC_ERROR);
+	rec_free(&r);
+}
+
+#define AE(t, x) "event: " t "\ndata: " x "\n\n"
+
+Test(anthropic_decode, tool_use_stream_with_ping_and_cache_usage)
+{
+	const char *s =
+	    AE("message_start", "{\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"type\":\"message\","
+	       "\"role\":\"assistant\",\"content\":[],\"stop_reason\":null,\"usage\":{\"input_tokens\":377,"
+	       "\"cache_creation_input_tokens\":10,\"cache_read_input_tokens\":2000,\"output_tokens\":1}}}")
+	    AE("content_block_start", "{\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}")
+	    AE("ping", "{\"type\": \"ping\"}")
+	    AE("content_block_delta", "{\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"I'll \xc3\xa9\"}}")
+	    AE("content_block_stop", "{\"type\":\"content_block_stop\",\"index\":0}")
+	    AE("content_block_start", "{\"type\":\"content_block_start\",\"index\":1,\"content_block\":{\"type\":\"tool_use\","
+	       "\"id\":\"toolu_1\",\"name\":\"python_exec\",\"input\":{}}}")
+	    AE("content_block_delta", "{\"type\":\"content_block_delta\",\"index\":1,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"\"}}")
+	    AE("content_block_delta", "{\"type\":\"content_block_delta\",\"index\":1,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"{\\\"code\\\": \\\"x = \\\\\"}}")
+	    "event: ping\ndata: {\"type\": \"ping\"}\n\n"
+	    AE("content_block_delta", "{\"type\":\"content_block_delta\",\"index\":1,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"\\\"\\\\\\\"\\\"\"}}")
+	    AE("content_block_delta", "{\"type\":\"content_block_delta\",\"index\":1,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"}\"}}")
+	    AE("content_block_stop", "{\"type\":\"content_block_stop\",\"index\":1}")
+	    AE("message_delta", "{\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"tool_use\"},\"usage\":{\"output_tokens\":65}}")
+	    AE("message_stop", "{\"type\":\"message_stop\"}");
+	struct rec r;
+
+	check(&llm_anthropic_provider, s, "I'll \xc3\xa9",
+	    "[toolu_1|python_exec|{\"code\": \"x = \\\"\\\"\"}]", LLM_DEC_END, "tool_use");
+	run(&r, &llm_anthropic_provider, s, 0);
+	cr_assert_eq(r.nusage, 1);
+	cr_assert_eq(r.u.input_tokens, 377 + 10 + 2000);
+	cr_assert_eq(r.u.cached_tokens, 2000);
+	cr_assert_eq(r.u.output_tokens, 65);
+	rec_free(&r);
+}
+
+Test(anthropic_decode, overloaded_error_event)
+{
+	struct rec r;
+	int retry = 0;
+
+	run(&r, &llm_anthropic_provider,
+	    AE("message_start", "{\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":1}}}")
+	    AE("error", "{\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}"), 0);
+	cr_assert_eq(r.st, LLM_DEC_ERROR);
+	cr_assert(strstr(llm_anthropic_provider.dec_error(r.dec, &retry), "Overloaded"));
+	cr_assert_eq(retry, 1);
+	rec_free(&r);
+}
+
+Test(anthropic_decode, truncated_tool_block_is_dropped_and_eof_is_error)
+{
+	check(&llm_anthropic_provider,
+	    AE("content_block_start", "{\"type\":\"content_block_start\",\"index\":0,\"content_block\":"
+	       "{\"type\":\"tool_use\",\"id\":\"t\",\"name\":\"python_exec\",\"input\":{}}}")
+	    AE("content_block_delta", "{\"type\":\"content_block_delta\",\"index\":0,\"delta\":"
+	       "{\"type\":\"input_json_delta\",\"partial_json\":\"{\\\"code\\\": \\\"pri\"}}")
+	    AE("message_delta", "{\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"max_tokens\"},\"usage\":{\"output_tokens\":9}}")
+	    AE("message_stop", "{\"type\":\"message_stop\"}"),
+	    "", "", LLM_DEC_END, "max_tokens");
+	check(&llm_anthropic_provider,
+	    AE("content_block_start", "{\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}")
+	    AE("content_block_delta", "{\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"half\"}}"),
+	    "half", "", LLM_DEC_ERROR, NULL);
+}
+
+Test(llm_helpers, retry_after)
+{
+	cr_assert_eq(llm_retry_after_ms(NULL, "2", 0), 2000);
+	cr_assert_eq(llm_retry_after_ms(NULL, "1.5", 0), 1500);
+	cr_assert_eq(llm_retry_after_ms("250", "9", 0), 250);
+	cr_assert_eq(llm_retry_after_ms("12.7", NULL, 0), 12);
+	cr_assert_eq(llm_retry_after_ms("x", "3", 0), 3000);
+	cr_assert_eq(llm_retry_after_ms(NULL, "soon", 0), -1);
+	cr_assert_eq(llm_retry_after_ms(NULL, NULL, 0), -1);
+	cr_assert_eq(llm_retry_after_ms(NULL, "-1", 0), -1);
+	/* 784111777 = Sun, 06 Nov 1994 08:49:37 GMT */
+	cr_assert_eq(llm_retry_after_ms(NULL, "Sun, 06 Nov 1994 08:49:37 GMT",
+	    784111777 - 30), 30000);
+	cr_assert_eq(llm_retry_after_ms(NULL, "Sun, 06 Nov 1994 08:49:37 GMT",
+	    784111777 + 30), 0);
+}
+
+static void
+check_msg(const char *body, const char *want, const char *want_type)
+{
+	char *type, *m = llm_error_body_message(body, strlen(body), &type);
+	cr_assert_str_eq(m, want);
+	if (want_type == NULL)
+		cr_assert_null(type, "type %s", type);
+	else
+		cr_assert_str_eq(type, want_type);
+	free(m);
+	free(type);
+}
+
+Test(llm_helpers, error_bodies_of_every_shape)
+{
+	check_msg("{\"error\":{\"message\":\"You exceeded\\nyour quota\",\"type\":\"insufficient_quota\","
+	    "\"param\":null,\"code\":\"insufficient_quota\"}}", "You exceeded your quota",
+	    "insufficient_quota");
+	check_msg("{\"error\":{\"code\":\"429\",\"message\":\"Requests ... retry after 33 seconds\"}}",
+	    "Requests ... retry after 33 seconds", "429");
+	check_msg("{\"type\":\"error\",\"error\":{\"type\":\"not_found_error\",\"message\":\"model: x\"}}",
+	    "model: x", "not_found_error");
+	check_msg("{\"error\":{\"code\":503,\"message\":\"Loading model\",\"type\":\"unavailable_error\"}}",
+	    "Loading model", "unavailable_error");
+	check_msg("{\"object\":\"error\",\"message\":\"too long\",\"type\":\"BadRequestError\",\"code\":400}",
+	    "too long", "BadRequestError");
+	check_msg("{\"error\":\"plain string\"}", "plain string", NULL);
+	check_msg("{\"detail\":\"Not Found\"}", "Not Found", NULL);
+	check_msg("<html><head><title>502 Bad Gateway</title></head></html>", "502 Bad Gateway", NULL);
+	check_msg("upstream \x1b[31mfailed\n", "upstream [31mfailed", NULL);
+}
+
+Test(llm_helpers, status_messages)
+{
+	struct llm_config c = { .provider = "openai", .model = "gpt-x" };
+	const char *b = "{\"error\":{\"message\":\"Incorrect API key provided\"}}";
+	char *m;
+
+	m = llm_status_message(&c, 401, b, strlen(b));
+	cr_assert_str_eq(m, "401 Unauthorized: the API key was rejected by openai "
+	    "(Incorrect API key provided)");
+	free(m);
+	m = llm_status_message(&c, 404, "{}", 2);
+	cr_assert(strstr(m, "404 Not Found") == m && strstr(m, "'gpt-x'"), "%s", m);
+	free(m);
+	c.provider = "azure";
+	c.model = "my-deploy";
+	m = llm_status_message(&c, 404, "", 0);
+	cr_assert(strstr(m, "no deployment 'my-deploy'"), "%s", m);
+	cr_assert_null(strchr(m, '\n'));
+	free(m);
+	m = llm_status_message(&c, 503, "Service Unavailable\r\n\r\nplease wait", 34);
+	cr_assert_str_eq(m, "503 Service Unavailable: Service Unavailable please wait");
+	free(m);
+}
