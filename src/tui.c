@@ -467,7 +467,17 @@ static int
 styles_init(char **err)
 {
 	struct theme th;
-	int rc = theme_load(&th, T.o.theme ? T.o.theme : "default", err);
+	int rc = 0;
+
+	if (T.o.theme)
+		rc = theme_load(&th, T.o.theme, err);
+	else {
+		/* default.theme when installed, else the same built in */
+		char *ignored = NULL;
+		if (theme_load(&th, "default", &ignored) < 0)
+			theme_init_builtin(&th);
+		free(ignored);
+	}
 
 	T.colors = 0;
 	T.ncolors = 0;
@@ -1550,18 +1560,34 @@ draw_overlay(void)
 }
 
 static void
+windows_make(void)
+{
+	int mh = T.rows - T.inrows > 0 ? T.rows - T.inrows : 1;
+	int iy = T.rows - T.inrows > 0 ? T.rows - T.inrows : 0;
+
+	if (T.mainw)
+		delwin(T.mainw);
+	if (T.inw)
+		delwin(T.inw);
+	T.mainw = newwin(mh, T.cols > 0 ? T.cols : 1, 0, 0);
+	T.inw = newwin(T.inrows, T.cols > 0 ? T.cols : 1, iy, 0);
+	leaveok(T.mainw, TRUE);
+	keypad(T.inw, TRUE);
+	nodelay(T.inw, TRUE);
+}
+
+static void
 redraw(void)
 {
 	T.dirty = 0;
 	T.last_draw = now_ms();
 	if (LINES != T.rows || COLS != T.cols || input_rows() != T.inrows) {
+		/* new geometry: new windows (wresize cannot grow a window
+		 * past the screen's edge before it is moved) */
 		layout();
-		wresize(T.mainw, T.rows - T.inrows > 0 ? T.rows - T.inrows : 1, T.cols);
-		mvwin(T.mainw, 0, 0);
-		wresize(T.inw, T.inrows, T.cols);
-		mvwin(T.inw, T.rows - T.inrows, 0);
+		windows_make();
 		cblocks_invalidate();
-		werase(curscr);	/* resync after a size change */
+		clearok(curscr, TRUE);
 	}
 	layout();
 	werase(T.mainw);
@@ -3125,11 +3151,7 @@ tui_run(struct loop *l, struct agent *a, const struct tui_opts *o, char **err)
 	T.cols = COLS;
 	T.inrows = 1;
 	layout();
-	T.mainw = newwin(LINES - 1 > 0 ? LINES - 1 : 1, COLS, 0, 0);
-	T.inw = newwin(1, COLS, LINES - 1, 0);
-	leaveok(T.mainw, TRUE);
-	keypad(T.inw, TRUE);
-	nodelay(T.inw, TRUE);
+	windows_make();
 	if (T.o.mouse) {
 		mousemask(BUTTON1_PRESSED | BUTTON1_CLICKED | BUTTON4_PRESSED
 #if NCURSES_MOUSE_VERSION > 1
