@@ -1,1 +1,397 @@
-# placeholder
+# terp's in-sandbox driver: runs cells in one persistent namespace and
+# talks to terp over a private channel, one JSON object per line. It is
+# shipped inside the terp binary and started as `python3 -I -u driver.py`
+# with fd 3 = commands from terp, fd 4 = events to terp, fd 1/2 = the
+# cell's stdout/stderr pipes. Everything here treats user code as able to
+# do anything Python can: the channel is moved to high fds, stdout/stderr
+# are restored before every cell, and the host validates every frame.
+import ast
+import base64
+import builtins
+import json
+import linecache
+import os
+import signal
+import stat
+import sys
+import threading
+import time
+import traceback
+
+OUT_DIR = os.environ.get("TERP_OUT_DIR", "/workspace/out")
+ARTIFACT_MAX = int(os.environ.get("TERP_ARTIFACT_MAX", str(64 << 20)))
+CHUNK = 192 * 1024
+MAX_ARTIFACTS = 64
+
+_wlock = threading.Lock()
+_running = False  # a cell is executing: SIGINT raises KeyboardInterrupt
+
+
+def _move_high(fd, target):
+    os.dup2(fd, target)
+    os.close(fd)
+    os.set_inheritable(target, False)
+    return target
+
+
+def _setup_fds():
+    # Channel fds go as high as RLIMIT_NOFILE allows, so a casual
+    # os.close(3) or a subprocess does not see them.
+    import resource
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    top = min(soft, 4096) - 1
+    cin = _move_high(3, top - 3)
+    cout = _move_high(4, top - 2)
+    out_saved = os.dup(1)
+    err_saved = os.dup(2)
+    out_saved = _move_high(out_saved, top - 1)
+    err_saved = _move_high(err_saved, top)
+    # Whatever else leaked in (bwrap's fds) is closed.
+    os.closerange(3, top - 3)
+    return cin, cout, out_saved, err_saved
+
+
+CIN, COUT, OUT_SAVED, ERR_SAVED = _setup_fds()
+
+
+def send(obj):
+    data = (json.dumps(obj, ensure_ascii=True, separators=(",", ":")) + "\n").encode()
+    with _wlock:
+        view = memoryview(data)
+        while view:
+            n = os.write(COUT, view)
+            view = view[n:]
+
+
+def _on_sigint(signum, frame):
+    if _running:
+        raise KeyboardInterrupt
+    # Between cells an interrupt has nothing to stop.
+
+
+signal.signal(signal.SIGINT, _on_sigint)
+
+
+# ---------------------------------------------------------------- figures
+
+_patched = False
+_patch_lock = threading.Lock()
+
+
+def _patch_pyplot():
+    """plt.show() saves and closes open figures instead of doing nothing."""
+    mod = sys.modules.get("matplotlib.pyplot")
+    # Not while another thread (the preload) is still importing it.
+    if mod is None or getattr(getattr(mod, "__spec__", None), "_initializing", False):
+        return
+    with _patch_lock:
+        try:
+            _patch_pyplot_locked()
+        except Exception as e:  # a patch is a nicety, never a failure
+            print("terp: matplotlib hooks not installed: %s" % e, file=sys.stderr)
+
+
+def _patch_pyplot_locked():
+    global _patched
+    if _patched or "matplotlib.pyplot" not in sys.modules:
+        return
+    plt = sys.modules["matplotlib.pyplot"]
+    figure = sys.modules["matplotlib.figure"].Figure
+    real_savefig = figure.savefig
+
+    def show(*args, **kwargs):
+        _save_figures()
+
+    def savefig(self, *args, **kwargs):
+        # A figure the code saved itself is not saved again at the end.
+        self._terp_saved = True
+        return real_savefig(self, *args, **kwargs)
+
+    plt.show = show
+    figure.savefig = savefig
+    _patched = True
+
+
+_fig_count = 0
+_cur_cell = 0
+
+
+def _save_figures():
+    global _fig_count
+    plt = sys.modules.get("matplotlib.pyplot")
+    if plt is None:
+        return
+    for num in list(plt.get_fignums()):
+        fig = plt.figure(num)
+        if getattr(fig, "_terp_saved", False):
+            plt.close(fig)
+            continue
+        _fig_count += 1
+        label = fig.get_label() or ""
+        safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in label)[:40]
+        name = "figure-%d-%d%s.png" % (_cur_cell, _fig_count, ("-" + safe) if safe else "")
+        try:
+            os.makedirs(OUT_DIR, exist_ok=True)
+            fig.savefig(os.path.join(OUT_DIR, name), dpi=100)
+        except Exception as e:  # a broken figure must not break the cell
+            print("terp: could not save figure %s: %s" % (num, e), file=sys.stderr)
+        plt.close(fig)
+
+
+# ---------------------------------------------------------------- artifacts
+
+_seen = {}
+
+
+def _scan_out():
+    """Files under out/ created or changed since the last scan, as
+    (dir_fd, name, relative path), and every dir fd opened (to close)."""
+    found, dirs = [], []
+    try:
+        top = os.open(OUT_DIR, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    except OSError:
+        return found, dirs
+    dirs.append(top)
+    stack = [(top, "")]
+    while stack and len(found) < MAX_ARTIFACTS:
+        dfd, prefix = stack.pop()
+        try:
+            entries = sorted(os.listdir(dfd))
+        except OSError:
+            continue
+        for name in entries:
+            rel = prefix + name
+            try:
+                st = os.stat(name, dir_fd=dfd, follow_symlinks=False)
+            except OSError:
+                continue
+            if stat.S_ISDIR(st.st_mode):
+                if rel.count("/") < 4 and len(dirs) < 64:
+                    try:
+                        sub = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW,
+                                      dir_fd=dfd)
+                        dirs.append(sub)
+                        stack.append((sub, rel + "/"))
+                    except OSError:
+                        pass
+                continue
+            key = (st.st_mtime_ns, st.st_size, st.st_ino, st.st_mode)
+            if _seen.get(rel) != key:
+                _seen[rel] = key
+                found.append((dfd, name, rel))
+    return found, dirs
+
+
+def _close_all(fds):
+    for fd in fds:
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+
+
+def _send_artifacts(cell):
+    found, dirs = _scan_out()
+    try:
+        for dfd, name, rel in found:
+            _send_one(cell, dfd, name, rel)
+    finally:
+        _close_all(dirs)
+
+
+def _send_one(cell, dfd, name, rel):
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC,
+                     dir_fd=dfd)
+    except OSError as e:
+        send({"ev": "artifact_skip", "id": cell, "name": rel, "reason": e.strerror or str(e)})
+        return
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            send({"ev": "artifact_skip", "id": cell, "name": rel, "reason": "not a regular file"})
+            return
+        if st.st_size > ARTIFACT_MAX:
+            send({"ev": "artifact_skip", "id": cell, "name": rel,
+                  "reason": "too large (%d bytes)" % st.st_size})
+            return
+        send({"ev": "artifact", "id": cell, "name": rel, "size": st.st_size})
+        total, reason = 0, None
+        while True:
+            data = os.read(fd, CHUNK)
+            if not data:
+                break
+            total += len(data)
+            if total > ARTIFACT_MAX:
+                reason = "grew past the size cap"
+                break
+            send({"ev": "chunk", "data": base64.b64encode(data).decode()})
+        end = {"ev": "artifact_end", "size": total}
+        if reason:
+            end["reason"] = reason
+        send(end)
+    except OSError as e:
+        send({"ev": "artifact_end", "size": -1, "reason": e.strerror or str(e)})
+    finally:
+        os.close(fd)
+
+
+# ---------------------------------------------------------------- cells
+
+def _fresh_namespace():
+    return {"__name__": "__main__", "__builtins__": builtins, "__doc__": None}
+
+
+ns = _fresh_namespace()
+
+
+def _restore_stdio():
+    # User code may have replaced sys.stdout, closed fd 1, or redirected
+    # it: every cell starts with the real pipes again.
+    try:
+        os.dup2(OUT_SAVED, 1)
+        os.dup2(ERR_SAVED, 2)
+    except OSError:
+        pass
+    sys.stdout = sys.__stdout__
+    sys.stderr = sys.__stderr__
+
+
+def _flush():
+    for s in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
+        try:
+            s.flush()
+        except Exception:
+            pass
+
+
+def _user_traceback(exc):
+    tb = exc.__traceback__
+    # Skip the driver's own frames: the traceback starts in the cell.
+    while tb is not None and not tb.tb_frame.f_code.co_filename.startswith("<cell"):
+        tb = tb.tb_next
+    if tb is None and isinstance(exc, SyntaxError):
+        return "".join(traceback.format_exception_only(type(exc), exc))
+    te = traceback.TracebackException(type(exc), exc, tb)
+    # ...and none of ours inside it either (the SIGINT handler's frame).
+    te.stack = traceback.StackSummary.from_list(
+        [f for f in te.stack if f.filename != __file__])
+    return "".join(te.format())
+
+
+def _run(cell, code):
+    global _running, _cur_cell
+    _cur_cell = cell
+    fname = "<cell %d>" % cell
+    linecache.cache[fname] = (len(code), None, code.splitlines(True), fname)
+    value = None
+    status = "ok"
+    err = None
+    _restore_stdio()
+    _patch_pyplot()
+    _running = True
+    try:
+        tree = ast.parse(code, filename=fname, mode="exec")
+        last = None
+        if tree.body and isinstance(tree.body[-1], ast.Expr):
+            last = ast.Expression(tree.body.pop().value)
+        exec(compile(tree, fname, "exec"), ns)
+        if last is not None:
+            v = eval(compile(last, fname, "eval"), ns)
+            if v is not None:
+                ns["_"] = v
+                value = repr(v)
+    except BaseException as e:  # noqa: B036 - everything is the user's error
+        _running = False
+        status = "error"
+        if isinstance(e, SystemExit):
+            pass
+        err = {"ename": type(e).__name__, "evalue": str(e), "traceback": _user_traceback(e)}
+    finally:
+        _running = False
+    _flush()
+    try:
+        _patch_pyplot()
+        _save_figures()
+    except BaseException as e:
+        print("terp: saving figures failed: %s" % e, file=sys.stderr)
+        _flush()
+    _send_artifacts(cell)
+    msg = {"ev": "result", "id": cell, "status": status}
+    if value is not None:
+        if len(value) > 65536:
+            value = value[:65536] + "... [repr cut at 64 KiB]"
+        msg["value"] = value
+    if err is not None:
+        msg["error"] = err
+    send(msg)
+
+
+def _preload():
+    t0 = time.monotonic()
+    try:
+        import numpy  # noqa: F401
+        import pandas  # noqa: F401
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot  # noqa: F401  (builds the font cache too)
+        _patch_pyplot()
+        send({"ev": "loaded", "ms": int((time.monotonic() - t0) * 1000)})
+    except BaseException as e:
+        send({"ev": "loaded", "error": "%s: %s" % (type(e).__name__, e)})
+
+
+def _readlines():
+    buf = b""
+    while True:
+        try:
+            data = os.read(CIN, 1 << 16)
+        except InterruptedError:
+            continue
+        except KeyboardInterrupt:
+            continue
+        if not data:
+            return
+        buf += data
+        while b"\n" in buf:
+            line, buf = buf.split(b"\n", 1)
+            yield line
+
+
+def main():
+    global ns
+    os.makedirs(OUT_DIR, exist_ok=True)
+    _close_all(_scan_out()[1])  # what is already there is not new
+    send({"ev": "ready", "pid": os.getpid(), "python": sys.version.split()[0]})
+    if os.environ.get("TERP_PRELOAD", "1") == "1":
+        threading.Thread(target=_preload, name="terp-preload", daemon=True).start()
+    for line in _readlines():
+        try:
+            cmd = json.loads(line)
+        except ValueError:
+            continue
+        op = cmd.get("op")
+        try:
+            if op == "exec":
+                _run(int(cmd["id"]), str(cmd["code"]))
+            elif op == "reset":
+                ns = _fresh_namespace()
+                plt = sys.modules.get("matplotlib.pyplot")
+                if plt is not None:
+                    plt.close("all")
+                send({"ev": "reset"})
+            elif op == "ping":
+                send({"ev": "pong"})
+        except KeyboardInterrupt:
+            # An interrupt that raced the end of a cell: the result (or
+            # its absence) is for terp to sort out; keep serving.
+            send({"ev": "result", "id": int(cmd.get("id", 0)), "status": "error",
+                  "error": {"ename": "KeyboardInterrupt", "evalue": "", "traceback": ""}})
+        except Exception as e:
+            # A bug of the driver's own must not take the session down.
+            send({"ev": "result", "id": int(cmd.get("id", 0)), "status": "error",
+                  "error": {"ename": "TerpDriverError", "evalue": repr(e),
+                            "traceback": traceback.format_exc()}})
+
+
+main()

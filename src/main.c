@@ -1,11 +1,306 @@
-/* main: parses the command line and hands over to a frontend. */
+/* main: parses the command line, creates the session folder and hands
+ * over to a frontend: the TUI (default), headless (-p) or exec. The only
+ * place that exits. */
+#include <errno.h>
+#include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "terp/cli.h"
+#include "terp/util.h"
+
+#define TERP_VERSION "0.1.0"
+#define STDIN_MAX (16u << 20)
+
+enum {
+	OPT_JSON = 256, OPT_OUT, OPT_MEMORY, OPT_TIMEOUT, OPT_GRACE, OPT_NPROC,
+	OPT_FSIZE, OPT_NOFILE, OPT_ARTMAX, OPT_NO_SANDBOX, OPT_NETWORK,
+	OPT_PROVIDER, OPT_MODEL, OPT_BASE_URL, OPT_MAX_TURNS, OPT_MAX_RETRIES,
+	OPT_TOOL_LIMIT, OPT_SYSTEM, OPT_THEME, OPT_STOP, OPT_VERSION,
+};
+
+static const struct option long_opts[] = {
+	{ "prompt", required_argument, NULL, 'p' },
+	{ "code", required_argument, NULL, 'c' },
+	{ "json", no_argument, NULL, OPT_JSON },
+	{ "out", required_argument, NULL, OPT_OUT },
+	{ "memory", required_argument, NULL, OPT_MEMORY },
+	{ "timeout", required_argument, NULL, OPT_TIMEOUT },
+	{ "grace", required_argument, NULL, OPT_GRACE },
+	{ "max-procs", required_argument, NULL, OPT_NPROC },
+	{ "max-file-size", required_argument, NULL, OPT_FSIZE },
+	{ "max-open-files", required_argument, NULL, OPT_NOFILE },
+	{ "max-artifact-size", required_argument, NULL, OPT_ARTMAX },
+	{ "no-sandbox", no_argument, NULL, OPT_NO_SANDBOX },
+	{ "network", no_argument, NULL, OPT_NETWORK },
+	{ "provider", required_argument, NULL, OPT_PROVIDER },
+	{ "model", required_argument, NULL, OPT_MODEL },
+	{ "base-url", required_argument, NULL, OPT_BASE_URL },
+	{ "max-turns", required_argument, NULL, OPT_MAX_TURNS },
+	{ "max-retries", required_argument, NULL, OPT_MAX_RETRIES },
+	{ "tool-output-limit", required_argument, NULL, OPT_TOOL_LIMIT },
+	{ "system", required_argument, NULL, OPT_SYSTEM },
+	{ "theme", required_argument, NULL, OPT_THEME },
+	{ "stop-on-error", no_argument, NULL, OPT_STOP },
+	{ "help", no_argument, NULL, 'h' },
+	{ "version", no_argument, NULL, OPT_VERSION },
+	{ NULL, 0, NULL, 0 },
+};
+
+static void
+usage(FILE *fp)
+{
+	fputs(
+	    "usage: terp [OPTIONS] [DATA_FILE...]              the terminal notebook\n"
+	    "       terp -p QUESTION [OPTIONS] [DATA_FILE...]  answer one question, headless\n"
+	    "       terp exec [OPTIONS] [-c CODE]... [DATA_FILE...]  run cells, no model\n"
+	    "\n"
+	    "  -p, --prompt TEXT        the question (- reads it from stdin)\n"
+	    "  -c, --code CODE          (exec) a cell; repeat for more; none: stdin is one cell\n"
+	    "      --stop-on-error      (exec) stop at the first failing cell\n"
+	    "      --json               print JSON lines instead of text\n"
+	    "      --out DIR            where artifacts are copied (default ./out)\n"
+	    "      --provider NAME      openai, azure, anthropic, ollama or demo\n"
+	    "      --model NAME         model (or provider:model); Azure: the deployment\n"
+	    "      --base-url URL       the provider's endpoint\n"
+	    "      --max-turns N        model calls per question (default 20)\n"
+	    "      --max-retries N      retries of a failed model request (default 4)\n"
+	    "      --tool-output-limit BYTES  tool result size sent to the model (4096)\n"
+	    "      --system FILE        replace the built-in system prompt\n"
+	    "      --memory SIZE        sandbox memory limit (default 4G)\n"
+	    "      --timeout SECS       per-cell time limit (default 120; 0: none)\n"
+	    "      --grace SECS         wait after an interrupt before killing (3)\n"
+	    "      --max-procs N        processes and threads in the sandbox (256)\n"
+	    "      --max-file-size SIZE largest file the code may write (1G)\n"
+	    "      --max-open-files N   open files in the sandbox (1024)\n"
+	    "      --max-artifact-size SIZE  largest artifact copied out (64M)\n"
+	    "      --network            give the sandbox the host's network (off by default)\n"
+	    "      --no-sandbox         run Python without isolation (not recommended)\n"
+	    "      --theme NAME         TUI colour theme (default, light, mono)\n"
+	    "  -h, --help               this help\n"
+	    "      --version            the version\n"
+	    "See terp(1) for everything.\n", fp);
+}
+
+static void __attribute__((noreturn))
+usage_error(const char *fmt, const char *arg)
+{
+	fputs("terp: ", stderr);
+	fprintf(stderr, fmt, arg);
+	fputs(" (terp --help lists the options)\n", stderr);
+	exit(2);
+}
+
+static uint64_t
+opt_size(const char *name, const char *v)
+{
+	uint64_t n;
+	if (parse_size(v, &n) < 0 || n == 0)
+		usage_error("invalid size for %s (try 4G, 512M)", name);
+	return n;
+}
+
+static long
+opt_long(const char *name, const char *v, long min)
+{
+	char *end;
+	long n;
+
+	errno = 0;
+	n = strtol(v, &end, 10);
+	if (errno || *end || end == v || n < min)
+		usage_error("invalid number for %s", name);
+	return n;
+}
+
+static char *
+read_stdin(void)
+{
+	char *s = read_file("/dev/stdin", STDIN_MAX, NULL);
+	if (s == NULL) {
+		fprintf(stderr, "terp: cannot read stdin: %s\n", strerror(errno));
+		exit(2);
+	}
+	return s;
+}
+
+/* Sortable and unique enough: 20261129-153012-a1b2. */
+static char *
+new_session_id(void)
+{
+	char date[32];
+	unsigned short r = 0;
+	time_t t = time(NULL);
+	struct tm tm;
+
+	localtime_r(&t, &tm);
+	strftime(date, sizeof date, "%Y%m%d-%H%M%S", &tm);
+	if (getrandom(&r, sizeof r, 0) != sizeof r)
+		r = (unsigned short)(getpid() ^ (unsigned)now_us());
+	return xasprintf("%s-%04x", date, r);
+}
+
+static void
+parse(struct cli *c, int argc, char **argv)
+{
+	int ch;
+	int64_t ms;
+
+	memset(c, 0, sizeof *c);
+	kernel_opts_default(&c->kopts);
+	agent_opts_default(&c->aopts);
+	c->llm.max_retries = -1;
+	c->mode = CLI_TUI;
+	if (argc > 1 && strcmp(argv[1], "exec") == 0) {
+		c->mode = CLI_EXEC;
+		argv[1] = argv[0];
+		argv++;
+		argc--;
+	}
+	while ((ch = getopt_long(argc, argv, "p:c:h", long_opts, NULL)) != -1) {
+		switch (ch) {
+		case 'p':
+			if (c->mode == CLI_EXEC)
+				usage_error("%s: -p is not for terp exec", "exec");
+			c->mode = CLI_PROMPT;
+			c->prompt = optarg;
+			break;
+		case 'c':
+			if (c->mode != CLI_EXEC)
+				usage_error("%s: -c is for terp exec", "-c");
+			c->cells = xrealloc(c->cells, (size_t)(c->ncells + 1) * sizeof *c->cells);
+			c->cells[c->ncells++] = optarg;
+			break;
+		case OPT_STOP: c->stop_on_error = 1; break;
+		case OPT_JSON: c->json = 1; break;
+		case OPT_OUT: c->kopts.out_dir = optarg; break;
+		case OPT_MEMORY: c->kopts.memory = opt_size("--memory", optarg); break;
+		case OPT_TIMEOUT:
+			if (parse_duration_ms(optarg, &ms) < 0)
+				usage_error("invalid duration for --timeout: %s", optarg);
+			c->kopts.timeout_ms = ms;
+			break;
+		case OPT_GRACE:
+			if (parse_duration_ms(optarg, &ms) < 0)
+				usage_error("invalid duration for --grace: %s", optarg);
+			c->kopts.grace_ms = ms;
+			break;
+		case OPT_NPROC: c->kopts.nproc = opt_long("--max-procs", optarg, 8); break;
+		case OPT_FSIZE: c->kopts.fsize = opt_size("--max-file-size", optarg); break;
+		case OPT_NOFILE: c->kopts.nofile = opt_long("--max-open-files", optarg, 64); break;
+		case OPT_ARTMAX: c->kopts.artifact_max = opt_size("--max-artifact-size", optarg); break;
+		case OPT_NO_SANDBOX: c->kopts.no_sandbox = 1; break;
+		case OPT_NETWORK: c->kopts.network = 1; break;
+		case OPT_PROVIDER: c->llm.provider = xstrdup(optarg); break;
+		case OPT_MODEL: c->llm.model = xstrdup(optarg); break;
+		case OPT_BASE_URL: c->llm.base_url = xstrdup(optarg); break;
+		case OPT_MAX_TURNS: c->aopts.max_turns = (int)opt_long("--max-turns", optarg, 1); break;
+		case OPT_MAX_RETRIES: c->llm.max_retries = (int)opt_long("--max-retries", optarg, 0); break;
+		case OPT_TOOL_LIMIT:
+			c->aopts.tool_output_limit = (size_t)opt_long("--tool-output-limit", optarg, 256);
+			break;
+		case OPT_SYSTEM: {
+			char *s = read_file(optarg, 1 << 20, NULL);
+			if (s == NULL) {
+				fprintf(stderr, "terp: cannot read --system %s: %s\n", optarg,
+				    strerror(errno));
+				exit(2);
+			}
+			c->aopts.system_prompt = s;
+			break;
+		}
+		case OPT_THEME: c->theme = optarg; break;
+		case 'h': usage(stdout); exit(0);
+		case OPT_VERSION: printf("terp %s\n", TERP_VERSION); exit(0);
+		default: usage(stderr); exit(2);
+		}
+	}
+	c->kopts.data_files = (const char **)argv + optind;
+	c->kopts.ndata = argc - optind;
+	for (int i = 0; i < c->kopts.ndata; i++) {
+		if (access(c->kopts.data_files[i], R_OK) < 0) {
+			fprintf(stderr, "terp: cannot read data file %s: %s\n",
+			    c->kopts.data_files[i], strerror(errno));
+			exit(2);
+		}
+	}
+	if (c->mode == CLI_PROMPT && strcmp(c->prompt, "-") == 0)
+		c->prompt = read_stdin();
+	if (c->mode == CLI_PROMPT && c->prompt[strspn(c->prompt, " \t\r\n")] == '\0')
+		usage_error("%s: the question is empty", "-p");
+	if (c->mode == CLI_EXEC && c->ncells == 0) {
+		c->cells = xmalloc(sizeof *c->cells);
+		c->cells[c->ncells++] = read_stdin();
+	}
+}
+
+static int
+make_session(struct cli *c)
+{
+	char *state = xdg_state_home();
+
+	c->session_id = new_session_id();
+	c->session_dir = xasprintf("%s/terp/sessions/%s", state, c->session_id);
+	free(state);
+	if (mkdir_p(c->session_dir, 0711) < 0) {
+		fprintf(stderr, "terp: cannot create %s: %s\n", c->session_dir, strerror(errno));
+		return -1;
+	}
+	c->kopts.session_dir = c->session_dir;
+	return 0;
+}
+
+static int
+check_sandbox(struct cli *c)
+{
+	char *err = NULL;
+
+	if (kernel_probe(&c->kopts, &err) < 0) {
+		fprintf(stderr, "terp: %s\n", err);
+		free(err);
+		return -1;
+	}
+	if (c->kopts.no_sandbox)
+		fprintf(stderr, "terp: warning: --no-sandbox: the code runs without isolation, "
+		    "with your user's rights\n");
+	if (c->kopts.network && !c->kopts.no_sandbox)
+		fprintf(stderr, "terp: warning: --network: the sandbox can reach the network\n");
+	return 0;
+}
 
 int
 main(int argc, char **argv)
 {
-	(void)argc;
-	(void)argv;
-	fprintf(stderr, "terp: not built yet\n");
-	return 2;
+	struct cli c;
+	char *err = NULL;
+	int rc;
+
+	parse(&c, argc, argv);
+	if (c.mode != CLI_EXEC && llm_config_resolve(&c.llm, &err) < 0) {
+		fprintf(stderr, "terp: %s\n", err);
+		free(err);
+		return 2;
+	}
+	if (check_sandbox(&c) < 0)
+		return 4;
+	if (make_session(&c) < 0)
+		return 1;
+	switch (c.mode) {
+	case CLI_EXEC:
+		rc = exec_run(&c);
+		break;
+	case CLI_PROMPT:
+		rc = headless_run(&c);
+		break;
+	default:
+		fprintf(stderr, "terp: the notebook UI is not built yet; use -p or exec\n");
+		rc = 2;
+		break;
+	}
+	llm_config_free(&c.llm);
+	return rc;
 }

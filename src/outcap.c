@@ -141,3 +141,29 @@ text_truncate(const char *s, size_t len, size_t limit)
 	out[head + mlen + len - tail_from] = '\0';
 	return out;
 }
+
+size_t
+outcap_head_part(const struct outcap *c, size_t n)
+{
+	uint64_t before = c->total - n;
+
+	if (before >= c->head_max)
+		return 0;
+	return (size_t)(c->head_max - before) < n ? (size_t)(c->head_max - before) : n;
+}
+
+char *
+outcap_rest(const struct outcap *c, size_t *lenp)
+{
+	size_t len;
+	char *all, *rest;
+
+	if (c->total <= c->head_len)
+		return NULL;
+	all = outcap_render(c, &len);
+	rest = xstrndup(all + c->head_len, len - c->head_len);
+	if (lenp)
+		*lenp = len - c->head_len;
+	free(all);
+	return rest;
+}

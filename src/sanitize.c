@@ -89,6 +89,12 @@ sanitize_append(struct buf *out, const char *in, size_t len, int flags,
 			i++;
 			continue;
 		}
+		if (flags & SANITIZE_UTF8_ONLY) {
+			if (buf_add(out, in + i, k) < 0)
+				return -1;
+			i += k;
+			continue;
+		}
 		if (cp == '\r' && (flags & SANITIZE_CR_AS_NL)) {
 			if (i + 1 < len && in[i + 1] == '\n') {
 				i++;

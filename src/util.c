@@ -322,3 +322,74 @@ xdg_config_home(void)
 {
 	return xdg_dir("XDG_CONFIG_HOME", ".config");
 }
+
+static const char b64_alphabet[] =
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+char *
+b64_encode(const void *data, size_t len)
+{
+	const unsigned char *p = data;
+	char *out = xmalloc((len + 2) / 3 * 4 + 1), *o = out;
+	size_t i;
+
+	for (i = 0; i + 2 < len; i += 3) {
+		*o++ = b64_alphabet[p[i] >> 2];
+		*o++ = b64_alphabet[((p[i] & 3) << 4) | (p[i + 1] >> 4)];
+		*o++ = b64_alphabet[((p[i + 1] & 15) << 2) | (p[i + 2] >> 6)];
+		*o++ = b64_alphabet[p[i + 2] & 63];
+	}
+	if (i < len) {
+		*o++ = b64_alphabet[p[i] >> 2];
+		if (i + 1 < len) {
+			*o++ = b64_alphabet[((p[i] & 3) << 4) | (p[i + 1] >> 4)];
+			*o++ = b64_alphabet[(p[i + 1] & 15) << 2];
+		} else {
+			*o++ = b64_alphabet[(p[i] & 3) << 4];
+			*o++ = '=';
+		}
+		*o++ = '=';
+	}
+	*o = '\0';
+	return out;
+}
+
+static int
+b64_value(unsigned char c)
+{
+	if (c >= 'A' && c <= 'Z') return c - 'A';
+	if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+	if (c >= '0' && c <= '9') return c - '0' + 52;
+	if (c == '+') return 62;
+	if (c == '/') return 63;
+	return -1;
+}
+
+unsigned char *
+b64_decode(const char *s, size_t len, size_t *out_len)
+{
+	unsigned char *out, *o;
+	unsigned acc = 0;
+	int bits = 0;
+	size_t i;
+
+	while (len > 0 && s[len - 1] == '=')
+		len--;
+	out = o = xmalloc(len / 4 * 3 + 3);
+	for (i = 0; i < len; i++) {
+		int v = b64_value((unsigned char)s[i]);
+		if (v < 0) {
+			free(out);
+			return NULL;
+		}
+		acc = (acc << 6) | (unsigned)v;
+		bits += 6;
+		if (bits >= 8) {
+			bits -= 8;
+			*o++ = (unsigned char)(acc >> bits);
+			acc &= (1u << bits) - 1;
+		}
+	}
+	*out_len = (size_t)(o - out);
+	return out;
+}

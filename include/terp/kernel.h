@@ -92,7 +92,5 @@ const char *kernel_state_name(enum kernel_state s);
 int kernel_busy(const struct kernel *k);
 /* The workspace path on the host (owned by the kernel). */
 const char *kernel_workspace(const struct kernel *k);
-/* The path the sandbox sees for a staged host file (new string). */
-char *kernel_data_path(const char *host_path);
 
 #endif

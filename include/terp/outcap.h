@@ -26,6 +26,15 @@ uint64_t outcap_dropped(const struct outcap *c);
  * frees; *len gets its length when not NULL. */
 char *outcap_render(const struct outcap *c, size_t *len);
 
+/* For streaming a capture to a consumer without ever passing the head:
+ * of the chunk of n bytes just added, how many leading bytes fell
+ * within the head (0 once the head is full). */
+size_t outcap_head_part(const struct outcap *c, size_t n);
+/* What a streaming consumer has not seen when the stream ends: the
+ * dropped-bytes marker and the tail, as a new string; NULL when the
+ * head held everything. */
+char *outcap_rest(const struct outcap *c, size_t *len);
+
 /* Truncates text to at most limit bytes keeping head and tail, with a
  * line saying how much was cut; cuts only on UTF-8 boundaries. Returns a
  * new string. Used for what goes to the model. */

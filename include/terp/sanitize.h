@@ -16,6 +16,7 @@ enum {
 	SANITIZE_EXPAND_TABS	= 1 << 1,	/* tabs to spaces (8 columns) */
 	SANITIZE_KEEP_TAB	= 1 << 2,	/* keep '\t' as is */
 	SANITIZE_CR_AS_NL	= 1 << 3,	/* "\r\n" and lone '\r' become '\n' */
+	SANITIZE_UTF8_ONLY	= 1 << 4,	/* only repair UTF-8 (for JSON) */
 };
 
 /* Appends the sanitized form of in[0..len) to out. The column used for

@@ -195,3 +195,31 @@ Test(sse, callback_stops_parsing)
 	cr_assert_eq(n, 2);
 	sse_free(p);
 }
+
+static int
+record_raw(void *arg, const struct sse_event *ev)
+{
+	struct buf *b = arg;
+
+	buf_printf(b, "[%s|", ev->type);
+	buf_add(b, ev->data, ev->len);
+	buf_adds(b, "]");
+	return 0;
+}
+
+Test(sse, error_field_with_nul_byte)
+{
+	/* Found by the fuzzer: the value of an error: field holding a NUL
+	 * was copied with strndup and read past its end. */
+	static const char s[] = "error:\xf7" "a\0a\n";
+	struct buf out;
+	struct sse *p;
+
+	buf_init(&out, 4096);
+	p = sse_new(64, 64, record_raw, &out);
+	cr_assert_eq(sse_feed(p, s, sizeof s - 1), 0);
+	cr_assert_eq(out.len, 12);
+	cr_assert(memcmp(out.data, "[error|\xf7" "a\0a]", 12) == 0);
+	sse_free(p);
+	buf_free(&out);
+}

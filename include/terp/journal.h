@@ -1,0 +1,139 @@
+/* journal: notebooks that last. An event consumer that appends every
+ * notebook change to $XDG_STATE_HOME/terp/sessions/<id>/notebook.jsonl
+ * as it happens (one JSON object per line, one write(2) each, fsync at
+ * the boundaries that matter), the loader that rebuilds a notebook from
+ * that file after a crash, and the session listing and deletion. */
+#ifndef TERP_JOURNAL_H
+#define TERP_JOURNAL_H
+
+#include <stdint.h>
+
+#include "terp/event.h"
+#include "terp/notebook.h"
+
+/* A data file as it was when it was staged. */
+struct journal_file {
+	char		*path;		/* absolute host path */
+	uint64_t	 size;
+	int64_t		 mtime;		/* unix seconds */
+	char		*fingerprint;	/* "sha256:HEX" or "sampled-sha256:HEX" */
+};
+
+/* What a journal says about its session, besides the notebook. */
+struct journal_meta {
+	char			*id;
+	int64_t			 started;	/* unix seconds */
+	int64_t			 last_active;	/* unix seconds (file mtime) */
+	char			*provider, *model;	/* may be NULL */
+	struct journal_file	*files;
+	int			 nfiles;
+	int			 nquestions;
+	char			*first_question;	/* may be NULL */
+	int			 nresumed;	/* times the session was resumed */
+	/* The cells whose effects made up the Python state that was lost
+	 * most recently (a resume, restart or crash): replay re-runs the
+	 * ones among them that succeeded. 0 and 0 when none. */
+	int			 replay_from, replay_to;
+	int			 live_from;	/* first cell of the current state */
+	int			 skipped;	/* corrupt lines skipped */
+	int			 torn;		/* a cut-short last line ignored */
+};
+
+/* Frees what meta holds (not meta itself) and zeroes it. */
+void journal_meta_free(struct journal_meta *meta);
+
+/* What a new session records in its first line. Strings are borrowed. */
+struct journal_info {
+	const char	*provider, *model;	/* may be NULL */
+	const char	**data_files;
+	int		 ndata;
+};
+
+struct journal;
+
+/* $XDG_STATE_HOME/terp/sessions: a new string the caller frees. */
+char *journal_sessions_dir(void);
+/* A fresh session id, sortable by time: "20261129-153012-ab12" (local
+ * time and 16 random bits). A new string. */
+char *journal_new_id(void);
+/* 0 when id is a plain session id (letters, digits, '-', '_', '.'; no
+ * '/', not "." or ".."), else -1. */
+int journal_id_valid(const char *id);
+
+/* Creates sessions_dir/<id>/notebook.jsonl (a new id when id is NULL;
+ * the folder may exist already when id is given) and writes the meta
+ * line. The file must not exist yet. nb is borrowed: the journal reads new messages
+ * and sent requests from it at each event, and must not outlive it.
+ * Returns the journal, or NULL with *err (caller frees). */
+struct journal *journal_create(const char *sessions_dir, const char *id,
+    const struct journal_info *info, struct notebook *nb, char **err);
+/* Reopens session id for appending after journal_load rebuilt nb and
+ * meta from it (resume): cuts a torn last line, takes the session's
+ * lock, and records the resume (the Python state is lost there). meta
+ * is read only during the call. Returns NULL with *err when the session
+ * is in use by another terp or cannot be opened. */
+struct journal *journal_reopen(const char *sessions_dir, const char *id,
+    struct notebook *nb, const struct journal_meta *meta, char **err);
+/* Flushes, syncs, releases the lock and frees. NULL is a no-op. */
+void journal_close(struct journal *j);
+
+/* The event consumer (an event_fn): arg is the journal. Write errors
+ * do not stop terp; the first one is kept for journal_failed. */
+void journal_event(void *arg, const struct event *ev);
+/* Writes what the notebook gained since the last event (messages,
+ * requests) and fdatasyncs. Returns 0 or -1. */
+int journal_sync(struct journal *j);
+/* Records a data file staged after the start (/load). Returns 0 or -1
+ * with *err. */
+int journal_add_data(struct journal *j, const char *path, char **err);
+/* Records a line of terp's own (replay, idle stop...). */
+void journal_note(struct journal *j, const char *kind, const char *text);
+
+/* The cells to re-run to rebuild the Python state lost most recently
+ * (see journal_meta.replay_from): those that succeeded, in order. A new
+ * array in *cells (caller frees); returns the count (0: nothing). */
+int journal_replay_cells(const struct journal *j, int **cells);
+
+const char *journal_id(const struct journal *j);
+/* The session's folder (owned by the journal). */
+const char *journal_dir(const struct journal *j);
+/* The first write error, or NULL while all is well (owned). */
+const char *journal_failed(const struct journal *j);
+
+/* Path of a session's journal: a new string. NULL when id is invalid. */
+char *journal_path(const char *sessions_dir, const char *id);
+
+/* Rebuilds nb (empty, from notebook_new) and meta from the journal at
+ * path. A last line cut short by a crash is ignored (meta->torn);
+ * corrupt lines elsewhere are skipped and counted (meta->skipped).
+ * Cells that were running when terp stopped come back interrupted, and
+ * tool calls left without a result get one saying so, so the
+ * conversation can go on. Returns 0, or -1 with *err when the file
+ * cannot be read or has no meta line. meta must be freed by the caller
+ * with journal_meta_free, even on error. */
+int journal_load(const char *path, struct notebook *nb,
+    struct journal_meta *meta, char **err);
+
+/* Lists the sessions under sessions_dir, most recently active first.
+ * *out is a new array of *n metas (notebooks are not built); free it
+ * with journal_list_free. A missing sessions_dir is an empty list.
+ * Returns 0 or -1 with *err. */
+int journal_list(const char *sessions_dir, struct journal_meta **out, int *n,
+    char **err);
+void journal_list_free(struct journal_meta *list, int n);
+
+/* Removes session id's folder recursively, never following a symlink.
+ * Refuses invalid ids and sessions in use. Returns 0 or -1 with *err. */
+int journal_delete(const char *sessions_dir, const char *id, char **err);
+
+/* Fingerprints a data file: sha256 of the contents up to 64 MiB, and
+ * of its size and sampled 1 MiB pieces beyond that. Fills f (strings
+ * new; free with journal_file_free). Returns 0 or -1 with *err. */
+int journal_fingerprint(const char *path, struct journal_file *f, char **err);
+void journal_file_free(struct journal_file *f);
+/* Compares a recorded data file with what is on disk now: 0 unchanged,
+ * 1 changed, 2 gone (or unreadable). *why (may be NULL) gets a new
+ * one-line explanation when not 0. */
+int journal_file_check(const struct journal_file *f, char **why);
+
+#endif

@@ -1,0 +1,37 @@
+/* resume: what `terp --list` prints and what `terp --resume [ID]`
+ * prepares before a frontend starts: the notebook rebuilt from the
+ * journal, the data files checked against their fingerprints, and the
+ * notes for the user and the model. No printing here. */
+#ifndef TERP_RESUME_H
+#define TERP_RESUME_H
+
+#include "terp/journal.h"
+#include "terp/notebook.h"
+
+/* The table `terp --list` prints: one line per session, most recent
+ * first (id, started, last active, questions, data files, the first
+ * question cut to fit). A new string; "" when there are none. */
+char *resume_list_text(const struct journal_meta *list, int n);
+
+struct resume {
+	char			*id;
+	struct notebook		*nb;		/* rebuilt; the caller takes it */
+	struct journal_meta	 meta;
+	const char		**data_files;	/* to stage again (in meta) */
+	int			 ndata;
+	char			*warnings;	/* lines for the user, or NULL */
+	char			*model_note;	/* for the model's next question */
+};
+
+/* Loads session id (NULL: the most recently active one) from
+ * sessions_dir into r: the notebook, and the data files that are still
+ * there (changed ones too, with a warning; vanished ones only warned
+ * about). Returns 0 or -1 with *err; free r with resume_free either
+ * way. */
+int resume_prepare(const char *sessions_dir, const char *id, struct resume *r,
+    char **err);
+/* Frees what r holds, the notebook too unless the caller set r->nb to
+ * NULL after taking it. */
+void resume_free(struct resume *r);
+
+#endif

@@ -1,0 +1,68 @@
+/* sandbox: launches one Python process inside bubblewrap, the way
+ * SANDBOX.md prescribes: a fork whose child wires fixed fds, closes the
+ * rest, sets rlimits, drops root to a per-session uid, and execs bwrap
+ * with a minimal environment, every namespace, no capabilities, two
+ * stacked seccomp filters, read-only system directories, a private /tmp,
+ * the workspace at /workspace and the data folder read-only inside it.
+ * Knows nothing of the protocol spoken over the fds (kernel.c does). */
+#ifndef TERP_SANDBOX_H
+#define TERP_SANDBOX_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+struct sandbox_spec {
+	const char	*python;	/* /usr/bin/python3 */
+	const char	*workspace;	/* host dir -> /workspace (read-write) */
+	const char	*datadir;	/* host dir -> /workspace/data (read-only) */
+	const char	*driver;	/* the driver's source */
+	size_t		 driver_len;
+	uid_t		 uid;		/* drop to this uid/gid first (0: stay) */
+	uint64_t	 memory;	/* RLIMIT_DATA */
+	long		 nproc;
+	uint64_t	 fsize;
+	long		 nofile;
+	uint64_t	 artifact_max;	/* passed to the driver */
+	int		 no_sandbox;	/* plain python3 with rlimits only */
+	int		 network;	/* share the host network */
+	int		 preload;	/* driver imports pandas & co at start */
+};
+
+/* A running sandbox: the fds are non-blocking and close-on-exec on our
+ * side; the caller owns and closes them (sandbox_close). */
+struct sandbox_proc {
+	pid_t	pid;		/* our child: bwrap (or python with no_sandbox) */
+	int	cmd_fd;		/* we write commands */
+	int	ev_fd;		/* we read the driver's events */
+	int	out_fd, err_fd;	/* the cell's stdout / stderr */
+	int	status_fd;	/* bwrap's --json-status-fd, or -1 */
+};
+
+/* Forks and execs. Returns 0, or -1 with a one-line *err (caller frees).
+ * Failures inside bwrap's own setup show up later as its exit with a
+ * message on err_fd: see sandbox_explain. */
+int sandbox_launch(const struct sandbox_spec *s, struct sandbox_proc *p,
+    char **err);
+
+/* The host pid of the Python process: the only child of bwrap's init
+ * (whose host pid is init_pid, from --json-status-fd). -1 if not found. */
+pid_t sandbox_python_pid(pid_t init_pid);
+
+/* SIGKILLs the process tree (bwrap dies, and with it the pid namespace),
+ * reaps it, closes the fds. Safe to call twice. Returns the wait status
+ * of our child, or -1 when it was already reaped. */
+int sandbox_kill(struct sandbox_proc *p);
+void sandbox_close_fds(struct sandbox_proc *p);
+
+/* Quick checks that bwrap can work here: the binary, user namespaces,
+ * the AppArmor restriction. Returns 0, or -1 with a one-line reason and
+ * the fix in *err. */
+int sandbox_probe(char **err);
+
+/* Turns bwrap's setup error text into one line with the fix (new string). */
+char *sandbox_explain(const char *bwrap_stderr);
+
+/* The unprivileged uid a root terp drops to for a session. */
+uid_t sandbox_session_uid(void);
+
+#endif

@@ -1,0 +1,845 @@
+/* agent: the turn loop. A question becomes a user message; each turn
+ * asks the model, runs the python_exec calls of its reply in order as
+ * cells, answers each call with a bounded result, and asks again, until
+ * the model replies with text alone (the answer) or the turn cap is
+ * reached. Kernel and model callbacks land here and leave as notebook
+ * updates plus events for whichever frontend listens. */
+#include "terp/agent.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "terp/buf.h"
+#include "terp/llm.h"
+#include "terp/outcap.h"
+#include "terp/sanitize.h"
+#include "terp/util.h"
+
+#define TEXT_MAX	(4u << 20)	/* one reply's visible text */
+
+struct datafile {
+	char	*host;
+	char	*sandbox;
+};
+
+struct agent {
+	struct loop		*loop;
+	struct notebook		*nb;
+	struct kernel_opts	 kopts;		/* our copy: files are staged here */
+	struct kernel		*k;
+	struct llm		*llm;
+	struct agent_opts	 o;
+	event_fn		 emit;
+	void			*arg;
+
+	struct datafile		*files;
+	int			 nfiles;
+
+	/* the question in progress */
+	int			 asking;
+	int			 turn;
+	int			 cancelled;
+	struct buf		 text;		/* the reply being streamed */
+	cJSON			*calls;		/* its tool calls */
+	int			 next_call;
+	int			 cell_running;	/* the model's cell, or 0 */
+	int			 hand_running;	/* cells run by hand in flight */
+	struct buf		 notes;		/* things to tell the model next */
+	int			 failed;
+};
+
+static void agent_next_call(struct agent *a);
+static void agent_turn(struct agent *a);
+
+void
+agent_opts_default(struct agent_opts *o)
+{
+	memset(o, 0, sizeof *o);
+	o->max_turns = 20;
+	o->tool_output_limit = 4096;
+}
+
+static void
+emit(struct agent *a, struct event *ev)
+{
+	if (a->emit)
+		a->emit(a->arg, ev);
+}
+
+static void
+emit_text(struct agent *a, enum event_type t, const char *text, int n)
+{
+	struct event ev = { .type = t, .text = text, .len = text ? strlen(text) : 0, .n = n };
+	emit(a, &ev);
+}
+
+static void
+maybe_idle(struct agent *a)
+{
+	if (!a->asking && a->hand_running == 0) {
+		struct event ev = { .type = EV_IDLE };
+		emit(a, &ev);
+	}
+}
+
+/* ------------------------------------------------------------ kernel side */
+
+static void
+on_output(void *arg, int n, int stream, const char *p, size_t len)
+{
+	struct agent *a = arg;
+	struct cell *c = notebook_cell(a->nb, n);
+	struct event ev = { .type = stream ? EV_STDERR : EV_STDOUT, .cell = c,
+	    .text = p, .len = len };
+
+	if (c != NULL)
+		outcap_add(&c->out[stream ? 1 : 0], p, len);
+	emit(a, &ev);
+}
+
+static void
+on_artifact(void *arg, int n, const char *name, const char *path, uint64_t bytes)
+{
+	struct agent *a = arg;
+	const struct artifact *art = notebook_add_artifact(a->nb, n, name, path, bytes);
+	struct event ev = { .type = EV_ARTIFACT, .cell = notebook_cell(a->nb, n),
+	    .artifact = art };
+
+	emit(a, &ev);
+}
+
+static void
+on_state(void *arg, enum kernel_state st, const char *msg)
+{
+	struct agent *a = arg;
+	struct event ev = { .type = EV_KERNEL, .n = (int)st, .text = msg,
+	    .len = msg ? strlen(msg) : 0 };
+
+	if (st == KERNEL_STARTING && msg && strstr(msg, "restarted")) {
+		/* The model must know its variables are gone. */
+		buf_printf(&a->notes, "Note: %s. All variables and imports are gone; "
+		    "files under /workspace are kept.\n", msg);
+	}
+	emit(a, &ev);
+	if (st == KERNEL_DEAD && a->asking && a->cell_running == 0 &&
+	    !llm_busy(a->llm)) {
+		/* Nothing will move the question on: end it. */
+		a->asking = 0;
+		emit_text(a, EV_ERROR, msg, 1);
+		maybe_idle(a);
+	}
+}
+
+/* The text the model gets for a finished cell. */
+static char *
+tool_result_text(struct agent *a, const struct cell *c)
+{
+	struct buf b;
+	char *s, *clean, *cut;
+	size_t len;
+
+	buf_init(&b, (size_t)-1 / 2);
+	buf_printf(&b, "status: %s (%.2f s)\n", cell_status_name(c->status),
+	    (double)c->duration_ms / 1000.0);
+	for (int i = 0; i < 2; i++) {
+		if (c->out[i].total == 0)
+			continue;
+		s = cell_output(c, i, &len);
+		buf_printf(&b, "%s:\n", i ? "stderr" : "stdout");
+		buf_add(&b, s, len);
+		if (len > 0 && s[len - 1] != '\n')
+			buf_addc(&b, '\n');
+		free(s);
+	}
+	if (c->value)
+		buf_printf(&b, "value: %s\n", c->value);
+	if (c->ename) {
+		buf_printf(&b, "error: %s: %s\n", c->ename, c->evalue ? c->evalue : "");
+		if (c->traceback && *c->traceback)
+			buf_printf(&b, "traceback:\n%s", c->traceback);
+	}
+	if (c->reason)
+		buf_printf(&b, "note: %s\n", c->reason);
+	if (c->nartifacts > 0) {
+		buf_adds(&b, "files saved (copied to the user's output folder):\n");
+		for (int i = 0; i < notebook_nartifacts(a->nb); i++) {
+			const struct artifact *art = notebook_artifact(a->nb, i);
+			if (art->cell == c->n)
+				buf_printf(&b, "  /workspace/out/%s (%llu bytes)\n", art->name,
+				    (unsigned long long)art->bytes);
+		}
+	}
+	clean = sanitize_str(b.data, b.len, SANITIZE_KEEP_NL | SANITIZE_KEEP_TAB |
+	    SANITIZE_CR_AS_NL);
+	buf_free(&b);
+	cut = text_truncate(clean, strlen(clean), a->o.tool_output_limit);
+	free(clean);
+	return cut;
+}
+
+static void
+add_tool_message(struct agent *a, const char *id, const char *content, int is_error)
+{
+	cJSON *m = cJSON_CreateObject();
+
+	cJSON_AddStringToObject(m, "role", "tool");
+	cJSON_AddStringToObject(m, "tool_call_id", id);
+	cJSON_AddStringToObject(m, "content", content);
+	cJSON_AddBoolToObject(m, "is_error", is_error);
+	notebook_add_message(a->nb, m);
+}
+
+static void
+on_result(void *arg, int n, const struct kernel_result *r)
+{
+	struct agent *a = arg;
+	struct cell *c = notebook_cell(a->nb, n);
+	struct event ev = { .type = EV_RESULT, .cell = c };
+
+	if (c == NULL)
+		return;
+	c->status = r->status;
+	c->duration_ms = r->duration_ms;
+	c->value = r->value ? xstrdup(r->value) : NULL;
+	c->ename = r->ename ? xstrdup(r->ename) : NULL;
+	c->evalue = r->evalue ? xstrdup(r->evalue) : NULL;
+	c->traceback = r->traceback ? xstrdup(r->traceback) : NULL;
+	c->reason = r->reason ? xstrdup(r->reason) : NULL;
+	c->state_lost = r->state_lost;
+	emit(a, &ev);
+
+	if (a->asking && n == a->cell_running) {
+		char *text = tool_result_text(a, c);
+		add_tool_message(a, c->tool_call_id, text, c->status != CELL_OK);
+		c->told_model = 1;
+		free(text);
+		a->cell_running = 0;
+		agent_next_call(a);
+		return;
+	}
+	if (c->author == CELL_BY_USER && a->hand_running > 0) {
+		a->hand_running--;
+		maybe_idle(a);
+	}
+}
+
+/* ------------------------------------------------------------ model side */
+
+static void
+m_text(void *arg, const char *delta, size_t len)
+{
+	struct agent *a = arg;
+	struct event ev = { .type = EV_TEXT, .text = delta, .len = len };
+
+	buf_add(&a->text, delta, len);
+	emit(a, &ev);
+}
+
+static void
+m_tool_call(void *arg, const char *id, const char *name, const char *args)
+{
+	struct agent *a = arg;
+	cJSON *c = cJSON_CreateObject();
+	char idbuf[48];
+
+	if (id == NULL || *id == '\0') {
+		/* Some local servers send no id: make one up, stable per turn. */
+		snprintf(idbuf, sizeof idbuf, "call_terp_%d_%d", a->turn,
+		    cJSON_GetArraySize(a->calls));
+		id = idbuf;
+	}
+	cJSON_AddStringToObject(c, "id", id);
+	cJSON_AddStringToObject(c, "name", name ? name : "");
+	cJSON_AddStringToObject(c, "arguments", args ? args : "");
+	cJSON_AddItemToArray(a->calls, c);
+}
+
+static void
+m_usage(void *arg, const struct usage *u)
+{
+	struct agent *a = arg;
+	struct event ev = { .type = EV_USAGE, .usage = u };
+
+	notebook_add_usage(a->nb, u);
+	ev.total = notebook_usage(a->nb);
+	emit(a, &ev);
+}
+
+static void
+m_sent(void *arg, const char *what, const char *body, size_t len)
+{
+	struct agent *a = arg;
+	struct event ev = { .type = EV_REQUEST, .text = what, .len = len };
+
+	notebook_add_sent(a->nb, what, body, len);
+	emit(a, &ev);
+}
+
+static void
+m_notice(void *arg, const char *msg)
+{
+	emit_text(arg, EV_NOTICE, msg, 0);
+}
+
+static void
+finish_question(struct agent *a)
+{
+	a->asking = 0;
+	maybe_idle(a);
+}
+
+static void
+fail_question(struct agent *a, const char *msg, int code)
+{
+	a->failed = code;
+	emit_text(a, EV_ERROR, msg, code);
+	finish_question(a);
+}
+
+/* Local models often write code in a fenced block, or a tool call as
+ * JSON text, instead of calling the tool. When the reply holds exactly
+ * one such thing, it is run as if the model had called python_exec.
+ * Returns the code (new string) or NULL. */
+static char *
+fallback_code(const char *text)
+{
+	const char *open = strstr(text, "```python");
+	cJSON *j;
+	char *code = NULL;
+
+	if (open == NULL)
+		open = strstr(text, "```py\n");
+	if (open != NULL) {
+		const char *start = strchr(open, '\n');
+		const char *end = start ? strstr(start + 1, "```") : NULL;
+		if (start && end && strstr(end + 3, "```python") == NULL)
+			return xstrndup(start + 1, (size_t)(end - start - 1));
+		return NULL;
+	}
+	/* {"name": "python_exec", "arguments": {"code": "..."}} */
+	{
+		const char *b = strchr(text, '{');
+		const char *e = strrchr(text, '}');
+		if (b == NULL || e == NULL || e < b)
+			return NULL;
+		j = cJSON_ParseWithLength(b, (size_t)(e - b + 1));
+	}
+	if (j != NULL) {
+		const char *name = cJSON_GetStringValue(cJSON_GetObjectItem(j, "name"));
+		cJSON *args = cJSON_GetObjectItem(j, "arguments");
+		if (args == NULL)
+			args = cJSON_GetObjectItem(j, "parameters");
+		if (name && strcmp(name, "python_exec") == 0 && cJSON_IsObject(args)) {
+			const char *c = cJSON_GetStringValue(cJSON_GetObjectItem(args, "code"));
+			if (c)
+				code = xstrdup(c);
+		}
+		cJSON_Delete(j);
+	}
+	return code;
+}
+
+static void
+m_done(void *arg, const char *stop_reason)
+{
+	struct agent *a = arg;
+	cJSON *msg = cJSON_CreateObject();
+	int ncalls = cJSON_GetArraySize(a->calls);
+	char *fallback = NULL;
+
+	if (ncalls == 0 && a->text.len > 0 && (fallback = fallback_code(a->text.data))) {
+		cJSON *c = cJSON_CreateObject(), *args = cJSON_CreateObject();
+		char id[32], *s;
+		snprintf(id, sizeof id, "call_terp_text_%d", a->turn);
+		cJSON_AddStringToObject(args, "code", fallback);
+		s = cJSON_PrintUnformatted(args);
+		cJSON_AddStringToObject(c, "id", id);
+		cJSON_AddStringToObject(c, "name", "python_exec");
+		cJSON_AddStringToObject(c, "arguments", s);
+		cJSON_AddItemToArray(a->calls, c);
+		free(s);
+		cJSON_Delete(args);
+		free(fallback);
+		ncalls = 1;
+		emit_text(a, EV_NOTICE, "the model wrote its code as text instead of calling "
+		    "python_exec; terp runs it as a cell", 0);
+	}
+	cJSON_AddStringToObject(msg, "role", "assistant");
+	if (a->text.len > 0)
+		cJSON_AddStringToObject(msg, "content", a->text.data);
+	else
+		cJSON_AddNullToObject(msg, "content");
+	if (ncalls > 0) {
+		cJSON_AddItemToObject(msg, "tool_calls", a->calls);
+		a->calls = cJSON_CreateArray();
+	}
+	notebook_add_message(a->nb, msg);
+	(void)stop_reason;
+
+	if (ncalls == 0) {
+		char *answer = buf_take(&a->text);
+		emit_text(a, EV_ANSWER, answer, 0);
+		free(answer);
+		finish_question(a);
+		return;
+	}
+	a->next_call = 0;
+	agent_next_call(a);
+}
+
+static void
+m_error(void *arg, const char *msg)
+{
+	struct agent *a = arg;
+
+	if (a->text.len > 0) {
+		/* Keep what the user already saw in the conversation. */
+		cJSON *m = cJSON_CreateObject();
+		cJSON_AddStringToObject(m, "role", "assistant");
+		cJSON_AddStringToObject(m, "content", a->text.data);
+		notebook_add_message(a->nb, m);
+		buf_reset(&a->text);
+	}
+	fail_question(a, msg, 1);
+}
+
+static const struct llm_cbs agent_llm_cbs = {
+	.text = m_text, .tool_call = m_tool_call, .usage = m_usage,
+	.sent = m_sent, .notice = m_notice, .done = m_done, .error = m_error,
+};
+
+/* The last assistant message's tool calls. */
+static cJSON *
+last_calls(struct agent *a)
+{
+	cJSON *msgs = notebook_messages(a->nb);
+	cJSON *m;
+
+	for (m = msgs->child ? msgs->child->prev : NULL; m; m = (m == msgs->child ? NULL : m->prev)) {
+		const char *role = cJSON_GetStringValue(cJSON_GetObjectItem(m, "role"));
+		if (role && strcmp(role, "assistant") == 0)
+			return cJSON_GetObjectItem(m, "tool_calls");
+	}
+	return NULL;
+}
+
+/* Runs the next tool call of the reply, or asks the model again. */
+static void
+agent_next_call(struct agent *a)
+{
+	cJSON *calls = last_calls(a);
+	int n = cJSON_GetArraySize(calls);
+
+	while (a->next_call < n) {
+		cJSON *c = cJSON_GetArrayItem(calls, a->next_call++);
+		const char *id = cJSON_GetStringValue(cJSON_GetObjectItem(c, "id"));
+		const char *name = cJSON_GetStringValue(cJSON_GetObjectItem(c, "name"));
+		const char *args = cJSON_GetStringValue(cJSON_GetObjectItem(c, "arguments"));
+		cJSON *j;
+		const char *code;
+		struct cell *cell;
+		char *err = NULL, *msg;
+		struct event ev = { .type = EV_TOOL_CALL, .id = id, .name = name };
+
+		if (a->cancelled) {
+			add_tool_message(a, id, "cancelled by the user before it ran", 1);
+			continue;
+		}
+		if (strcmp(name, "python_exec") != 0) {
+			msg = xasprintf("error: unknown tool \"%s\"; the only tool is python_exec "
+			    "with one argument, code (a string of Python)", name);
+			ev.text = args;
+			ev.len = strlen(args);
+			emit(a, &ev);
+			add_tool_message(a, id, msg, 1);
+			emit_text(a, EV_NOTICE, msg, 0);
+			free(msg);
+			continue;
+		}
+		j = cJSON_Parse(*args ? args : "{}");
+		code = j ? cJSON_GetStringValue(cJSON_GetObjectItem(j, "code")) : NULL;
+		ev.text = code ? code : args;
+		ev.len = strlen(ev.text);
+		emit(a, &ev);
+		if (j == NULL || code == NULL) {
+			msg = j == NULL ?
+			    xstrdup("error: the arguments were not valid JSON; call python_exec "
+				"with {\"code\": \"<python>\"}") :
+			    xstrdup("error: missing the required string argument \"code\"");
+			add_tool_message(a, id, msg, 1);
+			emit_text(a, EV_NOTICE, msg, 0);
+			free(msg);
+			cJSON_Delete(j);
+			continue;
+		}
+		cell = notebook_add_cell(a->nb, CELL_BY_MODEL, code, id);
+		cJSON_Delete(j);
+		cell->status = CELL_RUNNING;
+		cell->started_ms = now_ms();
+		{
+			struct event ce = { .type = EV_CELL_START, .cell = cell };
+			emit(a, &ce);
+		}
+		if (kernel_run(a->k, cell->n, cell->code, &err) < 0) {
+			struct kernel_result r = { .status = CELL_CRASHED, .reason = err };
+			a->cell_running = cell->n;
+			on_result(a, cell->n, &r);
+			free(err);
+			return;
+		}
+		a->cell_running = cell->n;
+		return;	/* on_result continues */
+	}
+	if (a->cancelled) {
+		fail_question(a, "interrupted by the user", 1);
+		return;
+	}
+	agent_turn(a);
+}
+
+/* ------------------------------------------------------------ prompt */
+
+static void
+describe_file(struct buf *b, const struct datafile *f)
+{
+	struct stat st;
+	const char *ext = strrchr(f->host, '.');
+	char size[32] = "?";
+
+	if (stat(f->host, &st) == 0)
+		fmt_bytes(size, sizeof size, (uint64_t)st.st_size);
+	buf_printf(b, "- %s (%s)\n", f->sandbox, size);
+	if (ext && (strcasecmp(ext, ".csv") == 0 || strcasecmp(ext, ".tsv") == 0 ||
+	    strcasecmp(ext, ".txt") == 0)) {
+		FILE *fp = fopen(f->host, "r");
+		char line[512];
+		int i = 0;
+		if (fp == NULL)
+			return;
+		buf_adds(b, "  first lines:\n");
+		while (i < 4 && fgets(line, sizeof line, fp)) {
+			char *clean = sanitize_str(line, strcspn(line, "\r\n"), 0);
+			buf_printf(b, "    %s\n", clean);
+			free(clean);
+			i++;
+		}
+		fclose(fp);
+	}
+}
+
+static char *
+system_prompt(struct agent *a)
+{
+	struct buf b;
+
+	if (a->o.system_prompt)
+		return xstrdup(a->o.system_prompt);
+	buf_init(&b, 1 << 20);
+	buf_adds(&b,
+	    "You are a careful data analyst working in a Python notebook.\n"
+	    "You have one tool, python_exec(code), which runs Python 3 in a persistent "
+	    "sandboxed session: variables, imports and loaded data stay between calls, "
+	    "like cells of a Jupyter notebook. pandas, numpy and matplotlib are installed.\n"
+	    "Rules:\n"
+	    "- Use python_exec for every computation. Never estimate or do arithmetic in "
+	    "your head; print the numbers you report.\n"
+	    "- The value of a cell's last expression is shown, as in Jupyter.\n"
+	    "- Save charts as PNG files under /workspace/out/ (plt.savefig); they are shown "
+	    "to the user. Files you write under /workspace are kept.\n"
+	    "- The network is off: do not try to install packages or download data.\n"
+	    "- Outputs you see may be truncated; print summaries, not whole tables.\n"
+	    "- When done, answer in plain language with the key numbers, using Markdown.\n");
+	if (a->nfiles > 0) {
+		buf_adds(&b, "Data files (read-only):\n");
+		for (int i = 0; i < a->nfiles; i++)
+			describe_file(&b, &a->files[i]);
+	} else {
+		buf_adds(&b, "No data files were given.\n");
+	}
+	buf_adds(&b, "The working directory is /workspace.\n");
+	return buf_take(&b);
+}
+
+static void
+agent_turn(struct agent *a)
+{
+	char *sys, *err = NULL;
+
+	if (a->turn >= a->o.max_turns) {
+		char *msg = xasprintf("stopped after %d model calls (--max-turns) without a final answer",
+		    a->o.max_turns);
+		fail_question(a, msg, 5);
+		free(msg);
+		return;
+	}
+	a->turn++;
+	{
+		struct event ev = { .type = EV_TURN, .n = a->turn };
+		emit(a, &ev);
+	}
+	buf_reset(&a->text);
+	cJSON_Delete(a->calls);
+	a->calls = cJSON_CreateArray();
+	sys = system_prompt(a);
+	if (llm_request(a->llm, sys, notebook_messages(a->nb), &agent_llm_cbs, a, &err) < 0) {
+		fail_question(a, err, 1);
+		free(err);
+	}
+	free(sys);
+}
+
+/* ------------------------------------------------------------ public */
+
+struct agent *
+agent_new(struct loop *l, struct notebook *nb, const struct kernel_opts *kopts,
+    struct llm *llm, const struct agent_opts *opts, event_fn fn, void *arg)
+{
+	struct agent *a = xcalloc(1, sizeof *a);
+	static const struct kernel_cbs kcbs = {
+		.output = on_output, .result = on_result,
+		.artifact = on_artifact, .state = on_state,
+	};
+
+	a->loop = l;
+	a->nb = nb;
+	a->kopts = *kopts;
+	a->kopts.data_files = NULL;	/* we stage them, to know their paths */
+	a->kopts.ndata = 0;
+	a->llm = llm;
+	if (opts)
+		a->o = *opts;
+	else
+		agent_opts_default(&a->o);
+	a->emit = fn;
+	a->arg = arg;
+	buf_init(&a->text, TEXT_MAX);
+	buf_init(&a->notes, 64 * 1024);
+	a->calls = cJSON_CreateArray();
+	a->k = kernel_new(l, &a->kopts, &kcbs, a);
+	for (int i = 0; i < kopts->ndata; i++) {
+		a->files = xrealloc(a->files, (size_t)(a->nfiles + 1) * sizeof *a->files);
+		a->files[a->nfiles].host = xstrdup(kopts->data_files[i]);
+		a->files[a->nfiles].sandbox = NULL;
+		a->nfiles++;
+	}
+	return a;
+}
+
+void
+agent_free(struct agent *a)
+{
+	if (a == NULL)
+		return;
+	if (a->llm)
+		llm_cancel(a->llm);
+	kernel_free(a->k);
+	for (int i = 0; i < a->nfiles; i++) {
+		free(a->files[i].host);
+		free(a->files[i].sandbox);
+	}
+	free(a->files);
+	buf_free(&a->text);
+	buf_free(&a->notes);
+	cJSON_Delete(a->calls);
+	free(a);
+}
+
+int
+agent_start(struct agent *a, char **err)
+{
+	for (int i = 0; i < a->nfiles; i++) {
+		if (a->files[i].sandbox)
+			continue;
+		if ((a->files[i].sandbox = kernel_stage(a->k, a->files[i].host, err)) == NULL)
+			return -1;
+	}
+	return kernel_start(a->k, err);
+}
+
+/* Hand-run cells and restarts since the last question, for the model. */
+static void
+add_hand_cells(struct agent *a, struct buf *b)
+{
+	int any = 0;
+
+	for (int i = 1; i <= notebook_ncells(a->nb); i++) {
+		struct cell *c = notebook_cell(a->nb, i);
+		char *res;
+		if (c->author != CELL_BY_USER || c->told_model ||
+		    c->status == CELL_RUNNING || c->status == CELL_PENDING)
+			continue;
+		if (!any)
+			buf_adds(b, "Since your last turn the user ran these cells by hand "
+			    "in the same session:\n");
+		any = 1;
+		res = tool_result_text(a, c);
+		buf_printf(b, "[%d]\n```python\n%s\n```\n%s\n", c->n, c->code, res);
+		free(res);
+		c->told_model = 1;
+	}
+}
+
+int
+agent_ask(struct agent *a, const char *question, char **err)
+{
+	struct buf b;
+	cJSON *m;
+
+	if (a->llm == NULL) {
+		*err = xstrdup("no model is configured");
+		return -1;
+	}
+	if (a->asking) {
+		*err = xstrdup("a question is already running (Ctrl-C cancels it)");
+		return -1;
+	}
+	buf_init(&b, 1 << 20);
+	if (a->notes.len > 0) {
+		buf_add(&b, a->notes.data, a->notes.len);
+		buf_reset(&a->notes);
+	}
+	add_hand_cells(a, &b);
+	if (b.len > 0)
+		buf_adds(&b, "\nQuestion: ");
+	buf_adds(&b, question);
+	m = cJSON_CreateObject();
+	cJSON_AddStringToObject(m, "role", "user");
+	cJSON_AddStringToObject(m, "content", buf_str(&b));
+	notebook_add_message(a->nb, m);
+	buf_free(&b);
+	a->asking = 1;
+	a->turn = 0;
+	a->cancelled = 0;
+	a->failed = 0;
+	emit_text(a, EV_QUESTION, question, 0);
+	agent_turn(a);
+	return 0;
+}
+
+int
+agent_run_cell(struct agent *a, const char *code, char **err)
+{
+	struct cell *c = notebook_add_cell(a->nb, CELL_BY_USER, code, NULL);
+	struct event ev = { .type = EV_CELL_START, .cell = c };
+
+	c->status = CELL_RUNNING;
+	c->started_ms = now_ms();
+	a->hand_running++;
+	emit(a, &ev);
+	if (kernel_run(a->k, c->n, c->code, err) < 0) {
+		struct kernel_result r = { .status = CELL_CRASHED, .reason = *err };
+		on_result(a, c->n, &r);
+		return -1;
+	}
+	return c->n;
+}
+
+int
+agent_rerun(struct agent *a, int n, char **err)
+{
+	struct cell *c = notebook_cell(a->nb, n);
+
+	if (c == NULL) {
+		*err = xasprintf("there is no cell [%d]", n);
+		return -1;
+	}
+	return agent_run_cell(a, c->code, err);
+}
+
+void
+agent_cancel(struct agent *a)
+{
+	if (a->asking) {
+		a->cancelled = 1;
+		if (a->llm && llm_busy(a->llm)) {
+			llm_cancel(a->llm);
+			if (a->text.len > 0) {
+				cJSON *m = cJSON_CreateObject();
+				cJSON_AddStringToObject(m, "role", "assistant");
+				cJSON_AddStringToObject(m, "content", a->text.data);
+				notebook_add_message(a->nb, m);
+				buf_reset(&a->text);
+			}
+			fail_question(a, "cancelled by the user", 1);
+			return;
+		}
+	}
+	if (kernel_busy(a->k))
+		kernel_interrupt(a->k);
+}
+
+int
+agent_busy(const struct agent *a)
+{
+	return a->asking || a->hand_running > 0 || kernel_busy(a->k);
+}
+
+int
+agent_reset(struct agent *a, char **err)
+{
+	if (kernel_reset(a->k, err) < 0)
+		return -1;
+	buf_adds(&a->notes, "Note: the user reset the Python namespace; all variables "
+	    "and imports are gone.\n");
+	return 0;
+}
+
+int
+agent_restart(struct agent *a, char **err)
+{
+	if (kernel_restart(a->k, err) < 0)
+		return -1;
+	buf_adds(&a->notes, "Note: the user restarted the Python session; all variables "
+	    "and imports are gone; files under /workspace are kept.\n");
+	return 0;
+}
+
+char *
+agent_load(struct agent *a, const char *path, char **err)
+{
+	char *p = kernel_stage(a->k, path, err);
+
+	if (p == NULL)
+		return NULL;
+	a->files = xrealloc(a->files, (size_t)(a->nfiles + 1) * sizeof *a->files);
+	a->files[a->nfiles].host = xstrdup(path);
+	a->files[a->nfiles].sandbox = xstrdup(p);
+	a->nfiles++;
+	buf_printf(&a->notes, "Note: the user loaded a new data file: %s\n", p);
+	return p;
+}
+
+int
+agent_set_model(struct agent *a, const char *model, char **err)
+{
+	if (a->llm == NULL) {
+		*err = xstrdup("no model is configured");
+		return -1;
+	}
+	if (llm_set_model(a->llm, model) < 0) {
+		*err = xasprintf("cannot switch to model %s", model);
+		return -1;
+	}
+	return 0;
+}
+
+struct notebook *
+agent_notebook(const struct agent *a)
+{
+	return a->nb;
+}
+
+struct kernel *
+agent_kernel(const struct agent *a)
+{
+	return a->k;
+}
+
+struct llm *
+agent_llm(const struct agent *a)
+{
+	return a->llm;
+}

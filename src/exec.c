@@ -1,0 +1,164 @@
+/* exec: `terp exec`, the sandbox without a model. Starts one session,
+ * runs each -c cell (or stdin as one cell) in order in it, prints what
+ * they print, and exits with the status of the first failing cell. */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "terp/agent.h"
+#include "terp/cli.h"
+#include "terp/jsonout.h"
+#include "terp/printer.h"
+#include "terp/util.h"
+
+struct exec_state {
+	struct cli	*cli;
+	struct agent	*agent;
+	struct loop	*loop;
+	event_fn	 sink;
+	void		*sink_arg;
+	int		 next;		/* index of the next -c to run */
+	int		 status;	/* exit status so far */
+	int		 started;	/* the kernel reached a usable state */
+	int		 dead;
+	int		 interrupted;	/* the user asked to stop the run */
+	int		 sigints;	/* Ctrl-C presses since the last result */
+};
+
+static int
+status_exit(enum cell_status s)
+{
+	switch (s) {
+	case CELL_OK: return 0;
+	case CELL_ERROR: return 1;
+	case CELL_TIMEOUT:
+	case CELL_INTERRUPTED: return 3;
+	default: return 4;
+	}
+}
+
+static void
+run_next(struct exec_state *x)
+{
+	char *err = NULL;
+
+	if (x->next >= x->cli->ncells || x->interrupted) {
+		loop_stop(x->loop);
+		return;
+	}
+	if (agent_run_cell(x->agent, x->cli->cells[x->next++], &err) < 0) {
+		fprintf(stderr, "terp: %s\n", err);
+		free(err);
+		if (x->status == 0)
+			x->status = 4;
+		loop_stop(x->loop);
+	}
+}
+
+static void
+exec_event(void *arg, const struct event *ev)
+{
+	struct exec_state *x = arg;
+
+	x->sink(x->sink_arg, ev);
+	switch (ev->type) {
+	case EV_KERNEL:
+		if (ev->n == KERNEL_DEAD) {
+			x->dead = 1;
+			if (x->status == 0)
+				x->status = 4;
+			loop_stop(x->loop);
+		} else if ((ev->n == KERNEL_LOADING || ev->n == KERNEL_READY) && !x->started) {
+			x->started = 1;
+			run_next(x);
+		}
+		break;
+	case EV_RESULT:
+		x->sigints = 0;
+		if (ev->cell->status != CELL_OK && x->status == 0)
+			x->status = status_exit(ev->cell->status);
+		break;
+	case EV_IDLE:
+		if (x->status != 0 && x->cli->stop_on_error) {
+			loop_stop(x->loop);
+			break;
+		}
+		run_next(x);
+		break;
+	default:
+		break;
+	}
+}
+
+/* The first Ctrl-C interrupts the running cell (later cells still run,
+ * in the same session); a second one before that cell ends, or one with
+ * nothing running, stops the run. */
+static void
+on_sigint(struct loop *l, int signo, void *arg)
+{
+	struct exec_state *x = arg;
+
+	if (x->sigints++ > 0 || !agent_busy(x->agent)) {
+		x->interrupted = 1;
+		loop_stop(l);
+		return;
+	}
+	agent_cancel(x->agent);
+}
+
+static void
+on_term(struct loop *l, int signo, void *arg)
+{
+	struct exec_state *x = arg;
+
+	x->status = 128 + signo;
+	loop_stop(l);
+}
+
+int
+exec_run(struct cli *c)
+{
+	struct exec_state x;
+	struct notebook *nb = notebook_new();
+	char *err = NULL;
+	struct event ev = { .type = EV_SESSION };
+
+	memset(&x, 0, sizeof x);
+	x.cli = c;
+	x.loop = loop_new();
+	if (c->json) {
+		x.sink = jsonout_event;
+		x.sink_arg = jsonout_new(stdout);
+	} else {
+		x.sink = printer_event;
+		x.sink_arg = printer_new(stdout, stderr, PRINTER_EXEC);
+	}
+	loop_signal(x.loop, SIGINT, on_sigint, &x);
+	loop_signal(x.loop, SIGTERM, on_term, &x);
+	loop_signal(x.loop, SIGHUP, on_term, &x);
+	signal(SIGPIPE, SIG_IGN);
+	x.agent = agent_new(x.loop, nb, &c->kopts, NULL, &c->aopts, exec_event, &x);
+	ev.text = c->session_id;
+	ev.name = c->session_dir;
+	x.sink(x.sink_arg, &ev);
+	if (agent_start(x.agent, &err) < 0) {
+		if (c->json) {
+			struct event e = { .type = EV_ERROR, .text = err, .len = strlen(err) };
+			x.sink(x.sink_arg, &e);
+		} else {
+			fprintf(stderr, "terp: %s\n", err);
+		}
+		free(err);
+		x.status = 4;
+	} else {
+		loop_run(x.loop);
+	}
+	if (x.interrupted && x.status == 0)
+		x.status = 3;
+	agent_free(x.agent);
+	notebook_free(nb);
+	free(x.sink_arg);
+	loop_free(x.loop);
+	return x.status;
+}

@@ -1,0 +1,735 @@
+/* export: turns a notebook into an .ipynb (nbformat 4.5) or a Markdown
+ * file. Both walk the conversation in order and place each cell where
+ * the model called it; cells run by hand go before the next question. */
+#include "terp/export.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "terp/buf.h"
+#include "terp/digest.h"
+#include "terp/sanitize.h"
+#include "terp/util.h"
+
+/* ---- walking the notebook in reading order ------------------------ */
+
+enum item_kind { ITEM_QUESTION, ITEM_REPLY, ITEM_CELL };
+
+struct walker {
+	const struct notebook	*nb;
+	char			*done;		/* per cell: emitted */
+	void			(*emit)(void *arg, enum item_kind k,
+				    const char *text, const struct cell *c);
+	void			*arg;
+};
+
+static const char *
+jstr(const cJSON *o, const char *k)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+	return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+static const cJSON *
+array_or_null(const cJSON *a)
+{
+	return cJSON_IsArray(a) ? a : NULL;
+}
+
+static const struct cell *
+cell_by_call(const struct notebook *nb, const char *id)
+{
+	for (int i = 1; id != NULL && i <= notebook_ncells(nb); i++) {
+		const struct cell *c = notebook_cell(nb, i);
+		if (c->tool_call_id != NULL && strcmp(c->tool_call_id, id) == 0)
+			return c;
+	}
+	return NULL;
+}
+
+static void
+emit_cells_before(struct walker *w, int limit)
+{
+	for (int i = 1; i < limit && i <= notebook_ncells(w->nb); i++)
+		if (!w->done[i]) {
+			w->done[i] = 1;
+			w->emit(w->arg, ITEM_CELL, NULL, notebook_cell(w->nb, i));
+		}
+}
+
+/* The first cell number the model calls after message i, or INT_MAX. */
+static int
+next_called_cell(const struct notebook *nb, const cJSON *msgs, int i)
+{
+	int n = cJSON_GetArraySize(msgs);
+
+	for (int k = i + 1; k < n; k++) {
+		const cJSON *call, *calls = cJSON_GetObjectItemCaseSensitive(
+		    cJSON_GetArrayItem(msgs, k), "tool_calls");
+		cJSON_ArrayForEach(call, array_or_null(calls)) {
+			const struct cell *c = cell_by_call(nb, jstr(call, "id"));
+			if (c != NULL)
+				return c->n;
+		}
+	}
+	return INT_MAX;
+}
+
+/* The agent puts notes (restarts, cells run by hand) before the
+ * question in the user's message; the export shows the question alone
+ * (the hand-run cells appear as cells of their own). */
+static const char *
+question_text(const char *content)
+{
+	const char *q;
+
+	if ((strncmp(content, "Note: ", 6) == 0 ||
+	    strncmp(content, "Since your last turn", 20) == 0) &&
+	    (q = strstr(content, "\nQuestion: ")) != NULL)
+		return q + 11;
+	return content;
+}
+
+static void
+walk(struct walker *w)
+{
+	const cJSON *msgs = notebook_messages(w->nb), *m;
+	int i = 0, n = notebook_ncells(w->nb);
+
+	w->done = xcalloc((size_t)n + 2, 1);
+	cJSON_ArrayForEach(m, msgs) {
+		const char *role = jstr(m, "role");
+		const char *content = jstr(m, "content");
+		const cJSON *call, *calls;
+
+		if (role == NULL) {
+			i++;
+			continue;
+		}
+		if (strcmp(role, "user") == 0) {
+			emit_cells_before(w, next_called_cell(w->nb, msgs, i));
+			w->emit(w->arg, ITEM_QUESTION,
+			    content ? question_text(content) : "", NULL);
+		} else if (strcmp(role, "assistant") == 0) {
+			if (content != NULL && content[0] != '\0')
+				w->emit(w->arg, ITEM_REPLY, content, NULL);
+			calls = cJSON_GetObjectItemCaseSensitive(m, "tool_calls");
+			cJSON_ArrayForEach(call, array_or_null(calls)) {
+				const struct cell *c = cell_by_call(w->nb,
+				    jstr(call, "id"));
+				if (c == NULL || w->done[c->n])
+					continue;
+				emit_cells_before(w, c->n);
+				w->done[c->n] = 1;
+				w->emit(w->arg, ITEM_CELL, NULL, c);
+			}
+		}
+		i++;
+	}
+	emit_cells_before(w, n + 1);
+	free(w->done);
+}
+
+/* ---- text helpers ------------------------------------------------- */
+
+/* Valid UTF-8 for JSON: invalid bytes become U+FFFD, NULs are dropped.
+ * Control characters stay (JSON escapes them; Jupyter renders ANSI). */
+static char *
+utf8_fix(const char *p, size_t n)
+{
+	struct buf b;
+
+	buf_init(&b, (size_t)-1);
+	for (size_t i = 0; i < n; ) {
+		unsigned cp;
+		size_t k;
+		if ((unsigned char)p[i] < 0x80) {
+			if (p[i] != '\0')
+				buf_addc(&b, p[i]);
+			i++;
+		} else if ((k = utf8_decode(p + i, n - i, &cp)) == 0) {
+			buf_adds(&b, "\xef\xbf\xbd");
+			i++;
+		} else {
+			buf_add(&b, p + i, k);
+			i += k;
+		}
+	}
+	return buf_take(&b);
+}
+
+/* nbformat's multiline string: a list of lines, each keeping its "\n". */
+static cJSON *
+lines_json(const char *s)
+{
+	cJSON *a = cJSON_CreateArray();
+
+	while (*s != '\0') {
+		const char *nl = strchr(s, '\n');
+		size_t k = nl ? (size_t)(nl - s) + 1 : strlen(s);
+		char *line = xstrndup(s, k);
+		cJSON_AddItemToArray(a, cJSON_CreateString(line));
+		free(line);
+		s += k;
+	}
+	return a;
+}
+
+static int
+has_suffix(const char *s, const char *suffix)
+{
+	size_t a = strlen(s), b = strlen(suffix);
+	return a >= b && strcasecmp(s + a - b, suffix) == 0;
+}
+
+/* Writes text to path through a temporary file in the same folder,
+ * fsync'ed, then renamed: a reader never sees half a notebook. */
+static int
+write_atomic(const char *path, const char *text, size_t len, char **err)
+{
+	char *tmp = xasprintf("%s.tmpXXXXXX", path);
+	int fd = mkstemp(tmp);
+
+	if (fd < 0) {
+		*err = xasprintf("cannot write %s: %s", path, strerror(errno));
+		free(tmp);
+		return -1;
+	}
+	if (write_all(fd, text, len) < 0 || fchmod(fd, 0644) < 0 ||
+	    fsync(fd) < 0 || close(fd) < 0) {
+		*err = xasprintf("cannot write %s: %s", path, strerror(errno));
+		close(fd);
+		unlink(tmp);
+		free(tmp);
+		return -1;
+	}
+	if (rename(tmp, path) < 0) {
+		*err = xasprintf("cannot write %s: %s", path, strerror(errno));
+		unlink(tmp);
+		free(tmp);
+		return -1;
+	}
+	free(tmp);
+	return 0;
+}
+
+/* ---- ipynb ------------------------------------------------------------ */
+
+struct nbw {
+	cJSON	*cells;
+	int	 nmd;
+};
+
+static void
+add_markdown(struct nbw *w, const char *md)
+{
+	cJSON *c = cJSON_CreateObject();
+	char id[32];
+
+	snprintf(id, sizeof id, "md-%d", ++w->nmd);
+	cJSON_AddStringToObject(c, "cell_type", "markdown");
+	cJSON_AddStringToObject(c, "id", id);
+	cJSON_AddItemToObject(c, "metadata", cJSON_CreateObject());
+	cJSON_AddItemToObject(c, "source", lines_json(md));
+	cJSON_AddItemToArray(w->cells, c);
+}
+
+static void
+add_stream(cJSON *outs, const char *name, const char *text)
+{
+	cJSON *o;
+
+	if (text[0] == '\0')
+		return;
+	o = cJSON_CreateObject();
+	cJSON_AddStringToObject(o, "output_type", "stream");
+	cJSON_AddStringToObject(o, "name", name);
+	cJSON_AddItemToObject(o, "text", lines_json(text));
+	cJSON_AddItemToArray(outs, o);
+}
+
+static void
+add_display_text(cJSON *outs, const char *text)
+{
+	cJSON *o = cJSON_CreateObject(), *data = cJSON_CreateObject();
+
+	cJSON_AddStringToObject(o, "output_type", "display_data");
+	cJSON_AddItemToObject(data, "text/plain", lines_json(text));
+	cJSON_AddItemToObject(o, "data", data);
+	cJSON_AddItemToObject(o, "metadata", cJSON_CreateObject());
+	cJSON_AddItemToArray(outs, o);
+}
+
+static void
+add_artifact(cJSON *outs, const struct artifact *a)
+{
+	static const char magic[8] = "\x89PNG\r\n\x1a\n";
+	char *png, *b64, *note;
+	size_t len;
+	cJSON *o, *data;
+
+	if (!has_suffix(a->name, ".png")) {
+		note = xasprintf("[file %s: %llu bytes, saved at %s]", a->name,
+		    (unsigned long long)a->bytes, a->path);
+		add_display_text(outs, note);
+		free(note);
+		return;
+	}
+	png = read_file(a->path, EXPORT_IMAGE_MAX, &len);
+	if (png == NULL || len < 8 || memcmp(png, magic, 8) != 0) {
+		note = xasprintf("[image %s not embedded: %s]", a->name,
+		    png == NULL ? (errno == EFBIG ? "larger than the export cap" :
+		    strerror(errno)) : "not a PNG file");
+		add_display_text(outs, note);
+		free(note);
+		free(png);
+		return;
+	}
+	b64 = base64_encode(png, len, NULL);
+	free(png);
+	o = cJSON_CreateObject();
+	data = cJSON_CreateObject();
+	cJSON_AddStringToObject(o, "output_type", "display_data");
+	cJSON_AddStringToObject(data, "image/png", b64);
+	note = xasprintf("<%s>", a->name);
+	cJSON_AddStringToObject(data, "text/plain", note);
+	free(note);
+	free(b64);
+	cJSON_AddItemToObject(o, "data", data);
+	cJSON_AddItemToObject(o, "metadata", cJSON_CreateObject());
+	cJSON_AddItemToArray(outs, o);
+}
+
+static void
+add_code(struct nbw *w, const struct notebook *nb, const struct cell *c)
+{
+	cJSON *o = cJSON_CreateObject(), *outs, *meta, *terp;
+	char id[32];
+	int ran = c->status != CELL_PENDING && c->status != CELL_RUNNING;
+	char *code = utf8_fix(c->code, strlen(c->code));
+
+	snprintf(id, sizeof id, "cell-%d", c->n);
+	cJSON_AddStringToObject(o, "cell_type", "code");
+	cJSON_AddStringToObject(o, "id", id);
+	if (ran)
+		cJSON_AddNumberToObject(o, "execution_count", c->n);
+	else
+		cJSON_AddNullToObject(o, "execution_count");
+	meta = cJSON_AddObjectToObject(o, "metadata");
+	terp = cJSON_AddObjectToObject(meta, "terp");
+	cJSON_AddStringToObject(terp, "author",
+	    c->author == CELL_BY_USER ? "user" : "model");
+	cJSON_AddStringToObject(terp, "status", cell_status_name(c->status));
+	cJSON_AddNumberToObject(terp, "duration_ms", (double)c->duration_ms);
+	cJSON_AddItemToObject(o, "source", lines_json(code));
+	free(code);
+	outs = cJSON_AddArrayToObject(o, "outputs");
+	for (int s = 0; s < 2; s++) {
+		size_t len;
+		char *raw = cell_output(c, s, &len), *txt = utf8_fix(raw, len);
+		add_stream(outs, s ? "stderr" : "stdout", txt);
+		free(raw);
+		free(txt);
+	}
+	for (int i = 0; i < notebook_nartifacts(nb); i++) {
+		const struct artifact *a = notebook_artifact(nb, i);
+		if (a->cell == c->n)
+			add_artifact(outs, a);
+	}
+	if (c->status == CELL_ERROR) {
+		cJSON *e = cJSON_CreateObject(), *tb = cJSON_CreateArray();
+		char *tbs = utf8_fix(c->traceback ? c->traceback : "",
+		    c->traceback ? strlen(c->traceback) : 0);
+		char *p = tbs;
+		cJSON_AddStringToObject(e, "output_type", "error");
+		cJSON_AddStringToObject(e, "ename", c->ename ? c->ename : "Error");
+		cJSON_AddStringToObject(e, "evalue", c->evalue ? c->evalue : "");
+		while (*p != '\0') {
+			char *nl = strchr(p, '\n');
+			if (nl != NULL)
+				*nl = '\0';
+			cJSON_AddItemToArray(tb, cJSON_CreateString(p));
+			if (nl == NULL)
+				break;
+			p = nl + 1;
+		}
+		free(tbs);
+		cJSON_AddItemToObject(e, "traceback", tb);
+		cJSON_AddItemToArray(outs, e);
+	} else if (c->status != CELL_OK && c->status != CELL_PENDING) {
+		char *note = xasprintf("[terp: cell %s%s%s]\n",
+		    cell_status_name(c->status), c->reason ? ": " : "",
+		    c->reason ? c->reason : "");
+		add_stream(outs, "stderr", note);
+		free(note);
+	}
+	if (c->value != NULL && c->status == CELL_OK) {
+		cJSON *r = cJSON_CreateObject(), *data = cJSON_CreateObject();
+		char *v = utf8_fix(c->value, strlen(c->value));
+		cJSON_AddStringToObject(r, "output_type", "execute_result");
+		cJSON_AddNumberToObject(r, "execution_count", c->n);
+		cJSON_AddItemToObject(data, "text/plain", lines_json(v));
+		free(v);
+		cJSON_AddItemToObject(r, "data", data);
+		cJSON_AddItemToObject(r, "metadata", cJSON_CreateObject());
+		cJSON_AddItemToArray(outs, r);
+	}
+	cJSON_AddItemToArray(w->cells, o);
+}
+
+struct ipynb_walk {
+	struct nbw		 w;
+	const struct notebook	*nb;
+};
+
+static void
+ipynb_item(void *arg, enum item_kind k, const char *text, const struct cell *c)
+{
+	struct ipynb_walk *iw = arg;
+	struct buf b;
+	char *fixed;
+
+	if (k == ITEM_CELL) {
+		add_code(&iw->w, iw->nb, c);
+		return;
+	}
+	fixed = utf8_fix(text, strlen(text));
+	buf_init(&b, (size_t)-1);
+	if (k == ITEM_QUESTION) {
+		/* a quoted block, each line prefixed */
+		buf_adds(&b, "**Question:**\n\n");
+		for (char *p = fixed; *p != '\0'; ) {
+			char *nl = strchr(p, '\n');
+			size_t n = nl ? (size_t)(nl - p) : strlen(p);
+			buf_adds(&b, "> ");
+			buf_add(&b, p, n);
+			buf_addc(&b, '\n');
+			p += n + (nl != NULL);
+		}
+	} else {
+		buf_adds(&b, fixed);
+	}
+	add_markdown(&iw->w, buf_str(&b));
+	buf_free(&b);
+	free(fixed);
+}
+
+char *
+export_ipynb_string(const struct notebook *nb)
+{
+	struct ipynb_walk iw = { .nb = nb };
+	struct walker w = { .nb = nb, .emit = ipynb_item, .arg = &iw };
+	cJSON *doc = cJSON_CreateObject(), *meta, *ks, *li, *cm, *terp, *u;
+	const struct usage *us = notebook_usage(nb);
+	char *s;
+
+	cJSON_AddNumberToObject(doc, "nbformat", 4);
+	cJSON_AddNumberToObject(doc, "nbformat_minor", 5);
+	meta = cJSON_AddObjectToObject(doc, "metadata");
+	ks = cJSON_AddObjectToObject(meta, "kernelspec");
+	cJSON_AddStringToObject(ks, "display_name", "Python 3 (ipykernel)");
+	cJSON_AddStringToObject(ks, "language", "python");
+	cJSON_AddStringToObject(ks, "name", "python3");
+	li = cJSON_AddObjectToObject(meta, "language_info");
+	cJSON_AddStringToObject(li, "name", "python");
+	cm = cJSON_AddObjectToObject(li, "codemirror_mode");
+	cJSON_AddStringToObject(cm, "name", "ipython");
+	cJSON_AddNumberToObject(cm, "version", 3);
+	cJSON_AddStringToObject(li, "file_extension", ".py");
+	cJSON_AddStringToObject(li, "mimetype", "text/x-python");
+	cJSON_AddStringToObject(li, "nbconvert_exporter", "python");
+	cJSON_AddStringToObject(li, "pygments_lexer", "ipython3");
+	terp = cJSON_AddObjectToObject(meta, "terp");
+	u = cJSON_AddObjectToObject(terp, "usage");
+	cJSON_AddNumberToObject(u, "input_tokens", (double)us->input_tokens);
+	cJSON_AddNumberToObject(u, "output_tokens", (double)us->output_tokens);
+	cJSON_AddNumberToObject(u, "cached_tokens", (double)us->cached_tokens);
+	iw.w.cells = cJSON_AddArrayToObject(doc, "cells");
+	walk(&w);
+	s = cJSON_Print(doc);
+	cJSON_Delete(doc);
+	if (s == NULL)
+		fatal("out of memory (cJSON)");
+	return s;
+}
+
+int
+export_ipynb(const struct notebook *nb, const char *path, char **err)
+{
+	char *s = export_ipynb_string(nb);
+	int rc;
+	size_t len = strlen(s);
+
+	s = xrealloc(s, len + 2);
+	s[len++] = '\n';
+	s[len] = '\0';
+	rc = write_atomic(path, s, len, err);
+	free(s);
+	return rc;
+}
+
+/* ---- markdown ----------------------------------------------------- */
+
+/* An absolute path with "." and ".." resolved lexically. */
+static char *
+absolute(const char *p)
+{
+	char cwd[PATH_MAX];
+	char *full, *out, *save = NULL, *tok;
+	size_t o = 0;
+
+	if (p[0] == '/')
+		full = xstrdup(p);
+	else {
+		if (getcwd(cwd, sizeof cwd) == NULL)
+			strcpy(cwd, "/");
+		full = xasprintf("%s/%s", cwd, p);
+	}
+	out = xmalloc(strlen(full) + 2);
+	out[0] = '\0';
+	for (tok = strtok_r(full, "/", &save); tok != NULL;
+	    tok = strtok_r(NULL, "/", &save)) {
+		if (strcmp(tok, ".") == 0)
+			continue;
+		if (strcmp(tok, "..") == 0) {
+			while (o > 0 && out[o - 1] != '/')
+				o--;
+			if (o > 0)
+				o--;
+			out[o] = '\0';
+			continue;
+		}
+		out[o++] = '/';
+		strcpy(out + o, tok);
+		o += strlen(tok);
+	}
+	if (o == 0)
+		strcpy(out, "/");
+	free(full);
+	return out;
+}
+
+char *
+export_relpath(const char *base_dir, const char *target)
+{
+	struct buf b;
+	size_t i = 0, common = 0;
+	const char *rest;
+
+	/* the longest common prefix that ends at a component boundary */
+	for (;;) {
+		if (base_dir[i] == '\0' && (target[i] == '/' || target[i] == '\0')) {
+			common = i;
+			break;
+		}
+		if (base_dir[i] == '/' && target[i] == '/')
+			common = i;
+		if (base_dir[i] == '\0' || base_dir[i] != target[i])
+			break;
+		i++;
+	}
+	buf_init(&b, (size_t)-1);
+	/* one "../" per component of base_dir past the common part */
+	for (const char *p = base_dir + common; *p != '\0'; p++)
+		if (*p != '/' && (p == base_dir || p[-1] == '/'))
+			buf_adds(&b, "../");
+	for (rest = target + common; *rest == '/'; rest++)
+		;
+	buf_adds(&b, rest);
+	if (b.len == 0)
+		buf_addc(&b, '.');
+	return buf_take(&b);
+}
+
+/* Percent-encodes what would end a Markdown link target. */
+static void
+add_link_target(struct buf *b, const char *p)
+{
+	for (; *p != '\0'; p++) {
+		unsigned char ch = (unsigned char)*p;
+		if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+		    (ch >= '0' && ch <= '9') || strchr("/._-~", ch) != NULL)
+			buf_addc(b, (char)ch);
+		else
+			buf_printf(b, "%%%02X", ch);
+	}
+}
+
+/* A code fence longer than any backtick run inside text. */
+static void
+add_fenced(struct buf *b, const char *info, const char *text)
+{
+	size_t run = 0, longest = 0;
+	char fence[64];
+	size_t n;
+
+	for (const char *p = text; *p != '\0'; p++) {
+		run = *p == '`' ? run + 1 : 0;
+		if (run > longest)
+			longest = run;
+	}
+	n = longest < 3 ? 3 : longest + 1;
+	if (n >= sizeof fence)
+		n = sizeof fence - 1;
+	memset(fence, '`', n);
+	fence[n] = '\0';
+	buf_printf(b, "%s%s\n%s", fence, info, text);
+	if (text[0] != '\0' && text[strlen(text) - 1] != '\n')
+		buf_addc(b, '\n');
+	buf_printf(b, "%s\n\n", fence);
+}
+
+struct md_walk {
+	struct buf		 b;
+	const struct notebook	*nb;
+	char			*dir;	/* absolute folder of the .md */
+};
+
+static char *
+md_clean(const char *s, size_t len)
+{
+	return sanitize_str(s, len, SANITIZE_KEEP_NL | SANITIZE_KEEP_TAB |
+	    SANITIZE_CR_AS_NL);
+}
+
+static void
+md_cell(struct md_walk *mw, const struct cell *c)
+{
+	struct buf *b = &mw->b;
+	char *code = md_clean(c->code, strlen(c->code));
+
+	buf_printf(b, "**[%d]** %s%s\n\n", c->n,
+	    c->author == CELL_BY_USER ? "run by hand" : "written by the model",
+	    c->status == CELL_OK ? "" : c->status == CELL_ERROR ? ", raised an error" :
+	    c->status == CELL_TIMEOUT ? ", timed out" :
+	    c->status == CELL_INTERRUPTED ? ", interrupted" :
+	    c->status == CELL_CRASHED ? ", crashed" : ", not run");
+	add_fenced(b, "python", code);
+	free(code);
+	for (int s = 0; s < 2; s++) {
+		size_t len;
+		char *raw = cell_output(c, s, &len), *cut, *txt;
+		if (len == 0) {
+			free(raw);
+			continue;
+		}
+		cut = text_truncate(raw, len, EXPORT_MD_OUTPUT);
+		txt = md_clean(cut, strlen(cut));
+		buf_adds(b, s ? "stderr:\n\n" : "Output:\n\n");
+		add_fenced(b, "text", txt);
+		free(raw);
+		free(cut);
+		free(txt);
+	}
+	if (c->value != NULL && c->status == CELL_OK) {
+		char *cut = text_truncate(c->value, strlen(c->value),
+		    EXPORT_MD_OUTPUT);
+		char *txt = md_clean(cut, strlen(cut));
+		buf_adds(b, "Value:\n\n");
+		add_fenced(b, "text", txt);
+		free(cut);
+		free(txt);
+	}
+	if (c->status == CELL_ERROR && c->traceback != NULL) {
+		char *cut = text_truncate(c->traceback, strlen(c->traceback),
+		    EXPORT_MD_OUTPUT);
+		char *txt = md_clean(cut, strlen(cut));
+		buf_adds(b, "Error:\n\n");
+		add_fenced(b, "text", txt);
+		free(cut);
+		free(txt);
+	} else if (c->reason != NULL && c->status != CELL_OK) {
+		char *txt = md_clean(c->reason, strlen(c->reason));
+		buf_printf(b, "*%s*\n\n", txt);
+		free(txt);
+	}
+	for (int i = 0; i < notebook_nartifacts(mw->nb); i++) {
+		const struct artifact *a = notebook_artifact(mw->nb, i);
+		char *abs, *rel, *name;
+		if (a->cell != c->n)
+			continue;
+		abs = absolute(a->path);
+		rel = export_relpath(mw->dir, abs);
+		name = md_clean(a->name, strlen(a->name));
+		/* brackets in the alt text would end it early */
+		for (char *p = name; *p; p++)
+			if (*p == '[' || *p == ']')
+				*p = '_';
+		buf_printf(b, "%s[%s](", has_suffix(a->name, ".png") ||
+		    has_suffix(a->name, ".jpg") || has_suffix(a->name, ".svg") ?
+		    "!" : "", name);
+		add_link_target(b, rel);
+		buf_adds(b, ")\n\n");
+		free(abs);
+		free(rel);
+		free(name);
+	}
+}
+
+static void
+md_item(void *arg, enum item_kind k, const char *text, const struct cell *c)
+{
+	struct md_walk *mw = arg;
+	char *t;
+
+	if (k == ITEM_CELL) {
+		md_cell(mw, c);
+		return;
+	}
+	t = md_clean(text, strlen(text));
+	if (k == ITEM_QUESTION) {
+		buf_adds(&mw->b, "## Question\n\n");
+		for (char *p = t; *p != '\0'; ) {
+			char *nl = strchr(p, '\n');
+			size_t n = nl ? (size_t)(nl - p) : strlen(p);
+			buf_adds(&mw->b, "> ");
+			buf_add(&mw->b, p, n);
+			buf_addc(&mw->b, '\n');
+			p += n + (nl != NULL);
+		}
+		buf_addc(&mw->b, '\n');
+	} else {
+		buf_adds(&mw->b, t);
+		buf_adds(&mw->b, "\n\n");
+	}
+	free(t);
+}
+
+int
+export_markdown(const struct notebook *nb, const char *path, char **err)
+{
+	struct md_walk mw = { .nb = nb };
+	struct walker w = { .nb = nb, .emit = md_item, .arg = &mw };
+	char *abs = absolute(path), *slash;
+	int rc;
+
+	slash = strrchr(abs, '/');
+	mw.dir = slash == abs ? xstrdup("/") : xstrndup(abs, (size_t)(slash - abs));
+	free(abs);
+	buf_init(&mw.b, (size_t)-1);
+	buf_adds(&mw.b, "# terp notebook\n\n");
+	walk(&w);
+	rc = write_atomic(path, buf_str(&mw.b), mw.b.len, err);
+	buf_free(&mw.b);
+	free(mw.dir);
+	return rc;
+}
+
+int
+export_file(const struct notebook *nb, const char *path, char **err)
+{
+	if (has_suffix(path, ".ipynb"))
+		return export_ipynb(nb, path, err);
+	if (has_suffix(path, ".md") || has_suffix(path, ".markdown"))
+		return export_markdown(nb, path, err);
+	*err = xasprintf("cannot tell the format of %s: name it .ipynb or .md",
+	    path);
+	return -1;
+}

@@ -1,0 +1,214 @@
+/* jsonout: JSON lines for scripts. Field names are a public interface:
+ * later versions add events and fields, never change these. */
+#include "terp/jsonout.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "terp/kernel.h"
+#include "terp/sanitize.h"
+#include "terp/util.h"
+
+struct jsonout {
+	FILE	*fp;
+};
+
+struct jsonout *
+jsonout_new(FILE *fp)
+{
+	struct jsonout *j = xcalloc(1, sizeof *j);
+	j->fp = fp;
+	return j;
+}
+
+/* JSON strings must be valid UTF-8; control characters are escaped by
+ * cJSON itself. */
+static void
+add_text(cJSON *o, const char *key, const char *s, size_t len)
+{
+	char *clean = sanitize_str(s ? s : "", s ? len : 0, SANITIZE_UTF8_ONLY);
+	cJSON_AddStringToObject(o, key, clean);
+	free(clean);
+}
+
+static void
+add_str(cJSON *o, const char *key, const char *s)
+{
+	add_text(o, key, s, s ? strlen(s) : 0);
+}
+
+static void
+put(struct jsonout *j, cJSON *o)
+{
+	char *s = cJSON_PrintUnformatted(o);
+	if (s == NULL)
+		fatal("out of memory (cJSON)");
+	fputs(s, j->fp);
+	fputc('\n', j->fp);
+	fflush(j->fp);
+	free(s);
+	cJSON_Delete(o);
+}
+
+static cJSON *
+obj(const char *type)
+{
+	cJSON *o = cJSON_CreateObject();
+	cJSON_AddStringToObject(o, "type", type);
+	return o;
+}
+
+static void
+stream_event(struct jsonout *j, const struct event *ev)
+{
+	int s = ev->type == EV_STDERR;
+	size_t n = ev->len;
+	cJSON *o;
+
+	if (ev->cell != NULL)
+		n = outcap_head_part(&ev->cell->out[s], ev->len);
+	if (n == 0)
+		return;
+	o = obj(s ? "stderr" : "stdout");
+	cJSON_AddNumberToObject(o, "cell", ev->cell ? ev->cell->n : 0);
+	add_text(o, "text", ev->text, n);
+	put(j, o);
+}
+
+static void
+result_event(struct jsonout *j, const struct cell *c)
+{
+	cJSON *o;
+
+	/* What the head could not hold: marker and tail, before the result. */
+	for (int s = 0; s < 2; s++) {
+		size_t len;
+		char *rest = outcap_rest(&c->out[s], &len);
+		if (rest == NULL)
+			continue;
+		o = obj(s ? "stderr" : "stdout");
+		cJSON_AddNumberToObject(o, "cell", c->n);
+		add_text(o, "text", rest, len);
+		put(j, o);
+		free(rest);
+	}
+	o = obj("result");
+	cJSON_AddNumberToObject(o, "cell", c->n);
+	cJSON_AddStringToObject(o, "status", cell_status_name(c->status));
+	cJSON_AddNumberToObject(o, "duration_ms", (double)c->duration_ms);
+	if (c->value)
+		add_str(o, "value", c->value);
+	else
+		cJSON_AddNullToObject(o, "value");
+	if (c->ename) {
+		cJSON *e = cJSON_CreateObject();
+		add_str(e, "ename", c->ename);
+		add_str(e, "evalue", c->evalue);
+		add_str(e, "traceback", c->traceback);
+		cJSON_AddItemToObject(o, "error", e);
+	}
+	if (c->reason)
+		add_str(o, "reason", c->reason);
+	if (c->state_lost)
+		cJSON_AddBoolToObject(o, "state_lost", 1);
+	cJSON_AddStringToObject(o, "author", c->author == CELL_BY_USER ? "user" : "model");
+	for (int s = 0; s < 2; s++) {
+		uint64_t dropped = outcap_dropped(&c->out[s]);
+		if (dropped)
+			cJSON_AddNumberToObject(o, s ? "stderr_dropped" : "stdout_dropped",
+			    (double)dropped);
+	}
+	put(j, o);
+}
+
+void
+jsonout_event(void *arg, const struct event *ev)
+{
+	struct jsonout *j = arg;
+	cJSON *o = NULL;
+
+	switch (ev->type) {
+	case EV_SESSION:
+		o = obj("session");
+		add_str(o, "id", ev->text);
+		add_str(o, "workspace", ev->name);
+		break;
+	case EV_KERNEL:
+		o = obj("kernel");
+		cJSON_AddStringToObject(o, "state", kernel_state_name((enum kernel_state)ev->n));
+		add_str(o, "message", ev->text);
+		break;
+	case EV_CELL_START:
+		o = obj("cell");
+		cJSON_AddNumberToObject(o, "cell", ev->cell->n);
+		cJSON_AddStringToObject(o, "author",
+		    ev->cell->author == CELL_BY_USER ? "user" : "model");
+		add_str(o, "code", ev->cell->code);
+		break;
+	case EV_STDOUT:
+	case EV_STDERR:
+		stream_event(j, ev);
+		return;
+	case EV_RESULT:
+		result_event(j, ev->cell);
+		return;
+	case EV_ARTIFACT:
+		o = obj("artifact");
+		cJSON_AddNumberToObject(o, "cell", ev->artifact->cell);
+		add_str(o, "name", ev->artifact->name);
+		add_str(o, "path", ev->artifact->path);
+		cJSON_AddNumberToObject(o, "bytes", (double)ev->artifact->bytes);
+		break;
+	case EV_QUESTION:
+		o = obj("question");
+		add_str(o, "text", ev->text);
+		break;
+	case EV_TURN:
+		o = obj("turn");
+		cJSON_AddNumberToObject(o, "n", ev->n);
+		break;
+	case EV_TEXT:
+		o = obj("text");
+		add_text(o, "delta", ev->text, ev->len);
+		break;
+	case EV_TOOL_CALL:
+		o = obj("tool_call");
+		add_str(o, "id", ev->id);
+		add_str(o, "name", ev->name);
+		add_text(o, "code", ev->text, ev->len);
+		break;
+	case EV_USAGE:
+		o = obj("usage");
+		cJSON_AddNumberToObject(o, "input_tokens", (double)ev->usage->input_tokens);
+		cJSON_AddNumberToObject(o, "output_tokens", (double)ev->usage->output_tokens);
+		cJSON_AddNumberToObject(o, "cached_tokens", (double)ev->usage->cached_tokens);
+		if (ev->total) {
+			cJSON_AddNumberToObject(o, "total_input_tokens", (double)ev->total->input_tokens);
+			cJSON_AddNumberToObject(o, "total_output_tokens", (double)ev->total->output_tokens);
+		}
+		break;
+	case EV_ANSWER:
+		o = obj("answer");
+		add_str(o, "text", ev->text);
+		break;
+	case EV_ERROR:
+		o = obj("error");
+		add_str(o, "message", ev->text);
+		break;
+	case EV_NOTICE:
+		o = obj("notice");
+		add_str(o, "message", ev->text);
+		break;
+	case EV_REQUEST:
+		o = obj("request");
+		add_str(o, "what", ev->text);
+		cJSON_AddNumberToObject(o, "bytes", (double)ev->len);
+		break;
+	case EV_IDLE:
+		return;
+	}
+	if (o)
+		put(j, o);
+}

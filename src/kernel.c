@@ -1,0 +1,1270 @@
+/* kernel: the host side of a sandboxed Python session. It owns the
+ * session's workspace, launches the sandbox (sandbox.c), speaks the
+ * driver's line protocol (src/driver.py), streams output, enforces the
+ * per-cell time limit, notices death, restarts, and copies artifacts to
+ * the output folder. Every byte from the sandbox is hostile: frames are
+ * size-capped and validated, names are sanitized, files are created
+ * with O_EXCL under names terp chooses. */
+#include "terp/kernel.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "terp/buf.h"
+#include "terp/sandbox.h"
+#include "terp/sanitize.h"
+#include "terp/util.h"
+
+#include "driver_py.h"
+
+#define FRAME_MAX	(8u << 20)	/* a longer protocol line kills the session */
+#define STDERR_KEEP	4096		/* bwrap's own messages, for setup errors */
+#define DEATH_POLL_MS	5
+#define DEATH_WAIT_MS	2000
+
+struct pending {
+	int		 n;
+	char		*code;
+	struct pending	*next;
+};
+
+enum stop_cause { STOP_NONE, STOP_USER, STOP_TIMEOUT };
+
+struct kernel {
+	struct loop		*loop;
+	const struct kernel_opts *o;
+	struct kernel_cbs	 cb;
+	void			*arg;
+
+	enum kernel_state	 state;
+	int			 loaded;	/* preload finished */
+	struct sandbox_proc	 p;
+	pid_t			 init_pid;	/* bwrap's init in the host ns */
+	pid_t			 py_pid;
+	uid_t			 uid;
+	int			 exit_code;	/* from --json-status-fd, -1 unknown */
+	int			 we_killed;
+	int			 dying;
+	uint64_t		 death_timer;
+	int64_t			 death_since;
+
+	char			*workspace, *datadir;
+	int			 out_dirfd;
+
+	struct buf		 evbuf, statusbuf, bwrap_err;
+	char			 carry[2][4];	/* cut UTF-8 sequences */
+	size_t			 ncarry[2];
+
+	/* the running cell */
+	int			 cur;		/* 0: none */
+	int			 last;		/* gets output between cells */
+	int64_t			 cur_start;
+	uint64_t		 timeout_timer, grace_timer;
+	enum stop_cause		 stop;
+	struct pending		*queue;
+
+	/* the artifact being received */
+	int			 art_fd;
+	char			*art_name, *art_path, *art_tmp;
+	uint64_t		 art_size, art_got;
+	int			 art_cell, art_bad;
+	char			**written;	/* host paths written this session */
+	int			 nwritten;
+};
+
+static void kernel_on_ev(struct loop *l, int fd, int revents, void *arg);
+static void kernel_on_out(struct loop *l, int fd, int revents, void *arg);
+static void kernel_on_status(struct loop *l, int fd, int revents, void *arg);
+static void kernel_begin_death(struct kernel *k);
+static void kernel_next(struct kernel *k);
+
+void
+kernel_opts_default(struct kernel_opts *o)
+{
+	memset(o, 0, sizeof *o);
+	o->python = "/usr/bin/python3";
+	o->out_dir = "out";
+	o->memory = 4ULL << 30;
+	o->timeout_ms = 120000;
+	o->grace_ms = 3000;
+	o->nproc = 256;
+	o->fsize = 1ULL << 30;
+	o->nofile = 1024;
+	o->artifact_max = 64ULL << 20;
+}
+
+const char *
+kernel_state_name(enum kernel_state s)
+{
+	switch (s) {
+	case KERNEL_STOPPED: return "stopped";
+	case KERNEL_STARTING: return "starting";
+	case KERNEL_LOADING: return "loading libraries";
+	case KERNEL_READY: return "ready";
+	case KERNEL_BUSY: return "running";
+	case KERNEL_DEAD: return "dead";
+	}
+	return "unknown";
+}
+
+static void
+set_state(struct kernel *k, enum kernel_state st, const char *msg)
+{
+	k->state = st;
+	if (k->cb.state)
+		k->cb.state(k->arg, st, msg ? msg : kernel_state_name(st));
+}
+
+/* Whether a user other than us can reach path (search permission on
+ * every ancestor): bwrap, running as the sandbox's uid, resolves its
+ * bind sources by path. */
+static int
+traversable(const char *path)
+{
+	char *p = xstrdup(path), *s;
+	struct stat st;
+	int ok = 1;
+
+	for (s = p + strlen(p); ok && s > p; ) {
+		*s = '\0';
+		if (stat(p, &st) < 0 || !(st.st_mode & S_IXOTH))
+			ok = 0;
+		while (s > p && *--s != '/')
+			;
+	}
+	free(p);
+	return ok;
+}
+
+/* As root the sandbox runs under its own uid, which must reach the
+ * workspace; a home like /root (0700) is out of its reach, so the
+ * sandbox-facing folders then live under /var/lib/terp, root-owned
+ * 0711, with a link from the session folder. */
+static char *
+sandbox_base(struct kernel *k, char **err)
+{
+	const char *sd = k->o->session_dir;
+	const char *id = strrchr(sd, '/');
+	char *base, *link;
+
+	if (k->uid == 0 || traversable(sd))
+		return xstrdup(sd);
+	id = id ? id + 1 : sd;
+	if (mkdir_p("/var/lib/terp/sessions", 0711) < 0) {
+		*err = xasprintf("cannot create /var/lib/terp/sessions: %s", strerror(errno));
+		return NULL;
+	}
+	chmod("/var/lib/terp", 0711);
+	chmod("/var/lib/terp/sessions", 0711);
+	base = xasprintf("/var/lib/terp/sessions/%s", id);
+	link = xasprintf("%s/sandbox", sd);
+	if (mkdir_p(base, 0711) < 0) {
+		*err = xasprintf("cannot create %s: %s", base, strerror(errno));
+		free(base);
+		free(link);
+		return NULL;
+	}
+	if (symlink(base, link) < 0 && errno != EEXIST) {
+		/* only a convenience for people looking at the session */
+	}
+	free(link);
+	return base;
+}
+
+static int
+prepare_dirs(struct kernel *k, char **err)
+{
+	const char *sd = k->o->session_dir;
+	char *base;
+
+	/* The session dir stays ours (0711): the sandbox's uid owns only
+	 * the workspace inside it and cannot rename its way out. */
+	if (mkdir_p(sd, 0711) < 0 || chmod(sd, 0711) < 0) {
+		*err = xasprintf("cannot create the session folder %s: %s", sd,
+		    strerror(errno));
+		return -1;
+	}
+	if ((base = sandbox_base(k, err)) == NULL)
+		return -1;
+	k->workspace = xasprintf("%s/workspace", base);
+	k->datadir = xasprintf("%s/data", base);
+	free(base);
+	if (mkdir_p(k->workspace, 0700) < 0 || mkdir_p(k->datadir, 0755) < 0) {
+		*err = xasprintf("cannot create the session folder %s: %s", k->workspace,
+		    strerror(errno));
+		return -1;
+	}
+	{
+		char *wsd = xasprintf("%s/data", k->workspace);
+		char *wso = xasprintf("%s/out", k->workspace);
+		mkdir(wsd, 0755);
+		mkdir(wso, 0755);
+		if (k->uid != 0) {
+			/* lchown: the workspace's content may be the sandbox's
+			 * doing from an earlier run; never follow its links. */
+			if (lchown(k->workspace, k->uid, k->uid) < 0 ||
+			    lchown(wsd, k->uid, k->uid) < 0 ||
+			    lchown(wso, k->uid, k->uid) < 0) {
+				*err = xasprintf("cannot hand the workspace to the sandbox user: %s",
+				    strerror(errno));
+				free(wsd);
+				free(wso);
+				return -1;
+			}
+		}
+		free(wsd);
+		free(wso);
+	}
+	return 0;
+}
+
+struct kernel *
+kernel_new(struct loop *l, const struct kernel_opts *o, const struct kernel_cbs *cb,
+    void *arg)
+{
+	struct kernel *k = xcalloc(1, sizeof *k);
+
+	k->loop = l;
+	k->o = o;
+	k->cb = *cb;
+	k->arg = arg;
+	k->p.pid = -1;
+	k->p.cmd_fd = k->p.ev_fd = k->p.out_fd = k->p.err_fd = k->p.status_fd = -1;
+	k->out_dirfd = -1;
+	k->art_fd = -1;
+	k->exit_code = -1;
+	k->uid = (getuid() == 0 && !o->no_sandbox) ? sandbox_session_uid() : 0;
+	buf_init(&k->evbuf, FRAME_MAX);
+	buf_init(&k->statusbuf, 64 * 1024);
+	buf_init(&k->bwrap_err, STDERR_KEEP);
+	return k;
+}
+
+int
+kernel_probe(const struct kernel_opts *o, char **err)
+{
+	if (o->no_sandbox)
+		return 0;
+	return sandbox_probe(err);
+}
+
+const char *
+kernel_workspace(const struct kernel *k)
+{
+	return k->workspace;
+}
+
+enum kernel_state
+kernel_state(const struct kernel *k)
+{
+	return k->state;
+}
+
+int
+kernel_busy(const struct kernel *k)
+{
+	return k->cur != 0 || k->queue != NULL;
+}
+
+/* ------------------------------------------------------------ staging */
+
+/* A file name that is safe on both sides: letters, digits, '.', '-',
+ * '_'; no leading dot; at most 100 bytes. New string. */
+static char *
+safe_name(const char *in)
+{
+	size_t n = strlen(in), j = 0;
+	char *s = xmalloc(n + 8);
+
+	for (size_t i = 0; i < n && j < 100; i++) {
+		unsigned char c = (unsigned char)in[i];
+		if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+		    (c >= '0' && c <= '9') || c == '-' || c == '_' ||
+		    (c == '.' && j > 0))
+			s[j++] = (char)c;
+		else if (c == '/')
+			s[j++] = '_';
+		else if (c < 0x80 || (c & 0xC0) == 0xC0)
+			s[j++] = '_';
+	}
+	if (j == 0)
+		s[j++] = '_';
+	s[j] = '\0';
+	return s;
+}
+
+static int
+copy_fd(int in, int out)
+{
+	char b[1 << 16];
+	ssize_t n;
+
+	/* copy_file_range first: in-kernel, and reflinks where it can. */
+	for (;;) {
+		ssize_t r = copy_file_range(in, NULL, out, NULL, 1 << 30, 0);
+		if (r == 0)
+			return 0;
+		if (r < 0)
+			break;
+	}
+	if (errno != EXDEV && errno != EINVAL && errno != ENOSYS && errno != EOPNOTSUPP)
+		return -1;
+	while ((n = read(in, b, sizeof b)) != 0) {
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		if (write_all(out, b, (size_t)n) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* Puts host_path into the session's data folder: a hard link when the
+ * sandbox user can read the file anyway, a read-only copy otherwise. */
+static char *
+stage_file(struct kernel *k, const char *host_path, char **err)
+{
+	const char *base = strrchr(host_path, '/');
+	char *name, *dest = NULL;
+	struct stat st;
+	int in, out, i;
+
+	base = base ? base + 1 : host_path;
+	in = open(host_path, O_RDONLY | O_CLOEXEC);
+	if (in < 0) {
+		*err = xasprintf("cannot read %s: %s", host_path, strerror(errno));
+		return NULL;
+	}
+	if (fstat(in, &st) < 0 || !S_ISREG(st.st_mode)) {
+		*err = xasprintf("%s is not a regular file", host_path);
+		close(in);
+		return NULL;
+	}
+	name = safe_name(base);
+	for (i = 1; i < 1000; i++) {
+		free(dest);
+		if (i == 1) {
+			dest = xasprintf("%s/%s", k->datadir, name);
+		} else {
+			const char *dot = strrchr(name, '.');
+			int stem = dot && dot != name ? (int)(dot - name) : (int)strlen(name);
+			dest = xasprintf("%s/%.*s-%d%s", k->datadir, stem, name, i,
+			    dot && dot != name ? dot : "");
+		}
+		/* Same file staged again (a resumed session): reuse it. */
+		{
+			struct stat ds;
+			if (stat(dest, &ds) == 0 && ds.st_ino == st.st_ino &&
+			    ds.st_dev == st.st_dev)
+				goto done;
+		}
+		if ((k->uid == 0 || (st.st_mode & S_IROTH)) && link(host_path, dest) == 0)
+			goto done;
+		if (errno == EEXIST)
+			continue;
+		out = open(dest, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0444);
+		if (out < 0) {
+			if (errno == EEXIST)
+				continue;
+			*err = xasprintf("cannot stage %s: %s", host_path, strerror(errno));
+			goto fail;
+		}
+		if (copy_fd(in, out) < 0) {
+			*err = xasprintf("cannot copy %s into the session: %s", host_path,
+			    strerror(errno));
+			close(out);
+			unlink(dest);
+			goto fail;
+		}
+		close(out);
+		goto done;
+	}
+	*err = xasprintf("too many data files named %s", base);
+fail:
+	free(dest);
+	free(name);
+	close(in);
+	return NULL;
+done:
+	close(in);
+	free(name);
+	{
+		char *slash = strrchr(dest, '/');
+		char *r = k->o->no_sandbox ? xasprintf("%s/data/%s", k->workspace, slash + 1) :
+		    xasprintf("/workspace/data/%s", slash + 1);
+		free(dest);
+		return r;
+	}
+}
+
+char *
+kernel_stage(struct kernel *k, const char *host_path, char **err)
+{
+	if (k->workspace == NULL && prepare_dirs(k, err) < 0)
+		return NULL;
+	return stage_file(k, host_path, err);
+}
+
+/* ------------------------------------------------------------ launch */
+
+static void
+watch_all(struct kernel *k)
+{
+	loop_watch(k->loop, k->p.ev_fd, POLLIN, kernel_on_ev, k);
+	loop_watch(k->loop, k->p.out_fd, POLLIN, kernel_on_out, k);
+	loop_watch(k->loop, k->p.err_fd, POLLIN, kernel_on_out, k);
+	if (k->p.status_fd >= 0)
+		loop_watch(k->loop, k->p.status_fd, POLLIN, kernel_on_status, k);
+}
+
+static void
+unwatch_all(struct kernel *k)
+{
+	if (k->p.ev_fd >= 0)
+		loop_unwatch(k->loop, k->p.ev_fd);
+	if (k->p.out_fd >= 0)
+		loop_unwatch(k->loop, k->p.out_fd);
+	if (k->p.err_fd >= 0)
+		loop_unwatch(k->loop, k->p.err_fd);
+	if (k->p.status_fd >= 0)
+		loop_unwatch(k->loop, k->p.status_fd);
+}
+
+static int
+launch(struct kernel *k, char **err)
+{
+	struct sandbox_spec s;
+
+	memset(&s, 0, sizeof s);
+	s.python = k->o->python ? k->o->python : "/usr/bin/python3";
+	s.workspace = k->workspace;
+	s.datadir = k->datadir;
+	s.driver = (const char *)driver_py;
+	s.driver_len = sizeof driver_py;
+	s.uid = k->uid;
+	s.memory = k->o->memory;
+	s.nproc = k->o->nproc;
+	s.fsize = k->o->fsize;
+	s.nofile = k->o->nofile;
+	s.artifact_max = k->o->artifact_max;
+	s.no_sandbox = k->o->no_sandbox;
+	s.network = k->o->network;
+	s.preload = getenv("TERP_NO_PRELOAD") == NULL;
+
+	buf_reset(&k->evbuf);
+	buf_reset(&k->statusbuf);
+	buf_reset(&k->bwrap_err);
+	k->ncarry[0] = k->ncarry[1] = 0;
+	k->exit_code = -1;
+	k->we_killed = 0;
+	k->dying = 0;
+	k->loaded = 0;
+	k->init_pid = k->o->no_sandbox ? -1 : 0;
+	k->py_pid = -1;
+	if (sandbox_launch(&s, &k->p, err) < 0)
+		return -1;
+	if (k->o->no_sandbox)
+		k->py_pid = k->p.pid;
+	watch_all(k);
+	set_state(k, KERNEL_STARTING, "starting the sandbox");
+	return 0;
+}
+
+int
+kernel_start(struct kernel *k, char **err)
+{
+	if (k->workspace == NULL && prepare_dirs(k, err) < 0)
+		return -1;
+	if (k->out_dirfd < 0) {
+		/* The output folder is the user's: created if missing, and
+		 * everything goes through this fd with O_EXCL/O_NOFOLLOW. */
+		if (mkdir_p(k->o->out_dir, 0755) < 0 ||
+		    (k->out_dirfd = open(k->o->out_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
+			*err = xasprintf("cannot use the output folder %s: %s", k->o->out_dir,
+			    strerror(errno));
+			return -1;
+		}
+	}
+	for (int i = 0; i < k->o->ndata; i++) {
+		char *p = stage_file(k, k->o->data_files[i], err);
+		if (p == NULL)
+			return -1;
+		free(p);
+	}
+	return launch(k, err);
+}
+
+/* ------------------------------------------------------------ artifacts */
+
+static void
+art_reset(struct kernel *k)
+{
+	if (k->art_fd >= 0)
+		close(k->art_fd);
+	k->art_fd = -1;
+	free(k->art_name);
+	free(k->art_path);
+	free(k->art_tmp);
+	k->art_name = k->art_path = k->art_tmp = NULL;
+	k->art_size = k->art_got = 0;
+	k->art_bad = 0;
+}
+
+static int
+wrote_this_session(const struct kernel *k, const char *path)
+{
+	for (int i = 0; i < k->nwritten; i++)
+		if (strcmp(k->written[i], path) == 0)
+			return 1;
+	return 0;
+}
+
+/* Chooses the host name: the sanitized name; when a file of that name
+ * exists that terp did not write in this session, name-2.ext and so on.
+ * A file terp wrote in this session is replaced (through a temp file and
+ * rename, never by writing into the existing inode). */
+static void
+art_begin(struct kernel *k, int cell, const char *name, uint64_t size)
+{
+	char *safe = safe_name(name);
+	const char *dot = strrchr(safe, '.');
+	int stem = dot && dot != safe ? (int)(dot - safe) : (int)strlen(safe);
+
+	art_reset(k);
+	k->art_cell = cell;
+	k->art_size = size;
+	k->art_name = xstrdup(name);
+	for (int i = 1; i < 1000; i++) {
+		struct stat st;
+		char *cand = i == 1 ? xstrdup(safe) :
+		    xasprintf("%.*s-%d%s", stem, safe, i, dot && dot != safe ? dot : "");
+		if (fstatat(k->out_dirfd, cand, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+		    (S_ISREG(st.st_mode) && wrote_this_session(k, cand))) {
+			k->art_path = cand;
+			break;
+		}
+		free(cand);
+	}
+	free(safe);
+	if (k->art_path == NULL) {
+		k->art_bad = 1;
+		return;
+	}
+	k->art_tmp = xasprintf(".terp-%d-%s.part", (int)getpid(), k->art_path);
+	unlinkat(k->out_dirfd, k->art_tmp, 0);
+	k->art_fd = openat(k->out_dirfd, k->art_tmp,
+	    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+	if (k->art_fd < 0)
+		k->art_bad = 1;
+}
+
+static void
+art_chunk(struct kernel *k, const char *b64)
+{
+	size_t n;
+	unsigned char *data;
+
+	if (k->art_fd < 0 || k->art_bad)
+		return;
+	data = b64_decode(b64, strlen(b64), &n);
+	if (data == NULL || k->art_got + n > k->art_size ||
+	    k->art_got + n > k->o->artifact_max ||
+	    write_all(k->art_fd, data, n) < 0)
+		k->art_bad = 1;
+	else
+		k->art_got += n;
+	free(data);
+}
+
+static void
+art_end(struct kernel *k)
+{
+	if (k->art_fd < 0) {
+		art_reset(k);
+		return;
+	}
+	close(k->art_fd);
+	k->art_fd = -1;
+	if (k->art_bad || k->art_got != k->art_size ||
+	    renameat(k->out_dirfd, k->art_tmp, k->out_dirfd, k->art_path) < 0) {
+		unlinkat(k->out_dirfd, k->art_tmp, 0);
+		art_reset(k);
+		return;
+	}
+	if (!wrote_this_session(k, k->art_path)) {
+		k->written = xrealloc(k->written, (size_t)(k->nwritten + 1) * sizeof *k->written);
+		k->written[k->nwritten++] = xstrdup(k->art_path);
+	}
+	if (k->cb.artifact) {
+		char *host = xasprintf("%s/%s", k->o->out_dir, k->art_path);
+		k->cb.artifact(k->arg, k->art_cell, k->art_name, host, k->art_got);
+		free(host);
+	}
+	art_reset(k);
+}
+
+/* ------------------------------------------------------------ output */
+
+static void
+emit_output(struct kernel *k, int stream, const char *p, size_t n)
+{
+	int cell = k->cur ? k->cur : k->last;
+	char tmp[8];
+	size_t cut;
+
+	if (k->cb.output == NULL || n == 0)
+		return;
+	/* Complete a UTF-8 sequence cut at the end of the last read. */
+	if (k->ncarry[stream] > 0) {
+		size_t c = k->ncarry[stream], take = 0;
+		memcpy(tmp, k->carry[stream], c);
+		while (take < n && c + take < 4 && ((unsigned char)p[take] & 0xC0) == 0x80)
+			take++;
+		memcpy(tmp + c, p, take);
+		k->ncarry[stream] = 0;
+		k->cb.output(k->arg, cell, stream, tmp, c + take);
+		p += take;
+		n -= take;
+	}
+	cut = utf8_complete_prefix(p, n);
+	if (cut > 0)
+		k->cb.output(k->arg, cell, stream, p, cut);
+	if (n - cut > 0 && n - cut < 4) {
+		memcpy(k->carry[stream], p + cut, n - cut);
+		k->ncarry[stream] = n - cut;
+	}
+}
+
+static void
+flush_carry(struct kernel *k)
+{
+	for (int s = 0; s < 2; s++) {
+		if (k->ncarry[s] > 0 && k->cb.output)
+			k->cb.output(k->arg, k->cur ? k->cur : k->last, s, k->carry[s],
+			    k->ncarry[s]);
+		k->ncarry[s] = 0;
+	}
+}
+
+/* Bytes from the sandbox's stdout/stderr. Until the driver is ready
+ * they are bwrap's (or Python's) start-up complaints: kept for the
+ * error message, not shown as a cell's output. */
+static void
+on_bytes(struct kernel *k, int stream, const char *b, size_t n)
+{
+	if (k->state == KERNEL_STARTING) {
+		size_t room = STDERR_KEEP - k->bwrap_err.len;
+		buf_add(&k->bwrap_err, b, n < room ? n : room);
+		return;
+	}
+	emit_output(k, stream, b, n);
+}
+
+/* Reads what is in the pipe now. Returns 0, or -1 at EOF. */
+static int
+drain_fd(struct kernel *k, int fd, int stream)
+{
+	char b[65536];
+	int rounds = 0;
+
+	/* Bounded rounds: a flooding cell must not starve the loop. */
+	while (rounds++ < 64) {
+		ssize_t n = read(fd, b, sizeof b);
+		if (n > 0) {
+			on_bytes(k, stream, b, (size_t)n);
+			continue;
+		}
+		if (n == 0)
+			return -1;
+		if (errno == EINTR)
+			continue;
+		return 0;
+	}
+	return 0;
+}
+
+static void
+kernel_on_out(struct loop *l, int fd, int revents, void *arg)
+{
+	struct kernel *k = arg;
+	int stream = fd == k->p.err_fd ? 1 : 0;
+
+	if (drain_fd(k, fd, stream) < 0)
+		loop_unwatch(l, fd);
+}
+
+/* Drains both pipes completely: the driver wrote a cell's output before
+ * its result frame, so everything of the cell is in the pipes now. */
+static void
+drain_all(struct kernel *k)
+{
+	for (int s = 0; s < 2; s++) {
+		int fd = s ? k->p.err_fd : k->p.out_fd;
+		if (fd < 0)
+			continue;
+		for (int i = 0; i < 1024; i++) {
+			char b[65536];
+			ssize_t n = read(fd, b, sizeof b);
+			if (n <= 0)
+				break;
+			on_bytes(k, s, b, (size_t)n);
+		}
+	}
+}
+
+/* ------------------------------------------------------------ cells */
+
+static void
+cancel_timers(struct kernel *k)
+{
+	loop_timer_cancel(k->loop, k->timeout_timer);
+	loop_timer_cancel(k->loop, k->grace_timer);
+	k->timeout_timer = k->grace_timer = 0;
+}
+
+static void
+finish_cell(struct kernel *k, struct kernel_result *r)
+{
+	int n = k->cur;
+
+	cancel_timers(k);
+	flush_carry(k);
+	r->duration_ms = now_ms() - k->cur_start;
+	k->last = n;
+	k->cur = 0;
+	k->stop = STOP_NONE;
+	if (k->state == KERNEL_BUSY)
+		set_state(k, k->loaded ? KERNEL_READY : KERNEL_LOADING, NULL);
+	if (k->cb.result)
+		k->cb.result(k->arg, n, r);
+}
+
+static char *
+memory_reason(const struct kernel *k)
+{
+	char b[32];
+	fmt_bytes(b, sizeof b, k->o->memory);
+	return xasprintf("out of memory (limit %s)", b);
+}
+
+static void
+on_result(struct kernel *k, cJSON *j)
+{
+	struct kernel_result r;
+	const cJSON *id = cJSON_GetObjectItem(j, "id");
+	const char *status = cJSON_GetStringValue(cJSON_GetObjectItem(j, "status"));
+	const cJSON *e = cJSON_GetObjectItem(j, "error");
+	char *reason = NULL;
+
+	if (!cJSON_IsNumber(id) || k->cur == 0 || id->valueint != k->cur)
+		return;	/* a stale or forged frame */
+	drain_all(k);
+	memset(&r, 0, sizeof r);
+	r.value = cJSON_GetStringValue(cJSON_GetObjectItem(j, "value"));
+	r.status = status && strcmp(status, "ok") == 0 ? CELL_OK : CELL_ERROR;
+	if (cJSON_IsObject(e)) {
+		r.ename = cJSON_GetStringValue(cJSON_GetObjectItem(e, "ename"));
+		r.evalue = cJSON_GetStringValue(cJSON_GetObjectItem(e, "evalue"));
+		r.traceback = cJSON_GetStringValue(cJSON_GetObjectItem(e, "traceback"));
+		if (r.status == CELL_OK)
+			r.status = CELL_ERROR;
+	}
+	if (r.ename && strcmp(r.ename, "KeyboardInterrupt") == 0 && k->stop != STOP_NONE) {
+		if (k->stop == STOP_TIMEOUT) {
+			r.status = CELL_TIMEOUT;
+			reason = xasprintf("the cell ran past its time limit of %lld s and was interrupted; the session kept its state",
+			    (long long)(k->o->timeout_ms / 1000));
+		} else {
+			r.status = CELL_INTERRUPTED;
+			reason = xstrdup("interrupted; the session kept its state");
+		}
+	} else if (r.ename && strcmp(r.ename, "MemoryError") == 0) {
+		reason = memory_reason(k);
+	}
+	r.reason = reason;
+	finish_cell(k, &r);
+	free(reason);
+	kernel_next(k);
+}
+
+static void
+handle_frame(struct kernel *k, const char *line, size_t len)
+{
+	cJSON *j = cJSON_ParseWithLength(line, len);
+	const char *ev;
+
+	if (j == NULL || !cJSON_IsObject(j) ||
+	    (ev = cJSON_GetStringValue(cJSON_GetObjectItem(j, "ev"))) == NULL) {
+		/* Frames are claims; garbage means the channel is not ours. */
+		cJSON_Delete(j);
+		kernel_begin_death(k);
+		return;
+	}
+	if (strcmp(ev, "ready") == 0 && k->state == KERNEL_STARTING) {
+		if (!k->o->no_sandbox && k->init_pid > 0)
+			k->py_pid = sandbox_python_pid(k->init_pid);
+		set_state(k, k->loaded ? KERNEL_READY : KERNEL_LOADING,
+		    k->loaded ? NULL : "loading pandas, numpy, matplotlib");
+		kernel_next(k);
+	} else if (strcmp(ev, "loaded") == 0) {
+		k->loaded = 1;
+		if (k->state == KERNEL_LOADING)
+			set_state(k, KERNEL_READY, NULL);
+	} else if (strcmp(ev, "result") == 0) {
+		on_result(k, j);
+	} else if (strcmp(ev, "artifact") == 0) {
+		const char *name = cJSON_GetStringValue(cJSON_GetObjectItem(j, "name"));
+		const cJSON *size = cJSON_GetObjectItem(j, "size");
+		if (name && cJSON_IsNumber(size) && size->valuedouble >= 0 &&
+		    size->valuedouble <= (double)k->o->artifact_max && k->cur)
+			art_begin(k, k->cur, name, (uint64_t)size->valuedouble);
+		else
+			art_reset(k);
+	} else if (strcmp(ev, "chunk") == 0) {
+		const char *d = cJSON_GetStringValue(cJSON_GetObjectItem(j, "data"));
+		if (d)
+			art_chunk(k, d);
+	} else if (strcmp(ev, "artifact_end") == 0) {
+		art_end(k);
+	} else if (strcmp(ev, "artifact_skip") == 0) {
+		const char *name = cJSON_GetStringValue(cJSON_GetObjectItem(j, "name"));
+		const char *why = cJSON_GetStringValue(cJSON_GetObjectItem(j, "reason"));
+		char *msg = xasprintf("terp: artifact %s not copied: %s\n",
+		    name ? name : "?", why ? why : "refused");
+		emit_output(k, 1, msg, strlen(msg));
+		free(msg);
+	}
+	/* "reset", "pong" and unknown events need nothing. */
+	cJSON_Delete(j);
+}
+
+static void
+kernel_on_ev(struct loop *l, int fd, int revents, void *arg)
+{
+	struct kernel *k = arg;
+	char b[65536];
+	int rounds = 0;
+
+	while (rounds++ < 64) {
+		ssize_t n = read(fd, b, sizeof b);
+		if (n == 0) {
+			kernel_begin_death(k);
+			return;
+		}
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno != EAGAIN)
+				kernel_begin_death(k);
+			return;
+		}
+		if (buf_add(&k->evbuf, b, (size_t)n) < 0) {
+			kernel_begin_death(k);	/* an oversized frame */
+			return;
+		}
+		for (;;) {
+			char *nl = memchr(k->evbuf.data, '\n', k->evbuf.len);
+			size_t len;
+			if (nl == NULL)
+				break;
+			len = (size_t)(nl - k->evbuf.data);
+			handle_frame(k, k->evbuf.data, len);
+			if (k->dying || k->p.ev_fd != fd)
+				return;
+			buf_consume(&k->evbuf, len + 1);
+		}
+	}
+}
+
+/* bwrap's JSON status lines: {"child-pid": N, ...} then {"exit-code": N}. */
+static void
+kernel_on_status(struct loop *l, int fd, int revents, void *arg)
+{
+	struct kernel *k = arg;
+	char b[4096];
+	ssize_t n;
+
+	while ((n = read(fd, b, sizeof b)) > 0) {
+		if (buf_add(&k->statusbuf, b, (size_t)n) < 0)
+			buf_reset(&k->statusbuf);
+		for (;;) {
+			char *nl = memchr(k->statusbuf.data, '\n', k->statusbuf.len);
+			cJSON *j, *v;
+			if (nl == NULL)
+				break;
+			j = cJSON_ParseWithLength(k->statusbuf.data,
+			    (size_t)(nl - k->statusbuf.data));
+			if ((v = cJSON_GetObjectItem(j, "child-pid")) && cJSON_IsNumber(v))
+				k->init_pid = (pid_t)v->valueint;
+			if ((v = cJSON_GetObjectItem(j, "exit-code")) && cJSON_IsNumber(v))
+				k->exit_code = v->valueint;
+			cJSON_Delete(j);
+			buf_consume(&k->statusbuf, (size_t)(nl - k->statusbuf.data) + 1);
+		}
+	}
+	if (n == 0)
+		loop_unwatch(l, fd);
+}
+
+static int
+send_cmd(struct kernel *k, cJSON *cmd)
+{
+	char *s = cJSON_PrintUnformatted(cmd);
+	size_t len;
+	int rc = 0, fl;
+
+	if (s == NULL)
+		fatal("out of memory (cJSON)");
+	len = strlen(s);
+	s[len] = '\n';	/* replaces the NUL: we write len + 1 bytes */
+	/* The driver reads commands only between cells, so this write
+	 * goes into an empty pipe; large code can exceed the pipe buffer,
+	 * so write it in blocking mode. */
+	fl = fcntl(k->p.cmd_fd, F_GETFL);
+	fcntl(k->p.cmd_fd, F_SETFL, fl & ~O_NONBLOCK);
+	if (write_all(k->p.cmd_fd, s, len + 1) < 0)
+		rc = -1;
+	fcntl(k->p.cmd_fd, F_SETFL, fl);
+	free(s);
+	return rc;
+}
+
+static void
+signal_python(struct kernel *k, int sig)
+{
+	if (k->init_pid == 0 && k->p.status_fd >= 0)
+		kernel_on_status(k->loop, k->p.status_fd, POLLIN, k);
+	if (k->py_pid <= 0 && k->init_pid > 0)
+		k->py_pid = sandbox_python_pid(k->init_pid);
+	if (k->py_pid > 0) {
+		/* A pidfd pins the process: no signal to a recycled pid. */
+		int pfd = (int)syscall(SYS_pidfd_open, k->py_pid, 0);
+		if (pfd >= 0) {
+			syscall(SYS_pidfd_send_signal, pfd, sig, NULL, 0);
+			close(pfd);
+		} else {
+			kill(k->py_pid, sig);
+		}
+	}
+}
+
+static void
+on_grace(struct loop *l, void *arg)
+{
+	struct kernel *k = arg;
+
+	k->grace_timer = 0;
+	if (k->cur == 0)
+		return;
+	/* The cell ignored the interrupt: kill the whole sandbox. */
+	k->we_killed = 1;
+	if (k->p.pid > 0)
+		kill(k->p.pid, SIGKILL);
+	kernel_begin_death(k);
+}
+
+static void
+stop_cell(struct kernel *k, enum stop_cause why)
+{
+	if (k->cur == 0)
+		return;
+	if (k->stop == STOP_NONE)
+		k->stop = why;
+	signal_python(k, SIGINT);
+	if (k->grace_timer == 0)
+		k->grace_timer = loop_timer_add(k->loop, k->o->grace_ms, on_grace, k);
+}
+
+static void
+on_timeout(struct loop *l, void *arg)
+{
+	struct kernel *k = arg;
+
+	k->timeout_timer = 0;
+	stop_cell(k, STOP_TIMEOUT);
+}
+
+void
+kernel_interrupt(struct kernel *k)
+{
+	stop_cell(k, STOP_USER);
+}
+
+/* Starts the next queued cell when the driver can take it. */
+static void
+kernel_next(struct kernel *k)
+{
+	struct pending *p = k->queue;
+	cJSON *cmd;
+
+	if (p == NULL || k->cur != 0 || k->dying ||
+	    (k->state != KERNEL_READY && k->state != KERNEL_LOADING))
+		return;
+	k->queue = p->next;
+	k->cur = p->n;
+	k->cur_start = now_ms();
+	k->stop = STOP_NONE;
+	set_state(k, KERNEL_BUSY, NULL);
+	cmd = cJSON_CreateObject();
+	cJSON_AddStringToObject(cmd, "op", "exec");
+	cJSON_AddNumberToObject(cmd, "id", p->n);
+	cJSON_AddStringToObject(cmd, "code", p->code);
+	if (k->o->timeout_ms > 0)
+		k->timeout_timer = loop_timer_add(k->loop, k->o->timeout_ms, on_timeout, k);
+	if (send_cmd(k, cmd) < 0)
+		kernel_begin_death(k);
+	cJSON_Delete(cmd);
+	free(p->code);
+	free(p);
+}
+
+int
+kernel_run(struct kernel *k, int n, const char *code, char **err)
+{
+	struct pending *p, **pp;
+
+	if (k->state == KERNEL_DEAD || k->state == KERNEL_STOPPED) {
+		*err = xstrdup("the Python session is not running");
+		return -1;
+	}
+	p = xcalloc(1, sizeof *p);
+	p->n = n;
+	p->code = xstrdup(code);
+	for (pp = &k->queue; *pp; pp = &(*pp)->next)
+		;
+	*pp = p;
+	kernel_next(k);
+	return 0;
+}
+
+/* ------------------------------------------------------------ death */
+
+static char *
+death_reason(struct kernel *k, int wstatus)
+{
+	int code = k->exit_code;
+	int sig = 0;
+
+	if (code < 0 && wstatus >= 0) {
+		if (WIFEXITED(wstatus))
+			code = WEXITSTATUS(wstatus);
+		else if (WIFSIGNALED(wstatus))
+			code = 128 + WTERMSIG(wstatus);
+	}
+	if (code > 128 && code < 160)
+		sig = code - 128;
+	if (k->we_killed)
+		return xasprintf("the cell ignored the interrupt for %lld s and was killed",
+		    (long long)(k->o->grace_ms / 1000));
+	switch (sig) {
+	case 0:
+		if (code < 0)
+			return xstrdup("the Python process died");
+		return xasprintf("the Python process exited with code %d", code);
+	case SIGKILL:
+		/* RLIMIT_DATA turns most memory bombs into MemoryError; a
+		 * SIGKILL we did not send is the OOM killer or a kill(). */
+		return xasprintf("the Python process was killed (SIGKILL: out of memory or killed)");
+	case SIGSEGV:
+		return xstrdup("the Python process crashed (segmentation fault)");
+	case SIGABRT:
+		return xstrdup("the Python process aborted (SIGABRT)");
+	case SIGBUS:
+		return xstrdup("the Python process crashed (bus error)");
+	case SIGSYS:
+		return xstrdup("the Python process was killed by the sandbox's system-call policy (SIGSYS)");
+	case SIGXCPU:
+		return xstrdup("the Python process used up its CPU time budget (SIGXCPU)");
+	case SIGXFSZ:
+		return xstrdup("the Python process wrote a file past the size limit (SIGXFSZ)");
+	default:
+		return xasprintf("the Python process was killed by signal %d", sig);
+	}
+}
+
+static void
+finish_death(struct kernel *k, int wstatus)
+{
+	char *reason, *msg;
+	int was_cell = k->cur;
+	int starting = k->state == KERNEL_STARTING;
+	char *err = NULL;
+
+	loop_timer_cancel(k->loop, k->death_timer);
+	k->death_timer = 0;
+	drain_all(k);
+	if (starting && !k->o->no_sandbox && k->exit_code < 0) {
+		/* bwrap failed in its own setup: its stderr says why. */
+		char *why = sandbox_explain(buf_str(&k->bwrap_err));
+		unwatch_all(k);
+		sandbox_close_fds(&k->p);
+		set_state(k, KERNEL_DEAD, why);
+		free(why);
+		return;
+	}
+	reason = death_reason(k, wstatus);
+	unwatch_all(k);
+	sandbox_close_fds(&k->p);
+	art_reset(k);
+	if (was_cell) {
+		struct kernel_result r;
+		memset(&r, 0, sizeof r);
+		r.status = k->we_killed ? (k->stop == STOP_TIMEOUT ? CELL_TIMEOUT : CELL_INTERRUPTED) :
+		    CELL_CRASHED;
+		msg = xasprintf("%s; the session restarted and its state (variables, imports) was lost", reason);
+		r.reason = msg;
+		r.state_lost = 1;
+		finish_cell(k, &r);
+		free(msg);
+	}
+	k->dying = 0;
+	if (starting) {
+		msg = xasprintf("the sandbox died while starting: %s", reason);
+		set_state(k, KERNEL_DEAD, msg);
+		free(msg);
+		free(reason);
+		return;
+	}
+	msg = xasprintf("%s; restarted the session", reason);
+	free(reason);
+	if (launch(k, &err) < 0) {
+		set_state(k, KERNEL_DEAD, err);
+		free(err);
+	} else {
+		set_state(k, KERNEL_STARTING, msg);
+	}
+	free(msg);
+}
+
+static void
+on_death_poll(struct loop *l, void *arg)
+{
+	struct kernel *k = arg;
+	int status;
+	pid_t r;
+
+	k->death_timer = 0;
+	if (k->p.status_fd >= 0)
+		kernel_on_status(l, k->p.status_fd, POLLIN, k);
+	r = waitpid(k->p.pid, &status, WNOHANG);
+	if (r == k->p.pid) {
+		k->p.pid = -1;
+		if (k->p.status_fd >= 0)
+			kernel_on_status(l, k->p.status_fd, POLLIN, k);
+		finish_death(k, status);
+		return;
+	}
+	if (now_ms() - k->death_since > DEATH_WAIT_MS && k->p.pid > 0)
+		kill(k->p.pid, SIGKILL);
+	k->death_timer = loop_timer_add(l, DEATH_POLL_MS, on_death_poll, k);
+}
+
+/* The channel closed, broke, or we killed the sandbox: wait for the
+ * process to go (it will: the driver is gone), then report and restart. */
+static void
+kernel_begin_death(struct kernel *k)
+{
+	if (k->dying)
+		return;
+	k->dying = 1;
+	k->death_since = now_ms();
+	if (k->p.ev_fd >= 0)
+		loop_unwatch(k->loop, k->p.ev_fd);
+	/* Not killed yet: let bwrap report the exit code (os._exit(3) is
+	 * "exited with code 3", not "killed"); on_death_poll kills it when
+	 * it lingers. */
+	on_death_poll(k->loop, k);
+}
+
+/* ------------------------------------------------------------ control */
+
+static void
+stop_now(struct kernel *k)
+{
+	struct pending *p;
+
+	cancel_timers(k);
+	loop_timer_cancel(k->loop, k->death_timer);
+	k->death_timer = 0;
+	unwatch_all(k);
+	sandbox_kill(&k->p);
+	art_reset(k);
+	while ((p = k->queue) != NULL) {
+		k->queue = p->next;
+		free(p->code);
+		free(p);
+	}
+	k->dying = 0;
+}
+
+int
+kernel_reset(struct kernel *k, char **err)
+{
+	cJSON *cmd;
+
+	if (k->cur != 0) {
+		*err = xstrdup("a cell is running; interrupt it first");
+		return -1;
+	}
+	if (k->state != KERNEL_READY && k->state != KERNEL_LOADING) {
+		*err = xstrdup("the Python session is not ready");
+		return -1;
+	}
+	cmd = cJSON_CreateObject();
+	cJSON_AddStringToObject(cmd, "op", "reset");
+	if (send_cmd(k, cmd) < 0) {
+		cJSON_Delete(cmd);
+		*err = xstrdup("the Python session is not answering");
+		return -1;
+	}
+	cJSON_Delete(cmd);
+	return 0;
+}
+
+int
+kernel_restart(struct kernel *k, char **err)
+{
+	int running = k->cur;
+
+	if (running) {
+		struct kernel_result r;
+		memset(&r, 0, sizeof r);
+		r.status = CELL_INTERRUPTED;
+		r.reason = "the session was restarted by request; its state was lost";
+		r.state_lost = 1;
+		finish_cell(k, &r);
+	}
+	stop_now(k);
+	return launch(k, err);
+}
+
+void
+kernel_free(struct kernel *k)
+{
+	if (k == NULL)
+		return;
+	stop_now(k);
+	if (k->out_dirfd >= 0)
+		close(k->out_dirfd);
+	for (int i = 0; i < k->nwritten; i++)
+		free(k->written[i]);
+	free(k->written);
+	buf_free(&k->evbuf);
+	buf_free(&k->statusbuf);
+	buf_free(&k->bwrap_err);
+	free(k->workspace);
+	free(k->datadir);
+	free(k);
+}

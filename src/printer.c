@@ -1,0 +1,269 @@
+/* printer: plain-text rendering of core events for terminals and pipes.
+ * Everything from the sandbox or the model is sanitized first. */
+#include "terp/printer.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "terp/kernel.h"
+#include "terp/sanitize.h"
+#include "terp/util.h"
+
+#define CODE_HEAD_LINES	8	/* -p shows this much of each cell's code */
+#define OUT_HEAD_LINES	12	/* ... and of its output */
+
+struct printer {
+	FILE			*out, *err;
+	enum printer_mode	 mode;
+	int			 text_open;	/* model text streamed, no newline yet */
+	int			 streamed_answer; /* the answer went to the terminal */
+	int			 same_tty;	/* stdout and stderr: one terminal */
+	int			 out_lines;	/* lines of output shown for this cell */
+	int			 out_cut;
+	size_t			 col;
+};
+
+struct printer *
+printer_new(FILE *out, FILE *err, enum printer_mode mode)
+{
+	struct printer *p = xcalloc(1, sizeof *p);
+
+	p->out = out;
+	p->err = err;
+	p->mode = mode;
+	p->same_tty = isatty(fileno(out)) && isatty(fileno(err));
+	return p;
+}
+
+static void
+put_clean(FILE *fp, const char *s, size_t n, size_t *col)
+{
+	struct buf b;
+
+	buf_init(&b, (size_t)-1 / 2);
+	sanitize_append(&b, s, n, SANITIZE_KEEP_NL | SANITIZE_EXPAND_TABS | SANITIZE_CR_AS_NL, col);
+	fwrite(b.data ? b.data : "", 1, b.len, fp);
+	buf_free(&b);
+}
+
+static void
+end_text(struct printer *p)
+{
+	if (p->text_open) {
+		fputc('\n', p->err);
+		p->text_open = 0;
+	}
+}
+
+/* -p: a cell's output, indented and cut after OUT_HEAD_LINES lines. */
+static void
+put_output_head(struct printer *p, const char *s, size_t n)
+{
+	struct buf b;
+	size_t col = 0;
+
+	if (p->out_cut)
+		return;
+	buf_init(&b, (size_t)-1 / 2);
+	sanitize_append(&b, s, n, SANITIZE_KEEP_NL | SANITIZE_EXPAND_TABS | SANITIZE_CR_AS_NL, &col);
+	for (size_t i = 0; i < b.len; i++) {
+		if (p->col == 0)
+			fputs("    │ ", p->err);
+		fputc(b.data[i], p->err);
+		p->col++;
+		if (b.data[i] == '\n') {
+			p->col = 0;
+			if (++p->out_lines >= OUT_HEAD_LINES) {
+				p->out_cut = 1;
+				fputs("    │ …\n", p->err);
+				break;
+			}
+		}
+	}
+	buf_free(&b);
+}
+
+static void
+on_stream(struct printer *p, const struct event *ev)
+{
+	int s = ev->type == EV_STDERR;
+	size_t n = ev->cell ? outcap_head_part(&ev->cell->out[s], ev->len) : ev->len;
+
+	if (n == 0)
+		return;
+	if (p->mode == PRINTER_EXEC) {
+		put_clean(s ? p->err : p->out, ev->text, n, &p->col);
+		fflush(s ? p->err : p->out);
+	} else {
+		end_text(p);
+		put_output_head(p, ev->text, n);
+		fflush(p->err);
+	}
+}
+
+static void
+put_code_head(struct printer *p, const struct cell *c)
+{
+	const char *s = c->code;
+	int lines = 0;
+
+	fprintf(p->err, "[%d] python%s\n", c->n, c->author == CELL_BY_USER ? " (you)" : "");
+	while (*s && lines < CODE_HEAD_LINES) {
+		size_t n = strcspn(s, "\n");
+		fputs("    ", p->err);
+		put_clean(p->err, s, n, NULL);
+		fputc('\n', p->err);
+		s += n;
+		if (*s == '\n')
+			s++;
+		lines++;
+	}
+	if (*s) {
+		int more = 0;
+		for (; *s; s++)
+			more += *s == '\n';
+		fprintf(p->err, "    … (%d more lines)\n", more + 1);
+	}
+}
+
+static void
+on_result(struct printer *p, const struct cell *c)
+{
+	FILE *e = p->err;
+
+	for (int s = 0; s < 2; s++) {
+		size_t len;
+		char *rest = outcap_rest(&c->out[s], &len);
+		if (rest == NULL)
+			continue;
+		if (p->mode == PRINTER_EXEC)
+			put_clean(s ? p->err : p->out, rest, len, &p->col);
+		free(rest);
+	}
+	if (p->mode == PRINTER_EXEC) {
+		if (p->col != 0) {
+			fputc('\n', p->out);
+			p->col = 0;
+		}
+		fflush(p->out);
+		if (c->value) {
+			put_clean(p->out, c->value, strlen(c->value), NULL);
+			fputc('\n', p->out);
+			fflush(p->out);
+		}
+	} else {
+		if (p->col != 0)
+			fputc('\n', e);
+		p->col = 0;
+		if (c->value && !p->out_cut) {
+			fputs("    │ ", e);
+			put_clean(e, c->value, strcspn(c->value, "\n"), NULL);
+			fputc('\n', e);
+		}
+	}
+	if (c->ename && c->traceback && *c->traceback &&
+	    (c->status == CELL_ERROR || p->mode == PRINTER_EXEC))
+		put_clean(e, c->traceback, strlen(c->traceback), NULL);
+	fprintf(e, "%s[%d] %s (%lld ms)", p->mode == PRINTER_EXEC ? "terp: " : "    ",
+	    c->n, cell_status_name(c->status), (long long)c->duration_ms);
+	if (c->ename) {
+		fprintf(e, ": ");
+		put_clean(e, c->ename, strlen(c->ename), NULL);
+		if (c->evalue && *c->evalue) {
+			fputs(": ", e);
+			put_clean(e, c->evalue, strcspn(c->evalue, "\n"), NULL);
+		}
+	}
+	if (c->reason) {
+		fputs(" — ", e);
+		put_clean(e, c->reason, strlen(c->reason), NULL);
+	}
+	fputc('\n', e);
+	fflush(e);
+}
+
+void
+printer_event(void *arg, const struct event *ev)
+{
+	struct printer *p = arg;
+	char size[32];
+
+	switch (ev->type) {
+	case EV_STDOUT:
+	case EV_STDERR:
+		on_stream(p, ev);
+		break;
+	case EV_CELL_START:
+		p->out_lines = 0;
+		p->out_cut = 0;
+		p->col = 0;
+		if (p->mode == PRINTER_PROMPT) {
+			end_text(p);
+			put_code_head(p, ev->cell);
+		}
+		break;
+	case EV_RESULT:
+		on_result(p, ev->cell);
+		break;
+	case EV_ARTIFACT:
+		fmt_bytes(size, sizeof size, ev->artifact->bytes);
+		fprintf(p->err, "%s[%d] artifact %s (%s)\n",
+		    p->mode == PRINTER_EXEC ? "terp: " : "    ", ev->artifact->cell,
+		    ev->artifact->path, size);
+		fflush(p->err);
+		break;
+	case EV_KERNEL:
+		if (ev->n == KERNEL_DEAD ||
+		    (ev->n == KERNEL_STARTING && ev->text && strstr(ev->text, "restarted"))) {
+			end_text(p);
+			fprintf(p->err, "terp: %s\n", ev->text);
+		}
+		break;
+	case EV_TURN:
+		end_text(p);
+		break;
+	case EV_TEXT:
+		if (!p->text_open && !p->same_tty)
+			fputs("model: ", p->err);
+		put_clean(p->same_tty ? p->out : p->err, ev->text, ev->len, NULL);
+		fflush(p->same_tty ? p->out : p->err);
+		p->text_open = 1;
+		p->streamed_answer = p->same_tty;
+		break;
+	case EV_TOOL_CALL:
+		end_text(p);
+		break;
+	case EV_NOTICE:
+		end_text(p);
+		fputs("terp: ", p->err);
+		put_clean(p->err, ev->text, ev->len, NULL);
+		fputc('\n', p->err);
+		break;
+	case EV_ERROR:
+		end_text(p);
+		fputs("terp: ", p->err);
+		put_clean(p->err, ev->text, ev->len, NULL);
+		fputc('\n', p->err);
+		fflush(p->err);
+		break;
+	case EV_ANSWER:
+		if (p->text_open && p->streamed_answer) {
+			fputc('\n', p->out);
+			p->text_open = 0;
+		} else {
+			end_text(p);
+			put_clean(p->out, ev->text, ev->len, NULL);
+			if (ev->len == 0 || ev->text[ev->len - 1] != '\n')
+				fputc('\n', p->out);
+		}
+		fflush(p->out);
+		break;
+	case EV_USAGE:
+	case EV_SESSION:
+	case EV_QUESTION:
+	case EV_REQUEST:
+	case EV_IDLE:
+		break;
+	}
+}

@@ -1,0 +1,160 @@
+/* resume: session listing text and the preparation of a resumed session
+ * (journal -> notebook, data files re-checked, notes). */
+#include "terp/resume.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "terp/buf.h"
+#include "terp/sanitize.h"
+#include "terp/util.h"
+
+static void
+fmt_time(char *b, size_t len, int64_t t)
+{
+	time_t tt = (time_t)t;
+	struct tm tm;
+
+	if (t <= 0 || localtime_r(&tt, &tm) == NULL)
+		snprintf(b, len, "-");
+	else
+		strftime(b, len, "%Y-%m-%d %H:%M", &tm);
+}
+
+/* The first line of s, sanitized, cut to max bytes on a UTF-8 boundary. */
+static char *
+summary(const char *s, size_t max)
+{
+	size_t n = strcspn(s, "\n");
+	char *clean = sanitize_str(s, n, SANITIZE_EXPAND_TABS), *out;
+	size_t len = strlen(clean);
+
+	if (len <= max)
+		return clean;
+	while (max > 0 && ((unsigned char)clean[max] & 0xC0) == 0x80)
+		max--;
+	while (max > 0 && clean[max - 1] == ' ')
+		max--;
+	out = xasprintf("%.*s...", (int)max, clean);
+	free(clean);
+	return out;
+}
+
+char *
+resume_list_text(const struct journal_meta *l, int n)
+{
+	struct buf b;
+
+	buf_init(&b, (size_t)-1);
+	if (n > 0)
+		buf_printf(&b, "%-20s  %-16s  %-16s  %3s  %-20s  %s\n", "ID",
+		    "STARTED", "LAST ACTIVE", "QS", "DATA", "FIRST QUESTION");
+	for (int i = 0; i < n; i++) {
+		char started[32], last[32], *data, *q;
+		const char *base = "-";
+
+		fmt_time(started, sizeof started, l[i].started);
+		fmt_time(last, sizeof last, l[i].last_active);
+		if (l[i].nfiles > 0) {
+			base = strrchr(l[i].files[0].path, '/');
+			base = base ? base + 1 : l[i].files[0].path;
+		}
+		data = l[i].nfiles > 1 ? xasprintf("%s +%d", base, l[i].nfiles - 1)
+		    : xstrdup(base);
+		q = summary(l[i].first_question ? l[i].first_question : "", 60);
+		buf_printf(&b, "%-20s  %-16s  %-16s  %3d  %-20.20s  %s\n",
+		    l[i].id, started, last, l[i].nquestions, data, q);
+		free(data);
+		free(q);
+	}
+	return buf_take(&b);
+}
+
+int
+resume_prepare(const char *sessions_dir, const char *id, struct resume *r,
+    char **err)
+{
+	struct buf warn, note;
+	char *path;
+
+	memset(r, 0, sizeof *r);
+	if (id == NULL) {
+		struct journal_meta *l;
+		int n;
+		if (journal_list(sessions_dir, &l, &n, err) < 0)
+			return -1;
+		if (n == 0) {
+			*err = xstrdup("there is no session to resume");
+			journal_list_free(l, n);
+			return -1;
+		}
+		r->id = xstrdup(l[0].id);
+		journal_list_free(l, n);
+	} else {
+		r->id = xstrdup(id);
+	}
+	if ((path = journal_path(sessions_dir, r->id)) == NULL) {
+		*err = xasprintf("not a session id: %s", r->id);
+		return -1;
+	}
+	r->nb = notebook_new();
+	if (journal_load(path, r->nb, &r->meta, err) < 0) {
+		free(path);
+		return -1;
+	}
+	free(path);
+
+	buf_init(&warn, 1 << 20);
+	buf_init(&note, 1 << 20);
+	if (r->meta.torn)
+		buf_adds(&warn, "the journal's last line was cut short (terp "
+		    "stopped while writing it); it was ignored\n");
+	if (r->meta.skipped > 0)
+		buf_printf(&warn, "%d damaged journal line(s) were skipped\n",
+		    r->meta.skipped);
+	r->data_files = xcalloc((size_t)r->meta.nfiles + 1, sizeof *r->data_files);
+	for (int i = 0; i < r->meta.nfiles; i++) {
+		char *why = NULL;
+		int st = journal_file_check(&r->meta.files[i], &why);
+		if (st != 2)
+			r->data_files[r->ndata++] = r->meta.files[i].path;
+		if (st != 0) {
+			buf_printf(&warn, "%s%s\n", why, st == 2 ?
+			    "; it is not staged" : "; results may differ");
+			buf_printf(&note, "- %s\n", why);
+		}
+		free(why);
+	}
+	{
+		struct buf m;
+		buf_init(&m, 1 << 20);
+		buf_adds(&m, "Note: this session was resumed in a new Python "
+		    "sandbox. The variables and imports of the earlier cells "
+		    "are gone until they are re-created (the user can replay "
+		    "the cells that succeeded); the data files are staged "
+		    "again.\n");
+		if (note.len > 0) {
+			buf_adds(&m, "Since the session started:\n");
+			buf_add(&m, note.data, note.len);
+		}
+		r->model_note = buf_take(&m);
+	}
+	buf_free(&note);
+	r->warnings = warn.len ? buf_take(&warn) : NULL;
+	buf_free(&warn);
+	return 0;
+}
+
+void
+resume_free(struct resume *r)
+{
+	free(r->id);
+	notebook_free(r->nb);
+	journal_meta_free(&r->meta);
+	free(r->data_files);
+	free(r->warnings);
+	free(r->model_note);
+	memset(r, 0, sizeof *r);
+}

@@ -1,0 +1,306 @@
+#!/usr/bin/env python3
+"""fake_model: a scripted fake model server for terp's tests (stdlib only).
+
+Speaks OpenAI Chat Completions (POST .../chat/completions) and Anthropic
+Messages (POST .../messages) as Server-Sent Events, plus error modes, on
+127.0.0.1. Every request is appended to a JSONL log so that tests can
+assert what terp sent.
+
+Command line:
+    fake_model.py SCRIPT.json LOG.jsonl
+prints the port on the first line of stdout, then serves until killed.
+As a module:
+    srv = FakeModel(script_dict_or_path, log_path); port = srv.start(); srv.stop()
+
+Script: {"turns": [TURN, ...]}. Request i gets turns[i]; after the last,
+a turn with "repeat": true is reused forever, else the answer is a 500
+"script exhausted". A TURN has these optional members:
+
+  status     HTTP status (200)
+  headers    {"name": "value"} added to the response (e.g. retry-after)
+  delay      seconds to wait before answering
+  body       a non-SSE body: a JSON value (sent as JSON) or a string
+  events     SSE events: each {"event": NAME, "data": VALUE} (data a JSON
+             value or a raw string; event optional) or a raw string that
+             is written as is (e.g. ": ping\\n\\n")
+  openai     shorthand that generates an OpenAI stream:
+             {"text": S, "tool_calls": [{"id": S, "name": S (python_exec),
+               "code": S | "arguments": RAW | "fragments": [RAW...]}],
+              "finish_reason": S, "usage": {...}, "text_split": N,
+              "args_split": N, "done": true}
+             fragments are sent as given (to split inside an escape);
+             otherwise text and arguments are cut every N characters.
+  anthropic  shorthand that generates an Anthropic stream:
+             {"text": S, "tool_calls": [{"id", "name", "code" | "input" |
+               "fragments"}], "stop_reason": S, "usage": {...}}
+  chunk_bytes  write the encoded response in pieces of this many bytes
+             (splits UTF-8 characters and CRLFs across network reads)
+  chunk_delay  seconds between pieces/events (0)
+  cut_after  close the connection after this many events (or raw
+             pieces), without ending the stream properly
+  hang       after the events, keep the connection open this many
+             seconds without sending anything (idle-timeout tests)
+  expect_path  if set, a request to another path gets a 404
+
+Log lines: {"n": i, "path": P, "headers": {...}, "body": JSON-or-text}.
+"""
+import json
+import os
+import socket
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+def _split(s, n):
+    if not n or n <= 0:
+        return [s]
+    return [s[i:i + n] for i in range(0, len(s), n)] or [""]
+
+
+def openai_events(spec):
+    """The SSE events of an OpenAI stream described by spec."""
+    base = {"id": "chatcmpl-fake", "object": "chat.completion.chunk",
+            "created": 1, "model": "fake"}
+
+    def chunk(delta, finish=None):
+        c = dict(base)
+        c["choices"] = [{"index": 0, "delta": delta, "finish_reason": finish}]
+        return {"data": c}
+
+    ev = [chunk({"role": "assistant", "content": None})]
+    for piece in _split(spec.get("text", ""), spec.get("text_split", 0)):
+        if piece:
+            ev.append(chunk({"content": piece}))
+    for i, tc in enumerate(spec.get("tool_calls", [])):
+        name = tc.get("name", "python_exec")
+        if "fragments" in tc:
+            frags = tc["fragments"]
+        else:
+            raw = tc["arguments"] if "arguments" in tc else json.dumps({"code": tc.get("code", "")}, ensure_ascii=False)
+            frags = _split(raw, spec.get("args_split", 0))
+        head = {"index": i, "id": tc.get("id", "call_%d" % i), "type": "function",
+                "function": {"name": name, "arguments": ""}}
+        if spec.get("whole_calls"):
+            head["function"]["arguments"] = "".join(frags)
+            if spec.get("no_index"):
+                del head["index"]
+            ev.append(chunk({"tool_calls": [head]}))
+            continue
+        ev.append(chunk({"tool_calls": [head]}))
+        for f in frags:
+            ev.append(chunk({"tool_calls": [{"index": i, "function": {"arguments": f}}]}))
+    finish = spec.get("finish_reason") or ("tool_calls" if spec.get("tool_calls") else "stop")
+    ev.append(chunk({}, finish))
+    usage = spec.get("usage", {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15})
+    if usage is not None:
+        u = dict(base)
+        u["choices"] = []
+        u["usage"] = usage
+        ev.append({"data": u})
+    if spec.get("done", True):
+        ev.append({"data": "[DONE]"})
+    return ev
+
+
+def anthropic_events(spec):
+    """The SSE events of an Anthropic Messages stream described by spec."""
+    def e(name, data):
+        data = dict(data)
+        data["type"] = name
+        return {"event": name, "data": data}
+
+    usage = spec.get("usage", {"input_tokens": 10, "output_tokens": 1})
+    ev = [e("message_start", {"message": {"id": "msg_fake", "type": "message", "role": "assistant",
+                                          "model": "fake", "content": [], "stop_reason": None,
+                                          "usage": usage}})]
+    idx = 0
+    if spec.get("text"):
+        ev.append(e("content_block_start", {"index": idx, "content_block": {"type": "text", "text": ""}}))
+        ev.append(e("ping", {}))
+        for piece in _split(spec["text"], spec.get("text_split", 0)):
+            ev.append(e("content_block_delta", {"index": idx, "delta": {"type": "text_delta", "text": piece}}))
+        ev.append(e("content_block_stop", {"index": idx}))
+        idx += 1
+    for i, tc in enumerate(spec.get("tool_calls", [])):
+        ev.append(e("content_block_start", {"index": idx, "content_block": {
+            "type": "tool_use", "id": tc.get("id", "toolu_%d" % i),
+            "name": tc.get("name", "python_exec"), "input": {}}}))
+        if "fragments" in tc:
+            frags = tc["fragments"]
+        else:
+            raw = json.dumps(tc["input"], ensure_ascii=False) if "input" in tc else json.dumps({"code": tc.get("code", "")}, ensure_ascii=False)
+            frags = [""] + _split(raw, spec.get("args_split", 0))
+        for f in frags:
+            ev.append(e("content_block_delta", {"index": idx, "delta": {"type": "input_json_delta",
+                                                                         "partial_json": f}}))
+        ev.append(e("content_block_stop", {"index": idx}))
+        idx += 1
+    stop = spec.get("stop_reason") or ("tool_use" if spec.get("tool_calls") else "end_turn")
+    ev.append(e("message_delta", {"delta": {"stop_reason": stop, "stop_sequence": None},
+                                  "usage": {"output_tokens": 42}}))
+    ev.append(e("message_stop", {}))
+    return ev
+
+
+def encode_event(ev):
+    if isinstance(ev, str):
+        return ev.encode()
+    out = ""
+    if ev.get("event"):
+        out += "event: %s\n" % ev["event"]
+    data = ev.get("data", "")
+    if not isinstance(data, str):
+        data = json.dumps(data, ensure_ascii=False)
+    for line in data.split("\n"):
+        out += "data: %s\n" % line
+    return (out + "\n").encode()
+
+
+class FakeModel:
+    def __init__(self, script, log_path):
+        if isinstance(script, (str, os.PathLike)):
+            with open(script) as f:
+                script = json.load(f)
+        self.turns = script.get("turns", [])
+        self.log_path = log_path
+        self.count = 0
+        self.lock = threading.Lock()
+        self.httpd = None
+
+    def next_turn(self, path, headers, body):
+        with self.lock:
+            n = self.count
+            self.count += 1
+            try:
+                parsed = json.loads(body)
+            except ValueError:
+                parsed = body.decode("utf-8", "replace")
+            with open(self.log_path, "a") as f:
+                f.write(json.dumps({"n": n, "path": path, "headers": headers, "body": parsed}) + "\n")
+        if n < len(self.turns):
+            return self.turns[n]
+        if self.turns and self.turns[-1].get("repeat"):
+            return self.turns[-1]
+        return {"status": 500, "body": {"error": {"message": "fake_model: script exhausted",
+                                                  "type": "server_error"}}}
+
+    def start(self):
+        model = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *a):
+                pass
+
+            def do_POST(self):
+                n = int(self.headers.get("content-length") or 0)
+                body = self.rfile.read(n)
+                hdrs = {k.lower(): v for k, v in self.headers.items()}
+                turn = model.next_turn(self.path, hdrs, body)
+                try:
+                    self.answer(turn)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+
+            def answer(self, turn):
+                if turn.get("delay"):
+                    time.sleep(turn["delay"])
+                if turn.get("expect_path") and turn["expect_path"] != self.path:
+                    turn = {"status": 404, "body": {"error": {"message": "no such path " + self.path}}}
+                status = turn.get("status", 200)
+                if "body" in turn:
+                    b = turn["body"]
+                    ctype = "application/json"
+                    if isinstance(b, str):
+                        data, ctype = b.encode(), "text/plain"
+                    else:
+                        data = json.dumps(b).encode()
+                    self.send_response(status)
+                    self.send_header("content-type", ctype)
+                    self.send_header("content-length", str(len(data)))
+                    for k, v in turn.get("headers", {}).items():
+                        self.send_header(k, str(v))
+                    self.end_headers()
+                    self.wfile.write(data)
+                    return
+                if "openai" in turn:
+                    events = openai_events(turn["openai"])
+                elif "anthropic" in turn:
+                    events = anthropic_events(turn["anthropic"])
+                else:
+                    events = turn.get("events", [])
+                self.send_response(status)
+                self.send_header("content-type", "text/event-stream")
+                self.send_header("cache-control", "no-cache")
+                cut = turn.get("cut_after")
+                # A cut stream closes without the chunked terminator.
+                self.send_header("transfer-encoding", "chunked")
+                for k, v in turn.get("headers", {}).items():
+                    self.send_header(k, str(v))
+                self.end_headers()
+                pieces = [encode_event(e) for e in events]
+                if cut is not None:
+                    pieces = pieces[:cut]
+                cb = turn.get("chunk_bytes")
+                if cb:
+                    blob = b"".join(pieces)
+                    pieces = [blob[i:i + cb] for i in range(0, len(blob), cb)]
+                for p in pieces:
+                    self.wfile.write(b"%x\r\n%s\r\n" % (len(p), p))
+                    self.wfile.flush()
+                    if turn.get("chunk_delay"):
+                        time.sleep(turn["chunk_delay"])
+                if turn.get("hang"):
+                    time.sleep(turn["hang"])
+                if cut is not None:
+                    self.wfile.flush()
+                    self.connection.shutdown(socket.SHUT_RDWR)
+                    self.close_connection = True
+                    return
+                self.wfile.write(b"0\r\n\r\n")
+                self.wfile.flush()
+
+        class Server(ThreadingHTTPServer):
+            daemon_threads = True
+            allow_reuse_address = True
+
+        self.httpd = Server(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+        return self.httpd.server_address[1]
+
+    def stop(self):
+        if self.httpd:
+            self.httpd.shutdown()
+            self.httpd.server_close()
+
+
+def read_log(path):
+    """The requests recorded so far, as a list of dicts."""
+    if not os.path.exists(path):
+        return []
+    with open(path) as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def main(argv):
+    if len(argv) != 3:
+        sys.stderr.write("usage: fake_model.py SCRIPT.json LOG.jsonl\n")
+        return 2
+    srv = FakeModel(argv[1], argv[2])
+    port = srv.start()
+    sys.stdout.write("%d\n" % port)
+    sys.stdout.flush()
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        pass
+    srv.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,126 @@
+"""Export round trip: a session played through the journal, loaded back,
+exported to .ipynb and .md; the notebook must validate against nbformat 4
+and, re-executed by Jupyter (nbconvert + ipykernel, all local), print the
+same numbers the export recorded."""
+import base64
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+LIBOBJS = ["journal", "export", "digest", "notebook", "outcap", "util", "buf",
+           "sanitize"]
+
+
+def pkg_libs(*pkgs):
+    out = subprocess.run(["pkg-config", "--libs", *pkgs], check=True,
+                         capture_output=True, text=True).stdout
+    return out.split()
+
+
+@pytest.fixture(scope="module")
+def mknb(tmp_path_factory):
+    subprocess.run(["make", "-s", "terp"], cwd=ROOT, check=True)
+    exe = str(tmp_path_factory.mktemp("bin") / "mknb")
+    objs = [os.path.join(ROOT, "build", "obj", o + ".o") for o in LIBOBJS]
+    subprocess.run(["cc", "-std=c11", "-D_GNU_SOURCE", "-Wall", "-Wextra",
+                    "-Werror", "-I" + os.path.join(ROOT, "include"),
+                    "-o", exe, os.path.join(ROOT, "tests", "integration",
+                                            "mknb.c"), *objs,
+                    *pkg_libs("libcjson"), "-lm"], check=True)
+    return exe
+
+
+@pytest.fixture
+def exported(mknb, tmp_path):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    out = tmp_path / "out"
+    out.mkdir()
+    png = out / "chart.png"
+    plt.figure(figsize=(2, 2))
+    plt.bar([0, 1, 2], [3, 5, 34])
+    plt.savefig(png)
+    plt.close("all")
+    ipynb, md = tmp_path / "s.ipynb", tmp_path / "s.md"
+    r = subprocess.run([mknb, str(tmp_path / "sessions"), str(png), str(ipynb),
+                        str(md)], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    return tmp_path, r.stdout.strip(), ipynb, md, png
+
+
+def code_cells(nb):
+    return [c for c in nb["cells"] if c["cell_type"] == "code"]
+
+
+def stdout_of(cell):
+    return "".join("".join(o["text"]) if isinstance(o["text"], list) else o["text"]
+                   for o in cell["outputs"]
+                   if o["output_type"] == "stream" and o["name"] == "stdout")
+
+
+def value_of(cell):
+    for o in cell["outputs"]:
+        if o["output_type"] == "execute_result":
+            t = o["data"]["text/plain"]
+            return "".join(t) if isinstance(t, list) else t
+    return None
+
+
+def test_ipynb_validates_and_holds_the_session(exported):
+    import nbformat
+    tmp, sid, ipynb, md, png = exported
+    assert len(sid) == 20 and sid[8] == "-" and sid[15] == "-"
+    assert (tmp / "sessions" / sid / "notebook.jsonl").is_file()
+    nb = nbformat.read(str(ipynb), as_version=4)
+    nbformat.validate(nb)
+    assert nb.metadata.kernelspec.name == "python3"
+    assert nb.metadata.language_info.name == "python"
+    kinds = [c.cell_type for c in nb.cells]
+    assert kinds == ["markdown", "code", "code", "code", "markdown"]
+    assert "What is the total of a?" in nb.cells[0].source
+    assert nb.cells[-1].source == "The total is **42**."
+    cells = code_cells(nb)
+    assert [c.execution_count for c in cells] == [1, 2, 3]
+    assert [stdout_of(c) for c in cells] == ["42\n", "42007\n", "3\n"]
+    assert value_of(cells[1]) == "21003.5"
+    imgs = [o for o in cells[2].outputs if o.output_type == "display_data"]
+    assert len(imgs) == 1
+    assert base64.b64decode(imgs[0].data["image/png"]) == png.read_bytes()
+
+
+def test_reexecuted_by_jupyter_prints_the_same_numbers(exported):
+    import nbformat
+    tmp, sid, ipynb, md, png = exported
+    if shutil.which("jupyter-nbconvert", path="/usr/bin") is None:
+        pytest.skip("jupyter-nbconvert is not installed")
+    env = dict(os.environ)
+    env["JUPYTER_RUNTIME_DIR"] = str(tmp / "rt")
+    env["PATH"] = "/usr/bin:/bin"
+    executed = tmp / "executed.ipynb"
+    r = subprocess.run(["/usr/bin/jupyter-nbconvert", "--to", "notebook",
+                        "--execute", "--ExecutePreprocessor.timeout=120",
+                        "--output", str(executed), str(ipynb)],
+                       capture_output=True, text=True, env=env, timeout=300)
+    assert r.returncode == 0, r.stderr
+    before = nbformat.read(str(ipynb), as_version=4)
+    after = nbformat.read(str(executed), as_version=4)
+    nbformat.validate(after)
+    for b, a in zip(code_cells(before), code_cells(after)):
+        assert stdout_of(a) == stdout_of(b)
+        assert value_of(a) == value_of(b)
+
+
+def test_markdown_links_the_chart_relative_to_the_file(exported):
+    tmp, sid, ipynb, md, png = exported
+    text = md.read_text()
+    assert "## Question\n\n> What is the total of a?" in text
+    assert "```python\nimport pandas as pd\n" in text
+    assert "```text\n42007\n```" in text
+    assert "![chart.png](out/chart.png)" in text
+    assert text.index("42007") < text.index("The total is **42**.")

@@ -1,0 +1,315 @@
+/* Unit tests of export: a small notebook built here, exported to
+ * .ipynb and Markdown, and the output checked field by field. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "terp/buf.h"
+#include "terp/digest.h"
+#include "terp/export.h"
+#include "terp/util.h"
+
+static const unsigned char png_bytes[] = {
+	0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n', 0, 0, 0, 13, 'I', 'H',
+	'D', 'R', 1, 2, 3,
+};
+
+static cJSON *
+msg(const char *role, const char *content)
+{
+	cJSON *m = cJSON_CreateObject();
+	cJSON_AddStringToObject(m, "role", role);
+	if (content)
+		cJSON_AddStringToObject(m, "content", content);
+	else
+		cJSON_AddNullToObject(m, "content");
+	return m;
+}
+
+static cJSON *
+call_msg(const char *text, const char *id)
+{
+	cJSON *m = msg("assistant", text), *calls, *c;
+
+	calls = cJSON_AddArrayToObject(m, "tool_calls");
+	c = cJSON_CreateObject();
+	cJSON_AddStringToObject(c, "id", id);
+	cJSON_AddStringToObject(c, "name", "python_exec");
+	cJSON_AddStringToObject(c, "arguments", "{}");
+	cJSON_AddItemToArray(calls, c);
+	return m;
+}
+
+/* Q1 -> model cell 1 (stdout, value, PNG) -> answer; a hand-run cell 2
+ * that raises; Q2 -> model cell 3 that times out -> answer. */
+static struct notebook *
+small_notebook(const char *dir)
+{
+	struct notebook *nb = notebook_new();
+	struct cell *c;
+	char *png = xasprintf("%s/out/chart.png", dir);
+	char *outdir = xasprintf("%s/out", dir);
+	FILE *f;
+
+	cr_assert_eq(mkdir_p(outdir, 0700), 0);
+	f = fopen(png, "wb");
+	cr_assert_not_null(f);
+	fwrite(png_bytes, 1, sizeof png_bytes, f);
+	fclose(f);
+
+	notebook_add_message(nb, msg("user", "Best month?\nPer channel."));
+	notebook_add_message(nb, call_msg("Loading the data.", "c1"));
+	c = notebook_add_cell(nb, CELL_BY_MODEL,
+	    "import pandas as pd\nprint(6*7)\n6*7", "c1");
+	outcap_add(&c->out[0], "42\n", 3);
+	outcap_add(&c->out[0], "bad \xff byte\n", 11);
+	c->status = CELL_OK;
+	c->value = xstrdup("42");
+	notebook_add_artifact(nb, 1, "chart.png", png, sizeof png_bytes);
+	notebook_add_message(nb, msg("tool", "42"));
+	notebook_add_message(nb, msg("assistant", "March, with **42**."));
+
+	c = notebook_add_cell(nb, CELL_BY_USER, "1/0", NULL);
+	c->status = CELL_ERROR;
+	c->ename = xstrdup("ZeroDivisionError");
+	c->evalue = xstrdup("division by zero");
+	c->traceback = xstrdup("Traceback (most recent call last):\n"
+	    "  File \"<cell 2>\", line 1\nZeroDivisionError: division by zero");
+
+	notebook_add_message(nb, msg("user", "Since your last turn the user ran "
+	    "these cells by hand in the same session:\n[2]\n1/0\n"
+	    "\nQuestion: And ```fences```?"));
+	notebook_add_message(nb, call_msg(NULL, "c3"));
+	c = notebook_add_cell(nb, CELL_BY_MODEL, "s = '```'\nwhile True: pass",
+	    "c3");
+	c->status = CELL_TIMEOUT;
+	c->reason = xstrdup("ran past 120 s");
+	outcap_add(&c->out[1], "\x1b[31mred\x1b[0m\n", 13);
+	notebook_add_message(nb, msg("tool", "timeout"));
+	notebook_add_message(nb, msg("assistant", "It loops forever."));
+	free(png);
+	free(outdir);
+	return nb;
+}
+
+static char *
+tmpdir(void)
+{
+	char *d = xstrdup("/tmp/terp-export-XXXXXX");
+	cr_assert_not_null(mkdtemp(d));
+	return d;
+}
+
+static void
+rm_rf(const char *d)
+{
+	char *cmd = xasprintf("rm -rf '%s'", d);
+	cr_assert_eq(system(cmd), 0);
+	free(cmd);
+}
+
+static const char *
+str(const cJSON *o, const char *k)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+	cr_assert(cJSON_IsString(v), "%s is not a string", k);
+	return v->valuestring;
+}
+
+/* nbformat's multiline string joined. */
+static char *
+joined(const cJSON *o, const char *k)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k), *l;
+	struct buf b;
+
+	buf_init(&b, 1 << 20);
+	if (cJSON_IsString(v))
+		buf_adds(&b, v->valuestring);
+	else if (cJSON_IsArray(v))
+		cJSON_ArrayForEach(l, v)
+			buf_adds(&b, l->valuestring);
+	return buf_take(&b);
+}
+
+Test(export, ipynb_structure)
+{
+	char *dir = tmpdir(), *path = xasprintf("%s/nb.ipynb", dir), *err = NULL;
+	struct notebook *nb = small_notebook(dir);
+	char *text, *s;
+	cJSON *doc, *cells, *c, *outs, *o;
+	size_t len;
+	const char *kinds[] = { "markdown", "markdown", "code", "markdown",
+	    "code", "markdown", "code", "markdown" };
+
+	cr_assert_eq(export_ipynb(nb, path, &err), 0, "%s", err);
+	text = read_file(path, 1 << 20, &len);
+	cr_assert_not_null(text);
+	doc = cJSON_Parse(text);
+	cr_assert_not_null(doc, "not JSON");
+	cr_assert_eq(cJSON_GetObjectItem(doc, "nbformat")->valueint, 4);
+	cr_assert_eq(cJSON_GetObjectItem(doc, "nbformat_minor")->valueint, 5);
+	cr_assert_str_eq(str(cJSON_GetObjectItem(cJSON_GetObjectItem(doc,
+	    "metadata"), "kernelspec"), "name"), "python3");
+	cells = cJSON_GetObjectItem(doc, "cells");
+	cr_assert_eq(cJSON_GetArraySize(cells), 8);
+	for (int i = 0; i < 8; i++)
+		cr_assert_str_eq(str(cJSON_GetArrayItem(cells, i), "cell_type"),
+		    kinds[i], "cell %d", i);
+	s = joined(cJSON_GetArrayItem(cells, 0), "source");
+	cr_assert_str_eq(s, "**Question:**\n\n> Best month?\n> Per channel.\n");
+	free(s);
+
+	/* cell 1: stdout (invalid byte replaced), PNG, execute_result */
+	c = cJSON_GetArrayItem(cells, 2);
+	cr_assert_eq(cJSON_GetObjectItem(c, "execution_count")->valueint, 1);
+	s = joined(c, "source");
+	cr_assert_str_eq(s, "import pandas as pd\nprint(6*7)\n6*7");
+	free(s);
+	outs = cJSON_GetObjectItem(c, "outputs");
+	cr_assert_eq(cJSON_GetArraySize(outs), 3);
+	o = cJSON_GetArrayItem(outs, 0);
+	cr_assert_str_eq(str(o, "output_type"), "stream");
+	cr_assert_str_eq(str(o, "name"), "stdout");
+	s = joined(o, "text");
+	cr_assert_str_eq(s, "42\nbad \xef\xbf\xbd byte\n");
+	free(s);
+	o = cJSON_GetArrayItem(outs, 1);
+	cr_assert_str_eq(str(o, "output_type"), "display_data");
+	{
+		const char *b64 = str(cJSON_GetObjectItem(o, "data"), "image/png");
+		char *png = base64_decode(b64, strlen(b64), &len);
+		cr_assert_eq(len, sizeof png_bytes);
+		cr_assert(memcmp(png, png_bytes, len) == 0);
+		free(png);
+	}
+	o = cJSON_GetArrayItem(outs, 2);
+	cr_assert_str_eq(str(o, "output_type"), "execute_result");
+	cr_assert_eq(cJSON_GetObjectItem(o, "execution_count")->valueint, 1);
+	s = joined(cJSON_GetObjectItem(o, "data"), "text/plain");
+	cr_assert_str_eq(s, "42");
+	free(s);
+
+	/* cell 2, run by hand before the second question: an error */
+	c = cJSON_GetArrayItem(cells, 4);
+	cr_assert_str_eq(str(cJSON_GetObjectItem(cJSON_GetObjectItem(c,
+	    "metadata"), "terp"), "author"), "user");
+	o = cJSON_GetArrayItem(cJSON_GetObjectItem(c, "outputs"), 0);
+	cr_assert_str_eq(str(o, "output_type"), "error");
+	cr_assert_str_eq(str(o, "ename"), "ZeroDivisionError");
+	cr_assert_str_eq(str(o, "evalue"), "division by zero");
+	cr_assert_eq(cJSON_GetArraySize(cJSON_GetObjectItem(o, "traceback")), 3);
+	cr_assert_str_eq(cJSON_GetArrayItem(cJSON_GetObjectItem(o, "traceback"),
+	    2)->valuestring, "ZeroDivisionError: division by zero");
+
+	/* cell 3: stderr kept raw (Jupyter renders ANSI), then the reason */
+	c = cJSON_GetArrayItem(cells, 6);
+	outs = cJSON_GetObjectItem(c, "outputs");
+	cr_assert_eq(cJSON_GetArraySize(outs), 2);
+	s = joined(cJSON_GetArrayItem(outs, 0), "text");
+	cr_assert_str_eq(s, "\x1b[31mred\x1b[0m\n");
+	free(s);
+	s = joined(cJSON_GetArrayItem(outs, 1), "text");
+	cr_assert_str_eq(s, "[terp: cell timeout: ran past 120 s]\n");
+	free(s);
+
+	cJSON_Delete(doc);
+	free(text);
+	notebook_free(nb);
+	free(path);
+	rm_rf(dir);
+	free(dir);
+}
+
+Test(export, markdown)
+{
+	char *dir = tmpdir(), *sub = xasprintf("%s/reports", dir);
+	char *path = xasprintf("%s/nb.md", sub), *err = NULL, *md;
+	struct notebook *nb = small_notebook(dir);
+
+	cr_assert_eq(mkdir_p(sub, 0700), 0);
+	cr_assert_eq(export_file(nb, path, &err), 0, "%s", err);
+	md = read_file(path, 1 << 20, NULL);
+	cr_assert_not_null(md);
+	cr_assert_not_null(strstr(md, "## Question\n\n> Best month?\n> Per channel.\n"));
+	cr_assert_not_null(strstr(md, "```python\nimport pandas as pd\n"));
+	cr_assert_not_null(strstr(md, "Output:\n\n```text\n42\n"));
+	cr_assert_not_null(strstr(md, "![chart.png](../out/chart.png)"), "%s", md);
+	cr_assert_not_null(strstr(md, "March, with **42**."));
+	cr_assert_not_null(strstr(md, "ZeroDivisionError: division by zero"));
+	/* code holding ``` gets a longer fence */
+	cr_assert_not_null(strstr(md, "````python\ns = '```'\n"), "%s", md);
+	/* no raw escape reaches the file */
+	cr_assert_null(strchr(md, '\x1b'));
+	cr_assert_not_null(strstr(md, "*ran past 120 s*"));
+	/* the order: Q1, cell 1, answer, hand cell 2, Q2 */
+	cr_assert_lt(strstr(md, "March"), strstr(md, "**[2]**"));
+	cr_assert_lt(strstr(md, "**[2]**"), strstr(md, "And "));
+	cr_assert_not_null(strstr(md, "## Question\n\n> And ```fences```?\n"));
+	cr_assert_null(strstr(md, "Since your last turn"));
+	free(md);
+	notebook_free(nb);
+	free(path);
+	free(sub);
+	rm_rf(dir);
+	free(dir);
+}
+
+Test(export, markdown_output_truncated)
+{
+	char *dir = tmpdir(), *path = xasprintf("%s/big.md", dir), *err = NULL;
+	struct notebook *nb = notebook_new();
+	struct cell *c = notebook_add_cell(nb, CELL_BY_USER, "print('x'*10**5)",
+	    NULL);
+	char *big = xmalloc(100000), *md;
+	size_t len;
+
+	memset(big, 'x', 100000);
+	outcap_add(&c->out[0], big, 100000);
+	c->status = CELL_OK;
+	cr_assert_eq(export_markdown(nb, path, &err), 0, "%s", err);
+	md = read_file(path, 1 << 20, &len);
+	cr_assert_lt(len, EXPORT_MD_OUTPUT + 400);
+	cr_assert_not_null(strstr(md, "bytes cut"));
+	free(md);
+	free(big);
+	notebook_free(nb);
+	free(path);
+	rm_rf(dir);
+	free(dir);
+}
+
+Test(export, unknown_extension_and_unwritable)
+{
+	struct notebook *nb = notebook_new();
+	char *err = NULL;
+
+	cr_assert_eq(export_file(nb, "/tmp/x.pdf", &err), -1);
+	cr_assert_not_null(strstr(err, ".ipynb"));
+	free(err);
+	err = NULL;
+	cr_assert_eq(export_file(nb, "/nonexistent/dir/x.ipynb", &err), -1);
+	cr_assert_not_null(err);
+	free(err);
+	notebook_free(nb);
+}
+
+Test(export, relpath)
+{
+	struct { const char *base, *target, *want; } t[] = {
+		{ "/a/b", "/a/b/c.png", "c.png" },
+		{ "/a/b", "/a/c/d.png", "../c/d.png" },
+		{ "/a/bc", "/a/b/x", "../b/x" },
+		{ "/", "/x/y", "x/y" },
+		{ "/a/b/c", "/x", "../../../x" },
+		{ "/a", "/a", "." },
+	};
+
+	for (size_t i = 0; i < sizeof t / sizeof *t; i++) {
+		char *r = export_relpath(t[i].base, t[i].target);
+		cr_assert_str_eq(r, t[i].want, "%s -> %s", t[i].base, t[i].target);
+		free(r);
+	}
+}

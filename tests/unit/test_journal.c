@@ -1,0 +1,827 @@
+/* Unit tests of the journal: events written and read back equal, torn
+ * and corrupt lines, crash repair, listing, deletion, fingerprints. */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include "terp/digest.h"
+#include "terp/journal.h"
+#include "terp/kernel.h"
+#include "terp/util.h"
+
+static char *
+tmpdir(void)
+{
+	char *d = xstrdup("/tmp/terp-journal-XXXXXX");
+	cr_assert_not_null(mkdtemp(d));
+	return d;
+}
+
+static void
+rm_rf(const char *d)
+{
+	char *cmd = xasprintf("rm -rf '%s'", d);
+	cr_assert_eq(system(cmd), 0);
+	free(cmd);
+}
+
+static void
+emit(struct journal *j, enum event_type t, const struct cell *c,
+    const char *text, size_t len)
+{
+	struct event ev = { .type = t, .cell = c, .text = text, .len = len };
+	journal_event(j, &ev);
+}
+
+static cJSON *
+msg(const char *role, const char *content)
+{
+	cJSON *m = cJSON_CreateObject();
+	cJSON_AddStringToObject(m, "role", role);
+	if (content)
+		cJSON_AddStringToObject(m, "content", content);
+	else
+		cJSON_AddNullToObject(m, "content");
+	return m;
+}
+
+static cJSON *
+call_msg(const char *id, const char *code)
+{
+	cJSON *m = msg("assistant", NULL), *calls, *c, *args;
+	char *a;
+
+	calls = cJSON_AddArrayToObject(m, "tool_calls");
+	c = cJSON_CreateObject();
+	cJSON_AddStringToObject(c, "id", id);
+	cJSON_AddStringToObject(c, "name", "python_exec");
+	args = cJSON_CreateObject();
+	cJSON_AddStringToObject(args, "code", code);
+	a = cJSON_PrintUnformatted(args);
+	cJSON_AddStringToObject(c, "arguments", a);
+	free(a);
+	cJSON_Delete(args);
+	cJSON_AddItemToArray(calls, c);
+	return m;
+}
+
+static cJSON *
+tool_msg(const char *id, const char *content)
+{
+	cJSON *m = msg("tool", content);
+	cJSON_AddStringToObject(m, "tool_call_id", id);
+	cJSON_AddFalseToObject(m, "is_error");
+	return m;
+}
+
+static void
+out(struct journal *j, struct cell *c, int s, const char *p, size_t n)
+{
+	outcap_add(&c->out[s], p, n);
+	emit(j, s ? EV_STDERR : EV_STDOUT, c, p, n);
+}
+
+/* Plays one question the way the agent does: question, request, text,
+ * tool call, cell with output, result, artifact, usage, answer. */
+static void
+play_question(struct journal *j, struct notebook *nb, const char *q,
+    const char *artifact_path)
+{
+	struct usage u = { 120, 30, 7 };
+	struct event ev = { .type = EV_USAGE, .usage = &u };
+	struct cell *c;
+	const struct artifact *a;
+	static const char bin[] = "bin\xff\x00zero";
+
+	notebook_add_message(nb, msg("user", q));
+	emit(j, EV_QUESTION, NULL, q, strlen(q));
+	notebook_add_sent(nb, "POST /v1/chat", "{\"req\":1}", 9);
+	emit(j, EV_REQUEST, NULL, "POST /v1/chat", 9);
+	emit(j, EV_TEXT, NULL, "Let me ", 7);
+	emit(j, EV_TEXT, NULL, "compute.", 8);
+	notebook_add_message(nb, call_msg("call_1", "print(6*7)\n6*7"));
+	emit(j, EV_TOOL_CALL, NULL, "print(6*7)\n6*7", 14);
+	c = notebook_add_cell(nb, CELL_BY_MODEL, "print(6*7)\n6*7", "call_1");
+	c->status = CELL_RUNNING;
+	emit(j, EV_CELL_START, c, NULL, 0);
+	out(j, c, 0, "42\n", 3);
+	out(j, c, 1, bin, sizeof bin - 1);
+	out(j, c, 0, "caf\xc3\xa9\n", 6);
+	c->status = CELL_OK;
+	c->value = xstrdup("42");
+	c->duration_ms = 12;
+	emit(j, EV_RESULT, c, NULL, 0);
+	a = notebook_add_artifact(nb, c->n, "plot.png", artifact_path, 1234);
+	ev.type = EV_ARTIFACT;
+	ev.artifact = a;
+	ev.cell = c;
+	journal_event(j, &ev);
+	notebook_add_message(nb, tool_msg("call_1", "42\ncaf\xc3\xa9\n"));
+	notebook_add_usage(nb, &u);
+	ev.type = EV_USAGE;
+	journal_event(j, &ev);
+	notebook_add_message(nb, msg("assistant", "The answer is **42**."));
+	emit(j, EV_ANSWER, NULL, "The answer is **42**.", 21);
+	emit(j, EV_IDLE, NULL, NULL, 0);
+}
+
+static void
+assert_cells_equal(const struct cell *a, const struct cell *b)
+{
+	cr_assert_eq(a->n, b->n);
+	cr_assert_eq(a->author, b->author);
+	cr_assert_str_eq(a->code, b->code);
+	if (a->tool_call_id)
+		cr_assert_str_eq(a->tool_call_id, b->tool_call_id);
+	else
+		cr_assert_null(b->tool_call_id);
+	cr_assert_eq(a->status, b->status, "cell %d: %d vs %d", a->n,
+	    a->status, b->status);
+	for (int s = 0; s < 2; s++) {
+		size_t la, lb;
+		char *x = cell_output(a, s, &la), *y = cell_output(b, s, &lb);
+		cr_assert_eq(la, lb, "cell %d stream %d: %zu vs %zu", a->n, s,
+		    la, lb);
+		cr_assert(memcmp(x, y, la) == 0, "cell %d stream %d differs",
+		    a->n, s);
+		cr_assert_eq(a->out[s].total, b->out[s].total);
+		cr_assert_eq(outcap_dropped(&a->out[s]),
+		    outcap_dropped(&b->out[s]));
+		free(x);
+		free(y);
+	}
+#define SAME(f) do { if (a->f) cr_assert_str_eq(a->f, b->f); \
+	else cr_assert_null(b->f); } while (0)
+	SAME(value);
+	SAME(ename);
+	SAME(evalue);
+	SAME(traceback);
+	SAME(reason);
+#undef SAME
+	cr_assert_eq(a->state_lost, b->state_lost);
+	cr_assert_eq(a->duration_ms, b->duration_ms);
+	cr_assert_eq(a->nartifacts, b->nartifacts);
+}
+
+static void
+assert_notebooks_equal(const struct notebook *a, const struct notebook *b)
+{
+	cr_assert_eq(notebook_ncells(a), notebook_ncells(b));
+	for (int i = 1; i <= notebook_ncells(a); i++)
+		assert_cells_equal(notebook_cell(a, i), notebook_cell(b, i));
+	cr_assert_eq(notebook_nartifacts(a), notebook_nartifacts(b));
+	for (int i = 0; i < notebook_nartifacts(a); i++) {
+		const struct artifact *x = notebook_artifact(a, i);
+		const struct artifact *y = notebook_artifact(b, i);
+		cr_assert_eq(x->cell, y->cell);
+		cr_assert_str_eq(x->name, y->name);
+		cr_assert_str_eq(x->path, y->path);
+		cr_assert_eq(x->bytes, y->bytes);
+	}
+	cr_assert(cJSON_Compare(notebook_messages(a), notebook_messages(b), 1),
+	    "messages differ");
+	cr_assert_eq(notebook_usage(a)->input_tokens,
+	    notebook_usage(b)->input_tokens);
+	cr_assert_eq(notebook_usage(a)->output_tokens,
+	    notebook_usage(b)->output_tokens);
+	cr_assert_eq(notebook_usage(a)->cached_tokens,
+	    notebook_usage(b)->cached_tokens);
+	cr_assert_eq(notebook_nsent(a), notebook_nsent(b));
+	for (int i = 0; i < notebook_nsent(a); i++) {
+		const char *wa, *wb;
+		size_t la, lb;
+		const char *x = notebook_sent(a, i, &wa, &la);
+		const char *y = notebook_sent(b, i, &wb, &lb);
+		cr_assert_str_eq(wa, wb);
+		cr_assert_eq(la, lb);
+		cr_assert(memcmp(x, y, la) == 0);
+	}
+}
+
+static char *
+write_data(const char *dir, const char *name, const char *text)
+{
+	char *p = xasprintf("%s/%s", dir, name);
+	FILE *f = fopen(p, "w");
+	cr_assert_not_null(f);
+	fputs(text, f);
+	fclose(f);
+	return p;
+}
+
+static char *
+slurp(const char *path, size_t *len)
+{
+	char *s = read_file(path, 1u << 30, len);
+	cr_assert_not_null(s, "%s: %s", path, strerror(errno));
+	return s;
+}
+
+static void
+spit(const char *path, const char *s, size_t len)
+{
+	int fd = open(path, O_WRONLY | O_TRUNC);
+	cr_assert(fd >= 0);
+	cr_assert_eq(write_all(fd, s, len), 0);
+	close(fd);
+}
+
+Test(journal, events_read_back_equal)
+{
+	char *dir = tmpdir(), *err = NULL, *path;
+	char *data = write_data(dir, "sales.csv", "month,revenue\n1,10\n");
+	const char *files[] = { data };
+	struct journal_info info = { "openai", "gpt-test", files, 1 };
+	struct notebook *nb = notebook_new(), *nb2 = notebook_new();
+	struct journal_meta m;
+	struct journal *j;
+	struct cell *c;
+
+	j = journal_create(dir, NULL, &info, nb, &err);
+	cr_assert_not_null(j, "%s", err);
+	play_question(j, nb, "What is 6*7?", "/tmp/out/plot.png");
+	/* a hand-run cell that raises */
+	c = notebook_add_cell(nb, CELL_BY_USER, "1/0", NULL);
+	emit(j, EV_CELL_START, c, NULL, 0);
+	c->status = CELL_ERROR;
+	c->ename = xstrdup("ZeroDivisionError");
+	c->evalue = xstrdup("division by zero");
+	c->traceback = xstrdup("Traceback (most recent call last):\n"
+	    "ZeroDivisionError: division by zero\n");
+	c->state_lost = 1;
+	emit(j, EV_RESULT, c, NULL, 0);
+	cr_assert_null(journal_failed(j));
+	path = journal_path(dir, journal_id(j));
+	journal_close(j);
+
+	cr_assert_eq(journal_load(path, nb2, &m, &err), 0, "%s", err);
+	assert_notebooks_equal(nb, nb2);
+	cr_assert_eq(m.skipped, 0);
+	cr_assert_eq(m.torn, 0);
+	cr_assert_eq(m.nquestions, 1);
+	cr_assert_str_eq(m.first_question, "What is 6*7?");
+	cr_assert_str_eq(m.provider, "openai");
+	cr_assert_str_eq(m.model, "gpt-test");
+	cr_assert_eq(m.nfiles, 1);
+	cr_assert_eq(m.files[0].size, 19);
+	cr_assert(strncmp(m.files[0].fingerprint, "sha256:", 7) == 0);
+	cr_assert_eq(journal_file_check(&m.files[0], NULL), 0);
+	cr_assert_eq(strlen(m.id), strlen("20261129-153012-ab12"));
+	journal_meta_free(&m);
+	notebook_free(nb);
+	notebook_free(nb2);
+	free(path);
+	free(data);
+	rm_rf(dir);
+	free(dir);
+}
+
+Test(journal, large_output_stored_once_as_head_and_tail)
+{
+	char *dir = tmpdir(), *err = NULL, *path;
+	struct notebook *nb = notebook_new(), *nb2 = notebook_new();
+	struct journal_meta m;
+	struct journal *j = journal_create(dir, NULL, NULL, nb, &err);
+	struct cell *c;
+	char chunk[8192];
+	struct stat st;
+	int nchunks = 128;	/* 1 MiB through a 256 KiB + 64 KiB capture */
+
+	cr_assert_not_null(j, "%s", err);
+	c = notebook_add_cell(nb, CELL_BY_USER, "for i in range(10**6): print(i)",
+	    NULL);
+	emit(j, EV_CELL_START, c, NULL, 0);
+	for (int i = 0; i < nchunks; i++) {
+		memset(chunk, 'a' + i % 26, sizeof chunk);
+		chunk[sizeof chunk - 1] = '\n';
+		out(j, c, 0, chunk, sizeof chunk);
+	}
+	c->status = CELL_OK;
+	emit(j, EV_RESULT, c, NULL, 0);
+	path = journal_path(dir, journal_id(j));
+	journal_close(j);
+	cr_assert_eq(stat(path, &st), 0);
+	cr_assert_lt(st.st_size, CELL_OUT_HEAD + CELL_OUT_TAIL + 16384,
+	    "journal is %lld bytes", (long long)st.st_size);
+	cr_assert_eq(journal_load(path, nb2, &m, &err), 0, "%s", err);
+	assert_notebooks_equal(nb, nb2);
+	cr_assert_eq(outcap_dropped(&notebook_cell(nb2, 1)->out[0]),
+	    (uint64_t)nchunks * sizeof chunk - CELL_OUT_HEAD - CELL_OUT_TAIL);
+	journal_meta_free(&m);
+	notebook_free(nb);
+	notebook_free(nb2);
+	free(path);
+	rm_rf(dir);
+	free(dir);
+}
+
+Test(journal, torn_last_line_ignored_and_cut_on_resume)
+{
+	char *dir = tmpdir(), *err = NULL, *path, *s;
+	struct notebook *nb = notebook_new(), *nb2 = notebook_new(), *nb3;
+	struct journal_meta m;
+	struct journal *j = journal_create(dir, NULL, NULL, nb, &err);
+	char *id;
+	size_t len;
+	int fd;
+	static const char torn[] = "{\"t\":\"result\",\"c\":1,\"sta";
+
+	cr_assert_not_null(j, "%s", err);
+	play_question(j, nb, "first?", "/tmp/p.png");
+	id = xstrdup(journal_id(j));
+	path = journal_path(dir, id);
+	journal_close(j);
+	fd = open(path, O_WRONLY | O_APPEND);
+	cr_assert_eq(write_all(fd, torn, sizeof torn - 1), 0);
+	close(fd);
+
+	cr_assert_eq(journal_load(path, nb2, &m, &err), 0, "%s", err);
+	cr_assert_eq(m.torn, 1);
+	cr_assert_eq(m.skipped, 0);
+	assert_notebooks_equal(nb, nb2);
+
+	/* resume: the torn bytes are cut, new lines append cleanly */
+	j = journal_reopen(dir, id, nb2, &m, &err);
+	journal_meta_free(&m);
+	cr_assert_not_null(j, "%s", err);
+	s = slurp(path, &len);
+	cr_assert_eq(s[len - 1], '\n');
+	cr_assert_null(strstr(s, "\"sta\n"));
+	free(s);
+	play_question(j, nb2, "second?", "/tmp/q.png");
+	journal_close(j);
+	nb3 = notebook_new();
+	cr_assert_eq(journal_load(path, nb3, &m, &err), 0, "%s", err);
+	cr_assert_eq(m.torn, 0);
+	cr_assert_eq(m.skipped, 0);
+	cr_assert_eq(m.nquestions, 2);
+	cr_assert_eq(m.nresumed, 1);
+	assert_notebooks_equal(nb2, nb3);
+	cr_assert_eq(notebook_ncells(nb3), 2);
+	journal_meta_free(&m);
+	notebook_free(nb);
+	notebook_free(nb2);
+	notebook_free(nb3);
+	free(path);
+	free(id);
+	rm_rf(dir);
+	free(dir);
+}
+
+Test(journal, corrupt_middle_line_skipped_with_count)
+{
+	char *dir = tmpdir(), *err = NULL, *path, *s, *t, *nl;
+	struct notebook *nb = notebook_new(), *nb2 = notebook_new();
+	struct journal_meta m;
+	struct journal *j = journal_create(dir, NULL, NULL, nb, &err);
+	size_t len;
+
+	cr_assert_not_null(j, "%s", err);
+	play_question(j, nb, "q?", "/tmp/p.png");
+	path = journal_path(dir, journal_id(j));
+	journal_close(j);
+	s = slurp(path, &len);
+	/* after the meta line: a line of garbage and a "turn" line whose
+	 * JSON is cut (a usage line would change the totals) */
+	nl = strchr(s, '\n');
+	t = xasprintf("%.*s\n#garbage{{\n{\"t\":\"turn\",\"n\":\n%s",
+	    (int)(nl - s), s, nl + 1);
+	spit(path, t, strlen(t));
+	cr_assert_eq(journal_load(path, nb2, &m, &err), 0, "%s", err);
+	cr_assert_eq(m.skipped, 2);
+	cr_assert_eq(m.torn, 0);
+	assert_notebooks_equal(nb, nb2);
+	journal_meta_free(&m);
+	notebook_free(nb);
+	notebook_free(nb2);
+	free(s);
+	free(t);
+	free(path);
+	rm_rf(dir);
+	free(dir);
+}
+
+Test(journal, crash_mid_cell_is_repaired)
+{
+	char *dir = tmpdir(), *err = NULL, *path;
+	struct notebook *nb = notebook_new(), *nb2 = notebook_new();
+	struct journal_meta m;
+	struct journal *j = journal_create(dir, NULL, NULL, nb, &err);
+	struct cell *c;
+	const cJSON *last;
+
+	cr_assert_not_null(j, "%s", err);
+	notebook_add_message(nb, msg("user", "slow?"));
+	emit(j, EV_QUESTION, NULL, "slow?", 5);
+	notebook_add_message(nb, call_msg("call_9", "import time; time.sleep(99)"));
+	c = notebook_add_cell(nb, CELL_BY_MODEL, "import time; time.sleep(99)",
+	    "call_9");
+	emit(j, EV_CELL_START, c, NULL, 0);
+	out(j, c, 0, "started\n", 8);
+	path = journal_path(dir, journal_id(j));
+	/* no close: as if killed (the lock goes with the process) */
+	cr_assert_eq(journal_load(path, nb2, &m, &err), 0, "%s", err);
+	cr_assert_eq(notebook_ncells(nb2), 1);
+	c = notebook_cell(nb2, 1);
+	cr_assert_eq(c->status, CELL_INTERRUPTED);
+	cr_assert_not_null(c->reason);
+	cr_assert_eq(c->out[0].total, 8);
+	cr_assert_eq(cJSON_GetArraySize(notebook_messages(nb2)), 3);
+	last = cJSON_GetArrayItem(notebook_messages(nb2), 2);
+	cr_assert_str_eq(cJSON_GetObjectItem(last, "role")->valuestring, "tool");
+	cr_assert_str_eq(cJSON_GetObjectItem(last, "tool_call_id")->valuestring,
+	    "call_9");
+	cr_assert(cJSON_IsTrue(cJSON_GetObjectItem(last, "is_error")));
+	journal_meta_free(&m);
+	journal_close(j);
+	notebook_free(nb);
+	notebook_free(nb2);
+	free(path);
+	rm_rf(dir);
+	free(dir);
+}
+
+Test(journal, message_completed_in_place_is_rewritten)
+{
+	char *dir = tmpdir(), *err = NULL, *path;
+	struct notebook *nb = notebook_new(), *nb2 = notebook_new();
+	struct journal_meta m;
+	struct journal *j = journal_create(dir, NULL, NULL, nb, &err);
+	cJSON *a;
+
+	cr_assert_not_null(j, "%s", err);
+	notebook_add_message(nb, msg("user", "hi"));
+	emit(j, EV_QUESTION, NULL, "hi", 2);
+	a = msg("assistant", "Hel");
+	notebook_add_message(nb, a);
+	emit(j, EV_TURN, NULL, NULL, 0);
+	cJSON_ReplaceItemInObject(a, "content", cJSON_CreateString("Hello."));
+	emit(j, EV_ANSWER, NULL, "Hello.", 6);
+	path = journal_path(dir, journal_id(j));
+	journal_close(j);
+	cr_assert_eq(journal_load(path, nb2, &m, &err), 0, "%s", err);
+	assert_notebooks_equal(nb, nb2);
+	journal_meta_free(&m);
+	notebook_free(nb);
+	notebook_free(nb2);
+	free(path);
+	rm_rf(dir);
+	free(dir);
+}
+
+Test(journal, not_a_journal)
+{
+	char *dir = tmpdir(), *err = NULL;
+	char *p = write_data(dir, "x.jsonl", "{\"t\":\"question\",\"text\":\"q\"}\n");
+	struct notebook *nb = notebook_new();
+	struct journal_meta m;
+
+	cr_assert_eq(journal_load(p, nb, &m, &err), -1);
+	cr_assert_not_null(strstr(err, "no meta line"), "%s", err);
+	free(err);
+	err = NULL;
+	journal_meta_free(&m);
+	cr_assert_eq(journal_load("/nonexistent/terp.jsonl", nb, &m, &err), -1);
+	free(err);
+	journal_meta_free(&m);
+	notebook_free(nb);
+	free(p);
+	rm_rf(dir);
+	free(dir);
+}
+
+static char *
+make_session(const char *dir, const char *q, time_t mtime)
+{
+	struct notebook *nb = notebook_new();
+	char *err = NULL, *id, *path;
+	struct journal *j = journal_create(dir, NULL, NULL, nb, &err);
+	struct timeval tv[2] = { { mtime, 0 }, { mtime, 0 } };
+
+	cr_assert_not_null(j, "%s", err);
+	if (q != NULL) {
+		play_question(j, nb, q, "/tmp/p.png");
+		notebook_add_message(nb, msg("user", "again"));
+		emit(j, EV_QUESTION, NULL, "again", 5);
+	}
+	id = xstrdup(journal_id(j));
+	journal_close(j);
+	notebook_free(nb);
+	path = journal_path(dir, id);
+	cr_assert_eq(utimes(path, tv), 0);
+	free(path);
+	return id;
+}
+
+Test(journal, list_sorted_by_last_activity)
+{
+	char *dir = tmpdir(), *err = NULL;
+	char *old = make_session(dir, "Which month?", 1000000000);
+	char *recent = make_session(dir, "Plot it", 2000000000);
+	char *empty = make_session(dir, NULL, 1500000000);
+	struct journal_meta *l;
+	int n;
+	char *junk = xasprintf("%s/not-a-session", dir);
+
+	cr_assert_eq(mkdir(junk, 0700), 0);	/* no journal: not listed */
+	cr_assert_eq(journal_list(dir, &l, &n, &err), 0, "%s", err);
+	cr_assert_eq(n, 3);
+	cr_assert_str_eq(l[0].id, recent);
+	cr_assert_str_eq(l[1].id, empty);
+	cr_assert_str_eq(l[2].id, old);
+	cr_assert_eq(l[0].nquestions, 2);
+	cr_assert_str_eq(l[0].first_question, "Plot it");
+	cr_assert_eq(l[0].last_active, 2000000000);
+	cr_assert_eq(l[1].nquestions, 0);
+	cr_assert_null(l[1].first_question);
+	cr_assert_str_eq(l[2].first_question, "Which month?");
+	journal_list_free(l, n);
+
+	cr_assert_eq(journal_list("/nonexistent/terp", &l, &n, &err), 0);
+	cr_assert_eq(n, 0);
+	free(old);
+	free(recent);
+	free(empty);
+	free(junk);
+	rm_rf(dir);
+	free(dir);
+}
+
+Test(journal, delete_refuses_bad_ids_and_never_follows_links)
+{
+	char *dir = tmpdir(), *outside = tmpdir(), *err = NULL;
+	char *id = make_session(dir, "q", 1000000000);
+	char *keep = write_data(outside, "keep.txt", "precious");
+	char *sdir = xasprintf("%s/%s", dir, id);
+	char *link = xasprintf("%s/workspace", sdir);
+	char *deep = xasprintf("%s/a/b/c", sdir);
+	char *ro = xasprintf("%s/a", sdir);
+	struct stat st;
+	const char *bad[] = { "", ".", "..", "../x", "a/b", "/etc", ".hidden",
+	    "x..y" };
+
+	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+		cr_assert_eq(journal_delete(dir, bad[i], &err), -1, "%s", bad[i]);
+		free(err);
+		err = NULL;
+	}
+	cr_assert_eq(journal_delete(dir, "20200101-000000-0000", &err), -1);
+	free(err);
+	err = NULL;
+	cr_assert_eq(symlink(outside, link), 0);
+	cr_assert_eq(mkdir_p(deep, 0700), 0);
+	free(write_data(deep, "f", "x"));
+	cr_assert_eq(chmod(ro, 0500), 0);	/* read-only folder inside */
+	cr_assert_eq(journal_delete(dir, id, &err), 0, "%s", err);
+	cr_assert_eq(lstat(sdir, &st), -1);
+	cr_assert_eq(stat(keep, &st), 0, "the link was followed");
+	free(id);
+	free(keep);
+	free(sdir);
+	free(link);
+	free(deep);
+	free(ro);
+	rm_rf(dir);
+	rm_rf(outside);
+	free(dir);
+	free(outside);
+}
+
+Test(journal, delete_and_reopen_refuse_a_session_in_use)
+{
+	char *dir = tmpdir(), *err = NULL;
+	struct notebook *nb = notebook_new();
+	struct journal *j = journal_create(dir, NULL, NULL, nb, &err), *j2;
+
+	cr_assert_not_null(j, "%s", err);
+	cr_assert_eq(journal_delete(dir, journal_id(j), &err), -1);
+	cr_assert_not_null(strstr(err, "another terp"), "%s", err);
+	free(err);
+	err = NULL;
+	{
+		struct journal_meta m = { .live_from = 1 };
+		j2 = journal_reopen(dir, journal_id(j), nb, &m, &err);
+	}
+	cr_assert_null(j2);
+	cr_assert_not_null(strstr(err, "another terp"), "%s", err);
+	free(err);
+	journal_close(j);
+	notebook_free(nb);
+	rm_rf(dir);
+	free(dir);
+}
+
+Test(journal, ids)
+{
+	char *a = journal_new_id();
+	cr_assert_eq(journal_id_valid(a), 0);
+	cr_assert_eq(strlen(a), 20);
+	cr_assert_eq(a[8], '-');
+	cr_assert_eq(a[15], '-');
+	cr_assert_eq(journal_id_valid("20261129-153012-ab12"), 0);
+	cr_assert_eq(journal_id_valid("a/b"), -1);
+	cr_assert_eq(journal_id_valid(".."), -1);
+	cr_assert_null(journal_path("/x", "../y"));
+	free(a);
+}
+
+Test(journal, fingerprint_detects_change_and_loss)
+{
+	char *dir = tmpdir(), *err = NULL, *why = NULL;
+	char *p = write_data(dir, "d.csv", "a,b\n1,2\n");
+	struct journal_file f;
+
+	cr_assert_eq(journal_fingerprint(p, &f, &err), 0, "%s", err);
+	{
+		struct sha256 h;
+		unsigned char d[32];
+		char hex[65], *want;
+		sha256_init(&h);
+		sha256_add(&h, "a,b\n1,2\n", 8);
+		sha256_done(&h, d);
+		sha256_hex(d, hex);
+		want = xasprintf("sha256:%s", hex);
+		cr_assert_str_eq(f.fingerprint, want);
+		free(want);
+	}
+	cr_assert_eq(f.size, 8);
+	cr_assert_eq(f.path[0], '/');
+	cr_assert_eq(journal_file_check(&f, &why), 0);
+	free(write_data(dir, "d.csv", "a,b\n1,3\n"));	/* same size */
+	cr_assert_eq(journal_file_check(&f, &why), 1);
+	cr_assert_not_null(strstr(why, "changed"), "%s", why);
+	free(why);
+	free(write_data(dir, "d.csv", "a,b\n1,3,4\n"));
+	cr_assert_eq(journal_file_check(&f, &why), 1);
+	cr_assert_not_null(strstr(why, "bytes"), "%s", why);
+	free(why);
+	cr_assert_eq(unlink(p), 0);
+	cr_assert_eq(journal_file_check(&f, &why), 2);
+	cr_assert_not_null(strstr(why, "gone"), "%s", why);
+	free(why);
+	journal_file_free(&f);
+	free(p);
+	rm_rf(dir);
+	free(dir);
+}
+
+Test(digest, sha256_vectors)
+{
+	struct sha256 s;
+	unsigned char d[32];
+	char hex[65];
+	char million[1000];
+
+	sha256_init(&s);
+	sha256_add(&s, "abc", 3);
+	sha256_done(&s, d);
+	sha256_hex(d, hex);
+	cr_assert_str_eq(hex, "ba7816bf8f01cfea414140de5dae2223"
+	    "b00361a396177a9cb410ff61f20015ad");
+	sha256_init(&s);
+	sha256_done(&s, d);
+	sha256_hex(d, hex);
+	cr_assert_str_eq(hex, "e3b0c44298fc1c149afbf4c8996fb924"
+	    "27ae41e4649b934ca495991b7852b855");
+	/* a million 'a' fed in uneven pieces */
+	memset(million, 'a', sizeof million);
+	sha256_init(&s);
+	for (int i = 0; i < 1000; i++)
+		sha256_add(&s, million, i % 2 ? 999 : 1000);
+	sha256_add(&s, million, 500);
+	sha256_done(&s, d);
+	sha256_hex(d, hex);
+	cr_assert_str_eq(hex, "cdc76e5c9914fb9281a1c7e284d73e67"
+	    "f1809a48a497200e046d39ccc7112cd0");
+}
+
+Test(digest, base64_round_trip)
+{
+	static const char *plain[] = { "", "f", "fo", "foo", "foob", "fooba",
+	    "foobar" };
+	static const char *enc[] = { "", "Zg==", "Zm8=", "Zm9v", "Zm9vYg==",
+	    "Zm9vYmE=", "Zm9vYmFy" };
+	unsigned char all[256];
+	size_t n;
+	char *e, *d;
+
+	for (int i = 0; i < 7; i++) {
+		e = base64_encode(plain[i], strlen(plain[i]), &n);
+		cr_assert_str_eq(e, enc[i]);
+		d = base64_decode(e, n, &n);
+		cr_assert_str_eq(d, plain[i]);
+		free(e);
+		free(d);
+	}
+	for (int i = 0; i < 256; i++)
+		all[i] = (unsigned char)i;
+	e = base64_encode(all, sizeof all, NULL);
+	d = base64_decode(e, strlen(e), &n);
+	cr_assert_eq(n, 256);
+	cr_assert(memcmp(d, all, 256) == 0);
+	free(e);
+	free(d);
+	cr_assert_null(base64_decode("ab$d", 4, &n));
+}
+
+static struct cell *
+ran(struct journal *j, struct notebook *nb, const char *code,
+    enum cell_status st, int state_lost)
+{
+	struct cell *c = notebook_add_cell(nb, CELL_BY_USER, code, NULL);
+
+	emit(j, EV_CELL_START, c, NULL, 0);
+	c->status = st;
+	c->state_lost = state_lost;
+	emit(j, EV_RESULT, c, NULL, 0);
+	return c;
+}
+
+static void
+kernel_ev(struct journal *j, enum kernel_state st)
+{
+	struct event ev = { .type = EV_KERNEL, .n = (int)st };
+	journal_event(j, &ev);
+}
+
+Test(journal, replay_rebuilds_the_state_lost_last)
+{
+	char *dir = tmpdir(), *err = NULL, *path, *id;
+	struct notebook *nb = notebook_new(), *nb2 = notebook_new();
+	struct journal_meta m;
+	struct journal *j = journal_create(dir, NULL, NULL, nb, &err);
+	int *cells, n;
+
+	cr_assert_not_null(j, "%s", err);
+	kernel_ev(j, KERNEL_STARTING);
+	ran(j, nb, "a = 1", CELL_OK, 0);			/* 1 */
+	ran(j, nb, "import os; os._exit(1)", CELL_CRASHED, 1);	/* 2: lost */
+	kernel_ev(j, KERNEL_STARTING);
+	ran(j, nb, "import pandas as pd", CELL_OK, 0);		/* 3 */
+	ran(j, nb, "df = pd.DataFrame({'x': [1]})", CELL_OK, 0);	/* 4 */
+	ran(j, nb, "1/0", CELL_ERROR, 0);			/* 5 */
+	ran(j, nb, "df['y'] = 2", CELL_OK, 0);			/* 6 */
+	cr_assert_eq(journal_replay_cells(j, &cells), 1);	/* 1 only */
+	cr_assert_eq(cells[0], 1);
+	free(cells);
+	id = xstrdup(journal_id(j));
+	path = journal_path(dir, id);
+	journal_close(j);
+
+	cr_assert_eq(journal_load(path, nb2, &m, &err), 0, "%s", err);
+	cr_assert_eq(m.live_from, 3);
+	j = journal_reopen(dir, id, nb2, &m, &err);
+	cr_assert_not_null(j, "%s", err);
+	journal_meta_free(&m);
+	n = journal_replay_cells(j, &cells);
+	cr_assert_eq(n, 3);
+	cr_assert_eq(cells[0], 3);
+	cr_assert_eq(cells[1], 4);
+	cr_assert_eq(cells[2], 6);
+	free(cells);
+	/* the fresh sandbox starts: nothing more is lost */
+	kernel_ev(j, KERNEL_STARTING);
+	cr_assert_eq(journal_replay_cells(j, &cells), 3);
+	free(cells);
+	/* hand-run cells before the resume were told to no question yet */
+	cr_assert_eq(notebook_cell(nb2, 6)->told_model, 0);
+	journal_close(j);
+	notebook_free(nb);
+	notebook_free(nb2);
+	free(path);
+	free(id);
+	rm_rf(dir);
+	free(dir);
+}
+
+Test(journal, create_with_a_given_id)
+{
+	char *dir = tmpdir(), *err = NULL, *sdir;
+	struct notebook *nb = notebook_new();
+	struct journal *j;
+
+	sdir = xasprintf("%s/20260101-120000-beef", dir);
+	cr_assert_eq(mkdir(sdir, 0711), 0);	/* main made it already */
+	j = journal_create(dir, "20260101-120000-beef", NULL, nb, &err);
+	cr_assert_not_null(j, "%s", err);
+	cr_assert_str_eq(journal_id(j), "20260101-120000-beef");
+	cr_assert_str_eq(journal_dir(j), sdir);
+	journal_close(j);
+	/* the journal exists: a second create must not clobber it */
+	cr_assert_null(journal_create(dir, "20260101-120000-beef", NULL, nb,
+	    &err));
+	free(err);
+	err = NULL;
+	cr_assert_null(journal_create(dir, "../evil", NULL, nb, &err));
+	free(err);
+	notebook_free(nb);
+	free(sdir);
+	rm_rf(dir);
+	free(dir);
+}

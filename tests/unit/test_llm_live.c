@@ -1,0 +1,434 @@
+/* End-to-end tests of the llm layer: real requests through http.c and
+ * terp's loop against tests/fake_model.py (spawned per test on
+ * 127.0.0.1): retry-after then success, 503 forever, cut streams,
+ * cancel, in-stream errors and the idle timeout. */
+#include <criterion/criterion.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "terp/buf.h"
+#include "terp/llm.h"
+#include "terp/loop.h"
+#include "terp/util.h"
+
+struct fake {
+	pid_t	 pid;
+	int	 port;
+	char	 dir[64];
+	char	 log[96];
+};
+
+static void
+fake_start(struct fake *f, const char *script)
+{
+	char path[128];
+	int p[2];
+	FILE *fp;
+
+	strcpy(f->dir, "/tmp/terp-llm-XXXXXX");
+	cr_assert_not_null(mkdtemp(f->dir));
+	snprintf(path, sizeof path, "%s/script.json", f->dir);
+	snprintf(f->log, sizeof f->log, "%s/log.jsonl", f->dir);
+	fp = fopen(path, "w");
+	fputs(script, fp);
+	fclose(fp);
+	cr_assert_eq(pipe(p), 0);
+	f->pid = fork();
+	cr_assert_geq(f->pid, 0);
+	if (f->pid == 0) {
+		dup2(p[1], 1);
+		close(p[0]);
+		close(p[1]);
+		execl("/usr/bin/python3", "python3", "tests/fake_model.py", path,
+		    f->log, (char *)NULL);
+		_exit(127);
+	}
+	close(p[1]);
+	fp = fdopen(p[0], "r");
+	cr_assert_eq(fscanf(fp, "%d", &f->port), 1, "fake_model did not start");
+	fclose(fp);
+}
+
+static void
+fake_stop(struct fake *f)
+{
+	char cmd[128];
+
+	if (f->pid > 0) {	/* never kill(-1, ...) */
+		kill(f->pid, SIGTERM);
+		waitpid(f->pid, NULL, 0);
+	}
+	snprintf(cmd, sizeof cmd, "rm -rf %s", f->dir);
+	if (system(cmd) != 0)
+		cr_log_warn("cleanup failed");
+}
+
+/* Number of requests the fake server saw. */
+static int
+fake_requests(struct fake *f, char **log)
+{
+	size_t len;
+	char *s = read_file(f->log, 1 << 20, &len);
+	int n = 0;
+
+	for (char *p = s; p != NULL && *p; p++)
+		n += *p == '\n';
+	if (log != NULL)
+		*log = s;
+	else
+		free(s);
+	return n;
+}
+
+struct run {
+	struct loop	*loop;
+	struct llm	*m;
+	struct buf	 text, calls, notices;
+	char		*stop, *error;
+	int		 ended, after_end, cancel_on_text;
+	int		 ntext;
+};
+
+static void
+c_text(void *arg, const char *s, size_t n)
+{
+	struct run *r = arg;
+	r->after_end += r->ended;
+	r->ntext++;
+	buf_add(&r->text, s, n);
+	if (r->cancel_on_text) {
+		llm_cancel(r->m);
+		r->ended = 1;
+	}
+}
+
+static void
+c_call(void *arg, const char *id, const char *name, const char *args)
+{
+	struct run *r = arg;
+	r->after_end += r->ended;
+	buf_printf(&r->calls, "[%s|%s|%s]", id, name, args);
+}
+
+static void
+c_notice(void *arg, const char *msg)
+{
+	struct run *r = arg;
+	buf_printf(&r->notices, "%s\n", msg);
+}
+
+static void
+c_done(void *arg, const char *stop)
+{
+	struct run *r = arg;
+	r->after_end += r->ended;
+	r->ended = 1;
+	r->stop = xstrdup(stop);
+}
+
+static void
+c_error(void *arg, const char *msg)
+{
+	struct run *r = arg;
+	r->after_end += r->ended;
+	r->ended = 1;
+	r->error = xstrdup(msg);
+}
+
+static const struct llm_cbs cbs = {
+	.text = c_text, .tool_call = c_call, .notice = c_notice,
+	.done = c_done, .error = c_error,
+};
+
+static void
+run_init(struct run *r, struct fake *f, const char *provider, int retries,
+    long idle_ms)
+{
+	struct llm_config cfg;
+	char *url = xasprintf("http://127.0.0.1:%d/v1", f->port), *err = NULL;
+
+	memset(r, 0, sizeof *r);
+	memset(&cfg, 0, sizeof cfg);
+	cfg.provider = (char *)provider;
+	cfg.model = "fake-model";
+	cfg.base_url = url;
+	cfg.api_key = "sk-test-key";
+	cfg.max_retries = retries;
+	cfg.connect_timeout_ms = 2000;
+	cfg.idle_timeout_ms = idle_ms;
+	cfg.max_tokens = 100;
+	r->loop = loop_new();
+	r->m = llm_new(r->loop, &cfg, &err);
+	cr_assert_not_null(r->m, "%s", err);
+	free(url);
+	buf_init(&r->text, 1 << 16);
+	buf_init(&r->calls, 1 << 16);
+	buf_init(&r->notices, 1 << 16);
+}
+
+static void
+run_free(struct run *r)
+{
+	llm_free(r->m);
+	loop_free(r->loop);
+	buf_free(&r->text);
+	buf_free(&r->calls);
+	buf_free(&r->notices);
+	free(r->stop);
+	free(r->error);
+}
+
+/* Asks, then runs the loop until the end or max_ms. */
+static void
+ask(struct run *r, int64_t max_ms)
+{
+	cJSON *msgs = cJSON_Parse("[{\"role\":\"user\",\"content\":\"hi\"}]");
+	char *err = NULL;
+	int64_t end = now_ms() + max_ms;
+
+	cr_assert_eq(llm_request(r->m, "sys", msgs, &cbs, r, &err), 0, "%s", err);
+	cJSON_Delete(msgs);
+	cr_assert_eq(llm_busy(r->m), 1);
+	while (!r->ended && now_ms() < end)
+		loop_run_once(r->loop, 50);
+	cr_assert(r->ended, "the request did not end in %ld ms", (long)max_ms);
+}
+
+Test(llm_live, rate_limited_then_success, .timeout = 20)
+{
+	struct fake f;
+	struct run r;
+	char *log;
+
+	fake_start(&f, "{\"turns\":["
+	    "{\"status\":429,\"headers\":{\"retry-after-ms\":\"30\"},"
+	    " \"body\":{\"error\":{\"message\":\"Rate limit reached\",\"type\":\"requests\"}}},"
+	    "{\"openai\":{\"text\":\"h\xc3\xa9llo\",\"text_split\":2,"
+	    " \"tool_calls\":[{\"id\":\"call_9\",\"code\":\"print(\\\"\xc3\xa9\\\")\"}],"
+	    " \"args_split\":3},\"chunk_bytes\":5}]}");
+	run_init(&r, &f, "openai", 3, 5000);
+	ask(&r, 10000);
+	cr_assert_null(r.error, "%s", r.error);
+	cr_assert_str_eq(r.stop, "tool_calls");
+	cr_assert_str_eq(buf_str(&r.text), "h\xc3\xa9llo");
+	cr_assert_str_eq(buf_str(&r.calls),
+	    "[call_9|python_exec|{\"code\": \"print(\\\"\xc3\xa9\\\")\"}]");
+	cr_assert(strstr(buf_str(&r.notices), "429 Too Many Requests: Rate limit "
+	    "reached; retrying in 0.0 s (1/3)") != NULL, "%s", buf_str(&r.notices));
+	cr_assert_eq(fake_requests(&f, &log), 2);
+	cr_assert(strstr(log, "\"authorization\": \"Bearer sk-test-key\""), "%s", log);
+	cr_assert(strstr(log, "\"path\": \"/v1/chat/completions\""));
+	cr_assert(strstr(log, "\"stream\": true"));
+	cr_assert(strstr(log, "\"include_usage\": true"));
+	free(log);
+	cr_assert_eq(llm_busy(r.m), 0);
+	cr_assert_eq(r.after_end, 0);
+	run_free(&r);
+	fake_stop(&f);
+}
+
+Test(llm_live, unavailable_forever_gives_up, .timeout = 20)
+{
+	struct fake f;
+	struct run r;
+
+	fake_start(&f, "{\"turns\":[{\"status\":503,\"repeat\":true,"
+	    "\"headers\":{\"retry-after\":\"0.01\"},"
+	    "\"body\":{\"error\":{\"message\":\"engine overloaded\",\"type\":\"server_error\"}}}]}");
+	run_init(&r, &f, "openai", 3, 5000);
+	ask(&r, 10000);
+	cr_assert_str_eq(r.error, "503 Service Unavailable: engine overloaded "
+	    "(gave up after 3 retries)");
+	cr_assert_eq(fake_requests(&f, NULL), 4);
+	cr_assert(strstr(buf_str(&r.notices), "(3/3)") != NULL);
+	run_free(&r);
+	fake_stop(&f);
+}
+
+Test(llm_live, unauthorized_is_not_retried, .timeout = 20)
+{
+	struct fake f;
+	struct run r;
+
+	fake_start(&f, "{\"turns\":[{\"status\":401,\"body\":{\"type\":\"error\","
+	    "\"error\":{\"type\":\"authentication_error\",\"message\":\"invalid x-api-key\"}}}]}");
+	run_init(&r, &f, "anthropic", 3, 5000);
+	ask(&r, 10000);
+	cr_assert_str_eq(r.error, "401 Unauthorized: the API key was rejected by "
+	    "anthropic (invalid x-api-key)");
+	cr_assert_eq(fake_requests(&f, NULL), 1);
+	run_free(&r);
+	fake_stop(&f);
+}
+
+Test(llm_live, cut_after_output_is_reported_not_retried, .timeout = 20)
+{
+	struct fake f;
+	struct run r;
+
+	fake_start(&f, "{\"turns\":[{\"openai\":{\"text\":\"partial\"},\"cut_after\":2},"
+	    "{\"openai\":{\"text\":\"never\"}}]}");
+	run_init(&r, &f, "openai", 3, 5000);
+	ask(&r, 10000);
+	cr_assert_str_eq(buf_str(&r.text), "partial");
+	cr_assert_not_null(r.error);
+	cr_assert(strstr(r.error, "cut midway") != NULL, "%s", r.error);
+	cr_assert(strstr(r.error, "incomplete") != NULL, "%s", r.error);
+	cr_assert_eq(fake_requests(&f, NULL), 1);
+	run_free(&r);
+	fake_stop(&f);
+}
+
+Test(llm_live, cut_before_output_is_retried, .timeout = 20)
+{
+	struct fake f;
+	struct run r;
+
+	fake_start(&f, "{\"turns\":[{\"openai\":{\"text\":\"lost\"},\"cut_after\":1},"
+	    "{\"openai\":{\"text\":\"second try\"}}]}");
+	run_init(&r, &f, "openai", 3, 5000);
+	ask(&r, 10000);
+	cr_assert_null(r.error, "%s", r.error);
+	cr_assert_str_eq(buf_str(&r.text), "second try");
+	cr_assert(strstr(buf_str(&r.notices), "cut midway") != NULL);
+	cr_assert_eq(fake_requests(&f, NULL), 2);
+	run_free(&r);
+	fake_stop(&f);
+}
+
+Test(llm_live, anthropic_overloaded_in_stream_then_success, .timeout = 20)
+{
+	struct fake f;
+	struct run r;
+	char *log;
+
+	fake_start(&f, "{\"turns\":["
+	    "{\"events\":[{\"event\":\"error\",\"data\":{\"type\":\"error\","
+	    "  \"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}}]},"
+	    "{\"anthropic\":{\"text\":\"Sure.\",\"tool_calls\":[{\"id\":\"toolu_1\","
+	    "  \"code\":\"1+1\"}],\"args_split\":4}}]}");
+	run_init(&r, &f, "anthropic", 2, 5000);
+	ask(&r, 10000);
+	cr_assert_null(r.error, "%s", r.error);
+	cr_assert_str_eq(r.stop, "tool_use");
+	cr_assert_str_eq(buf_str(&r.text), "Sure.");
+	cr_assert_str_eq(buf_str(&r.calls), "[toolu_1|python_exec|{\"code\": \"1+1\"}]");
+	cr_assert_eq(fake_requests(&f, &log), 2);
+	cr_assert(strstr(log, "\"x-api-key\": \"sk-test-key\""));
+	cr_assert(strstr(log, "\"anthropic-version\": \"2023-06-01\""));
+	cr_assert(strstr(log, "\"path\": \"/v1/messages\""));
+	free(log);
+	run_free(&r);
+	fake_stop(&f);
+}
+
+Test(llm_live, error_inside_200_after_text_is_an_error, .timeout = 20)
+{
+	struct fake f;
+	struct run r;
+
+	fake_start(&f, "{\"turns\":[{\"events\":["
+	    "{\"data\":{\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hel\"}}]}},"
+	    "{\"data\":{\"error\":{\"message\":\"The server had an error\",\"type\":\"server_error\"}}}]}]}");
+	run_init(&r, &f, "openai", 3, 5000);
+	ask(&r, 10000);
+	cr_assert_str_eq(buf_str(&r.text), "Hel");
+	cr_assert_str_eq(r.error, "the model's stream reported an error: The server had an error");
+	cr_assert_eq(fake_requests(&f, NULL), 1);
+	run_free(&r);
+	fake_stop(&f);
+}
+
+Test(llm_live, cancel_from_the_text_callback, .timeout = 20)
+{
+	struct fake f;
+	struct run r;
+	int64_t end;
+
+	fake_start(&f, "{\"turns\":[{\"openai\":{\"text\":\"aaaaaaaaaaaaaaaaaaaa\","
+	    "\"text_split\":1},\"chunk_delay\":0.05}]}");
+	run_init(&r, &f, "openai", 3, 5000);
+	r.cancel_on_text = 1;
+	ask(&r, 10000);
+	cr_assert_eq(llm_busy(r.m), 0);
+	/* Nothing more may arrive. */
+	end = now_ms() + 400;
+	while (now_ms() < end)
+		loop_run_once(r.loop, 50);
+	cr_assert_eq(r.ntext, 1);
+	cr_assert_null(r.stop);
+	cr_assert_null(r.error);
+	run_free(&r);
+	fake_stop(&f);
+}
+
+static void
+cancel_now(struct loop *l, void *arg)
+{
+	struct run *r = arg;
+	(void)l;
+	llm_cancel(r->m);
+	r->ended = 1;
+}
+
+Test(llm_live, cancel_while_waiting_is_immediate, .timeout = 20)
+{
+	struct fake f;
+	struct run r;
+	int64_t t0, end;
+
+	fake_start(&f, "{\"turns\":[{\"delay\":2,\"openai\":{\"text\":\"late\"}}]}");
+	run_init(&r, &f, "openai", 3, 5000);
+	loop_timer_add(r.loop, 200, cancel_now, &r);
+	t0 = now_ms();
+	ask(&r, 10000);
+	cr_assert_lt(now_ms() - t0, 1000);
+	cr_assert_eq(llm_busy(r.m), 0);
+	end = now_ms() + 300;
+	while (now_ms() < end)
+		loop_run_once(r.loop, 50);
+	cr_assert_eq(r.ntext, 0);
+	cr_assert_null(r.stop);
+	cr_assert_null(r.error);
+	/* The client is reusable at once. */
+	r.ended = 0;
+	run_free(&r);
+	fake_stop(&f);
+}
+
+Test(llm_live, silent_stream_hits_the_idle_timeout, .timeout = 20)
+{
+	struct fake f;
+	struct run r;
+
+	fake_start(&f, "{\"turns\":[{\"openai\":{\"text\":\"x\",\"done\":false},"
+	    "\"cut_after\":2,\"hang\":5}]}");
+	run_init(&r, &f, "openai", 0, 300);
+	ask(&r, 4000);
+	cr_assert_str_eq(buf_str(&r.text), "x");
+	cr_assert(strstr(r.error, "no data from the server") != NULL, "%s", r.error);
+	run_free(&r);
+	fake_stop(&f);
+}
+
+Test(llm_live, connection_refused_is_retried_then_reported, .timeout = 20)
+{
+	struct fake f;
+	struct run r;
+
+	/* A port nobody listens on: start and stop a server. */
+	fake_start(&f, "{\"turns\":[]}");
+	kill(f.pid, SIGTERM);
+	waitpid(f.pid, NULL, 0);
+	run_init(&r, &f, "ollama", 1, 5000);
+	ask(&r, 10000);
+	cr_assert(strstr(r.error, "cannot reach http://127.0.0.1:") == r.error, "%s", r.error);
+	cr_assert(strstr(r.error, "(gave up after 1 retry)") != NULL, "%s", r.error);
+	run_free(&r);
+	f.pid = 0;
+	fake_stop(&f);
+}

@@ -1,0 +1,303 @@
+/* Unit tests of resume preparation, the --list text, the replay queue
+ * and the idle timers. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "terp/idle.h"
+#include "terp/journal.h"
+#include "terp/kernel.h"
+#include "terp/loop.h"
+#include "terp/replay.h"
+#include "terp/resume.h"
+#include "terp/util.h"
+
+static char *
+tmpdir(void)
+{
+	char *d = xstrdup("/tmp/terp-resume-XXXXXX");
+	cr_assert_not_null(mkdtemp(d));
+	return d;
+}
+
+static void
+rm_rf(const char *d)
+{
+	char *cmd = xasprintf("rm -rf '%s'", d);
+	cr_assert_eq(system(cmd), 0);
+	free(cmd);
+}
+
+static char *
+write_data(const char *dir, const char *name, const char *text)
+{
+	char *p = xasprintf("%s/%s", dir, name);
+	FILE *f = fopen(p, "w");
+	cr_assert_not_null(f);
+	fputs(text, f);
+	fclose(f);
+	return p;
+}
+
+static void
+emit(struct journal *j, enum event_type t, const struct cell *c,
+    const char *text)
+{
+	struct event ev = { .type = t, .cell = c, .text = text,
+	    .len = text ? strlen(text) : 0 };
+	journal_event(j, &ev);
+}
+
+/* A session over two data files with one question and one cell. */
+static char *
+session(const char *dir, const char *a, const char *b)
+{
+	const char *files[] = { a, b };
+	struct journal_info info = { "demo", "m", files, 2 };
+	struct notebook *nb = notebook_new();
+	char *err = NULL, *id;
+	struct journal *j = journal_create(dir, NULL, &info, nb, &err);
+	struct cell *c;
+
+	cr_assert_not_null(j, "%s", err);
+	emit(j, EV_QUESTION, NULL, "Which month had the highest revenue per "
+	    "dollar of marketing spend, per channel?\nSecond line.");
+	c = notebook_add_cell(nb, CELL_BY_USER, "df = 1", NULL);
+	emit(j, EV_CELL_START, c, NULL);
+	c->status = CELL_OK;
+	emit(j, EV_RESULT, c, NULL);
+	id = xstrdup(journal_id(j));
+	journal_close(j);
+	notebook_free(nb);
+	return id;
+}
+
+Test(resume, prepare_warns_about_changed_and_vanished_files)
+{
+	char *dir = tmpdir(), *err = NULL;
+	char *a = write_data(dir, "a.csv", "x\n1\n");
+	char *b = write_data(dir, "b.csv", "y\n2\n");
+	char *id = session(dir, a, b);
+	struct resume r;
+
+	free(write_data(dir, "a.csv", "x\n9\n"));
+	cr_assert_eq(unlink(b), 0);
+	cr_assert_eq(resume_prepare(dir, NULL, &r, &err), 0, "%s", err);
+	cr_assert_str_eq(r.id, id);
+	cr_assert_eq(notebook_ncells(r.nb), 1);
+	cr_assert_eq(r.ndata, 1);
+	cr_assert(strstr(r.data_files[0], "/a.csv") != NULL);
+	cr_assert_not_null(r.warnings);
+	cr_assert_not_null(strstr(r.warnings, "a.csv changed"), "%s", r.warnings);
+	cr_assert_not_null(strstr(r.warnings, "b.csv is gone"), "%s", r.warnings);
+	cr_assert_not_null(strstr(r.model_note, "resumed in a new Python sandbox"));
+	cr_assert_not_null(strstr(r.model_note, "a.csv changed"));
+	resume_free(&r);
+
+	cr_assert_eq(resume_prepare(dir, "20000101-000000-0000", &r, &err), -1);
+	free(err);
+	err = NULL;
+	resume_free(&r);
+	cr_assert_eq(resume_prepare(dir, "../x", &r, &err), -1);
+	free(err);
+	resume_free(&r);
+	free(a);
+	free(b);
+	free(id);
+	rm_rf(dir);
+	free(dir);
+}
+
+Test(resume, unchanged_files_no_warnings)
+{
+	char *dir = tmpdir(), *err = NULL;
+	char *a = write_data(dir, "a.csv", "x\n1\n");
+	char *b = write_data(dir, "b.csv", "y\n2\n");
+	char *id = session(dir, a, b);
+	struct resume r;
+
+	cr_assert_eq(resume_prepare(dir, id, &r, &err), 0, "%s", err);
+	cr_assert_null(r.warnings);
+	cr_assert_eq(r.ndata, 2);
+	resume_free(&r);
+	free(a);
+	free(b);
+	free(id);
+	rm_rf(dir);
+	free(dir);
+}
+
+Test(resume, list_text)
+{
+	char *dir = tmpdir(), *err = NULL, *t;
+	char *a = write_data(dir, "sales.csv", "x\n1\n");
+	char *id = session(dir, a, a);
+	struct journal_meta *l;
+	int n;
+
+	cr_assert_eq(journal_list(dir, &l, &n, &err), 0, "%s", err);
+	cr_assert_eq(n, 1);
+	t = resume_list_text(l, n);
+	cr_assert(strncmp(t, "ID ", 3) == 0, "%s", t);
+	cr_assert_not_null(strstr(t, id));
+	cr_assert_not_null(strstr(t, "sales.csv"));
+	cr_assert_not_null(strstr(t, "Which month had the highest revenue per "
+	    "dollar of marketing..."), "%s", t);
+	cr_assert_null(strstr(t, "Second line"));
+	free(t);
+	journal_list_free(l, n);
+	t = resume_list_text(NULL, 0);
+	cr_assert_str_eq(t, "");
+	free(t);
+	free(a);
+	free(id);
+	rm_rf(dir);
+	free(dir);
+}
+
+/* A fake core: each run adds a new cell; the test feeds the events. */
+struct fake {
+	struct notebook	*nb;
+	int		 runs[8], nruns;
+};
+
+static int
+fake_run(void *arg, int n, char **err)
+{
+	struct fake *f = arg;
+	struct cell *c = notebook_add_cell(f->nb, CELL_BY_USER,
+	    notebook_cell(f->nb, n)->code, NULL);
+
+	f->runs[f->nruns++] = n;
+	return c->n;
+}
+
+static int
+finish(struct replay *r, struct notebook *nb, enum cell_status st)
+{
+	struct cell *c = notebook_cell(nb, notebook_ncells(nb));
+	struct event res = { .type = EV_RESULT, .cell = c };
+	struct event idle = { .type = EV_IDLE };
+
+	c->status = st;
+	cr_assert_eq(replay_event(r, &res), 1);
+	return replay_event(r, &idle);
+}
+
+Test(replay, runs_in_order_and_stops_at_a_failure)
+{
+	struct fake f = { .nb = notebook_new() };
+	int cells[] = { 1, 3, 4 };
+	struct replay *r;
+	char *err = NULL;
+	int failed;
+
+	for (int i = 0; i < 4; i++)
+		notebook_add_cell(f.nb, CELL_BY_MODEL, "x", NULL);
+	r = replay_new(cells, 3, fake_run, &f);
+	cr_assert_eq(replay_start(r, &err), 0);
+	cr_assert_eq(f.nruns, 1);
+	cr_assert_eq(finish(r, f.nb, CELL_OK), 1);
+	cr_assert_eq(f.nruns, 2);
+	cr_assert_eq(f.runs[1], 3);
+	cr_assert_eq(finish(r, f.nb, CELL_ERROR), 0);
+	cr_assert_eq(f.nruns, 2, "went on after a failure");
+	cr_assert_eq(replay_progress(r, &failed), 1);
+	cr_assert_eq(failed, 3);
+	replay_free(r);
+
+	r = replay_new(cells, 3, fake_run, &f);
+	f.nruns = 0;
+	cr_assert_eq(replay_start(r, &err), 0);
+	cr_assert_eq(finish(r, f.nb, CELL_OK), 1);
+	cr_assert_eq(finish(r, f.nb, CELL_OK), 1);
+	cr_assert_eq(finish(r, f.nb, CELL_OK), 0);
+	cr_assert_eq(f.nruns, 3);
+	cr_assert_eq(f.runs[2], 4);
+	cr_assert_eq(replay_progress(r, &failed), 3);
+	cr_assert_eq(failed, 0);
+	replay_free(r);
+
+	r = replay_new(NULL, 0, fake_run, &f);
+	cr_assert_eq(replay_start(r, &err), -1);
+	cr_assert_not_null(strstr(err, "nothing to replay"));
+	free(err);
+	replay_free(r);
+	notebook_free(f.nb);
+}
+
+struct fired {
+	int	timeouts, max;
+};
+
+static void
+on_fire(void *arg, enum idle_why why)
+{
+	struct fired *f = arg;
+	if (why == IDLE_TIMEOUT)
+		f->timeouts++;
+	else
+		f->max++;
+}
+
+static void
+run_for(struct loop *l, int64_t ms)
+{
+	int64_t end = now_ms() + ms;
+	while (now_ms() < end)
+		loop_run_once(l, end - now_ms());
+}
+
+static void
+ev(struct idle *i, enum event_type t, int n)
+{
+	struct event e = { .type = t, .n = n };
+	idle_event(i, &e);
+}
+
+Test(idle, fires_only_when_quiet_and_running)
+{
+	struct loop *l = loop_new();
+	struct fired f = { 0, 0 };
+	struct idle *i = idle_new(l, 60, 0, on_fire, &f);
+
+	run_for(l, 100);
+	cr_assert_eq(f.timeouts, 0, "fired before the sandbox started");
+	ev(i, EV_KERNEL, KERNEL_READY);
+	ev(i, EV_QUESTION, 0);
+	run_for(l, 100);
+	cr_assert_eq(f.timeouts, 0, "fired during a question");
+	ev(i, EV_IDLE, 0);
+	run_for(l, 30);
+	ev(i, EV_CELL_START, 0);	/* activity: the clock starts over */
+	ev(i, EV_IDLE, 0);
+	run_for(l, 40);
+	cr_assert_eq(f.timeouts, 0, "the clock did not restart");
+	run_for(l, 60);
+	cr_assert_eq(f.timeouts, 1);
+	ev(i, EV_KERNEL, KERNEL_STOPPED);
+	run_for(l, 100);
+	cr_assert_eq(f.timeouts, 1, "fired again with the sandbox stopped");
+	ev(i, EV_KERNEL, KERNEL_READY);
+	run_for(l, 100);
+	cr_assert_eq(f.timeouts, 2);
+	idle_free(i);
+	loop_free(l);
+}
+
+Test(idle, max_session)
+{
+	struct loop *l = loop_new();
+	struct fired f = { 0, 0 };
+	struct idle *i = idle_new(l, 0, 40, on_fire, &f);
+
+	ev(i, EV_KERNEL, KERNEL_READY);
+	ev(i, EV_QUESTION, 0);
+	run_for(l, 80);
+	cr_assert_eq(f.max, 1);
+	cr_assert_eq(f.timeouts, 0);
+	idle_free(i);
+	loop_free(l);
+}
