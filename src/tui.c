@@ -2162,9 +2162,9 @@ cmd_files(void)
 	buf_init(&b, 256 * 1024);
 	buf_adds(&b, "Data files:\n");
 	for (int i = 0; i < T.o.ndata; i++) {
-		char *box = kernel_data_path(T.o.data_files[i]);
-		buf_printf(&b, "  %s → %s\n", T.o.data_files[i], box ? box : "?");
-		free(box);
+		const char *slash = strrchr(T.o.data_files[i], '/');
+		buf_printf(&b, "  %s → /workspace/data/%s\n", T.o.data_files[i],
+		    slash ? slash + 1 : T.o.data_files[i]);
 	}
 	for (int i = 0; i < loaded.n; i++)
 		buf_printf(&b, "  %s → %s\n", loaded.host[i], loaded.box[i]);
@@ -2974,6 +2974,17 @@ on_winch(struct loop *l, int signo, void *arg)
 	tui_mark();
 }
 
+/* A SIGINT from outside (the tty's ^C is a key in raw mode) cancels. */
+static void
+on_sigint(struct loop *l, int signo, void *arg)
+{
+	(void)l;
+	(void)signo;
+	(void)arg;
+	if (T.agent && agent_busy(T.agent))
+		agent_cancel(T.agent);
+}
+
 static void
 on_term(struct loop *l, int signo, void *arg)
 {
@@ -3124,6 +3135,7 @@ tui_run(struct loop *l, struct agent *a, const struct tui_opts *o, char **err)
 	/* our SIGWINCH handler goes in before curses so ncurses keeps it */
 	loop_signal(l, SIGWINCH, on_winch, NULL);
 	loop_signal(l, SIGTERM, on_term, NULL);
+	loop_signal(l, SIGINT, on_sigint, NULL);
 	loop_signal(l, SIGHUP, on_term, NULL);
 
 	stderr_redirect();

@@ -43,4 +43,11 @@ void tui_on_event(void *arg, const struct event *ev);
 int tui_run(struct loop *l, struct agent *a, const struct tui_opts *o,
     char **err);
 
+struct cli;
+
+/* The whole `terp [DATA_FILE...]` session for main: the model client,
+ * the notebook, the agent and the sandbox around tui_run. Returns the
+ * exit status (0, or 1 when the session could not start). */
+int tui_session_run(struct cli *c);
+
 #endif
