@@ -14,7 +14,22 @@
 #include "terp/llm.h"
 #include "terp/loop.h"
 #include "terp/notebook.h"
+#include "terp/session.h"
 #include "terp/util.h"
+
+/* The journal, resume, replay and idle timers around the TUI's sink
+ * (the TUI's state is one static instance; so is this). */
+static struct session *tui_sess;
+
+static void
+tui_session_event(void *arg, const struct event *ev)
+{
+	session_record(tui_sess, ev);	/* saved before it is shown */
+	tui_on_event(arg, ev);
+	/* The user drives the TUI: replayed cells are shown like any
+	 * other, and nothing waits for the replay to end. */
+	(void)session_event(tui_sess, ev);
+}
 
 static int
 save_notebook(void *arg, const struct notebook *nb, const char *path,
@@ -28,28 +43,53 @@ int
 tui_session_run(struct cli *c)
 {
 	struct loop *l = loop_new();
-	struct notebook *nb = notebook_new();
-	char *err = NULL;
+	struct notebook *nb;
+	char *err = NULL, *warn = NULL;
 	struct llm *m = llm_new(l, &c->llm, &err);
+	struct session_opts so;
 	int rc = 0;
 
 	if (!m) {
 		fprintf(stderr, "terp: %s\n", err);
 		free(err);
+		loop_free(l);
+		return 1;
+	}
+	if (c->resume) {
+		nb = c->res.nb;
+		c->res.nb = NULL;
+	} else {
+		nb = notebook_new();
+	}
+	sessions_opts(c, &so);
+	so.emit = tui_session_event;
+	tui_sess = session_new(l, nb, &so, &warn, &err);
+	if (tui_sess == NULL) {
+		fprintf(stderr, "terp: %s\n", err);
+		free(err);
+		llm_free(m);
 		notebook_free(nb);
 		loop_free(l);
 		return 1;
 	}
+	if (warn) {
+		char *msg = xasprintf("warning: %s", warn);
+		struct event e = { .type = EV_NOTICE, .text = msg, .len = strlen(msg) };
+		tui_on_event(NULL, &e);
+		free(msg);
+		free(warn);
+	}
 	signal(SIGPIPE, SIG_IGN);
-	struct agent *a = agent_new(l, nb, &c->kopts, m, &c->aopts, tui_on_event,
+	struct agent *a = agent_new(l, nb, &c->kopts, m, &c->aopts, tui_session_event,
 	    NULL);
+	session_attach(tui_sess, a);
 	struct event ev = { .type = EV_SESSION, .text = c->session_id,
 		.name = c->session_dir };
-	tui_on_event(NULL, &ev);
+	tui_session_event(NULL, &ev);
 	if (agent_start(a, &err) < 0) {
 		/* shown in the notebook; the UI still comes up */
 		struct event e = { .type = EV_ERROR, .text = err, .len = strlen(err) };
-		tui_on_event(NULL, &e);
+		tui_session_event(NULL, &e);
 		free(err);
 		err = NULL;
 	}
@@ -68,6 +108,8 @@ tui_session_run(struct cli *c)
 		rc = 1;
 	}
 	agent_free(a);
+	session_free(tui_sess);		/* the journal is synced and closed */
+	tui_sess = NULL;
 	llm_free(m);
 	notebook_free(nb);
 	loop_free(l);

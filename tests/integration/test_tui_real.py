@@ -135,3 +135,29 @@ def test_real_session(session, tmp_path):
     assert "-icanon" not in s.replace("\n", "")
     time.sleep(0.5)
     assert sandbox_procs(tmp_path) == []
+
+
+def test_the_notebook_is_saved_as_it_goes(session, tmp_path):
+    t = session()
+    t.text("Which channel brings the most revenue?")
+    t.keys("Enter")
+    t.wait(r"Search brings the most revenue", timeout=60)
+    env = dict(os.environ, XDG_STATE_HOME=str(tmp_path / "state"),
+               XDG_CONFIG_HOME=str(tmp_path / "config"))
+    # Saved while the notebook is still open (and locked against --delete).
+    r = subprocess.run([TERP, "--list"], capture_output=True, text=True, env=env)
+    assert r.returncode == 0 and "Which channel brings the most revenue?" in r.stdout
+    sid = r.stdout.splitlines()[1].split()[0]
+    r = subprocess.run([TERP, "--delete", sid], capture_output=True, text=True, env=env)
+    assert r.returncode == 1 and "open in another terp" in r.stderr
+    t.text("/quit")
+    t.keys("Enter")
+    t.wait(r"EXITED rc=0", timeout=30)
+    out = tmp_path / "s.md"
+    r = subprocess.run([TERP, "--export", sid, str(out)], capture_output=True, text=True,
+                       env=env)
+    assert r.returncode == 0, r.stderr
+    md = out.read_text()
+    assert "Which channel brings the most revenue?" in md
+    assert 'df = pd.read_csv("/workspace/data/sales.csv")' in md
+    assert "**Search** brings the most revenue" in md
