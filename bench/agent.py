@@ -36,7 +36,7 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-TERP = os.path.join(ROOT, "terp")
+TERP = os.environ.get("TERP_BIN", os.path.join(ROOT, "terp"))
 sys.path.insert(0, os.path.join(ROOT, "tests"))
 
 TARGET_US = 2000.0
@@ -319,6 +319,7 @@ def main():
     if not os.access(TERP, os.X_OK):
         sys.exit("agent.py: build terp first (make)")
     tmp = tempfile.mkdtemp(prefix="terp-bench-agent-")
+    os.chmod(tmp, 0o755)  # see kernel.py: keeps the sandbox folders in here
     try:
         t = run_terp(a.turns, tmp)
         p = run_peer(a.turns, tmp)
