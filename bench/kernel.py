@@ -30,7 +30,7 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-TERP = os.path.join(ROOT, "terp")
+TERP = os.environ.get("TERP_BIN", os.path.join(ROOT, "terp"))
 
 COLD_TARGET_MS = 100.0
 RT_TARGET_US = 500.0
