@@ -203,6 +203,7 @@ on_result(void *arg, int n, const struct kernel_result *r)
 		return;
 	c->status = r->status;
 	c->duration_ms = r->duration_ms;
+	c->duration_us = r->duration_us;
 	c->value = r->value ? xstrdup(r->value) : NULL;
 	c->ename = r->ename ? xstrdup(r->ename) : NULL;
 	c->evalue = r->evalue ? xstrdup(r->evalue) : NULL;

@@ -11,6 +11,7 @@ import builtins
 import json
 import linecache
 import os
+import select
 import signal
 import stat
 import sys
@@ -24,6 +25,7 @@ CHUNK = 192 * 1024
 MAX_ARTIFACTS = 64
 
 _wlock = threading.Lock()
+_default_switch = sys.getswitchinterval()
 _running = False  # a cell is executing: SIGINT raises KeyboardInterrupt
 
 
@@ -118,6 +120,40 @@ def _patch_pyplot_locked():
     figure.savefig = savefig
     _patched = True
 
+
+class _PyplotHook:
+    """Patches pyplot as soon as anyone imports it (a cell or the
+    preload), so a cell that imports it and saves a figure gets the
+    patched savefig, whoever won the race to import it."""
+
+    def find_spec(self, name, path, target=None):
+        if name != "matplotlib.pyplot":
+            return None
+        for finder in sys.meta_path:
+            find = getattr(finder, "find_spec", None)
+            if finder is self or find is None:
+                continue
+            spec = find(name, path, target)
+            if spec is not None:
+                break
+        else:
+            return None
+        real_exec = getattr(spec.loader, "exec_module", None)
+        if real_exec is None:
+            return spec
+
+        def exec_module(module):
+            real_exec(module)
+            with _patch_lock:
+                try:
+                    _patch_pyplot_locked()
+                except Exception as e:  # a patch is a nicety, never a failure
+                    print("terp: matplotlib hooks not installed: %s" % e, file=sys.stderr)
+        spec.loader.exec_module = exec_module
+        return spec
+
+
+sys.meta_path.insert(0, _PyplotHook())
 
 _fig_count = 0
 _cur_cell = 0
@@ -334,7 +370,16 @@ def _run(cell, code):
     send(msg)
 
 
+# While the preload thread imports, a cell's thread waits for the GIL at
+# every blocking call it makes (read, dup2, write): up to the switch
+# interval (5 ms) each time. A short interval while preloading keeps a
+# trivial first cell fast; it costs nothing when only one thread runs.
+PRELOAD_SWITCH = 0.0001
+PRELOAD_IDLE = 0.01
+
+
 def _preload():
+    sys.setswitchinterval(PRELOAD_SWITCH)
     t0 = time.monotonic()
     try:
         import numpy  # noqa: F401
@@ -346,11 +391,35 @@ def _preload():
         send({"ev": "loaded", "ms": int((time.monotonic() - t0) * 1000)})
     except BaseException as e:
         send({"ev": "loaded", "error": "%s: %s" % (type(e).__name__, e)})
+    finally:
+        if sys.getswitchinterval() == PRELOAD_SWITCH:  # unless a cell changed it
+            sys.setswitchinterval(_default_switch)
+
+
+_preload_pending = False
+
+
+def _start_preload_when_idle():
+    """Starts the preload once no command comes for PRELOAD_IDLE seconds:
+    cells that arrive back to back (terp exec) run before it, not against
+    it for the GIL (numpy's import holds the GIL for ms at a time)."""
+    global _preload_pending
+    if not _preload_pending:
+        return
+    try:
+        ready, _, _ = select.select([CIN], [], [], PRELOAD_IDLE)
+    except (InterruptedError, KeyboardInterrupt):
+        return
+    if ready:
+        return
+    _preload_pending = False
+    threading.Thread(target=_preload, name="terp-preload", daemon=True).start()
 
 
 def _readlines():
     buf = b""
     while True:
+        _start_preload_when_idle()
         try:
             data = os.read(CIN, 1 << 16)
         except InterruptedError:
@@ -366,12 +435,11 @@ def _readlines():
 
 
 def main():
-    global ns
+    global ns, _preload_pending
     os.makedirs(OUT_DIR, exist_ok=True)
     _close_all(_scan_out()[1])  # what is already there is not new
     send({"ev": "ready", "pid": os.getpid(), "python": sys.version.split()[0]})
-    if os.environ.get("TERP_PRELOAD", "1") == "1":
-        threading.Thread(target=_preload, name="terp-preload", daemon=True).start()
+    _preload_pending = os.environ.get("TERP_PRELOAD", "1") == "1"
     for line in _readlines():
         try:
             cmd = json.loads(line)

@@ -98,6 +98,7 @@ result_event(struct jsonout *j, const struct cell *c)
 	cJSON_AddNumberToObject(o, "cell", c->n);
 	cJSON_AddStringToObject(o, "status", cell_status_name(c->status));
 	cJSON_AddNumberToObject(o, "duration_ms", (double)c->duration_ms);
+	cJSON_AddNumberToObject(o, "duration_us", (double)c->duration_us);
 	if (c->value)
 		add_str(o, "value", c->value);
 	else

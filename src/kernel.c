@@ -74,7 +74,7 @@ struct kernel {
 	/* the running cell */
 	int			 cur;		/* 0: none */
 	int			 last;		/* gets output between cells */
-	int64_t			 cur_start;
+	int64_t			 cur_start;	/* now_us() when the cell was sent */
 	uint64_t		 timeout_timer, grace_timer;
 	enum stop_cause		 stop;
 	struct pending		*queue;
@@ -795,7 +795,8 @@ finish_cell(struct kernel *k, struct kernel_result *r)
 
 	cancel_timers(k);
 	flush_carry(k);
-	r->duration_ms = now_ms() - k->cur_start;
+	r->duration_us = now_us() - k->cur_start;
+	r->duration_ms = r->duration_us / 1000;
 	k->last = n;
 	k->cur = 0;
 	k->stop = STOP_NONE;
@@ -1068,7 +1069,7 @@ kernel_next(struct kernel *k)
 		return;
 	k->queue = p->next;
 	k->cur = p->n;
-	k->cur_start = now_ms();
+	k->cur_start = now_us();
 	k->stop = STOP_NONE;
 	set_state(k, KERNEL_BUSY, NULL);
 	cmd = cJSON_CreateObject();

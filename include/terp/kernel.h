@@ -45,6 +45,7 @@ void kernel_opts_default(struct kernel_opts *o);
 struct kernel_result {
 	enum cell_status status;
 	int64_t		 duration_ms;
+	int64_t		 duration_us;	/* the same, in microseconds */
 	const char	*value;		/* repr of a trailing expression or NULL */
 	const char	*ename, *evalue, *traceback;
 	const char	*reason;	/* why it timed out / crashed, or NULL */

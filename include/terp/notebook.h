@@ -41,6 +41,7 @@ struct cell {
 	int			 state_lost;	/* the session restarted */
 	int64_t			 started_ms;	/* monotonic */
 	int64_t			 duration_ms;
+	int64_t			 duration_us;	/* this run only; not saved */
 	int			 nartifacts;
 	int			 told_model;	/* hand-run cell already reported */
 };
