@@ -11,6 +11,18 @@ ROOT = Path(__file__).resolve().parents[2]
 TERP = ROOT / "terp"
 
 
+@pytest.fixture(autouse=True)
+def _traversable_tmp(tmp_path):
+    """As root, terp runs the sandbox under its own uid, which must reach
+    the session folder; pytest makes its folders 0700, so terp would put
+    the sandbox's folders under /var/lib/terp instead and leave them
+    there. Search permission (not read) for others avoids that."""
+    if os.geteuid() == 0:
+        for p in (tmp_path, tmp_path.parent, tmp_path.parent.parent):
+            st = os.stat(p)
+            os.chmod(p, st.st_mode | 0o011)
+
+
 @pytest.fixture
 def env(tmp_path):
     """A clean environment: no API keys, private XDG folders."""
