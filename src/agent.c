@@ -367,6 +367,21 @@ m_done(void *arg, const char *stop_reason)
 		emit_text(a, EV_NOTICE, "the model wrote its code as text instead of calling "
 		    "python_exec; terp runs it as a cell", 0);
 	}
+	if (ncalls == 0 && buf_str(&a->text)[strspn(buf_str(&a->text), " \t\r\n")] == '\0') {
+		/* An empty answer is no answer: a script reading stdout must
+		 * not take it for success. Nothing is added to the
+		 * conversation (Anthropic rejects empty assistant turns). */
+		char *s = xasprintf("the model's reply was empty (stop reason: %s)",
+		    stop_reason && *stop_reason ? stop_reason : "none");
+		cJSON_Delete(msg);
+		fail_question(a, s, 1);
+		free(s);
+		return;
+	}
+	if (stop_reason && (strcmp(stop_reason, "length") == 0 ||
+	    strcmp(stop_reason, "max_tokens") == 0))
+		emit_text(a, EV_NOTICE, "the model's reply reached its output token limit "
+		    "and may be cut short", 0);
 	cJSON_AddStringToObject(msg, "role", "assistant");
 	if (a->text.len > 0)
 		cJSON_AddStringToObject(msg, "content", a->text.data);
@@ -377,7 +392,6 @@ m_done(void *arg, const char *stop_reason)
 		a->calls = cJSON_CreateArray();
 	}
 	notebook_add_message(a->nb, msg);
-	(void)stop_reason;
 
 	if (ncalls == 0) {
 		char *answer = buf_take(&a->text);
