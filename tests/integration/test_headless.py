@@ -549,6 +549,26 @@ def test_crash_in_a_cell_tells_the_model_its_state_is_gone(terp, fake):
     assert [x["status"] for x in r.results()] == ["crashed", "ok"]
 
 
+@pytest.mark.parametrize("delay", [0, 1])
+def test_sandbox_dying_at_start_ends_the_question(delay, terp, fake):
+    # 2M of memory: Python cannot even start. The model's call is either
+    # queued for the session (delay 0) or still being answered (delay 1);
+    # either way terp stops at once instead of waiting forever.
+    srv = fake([dict(reply("openai", "", [("c1", "print(1)")]), delay=delay),
+                reply("openai", "never asked")])
+    f, e = flags("openai", srv)
+    t0 = time.time()
+    r = terp("-p", "q", "--json", "--memory", "2M", *f, extra_env=e, timeout=20)
+    assert time.time() - t0 < 5
+    assert r.rc == 1, r
+    assert [k["state"] for k in r.of("kernel")][-1] == "dead"
+    [err] = r.of("error")
+    assert err["message"].startswith("the question was stopped: the sandbox died while starting: ")
+    assert len(srv.requests()) == 1 and not r.of("answer")
+    for res in r.results():
+        assert res["status"] == "crashed"
+
+
 def test_unreachable_server_is_one_line(terp, fake):
     import socket
     s = socket.socket()
