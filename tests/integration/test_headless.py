@@ -171,6 +171,13 @@ def test_multi_turn_analysis_computes_the_number(provider, terp, fake, tmp_path)
     assert r.stdout_of(2) == "NORTH=%s\n" % expected
     assert [e["text"] for e in r.of("answer")] == ["North revenue is %s." % expected]
     assert not r.of("error")
+    # Usage per call and for the session, as the fake server reported it.
+    out_tokens = 5 if provider == "openai" else 42
+    assert [(u["input_tokens"], u["output_tokens"]) for u in r.of("usage")] == [(10, out_tokens)] * 3
+    assert r.of("usage")[-1]["total_input_tokens"] == 30
+    assert r.of("usage")[-1]["total_output_tokens"] == 3 * out_tokens
+    # The request events count the bytes actually sent.
+    assert [q["bytes"] for q in r.of("request")] == [int(q["headers"]["content-length"]) for q in reqs]
 
 
 def test_azure_deployment_url_and_api_key_header(terp, fake, tmp_path):
@@ -366,10 +373,10 @@ def test_503_forever_gives_up_with_one_line(terp, fake):
     assert r.out == ""
 
 
-def test_stream_cut_midway_is_reported(terp, fake):
-    srv = fake([{"openai": {"text": "A partial answer that goes on", "text_split": 5},
-                 "cut_after": 3}])
-    f, e = flags("openai", srv)
+@pytest.mark.parametrize("provider,cut", [("openai", 3), ("anthropic", 5)])
+def test_stream_cut_midway_is_reported(provider, cut, terp, fake):
+    srv = fake([dict(reply(provider, "A partial answer that goes on", text_split=5), cut_after=cut)])
+    f, e = flags(provider, srv)
     r = terp("-p", "q", "--json", *f, extra_env=e)
     assert r.rc == 1, r
     assert len(srv.requests()) == 1          # text was shown: no silent retry
@@ -389,18 +396,31 @@ def test_stream_cut_before_anything_is_retried(terp, fake):
     assert [a["text"] for a in r.of("answer")] == ["second try"]
 
 
-def test_error_event_inside_a_200_stream(terp, fake):
-    srv = fake([{"events": [
-        {"data": {"id": "x", "choices": [{"index": 0, "delta": {"content": "Hel"}}]}},
-        {"data": {"error": {"message": "the model crashed", "type": "server_error"}}},
-    ]}])
-    f, e = flags("openai", srv)
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_error_event_inside_a_200_stream(provider, terp, fake):
+    if provider == "openai":
+        events = [
+            {"data": {"id": "x", "choices": [{"index": 0, "delta": {"content": "Hel"}}]}},
+            {"data": {"error": {"message": "the model crashed", "type": "server_error"}}}]
+    else:
+        events = anthropic_events_upto_text("Hel") + [
+            {"event": "error", "data": {"type": "error", "error": {
+                "type": "api_error", "message": "the model crashed"}}}]
+    srv = fake([{"events": events}])
+    f, e = flags(provider, srv)
     r = terp("-p", "q", "--json", *f, extra_env=e)
     assert r.rc == 1, r
+    assert "".join(t["delta"] for t in r.of("text")) == "Hel"
     [err] = r.of("error")
-    assert "the model crashed" in err["message"]
+    assert err["message"] == "the model's stream reported an error: the model crashed"
     assert not r.of("answer")
     assert len(srv.requests()) == 1
+
+
+def anthropic_events_upto_text(text):
+    from fake_model import anthropic_events
+    ev = anthropic_events({"text": text})
+    return ev[:ev.index(next(x for x in ev if x.get("event") == "content_block_delta")) + 1]
 
 
 def test_anthropic_overloaded_event_before_output_is_retried(terp, fake):
@@ -431,9 +451,13 @@ def test_401_says_the_key_was_rejected(terp, fake):
 
 # ---------------------------------------------------------------- local model
 
-def test_local_model_fenced_code_runs_as_a_cell(terp, fake):
+@pytest.mark.parametrize("text", [
+    "I will compute it:\n```python\nprint(6 * 7)\n```\n",
+    'Calling: {"name": "python_exec", "arguments": {"code": "print(6 * 7)\\n"}}',
+])
+def test_local_model_code_in_text_runs_as_a_cell(text, terp, fake):
     srv = fake([
-        {"openai": {"text": "I will compute it:\n```python\nprint(6 * 7)\n```\n"}},
+        {"openai": {"text": text}},
         {"openai": {"text": "The answer is 42."}},
     ])
     r = terp("-p", "q", "--json", "--provider", "ollama", "--model", "tiny",
