@@ -609,15 +609,25 @@ def test_unreachable_server_is_one_line(terp, fake):
 
 # ---------------------------------------------------------------- Ctrl-C
 
-def test_ctrl_c_during_the_model_call(env, fake, tmp_path):
-    srv = fake([{"openai": {"text": "thinking"}, "cut_after": 2, "hang": 30}])
+@pytest.mark.parametrize("stall", ["before the headers", "mid-stream"])
+def test_ctrl_c_during_the_model_call(stall, env, fake, tmp_path):
+    if stall == "mid-stream":
+        srv = fake([{"openai": {"text": "thinking"}, "cut_after": 2, "hang": 30}])
+        wait_for = "text"
+    else:
+        srv = fake([{"openai": {"text": "late"}, "delay": 30}])
+        wait_for = "request"
     f, e = flags("openai", srv)
     p = popen(["-p", "q", "--json", *f], env, tmp_path, e)
     events = []
     for line in p.stdout:
         events.append(json.loads(line))
-        if events[-1]["type"] == "text":
+        if events[-1]["type"] == wait_for:
             break
+    if stall != "mid-stream":
+        deadline = time.time() + 5
+        while not srv.requests() and time.time() < deadline:
+            time.sleep(0.02)            # the server holds the request
     kids = children(p.pid)
     assert kids, "the sandbox should be running"
     t0 = time.time()
@@ -680,15 +690,16 @@ def test_ctrl_c_during_a_cell_that_ignores_it(env, fake, tmp_path):
 
 # ---------------------------------------------------------------- follow-ups and JSON
 
-def test_follow_up_reuses_the_dataframe(terp, fake, tmp_path):
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_follow_up_reuses_the_dataframe(provider, terp, fake, tmp_path):
     expected = write_csv(tmp_path / "x.csv")
     srv = fake([
-        reply("openai", "", [("c1", LOAD)]),
-        reply("openai", "Loaded 90 rows."),
-        reply("openai", "", [("c2", COMPUTE)]),
-        reply("openai", "North: %s." % expected),
+        reply(provider, "", [("c1", LOAD)]),
+        reply(provider, "Loaded 90 rows."),
+        reply(provider, "", [("c2", COMPUTE)]),
+        reply(provider, "North: %s." % expected),
     ])
-    f, e = flags("openai", srv)
+    f, e = flags(provider, srv)
     r = terp("-p", "Load it.", "-p", "North revenue?", "--json", *f, "x.csv", extra_env=e)
     assert r.rc == 0, r
     assert [q["text"] for q in r.of("question")] == ["Load it.", "North revenue?"]
@@ -697,11 +708,34 @@ def test_follow_up_reuses_the_dataframe(terp, fake, tmp_path):
     assert len(reqs) == 4
     # The follow-up carries the whole conversation so far.
     msgs = reqs[2]["body"]["messages"]
-    assert [m["role"] for m in msgs] == ["system", "user", "assistant", "tool", "assistant", "user"]
-    assert msgs[-1]["content"] == "North revenue?"
-    [(_, content, _)] = tool_results("openai", reqs[3])
+    if provider == "openai":
+        assert [m["role"] for m in msgs] == ["system", "user", "assistant", "tool", "assistant", "user"]
+        assert msgs[-1]["content"] == "North revenue?"
+    else:
+        assert [m["role"] for m in msgs] == ["user", "assistant", "user", "assistant", "user"]
+        assert [b["type"] for b in msgs[1]["content"]] == ["tool_use"]
+        assert [b["type"] for b in msgs[2]["content"]] == ["tool_result"]
+        last = msgs[-1]["content"]
+        text = last if isinstance(last, str) else "".join(b.get("text", "") for b in last)
+        assert text == "North revenue?"
+    [(_, content, _)] = tool_results(provider, reqs[3])
     assert "NORTH=%s\n" % expected in content     # df survived the first question
     assert [e["n"] for e in r.of("turn")] == [1, 2, 1, 2]
+
+
+def test_sigterm_ends_the_run_and_the_sandbox(env, fake, tmp_path):
+    srv = fake([{"openai": {"text": "thinking"}, "cut_after": 2, "hang": 30}])
+    f, e = flags("openai", srv)
+    p = popen(["-p", "q", "--json", *f], env, tmp_path, e)
+    for line in p.stdout:
+        if json.loads(line)["type"] == "text":
+            break
+    kids = children(p.pid)
+    assert kids
+    p.send_signal(signal.SIGTERM)
+    p.communicate(timeout=10)
+    assert p.returncode == 128 + signal.SIGTERM
+    assert all_gone(kids)
 
 
 def test_json_event_schema(terp, fake, tmp_path):
