@@ -21,6 +21,8 @@
 #include <cjson/cJSON.h>
 
 #include "terp/buf.h"
+#include "terp/cgroup.h"
+#include "terp/digest.h"
 #include "terp/sandbox.h"
 #include "terp/sanitize.h"
 #include "terp/util.h"
@@ -60,6 +62,9 @@ struct kernel {
 
 	char			*workspace, *datadir;
 	int			 out_dirfd;
+	struct cgroup		*cg;		/* NULL: rlimits only */
+	int			 cg_tried;
+	long			 oom_at_launch;
 
 	struct buf		 evbuf, statusbuf, bwrap_err;
 	char			 carry[2][4];	/* cut UTF-8 sequences */
@@ -462,6 +467,16 @@ launch(struct kernel *k, char **err)
 	s.no_sandbox = k->o->no_sandbox;
 	s.network = k->o->network;
 	s.preload = getenv("TERP_NO_PRELOAD") == NULL;
+	if (!k->cg_tried && !k->o->no_sandbox) {
+		char *why = NULL, name[64];
+		const char *id = strrchr(k->o->session_dir, '/');
+		k->cg_tried = 1;
+		snprintf(name, sizeof name, "terp-%.40s-%d", id ? id + 1 : "session", (int)getpid());
+		k->cg = cgroup_create(name, k->o->memory, k->o->nproc, &why);
+		free(why);	/* rlimits only: the common case on many machines */
+	}
+	s.cgroup_procs_fd = cgroup_procs_fd(k->cg);
+	k->oom_at_launch = cgroup_oom_kills(k->cg);
 
 	buf_reset(&k->evbuf);
 	buf_reset(&k->statusbuf);
@@ -574,11 +589,11 @@ static void
 art_chunk(struct kernel *k, const char *b64)
 {
 	size_t n;
-	unsigned char *data;
+	char *data;
 
 	if (k->art_fd < 0 || k->art_bad)
 		return;
-	data = b64_decode(b64, strlen(b64), &n);
+	data = base64_decode(b64, strlen(b64), &n);
 	if (data == NULL || k->art_got + n > k->art_size ||
 	    k->art_got + n > k->o->artifact_max ||
 	    write_all(k->art_fd, data, n) < 0)
@@ -1068,6 +1083,12 @@ death_reason(struct kernel *k, int wstatus)
 	if (k->we_killed)
 		return xasprintf("the cell ignored the interrupt for %lld s and was killed",
 		    (long long)(k->o->grace_ms / 1000));
+	if (k->cg && cgroup_oom_kills(k->cg) > k->oom_at_launch) {
+		char *m = memory_reason(k);
+		char *r = xasprintf("the Python process was killed: %s", m);
+		free(m);
+		return r;
+	}
 	switch (sig) {
 	case 0:
 		if (code < 0)
@@ -1199,6 +1220,7 @@ stop_now(struct kernel *k)
 	loop_timer_cancel(k->loop, k->death_timer);
 	k->death_timer = 0;
 	unwatch_all(k);
+	cgroup_kill(k->cg);
 	sandbox_kill(&k->p);
 	art_reset(k);
 	while ((p = k->queue) != NULL) {
@@ -1256,6 +1278,7 @@ kernel_free(struct kernel *k)
 	if (k == NULL)
 		return;
 	stop_now(k);
+	cgroup_destroy(k->cg);
 	if (k->out_dirfd >= 0)
 		close(k->out_dirfd);
 	for (int i = 0; i < k->nwritten; i++)

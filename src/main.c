@@ -13,6 +13,7 @@
 #include "terp/cli.h"
 #include "terp/config.h"
 #include "terp/util.h"
+#include "terp/tui.h"
 
 #define TERP_VERSION "0.1.0"
 #define STDIN_MAX (16u << 20)
@@ -342,8 +343,7 @@ main(int argc, char **argv)
 		rc = headless_run(&c);
 		break;
 	default:
-		fprintf(stderr, "terp: the notebook UI is not built yet; use -p or exec\n");
-		rc = 2;
+		rc = tui_session_run(&c);
 		break;
 	}
 	llm_config_free(&c.llm);

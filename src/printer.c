@@ -4,10 +4,13 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "terp/kernel.h"
+#include "terp/png.h"
 #include "terp/sanitize.h"
+#include "terp/thumb.h"
 #include "terp/util.h"
 
 #define CODE_HEAD_LINES	8	/* -p shows this much of each cell's code */
@@ -20,6 +23,7 @@ struct printer {
 	int			 text_open;	/* model text streamed, no newline yet */
 	int			 streamed_answer; /* the answer went to the terminal */
 	int			 same_tty;	/* stdout and stderr: one terminal */
+	int			 err_tty;	/* thumbnails only on a terminal */
 	int			 out_lines;	/* lines of output shown for this cell */
 	size_t			 out_bytes;	/* bytes of output shown for this cell */
 	int			 out_cut;
@@ -35,6 +39,7 @@ printer_new(FILE *out, FILE *err, enum printer_mode mode)
 	p->err = err;
 	p->mode = mode;
 	p->same_tty = isatty(fileno(out)) && isatty(fileno(err));
+	p->err_tty = isatty(fileno(err));
 	return p;
 }
 
@@ -199,6 +204,45 @@ on_result(struct printer *p, const struct cell *c)
 	fflush(e);
 }
 
+/* A chart artifact, previewed in block characters on a terminal. */
+static void
+put_thumbnail(struct printer *p, const char *path)
+{
+	const char *ext = strrchr(path, '.');
+	const char *nc = getenv("NO_COLOR");
+	struct thumb_opts o;
+	struct png_rgba *img;
+	struct thumb *t;
+	struct buf b;
+
+	if (!p->err_tty || ext == NULL || strcasecmp(ext, ".png") != 0)
+		return;
+	if ((img = png_decode_file(path, NULL)) == NULL)
+		return;
+	thumb_opts_init(&o);
+	o.cols = 48;
+	o.max_rows = 16;
+	if (nc != NULL && *nc != '\0')
+		o.palette = THUMB_PAL_MONO;
+	t = thumb_render(img->px, (int)img->w, (int)img->h, 4, (size_t)img->w * 4, &o, NULL);
+	png_rgba_free(img);
+	if (t == NULL)
+		return;
+	buf_init(&b, 1 << 20);
+	if (thumb_write_ansi(t, &b) == 0) {
+		const char *line = buf_str(&b);
+		while (*line) {
+			size_t n = strcspn(line, "\n");
+			fputs("    ", p->err);
+			fwrite(line, 1, n, p->err);
+			fputc('\n', p->err);
+			line += n + (line[n] == '\n');
+		}
+	}
+	buf_free(&b);
+	thumb_free(t);
+}
+
 void
 printer_event(void *arg, const struct event *ev)
 {
@@ -228,6 +272,7 @@ printer_event(void *arg, const struct event *ev)
 		fprintf(p->err, "%s[%d] artifact %s (%s)\n",
 		    p->mode == PRINTER_EXEC ? "terp: " : "    ", ev->artifact->cell,
 		    ev->artifact->path, size);
+		put_thumbnail(p, ev->artifact->path);
 		fflush(p->err);
 		break;
 	case EV_KERNEL:

@@ -26,6 +26,7 @@ struct sandbox_spec {
 	int		 no_sandbox;	/* plain python3 with rlimits only */
 	int		 network;	/* share the host network */
 	int		 preload;	/* driver imports pandas & co at start */
+	int		 cgroup_procs_fd; /* the child joins this cgroup; -1: none */
 };
 
 /* A running sandbox: the fds are non-blocking and close-on-exec on our

@@ -47,11 +47,6 @@ char *read_file(const char *path, size_t max, size_t *len);
 /* mkdir -p with mode for each created component. Returns 0 or -1. */
 int mkdir_p(const char *path, unsigned mode);
 
-/* Base64 (RFC 4648, with padding). Both return new buffers the caller
- * frees; decode returns NULL on invalid input. */
-char *b64_encode(const void *data, size_t len);
-unsigned char *b64_decode(const char *s, size_t len, size_t *out_len);
-
 /* XDG base directories, with the spec's defaults. New strings. */
 char *xdg_state_home(void);
 char *xdg_config_home(void);

@@ -2,8 +2,10 @@
 import json
 import os
 import resource
+import shutil
 import signal
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
@@ -326,3 +328,29 @@ def test_missing_bwrap_is_one_clear_line(terp, tmp_path):
     # possible unprivileged; at least --no-sandbox warns loudly.
     r = terp("exec", "--no-sandbox", "-c", "print(1)")
     assert r.rc == 0 and "without isolation" in r.err
+
+
+def test_missing_bwrap_is_one_line_with_the_fix(terp):
+    r = terp("exec", "-c", "print(1)", extra_env={"TERP_BWRAP": "/nonexistent/bwrap"})
+    assert r.rc == 4, r
+    lines = r.err.strip().splitlines()
+    assert len(lines) == 1 and "bubblewrap is not installed" in lines[0], r
+    assert "apt-get install bubblewrap" in lines[0] and "--no-sandbox" in lines[0]
+    assert r.out == ""       # no code ran
+
+
+def test_blocked_user_namespaces_are_one_line(terp, tmp_path):
+    # A bwrap that fails the way it does where user namespaces are blocked.
+    # (outside pytest's 0700 folder: bwrap runs as the sandbox's own uid)
+    d = Path(tempfile.mkdtemp(prefix="terp-fake-bwrap-", dir="/tmp"))
+    d.chmod(0o755)
+    fake = d / "bwrap"
+    fake.write_text("#!/bin/sh\necho 'bwrap: No permissions to creating new namespace, "
+                    "likely because the kernel does not allow non-privileged user namespaces' >&2\n"
+                    "exit 1\n")
+    fake.chmod(0o755)
+    r = terp("exec", "-c", "print(1)", extra_env={"TERP_BWRAP": str(fake)})
+    assert r.rc == 4, r
+    assert "user namespaces are not available" in r.err and "--no-sandbox" in r.err, r
+    assert len(r.err.strip().splitlines()) == 1, r
+    shutil.rmtree(d)

@@ -1,0 +1,45 @@
+/* cgroup: a per-session cgroup v2 when the machine delegates one to us,
+ * the only real bound on all of a session's memory (memfd and tmpfs pages
+ * included: SANDBOX.md 4.2) and its process count. Optional: where there
+ * is no usable v2 memory controller (a hybrid hierarchy, no delegation),
+ * terp falls back to rlimits and says so once. */
+#ifndef TERP_CGROUP_H
+#define TERP_CGROUP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct cgroup;
+
+/* Creates a child cgroup named name under terp's own cgroup, with
+ * memory.max = memory, memory.swap.max = 0, memory.oom.group = 1 and
+ * pids.max = pids. Returns NULL with *why (a new string) when cgroup v2
+ * memory control is not available here. */
+struct cgroup *cgroup_create(const char *name, uint64_t memory, long pids,
+    char **why);
+
+/* The fd of the cgroup's cgroup.procs, opened for writing: a forked
+ * child writes "0" to it to move itself in before exec. -1 if none. */
+int cgroup_procs_fd(const struct cgroup *cg);
+
+/* The count of OOM kills in the cgroup so far (memory.events oom_kill),
+ * or -1 when unknown. */
+long cgroup_oom_kills(const struct cgroup *cg);
+
+/* Kills every process in the cgroup (cgroup.kill, or SIGKILL to each). */
+void cgroup_kill(struct cgroup *cg);
+
+/* Kills, removes the cgroup and frees. NULL is fine. */
+void cgroup_destroy(struct cgroup *cg);
+
+/* Pure helpers, exposed for tests. */
+/* The cgroup v2 path ("/user.slice/...") from /proc/self/cgroup text;
+ * a new string, or NULL when there is no "0::" line. */
+char *cgroup_parse_self(const char *proc_self_cgroup);
+/* The cgroup2 mount point from /proc/self/mountinfo text; a new string
+ * or NULL. */
+char *cgroup_parse_mount(const char *mountinfo);
+/* Whether a space-separated controller list holds name. */
+int cgroup_has_controller(const char *list, const char *name);
+
+#endif

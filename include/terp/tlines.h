@@ -1,0 +1,64 @@
+/* tlines: lists of styled display lines, the TUI's intermediate form
+ * between text (already sanitized) and ncurses. Wrapping by display
+ * width lives here. Pure: no ncurses, no I/O, so it is unit-tested. */
+#ifndef TERP_TLINES_H
+#define TERP_TLINES_H
+
+#include <stddef.h>
+
+/* A run of text in one style. role is a TUI style role (tui.c's enum);
+ * fg/bg >= 0 give explicit 256-colour indexes (thumbnail cells). */
+struct tseg {
+	char	*text;		/* owned, NUL-terminated UTF-8 */
+	int	 role;
+	int	 fg, bg;
+};
+
+struct tline {
+	struct tseg	*seg;	/* owned */
+	int		 nseg, cap;
+	int		 tag;	/* what the line belongs to (cell number...) */
+};
+
+struct tlines {
+	struct tline	*v;	/* owned */
+	int		 n, cap;
+};
+
+void tlines_init(struct tlines *ls);
+void tlines_free(struct tlines *ls);
+/* Appends an empty line tagged tag; the pointer is valid until the next
+ * tlines_add. */
+struct tline *tlines_add(struct tlines *ls, int tag);
+/* Appends every line of src (copies). */
+void tlines_append(struct tlines *ls, const struct tlines *src);
+
+/* Appends s[0..n) to the line as one segment (copied). */
+void tline_add(struct tline *l, int role, const char *s, size_t n);
+void tline_adds(struct tline *l, int role, const char *s);
+void tline_add_color(struct tline *l, const char *s, size_t n, int fg, int bg);
+/* Display width of the whole line. */
+int tline_width(const struct tline *l);
+
+/* Display width of one code point (uwidth.h's, the one width function
+ * of terp, so the layout is consistent everywhere). */
+int tlines_cpwidth(unsigned cp);
+/* Display width of s[0..n) (UTF-8; invalid bytes count 1). */
+int tlines_width(const char *s, size_t n);
+/* How many bytes of s[0..n) fit in width columns; *used gets their
+ * width when not NULL. Never splits a character (combining marks stay
+ * with their base). */
+size_t tlines_fit(const char *s, size_t n, int width, int *used);
+
+/* Wraps text (sanitized UTF-8, '\n' separated) to width columns, at
+ * spaces when possible, appending lines tagged tag. Each line starts
+ * with prefix (role prole) on the first row and as many spaces on the
+ * next ones. Returns the number of lines added. */
+int tlines_wrap(struct tlines *ls, const char *text, size_t len, int width,
+    int role, const char *prefix, int prole, int tag);
+/* Same but never wraps: each text line is cut at width, a trailing
+ * marker ("…") showing the cut. */
+int tlines_cut(struct tlines *ls, const char *text, size_t len, int width,
+    int role, const char *prefix, int prole, int tag);
+
+#endif

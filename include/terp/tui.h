@@ -1,0 +1,53 @@
+/* tui: terp's terminal notebook (ncursesw + GNU readline in callback
+ * mode), one of the frontends of DESIGN.md. It renders the core's event
+ * stream and the notebook, and calls the agent for everything it does;
+ * it never touches the kernel or the model directly. */
+#ifndef TERP_TUI_H
+#define TERP_TUI_H
+
+#include "terp/agent.h"
+#include "terp/event.h"
+#include "terp/loop.h"
+#include "terp/notebook.h"
+
+struct tui_opts {
+	const char	*theme;		/* theme name or path; NULL: default */
+	int		 no_color;	/* also when $NO_COLOR is set */
+	const char	*provider_label;	/* "openai", "demo"... for the status bar */
+	const char	*history_path;	/* NULL: $XDG_STATE_HOME/terp/history */
+	const char	*out_dir;	/* where artifacts land (for /files) */
+	const char	**data_files;	/* staged at start (for /files) */
+	int		 ndata;
+	int		 mouse;		/* 1: enable mouse (default in tui_opts_default) */
+	/* /save PATH: exports the notebook (ipynb or md by extension).
+	 * NULL: the command says it is not available yet. Returns 0, or -1
+	 * with *err (caller frees). */
+	int		(*save)(void *arg, const struct notebook *nb,
+			    const char *path, char **err);
+	void		*save_arg;
+};
+
+void tui_opts_default(struct tui_opts *o);
+
+/* The event sink to pass to agent_new as emit, with arg NULL (the TUI
+ * owns the one terminal, so its state is a single static instance).
+ * Events that arrive before tui_run (the session starting) are kept and
+ * shown once the screen is up. Never draws: it only marks what changed. */
+void tui_on_event(void *arg, const struct event *ev);
+
+/* Takes over the terminal and runs the notebook UI in loop l until the
+ * user quits (/quit, Ctrl-D on an empty line). The agent is borrowed.
+ * Always leaves the terminal sane (endwin, history saved, stderr that
+ * was produced meanwhile re-emitted). Returns 0, or -1 with *err (caller
+ * frees) when the terminal cannot be used (not a tty, too small...). */
+int tui_run(struct loop *l, struct agent *a, const struct tui_opts *o,
+    char **err);
+
+struct cli;
+
+/* The whole `terp [DATA_FILE...]` session for main: the model client,
+ * the notebook, the agent and the sandbox around tui_run. Returns the
+ * exit status (0, or 1 when the session could not start). */
+int tui_session_run(struct cli *c);
+
+#endif

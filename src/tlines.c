@@ -1,0 +1,251 @@
+/* tlines: styled display lines and wrapping by display width (see
+ * tlines.h). Everything the TUI draws passes through here first, so
+ * widths are measured once, with one function. */
+#include "terp/tlines.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "terp/sanitize.h"
+#include "terp/uwidth.h"
+#include "terp/util.h"
+
+void
+tlines_init(struct tlines *ls)
+{
+	memset(ls, 0, sizeof *ls);
+}
+
+static void
+tline_clear(struct tline *l)
+{
+	for (int i = 0; i < l->nseg; i++)
+		free(l->seg[i].text);
+	free(l->seg);
+	memset(l, 0, sizeof *l);
+}
+
+void
+tlines_free(struct tlines *ls)
+{
+	for (int i = 0; i < ls->n; i++)
+		tline_clear(&ls->v[i]);
+	free(ls->v);
+	memset(ls, 0, sizeof *ls);
+}
+
+struct tline *
+tlines_add(struct tlines *ls, int tag)
+{
+	if (ls->n == ls->cap) {
+		ls->cap = ls->cap ? ls->cap * 2 : 16;
+		ls->v = xrealloc(ls->v, (size_t)ls->cap * sizeof *ls->v);
+	}
+	struct tline *l = &ls->v[ls->n++];
+	memset(l, 0, sizeof *l);
+	l->tag = tag;
+	return l;
+}
+
+static struct tseg *
+tline_push(struct tline *l)
+{
+	if (l->nseg == l->cap) {
+		l->cap = l->cap ? l->cap * 2 : 4;
+		l->seg = xrealloc(l->seg, (size_t)l->cap * sizeof *l->seg);
+	}
+	struct tseg *s = &l->seg[l->nseg++];
+	memset(s, 0, sizeof *s);
+	s->fg = s->bg = -1;
+	return s;
+}
+
+void
+tline_add(struct tline *l, int role, const char *s, size_t n)
+{
+	struct tseg *g = tline_push(l);
+	g->text = xstrndup(s, n);
+	g->role = role;
+}
+
+void
+tline_adds(struct tline *l, int role, const char *s)
+{
+	tline_add(l, role, s, strlen(s));
+}
+
+void
+tline_add_color(struct tline *l, const char *s, size_t n, int fg, int bg)
+{
+	struct tseg *g = tline_push(l);
+	g->text = xstrndup(s, n);
+	g->role = 0;
+	g->fg = fg;
+	g->bg = bg;
+}
+
+void
+tlines_append(struct tlines *ls, const struct tlines *src)
+{
+	for (int i = 0; i < src->n; i++) {
+		const struct tline *s = &src->v[i];
+		struct tline *d = tlines_add(ls, s->tag);
+		for (int j = 0; j < s->nseg; j++) {
+			struct tseg *g = tline_push(d);
+			*g = s->seg[j];
+			g->text = xstrdup(s->seg[j].text);
+		}
+	}
+}
+
+int
+tlines_cpwidth(unsigned cp)
+{
+	return uwidth_cp(cp);
+}
+
+/* Decodes one character; invalid bytes count as one column each. */
+static size_t
+next_char(const char *s, size_t n, int *w)
+{
+	unsigned cp;
+	size_t k = utf8_decode(s, n, &cp);
+	if (k == 0) {
+		*w = 1;
+		return 1;
+	}
+	*w = tlines_cpwidth(cp);
+	return k;
+}
+
+int
+tlines_width(const char *s, size_t n)
+{
+	int w = 0, cw;
+	size_t i = 0;
+	while (i < n) {
+		i += next_char(s + i, n - i, &cw);
+		w += cw;
+	}
+	return w;
+}
+
+int
+tline_width(const struct tline *l)
+{
+	int w = 0;
+	for (int i = 0; i < l->nseg; i++)
+		w += tlines_width(l->seg[i].text, strlen(l->seg[i].text));
+	return w;
+}
+
+size_t
+tlines_fit(const char *s, size_t n, int width, int *used)
+{
+	int w = 0, cw;
+	size_t i = 0;
+	while (i < n) {
+		size_t k = next_char(s + i, n - i, &cw);
+		if (w + cw > width)
+			break;
+		w += cw;
+		i += k;
+	}
+	if (used)
+		*used = w;
+	return i;
+}
+
+static struct tline *
+start_line(struct tlines *ls, int tag, const char *prefix, int prole,
+    int first, int pw)
+{
+	struct tline *l = tlines_add(ls, tag);
+	if (pw > 0) {
+		if (first)
+			tline_adds(l, prole, prefix);
+		else {
+			char sp[64];
+			int k = pw < 63 ? pw : 63;
+			memset(sp, ' ', (size_t)k);
+			tline_add(l, prole, sp, (size_t)k);
+		}
+	}
+	return l;
+}
+
+int
+tlines_wrap(struct tlines *ls, const char *text, size_t len, int width,
+    int role, const char *prefix, int prole, int tag)
+{
+	if (!prefix)
+		prefix = "";
+	int pw = tlines_width(prefix, strlen(prefix));
+	int avail = width - pw;
+	int added = 0, first = 1;
+	if (avail < 1)
+		avail = 1;
+	size_t pos = 0;
+	do {
+		const char *nl = memchr(text + pos, '\n', len - pos);
+		size_t end = nl ? (size_t)(nl - text) : len;
+		size_t p = pos;
+		do {
+			struct tline *l = start_line(ls, tag, prefix, prole,
+			    first, pw);
+			first = 0;
+			added++;
+			size_t rest = end - p;
+			size_t k = tlines_fit(text + p, rest, avail, NULL);
+			if (k < rest) {
+				/* break after the last space in the piece */
+				size_t b = k;
+				while (b > 0 && text[p + b - 1] != ' ')
+					b--;
+				if (b > 0)
+					k = b;
+				if (k == 0) {	/* a glyph wider than the room */
+					int cw;
+					k = next_char(text + p, rest, &cw);
+				}
+			}
+			size_t shown = k;
+			while (shown > 0 && k < rest && text[p + shown - 1] == ' ')
+				shown--;
+			tline_add(l, role, text + p, shown);
+			p += k;
+		} while (p < end);
+		pos = end + 1;
+	} while (pos <= len);
+	return added;
+}
+
+int
+tlines_cut(struct tlines *ls, const char *text, size_t len, int width,
+    int role, const char *prefix, int prole, int tag)
+{
+	if (!prefix)
+		prefix = "";
+	int pw = tlines_width(prefix, strlen(prefix));
+	int avail = width - pw, added = 0, first = 1;
+	size_t pos = 0;
+	do {
+		const char *nl = memchr(text + pos, '\n', len - pos);
+		size_t end = nl ? (size_t)(nl - text) : len;
+		struct tline *l = start_line(ls, tag, prefix, prole, first, pw);
+		first = 0;
+		added++;
+		size_t rest = end - pos;
+		if (avail > 0) {
+			size_t k = tlines_fit(text + pos, rest, avail, NULL);
+			if (k < rest) {
+				k = tlines_fit(text + pos, rest, avail - 1, NULL);
+				tline_add(l, role, text + pos, k);
+				tline_adds(l, role, "…");
+			} else
+				tline_add(l, role, text + pos, k);
+		}
+		pos = end + 1;
+	} while (pos <= len);
+	return added;
+}

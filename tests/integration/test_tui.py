@@ -1,0 +1,239 @@
+"""The terminal notebook driven through tmux: keys in, screens out.
+
+Runs against build/tui-harness (the TUI with a scripted fake core,
+tests/tui/fake_agent.c) so that the UI's behaviour is tested on its own;
+test_tui_real.py runs the real binary with a fake model server."""
+import os
+import re
+import subprocess
+import time
+
+import pytest
+
+from tui_tmux import Tmux
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+HARNESS = os.path.join(ROOT, "build", "tui-harness")
+BLOCKS = "▘▝▀▖▌▞▛▗▚▐▜▄▙▟█"
+
+
+@pytest.fixture(scope="session")
+def harness():
+    subprocess.run([os.path.join(ROOT, "tests", "tui", "build.sh")], check=True,
+                   capture_output=True, stdin=subprocess.DEVNULL)
+    return HARNESS
+
+
+@pytest.fixture(scope="session")
+def chart(tmp_path_factory):
+    path = str(tmp_path_factory.mktemp("png") / "chart.png")
+    subprocess.run(["/usr/bin/python3", "-c", """
+import matplotlib; matplotlib.use('Agg')
+import matplotlib.pyplot as plt
+fig, ax = plt.subplots(figsize=(6, 4))
+ax.plot([1, 2, 3, 4, 5], [3, 1, 4, 1, 5]); ax.set_title('revenue')
+fig.savefig(%r, dpi=80)
+""" % path], check=True, stdin=subprocess.DEVNULL)
+    return path
+
+
+@pytest.fixture
+def tui(harness, chart, tmp_path):
+    sessions = []
+
+    def start(width=100, height=30, **env):
+        e = {"FAKE_PNG": chart, "FAKE_HISTORY": str(tmp_path / "history"),
+             "TERM": "tmux-256color", "XDG_STATE_HOME": str(tmp_path / "state"),
+             "LANG": "C.UTF-8"}
+        e.update(env)
+        t = Tmux(harness, width, height, e, cwd=str(tmp_path))
+        sessions.append(t)
+        t.wait(r"ready")
+        return t
+    yield start
+    for t in sessions:
+        t.close()
+
+
+def ask(t, q):
+    t.text(q)
+    t.keys("Enter")
+
+
+def test_question_streams_answer_cell_output_and_thumbnail(tui):
+    t = tui(height=50)
+    ask(t, "What month had the highest revenue?")
+    s = t.wait(r"online channel had the highest revenue")
+    assert "› What month had the highest revenue?" in s
+    assert "▸ ran cell [1] · ok" in s
+    assert re.search(r"\[1\] model · ok · 0\.\d\ds", s)
+    assert "print(df.head())" in s
+    assert "0  2023-01  online  1200.5" in s
+    assert "→ np.float64(2180.5)" in s
+    # the Markdown table is laid out as a table
+    assert "│ channel │ revenue │" in s
+    # the chart is a grid of block characters right below its cell
+    assert "▪ revenue.png" in s
+    rows = [l for l in s.splitlines() if sum(ch in BLOCKS for ch in l[:70]) >= 5]
+    assert len(rows) >= 5, s
+    # with colours: 256-colour SGR sequences
+    e = t.screen(escapes=True)
+    assert "38;5;" in e
+    assert "tokens 1.2k in · 321 out" in s
+
+
+def test_ctrl_c_interrupts_the_running_cell_and_never_exits(tui):
+    t = tui()
+    ask(t, "run a long loop")
+    t.wait(r"running cell \[1\]")
+    t.wait_for(lambda s: s.count("tick") >= 3)
+    t.keys("C-c")
+    s = t.wait(r"interrupted")
+    assert "✗ KeyboardInterrupt" in s
+    t.wait(r"│ ready")
+    # still alive and usable
+    t.keys("C-c")
+    ask(t, "/py x")
+    s = t.wait(r"\[2\] you · ok")
+    assert "EXITED" not in s
+
+
+def test_edit_cell_in_editor_and_rerun(tui, tmp_path):
+    ed = tmp_path / "ed.sh"
+    ed.write_text("#!/bin/sh\nprintf 'print(\"edited by the editor\")\\n' > \"$1\"\n")
+    ed.chmod(0o755)
+    t = tui(height=50, EDITOR=str(ed), VISUAL="")
+    ask(t, "What month had the highest revenue?")
+    t.wait(r"online channel had the highest revenue")
+    t.keys("Tab")
+    t.keys("Tab")          # input -> conversation -> cells
+    t.wait(r"▸\[1\]")
+    t.keys("e")
+    s = t.wait(r"\[2\] you · ok")
+    assert 'print("edited by the editor")' in s
+    assert "ran 30 bytes of code" in s
+
+
+def test_load_a_second_file(tui, tmp_path):
+    t = tui()
+    (tmp_path / "second.csv").write_text("a,b\n1,2\n")
+    ask(t, "/load second.csv")
+    t.wait(r"loaded second\.csv as /workspace/data/second\.csv")
+    ask(t, "/files")
+    s = t.wait(r"Data files:")
+    assert "second.csv → /workspace/data/second.csv" in s
+
+
+def test_resize_to_40x12_and_back(tui):
+    t = tui()
+    ask(t, "What month had the highest revenue?")
+    t.wait(r"online channel")
+    t.resize(40, 12)
+    s = t.wait(r"\[conversation\] cells  files")
+    assert len(s.splitlines()[0]) <= 40
+    t.keys("Tab", "Tab")
+    t.wait(r"conversation \[cells\] files")
+    t.keys("g")
+    t.wait(r"\[1\] model")
+    t.resize(25, 8)
+    t.wait(r"›")
+    t.resize(100, 30)
+    s = t.wait(r"─ conversation ─")
+    assert "─ files 1 ─" in s
+    assert "EXITED" not in s
+
+
+def test_help_overlay_lists_keys_and_commands(tui):
+    t = tui()
+    t.keys("F1")
+    s = t.wait(r"keys and commands")
+    assert "Ctrl-C" in s and "Alt-Enter" in s and "/load PATH" in s
+    t.keys("q")
+    t.wait(r"─ conversation ─")
+    t.keys("?")
+    t.wait(r"keys and commands")
+    t.keys("Escape")
+    t.wait(r"─ conversation ─")
+
+
+def test_slash_command_tab_completion(tui):
+    t = tui()
+    t.text("/he")
+    t.keys("Tab")
+    t.wait(r"› /help")
+    t.keys("Enter")
+    t.wait(r"keys and commands")
+
+
+def test_sent_ledger(tui):
+    t = tui()
+    ask(t, "What month had the highest revenue?")
+    t.wait(r"online channel")
+    ask(t, "/sent")
+    s = t.wait(r"What left this machine for the model: 1 request, 15 bytes")
+    assert "1. openai chat request  15 bytes" in s
+    ask(t, "/sent 1")
+    s = t.wait(r"request 1 of 1")
+    assert '{"messages":[]}' in s
+
+
+def test_a_million_lines_keep_the_ui_responsive(tui):
+    t = tui()
+    ask(t, "flood the screen")
+    t.wait(r"running cell \[1\]")
+    # keys are handled while the output pours in
+    start = time.time()
+    t.keys("F1")
+    t.wait(r"keys and commands", timeout=3)
+    assert time.time() - start < 2.0
+    t.keys("q")
+    t.wait(r"lines hidden", timeout=30)
+    s = t.wait(r"\[1\] model · ok", timeout=60)
+    assert "999999" in s
+
+
+def test_multiline_input_with_alt_enter_and_paste(tui):
+    t = tui()
+    t.text("first line")
+    t.keys("M-Enter")
+    t.text("second line")
+    s = t.wait(r"second line")
+    assert "› first line" in s
+    t.keys("C-c")
+    t.wait(r"›\s*\n", timeout=3)
+    # a bracketed paste with newlines does not send anything
+    t.tmux("set-buffer", "-b", "p", "pasted one\npasted two")
+    t.tmux("paste-buffer", "-p", "-b", "p", "-t", "t")
+    s = t.wait(r"pasted two")
+    assert "› pasted one" in s
+    assert "cells 0" in s
+
+
+def test_no_color_honoured(tui):
+    t = tui(NO_COLOR="1")
+    ask(t, "What month had the highest revenue?")
+    t.wait(r"online channel")
+    e = t.screen(escapes=True)
+    assert "38;5;" not in e and "48;5;" not in e
+
+
+def test_quit_leaves_the_terminal_sane(tui):
+    t = tui()
+    ask(t, "/quit")
+    s = t.wait(r"EXITED rc=0.*icanon")
+    flat = s.replace("\n", "")
+    assert re.search(r"[^-]icanon", flat) and re.search(r"[^-]echo ", flat)
+    assert "-icanon" not in flat
+    # Ctrl-D while something runs asks first
+    t2 = tui()
+    ask(t2, "run a long loop")
+    t2.wait(r"running cell")
+    t2.keys("C-d")
+    t2.wait(r"Quit anyway\? \(y/n\)")
+    t2.keys("n")
+    s = t2.wait(r"running cell")
+    assert "EXITED" not in s
+    t2.keys("C-d")
+    t2.wait(r"Quit anyway")
+    t2.keys("y")
+    t2.wait(r"EXITED rc=0")

@@ -1,0 +1,137 @@
+"""The real terp binary's notebook UI, through tmux, with the real agent
+and sandbox and a scripted fake model (tests/fake_model.py) on 127.0.0.1."""
+import os
+import re
+import subprocess
+import sys
+import time
+
+import pytest
+
+from tui_tmux import Tmux
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "tests"))
+from fake_model import FakeModel  # noqa: E402
+
+TERP = os.path.join(ROOT, "terp")
+SALES = os.path.join(ROOT, "examples", "sales.csv")
+BLOCKS = "▘▝▀▖▌▞▛▗▚▐▜▄▙▟█"
+
+CHART_CODE = """import pandas as pd
+import matplotlib.pyplot as plt
+df = pd.read_csv("/workspace/data/sales.csv")
+m = df.groupby("channel")["revenue"].sum()
+print(m.round(0).to_string())
+m.plot(kind="bar", color=["tab:blue", "tab:orange", "tab:green"])
+plt.title("revenue by channel")
+plt.savefig("/workspace/out/revenue.png", dpi=80)
+len(df)"""
+
+LONG_CODE = """import time
+x = 42
+while True:
+    print("tick", flush=True)
+    time.sleep(0.1)"""
+
+SCRIPT = {"turns": [
+    {"openai": {"text": "Let me total the revenue per channel.",
+                "tool_calls": [{"id": "call_1", "name": "python_exec",
+                                "code": CHART_CODE}],
+                "text_split": 5}},
+    {"openai": {"text": "**Search** brings the most revenue; the chart is in out/revenue.png.",
+                "text_split": 4, "usage": {"prompt_tokens": 1500,
+                                           "completion_tokens": 60}}},
+    {"openai": {"tool_calls": [{"id": "call_2", "name": "python_exec",
+                                "code": LONG_CODE}]}},
+    {"openai": {"text": "The loop was interrupted."}, "repeat": True},
+]}
+
+
+@pytest.fixture
+def session(tmp_path):
+    if not os.access(TERP, os.X_OK):
+        pytest.skip("terp is not built")
+    srv = FakeModel(SCRIPT, str(tmp_path / "log.jsonl"))
+    port = srv.start()
+    started = []
+
+    def start(width=100, height=45):
+        env = {"TERM": "tmux-256color", "LANG": "C.UTF-8",
+               "XDG_STATE_HOME": str(tmp_path / "state"),
+               "XDG_CONFIG_HOME": str(tmp_path / "config"),
+               "OPENAI_API_KEY": "test-key"}
+        cmd = ("%s --provider openai --model fake-model --base-url "
+               "http://127.0.0.1:%d/v1 --out %s %s"
+               % (TERP, port, tmp_path / "out", SALES))
+        t = Tmux(cmd, width, height, env, cwd=ROOT)
+        started.append(t)
+        t.wait(r"│ ready", timeout=30)
+        return t
+    yield start
+    for t in started:
+        t.close()
+    srv.stop()
+
+
+def sandbox_procs(tmp_path):
+    out = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True,
+                         text=True).stdout
+    return [l for l in out.splitlines() if str(tmp_path) in l and "ps -eo" not in l
+            and "tmux" not in l and "sleep 600" not in l]
+
+
+def test_real_session(session, tmp_path):
+    t = session()
+    t.text("Which channel brings the most revenue?")
+    t.keys("Enter")
+    s = t.wait(r"Search brings the most revenue", timeout=60)
+    assert "› Which channel brings the most revenue?" in s
+    assert "Let me total the revenue per channel." in s
+    assert re.search(r"▸ ran cell \[1\] · ok", s)
+    # the cell, its output, its value and its chart as blocks
+    assert "search" in s and "→ 288" in s
+    assert "▪ revenue.png" in s
+    rows = [l for l in s.splitlines() if sum(ch in BLOCKS for ch in l[:75]) >= 5]
+    assert len(rows) >= 4, s
+    assert re.search(r"─ files 1 ─", s)
+    assert "fake-model" in s
+    assert re.search(r"tokens [0-9.]+k in · \d+ out", s)
+
+    # a long cell: Ctrl-C interrupts it, the session keeps x
+    t.text("Run a long loop")
+    t.keys("Enter")
+    t.wait(r"running cell \[2\]", timeout=30)
+    t.wait_for(lambda s: s.count("tick") >= 3, timeout=30)
+    t.keys("C-c")
+    t.wait(r"\[2\] model · interrupted", timeout=30)
+    t.wait(r"│ ready", timeout=30)
+    t.text("/py print(x * 2)")
+    t.keys("Enter")
+    s = t.wait(r"\[3\] you · ok", timeout=30)
+    assert re.search(r"^  84\s", s, re.M), s
+
+    # /load a second file, then use it
+    second = tmp_path / "second.csv"
+    second.write_text("a,b\n1,2\n3,4\n")
+    t.text("/load %s" % second)
+    t.keys("Enter")
+    t.wait(r"loaded .*second\.csv", timeout=30)
+    t.text("/py import pandas as pd; print(pd.read_csv('/workspace/data/second.csv').b.sum())")
+    t.keys("Enter")
+    s = t.wait(r"\[4\] you · ok", timeout=30)
+    assert re.search(r"^  6\s", s, re.M), s
+
+    # /sent is the ledger of what left the machine
+    t.text("/sent")
+    t.keys("Enter")
+    s = t.wait(r"What left this machine for the model: \d+ requests")
+
+    # quit: the terminal is sane and no sandbox process is left
+    assert sandbox_procs(tmp_path), "the sandbox should be running"
+    t.text("/quit")
+    t.keys("Enter")
+    s = t.wait(r"EXITED rc=0.*icanon", timeout=30)
+    assert "-icanon" not in s.replace("\n", "")
+    time.sleep(0.5)
+    assert sandbox_procs(tmp_path) == []

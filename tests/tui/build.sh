@@ -1,0 +1,15 @@
+#!/bin/sh
+# Builds build/tui-harness: the TUI against tests/tui/fake_agent.c (a
+# development harness for when the real agent is not there).
+set -e
+cd "$(dirname "$0")/../.."
+make -s build/obj/tui.o build/obj/tlines.o >/dev/null 2>&1 || true
+for f in src/*.c; do
+	b=$(basename "$f" .c)
+	case "$b" in main|agent|kernel|llm*|zz_*|headless|exec|jsonout|printer|sandbox|http|sse|config|filter|tui_main|export|journal|digest|idle|replay|resume) continue;; esac
+	make -s "build/obj/$b.o"
+	OBJS="$OBJS build/obj/$b.o"
+done
+PKGS="ncursesw libcurl libcjson libpng libseccomp readline"
+cc -std=c11 -D_GNU_SOURCE -Wall -Wextra -Iinclude $(pkg-config --cflags $PKGS) -g \
+	-o build/tui-harness tests/tui/fake_agent.c $OBJS $(pkg-config --libs $PKGS) -lm

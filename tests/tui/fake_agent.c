@@ -1,0 +1,269 @@
+/* A fake core for developing the TUI before the real agent exists: it
+ * implements agent.h with timers that stream a scripted answer, a cell
+ * with output and an artifact. Development harness only (tests/). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "terp/agent.h"
+#include "terp/llm.h"
+#include "terp/tui.h"
+#include "terp/util.h"
+
+struct agent {
+	struct loop	*l;
+	struct notebook	*nb;
+	event_fn	 emit;
+	void		*arg;
+	int		 busy, step, lines, flood;
+	struct cell	*c;
+	uint64_t	 timer;
+	char		*q;
+	struct usage	 tot;
+};
+
+static void
+ev(struct agent *a, enum event_type t, const char *text, struct cell *c)
+{
+	struct event e = { .type = t, .text = text, .len = text ? strlen(text) : 0,
+		.cell = c };
+	if (t == EV_USAGE) {
+		e.total = &a->tot;
+		e.usage = &a->tot;
+	}
+	a->emit(a->arg, &e);
+}
+
+static void tick(struct loop *l, void *arg);
+
+static void
+later(struct agent *a, int ms)
+{
+	a->timer = loop_timer_add(a->l, ms, tick, a);
+}
+
+static void
+finish_cell(struct agent *a, enum cell_status st)
+{
+	a->c->status = st;
+	a->c->duration_ms = now_ms() - a->c->started_ms;
+	ev(a, EV_RESULT, NULL, a->c);
+}
+
+static void
+tick(struct loop *l, void *arg)
+{
+	struct agent *a = arg;
+	static const char *words[] = { "Let ", "me ", "load ", "the ", "data ",
+		"and ", "look.", NULL };
+	(void)l;
+	a->timer = 0;
+	if (a->step < 7) {
+		ev(a, EV_TEXT, words[a->step++], NULL);
+		later(a, 40);
+		return;
+	}
+	if (a->step == 7) {
+		const char *code = strstr(a->q, "long") ?
+		    "import time\nx = 42\nwhile True:\n    print('tick')\n    time.sleep(0.1)" :
+		    strstr(a->q, "flood") ? "for i in range(10**6):\n    print(i)" :
+		    "import pandas as pd\ndf = pd.read_csv('/workspace/data/sales.csv')\nprint(df.head())\ndf.revenue.sum()";
+		a->c = notebook_add_cell(a->nb, CELL_BY_MODEL, code, "call_1");
+		a->c->status = CELL_RUNNING;
+		a->c->started_ms = now_ms();
+		a->lines = 0;
+		a->flood = strstr(a->q, "flood") != NULL;
+		ev(a, EV_CELL_START, NULL, a->c);
+		a->step = strstr(a->q, "long") ? 20 : 8;
+		later(a, 50);
+		return;
+	}
+	if (a->step == 8) {
+		if (a->flood && a->lines < 1000000) {
+			char b[200000];
+			size_t n = 0;
+			for (int i = 0; i < 20000; i++)
+				n += (size_t)snprintf(b + n, sizeof b - n, "%d\n", a->lines++);
+			outcap_add(&a->c->out[0], b, n);
+			ev(a, EV_STDOUT, b, a->c);
+			later(a, 5);
+			return;
+		}
+		if (!a->flood) {
+			const char *o = "  month channel  revenue\n0  2023-01  online  1200.5\n1  2023-01  retail   980.0\n";
+			outcap_add(&a->c->out[0], o, strlen(o));
+			ev(a, EV_STDOUT, o, a->c);
+			a->c->value = xstrdup("np.float64(2180.5)");
+			const char *png = getenv("FAKE_PNG");
+			struct stat st;
+			if (png && stat(png, &st) == 0) {
+				const struct artifact *art = notebook_add_artifact(a->nb,
+				    a->c->n, "revenue.png", png, (uint64_t)st.st_size);
+				a->c->nartifacts++;
+				struct event e = { .type = EV_ARTIFACT, .cell = a->c,
+					.artifact = art };
+				a->emit(a->arg, &e);
+			}
+		}
+		finish_cell(a, CELL_OK);
+		a->step = 9;
+		later(a, 50);
+		return;
+	}
+	if (a->step == 9) {
+		ev(a, EV_TEXT, "The **online** channel had the highest revenue: "
+		    "`1200.5` in 2023-01.\n\n| channel | revenue |\n|---|---|\n| online | 1200.5 |\n", NULL);
+		a->tot.input_tokens += 1234;
+		a->tot.output_tokens += 321;
+		ev(a, EV_USAGE, NULL, NULL);
+		ev(a, EV_ANSWER, "The online channel.", NULL);
+		a->busy = 0;
+		ev(a, EV_IDLE, NULL, NULL);
+		return;
+	}
+	if (a->step == 20) {	/* a long cell: ticks until cancelled */
+		outcap_add(&a->c->out[0], "tick\n", 5);
+		ev(a, EV_STDOUT, "tick\n", a->c);
+		later(a, 100);
+	}
+}
+
+struct agent *
+agent_new(struct loop *l, struct notebook *nb, const struct kernel_opts *kopts,
+    struct llm *llm, const struct agent_opts *opts, event_fn emit, void *arg)
+{
+	(void)kopts; (void)llm; (void)opts;
+	struct agent *a = xcalloc(1, sizeof *a);
+	a->l = l;
+	a->nb = nb;
+	a->emit = emit;
+	a->arg = arg;
+	return a;
+}
+
+void
+agent_free(struct agent *a)
+{
+	if (a->timer)
+		loop_timer_cancel(a->l, a->timer);
+	free(a->q);
+	free(a);
+}
+
+int
+agent_ask(struct agent *a, const char *q, char **err)
+{
+	if (a->busy) {
+		*err = xstrdup("busy");
+		return -1;
+	}
+	free(a->q);
+	a->q = xstrdup(q);
+	a->busy = 1;
+	a->step = 0;
+	ev(a, EV_QUESTION, q, NULL);
+	ev(a, EV_REQUEST, "request", NULL);
+	notebook_add_sent(a->nb, "openai chat request", "{\"messages\":[]}", 15);
+	later(a, 200);
+	return 0;
+}
+
+int
+agent_run_cell(struct agent *a, const char *code, char **err)
+{
+	if (a->busy) {
+		*err = xstrdup("busy");
+		return -1;
+	}
+	struct cell *c = notebook_add_cell(a->nb, CELL_BY_USER, code, NULL);
+	c->started_ms = now_ms();
+	ev(a, EV_CELL_START, NULL, c);
+	char *o = xasprintf("ran %zu bytes of code\n", strlen(code));
+	outcap_add(&c->out[0], o, strlen(o));
+	ev(a, EV_STDOUT, o, c);
+	free(o);
+	c->status = CELL_OK;
+	c->duration_ms = 3;
+	ev(a, EV_RESULT, NULL, c);
+	ev(a, EV_IDLE, NULL, NULL);
+	return c->n;
+}
+
+int
+agent_rerun(struct agent *a, int n, char **err)
+{
+	struct cell *c = notebook_cell(a->nb, n);
+	if (!c) {
+		*err = xstrdup("no such cell");
+		return -1;
+	}
+	return agent_run_cell(a, c->code, err);
+}
+
+void
+agent_cancel(struct agent *a)
+{
+	if (!a->busy)
+		return;
+	if (a->timer)
+		loop_timer_cancel(a->l, a->timer);
+	a->timer = 0;
+	if (a->c && a->c->status == CELL_RUNNING) {
+		const char *tb = "KeyboardInterrupt";
+		outcap_add(&a->c->out[1], tb, strlen(tb));
+		a->c->ename = xstrdup("KeyboardInterrupt");
+		finish_cell(a, CELL_INTERRUPTED);
+	} else
+		ev(a, EV_NOTICE, "request cancelled", NULL);
+	a->busy = 0;
+	ev(a, EV_IDLE, NULL, NULL);
+}
+
+int agent_busy(const struct agent *a) { return a->busy; }
+int agent_reset(struct agent *a, char **err) { (void)a; (void)err; return 0; }
+int agent_restart(struct agent *a, char **err) { (void)a; (void)err; return 0; }
+char *
+agent_load(struct agent *a, const char *path, char **err)
+{
+	(void)a;
+	(void)err;
+	const char *b = strrchr(path, '/');
+	return xasprintf("/workspace/data/%s", b ? b + 1 : path);
+}
+int agent_set_model(struct agent *a, const char *m, char **err) { (void)a; (void)m; (void)err; return 0; }
+struct notebook *agent_notebook(const struct agent *a) { return a->nb; }
+struct kernel *agent_kernel(const struct agent *a) { (void)a; return NULL; }
+struct llm *agent_llm(const struct agent *a) { (void)a; return NULL; }
+const char *llm_model(const struct llm *m) { (void)m; return "fake-1"; }
+const char *llm_provider(const struct llm *m) { (void)m; return "fake"; }
+char *
+kernel_data_path(const char *host)
+{
+	const char *b = strrchr(host, '/');
+	return xasprintf("/workspace/data/%s", b ? b + 1 : host);
+}
+
+int
+main(int argc, char **argv)
+{
+	(void)argc;
+	(void)argv;
+	struct loop *l = loop_new();
+	struct notebook *nb = notebook_new();
+	struct agent *a = agent_new(l, nb, NULL, NULL, NULL, tui_on_event, NULL);
+	struct event e = { .type = EV_KERNEL, .n = KERNEL_READY, .text = "ready" };
+	tui_on_event(NULL, &e);
+	struct tui_opts o;
+	tui_opts_default(&o);
+	o.provider_label = "fake";
+	o.history_path = getenv("FAKE_HISTORY");
+	char *err = NULL;
+	int rc = tui_run(l, a, &o, &err);
+	if (rc < 0)
+		fprintf(stderr, "terp: %s\n", err);
+	agent_free(a);
+	notebook_free(nb);
+	loop_free(l);
+	return rc < 0 ? 1 : 0;
+}

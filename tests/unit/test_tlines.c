@@ -1,0 +1,77 @@
+/* Unit tests for tlines: wrapping and cutting by display width. */
+#include <criterion/criterion.h>
+#include <locale.h>
+#include <string.h>
+
+#include "terp/tlines.h"
+
+static void
+setup(void)
+{
+	setlocale(LC_ALL, "C.UTF-8");
+}
+
+static const char *
+seg(const struct tlines *ls, int line, int s)
+{
+	return ls->v[line].seg[s].text;
+}
+
+Test(tlines, width_of_wide_and_combining, .init = setup)
+{
+	cr_assert_eq(tlines_width("abc", 3), 3);
+	cr_assert_eq(tlines_width("日本", 6), 4);
+	cr_assert_eq(tlines_width("e\xcc\x81", 3), 1);	/* e + combining acute */
+}
+
+Test(tlines, fit_never_splits_a_wide_char, .init = setup)
+{
+	int used;
+	size_t k = tlines_fit("a日本", 7, 4, &used);
+	cr_assert_eq(k, 4);	/* "a日" */
+	cr_assert_eq(used, 3);
+}
+
+Test(tlines, wrap_at_spaces, .init = setup)
+{
+	struct tlines ls;
+	tlines_init(&ls);
+	const char *t = "hello world foo\nbar";
+	int n = tlines_wrap(&ls, t, strlen(t), 11, 1, "> ", 2, 7);
+	cr_assert_eq(n, 3);
+	cr_assert_str_eq(seg(&ls, 0, 0), "> ");
+	cr_assert_str_eq(seg(&ls, 0, 1), "hello");
+	cr_assert_str_eq(seg(&ls, 1, 0), "  ");
+	cr_assert_str_eq(seg(&ls, 1, 1), "world foo");
+	cr_assert_str_eq(seg(&ls, 2, 1), "bar");
+	cr_assert_eq(ls.v[2].tag, 7);
+	tlines_free(&ls);
+}
+
+Test(tlines, wrap_long_word_and_narrow, .init = setup)
+{
+	struct tlines ls;
+	tlines_init(&ls);
+	int n = tlines_wrap(&ls, "abcdefgh", 8, 3, 0, NULL, 0, 0);
+	cr_assert_eq(n, 3);
+	cr_assert_str_eq(seg(&ls, 2, 0), "gh");
+	tlines_free(&ls);
+	tlines_init(&ls);
+	/* room for one column only: a wide char still makes progress */
+	n = tlines_wrap(&ls, "日本", 6, 1, 0, NULL, 0, 0);
+	cr_assert_eq(n, 2);
+	tlines_free(&ls);
+}
+
+Test(tlines, cut_marks_the_cut, .init = setup)
+{
+	struct tlines ls;
+	tlines_init(&ls);
+	int n = tlines_cut(&ls, "abcdef\nxy", 9, 4, 0, NULL, 0, 0);
+	cr_assert_eq(n, 2);
+	cr_assert_str_eq(seg(&ls, 0, 0), "abc");
+	cr_assert_str_eq(seg(&ls, 0, 1), "…");
+	cr_assert_eq(tline_width(&ls.v[0]), 4);
+	cr_assert_str_eq(seg(&ls, 1, 0), "xy");
+	tlines_free(&ls);
+}
