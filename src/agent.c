@@ -42,6 +42,7 @@ struct agent {
 	int			 asking;
 	int			 turn;
 	int			 cancelled;
+	const char		*stop_msg;	/* why, when not the user (borrowed) */
 	struct buf		 text;		/* the reply being streamed */
 	cJSON			*calls;		/* its tool calls */
 	int			 next_call;
@@ -53,6 +54,7 @@ struct agent {
 
 static void agent_next_call(struct agent *a);
 static void agent_turn(struct agent *a);
+static void agent_session_dead(struct agent *a, const char *msg);
 
 void
 agent_opts_default(struct agent_opts *o)
@@ -124,13 +126,8 @@ on_state(void *arg, enum kernel_state st, const char *msg)
 		    "files under /workspace are kept.\n", msg);
 	}
 	emit(a, &ev);
-	if (st == KERNEL_DEAD && a->asking && a->cell_running == 0 &&
-	    !llm_busy(a->llm)) {
-		/* Nothing will move the question on: end it. */
-		a->asking = 0;
-		emit_text(a, EV_ERROR, msg, 1);
-		maybe_idle(a);
-	}
+	if (st == KERNEL_DEAD && a->asking)
+		agent_session_dead(a, msg);
 }
 
 /* The text the model gets for a finished cell. */
@@ -368,6 +365,21 @@ m_done(void *arg, const char *stop_reason)
 		emit_text(a, EV_NOTICE, "the model wrote its code as text instead of calling "
 		    "python_exec; terp runs it as a cell", 0);
 	}
+	if (ncalls == 0 && buf_str(&a->text)[strspn(buf_str(&a->text), " \t\r\n")] == '\0') {
+		/* An empty answer is no answer: a script reading stdout must
+		 * not take it for success. Nothing is added to the
+		 * conversation (Anthropic rejects empty assistant turns). */
+		char *s = xasprintf("the model's reply was empty (stop reason: %s)",
+		    stop_reason && *stop_reason ? stop_reason : "none");
+		cJSON_Delete(msg);
+		fail_question(a, s, 1);
+		free(s);
+		return;
+	}
+	if (stop_reason && (strcmp(stop_reason, "length") == 0 ||
+	    strcmp(stop_reason, "max_tokens") == 0))
+		emit_text(a, EV_NOTICE, "the model's reply reached its output token limit "
+		    "and may be cut short", 0);
 	cJSON_AddStringToObject(msg, "role", "assistant");
 	if (a->text.len > 0)
 		cJSON_AddStringToObject(msg, "content", a->text.data);
@@ -378,7 +390,6 @@ m_done(void *arg, const char *stop_reason)
 		a->calls = cJSON_CreateArray();
 	}
 	notebook_add_message(a->nb, msg);
-	(void)stop_reason;
 
 	if (ncalls == 0) {
 		char *answer = buf_take(&a->text);
@@ -446,7 +457,12 @@ agent_next_call(struct agent *a)
 		struct event ev = { .type = EV_TOOL_CALL, .id = id, .name = name };
 
 		if (a->cancelled) {
-			add_tool_message(a, id, "cancelled by the user before it ran", 1);
+			if (a->stop_msg) {
+				msg = xasprintf("not run: %s", a->stop_msg);
+				add_tool_message(a, id, msg, 1);
+				free(msg);
+			} else
+				add_tool_message(a, id, "cancelled by the user before it ran", 1);
 			continue;
 		}
 		if (strcmp(name, "python_exec") != 0) {
@@ -495,10 +511,43 @@ agent_next_call(struct agent *a)
 		return;	/* on_result continues */
 	}
 	if (a->cancelled) {
-		fail_question(a, "interrupted by the user", 1);
+		fail_question(a, a->stop_msg ? a->stop_msg : "interrupted by the user", 1);
 		return;
 	}
 	agent_turn(a);
+}
+
+/* The session died for good (only a restart by the user revives it). A
+ * cell queued before the death never gets a result from the kernel, and
+ * more turns cannot help the model, so the question ends here; every
+ * call of the reply is still answered, which keeps the conversation
+ * valid for the next question. */
+static void
+agent_session_dead(struct agent *a, const char *msg)
+{
+	char *why = xasprintf("the question was stopped: %s",
+	    msg && *msg ? msg : "the Python session is not running");
+
+	if (llm_busy(a->llm)) {
+		llm_cancel(a->llm);
+		if (a->text.len > 0) {
+			cJSON *m = cJSON_CreateObject();
+			cJSON_AddStringToObject(m, "role", "assistant");
+			cJSON_AddStringToObject(m, "content", a->text.data);
+			notebook_add_message(a->nb, m);
+			buf_reset(&a->text);
+		}
+		fail_question(a, why, 1);
+	} else if (a->cell_running != 0) {
+		struct kernel_result r = { .status = CELL_CRASHED, .reason = msg };
+		a->cancelled = 1;
+		a->stop_msg = why;
+		on_result(a, a->cell_running, &r);	/* answers the calls, ends */
+		a->stop_msg = NULL;
+	} else {
+		fail_question(a, why, 1);
+	}
+	free(why);
 }
 
 /* ------------------------------------------------------------ prompt */

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "terp/buf.h"
 #include "terp/llm_provider.h"
@@ -86,7 +87,7 @@ llm_openai_encode(enum llm_openai_flavor f, const char *model,
 			    str(m, "tool_call_id") ? str(m, "tool_call_id") : "");
 			/* Chat Completions has no error flag: say it. */
 			if (cJSON_IsTrue(get(m, "is_error")) && c != NULL &&
-			    strncmp(c, "Error", 5) != 0) {
+			    strncasecmp(c, "error", 5) != 0) {
 				char *e = xasprintf("Error: %s", c);
 				cJSON_AddStringToObject(o, "content", e);
 				free(e);

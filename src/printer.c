@@ -15,6 +15,7 @@
 
 #define CODE_HEAD_LINES	8	/* -p shows this much of each cell's code */
 #define OUT_HEAD_LINES	12	/* ... and of its output */
+#define OUT_HEAD_BYTES	2048	/* ... even when it is one long line */
 
 struct printer {
 	FILE			*out, *err;
@@ -24,6 +25,7 @@ struct printer {
 	int			 same_tty;	/* stdout and stderr: one terminal */
 	int			 err_tty;	/* thumbnails only on a terminal */
 	int			 out_lines;	/* lines of output shown for this cell */
+	size_t			 out_bytes;	/* bytes of output shown for this cell */
 	int			 out_cut;
 	size_t			 col;
 };
@@ -73,10 +75,19 @@ put_output_head(struct printer *p, const char *s, size_t n)
 	buf_init(&b, (size_t)-1 / 2);
 	sanitize_append(&b, s, n, SANITIZE_KEEP_NL | SANITIZE_EXPAND_TABS | SANITIZE_CR_AS_NL, &col);
 	for (size_t i = 0; i < b.len; i++) {
+		/* Cut at a character boundary, not inside a UTF-8 sequence. */
+		if (p->out_bytes >= OUT_HEAD_BYTES &&
+		    ((unsigned char)b.data[i] & 0xc0) != 0x80) {
+			fputs(p->col == 0 ? "    │ …\n" : " …\n", p->err);
+			p->col = 0;
+			p->out_cut = 1;
+			break;
+		}
 		if (p->col == 0)
 			fputs("    │ ", p->err);
 		fputc(b.data[i], p->err);
 		p->col++;
+		p->out_bytes++;
 		if (b.data[i] == '\n') {
 			p->col = 0;
 			if (++p->out_lines >= OUT_HEAD_LINES) {
@@ -162,8 +173,13 @@ on_result(struct printer *p, const struct cell *c)
 			fputc('\n', e);
 		p->col = 0;
 		if (c->value && !p->out_cut) {
+			size_t n = strcspn(c->value, "\n");
 			fputs("    │ ", e);
-			put_clean(e, c->value, strcspn(c->value, "\n"), NULL);
+			if (n > OUT_HEAD_BYTES)
+				n = utf8_complete_prefix(c->value, OUT_HEAD_BYTES);
+			put_clean(e, c->value, n, NULL);
+			if (c->value[n] != '\0' && c->value[n] != '\n')
+				fputs(" …", e);
 			fputc('\n', e);
 		}
 	}
@@ -240,6 +256,7 @@ printer_event(void *arg, const struct event *ev)
 		break;
 	case EV_CELL_START:
 		p->out_lines = 0;
+		p->out_bytes = 0;
 		p->out_cut = 0;
 		p->col = 0;
 		if (p->mode == PRINTER_PROMPT) {

@@ -41,6 +41,8 @@ a turn with "repeat": true is reused forever, else the answer is a 500
   hang       after the events, keep the connection open this many
              seconds without sending anything (idle-timeout tests)
   expect_path  if set, a request to another path gets a 404
+  expect_headers  {"name": "value"}: a request without one of these
+             headers, with exactly this value, gets a 401
 
 Log lines: {"n": i, "path": P, "headers": {...}, "body": JSON-or-text}.
 """
@@ -210,6 +212,10 @@ class FakeModel:
                     time.sleep(turn["delay"])
                 if turn.get("expect_path") and turn["expect_path"] != self.path:
                     turn = {"status": 404, "body": {"error": {"message": "no such path " + self.path}}}
+                for k, v in turn.get("expect_headers", {}).items():
+                    if self.headers.get(k) != v:
+                        turn = {"status": 401, "body": {"error": {"message": "bad or missing " + k}}}
+                        break
                 status = turn.get("status", 200)
                 if "body" in turn:
                     b = turn["body"]
