@@ -1126,8 +1126,8 @@ death_reason(struct kernel *k, int wstatus)
 	if (code > 128 && code < 160)
 		sig = code - 128;
 	if (k->we_killed)
-		return xasprintf("the cell ignored the interrupt for %lld s and was killed",
-		    (long long)(k->o->grace_ms / 1000));
+		return xasprintf("the cell ignored the interrupt for %.1f s and was killed",
+		    (double)k->o->grace_ms / 1000.0);
 	if (k->cg && cgroup_oom_kills(k->cg) > k->oom_at_launch) {
 		char *m = memory_reason(k);
 		char *r = xasprintf("the Python process was killed: %s", m);

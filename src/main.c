@@ -356,8 +356,14 @@ parse(struct cli *c, int argc, char **argv)
 		}
 	}
 	for (int i = 0; i < c->nprompts; i++) {
-		if (strcmp(c->prompts[i], "-") == 0)
-			c->prompts[i] = read_stdin();
+		if (strcmp(c->prompts[i], "-") == 0) {
+			char *q = read_stdin();
+			size_t n = strlen(q);
+			while (n > 0 && (q[n - 1] == '\n' || q[n - 1] == '\r' ||
+			    q[n - 1] == ' ' || q[n - 1] == '\t'))
+				q[--n] = '\0';
+			c->prompts[i] = q;
+		}
 		if (c->prompts[i][strspn(c->prompts[i], " \t\r\n")] == '\0')
 			usage_error("%s: the question is empty", "-p");
 	}
