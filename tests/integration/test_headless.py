@@ -757,7 +757,7 @@ def test_json_event_schema(terp, fake, tmp_path):
         "tool_call": {"id", "name", "code"},
         "cell": {"cell", "author", "code"},
         "stdout": {"cell", "text"},
-        "result": {"cell", "status", "duration_ms", "value", "author"},
+        "result": {"cell", "status", "duration_ms", "duration_us", "value", "author"},
         "artifact": {"cell", "name", "path", "bytes"},
         "usage": {"input_tokens", "output_tokens", "cached_tokens",
                   "total_input_tokens", "total_output_tokens"},
