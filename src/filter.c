@@ -30,6 +30,15 @@
  * all. socket, socketpair, clone and personality get argument rules
  * below. Names libseccomp does not know, or that are not syscalls of the
  * native architecture (the 32-bit ones), are skipped. */
+/* libseccomp's SCMP_A0() leaves datum_b out of the initializer for
+ * two-operand compares; this spells out both. */
+static struct scmp_arg_cmp
+cmp_arg(unsigned arg, enum scmp_compare op, uint64_t a, uint64_t b)
+{
+	struct scmp_arg_cmp c = { .arg = arg, .op = op, .datum_a = a, .datum_b = b };
+	return c;
+}
+
 static const char *const allow_names[] = {
 	"accept", "accept4", "access", "adjtimex", "alarm", "bind", "brk",
 	"cachestat", "capget", "capset", "chdir", "chmod", "chown", "chown32",
@@ -241,29 +250,29 @@ filter_add_sockets(scmp_filter_ctx ctx, int allow, char **err)
 
 	if (allow) {
 		if (filter_add_cmp(ctx, SCMP_ACT_ALLOW, "socket",
-		    SCMP_A0(SCMP_CMP_EQ, AF_UNIX), err) == -1 ||
+		    cmp_arg(0, SCMP_CMP_EQ, AF_UNIX, 0), err) == -1 ||
 		    filter_add_cmp(ctx, SCMP_ACT_ALLOW, "socket",
-		    SCMP_A0(SCMP_CMP_EQ, AF_INET), err) == -1 ||
+		    cmp_arg(0, SCMP_CMP_EQ, AF_INET, 0), err) == -1 ||
 		    filter_add_cmp(ctx, SCMP_ACT_ALLOW, "socket",
-		    SCMP_A0(SCMP_CMP_EQ, AF_INET6), err) == -1 ||
+		    cmp_arg(0, SCMP_CMP_EQ, AF_INET6, 0), err) == -1 ||
 		    filter_add_cmp(ctx, SCMP_ACT_ALLOW, "socketpair",
-		    SCMP_A0(SCMP_CMP_EQ, AF_UNIX), err) == -1)
+		    cmp_arg(0, SCMP_CMP_EQ, AF_UNIX, 0), err) == -1)
 			return -1;
 	}
 	if (filter_add_cmp(ctx, nope, "socket",
-	    SCMP_A0(SCMP_CMP_EQ, AF_UNSPEC), err) == -1)
+	    cmp_arg(0, SCMP_CMP_EQ, AF_UNSPEC, 0), err) == -1)
 		return -1;
 	for (f = AF_INET + 1; f < AF_INET6; f++) {
 		if (filter_add_cmp(ctx, nope, "socket",
-		    SCMP_A0(SCMP_CMP_EQ, f), err) == -1)
+		    cmp_arg(0, SCMP_CMP_EQ, f, 0), err) == -1)
 			return -1;
 	}
 	if (filter_add_cmp(ctx, nope, "socket",
-	    SCMP_A0(SCMP_CMP_GT, AF_INET6), err) == -1 ||
+	    cmp_arg(0, SCMP_CMP_GT, AF_INET6, 0), err) == -1 ||
 	    filter_add_cmp(ctx, nope, "socketpair",
-	    SCMP_A0(SCMP_CMP_EQ, AF_UNSPEC), err) == -1 ||
+	    cmp_arg(0, SCMP_CMP_EQ, AF_UNSPEC, 0), err) == -1 ||
 	    filter_add_cmp(ctx, nope, "socketpair",
-	    SCMP_A0(SCMP_CMP_GT, AF_UNIX), err) == -1)
+	    cmp_arg(0, SCMP_CMP_GT, AF_UNIX, 0), err) == -1)
 		return -1;
 	return 0;
 }
@@ -282,12 +291,11 @@ filter_add_clone(scmp_filter_ctx ctx, int allow, char **err)
 	    i++) {
 		mask |= clone_ns_flags[i];
 		if (filter_add_cmp(ctx, SCMP_ACT_ERRNO(EPERM), "clone",
-		    SCMP_A0(SCMP_CMP_MASKED_EQ, clone_ns_flags[i],
-		    clone_ns_flags[i]), err) == -1)
+		    cmp_arg(0, SCMP_CMP_MASKED_EQ, clone_ns_flags[i], clone_ns_flags[i]), err) == -1)
 			return -1;
 	}
 	if (allow && filter_add_cmp(ctx, SCMP_ACT_ALLOW, "clone",
-	    SCMP_A0(SCMP_CMP_MASKED_EQ, mask, 0), err) == -1)
+	    cmp_arg(0, SCMP_CMP_MASKED_EQ, mask, 0), err) == -1)
 		return -1;
 	return 0;
 }
@@ -315,22 +323,22 @@ filter_add_personality(scmp_filter_ctx ctx, int allow, char **err)
 		for (i = 0; i < sizeof personality_ok /
 		    sizeof personality_ok[0]; i++) {
 			if (filter_add_cmp(ctx, SCMP_ACT_ALLOW, "personality",
-			    SCMP_A0(SCMP_CMP_EQ, personality_ok[i]),
+			    cmp_arg(0, SCMP_CMP_EQ, personality_ok[i], 0),
 			    err) == -1)
 				return -1;
 		}
 	}
 	if (filter_add_cmp(ctx, eperm, "personality",
-	    SCMP_A0(SCMP_CMP_GT, 0xffffffffULL), err) == -1)
+	    cmp_arg(0, SCMP_CMP_GT, 0xffffffffULL, 0), err) == -1)
 		return -1;
 	for (b = 1; b < 32; b++) {
 		bit = 1ULL << b;
 		if (b != 3 && b != 17 && filter_add_cmp(ctx, eperm,
-		    "personality", SCMP_A0(SCMP_CMP_MASKED_EQ, bit | 1, bit),
+		    "personality", cmp_arg(0, SCMP_CMP_MASKED_EQ, bit | 1, bit),
 		    err) == -1)
 			return -1;
 		if (filter_add_cmp(ctx, eperm, "personality",
-		    SCMP_A0(SCMP_CMP_MASKED_EQ, bit | 1, 1), err) == -1)
+		    cmp_arg(0, SCMP_CMP_MASKED_EQ, bit | 1, 1), err) == -1)
 			return -1;
 	}
 	return 0;
@@ -345,9 +353,9 @@ static int
 filter_add_ioctl(scmp_filter_ctx ctx, char **err)
 {
 	if (filter_add_cmp(ctx, SCMP_ACT_ERRNO(EPERM), "ioctl",
-	    SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffULL, TIOCSTI), err) == -1 ||
+	    cmp_arg(1, SCMP_CMP_MASKED_EQ, 0xffffffffULL, TIOCSTI), err) == -1 ||
 	    filter_add_cmp(ctx, SCMP_ACT_ERRNO(EPERM), "ioctl",
-	    SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffULL, TIOCLINUX), err) == -1)
+	    cmp_arg(1, SCMP_CMP_MASKED_EQ, 0xffffffffULL, TIOCLINUX), err) == -1)
 		return -1;
 	return 0;
 }
