@@ -107,14 +107,21 @@ uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/terp $(DESTDIR)$(MANDIR)/man1/terp.1
 	rm -rf $(DESTDIR)$(DATADIR)
 
-# libFuzzer targets (clang). Run one with e.g.
-# ./build/fuzz/fuzz_sse -max_total_time=60 tests/fuzz/corpus/sse
+# libFuzzer targets (clang), one per parser of outside input. Run one
+# with e.g. ./build/fuzz/fuzz_sse -max_total_time=60 tests/fuzz/corpus/sse
 FUZZ	:= $(patsubst tests/fuzz/%.c,build/fuzz/%,$(wildcard tests/fuzz/*.c))
+FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -Iinclude -Ibuild/gen $(PKG_CFLAGS) -g -O1 \
+	    -DTERP_DATADIR='"$(DATADIR)"'
+FUZZOBJS := $(LIBOBJS:build/obj/%=build/fuzzobj/%)
 
-build/fuzz/fuzz_sse: tests/fuzz/fuzz_sse.c src/sse.c src/buf.c src/util.c
+build/fuzzobj/%.o: src/%.c $(GEN)
 	@mkdir -p $(dir $@)
-	$(Q)clang -std=c11 -D_GNU_SOURCE -Iinclude -g -O1 \
-	    -fsanitize=fuzzer,address,undefined -o $@ $^
+	$(Q)clang $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link,address,undefined -c -o $@ $<
+
+build/fuzz/%: tests/fuzz/%.c $(FUZZOBJS)
+	@mkdir -p $(dir $@)
+	$(Q)clang $(FUZZ_CFLAGS) -fsanitize=fuzzer,address,undefined -o $@ $< \
+	    $(FUZZOBJS) $(T_LIBS)
 
 fuzz: $(FUZZ)
 

@@ -55,6 +55,36 @@ pngl_set_err(char **err, const char *what)
 		*err = xasprintf("not a usable PNG: %s", what);
 }
 
+static uint32_t
+pngl_be32(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+/* Walks the chunk list before libpng sees it. libpng allocates a
+ * chunk's declared length before reading its data, and a hostile file
+ * can declare 2 GB in a 1 KB file (found by tests/fuzz/fuzz_png.c): every
+ * chunk must fit in the bytes we have, and only image data may be big.
+ * Returns NULL or the reason. */
+static const char *
+pngl_scan_chunks(const uint8_t *p, size_t len)
+{
+	size_t off = 8;
+
+	while (off + 8 <= len) {
+		uint32_t n = pngl_be32(p + off);
+		int idat = memcmp(p + off + 4, "IDAT", 4) == 0;
+		if (n > 0x7fffffffu || n > len - off - 8)
+			return "a chunk runs past the end of the file";
+		if (!idat && n > TERP_PNG_MAX_CHUNK)
+			return "a chunk is too large";
+		if (memcmp(p + off + 4, "IEND", 4) == 0)
+			return NULL;
+		off += 12 + (size_t)n;
+	}
+	return NULL;	/* a missing IEND is libpng's to report */
+}
+
 /* Does the work once setjmp is armed. Separate so that the locals the
  * longjmp may clobber live in the caller as volatile. */
 static void
@@ -113,6 +143,13 @@ png_decode_mem(const void *data, size_t len, char **err)
 	if (len < 8 || png_sig_cmp(data, 0, 8) != 0) {
 		pngl_set_err(err, "no PNG signature");
 		return NULL;
+	}
+	{
+		const char *why = pngl_scan_chunks(data, len);
+		if (why != NULL) {
+			pngl_set_err(err, why);
+			return NULL;
+		}
 	}
 	png = png_create_read_struct(PNG_LIBPNG_VER_STRING, &ctx,
 	    pngl_error_cb, pngl_warning_cb);

@@ -132,3 +132,29 @@ Test(png, converts_palette_grey_16bit_interlaced)
 	png_rgba_free(img);
 	free(p);
 }
+
+/* Found by tests/fuzz/fuzz_png.c: a text chunk declaring 2 GB right after
+ * the header made libpng allocate 2 GB before noticing the file ends. */
+Test(png, rejects_a_chunk_longer_than_the_file)
+{
+	unsigned char px[16 * 16 * 3] = { 0 };
+	size_t len, n;
+	unsigned char *p = pngmk_rgb(16, 16, px, &len), *q;
+	char *err = NULL;
+
+	/* signature (8) + IHDR (25): insert a tEXt chunk claiming 0x7a000039 */
+	n = len + 12 + 4;
+	q = malloc(n);
+	memcpy(q, p, 33);
+	put32(q + 33, 0x7a000039u);
+	memcpy(q + 37, "tEXtabcd", 8);
+	put32(q + 45, 0);
+	memcpy(q + 49, p + 33, len - 33);
+	cr_assert_null(png_decode_mem(q, len + 16, &err));
+	cr_assert_not_null(err);
+	/* said before libpng allocates anything (libpng says "file is truncated") */
+	cr_assert(strstr(err, "runs past the end") != NULL, "%s", err);
+	free(err);
+	free(q);
+	free(p);
+}
