@@ -28,6 +28,7 @@
 
 #include "terp/buf.h"
 #include "terp/colorpair.h"
+#include "terp/export.h"
 #include "terp/kernel.h"
 #include "terp/mdlite.h"
 #include "terp/pyhl.h"
@@ -35,6 +36,7 @@
 #include "terp/llm.h"
 #include "terp/png.h"
 #include "terp/sanitize.h"
+#include "terp/session.h"
 #include "terp/theme.h"
 #include "terp/thumb.h"
 #include "terp/tlines.h"
@@ -64,6 +66,8 @@ enum item_kind { IT_USER, IT_ANSWER, IT_CELL, IT_NOTICE, IT_ERROR, IT_INFO };
 #define FRAME_MS	16
 #define PREVIEW_MAX	(256 * 1024)	/* text artifact preview bytes */
 #define NTHUMBS		24		/* rendered thumbnails kept */
+#define HELD_MAX	32		/* input lines held during a replay */
+#define IDLE_SHOW_MS	(5 * 60 * 1000)	/* idle countdown shown below this */
 
 struct item {
 	enum item_kind	 kind;
@@ -152,6 +156,12 @@ struct tui {
 	char			*flash;		/* transient status message */
 	int64_t			 flash_until;
 	char			*session_id, *workspace;
+	int			 idle_down;	/* the idle timeout stopped the sandbox */
+	int			 ticking;	/* a countdown is on the status bar */
+
+	/* lines typed while a replay runs, run once it is over */
+	char			*held[HELD_MAX];
+	int			 nheld;
 
 	/* input */
 	enum modal		 modal;
@@ -316,6 +326,17 @@ tui_on_event(void *arg, const struct event *ev)
 			else if (ev->text && strstr(ev->text, "restart"))
 				item_text(IT_NOTICE, ev->text);
 		}
+		if (ev->n == KERNEL_STOPPED && T.o.session) {
+			int stopped = 0;
+			session_idle_deadline(T.o.session, &stopped);
+			T.idle_down = stopped;
+		} else if (ev->n == KERNEL_STARTING && T.idle_down) {
+			T.idle_down = 0;
+			item_text(IT_NOTICE, "starting a new sandbox (the idle one was "
+			    "stopped): variables from before are gone; /replay re-runs "
+			    "the cells that succeeded");
+		} else if (ev->n == KERNEL_DEAD)
+			T.idle_down = 0;
 		T.kstate = ev->n;
 		free(T.kmsg);
 		T.kmsg = ev->text ? sanitize_str(ev->text, strlen(ev->text), 0) : NULL;
@@ -406,6 +427,37 @@ tui_on_event(void *arg, const struct event *ev)
 		T.run_cell = 0;
 		break;
 	}
+	tui_mark();
+}
+
+/* One item of the resumed notebook, in reading order (export_walk). */
+static void
+restore_item(void *arg, enum export_item k, const char *text,
+    const struct cell *c)
+{
+	(void)arg;
+	switch (k) {
+	case EXPORT_QUESTION:
+		item_text(IT_USER, text ? text : "");
+		break;
+	case EXPORT_REPLY:
+		item_text(IT_ANSWER, text ? text : "")->closed = 1;
+		break;
+	case EXPORT_CELL:
+		if (c != NULL)
+			item_new(IT_CELL)->cell = c->n;
+		break;
+	}
+}
+
+void
+tui_restore(const struct notebook *nb)
+{
+	export_walk(nb, restore_item, NULL);
+	T.total = *notebook_usage(nb);
+	T.v[P_CONV].follow = 1;
+	T.v[P_CELLS].follow = 1;
+	T.v[P_CELLS].sel = notebook_ncells(nb);
 	tui_mark();
 }
 
@@ -1365,15 +1417,42 @@ draw_status(void)
 	    model ? " · " : "", model ? model : "");
 	tline_adds(&l, R_STATUS_KEY, tmp);
 	tline_adds(&l, R_STATUS, "│ ");
-	if (T.phase == 3 && T.run_cell)
+	int total = 0, done = T.o.session ? session_progress(T.o.session, &total) : 0;
+	int64_t deadline = 0;
+	int idle_stopped = 0;
+	if (T.o.session)
+		deadline = session_idle_deadline(T.o.session, &idle_stopped);
+	T.ticking = 0;
+	if (total > 0)
+		snprintf(tmp, sizeof tmp, "replaying %d/%d",
+		    done < total ? done + 1 : total, total);
+	else if (T.phase == 3 && T.run_cell)
 		snprintf(tmp, sizeof tmp, "running cell [%d]", T.run_cell);
 	else if (T.phase == 1)
 		snprintf(tmp, sizeof tmp, "thinking");
 	else if (T.phase == 2)
 		snprintf(tmp, sizeof tmp, "answering");
+	else if (T.kstate == KERNEL_STOPPED && idle_stopped)
+		snprintf(tmp, sizeof tmp, "sandbox stopped (idle)");
 	else
 		snprintf(tmp, sizeof tmp, "%s", kstate_text());
-	tline_adds(&l, R_STATUS, tmp);
+	tline_adds(&l, total > 0 ? R_STATUS_KEY : R_STATUS, tmp);
+	if (T.nheld > 0) {
+		snprintf(tmp, sizeof tmp, " · %d held", T.nheld);
+		tline_adds(&l, R_STATUS, tmp);
+	}
+	if (deadline > 0 && !T.busy) {
+		int64_t left = deadline - now_ms();
+		if (left < 0)
+			left = 0;
+		if (left < IDLE_SHOW_MS) {
+			int64_t sec = (left + 999) / 1000;
+			snprintf(tmp, sizeof tmp, " │ idle stop in %d:%02d",
+			    (int)(sec / 60), (int)(sec % 60));
+			tline_adds(&l, R_STATUS, tmp);
+			T.ticking = 1;
+		}
+	}
 	if (T.busy) {
 		snprintf(tmp, sizeof tmp, " %.1fs", (double)(now_ms() - T.step_ms) / 1000.0);
 		tline_adds(&l, R_STATUS, tmp);
@@ -1655,10 +1734,12 @@ static const struct keyhelp cmd_help[] = {
 	{ "/rerun N", "re-run cell N" },
 	{ "/reset", "fresh Python namespace (same process)" },
 	{ "/restart", "restart the sandbox (state is lost)" },
+	{ "/replay", "re-run the cells that succeeded before the state was lost (after a resume, restart or idle stop)" },
 	{ "/model NAME", "switch the model" },
 	{ "/sent [N]", "what left the machine for the model; N shows request N in full" },
 	{ "/clear", "clear the conversation pane (the notebook keeps everything)" },
-	{ "/save [PATH]", "export the notebook (.ipynb or .md)" },
+	{ "/export FILE", "write the notebook as FILE: Jupyter (.ipynb) or Markdown (.md)" },
+	{ "/save", "write both, as terp-SESSION.ipynb and .md in the output folder" },
 	{ "/quit", "quit (asks first when something runs)" },
 	{ NULL, NULL }
 };
@@ -2233,33 +2314,61 @@ cmd_sent(const char *arg)
 }
 
 static void
-cmd_save(const char *arg)
+cmd_export(const char *path)
 {
-	if (!T.o.save) {
-		status_flash("/save is not available yet");
-		item_text(IT_NOTICE, "/save: export is not available yet in this build");
+	char *err = NULL;
+
+	if (!*path) {
+		status_flash("usage: /export FILE.ipynb or FILE.md");
 		return;
 	}
-	char *path = NULL;
-	if (arg && *arg)
-		path = xstrdup(arg);
-	else {
+	if (export_file(T.nb, path, &err) < 0) {
+		show_err("export", err);
+		return;
+	}
+	char *m = xasprintf("exported the notebook to %s", path);
+	item_text(IT_NOTICE, m);
+	status_flash("%s", m);
+	free(m);
+}
+
+/* /save: the notebook as both a Jupyter notebook and Markdown, named
+ * after the session, in the output folder (next to the charts the
+ * Markdown links to). /save PATH is /export PATH. */
+static void
+cmd_save(const char *arg)
+{
+	if (*arg) {
+		cmd_export(arg);
+		return;
+	}
+	const char *dir = T.o.out_dir ? T.o.out_dir : "out";
+	char *id = T.session_id ? xstrdup(T.session_id) : NULL, *err = NULL;
+	if (id == NULL) {
 		time_t t = time(NULL);
 		struct tm tm;
-		localtime_r(&t, &tm);
 		char d[32];
+		localtime_r(&t, &tm);
 		strftime(d, sizeof d, "%Y%m%d-%H%M%S", &tm);
-		path = xasprintf("terp-%s.ipynb", d);
+		id = xstrdup(d);
 	}
-	char *err = NULL;
-	if (T.o.save(T.o.save_arg, T.nb, path, &err) < 0)
+	char *nbp = xasprintf("%s/terp-%s.ipynb", dir, id);
+	char *mdp = xasprintf("%s/terp-%s.md", dir, id);
+	if (mkdir_p(dir, 0755) < 0)
+		show_err("save", xasprintf("cannot create %s: %s", dir, strerror(errno)));
+	else if (export_ipynb(T.nb, nbp, &err) < 0)
+		show_err("save", err);
+	else if (export_markdown(T.nb, mdp, &err) < 0)
 		show_err("save", err);
 	else {
-		char *m = xasprintf("saved the notebook as %s", path);
+		char *m = xasprintf("saved the notebook as %s and %s", nbp, mdp);
 		item_text(IT_NOTICE, m);
+		status_flash("saved %s and .md", nbp);
 		free(m);
 	}
-	free(path);
+	free(nbp);
+	free(mdp);
+	free(id);
 }
 
 static const char *
@@ -2291,7 +2400,8 @@ run_command(const char *line)
 			status_flash("usage: /load PATH");
 			return;
 		}
-		char *box = agent_load(T.agent, arg, &err);
+		char *box = T.o.session ? session_load(T.o.session, arg, &err) :
+		    agent_load(T.agent, arg, &err);
 		if (!box)
 			show_err("load", err);
 		else {
@@ -2322,15 +2432,28 @@ run_command(const char *line)
 		else
 			cell_rerun(n);
 	} else if (!strcmp(name, "reset")) {
-		if (agent_reset(T.agent, &err) < 0)
+		if ((T.o.session ? session_reset(T.o.session, &err) :
+		    agent_reset(T.agent, &err)) < 0)
 			show_err("reset", err);
 		else
 			item_text(IT_NOTICE, "the Python namespace was reset");
 	} else if (!strcmp(name, "restart")) {
-		if (agent_restart(T.agent, &err) < 0)
+		if ((T.o.session ? session_restart(T.o.session, &err) :
+		    agent_restart(T.agent, &err)) < 0)
 			show_err("restart", err);
 		else
-			item_text(IT_NOTICE, "restarting the sandbox: variables are gone");
+			item_text(IT_NOTICE, T.o.session ? "restarting the sandbox: "
+			    "variables are gone (/replay re-runs the cells that succeeded)" :
+			    "restarting the sandbox: variables are gone");
+	} else if (!strcmp(name, "replay")) {
+		if (!T.o.session)
+			status_flash("/replay needs a saved session");
+		else if (session_replay(T.o.session, &err) < 0)
+			show_err("replay", err);
+		else {
+			T.v[P_CELLS].follow = 1;
+			T.v[P_CONV].follow = 1;
+		}
 	} else if (!strcmp(name, "model")) {
 		if (!*arg) {
 			struct llm *m = agent_llm(T.agent);
@@ -2348,6 +2471,8 @@ run_command(const char *line)
 		items_clear();
 	else if (!strcmp(name, "save"))
 		cmd_save(arg);
+	else if (!strcmp(name, "export"))
+		cmd_export(arg);
 	else
 		status_flash("unknown command /%s (try /help)", name);
 }
@@ -2407,6 +2532,43 @@ rl_newline_insert(int count, int key)
 	return 0;
 }
 
+/* A line typed at the prompt: a command or a question. */
+static void
+line_run(const char *s)
+{
+	if (*s == '/')
+		run_command(s);
+	else if (*s) {
+		char *err = NULL;
+		if (agent_ask(T.agent, s, &err) < 0)
+			show_err("ask", err);
+		T.v[P_CONV].follow = 1;
+	}
+}
+
+/* Whether the line must wait for the running replay: questions and
+ * the commands that run code or change the sandbox's state (the others,
+ * /help, /files, /export..., do not disturb it). Lines already held
+ * keep their order behind the first. */
+static int
+replay_holds(const char *s)
+{
+	static const char *const waits[] = { "py", "rerun", "reset", "restart",
+		"replay", "load", NULL };
+	int runs = *s != '/';
+
+	for (int i = 0; waits[i] && !runs; i++) {
+		size_t n = strlen(waits[i]);
+		runs = strncmp(s + 1, waits[i], n) == 0 && (s[1 + n] == 0 ||
+		    s[1 + n] == ' ' || s[1 + n] == '\t');
+	}
+	if (!runs)
+		return 0;
+	if (T.nheld > 0)
+		return 1;
+	return T.o.session && session_busy(T.o.session) && T.kstate != KERNEL_DEAD;
+}
+
 static void
 on_line(char *line)
 {
@@ -2432,20 +2594,41 @@ on_line(char *line)
 		if (!last || strcmp(last->line, line) != 0)
 			add_history(line);
 	}
-	if (*s == '/')
-		run_command(s);
-	else if (*s) {
-		char *err = NULL;
-		if (agent_ask(T.agent, s, &err) < 0)
-			show_err("ask", err);
-		T.v[P_CONV].follow = 1;
-	}
+	if (*s && replay_holds(s)) {
+		if (T.nheld == HELD_MAX)
+			status_flash("too many lines held; wait for the replay to end");
+		else {
+			T.held[T.nheld++] = xstrdup(s);
+			char *m = xasprintf("held until the replay is over: %s", s);
+			item_text(IT_NOTICE, m);
+			free(m);
+		}
+	} else
+		line_run(s);
 	free(line);
 	tui_mark();
 }
 
+/* Runs the oldest held line once the replay is over and the agent is
+ * free (one per call: a question keeps the agent busy until EV_IDLE). */
+static void
+held_run(void)
+{
+	if (T.nheld == 0 || (T.agent && agent_busy(T.agent)))
+		return;
+	if (T.o.session && session_busy(T.o.session) && T.kstate != KERNEL_DEAD)
+		return;
+	char *s = T.held[0];
+	memmove(T.held, T.held + 1, (size_t)(T.nheld - 1) * sizeof *T.held);
+	T.nheld--;
+	line_run(s);
+	free(s);
+	tui_mark();
+}
+
 static const char *cmd_names[] = { "/help", "/load", "/files", "/py", "/rerun",
-	"/reset", "/restart", "/model", "/sent", "/clear", "/save", "/quit", NULL };
+	"/reset", "/restart", "/replay", "/model", "/sent", "/clear", "/export",
+	"/save", "/quit", NULL };
 
 static char *
 cmd_generator(const char *text, int state)
@@ -2473,6 +2656,7 @@ complete(const char *text, int start, int end)
 		return rl_completion_matches(text, cmd_generator);
 	}
 	if (strncmp(rl_line_buffer, "/load ", 6) == 0 ||
+	    strncmp(rl_line_buffer, "/export ", 8) == 0 ||
 	    strncmp(rl_line_buffer, "/save ", 6) == 0)
 		return NULL;	/* file names */
 	rl_attempted_completion_over = 1;
@@ -3088,6 +3272,9 @@ state_free(void)
 	free(T.history);
 	T.history = NULL;
 	buf_free(&T.pastebuf);
+	for (int i = 0; i < T.nheld; i++)
+		free(T.held[i]);
+	T.nheld = 0;
 	for (int i = 0; i < loaded.n; i++) {
 		free(loaded.host[i]);
 		free(loaded.box[i]);
@@ -3180,7 +3367,11 @@ tui_run(struct loop *l, struct agent *a, const struct tui_opts *o, char **err)
 	tui_mark();
 
 	while (!T.quit && !loop_stopped(l)) {
+		held_run();
 		int64_t now = now_ms();
+		/* the idle countdown ticks by the second */
+		if (T.ticking && now - T.last_draw >= 250)
+			T.dirty = 1;
 		/* the clock on the status bar and the spinner tick while busy */
 		if ((T.busy || (T.flash && now >= T.flash_until && now < T.flash_until + 200)) &&
 		    now - T.last_draw >= 100)
@@ -3195,6 +3386,8 @@ tui_run(struct loop *l, struct agent *a, const struct tui_opts *o, char **err)
 				wait = FRAME_MS - since;
 		} else if (T.busy)
 			wait = 100;
+		if ((T.ticking || T.nheld > 0) && wait > 250)
+			wait = 250;
 		loop_run_once(l, wait);
 	}
 
