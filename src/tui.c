@@ -308,6 +308,30 @@ cells_changed(void)
 	tui_mark();
 }
 
+/* The core's word that it restarted the sandbox; after an idle stop,
+ * with what the user lost and how to get it back. */
+static void
+restart_notice(const char *text)
+{
+	int ok = 0;
+
+	/* no hint while a replay runs: it is already re-running them */
+	int replaying = T.o.session && session_busy(T.o.session);
+	for (int n = 1; T.idle_down && !replaying && T.nb &&
+	    n <= notebook_ncells(T.nb); n++) {
+		const struct cell *c = notebook_cell(T.nb, n);
+		ok += c->status == CELL_OK;
+	}
+	if (ok == 0) {
+		item_text(IT_NOTICE, text);
+		return;
+	}
+	char *m = xasprintf("%s: variables from before are gone; /replay re-runs "
+	    "the cells that succeeded", text);
+	item_text(IT_NOTICE, m);
+	free(m);
+}
+
 void
 tui_on_event(void *arg, const struct event *ev)
 {
@@ -324,18 +348,13 @@ tui_on_event(void *arg, const struct event *ev)
 			if (ev->n == KERNEL_DEAD && ev->text)
 				item_text(IT_ERROR, ev->text);
 			else if (ev->text && strstr(ev->text, "restart"))
-				item_text(IT_NOTICE, ev->text);
+				restart_notice(ev->text);
 		}
 		if (ev->n == KERNEL_STOPPED && T.o.session) {
 			int stopped = 0;
 			session_idle_deadline(T.o.session, &stopped);
 			T.idle_down = stopped;
-		} else if (ev->n == KERNEL_STARTING && T.idle_down) {
-			T.idle_down = 0;
-			item_text(IT_NOTICE, "starting a new sandbox (the idle one was "
-			    "stopped): variables from before are gone; /replay re-runs "
-			    "the cells that succeeded");
-		} else if (ev->n == KERNEL_DEAD)
+		} else if (ev->n != KERNEL_STOPPED)
 			T.idle_down = 0;
 		T.kstate = ev->n;
 		free(T.kmsg);
