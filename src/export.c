@@ -20,13 +20,10 @@
 
 /* ---- walking the notebook in reading order ------------------------ */
 
-enum item_kind { ITEM_QUESTION, ITEM_REPLY, ITEM_CELL };
-
 struct walker {
 	const struct notebook	*nb;
 	char			*done;		/* per cell: emitted */
-	void			(*emit)(void *arg, enum item_kind k,
-				    const char *text, const struct cell *c);
+	export_walk_fn		 emit;
 	void			*arg;
 };
 
@@ -60,7 +57,7 @@ emit_cells_before(struct walker *w, int limit)
 	for (int i = 1; i < limit && i <= notebook_ncells(w->nb); i++)
 		if (!w->done[i]) {
 			w->done[i] = 1;
-			w->emit(w->arg, ITEM_CELL, NULL, notebook_cell(w->nb, i));
+			w->emit(w->arg, EXPORT_CELL, NULL, notebook_cell(w->nb, i));
 		}
 }
 
@@ -115,11 +112,11 @@ walk(struct walker *w)
 		}
 		if (strcmp(role, "user") == 0) {
 			emit_cells_before(w, next_called_cell(w->nb, msgs, i));
-			w->emit(w->arg, ITEM_QUESTION,
+			w->emit(w->arg, EXPORT_QUESTION,
 			    content ? question_text(content) : "", NULL);
 		} else if (strcmp(role, "assistant") == 0) {
 			if (content != NULL && content[0] != '\0')
-				w->emit(w->arg, ITEM_REPLY, content, NULL);
+				w->emit(w->arg, EXPORT_REPLY, content, NULL);
 			calls = cJSON_GetObjectItemCaseSensitive(m, "tool_calls");
 			cJSON_ArrayForEach(call, array_or_null(calls)) {
 				const struct cell *c = cell_by_call(w->nb,
@@ -128,13 +125,21 @@ walk(struct walker *w)
 					continue;
 				emit_cells_before(w, c->n);
 				w->done[c->n] = 1;
-				w->emit(w->arg, ITEM_CELL, NULL, c);
+				w->emit(w->arg, EXPORT_CELL, NULL, c);
 			}
 		}
 		i++;
 	}
 	emit_cells_before(w, n + 1);
 	free(w->done);
+}
+
+void
+export_walk(const struct notebook *nb, export_walk_fn fn, void *arg)
+{
+	struct walker w = { .nb = nb, .emit = fn, .arg = arg };
+
+	walk(&w);
 }
 
 /* ---- text helpers ------------------------------------------------- */
@@ -390,19 +395,19 @@ struct ipynb_walk {
 };
 
 static void
-ipynb_item(void *arg, enum item_kind k, const char *text, const struct cell *c)
+ipynb_item(void *arg, enum export_item k, const char *text, const struct cell *c)
 {
 	struct ipynb_walk *iw = arg;
 	struct buf b;
 	char *fixed;
 
-	if (k == ITEM_CELL) {
+	if (k == EXPORT_CELL) {
 		add_code(&iw->w, iw->nb, c);
 		return;
 	}
 	fixed = utf8_fix(text, strlen(text));
 	buf_init(&b, (size_t)-1);
-	if (k == ITEM_QUESTION) {
+	if (k == EXPORT_QUESTION) {
 		/* a quoted block, each line prefixed */
 		buf_adds(&b, "**Question:**\n\n");
 		for (char *p = fixed; *p != '\0'; ) {
@@ -674,17 +679,17 @@ md_cell(struct md_walk *mw, const struct cell *c)
 }
 
 static void
-md_item(void *arg, enum item_kind k, const char *text, const struct cell *c)
+md_item(void *arg, enum export_item k, const char *text, const struct cell *c)
 {
 	struct md_walk *mw = arg;
 	char *t;
 
-	if (k == ITEM_CELL) {
+	if (k == EXPORT_CELL) {
 		md_cell(mw, c);
 		return;
 	}
 	t = md_clean(text, strlen(text));
-	if (k == ITEM_QUESTION) {
+	if (k == EXPORT_QUESTION) {
 		buf_adds(&mw->b, "## Question\n\n");
 		for (char *p = t; *p != '\0'; ) {
 			char *nl = strchr(p, '\n');

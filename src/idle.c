@@ -11,6 +11,7 @@ struct idle {
 	struct loop	*loop;
 	int64_t		 idle_ms;
 	uint64_t	 timer, max_timer;
+	int64_t		 deadline;	/* now_ms() when timer fires; 0: unarmed */
 	int		 busy;		/* a question or a cell is running */
 	int		 stopped;	/* the sandbox is not running */
 	idle_fn		 fire;
@@ -23,6 +24,7 @@ on_idle(struct loop *l, void *arg)
 	struct idle *i = arg;
 
 	i->timer = 0;
+	i->deadline = 0;
 	if (!i->busy && !i->stopped)
 		i->fire(i->arg, IDLE_TIMEOUT);
 }
@@ -42,14 +44,17 @@ disarm(struct idle *i)
 	if (i->timer != 0)
 		loop_timer_cancel(i->loop, i->timer);
 	i->timer = 0;
+	i->deadline = 0;
 }
 
 static void
 arm(struct idle *i)
 {
 	disarm(i);
-	if (i->idle_ms > 0 && !i->busy && !i->stopped)
+	if (i->idle_ms > 0 && !i->busy && !i->stopped) {
 		i->timer = loop_timer_add(i->loop, i->idle_ms, on_idle, i);
+		i->deadline = now_ms() + i->idle_ms;
+	}
 }
 
 struct idle *
@@ -106,4 +111,10 @@ idle_event(struct idle *i, const struct event *ev)
 	default:
 		break;
 	}
+}
+
+int64_t
+idle_deadline(const struct idle *i)
+{
+	return i != NULL ? i->deadline : 0;
 }

@@ -10,6 +10,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -209,6 +210,19 @@ clear_datadir(struct kernel *k)
 	closedir(d);
 }
 
+/* nftw has no argument for its callback: the uid being handed over. */
+static uid_t chown_uid;
+
+static int
+chown_entry(const char *path, const struct stat *st, int flag, struct FTW *f)
+{
+	(void)st;
+	(void)flag;
+	(void)f;
+	(void)lchown(path, chown_uid, chown_uid);
+	return 0;
+}
+
 static int
 prepare_dirs(struct kernel *k, char **err)
 {
@@ -250,6 +264,13 @@ prepare_dirs(struct kernel *k, char **err)
 				free(wso);
 				return -1;
 			}
+			/* A resumed session's workspace holds files an earlier
+			 * run's sandbox made under another uid (one per run as
+			 * root): hand them over too, or a replayed cell cannot
+			 * write its chart again. No sandbox runs yet; links are
+			 * changed, never followed (FTW_PHYS). */
+			chown_uid = k->uid;
+			(void)nftw(k->workspace, chown_entry, 16, FTW_PHYS | FTW_MOUNT);
 		}
 		free(wsd);
 		free(wso);

@@ -28,6 +28,7 @@ struct session {
 	int		 warned;	/* the journal's failure was told */
 	struct idle	*idle;
 	int64_t		 idle_ms, max_ms;
+	int		 idle_stopped;	/* the idle timeout stopped the sandbox */
 	event_fn	 emit;
 	void		*arg;
 	char		*model_note;	/* a resume's, until session_attach */
@@ -82,6 +83,7 @@ on_idle(void *arg, enum idle_why why)
 		msg = xasprintf("idle for %s", dur);
 		if (s->j)
 			journal_note(s->j, "idle-stop", msg);
+		s->idle_stopped = 1;	/* before kernel_stop: its event asks */
 		kernel_stop(agent_kernel(s->agent), msg);
 		free(msg);
 		msg = xasprintf("stopped the sandbox after %s idle (--idle-timeout); a new "
@@ -301,6 +303,9 @@ session_event(struct session *s, const struct event *ev)
 		int up = ev->n == KERNEL_STARTING || ev->n == KERNEL_LOADING ||
 		    ev->n == KERNEL_READY;
 
+		if (up || ev->n == KERNEL_DEAD)
+			s->idle_stopped = 0;
+
 		if (ev->n == KERNEL_DEAD && s->replay != NULL) {
 			replay_end(s);
 			return SESSION_PASS;
@@ -372,6 +377,31 @@ session_reset(struct session *s, char **err)
 	if (s->j)
 		journal_note(s->j, "reset", NULL);
 	return 0;
+}
+
+int
+session_restart(struct session *s, char **err)
+{
+	if (agent_restart(s->agent, err) < 0)
+		return -1;
+	if (s->j)
+		journal_note(s->j, "restart", NULL);
+	return 0;
+}
+
+int
+session_progress(const struct session *s, int *total)
+{
+	*total = s->replay != NULL ? s->ncells : 0;
+	return s->replay != NULL ? replay_progress(s->replay, NULL) : 0;
+}
+
+int64_t
+session_idle_deadline(const struct session *s, int *stopped)
+{
+	if (stopped != NULL)
+		*stopped = s->idle_stopped;
+	return idle_deadline(s->idle);
 }
 
 char *

@@ -28,6 +28,7 @@
 
 #include "terp/buf.h"
 #include "terp/colorpair.h"
+#include "terp/export.h"
 #include "terp/kernel.h"
 #include "terp/mdlite.h"
 #include "terp/pyhl.h"
@@ -35,155 +36,18 @@
 #include "terp/llm.h"
 #include "terp/png.h"
 #include "terp/sanitize.h"
+#include "terp/session.h"
 #include "terp/theme.h"
 #include "terp/thumb.h"
 #include "terp/tlines.h"
 #include "terp/util.h"
 
-/* Style roles; the theme maps each to colours and attributes. */
-enum role {
-	R_TEXT, R_DIM, R_USER, R_USER_MARK, R_ASSIST, R_NOTICE, R_ERROR,
-	R_LINK, R_CELL_HDR, R_CODE, R_KEYWORD, R_STRING, R_NUMBER,
-	R_COMMENT, R_STDOUT, R_STDERR, R_VALUE, R_TRACE, R_GOOD, R_RUNNING,
-	R_FAIL, R_TITLE, R_TITLE_FOCUS, R_BORDER, R_STATUS, R_STATUS_KEY,
-	R_SEL, R_PROMPT, R_INPUT, R_HIDDEN, R_BOLD, R_HEADING, R_MD_CODE,
-	R_NROLES,
-	R_THEME = 1000	/* R_THEME + an enum theme_role: spans from mdlite/pyhl */
-};
+#include "tui_priv.h"
 
-enum pane { P_INPUT, P_CONV, P_CELLS, P_ARTS, P_NPANES };
-
-enum item_kind { IT_USER, IT_ANSWER, IT_CELL, IT_NOTICE, IT_ERROR, IT_INFO };
-
-#define ITEM_TEXT_MAX	(1024 * 1024)	/* per conversation item */
-#define ITEMS_MAX	4000		/* oldest dropped beyond this */
-#define OUT_SHOW_HEAD	3		/* collapsed output: head lines */
-#define OUT_SHOW_TAIL	5		/* and tail lines */
-#define CODE_SHOW	12		/* collapsed code lines */
-#define INPUT_ROWS_MAX	6
-#define FRAME_MS	16
-#define PREVIEW_MAX	(256 * 1024)	/* text artifact preview bytes */
-#define NTHUMBS		24		/* rendered thumbnails kept */
-
-struct item {
-	enum item_kind	 kind;
-	struct buf	 text;		/* sanitized */
-	int		 cell;		/* IT_CELL */
-	int		 closed;	/* IT_ANSWER: no more deltas */
-	unsigned	 version;
-	/* cache of the wrapped lines */
-	unsigned	 cver;
-	int		 cw;
-	struct tlines	 lines;
-};
-
-struct cblock {			/* cached body of one cell */
-	int		 valid, width, expanded, status, nart;
-	uint64_t	 tot[2];
-	int		 has_value, thumbs;
-	struct tlines	 lines;
-};
-
-struct tcache {			/* a rendered thumbnail */
-	char		*path;
-	int		 cols, rows_max;
-	struct thumb	*t;		/* NULL: not a decodable PNG */
-	char		*err;
-	unsigned	 stamp;
-};
-
-struct view {			/* a scrollable list */
-	int	 top;		/* first line shown */
-	int	 follow;	/* stick to the bottom */
-	int	 sel;		/* selected cell / artifact index */
-	int	 ensure_sel;	/* scroll so the selection shows */
-	int	 sel_from_top;	/* select what is at the top (after paging) */
-};
-
-#define TAGROWS 512		/* rows remembered for mouse clicks */
-
-enum modal { M_NONE, M_CONFIRM_QUIT, M_SAVE_AS };
-
-struct tui {
-	/* set up by tui_run */
-	struct loop		*loop;
-	struct agent		*agent;
-	struct notebook		*nb;
-	struct tui_opts		 o;
-	int			 active;	/* the screen is up */
-	int			 quit;
-	int			 dirty;
-	int64_t			 last_draw;
-
-	/* conversation */
-	struct item		*items;
-	int			 nitems, citems;
-	int			 question_text;	/* got text since the question */
-
-	/* cells */
-	struct cblock		*cb;
-	int			 ncb;
-	int			*expanded;	/* by cell number */
-	int			 nexp;
-
-	struct tcache		 thumbs[NTHUMBS];
-	unsigned		 tstamp;
-
-	struct view		 v[P_NPANES];
-	enum pane		 focus, last_pane;
-	int			 compact;	/* one pane at a time */
-
-	/* overlay: help, previews, /sent N */
-	int			 overlay;
-	char			*ov_title;
-	struct tlines		 ov_lines;
-	int			 ov_top;
-	char			*ov_png;	/* preview of a PNG: its path */
-	int			 ov_art;	/* artifact index or -1 */
-
-	/* status */
-	int			 kstate;
-	char			*kmsg;
-	int			 busy;		/* between a request and EV_IDLE */
-	int			 phase;		/* 0 idle, 1 thinking, 2 answering, 3 cell */
-	int			 run_cell;
-	int64_t			 step_ms;
-	struct usage		 total;
-	char			*flash;		/* transient status message */
-	int64_t			 flash_until;
-	char			*session_id, *workspace;
-
-	/* input */
-	enum modal		 modal;
-	int			 save_art;	/* M_SAVE_AS: artifact index */
-	unsigned char		 q[8192];	/* bytes for readline */
-	size_t			 qh, qt;
-	int			 paste;		/* inside a bracketed paste */
-	struct buf		 pastebuf;
-	char			 esc[8];	/* possible paste marker prefix */
-	int			 nesc;
-	FILE			*rl_null;
-	char			*history;
-	int			 saved_stderr;
-	int			 err_fd;
-
-	/* layout, computed per frame */
-	int			 rows, cols, inrows;
-	int			 py[P_NPANES], px[P_NPANES], ph[P_NPANES], pw[P_NPANES];
-	WINDOW			*mainw, *inw;
-	int			 tagmap[P_NPANES][TAGROWS];	/* row -> tag */
-	int			 colors, ncolors;
-	struct colorpair	*cp;
-	int			 role_pair[R_NROLES];
-	int			 theme_pair[THEME_NROLES];
-	attr_t			 theme_attr[THEME_NROLES];
-	attr_t			 role_attr[R_NROLES];
-};
-
-static struct tui T = { .kstate = -1, .ov_art = -1, .saved_stderr = -1,
+struct tui T = { .kstate = -1, .ov_art = -1, .saved_stderr = -1,
 	.err_fd = -1 };
 
-static void
+void
 tui_mark(void)
 {
 	T.dirty = 1;
@@ -224,16 +88,16 @@ item_add(struct item *it, const char *s, size_t n)
 	tui_mark();
 }
 
-static struct item *
-item_text(enum item_kind k, const char *s)
+struct item *
+tui_item_text(enum item_kind k, const char *s)
 {
 	struct item *it = item_new(k);
 	item_add(it, s, strlen(s));
 	return it;
 }
 
-static void
-items_clear(void)
+void
+tui_items_clear(void)
 {
 	for (int i = 0; i < T.nitems; i++) {
 		buf_free(&T.items[i].text);
@@ -245,11 +109,8 @@ items_clear(void)
 	tui_mark();
 }
 
-static void
-status_flash(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-static void
-status_flash(const char *fmt, ...)
+void
+tui_flash(const char *fmt, ...)
 {
 	va_list ap;
 	char tmp[512];
@@ -298,6 +159,30 @@ cells_changed(void)
 	tui_mark();
 }
 
+/* The core's word that it restarted the sandbox; after an idle stop,
+ * with what the user lost and how to get it back. */
+static void
+restart_notice(const char *text)
+{
+	int ok = 0;
+
+	/* no hint while a replay runs: it is already re-running them */
+	int replaying = T.o.session && session_busy(T.o.session);
+	for (int n = 1; T.idle_down && !replaying && T.nb &&
+	    n <= notebook_ncells(T.nb); n++) {
+		const struct cell *c = notebook_cell(T.nb, n);
+		ok += c->status == CELL_OK;
+	}
+	if (ok == 0) {
+		tui_item_text(IT_NOTICE, text);
+		return;
+	}
+	char *m = xasprintf("%s: variables from before are gone; /replay re-runs "
+	    "the cells that succeeded", text);
+	tui_item_text(IT_NOTICE, m);
+	free(m);
+}
+
 void
 tui_on_event(void *arg, const struct event *ev)
 {
@@ -312,17 +197,23 @@ tui_on_event(void *arg, const struct event *ev)
 	case EV_KERNEL:
 		if (T.kstate == KERNEL_BUSY || T.kstate < 0 || ev->n != T.kstate) {
 			if (ev->n == KERNEL_DEAD && ev->text)
-				item_text(IT_ERROR, ev->text);
+				tui_item_text(IT_ERROR, ev->text);
 			else if (ev->text && strstr(ev->text, "restart"))
-				item_text(IT_NOTICE, ev->text);
+				restart_notice(ev->text);
 		}
+		if (ev->n == KERNEL_STOPPED && T.o.session) {
+			int stopped = 0;
+			session_idle_deadline(T.o.session, &stopped);
+			T.idle_down = stopped;
+		} else if (ev->n != KERNEL_STOPPED)
+			T.idle_down = 0;
 		T.kstate = ev->n;
 		free(T.kmsg);
 		T.kmsg = ev->text ? sanitize_str(ev->text, strlen(ev->text), 0) : NULL;
 		break;
 	case EV_QUESTION:
 		close_answer();
-		item_text(IT_USER, ev->text ? ev->text : "");
+		tui_item_text(IT_USER, ev->text ? ev->text : "");
 		T.busy = 1;
 		T.phase = 1;
 		T.question_text = 0;
@@ -388,16 +279,16 @@ tui_on_event(void *arg, const struct event *ev)
 		break;
 	case EV_ANSWER:
 		if (!T.question_text && ev->text && *ev->text)
-			item_text(IT_ANSWER, ev->text);
+			tui_item_text(IT_ANSWER, ev->text);
 		close_answer();
 		break;
 	case EV_ERROR:
 		close_answer();
-		item_text(IT_ERROR, ev->text ? ev->text : "error");
+		tui_item_text(IT_ERROR, ev->text ? ev->text : "error");
 		break;
 	case EV_NOTICE:
 		close_answer();
-		item_text(IT_NOTICE, ev->text ? ev->text : "");
+		tui_item_text(IT_NOTICE, ev->text ? ev->text : "");
 		break;
 	case EV_IDLE:
 		close_answer();
@@ -406,6 +297,37 @@ tui_on_event(void *arg, const struct event *ev)
 		T.run_cell = 0;
 		break;
 	}
+	tui_mark();
+}
+
+/* One item of the resumed notebook, in reading order (export_walk). */
+static void
+restore_item(void *arg, enum export_item k, const char *text,
+    const struct cell *c)
+{
+	(void)arg;
+	switch (k) {
+	case EXPORT_QUESTION:
+		tui_item_text(IT_USER, text ? text : "");
+		break;
+	case EXPORT_REPLY:
+		tui_item_text(IT_ANSWER, text ? text : "")->closed = 1;
+		break;
+	case EXPORT_CELL:
+		if (c != NULL)
+			item_new(IT_CELL)->cell = c->n;
+		break;
+	}
+}
+
+void
+tui_restore(const struct notebook *nb)
+{
+	export_walk(nb, restore_item, NULL);
+	T.total = *notebook_usage(nb);
+	T.v[P_CONV].follow = 1;
+	T.v[P_CELLS].follow = 1;
+	T.v[P_CELLS].sel = notebook_ncells(nb);
 	tui_mark();
 }
 
@@ -1365,15 +1287,42 @@ draw_status(void)
 	    model ? " · " : "", model ? model : "");
 	tline_adds(&l, R_STATUS_KEY, tmp);
 	tline_adds(&l, R_STATUS, "│ ");
-	if (T.phase == 3 && T.run_cell)
+	int total = 0, done = T.o.session ? session_progress(T.o.session, &total) : 0;
+	int64_t deadline = 0;
+	int idle_stopped = 0;
+	if (T.o.session)
+		deadline = session_idle_deadline(T.o.session, &idle_stopped);
+	T.ticking = 0;
+	if (total > 0)
+		snprintf(tmp, sizeof tmp, "replaying %d/%d",
+		    done < total ? done + 1 : total, total);
+	else if (T.phase == 3 && T.run_cell)
 		snprintf(tmp, sizeof tmp, "running cell [%d]", T.run_cell);
 	else if (T.phase == 1)
 		snprintf(tmp, sizeof tmp, "thinking");
 	else if (T.phase == 2)
 		snprintf(tmp, sizeof tmp, "answering");
+	else if (T.kstate == KERNEL_STOPPED && idle_stopped)
+		snprintf(tmp, sizeof tmp, "sandbox stopped (idle)");
 	else
 		snprintf(tmp, sizeof tmp, "%s", kstate_text());
-	tline_adds(&l, R_STATUS, tmp);
+	tline_adds(&l, total > 0 ? R_STATUS_KEY : R_STATUS, tmp);
+	if (T.nheld > 0) {
+		snprintf(tmp, sizeof tmp, " · %d held", T.nheld);
+		tline_adds(&l, R_STATUS, tmp);
+	}
+	if (deadline > 0 && !T.busy) {
+		int64_t left = deadline - now_ms();
+		if (left < 0)
+			left = 0;
+		if (left < IDLE_SHOW_MS) {
+			int64_t sec = (left + 999) / 1000;
+			snprintf(tmp, sizeof tmp, " │ idle stop in %d:%02d",
+			    (int)(sec / 60), (int)(sec % 60));
+			tline_adds(&l, R_STATUS, tmp);
+			T.ticking = 1;
+		}
+	}
 	if (T.busy) {
 		snprintf(tmp, sizeof tmp, " %.1fs", (double)(now_ms() - T.step_ms) / 1000.0);
 		tline_adds(&l, R_STATUS, tmp);
@@ -1617,54 +1566,8 @@ redraw(void)
 	doupdate();
 }
 
-/* ---- help ---- */
-
-struct keyhelp {
-	const char	*keys, *what;
-};
-
-static const struct keyhelp key_help[] = {
-	{ "Enter", "ask the question typed on the input line" },
-	{ "Alt-Enter", "new line inside the input (multi-line questions)" },
-	{ "Ctrl-C", "cancel the model request or interrupt the running cell; else clear the input" },
-	{ "Ctrl-D", "on an empty line: quit (asks first when something runs)" },
-	{ "Tab / Shift-Tab", "next / previous pane (input, conversation, cells, files); completes /commands" },
-	{ "Up / Down", "input: history; panes: select the previous / next cell or file, scroll" },
-	{ "j / k", "in a pane: next / previous cell or file (scroll in the conversation)" },
-	{ "PgUp / PgDn", "scroll the focused pane (the conversation from the input line)" },
-	{ "Home g / End G", "top / bottom of the pane; End resumes following new output" },
-	{ "Enter (cell)", "expand / collapse the cell's full code and output" },
-	{ "e (cell)", "edit the cell's code in $VISUAL / $EDITOR and run the edited code" },
-	{ "r (cell)", "re-run the cell" },
-	{ "y (cell)", "copy the cell's code (clipboard, else a file in the session folder)" },
-	{ "Enter (file)", "preview the file full-screen (charts as block thumbnails)" },
-	{ "o (file)", "open the file with xdg-open" },
-	{ "s (file)", "save a copy under a name you give" },
-	{ "Esc / i", "back to the input line" },
-	{ "Ctrl-L", "redraw the screen" },
-	{ "? / F1", "this help (q or Esc closes)" },
-	{ "mouse", "click focuses a pane and selects; the wheel scrolls" },
-	{ NULL, NULL }
-};
-
-static const struct keyhelp cmd_help[] = {
-	{ "/help", "the commands and keys" },
-	{ "/load PATH", "stage another data file into the sandbox" },
-	{ "/files", "the data files and the artifacts" },
-	{ "/py CODE", "run your own Python as a new cell" },
-	{ "/rerun N", "re-run cell N" },
-	{ "/reset", "fresh Python namespace (same process)" },
-	{ "/restart", "restart the sandbox (state is lost)" },
-	{ "/model NAME", "switch the model" },
-	{ "/sent [N]", "what left the machine for the model; N shows request N in full" },
-	{ "/clear", "clear the conversation pane (the notebook keeps everything)" },
-	{ "/save [PATH]", "export the notebook (.ipynb or .md)" },
-	{ "/quit", "quit (asks first when something runs)" },
-	{ NULL, NULL }
-};
-
-static void
-overlay_open(const char *title)
+void
+tui_overlay_open(const char *title)
 {
 	tlines_free(&T.ov_lines);
 	tlines_init(&T.ov_lines);
@@ -1687,47 +1590,6 @@ overlay_close(void)
 	T.ov_png = NULL;
 	T.ov_art = -1;
 	tui_mark();
-}
-
-static void
-help_table(const struct keyhelp *h, int w)
-{
-	for (; h->keys; h++) {
-		struct tline *l = tlines_add(&T.ov_lines, 0);
-		char k[32];
-		snprintf(k, sizeof k, "  %-18s", h->keys);
-		tline_adds(l, R_LINK, k);
-		int kw = tlines_width(k, strlen(k));
-		struct tlines tmp;
-		tlines_init(&tmp);
-		tlines_wrap(&tmp, h->what, strlen(h->what), w - kw, R_TEXT, NULL, 0, 0);
-		for (int i = 0; i < tmp.n; i++) {
-			if (i > 0) {
-				l = tlines_add(&T.ov_lines, 0);
-				tline_add(l, R_TEXT, "                                ", (size_t)kw < 32 ? (size_t)kw : 32);
-			}
-			for (int j = 0; j < tmp.v[i].nseg; j++)
-				tline_adds(l, R_TEXT, tmp.v[i].seg[j].text);
-		}
-		tlines_free(&tmp);
-	}
-}
-
-static void
-help_show(void)
-{
-	overlay_open("terp: keys and commands");
-	int w = COLS > 20 ? COLS : 80;
-	tline_adds(tlines_add(&T.ov_lines, 0), R_HEADING, " Keys");
-	help_table(key_help, w);
-	tlines_add(&T.ov_lines, 0);
-	tline_adds(tlines_add(&T.ov_lines, 0), R_HEADING, " Commands (Tab completes)");
-	help_table(cmd_help, w);
-	tlines_add(&T.ov_lines, 0);
-	tline_adds(tlines_add(&T.ov_lines, 0), R_DIM,
-	    "  The input line is GNU readline: your ~/.inputrc applies (emacs or vi mode).");
-	tline_adds(tlines_add(&T.ov_lines, 0), R_DIM,
-	    "  History is kept in $XDG_STATE_HOME/terp/history.");
 }
 
 /* ---- external programs ---- */
@@ -1935,12 +1797,12 @@ copy_file(const char *src, const char *dst, char **err)
 
 /* ---- actions on cells and files ---- */
 
-static void
-show_err(const char *what, char *err)
+void
+tui_show_err(const char *what, char *err)
 {
 	char *m = xasprintf("%s: %s", what, err ? err : "failed");
-	item_text(IT_ERROR, m);
-	status_flash("%s", m);
+	tui_item_text(IT_ERROR, m);
+	tui_flash("%s", m);
 	free(m);
 	free(err);
 }
@@ -1961,12 +1823,12 @@ cell_toggle(int n)
 	tui_mark();
 }
 
-static void
-cell_rerun(int n)
+void
+tui_cell_rerun(int n)
 {
 	char *err = NULL;
 	if (agent_rerun(T.agent, n, &err) < 0)
-		show_err("rerun", err);
+		tui_show_err("rerun", err);
 	else
 		T.v[P_CELLS].follow = 1;
 }
@@ -1980,14 +1842,14 @@ cell_edit(int n)
 	char tmpl[] = "/tmp/terp-cell-XXXXXX.py";
 	int fd = mkstemps(tmpl, 3);
 	if (fd < 0) {
-		status_flash("cannot create a temporary file: %s", strerror(errno));
+		tui_flash("cannot create a temporary file: %s", strerror(errno));
 		return;
 	}
 	const char *code = c->code ? c->code : "";
 	if (write_all(fd, code, strlen(code)) < 0) {
 		close(fd);
 		unlink(tmpl);
-		status_flash("cannot write %s", tmpl);
+		tui_flash("cannot write %s", tmpl);
 		return;
 	}
 	close(fd);
@@ -1996,18 +1858,18 @@ cell_edit(int n)
 	char *nc = read_file(tmpl, 1024 * 1024, &len);
 	unlink(tmpl);
 	if (st != 0 || !nc) {
-		status_flash("editor failed (status %d); nothing run", st);
+		tui_flash("editor failed (status %d); nothing run", st);
 		free(nc);
 		return;
 	}
 	if (strcmp(nc, code) == 0 || len == 0) {
-		status_flash("cell [%d] unchanged; not run", n);
+		tui_flash("cell [%d] unchanged; not run", n);
 		free(nc);
 		return;
 	}
 	char *err = NULL;
 	if (agent_run_cell(T.agent, nc, &err) < 0)
-		show_err("run", err);
+		tui_show_err("run", err);
 	else
 		T.v[P_CELLS].follow = 1;
 	free(nc);
@@ -2020,7 +1882,7 @@ cell_copy(int n)
 	if (!c || !c->code)
 		return;
 	if (clipboard_copy(c->code) == 0) {
-		status_flash("copied the code of cell [%d] to the clipboard", n);
+		tui_flash("copied the code of cell [%d] to the clipboard", n);
 		return;
 	}
 	char *dir = session_dir();
@@ -2029,11 +1891,11 @@ cell_copy(int n)
 	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd >= 0 && write_all(fd, c->code, strlen(c->code)) == 0) {
 		char *m = xasprintf("no clipboard: the code of cell [%d] is in %s", n, path);
-		item_text(IT_NOTICE, m);
-		status_flash("%s", m);
+		tui_item_text(IT_NOTICE, m);
+		tui_flash("%s", m);
 		free(m);
 	} else
-		status_flash("cannot write %s: %s", path, strerror(errno));
+		tui_flash("cannot write %s: %s", path, strerror(errno));
 	if (fd >= 0)
 		close(fd);
 	free(path);
@@ -2047,14 +1909,14 @@ art_open(int i)
 		return;
 	const struct artifact *a = notebook_artifact(T.nb, i);
 	if (!in_path("xdg-open")) {
-		status_flash("xdg-open not found; the file is %s", a->path);
+		tui_flash("xdg-open not found; the file is %s", a->path);
 		return;
 	}
 	char *argv[] = { "xdg-open", a->path, NULL };
 	if (spawn_detached(argv) < 0)
-		status_flash("cannot start xdg-open: %s", strerror(errno));
+		tui_flash("cannot start xdg-open: %s", strerror(errno));
 	else
-		status_flash("opening %s", a->name);
+		tui_flash("opening %s", a->name);
 }
 
 static void
@@ -2066,7 +1928,7 @@ art_preview(int i)
 	char sz[32];
 	fmt_bytes(sz, sizeof sz, a->bytes);
 	char *title = xasprintf("%s  (%s, cell [%d])", a->name, sz, a->cell);
-	overlay_open(title);
+	tui_overlay_open(title);
 	free(title);
 	T.ov_art = i;
 	if (is_png(a->name)) {
@@ -2126,230 +1988,14 @@ art_save(const char *name)
 	    notebook_artifact(T.nb, T.save_art) : NULL;
 	char *err = NULL;
 	if (!a || !*name) {
-		status_flash("not saved");
+		tui_flash("not saved");
 		return;
 	}
 	if (copy_file(a->path, name, &err) < 0) {
-		status_flash("%s", err);
+		tui_flash("%s", err);
 		free(err);
 	} else
-		status_flash("saved a copy as %s", name);
-}
-
-/* ---- slash commands ---- */
-
-static struct {
-	char	**host, **box;
-	int	  n;
-} loaded;
-
-static void
-request_quit(void)
-{
-	if (T.agent && agent_busy(T.agent)) {
-		T.modal = M_CONFIRM_QUIT;
-		T.focus = P_INPUT;
-		tui_mark();
-		return;
-	}
-	T.quit = 1;
-}
-
-static void
-cmd_files(void)
-{
-	struct buf b;
-	buf_init(&b, 256 * 1024);
-	buf_adds(&b, "Data files:\n");
-	for (int i = 0; i < T.o.ndata; i++) {
-		const char *slash = strrchr(T.o.data_files[i], '/');
-		buf_printf(&b, "  %s → /workspace/data/%s\n", T.o.data_files[i],
-		    slash ? slash + 1 : T.o.data_files[i]);
-	}
-	for (int i = 0; i < loaded.n; i++)
-		buf_printf(&b, "  %s → %s\n", loaded.host[i], loaded.box[i]);
-	if (T.o.ndata == 0 && loaded.n == 0)
-		buf_adds(&b, "  (none; /load PATH stages one)\n");
-	int na = notebook_nartifacts(T.nb);
-	buf_printf(&b, "Artifacts%s%s%s:\n", T.o.out_dir ? " (in " : "",
-	    T.o.out_dir ? T.o.out_dir : "", T.o.out_dir ? ")" : "");
-	for (int i = 0; i < na; i++) {
-		const struct artifact *a = notebook_artifact(T.nb, i);
-		char sz[32];
-		fmt_bytes(sz, sizeof sz, a->bytes);
-		buf_printf(&b, "  %s  %s  cell [%d]\n", a->name, sz, a->cell);
-	}
-	if (na == 0)
-		buf_adds(&b, "  (none yet)\n");
-	item_text(IT_INFO, buf_str(&b));
-	buf_free(&b);
-	T.v[P_CONV].follow = 1;
-}
-
-static void
-cmd_sent(const char *arg)
-{
-	int n = notebook_nsent(T.nb);
-	if (arg && *arg) {
-		int i = atoi(arg);
-		const char *what;
-		size_t len;
-		if (i < 1 || i > n) {
-			status_flash("no request %s (there are %d)", arg, n);
-			return;
-		}
-		const char *body = notebook_sent(T.nb, i - 1, &what, &len);
-		char *title = xasprintf("request %d of %d: %s (%zu bytes)", i, n,
-		    what ? what : "", len);
-		overlay_open(title);
-		free(title);
-		char *s = sanitize_str(body ? body : "", body ? len : 0,
-		    SANITIZE_KEEP_NL | SANITIZE_EXPAND_TABS);
-		tlines_wrap(&T.ov_lines, s, strlen(s), COLS, R_TEXT, " ", R_TEXT, 0);
-		free(s);
-		return;
-	}
-	struct buf b;
-	buf_init(&b, 256 * 1024);
-	size_t total = 0;
-	for (int i = 0; i < n; i++) {
-		size_t len;
-		notebook_sent(T.nb, i, NULL, &len);
-		total += len;
-	}
-	buf_printf(&b, "What left this machine for the model: %d request%s, %zu bytes.\n",
-	    n, n == 1 ? "" : "s", total);
-	for (int i = 0; i < n; i++) {
-		const char *what;
-		size_t len;
-		notebook_sent(T.nb, i, &what, &len);
-		buf_printf(&b, "  %d. %s  %zu bytes\n", i + 1, what ? what : "request", len);
-	}
-	if (n)
-		buf_adds(&b, "/sent N shows request N exactly as sent.\n");
-	item_text(IT_INFO, buf_str(&b));
-	buf_free(&b);
-	T.v[P_CONV].follow = 1;
-}
-
-static void
-cmd_save(const char *arg)
-{
-	if (!T.o.save) {
-		status_flash("/save is not available yet");
-		item_text(IT_NOTICE, "/save: export is not available yet in this build");
-		return;
-	}
-	char *path = NULL;
-	if (arg && *arg)
-		path = xstrdup(arg);
-	else {
-		time_t t = time(NULL);
-		struct tm tm;
-		localtime_r(&t, &tm);
-		char d[32];
-		strftime(d, sizeof d, "%Y%m%d-%H%M%S", &tm);
-		path = xasprintf("terp-%s.ipynb", d);
-	}
-	char *err = NULL;
-	if (T.o.save(T.o.save_arg, T.nb, path, &err) < 0)
-		show_err("save", err);
-	else {
-		char *m = xasprintf("saved the notebook as %s", path);
-		item_text(IT_NOTICE, m);
-		free(m);
-	}
-	free(path);
-}
-
-static const char *
-skip_ws(const char *s)
-{
-	while (*s == ' ' || *s == '\t')
-		s++;
-	return s;
-}
-
-static void
-run_command(const char *line)
-{
-	char name[32];
-	size_t k = 0;
-	const char *p = line + 1;
-	while (*p && *p != ' ' && *p != '\t' && k < sizeof name - 1)
-		name[k++] = *p++;
-	name[k] = 0;
-	const char *arg = skip_ws(p);
-	char *err = NULL;
-
-	if (!strcmp(name, "help") || !strcmp(name, "h") || !strcmp(name, "?"))
-		help_show();
-	else if (!strcmp(name, "quit") || !strcmp(name, "q") || !strcmp(name, "exit"))
-		request_quit();
-	else if (!strcmp(name, "load")) {
-		if (!*arg) {
-			status_flash("usage: /load PATH");
-			return;
-		}
-		char *box = agent_load(T.agent, arg, &err);
-		if (!box)
-			show_err("load", err);
-		else {
-			loaded.host = xrealloc(loaded.host, (size_t)(loaded.n + 1) * sizeof *loaded.host);
-			loaded.box = xrealloc(loaded.box, (size_t)(loaded.n + 1) * sizeof *loaded.box);
-			loaded.host[loaded.n] = xstrdup(arg);
-			loaded.box[loaded.n++] = xstrdup(box);
-			char *m = xasprintf("loaded %s as %s", arg, box);
-			item_text(IT_NOTICE, m);
-			free(m);
-			free(box);
-		}
-	} else if (!strcmp(name, "files"))
-		cmd_files();
-	else if (!strcmp(name, "py")) {
-		if (!*arg) {
-			status_flash("usage: /py CODE");
-			return;
-		}
-		if (agent_run_cell(T.agent, arg, &err) < 0)
-			show_err("py", err);
-		else
-			T.v[P_CELLS].follow = 1;
-	} else if (!strcmp(name, "rerun")) {
-		int n = atoi(arg);
-		if (n <= 0)
-			status_flash("usage: /rerun N");
-		else
-			cell_rerun(n);
-	} else if (!strcmp(name, "reset")) {
-		if (agent_reset(T.agent, &err) < 0)
-			show_err("reset", err);
-		else
-			item_text(IT_NOTICE, "the Python namespace was reset");
-	} else if (!strcmp(name, "restart")) {
-		if (agent_restart(T.agent, &err) < 0)
-			show_err("restart", err);
-		else
-			item_text(IT_NOTICE, "restarting the sandbox: variables are gone");
-	} else if (!strcmp(name, "model")) {
-		if (!*arg) {
-			struct llm *m = agent_llm(T.agent);
-			status_flash("model: %s", m && llm_model(m) ? llm_model(m) : "none");
-		} else if (agent_set_model(T.agent, arg, &err) < 0)
-			show_err("model", err);
-		else {
-			char *m = xasprintf("model set to %s", arg);
-			item_text(IT_NOTICE, m);
-			free(m);
-		}
-	} else if (!strcmp(name, "sent"))
-		cmd_sent(arg);
-	else if (!strcmp(name, "clear"))
-		items_clear();
-	else if (!strcmp(name, "save"))
-		cmd_save(arg);
-	else
-		status_flash("unknown command /%s (try /help)", name);
+		tui_flash("saved a copy as %s", name);
 }
 
 /* ---- readline glue (TUI.md 3.1) ---- */
@@ -2407,6 +2053,14 @@ rl_newline_insert(int count, int key)
 	return 0;
 }
 
+static const char *
+skip_ws(const char *s)
+{
+	while (*s == ' ' || *s == '\t')
+		s++;
+	return s;
+}
+
 static void
 on_line(char *line)
 {
@@ -2415,7 +2069,7 @@ on_line(char *line)
 		if (T.modal == M_SAVE_AS)
 			T.modal = M_NONE;
 		else
-			request_quit();
+			tui_cmd_quit();
 		tui_mark();
 		return;
 	}
@@ -2432,68 +2086,19 @@ on_line(char *line)
 		if (!last || strcmp(last->line, line) != 0)
 			add_history(line);
 	}
-	if (*s == '/')
-		run_command(s);
-	else if (*s) {
-		char *err = NULL;
-		if (agent_ask(T.agent, s, &err) < 0)
-			show_err("ask", err);
-		T.v[P_CONV].follow = 1;
-	}
+	if (*s && tui_cmd_holds(s)) {
+		if (T.nheld == HELD_MAX)
+			tui_flash("too many lines held; wait for the replay to end");
+		else {
+			T.held[T.nheld++] = xstrdup(s);
+			char *m = xasprintf("held until the replay is over: %s", s);
+			tui_item_text(IT_NOTICE, m);
+			free(m);
+		}
+	} else
+		tui_cmd_line(s);
 	free(line);
 	tui_mark();
-}
-
-static const char *cmd_names[] = { "/help", "/load", "/files", "/py", "/rerun",
-	"/reset", "/restart", "/model", "/sent", "/clear", "/save", "/quit", NULL };
-
-static char *
-cmd_generator(const char *text, int state)
-{
-	static int i;
-	static size_t len;
-	if (!state) {
-		i = 0;
-		len = strlen(text);
-	}
-	while (cmd_names[i]) {
-		const char *n = cmd_names[i++];
-		if (strncmp(n, text, len) == 0)
-			return xstrdup(n);
-	}
-	return NULL;
-}
-
-static char **
-complete(const char *text, int start, int end)
-{
-	(void)end;
-	if (start == 0 && text[0] == '/') {
-		rl_attempted_completion_over = 1;
-		return rl_completion_matches(text, cmd_generator);
-	}
-	if (strncmp(rl_line_buffer, "/load ", 6) == 0 ||
-	    strncmp(rl_line_buffer, "/save ", 6) == 0)
-		return NULL;	/* file names */
-	rl_attempted_completion_over = 1;
-	return NULL;
-}
-
-/* Readline would print the list; it goes to the status bar instead. */
-static void
-show_matches(char **matches, int num, int max)
-{
-	(void)max;
-	struct buf b;
-	buf_init(&b, 1024);
-	for (int i = 1; i <= num && b.len < 900; i++) {
-		const char *m = matches[i];
-		const char *slash = strrchr(m, '/');
-		buf_printf(&b, "%s%s", i > 1 ? "  " : "",
-		    slash && slash[1] && m[0] != '/' ? slash + 1 : m);
-	}
-	status_flash("%s", buf_str(&b));
-	buf_free(&b);
 }
 
 static void
@@ -2509,8 +2114,8 @@ rl_setup(void)
 	rl_redisplay_function = rl_redisplay_mark;
 	T.rl_null = fopen("/dev/null", "w");
 	rl_outstream = T.rl_null;
-	rl_attempted_completion_function = complete;
-	rl_completion_display_matches_hook = show_matches;
+	rl_attempted_completion_function = tui_cmd_complete;
+	rl_completion_display_matches_hook = tui_cmd_show_matches;
 	rl_variable_bind("bell-style", "none");
 	rl_variable_bind("enable-bracketed-paste", "off");
 	rl_add_funmap_entry("terp-insert-newline", rl_newline_insert);
@@ -2638,7 +2243,7 @@ pane_key(int c)
 	case KEY_HOME: case 'g':	pane_scroll(p, SCROLL_TOP); return 1;
 	case KEY_END: case 'G':		pane_scroll(p, SCROLL_END); return 1;
 	case 27: case 'i':		focus_set(P_INPUT); return 1;
-	case '?':			help_show(); return 1;
+	case '?':			tui_cmd_help(); return 1;
 	case '\r': case '\n': case KEY_ENTER:
 		if (p == P_CELLS) {
 			cell_toggle(sel);
@@ -2650,7 +2255,7 @@ pane_key(int c)
 	if (p == P_CELLS && sel > 0) {
 		switch (c) {
 		case 'e': cell_edit(sel); return 1;
-		case 'r': cell_rerun(sel); return 1;
+		case 'r': tui_cell_rerun(sel); return 1;
 		case 'y': cell_copy(sel); return 1;
 		}
 	}
@@ -2822,7 +2427,7 @@ on_key(int c)
 	if (c == 3) {	/* Ctrl-C (raw mode: a byte, not a signal) */
 		if (T.agent && agent_busy(T.agent)) {
 			agent_cancel(T.agent);
-			status_flash("cancelling…");
+			tui_flash("cancelling…");
 		} else if (T.overlay)
 			overlay_close();
 		else {
@@ -2841,7 +2446,7 @@ on_key(int c)
 		if (T.overlay)
 			overlay_close();
 		else
-			help_show();
+			tui_cmd_help();
 		return;
 	}
 	if (T.overlay) {
@@ -2872,7 +2477,7 @@ on_key(int c)
 		return;
 	}
 	if (c == '?' && rl_end == 0 && T.modal == M_NONE) {
-		help_show();
+		tui_cmd_help();
 		return;
 	}
 	input_translate(c);
@@ -3063,7 +2668,7 @@ tui_opts_default(struct tui_opts *o)
 static void
 state_free(void)
 {
-	items_clear();
+	tui_items_clear();
 	free(T.items);
 	T.items = NULL;
 	T.citems = 0;
@@ -3088,13 +2693,10 @@ state_free(void)
 	free(T.history);
 	T.history = NULL;
 	buf_free(&T.pastebuf);
-	for (int i = 0; i < loaded.n; i++) {
-		free(loaded.host[i]);
-		free(loaded.box[i]);
-	}
-	free(loaded.host);
-	free(loaded.box);
-	memset(&loaded, 0, sizeof loaded);
+	for (int i = 0; i < T.nheld; i++)
+		free(T.held[i]);
+	T.nheld = 0;
+	tui_cmd_free();
 }
 
 int
@@ -3156,7 +2758,7 @@ tui_run(struct loop *l, struct agent *a, const struct tui_opts *o, char **err)
 	set_escdelay(25);
 	char *terr = NULL;
 	if (styles_init(&terr) < 0) {
-		item_text(IT_ERROR, terr ? terr : "theme: cannot load");
+		tui_item_text(IT_ERROR, terr ? terr : "theme: cannot load");
 		free(terr);
 	}
 	T.rows = LINES;
@@ -3180,7 +2782,11 @@ tui_run(struct loop *l, struct agent *a, const struct tui_opts *o, char **err)
 	tui_mark();
 
 	while (!T.quit && !loop_stopped(l)) {
+		tui_cmd_held_run();
 		int64_t now = now_ms();
+		/* the idle countdown ticks by the second */
+		if (T.ticking && now - T.last_draw >= 250)
+			T.dirty = 1;
 		/* the clock on the status bar and the spinner tick while busy */
 		if ((T.busy || (T.flash && now >= T.flash_until && now < T.flash_until + 200)) &&
 		    now - T.last_draw >= 100)
@@ -3195,6 +2801,8 @@ tui_run(struct loop *l, struct agent *a, const struct tui_opts *o, char **err)
 				wait = FRAME_MS - since;
 		} else if (T.busy)
 			wait = 100;
+		if ((T.ticking || T.nheld > 0) && wait > 250)
+			wait = 250;
 		loop_run_once(l, wait);
 	}
 

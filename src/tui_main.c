@@ -9,8 +9,9 @@
 #include <string.h>
 
 #include "terp/agent.h"
+#include "terp/buf.h"
 #include "terp/cli.h"
-#include "terp/export.h"
+#include "terp/journal.h"
 #include "terp/llm.h"
 #include "terp/loop.h"
 #include "terp/notebook.h"
@@ -31,12 +32,50 @@ tui_session_event(void *arg, const struct event *ev)
 	(void)session_event(tui_sess, ev);
 }
 
-static int
-save_notebook(void *arg, const struct notebook *nb, const char *path,
-    char **err)
+static void
+notice(const char *text)
 {
-	(void)arg;
-	return export_file(nb, path, err);
+	struct event e = { .type = EV_NOTICE, .text = text, .len = strlen(text) };
+
+	tui_on_event(NULL, &e);
+}
+
+/* A resumed notebook back on screen, then what the user must know: the
+ * resume's warnings (changed or vanished data files) and that the
+ * sandbox is new, with how to get the variables back. Shown, not
+ * journaled: the journal has its own record of the resume. */
+static void
+resume_show(struct cli *c, struct notebook *nb)
+{
+	const char *line = c->res.warnings;
+	int *cells = NULL, n;
+	struct journal *j = session_journal(tui_sess);
+	struct buf b;
+	char *msg;
+
+	tui_restore(nb);
+	while (line != NULL && *line) {
+		const char *nl = strchr(line, '\n');
+		msg = xasprintf("warning: %.*s", nl ? (int)(nl - line) : (int)strlen(line),
+		    line);
+		notice(msg);
+		free(msg);
+		line = nl ? nl + 1 : NULL;
+	}
+	n = j ? journal_replay_cells(j, &cells) : 0;
+	free(cells);
+	buf_init(&b, 4096);
+	buf_printf(&b, "resumed session %s: %d question%s, %d cell%s. The sandbox "
+	    "is new: variables and imports from before are gone", c->session_id,
+	    c->res.meta.nquestions, c->res.meta.nquestions == 1 ? "" : "s",
+	    notebook_ncells(nb), notebook_ncells(nb) == 1 ? "" : "s");
+	if (n > 0)
+		buf_printf(&b, "; %s the %d cell%s that succeeded",
+		    c->replay ? "--replay re-runs now" : "/replay re-runs", n,
+		    n == 1 ? "" : "s");
+	buf_adds(&b, ".");
+	notice(buf_str(&b));
+	buf_free(&b);
 }
 
 int
@@ -72,10 +111,11 @@ tui_session_run(struct cli *c)
 		loop_free(l);
 		return 1;
 	}
+	if (c->resume)
+		resume_show(c, nb);
 	if (warn) {
 		char *msg = xasprintf("warning: %s", warn);
-		struct event e = { .type = EV_NOTICE, .text = msg, .len = strlen(msg) };
-		tui_on_event(NULL, &e);
+		notice(msg);
 		free(msg);
 		free(warn);
 	}
@@ -101,7 +141,7 @@ tui_session_run(struct cli *c)
 	o.out_dir = c->kopts.out_dir;
 	o.data_files = c->kopts.data_files;
 	o.ndata = c->kopts.ndata;
-	o.save = save_notebook;
+	o.session = tui_sess;
 	if (tui_run(l, a, &o, &err) < 0) {
 		fprintf(stderr, "terp: %s\n", err);
 		free(err);

@@ -25,6 +25,16 @@ int export_markdown(const struct notebook *nb, const char *path, char **err);
  * for .ipynb; anything else is an error. */
 int export_file(const struct notebook *nb, const char *path, char **err);
 
+/* The notebook in reading order, as both exports and a resumed TUI
+ * show it: each question (the agent's notes before it left out), each
+ * non-empty answer, and each cell where the model called it (cells run
+ * by hand before the next question). text is set for questions and
+ * answers, c for cells; both are borrowed for the call. */
+enum export_item { EXPORT_QUESTION, EXPORT_REPLY, EXPORT_CELL };
+typedef void (*export_walk_fn)(void *arg, enum export_item k, const char *text,
+    const struct cell *c);
+void export_walk(const struct notebook *nb, export_walk_fn fn, void *arg);
+
 /* The notebook as an nbformat 4 JSON text: a new string. */
 char *export_ipynb_string(const struct notebook *nb);
 /* The path of target relative to the folder base_dir (both absolute,

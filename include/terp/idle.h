@@ -25,5 +25,9 @@ void idle_free(struct idle *i);
 /* Feed every event: questions and cells hold the timer, EV_IDLE and a
  * kernel that became ready arm it, a stopped kernel disarms it. */
 void idle_event(struct idle *i, const struct event *ev);
+/* When IDLE_TIMEOUT will fire, on the now_ms() clock (for a countdown);
+ * 0 when the timer is not armed (busy, stopped, or no timeout). NULL
+ * gives 0. */
+int64_t idle_deadline(const struct idle *i);
 
 #endif

@@ -85,6 +85,16 @@ int session_busy(const struct session *s);
 int session_replay(struct session *s, char **err);
 /* agent_reset, recorded in the journal (the state before is lost). */
 int session_reset(struct session *s, char **err);
+/* agent_restart, recorded in the journal. */
+int session_restart(struct session *s, char **err);
+/* While a replay runs: the cells it has re-run so far, and in *total
+ * how many it re-runs. 0 and 0 when none runs. */
+int session_progress(const struct session *s, int *total);
+/* When the idle timeout stops the sandbox, on the now_ms() clock; 0
+ * when it is not counting down (no --idle-timeout, busy, stopped).
+ * *stopped (may be NULL): 1 while the sandbox is down because the idle
+ * timeout stopped it (until a new one starts). */
+int64_t session_idle_deadline(const struct session *s, int *stopped);
 /* agent_load, with the file recorded for a later resume. Returns the
  * sandbox path (new string) or NULL with *err. */
 char *session_load(struct session *s, const char *path, char **err);

@@ -10,6 +10,8 @@
 #include "terp/loop.h"
 #include "terp/notebook.h"
 
+struct session;
+
 struct tui_opts {
 	const char	*theme;		/* theme name or path; NULL: default */
 	int		 no_color;	/* also when $NO_COLOR is set */
@@ -19,12 +21,11 @@ struct tui_opts {
 	const char	**data_files;	/* staged at start (for /files) */
 	int		 ndata;
 	int		 mouse;		/* 1: enable mouse (default in tui_opts_default) */
-	/* /save PATH: exports the notebook (ipynb or md by extension).
-	 * NULL: the command says it is not available yet. Returns 0, or -1
-	 * with *err (caller frees). */
-	int		(*save)(void *arg, const struct notebook *nb,
-			    const char *path, char **err);
-	void		*save_arg;
+	/* The journal, replay and idle timers (borrowed). /load, /reset
+	 * and /restart go through it so they are journaled; /replay and
+	 * the idle countdown need it. NULL: the agent is called directly
+	 * and /replay is not available. */
+	struct session	*session;
 };
 
 void tui_opts_default(struct tui_opts *o);
@@ -34,6 +35,12 @@ void tui_opts_default(struct tui_opts *o);
  * Events that arrive before tui_run (the session starting) are kept and
  * shown once the screen is up. Never draws: it only marks what changed. */
 void tui_on_event(void *arg, const struct event *ev);
+
+/* Before tui_run, for a resumed session: puts the notebook's questions,
+ * answers and cells back in the conversation pane in reading order,
+ * and its token totals on the status bar (the cell and file panes read
+ * the notebook itself). nb is read during the call only. */
+void tui_restore(const struct notebook *nb);
 
 /* Takes over the terminal and runs the notebook UI in loop l until the
  * user quits (/quit, Ctrl-D on an empty line). The agent is borrowed.

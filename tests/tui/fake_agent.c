@@ -8,6 +8,7 @@
 
 #include "terp/agent.h"
 #include "terp/llm.h"
+#include "terp/session.h"
 #include "terp/tui.h"
 #include "terp/util.h"
 
@@ -243,6 +244,16 @@ kernel_data_path(const char *host)
 	const char *b = strrchr(host, '/');
 	return xasprintf("/workspace/data/%s", b ? b + 1 : host);
 }
+
+/* The harness runs without a session (tui_opts.session is NULL, so the
+ * TUI calls the agent directly); these only satisfy the linker. */
+int session_busy(const struct session *s) { (void)s; return 0; }
+int session_replay(struct session *s, char **err) { (void)s; *err = xstrdup("no session"); return -1; }
+int session_reset(struct session *s, char **err) { (void)s; *err = xstrdup("no session"); return -1; }
+int session_restart(struct session *s, char **err) { (void)s; *err = xstrdup("no session"); return -1; }
+char *session_load(struct session *s, const char *p, char **err) { (void)s; (void)p; *err = xstrdup("no session"); return NULL; }
+int session_progress(const struct session *s, int *total) { (void)s; *total = 0; return 0; }
+int64_t session_idle_deadline(const struct session *s, int *stopped) { (void)s; if (stopped) *stopped = 0; return 0; }
 
 int
 main(int argc, char **argv)
