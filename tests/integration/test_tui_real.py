@@ -96,7 +96,8 @@ def test_real_session(session, tmp_path):
     assert len(rows) >= 4, s
     assert re.search(r"─ files 1 ─", s)
     assert "fake-model" in s
-    assert re.search(r"tokens [0-9.]+k in · \d+ out", s)
+    # usage arrives at the end of the stream, after the last words
+    t.wait(r"tokens [0-9.]+k in · \d+ out", timeout=30)
 
     # a long cell: Ctrl-C interrupts it, the session keeps x
     t.text("Run a long loop")
