@@ -402,19 +402,28 @@ m_done(void *arg, const char *stop_reason)
 	agent_next_call(a);
 }
 
+/* A reply cut short (an error, a cancel): what the user already saw
+ * stays in the conversation, so the model knows what it said. */
+static void
+keep_partial_reply(struct agent *a)
+{
+	cJSON *m;
+
+	if (a->text.len == 0)
+		return;
+	m = cJSON_CreateObject();
+	cJSON_AddStringToObject(m, "role", "assistant");
+	cJSON_AddStringToObject(m, "content", a->text.data);
+	notebook_add_message(a->nb, m);
+	buf_reset(&a->text);
+}
+
 static void
 m_error(void *arg, const char *msg)
 {
 	struct agent *a = arg;
 
-	if (a->text.len > 0) {
-		/* Keep what the user already saw in the conversation. */
-		cJSON *m = cJSON_CreateObject();
-		cJSON_AddStringToObject(m, "role", "assistant");
-		cJSON_AddStringToObject(m, "content", a->text.data);
-		notebook_add_message(a->nb, m);
-		buf_reset(&a->text);
-	}
+	keep_partial_reply(a);
 	fail_question(a, msg, 1);
 }
 
@@ -530,13 +539,7 @@ agent_session_dead(struct agent *a, const char *msg)
 
 	if (llm_busy(a->llm)) {
 		llm_cancel(a->llm);
-		if (a->text.len > 0) {
-			cJSON *m = cJSON_CreateObject();
-			cJSON_AddStringToObject(m, "role", "assistant");
-			cJSON_AddStringToObject(m, "content", a->text.data);
-			notebook_add_message(a->nb, m);
-			buf_reset(&a->text);
-		}
+		keep_partial_reply(a);
 		fail_question(a, why, 1);
 	} else if (a->cell_running != 0) {
 		struct kernel_result r = { .status = CELL_CRASHED, .reason = msg };
@@ -810,13 +813,7 @@ agent_cancel(struct agent *a)
 		a->cancelled = 1;
 		if (a->llm && llm_busy(a->llm)) {
 			llm_cancel(a->llm);
-			if (a->text.len > 0) {
-				cJSON *m = cJSON_CreateObject();
-				cJSON_AddStringToObject(m, "role", "assistant");
-				cJSON_AddStringToObject(m, "content", a->text.data);
-				notebook_add_message(a->nb, m);
-				buf_reset(&a->text);
-			}
+			keep_partial_reply(a);
 			fail_question(a, "cancelled by the user", 1);
 			return;
 		}
