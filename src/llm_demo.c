@@ -236,7 +236,7 @@ void
 llm_demo_request(struct llm_demo *d, const cJSON *messages,
     const struct llm_cbs *cbs, void *arg)
 {
-	const cJSON *m, *last_user = NULL, *qs, *q;
+	const cJSON *m, *last_user = NULL, *qs, *q, *found = NULL;
 	const char *asked = "", *text = NULL;
 	int after = 0, i = 0;
 
@@ -270,13 +270,14 @@ llm_demo_request(struct llm_demo *d, const cJSON *messages,
 		cJSON_ArrayForEach(q, qs) {
 			if (matches(q, asked, exact)) {
 				d->qi = i;
+				found = q;
 				break;
 			}
 			i++;
 		}
 	}
-	if (d->qi >= 0) {
-		const cJSON *replies = cJSON_GetObjectItemCaseSensitive(q, "replies");
+	if (found != NULL) {
+		const cJSON *replies = cJSON_GetObjectItemCaseSensitive(found, "replies");
 		d->reply = cJSON_GetArrayItem(replies, after);
 		if (d->reply != NULL)
 			text = cJSON_GetStringValue(
