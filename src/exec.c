@@ -8,7 +8,6 @@
 
 #include "terp/agent.h"
 #include "terp/cli.h"
-#include "terp/jsonout.h"
 #include "terp/printer.h"
 #include "terp/session.h"
 #include "terp/util.h"
@@ -168,17 +167,8 @@ exec_run(struct cli *c)
 		fprintf(stderr, "terp: warning: %s\n", warn);
 		free(warn);
 	}
-	if (c->json) {
-		x.sink = jsonout_event;
-		x.sink_arg = jsonout_new(stdout);
-	} else {
-		x.sink = printer_event;
-		x.sink_arg = printer_new(stdout, stderr, PRINTER_EXEC);
-	}
-	loop_signal(x.loop, SIGINT, on_sigint, &x);
-	loop_signal(x.loop, SIGTERM, on_term, &x);
-	loop_signal(x.loop, SIGHUP, on_term, &x);
-	signal(SIGPIPE, SIG_IGN);
+	frontend_sink(c->json, PRINTER_EXEC, &x.sink, &x.sink_arg);
+	frontend_signals(x.loop, on_sigint, on_term, &x);
 	x.agent = agent_new(x.loop, nb, &c->kopts, NULL, &c->aopts, exec_event, &x);
 	session_attach(x.session, x.agent);
 	ev.text = c->session_id;

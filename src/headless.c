@@ -8,7 +8,6 @@
 
 #include "terp/agent.h"
 #include "terp/cli.h"
-#include "terp/jsonout.h"
 #include "terp/llm.h"
 #include "terp/printer.h"
 #include "terp/session.h"
@@ -174,17 +173,8 @@ headless_run(struct cli *c)
 		fprintf(stderr, "terp: warning: %s\n", warn);
 		free(warn);
 	}
-	if (c->json) {
-		h.sink = jsonout_event;
-		h.sink_arg = jsonout_new(stdout);
-	} else {
-		h.sink = printer_event;
-		h.sink_arg = printer_new(stdout, stderr, PRINTER_PROMPT);
-	}
-	loop_signal(h.loop, SIGINT, on_sigint, &h);
-	loop_signal(h.loop, SIGTERM, on_term, &h);
-	loop_signal(h.loop, SIGHUP, on_term, &h);
-	signal(SIGPIPE, SIG_IGN);
+	frontend_sink(c->json, PRINTER_PROMPT, &h.sink, &h.sink_arg);
+	frontend_signals(h.loop, on_sigint, on_term, &h);
 	h.agent = agent_new(h.loop, nb, &c->kopts, m, &c->aopts, headless_event, &h);
 	session_attach(h.session, h.agent);
 	ev.text = c->session_id;

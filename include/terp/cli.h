@@ -6,6 +6,8 @@
 #include "terp/agent.h"
 #include "terp/kernel.h"
 #include "terp/llm.h"
+#include "terp/loop.h"
+#include "terp/printer.h"
 #include "terp/resume.h"
 
 enum cli_mode { CLI_TUI, CLI_PROMPT, CLI_EXEC };
@@ -60,5 +62,14 @@ void sessions_opts(struct cli *c, struct session_opts *o);
 /* Runs `terp -p`: one question, headless. Returns 0 answered, 1 failed,
  * 5 turn cap, 130 interrupted. */
 int headless_run(struct cli *c);
+
+/* Shared by the headless frontends (frontend.c). */
+/* The event writer: JSON lines, or text in the given mode, on stdout and
+ * stderr. Sets *fn and *arg; the caller free()s *arg. */
+void frontend_sink(int json, enum printer_mode mode, event_fn *fn, void **arg);
+/* Routes Ctrl-C to on_sigint and SIGTERM/SIGHUP to on_term through the
+ * loop, and ignores SIGPIPE (a closed pipe is a write error, not death). */
+void frontend_signals(struct loop *l, loop_signal_cb on_sigint,
+    loop_signal_cb on_term, void *arg);
 
 #endif
