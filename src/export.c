@@ -277,24 +277,29 @@ add_artifact(cJSON *outs, const struct artifact *a)
 {
 	static const char magic[8] = "\x89PNG\r\n\x1a\n";
 	char *png, *b64, *note;
+	/* the sandbox's name on one line (a newline could fake a line of
+	 * output); the JSON printer escapes the rest */
+	char *name = sanitize_str(a->name, strlen(a->name), 0);
 	size_t len;
 	cJSON *o, *data;
 
 	if (!has_suffix(a->name, ".png")) {
-		note = xasprintf("[file %s: %llu bytes, saved at %s]", a->name,
+		note = xasprintf("[file %s: %llu bytes, saved at %s]", name,
 		    (unsigned long long)a->bytes, a->path);
 		add_display_text(outs, note);
 		free(note);
+		free(name);
 		return;
 	}
 	png = read_file(a->path, EXPORT_IMAGE_MAX, &len);
 	if (png == NULL || len < 8 || memcmp(png, magic, 8) != 0) {
-		note = xasprintf("[image %s not embedded: %s]", a->name,
+		note = xasprintf("[image %s not embedded: %s]", name,
 		    png == NULL ? (errno == EFBIG ? "larger than the export cap" :
 		    strerror(errno)) : "not a PNG file");
 		add_display_text(outs, note);
 		free(note);
 		free(png);
+		free(name);
 		return;
 	}
 	b64 = base64_encode(png, len, NULL);
@@ -303,9 +308,10 @@ add_artifact(cJSON *outs, const struct artifact *a)
 	data = cJSON_CreateObject();
 	cJSON_AddStringToObject(o, "output_type", "display_data");
 	cJSON_AddStringToObject(data, "image/png", b64);
-	note = xasprintf("<%s>", a->name);
+	note = xasprintf("<%s>", name);
 	cJSON_AddStringToObject(data, "text/plain", note);
 	free(note);
+	free(name);
 	free(b64);
 	cJSON_AddItemToObject(o, "data", data);
 	cJSON_AddItemToObject(o, "metadata", cJSON_CreateObject());
@@ -433,6 +439,7 @@ export_ipynb_string(const struct notebook *nb)
 	struct walker w = { .nb = nb, .emit = ipynb_item, .arg = &iw };
 	cJSON *doc = cJSON_CreateObject(), *meta, *ks, *li, *cm, *terp, *u;
 	const struct usage *us = notebook_usage(nb);
+	struct buf b;
 	char *s;
 
 	cJSON_AddNumberToObject(doc, "nbformat", 4);
@@ -462,7 +469,12 @@ export_ipynb_string(const struct notebook *nb)
 	cJSON_Delete(doc);
 	if (s == NULL)
 		fatal("out of memory (cJSON)");
-	return s;
+	/* as terp's JSON lines: C1, DEL and bidi controls escaped, so that
+	 * the file shown on a terminal cannot drive it */
+	buf_init(&b, (size_t)-1);
+	sanitize_json_inert(&b, s, strlen(s));
+	free(s);
+	return buf_take(&b);
 }
 
 int
@@ -567,13 +579,13 @@ add_link_target(struct buf *b, const char *p)
 	}
 }
 
-/* A code fence longer than any backtick run inside text. */
+/* A code fence longer than any backtick run inside text (at least 3):
+ * no line of the text can close it, however long its run (CommonMark
+ * closes a fence only with a run at least as long as the opening). */
 static void
 add_fenced(struct buf *b, const char *info, const char *text)
 {
-	size_t run = 0, longest = 0;
-	char fence[64];
-	size_t n;
+	size_t run = 0, longest = 0, n;
 
 	for (const char *p = text; *p != '\0'; p++) {
 		run = *p == '`' ? run + 1 : 0;
@@ -581,14 +593,39 @@ add_fenced(struct buf *b, const char *info, const char *text)
 			longest = run;
 	}
 	n = longest < 3 ? 3 : longest + 1;
-	if (n >= sizeof fence)
-		n = sizeof fence - 1;
-	memset(fence, '`', n);
-	fence[n] = '\0';
-	buf_printf(b, "%s%s\n%s", fence, info, text);
+	for (size_t i = 0; i < n; i++)
+		buf_addc(b, '`');
+	buf_printf(b, "%s\n%s", info, text);
 	if (text[0] != '\0' && text[strlen(text) - 1] != '\n')
 		buf_addc(b, '\n');
-	buf_printf(b, "%s\n\n", fence);
+	for (size_t i = 0; i < n; i++)
+		buf_addc(b, '`');
+	buf_adds(b, "\n\n");
+}
+
+/* Inline text the reader sees as written, whoever chose it (artifact
+ * names come from the sandbox): on one line (controls, newlines
+ * included, become visible escapes), no HTML (<, >, &, " as entities),
+ * and nothing that ends a link text or starts a code span or emphasis
+ * (a backslash before \ ` * _ [ ] ( ) ~). */
+static void
+add_md_text(struct buf *b, const char *s)
+{
+	char *clean = sanitize_str(s, strlen(s), 0);
+
+	for (const char *p = clean; *p != '\0'; p++) {
+		switch (*p) {
+		case '<':	buf_adds(b, "&lt;"); break;
+		case '>':	buf_adds(b, "&gt;"); break;
+		case '&':	buf_adds(b, "&amp;"); break;
+		case '"':	buf_adds(b, "&quot;"); break;
+		default:
+			if (strchr("\\`*_[]()~", *p) != NULL)
+				buf_addc(b, '\\');
+			buf_addc(b, *p);
+		}
+	}
+	free(clean);
 }
 
 struct md_walk {
@@ -651,30 +688,26 @@ md_cell(struct md_walk *mw, const struct cell *c)
 		free(cut);
 		free(txt);
 	} else if (c->reason != NULL && c->status != CELL_OK) {
-		char *txt = md_clean(c->reason, strlen(c->reason));
-		buf_printf(b, "*%s*\n\n", txt);
-		free(txt);
+		buf_addc(b, '*');
+		add_md_text(b, c->reason);
+		buf_adds(b, "*\n\n");
 	}
 	for (int i = 0; i < notebook_nartifacts(mw->nb); i++) {
 		const struct artifact *a = notebook_artifact(mw->nb, i);
-		char *abs, *rel, *name;
+		char *abs, *rel;
 		if (a->cell != c->n)
 			continue;
 		abs = absolute(a->path);
 		rel = export_relpath(mw->dir, abs);
-		name = md_clean(a->name, strlen(a->name));
-		/* brackets in the alt text would end it early */
-		for (char *p = name; *p; p++)
-			if (*p == '[' || *p == ']')
-				*p = '_';
-		buf_printf(b, "%s[%s](", has_suffix(a->name, ".png") ||
+		buf_adds(b, has_suffix(a->name, ".png") ||
 		    has_suffix(a->name, ".jpg") || has_suffix(a->name, ".svg") ?
-		    "!" : "", name);
+		    "![" : "[");
+		add_md_text(b, a->name);
+		buf_adds(b, "](");
 		add_link_target(b, rel);
 		buf_adds(b, ")\n\n");
 		free(abs);
 		free(rel);
-		free(name);
 	}
 }
 

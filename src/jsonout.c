@@ -7,6 +7,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "terp/buf.h"
 #include "terp/kernel.h"
 #include "terp/sanitize.h"
 #include "terp/util.h"
@@ -23,8 +24,8 @@ jsonout_new(FILE *fp)
 	return j;
 }
 
-/* JSON strings must be valid UTF-8; control characters are escaped by
- * cJSON itself. */
+/* JSON strings must be valid UTF-8; C0 controls are escaped by cJSON
+ * itself, DEL, C1 and bidi controls by put(). */
 static void
 add_text(cJSON *o, const char *key, const char *s, size_t len)
 {
@@ -39,15 +40,23 @@ add_str(cJSON *o, const char *key, const char *s)
 	add_text(o, key, s, s ? strlen(s) : 0);
 }
 
+/* Prints one line. cJSON writes U+0080-U+009F (C1: U+009D starts an
+ * OSC on many terminals), DEL and the bidi controls raw; a line shown on
+ * a terminal must not drive it, so they go out as \uXXXX escapes. */
 static void
 put(struct jsonout *j, cJSON *o)
 {
 	char *s = cJSON_PrintUnformatted(o);
+	struct buf b;
+
 	if (s == NULL)
 		fatal("out of memory (cJSON)");
-	fputs(s, j->fp);
-	fputc('\n', j->fp);
+	buf_init(&b, (size_t)-1 / 2);
+	if (sanitize_json_inert(&b, s, strlen(s)) < 0 || buf_addc(&b, '\n') < 0)
+		fatal("out of memory (JSON line)");
+	fwrite(b.data, 1, b.len, j->fp);
 	fflush(j->fp);
+	buf_free(&b);
 	free(s);
 	cJSON_Delete(o);
 }

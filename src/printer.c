@@ -269,9 +269,10 @@ printer_event(void *arg, const struct event *ev)
 		break;
 	case EV_ARTIFACT:
 		fmt_bytes(size, sizeof size, ev->artifact->bytes);
-		fprintf(p->err, "%s[%d] artifact %s (%s)\n",
-		    p->mode == PRINTER_EXEC ? "terp: " : "    ", ev->artifact->cell,
-		    ev->artifact->path, size);
+		fprintf(p->err, "%s[%d] artifact ",
+		    p->mode == PRINTER_EXEC ? "terp: " : "    ", ev->artifact->cell);
+		put_clean(p->err, ev->artifact->path, strlen(ev->artifact->path), NULL);
+		fprintf(p->err, " (%s)\n", size);
 		put_thumbnail(p, ev->artifact->path);
 		fflush(p->err);
 		break;
@@ -279,7 +280,10 @@ printer_event(void *arg, const struct event *ev)
 		if (ev->n == KERNEL_DEAD ||
 		    (ev->n == KERNEL_STARTING && ev->text && strstr(ev->text, "restarted"))) {
 			end_text(p);
-			fprintf(p->err, "terp: %s\n", ev->text);
+			/* may quote what the sandbox printed while starting */
+			fputs("terp: ", p->err);
+			put_clean(p->err, ev->text, strlen(ev->text), NULL);
+			fputc('\n', p->err);
 		}
 		break;
 	case EV_TURN:

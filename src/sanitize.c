@@ -64,10 +64,11 @@ utf8_complete_prefix(const char *str, size_t n)
 	return n;
 }
 
-static int
-is_unsafe(unsigned cp)
+int
+sanitize_is_control(unsigned cp)
 {
 	return cp < 0x20 || cp == 0x7F || (cp >= 0x80 && cp <= 0x9F) ||
+	    cp == 0x061C || cp == 0x200E || cp == 0x200F ||
 	    (cp >= 0x202A && cp <= 0x202E) || (cp >= 0x2066 && cp <= 0x2069);
 }
 
@@ -116,7 +117,7 @@ sanitize_append(struct buf *out, const char *in, size_t len, int flags,
 			if (buf_addc(out, '\t') < 0)
 				return -1;
 			col++;
-		} else if (is_unsafe(cp)) {
+		} else if (sanitize_is_control(cp)) {
 			int n = snprintf(esc, sizeof esc, "\\u%04x", cp);
 			if (buf_add(out, esc, (size_t)n) < 0)
 				return -1;
@@ -141,4 +142,63 @@ sanitize_str(const char *in, size_t len, int flags)
 	buf_init(&b, (size_t)-1 / 2);
 	sanitize_append(&b, in, len, flags, NULL);
 	return buf_take(&b);
+}
+
+int
+sanitize_json_inert(struct buf *out, const char *json, size_t len)
+{
+	size_t i = 0;
+	char esc[16];
+
+	while (i < len) {
+		unsigned cp;
+		size_t k = utf8_decode(json + i, len - i, &cp);
+		if (k == 0) {
+			if (buf_add(out, "\xEF\xBF\xBD", 3) < 0)
+				return -1;
+			i++;
+			continue;
+		}
+		/* C0 is escaped by the printer, and '\n', '\t' may be the
+		 * layout of an indented JSON text: leave them. */
+		if (cp >= 0x7F && sanitize_is_control(cp)) {
+			int n = snprintf(esc, sizeof esc, "\\u%04x", cp);
+			if (buf_add(out, esc, (size_t)n) < 0)
+				return -1;
+		} else if (buf_add(out, json + i, k) < 0) {
+			return -1;
+		}
+		i += k;
+	}
+	return 0;
+}
+
+char *
+sanitize_filename(const char *name, size_t max)
+{
+	const char *base = strrchr(name, '/');
+	size_t n, j = 0;
+	char *s;
+
+	if (max < 8)
+		max = 8;
+	base = base ? base + 1 : name;
+	n = strlen(base);
+	s = xmalloc(max + 1);
+	for (size_t i = 0; i < n && j < max; ) {
+		unsigned char c = (unsigned char)base[i];
+		unsigned cp;
+		size_t k = c < 0x80 ? 1 : utf8_decode(base + i, n - i, &cp);
+		if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+		    (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '+' ||
+		    (c == '.' && j > 0))
+			s[j++] = (char)c;
+		else
+			s[j++] = '_';
+		i += k ? k : 1;
+	}
+	if (j == 0)
+		s[j++] = '_';
+	s[j] = '\0';
+	return s;
 }

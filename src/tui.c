@@ -719,9 +719,12 @@ cell_body(struct tlines *ls, const struct cell *c, int w)
 			continue;
 		char sz[32];
 		fmt_bytes(sz, sizeof sz, a->bytes);
-		char *m = xasprintf("%s  %s", a->name, sz);
+		/* the name on one line: a newline in it is shown, not kept */
+		char *nm = sanitize_str(a->name, strlen(a->name), 0);
+		char *m = xasprintf("%s  %s", nm, sz);
 		add_sanitized(ls, m, strlen(m), w, R_LINK, "  ▪ ", 0, 1, 1, tag);
 		free(m);
+		free(nm);
 		if (is_png(a->name)) {
 			const char *why;
 			int tc = w - 4 < 64 ? w - 4 : 64;
@@ -1369,6 +1372,7 @@ prompt_text(void)
 	switch (T.modal) {
 	case M_CONFIRM_QUIT:	return "Something is running. Quit anyway? (y/n) ";
 	case M_SAVE_AS:		return "save as: ";
+	case M_SAVE_CONFIRM:	return T.save_prompt;
 	default:		return T.busy ? "… " : "› ";
 	}
 }
@@ -1380,7 +1384,7 @@ draw_input(void)
 {
 	WINDOW *w = T.inw;
 	const char *pr = prompt_text();
-	const char *s = T.modal == M_CONFIRM_QUIT ? "" :
+	const char *s = T.modal == M_CONFIRM_QUIT || T.modal == M_SAVE_CONFIRM ? "" :
 	    (rl_line_buffer ? rl_line_buffer : "");
 	int pw = tlines_width(pr, strlen(pr));
 	int W = T.cols;
@@ -1411,7 +1415,8 @@ draw_input(void)
 			col += 1;
 			i++;
 		} else {
-			col += cp < 0x20 || cp == 0x7f ? 2 : tlines_cpwidth(cp);
+			col += cp < 0x20 || cp == 0x7f ? 2 :
+			    sanitize_is_control(cp) ? 1 : tlines_cpwidth(cp);
 			i += k;
 		}
 	}
@@ -1455,6 +1460,9 @@ draw_input(void)
 			} else if (cp < 0x20 || cp == 0x7f) {
 				cw = 2;
 				snprintf(show, sizeof show, "^%c", cp == 0x7f ? '?' : (char)(cp + '@'));
+			} else if (sanitize_is_control(cp)) {	/* C1, bidi */
+				cw = 1;
+				snprintf(show, sizeof show, "?");
 			} else {
 				cw = tlines_cpwidth(cp);
 				memcpy(show, s + i, k);
@@ -1760,16 +1768,22 @@ session_dir(void)
 	return d;
 }
 
-/* Copies src to dst, refusing to overwrite or follow links. */
+/* Copies src (a regular file) to dst, refusing to overwrite or follow
+ * links; a copy cut short is removed. */
 static int
 copy_file(const char *src, const char *dst, char **err)
 {
-	int in = open(src, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	if (in < 0) {
-		*err = xasprintf("%s: %s", src, strerror(errno));
+	struct stat st;
+	int in = open(src, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (in < 0 || fstat(in, &st) < 0 || !S_ISREG(st.st_mode)) {
+		*err = xasprintf("%s: %s", src, in < 0 ? strerror(errno) :
+		    "not a regular file");
+		if (in >= 0)
+			close(in);
 		return -1;
 	}
-	int out = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	int out = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+	    0644);
 	if (out < 0) {
 		*err = xasprintf("%s: %s", dst, strerror(errno));
 		close(in);
@@ -1792,6 +1806,8 @@ copy_file(const char *src, const char *dst, char **err)
 		rc = -1;
 		*err = xasprintf("%s: %s", dst, strerror(errno));
 	}
+	if (rc < 0)
+		unlink(dst);
 	return rc;
 }
 
@@ -1976,9 +1992,25 @@ art_save_ask(int i)
 	T.modal = M_SAVE_AS;
 	T.save_art = i;
 	T.focus = P_INPUT;
-	rl_replace_line(notebook_artifact(T.nb, i)->name, 0);
+	/* Offered: the host copy's file name, made safe again here (one
+	 * component, not hidden); never the name the sandbox gave, which
+	 * may hold "../", newlines or escapes. */
+	char *name = sanitize_filename(notebook_artifact(T.nb, i)->path, 100);
+	rl_replace_line(name, 0);
+	free(name);
 	rl_point = rl_end;
 	tui_mark();
+}
+
+static void
+art_save_to(const struct artifact *a, const char *name)
+{
+	char *err = NULL;
+	if (copy_file(a->path, name, &err) < 0) {
+		tui_flash("%s", err);
+		free(err);
+	} else
+		tui_flash("saved a copy as %s", name);
 }
 
 static void
@@ -1986,16 +2018,25 @@ art_save(const char *name)
 {
 	const struct artifact *a = T.save_art < notebook_nartifacts(T.nb) ?
 	    notebook_artifact(T.nb, T.save_art) : NULL;
-	char *err = NULL;
 	if (!a || !*name) {
 		tui_flash("not saved");
 		return;
 	}
-	if (copy_file(a->path, name, &err) < 0) {
-		tui_flash("%s", err);
-		free(err);
-	} else
-		tui_flash("saved a copy as %s", name);
+	if (strchr(name, '/') != NULL || name[0] == '.') {
+		/* outside the working folder, or hidden: ask first */
+		char *shown = sanitize_str(name, strlen(name), 0);
+		free(T.save_name);
+		T.save_name = xstrdup(name);
+		snprintf(T.save_prompt, sizeof T.save_prompt,
+		    "write \"%.*s%s\" (outside ./ or hidden)? (y/n) ",
+		    (int)utf8_complete_prefix(shown, strlen(shown) > 60 ? 60 :
+		    strlen(shown)), shown, strlen(shown) > 60 ? "…" : "");
+		free(shown);
+		T.modal = M_SAVE_CONFIRM;
+		tui_mark();
+		return;
+	}
+	art_save_to(a, name);
 }
 
 /* ---- readline glue (TUI.md 3.1) ---- */
@@ -2424,6 +2465,17 @@ on_key(int c)
 		tui_mark();
 		return;
 	}
+	if (T.modal == M_SAVE_CONFIRM) {
+		T.modal = M_NONE;
+		if ((c == 'y' || c == 'Y') && T.save_art < notebook_nartifacts(T.nb))
+			art_save_to(notebook_artifact(T.nb, T.save_art), T.save_name);
+		else
+			tui_flash("not saved");
+		free(T.save_name);
+		T.save_name = NULL;
+		tui_mark();
+		return;
+	}
 	if (c == 3) {	/* Ctrl-C (raw mode: a byte, not a signal) */
 		if (T.agent && agent_busy(T.agent)) {
 			agent_cancel(T.agent);
@@ -2688,6 +2740,8 @@ state_free(void)
 	T.ov_png = NULL;
 	free(T.flash);
 	T.flash = NULL;
+	free(T.save_name);
+	T.save_name = NULL;
 	free(T.kmsg);
 	T.kmsg = NULL;
 	free(T.history);

@@ -150,7 +150,9 @@ cmd_files(void)
 		const struct artifact *a = notebook_artifact(T.nb, i);
 		char sz[32];
 		fmt_bytes(sz, sizeof sz, a->bytes);
-		buf_printf(&b, "  %s  %s  cell [%d]\n", a->name, sz, a->cell);
+		char *nm = sanitize_str(a->name, strlen(a->name), 0);	/* one line */
+		buf_printf(&b, "  %s  %s  cell [%d]\n", nm, sz, a->cell);
+		free(nm);
 	}
 	if (na == 0)
 		buf_adds(&b, "  (none yet)\n");

@@ -81,7 +81,7 @@ struct view {			/* a scrollable list */
 
 #define TAGROWS 512		/* rows remembered for mouse clicks */
 
-enum modal { M_NONE, M_CONFIRM_QUIT, M_SAVE_AS };
+enum modal { M_NONE, M_CONFIRM_QUIT, M_SAVE_AS, M_SAVE_CONFIRM };
 
 struct tui {
 	/* set up by tui_run */
@@ -141,6 +141,8 @@ struct tui {
 	/* input */
 	enum modal		 modal;
 	int			 save_art;	/* M_SAVE_AS: artifact index */
+	char			*save_name;	/* M_SAVE_CONFIRM: the typed name */
+	char			 save_prompt[128];	/* M_SAVE_CONFIRM */
 	unsigned char		 q[8192];	/* bytes for readline */
 	size_t			 qh, qt;
 	int			 paste;		/* inside a bracketed paste */

@@ -313,3 +313,113 @@ Test(export, relpath)
 		free(r);
 	}
 }
+
+/* 1 when the first line holding needle lies inside a fenced code block,
+ * by CommonMark's rule: a fence opens with a line of at least three
+ * backticks and closes with a line of at least as many (and nothing
+ * else but spaces). A needle starting with '\n' names the line after. */
+static int
+in_fence(const char *md, const char *needle)
+{
+	const char *at = strstr(md, needle), *p = md;
+	size_t open = 0;
+
+	cr_assert_not_null(at, "%s not in the file", needle);
+	at += needle[0] == '\n';
+	while (*p != '\0') {
+		const char *nl = strchr(p, '\n'), *e = nl ? nl : p + strlen(p);
+		size_t run = 0;
+		if (at >= p && at < e)
+			return open > 0;
+		while (p + run < e && p[run] == '`')
+			run++;
+		if (open == 0 && run >= 3)
+			open = run;
+		else if (open > 0 && run >= open &&
+		    strspn(p + run, " ") == (size_t)(e - p - run))
+			open = 0;
+		p = nl ? nl + 1 : e;
+	}
+	return 0;
+}
+
+/* A cell printing 70 backticks and a forged artifact name holding
+ * newlines, HTML and a link of its own (issue 8, 2.7). */
+Test(export, markdown_hostile_name_and_backtick_run)
+{
+	char *dir = tmpdir(), *path = xasprintf("%s/nb.md", dir), *err = NULL;
+	char *png = xasprintf("%s/out/x.png", dir), *md;
+	char run[71], line[100];
+	struct notebook *nb = notebook_new();
+	struct cell *c;
+
+	memset(run, '`', 70);
+	run[70] = '\0';
+	c = notebook_add_cell(nb, CELL_BY_USER, "print('`' * 70)", NULL);
+	snprintf(line, sizeof line, "%s\n<b>after</b>\n", run);
+	outcap_add(&c->out[0], line, strlen(line));
+	c->status = CELL_TIMEOUT;
+	c->reason = xstrdup("<script>x</script>\n# head");
+	notebook_add_artifact(nb, 1, "x.png\n\n<img src=x onerror=alert(1)>\n"
+	    "](javascript:alert(2))", png, 10);
+	notebook_add_artifact(nb, 1, "a](b) [c `d` \\", png, 10);
+	cr_assert_eq(export_markdown(nb, path, &err), 0, "%s", err);
+	md = read_file(path, 1 << 20, NULL);
+	cr_assert_not_null(md);
+	/* the output stays in its block, whatever its backticks */
+	cr_assert(in_fence(md, "<b>after</b>"), "%s", md);
+	snprintf(line, sizeof line, "\n%s\n", run);
+	cr_assert(in_fence(md, line), "%s", md);
+	cr_assert_not_null(strstr(md, "```````````````````````````````````"
+	    "````````````````````````````````````text\n"), "%s", md);
+	/* the names are text on one line: no tag, no link of their own */
+	cr_assert_null(strstr(md, "<img"), "%s", md);
+	cr_assert_null(strstr(md, "<script"), "%s", md);
+	cr_assert_null(strstr(md, "](javascript"), "%s", md);
+	cr_assert_not_null(strstr(md, "\n[x.png\\\\u000a\\\\u000a&lt;img src=x "
+	    "onerror=alert\\(1\\)&gt;\\\\u000a\\]\\(javascript:alert\\(2\\)\\)]"
+	    "(out/x.png)\n"), "%s", md);
+	cr_assert_not_null(strstr(md, "[a\\]\\(b\\) \\[c \\`d\\` \\\\](out/x.png)\n"),
+	    "%s", md);
+	cr_assert(!in_fence(md, "(out/x.png)"));
+	cr_assert_not_null(strstr(md, "*&lt;script&gt;x&lt;/script&gt;\\\\u000a# head*"),
+	    "%s", md);
+	free(md);
+	notebook_free(nb);
+	free(png);
+	free(path);
+	rm_rf(dir);
+	free(dir);
+}
+
+/* An .ipynb shown on a terminal (cat, less -r) must not drive it
+ * either: C1, DEL and bidi controls are \u escapes, and the notebook
+ * still holds the same text. */
+Test(export, ipynb_controls_escaped)
+{
+	static const char text[] = "\xc2\x9d]0;x\x07 \xe2\x80\xae \x7f\n";
+	struct notebook *nb = notebook_new();
+	struct cell *c = notebook_add_cell(nb, CELL_BY_USER, "print(1)", NULL);
+	char *s, *out;
+	cJSON *doc, *o;
+
+	outcap_add(&c->out[0], text, sizeof text - 1);
+	c->status = CELL_OK;
+	notebook_add_artifact(nb, 1, "n\xc2\x9b" "1.txt", "/nonexistent/n.txt", 3);
+	s = export_ipynb_string(nb);
+	cr_assert_null(strstr(s, "\xc2\x9d"), "%s", s);
+	cr_assert_null(strstr(s, "\xc2\x9b"), "%s", s);
+	cr_assert_null(strstr(s, "\xe2\x80\xae"), "%s", s);
+	cr_assert_null(strchr(s, '\x7f'), "%s", s);
+	cr_assert_not_null(strstr(s, "\\u009d]0;x\\u0007 \\u202e \\u007f"), "%s", s);
+	doc = cJSON_Parse(s);
+	cr_assert_not_null(doc);
+	o = cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetArrayItem(
+	    cJSON_GetObjectItem(doc, "cells"), 0), "outputs"), 0);
+	out = joined(o, "text");
+	cr_assert_str_eq(out, text);
+	free(out);
+	cJSON_Delete(doc);
+	free(s);
+	notebook_free(nb);
+}
