@@ -112,6 +112,33 @@ def test_shrunk_command_pipe_does_not_freeze_terp(terp):
     assert r.stdout_of(3) == "fresh\n"
 
 
+def test_ctrl_c_reaches_a_cell_the_driver_never_took(env, tmp_path):
+    """No time limit: Ctrl-C alone must get terp out of a stuck hand-over."""
+    shrink = forge("""
+    import fcntl
+    fcntl.fcntl(M.CIN, fcntl.F_SETPIPE_SZ, 4096)
+    M.send({"ev": "result", "id": 1, "status": "ok"})
+    time.sleep(3600)
+    """)
+    big = "x = '" + "c" * (120 << 10) + "'"
+    p = subprocess.Popen([str(TERP), "exec", "--json", "--timeout", "0",
+                          *cells(shrink, big)], stdout=subprocess.PIPE, text=True,
+                         cwd=tmp_path, env=env)
+    try:
+        for line in p.stdout:
+            ev = json.loads(line)
+            if ev["type"] == "cell" and ev["cell"] == 2:
+                break
+        p.send_signal(signal.SIGINT)
+        out, _ = p.communicate(timeout=SAFETY)
+    finally:
+        p.kill()
+    res = [json.loads(x) for x in out.splitlines() if '"type":"result"' in x]
+    [r2] = [x for x in res if x["cell"] == 2]
+    assert r2["status"] == "interrupted", res
+    assert "had not taken the cell when it was interrupted" in r2["reason"]
+
+
 # ---------------------------------------------------------------- artifact caps (item 6)
 
 FLOOD = forge("""
