@@ -161,11 +161,13 @@ tool_result_text(struct agent *a, const struct cell *c)
 	if (c->reason)
 		buf_printf(&b, "note: %s\n", c->reason);
 	if (c->nartifacts > 0) {
-		buf_adds(&b, "files saved (copied to the user's output folder):\n");
+		/* Names are the copies' in the user's folder (chart-2.png
+		 * when chart.png was taken), not the sandbox's. */
+		buf_adds(&b, "files copied to the user's output folder:\n");
 		for (int i = 0; i < notebook_nartifacts(a->nb); i++) {
 			const struct artifact *art = notebook_artifact(a->nb, i);
 			if (art->cell == c->n)
-				buf_printf(&b, "  /workspace/out/%s (%llu bytes)\n", art->name,
+				buf_printf(&b, "  %s (%llu bytes)\n", art->name,
 				    (unsigned long long)art->bytes);
 		}
 	}

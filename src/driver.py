@@ -8,6 +8,7 @@
 import ast
 import base64
 import builtins
+import io
 import json
 import linecache
 import os
@@ -22,7 +23,10 @@ import traceback
 OUT_DIR = os.environ.get("TERP_OUT_DIR", "/workspace/out")
 ARTIFACT_MAX = int(os.environ.get("TERP_ARTIFACT_MAX", str(64 << 20)))
 CHUNK = 192 * 1024
-MAX_ARTIFACTS = 64
+MAX_ARTIFACTS = 64     # per cell: the host's default cap (it counts too)
+MAX_SKIPS = 100        # "not copied" frames per cell; then one with the count
+TEXT_MAX = 64 * 1024   # each of value, exception text and traceback
+NAME_MAX = 256         # an exception's type name
 
 _wlock = threading.Lock()
 _default_switch = sys.getswitchinterval()
@@ -54,6 +58,24 @@ def _setup_fds():
 
 
 CIN, COUT, OUT_SAVED, ERR_SAVED = _setup_fds()
+
+
+def _stdio(fd, like):
+    # Like Python's own -u stdio, but closefd=False: a cell's
+    # sys.stdout.close() closes this object only, never fd 1, and
+    # _restore_stdio makes a new one.
+    f = io.TextIOWrapper(io.FileIO(fd, "w", closefd=False),
+                         encoding=like.encoding, errors=like.errors,
+                         line_buffering=True, write_through=True)
+    f.mode = "w"
+    return f
+
+
+# Python's own stdio objects stay referenced: they own fd 1 and 2 and
+# would close them when collected.
+_PY_STDIO = (sys.__stdout__, sys.__stderr__)
+_STDOUT = sys.stdout = sys.__stdout__ = _stdio(1, _PY_STDIO[0])
+_STDERR = sys.stderr = sys.__stderr__ = _stdio(2, _PY_STDIO[1])
 
 
 def send(obj):
@@ -188,15 +210,16 @@ _seen = {}
 
 def _scan_out():
     """Files under out/ created or changed since the last scan, as
-    (dir_fd, name, relative path), and every dir fd opened (to close)."""
-    found, dirs = [], []
+    (dir_fd, name, relative path), every dir fd opened (to close), and
+    the new folders not searched, as (relative path, reason)."""
+    found, dirs, skipped = [], [], []
     try:
         top = os.open(OUT_DIR, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
     except OSError:
-        return found, dirs
+        return found, dirs, skipped
     dirs.append(top)
     stack = [(top, "")]
-    while stack and len(found) < MAX_ARTIFACTS:
+    while stack:
         dfd, prefix = stack.pop()
         try:
             entries = sorted(os.listdir(dfd))
@@ -208,6 +231,7 @@ def _scan_out():
                 st = os.stat(name, dir_fd=dfd, follow_symlinks=False)
             except OSError:
                 continue
+            key = (st.st_mtime_ns, st.st_size, st.st_ino, st.st_mode)
             if stat.S_ISDIR(st.st_mode):
                 if rel.count("/") < 4 and len(dirs) < 64:
                     try:
@@ -217,12 +241,15 @@ def _scan_out():
                         stack.append((sub, rel + "/"))
                     except OSError:
                         pass
+                elif _seen.get(rel) != key:
+                    # Not silently: the files in it are not copied.
+                    _seen[rel] = key
+                    skipped.append((rel + "/", "folder not searched (over 4 levels or 64 folders deep)"))
                 continue
-            key = (st.st_mtime_ns, st.st_size, st.st_ino, st.st_mode)
             if _seen.get(rel) != key:
                 _seen[rel] = key
                 found.append((dfd, name, rel))
-    return found, dirs
+    return found, dirs, skipped
 
 
 def _close_all(fds):
@@ -234,10 +261,19 @@ def _close_all(fds):
 
 
 def _send_artifacts(cell):
-    found, dirs = _scan_out()
+    found, dirs, skipped = _scan_out()
     try:
-        for dfd, name, rel in found:
+        for rel, why in skipped[:MAX_SKIPS]:
+            send({"ev": "artifact_skip", "id": cell, "name": rel, "reason": why})
+        for dfd, name, rel in found[:MAX_ARTIFACTS]:
             _send_one(cell, dfd, name, rel)
+        over = found[MAX_ARTIFACTS:]
+        why = "cap reached (%d artifacts per cell)" % MAX_ARTIFACTS
+        for _, _, rel in over[:MAX_SKIPS]:
+            send({"ev": "artifact_skip", "id": cell, "name": rel, "reason": why})
+        if len(over) > MAX_SKIPS:
+            send({"ev": "artifact_skip", "id": cell,
+                  "name": "(%d more files)" % (len(over) - MAX_SKIPS), "reason": why})
     finally:
         _close_all(dirs)
 
@@ -289,19 +325,47 @@ ns = _fresh_namespace()
 
 
 def _restore_stdio():
-    # User code may have replaced sys.stdout, closed fd 1, or redirected
-    # it: every cell starts with the real pipes again.
+    # User code may have replaced sys.stdout, closed it or fd 1, or
+    # redirected it: every cell starts with the real pipes again.
+    global _STDOUT, _STDERR
     try:
         os.dup2(OUT_SAVED, 1)
         os.dup2(ERR_SAVED, 2)
     except OSError:
         pass
-    sys.stdout = sys.__stdout__
-    sys.stderr = sys.__stderr__
+    if _STDOUT.closed:
+        _STDOUT = _stdio(1, _STDOUT)
+    if _STDERR.closed:
+        _STDERR = _stdio(2, _STDERR)
+    sys.stdout = sys.__stdout__ = _STDOUT
+    sys.stderr = sys.__stderr__ = _STDERR
+
+
+def _stdio_is_ours():
+    try:
+        for fd, saved in ((1, OUT_SAVED), (2, ERR_SAVED)):
+            a, b = os.fstat(fd), os.fstat(saved)
+            if (a.st_dev, a.st_ino) != (b.st_dev, b.st_ino):
+                return False
+    except OSError:
+        return False
+    return True
+
+
+def _reclaim_stdio():
+    # A cell that closed fd 1 or 2 while the preload thread imports lets
+    # the preload's next open() take that number; dup2 over it would
+    # pull the file from under the import, and the import's close()
+    # would then close the restored pipe. So wait for the preload first.
+    if not _stdio_is_ours():
+        t = _preload_thread
+        if t is not None and t is not threading.current_thread():
+            t.join()
+    _restore_stdio()
 
 
 def _flush():
-    for s in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
+    for s in (sys.stdout, sys.stderr, _STDOUT, _STDERR):
         try:
             s.flush()
         except Exception:
@@ -320,6 +384,40 @@ def _user_traceback(exc):
     te.stack = traceback.StackSummary.from_list(
         [f for f in te.stack if f.filename != __file__])
     return "".join(te.format())
+
+
+def _cut(s, what):
+    if len(s) <= TEXT_MAX:
+        return s
+    return s[:TEXT_MAX] + "... [%s cut at 64 KiB]" % what
+
+
+def _cut_tail(s, what):
+    # A traceback's end (the failing line and the error) matters most.
+    if len(s) <= TEXT_MAX:
+        return s
+    head = TEXT_MAX // 8
+    return (s[:head] + "\n... [%s cut: %d characters left out] ...\n" % (what, len(s) - TEXT_MAX)
+            + s[len(s) - (TEXT_MAX - head):])
+
+
+def _error(e):
+    # An exception's text can be anything: huge (the frame cap is 8 MiB
+    # and the host kills a session that passes it), or raise itself.
+    try:
+        evalue = str(e)
+    except BaseException:  # noqa: B036
+        evalue = "<str() of the exception failed>"
+    try:
+        tb = _user_traceback(e)
+    except BaseException:  # noqa: B036
+        tb = ""
+    ename = type(e).__name__
+    if len(ename) > NAME_MAX:
+        ename = ename[:NAME_MAX] + "..."
+    return {"ename": ename,
+            "evalue": _cut(evalue, "exception text"),
+            "traceback": _cut_tail(tb, "traceback")}
 
 
 def _run(cell, code):
@@ -349,10 +447,11 @@ def _run(cell, code):
         status = "error"
         if isinstance(e, SystemExit):
             pass
-        err = {"ename": type(e).__name__, "evalue": str(e), "traceback": _user_traceback(e)}
+        err = _error(e)
     finally:
         _running = False
     _flush()
+    _reclaim_stdio()
     try:
         _patch_pyplot()
         _save_figures()
@@ -362,9 +461,7 @@ def _run(cell, code):
     _send_artifacts(cell)
     msg = {"ev": "result", "id": cell, "status": status}
     if value is not None:
-        if len(value) > 65536:
-            value = value[:65536] + "... [repr cut at 64 KiB]"
-        msg["value"] = value
+        msg["value"] = _cut(value, "repr")
     if err is not None:
         msg["error"] = err
     send(msg)
@@ -397,13 +494,14 @@ def _preload():
 
 
 _preload_pending = False
+_preload_thread = None
 
 
 def _start_preload_when_idle():
     """Starts the preload once no command comes for PRELOAD_IDLE seconds:
     cells that arrive back to back (terp exec) run before it, not against
     it for the GIL (numpy's import holds the GIL for ms at a time)."""
-    global _preload_pending
+    global _preload_pending, _preload_thread
     if not _preload_pending:
         return
     try:
@@ -413,25 +511,40 @@ def _start_preload_when_idle():
     if ready:
         return
     _preload_pending = False
-    threading.Thread(target=_preload, name="terp-preload", daemon=True).start()
+    _preload_thread = threading.Thread(target=_preload, name="terp-preload", daemon=True)
+    _preload_thread.start()
 
 
-def _readlines():
-    buf = b""
+def _lines(read):
+    """The lines (without their newline) of what read() returns until it
+    returns b""; None means "nothing this time". Linear in the bytes: a
+    line's pieces are joined once, and each chunk is searched once."""
+    parts = []
     while True:
-        _start_preload_when_idle()
-        try:
-            data = os.read(CIN, 1 << 16)
-        except InterruptedError:
-            continue
-        except KeyboardInterrupt:
+        data = read()
+        if data is None:
             continue
         if not data:
             return
-        buf += data
-        while b"\n" in buf:
-            line, buf = buf.split(b"\n", 1)
-            yield line
+        start = 0
+        while True:
+            nl = data.find(b"\n", start)
+            if nl < 0:
+                break
+            parts.append(data[start:nl])
+            yield b"".join(parts)
+            parts = []
+            start = nl + 1
+        if start < len(data):
+            parts.append(data[start:])
+
+
+def _read_command():
+    _start_preload_when_idle()
+    try:
+        return os.read(CIN, 1 << 20)
+    except (InterruptedError, KeyboardInterrupt):
+        return None
 
 
 def main():
@@ -440,15 +553,19 @@ def main():
     _close_all(_scan_out()[1])  # what is already there is not new
     send({"ev": "ready", "pid": os.getpid(), "python": sys.version.split()[0]})
     _preload_pending = os.environ.get("TERP_PRELOAD", "1") == "1"
-    for line in _readlines():
+    for line in _lines(_read_command):
         try:
             cmd = json.loads(line)
-        except ValueError:
+        except Exception:  # not JSON, or nested past the recursion limit
             continue
+        if not isinstance(cmd, dict):
+            continue  # terp sends objects; anything else is not a command
         op = cmd.get("op")
+        cid = cmd.get("id")
+        cid = cid if type(cid) is int else 0
         try:
             if op == "exec":
-                _run(int(cmd["id"]), str(cmd["code"]))
+                _run(cid, str(cmd.get("code", "")))
             elif op == "reset":
                 ns = _fresh_namespace()
                 plt = _pyplot()
@@ -460,13 +577,13 @@ def main():
         except KeyboardInterrupt:
             # An interrupt that raced the end of a cell: the result (or
             # its absence) is for terp to sort out; keep serving.
-            send({"ev": "result", "id": int(cmd.get("id", 0)), "status": "error",
+            send({"ev": "result", "id": cid, "status": "error",
                   "error": {"ename": "KeyboardInterrupt", "evalue": "", "traceback": ""}})
         except Exception as e:
             # A bug of the driver's own must not take the session down.
-            send({"ev": "result", "id": int(cmd.get("id", 0)), "status": "error",
-                  "error": {"ename": "TerpDriverError", "evalue": repr(e),
-                            "traceback": traceback.format_exc()}})
+            send({"ev": "result", "id": cid, "status": "error",
+                  "error": {"ename": "TerpDriverError", "evalue": _cut(repr(e), "text"),
+                            "traceback": _cut_tail(traceback.format_exc(), "traceback")}})
 
 
 main()

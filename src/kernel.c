@@ -25,14 +25,19 @@
 #include "terp/buf.h"
 #include "terp/cgroup.h"
 #include "terp/digest.h"
+#include "terp/kernel_frame.h"
 #include "terp/sandbox.h"
 #include "terp/sanitize.h"
 #include "terp/util.h"
 
 #include "driver_py.h"
 
-#define FRAME_MAX	(8u << 20)	/* a longer protocol line kills the session */
 #define STDERR_KEEP	4096		/* bwrap's own messages, for setup errors */
+#define CODE_MAX	(64u << 20)	/* a cell's code */
+#define OUTQ_MAX	(512u << 20)	/* commands not written yet (JSON may be 6x) */
+#define RESULT_TEXT_MAX	(256u << 10)	/* each text of a result (the driver cuts at 64K) */
+#define REPORTS_PER_CELL 20		/* "artifact x not copied" lines; then a count */
+#define NAME_TRIES	1000		/* chart.png, chart-2.png ... chart-1000.png */
 #define DEATH_POLL_MS	5
 #define DEATH_WAIT_MS	2000
 
@@ -68,7 +73,14 @@ struct kernel {
 	int			 cg_tried;
 	long			 oom_at_launch;
 
-	struct buf		 evbuf, statusbuf, bwrap_err;
+	struct kframe_reader	 evr;		/* the driver's events */
+	struct buf		 statusbuf, bwrap_err;
+	/* Commands go out through a queue drained on POLLOUT: the sandbox
+	 * can stop reading (or shrink its pipe) and terp must not block. */
+	struct buf		 outq;
+	size_t			 outq_off;	/* written so far */
+	int			 cur_unsent;	/* the running cell is still in outq */
+	char			*kill_why;	/* why terp killed the sandbox itself */
 	char			 carry[2][4];	/* cut UTF-8 sequences */
 	size_t			 ncarry[2];
 
@@ -80,13 +92,20 @@ struct kernel {
 	enum stop_cause		 stop;
 	struct pending		*queue;
 
-	/* the artifact being received */
+	/* the artifact being received; every name here is terp's except
+	 * art_shown, the sandbox's name made safe to print */
 	int			 art_fd;
-	char			*art_name, *art_path, *art_tmp;
+	char			*art_shown, *art_path, *art_tmp;
 	uint64_t		 art_size, art_got;
-	int			 art_cell, art_bad;
-	char			**written;	/* host paths written this session */
+	int			 art_cell;
+	struct written {
+		char		*name;		/* in out_dir */
+		uint64_t	 size;
+	}			*written;	/* files terp wrote this session */
 	int			 nwritten;
+	struct kframe_usage	 use;		/* counted against the caps */
+	int			 reports;	/* not-copied lines this cell */
+	int			 unreported;	/* ... and those beyond the cap */
 
 	char			*stopped_why;	/* kernel_stop's reason until relaunch */
 };
@@ -94,6 +113,7 @@ struct kernel {
 static void kernel_on_ev(struct loop *l, int fd, int revents, void *arg);
 static void kernel_on_out(struct loop *l, int fd, int revents, void *arg);
 static void kernel_on_status(struct loop *l, int fd, int revents, void *arg);
+static void kernel_on_cmd(struct loop *l, int fd, int revents, void *arg);
 static void kernel_begin_death(struct kernel *k);
 static void kernel_next(struct kernel *k);
 
@@ -110,6 +130,9 @@ kernel_opts_default(struct kernel_opts *o)
 	o->fsize = 1ULL << 30;
 	o->nofile = 1024;
 	o->artifact_max = 64ULL << 20;
+	o->artifacts_per_cell = 64;
+	o->artifacts_per_session = 1000;
+	o->artifact_bytes = 1ULL << 30;
 }
 
 const char *
@@ -294,7 +317,8 @@ kernel_new(struct loop *l, const struct kernel_opts *o, const struct kernel_cbs 
 	k->art_fd = -1;
 	k->exit_code = -1;
 	k->uid = (getuid() == 0 && !o->no_sandbox) ? sandbox_session_uid() : 0;
-	buf_init(&k->evbuf, FRAME_MAX);
+	kframe_reader_init(&k->evr, KFRAME_MAX);
+	buf_init(&k->outq, OUTQ_MAX);
 	buf_init(&k->statusbuf, 64 * 1024);
 	buf_init(&k->bwrap_err, STDERR_KEEP);
 	return k;
@@ -469,9 +493,15 @@ kernel_stage(struct kernel *k, const char *host_path, char **err)
 
 /* ------------------------------------------------------------ launch */
 
+/* A new channel: nothing of the last sandbox's is pending on it. */
 static void
 watch_all(struct kernel *k)
 {
+	buf_reset(&k->outq);
+	k->outq_off = 0;
+	k->cur_unsent = 0;
+	/* Paused until a command waits (events 0); see cmd_flush. */
+	loop_watch(k->loop, k->p.cmd_fd, 0, kernel_on_cmd, k);
 	loop_watch(k->loop, k->p.ev_fd, POLLIN, kernel_on_ev, k);
 	loop_watch(k->loop, k->p.out_fd, POLLIN, kernel_on_out, k);
 	loop_watch(k->loop, k->p.err_fd, POLLIN, kernel_on_out, k);
@@ -482,6 +512,8 @@ watch_all(struct kernel *k)
 static void
 unwatch_all(struct kernel *k)
 {
+	if (k->p.cmd_fd >= 0)
+		loop_unwatch(k->loop, k->p.cmd_fd);
 	if (k->p.ev_fd >= 0)
 		loop_unwatch(k->loop, k->p.ev_fd);
 	if (k->p.out_fd >= 0)
@@ -523,7 +555,7 @@ launch(struct kernel *k, char **err)
 	s.cgroup_procs_fd = cgroup_procs_fd(k->cg);
 	k->oom_at_launch = cgroup_oom_kills(k->cg);
 
-	buf_reset(&k->evbuf);
+	kframe_reader_reset(&k->evr);
 	buf_reset(&k->statusbuf);
 	buf_reset(&k->bwrap_err);
 	k->ncarry[0] = k->ncarry[1] = 0;
@@ -583,27 +615,116 @@ kernel_start(struct kernel *k, char **err)
 
 /* ------------------------------------------------------------ artifacts */
 
+/* The frames of an artifact (artifact, chunk..., artifact_end) are
+ * claims: terp checks their order, counts them against the caps, picks
+ * the host name itself and writes through a hidden temporary file that
+ * is unlinked whenever the artifact is abandoned. Every artifact not
+ * copied is reported in the cell's stderr, which reaches the user and
+ * the model alike. */
+
+static void emit_output(struct kernel *k, int stream, const char *p, size_t n);
+static void drain_all(struct kernel *k);
+
+/* "terp: artifact NAME not copied: WHY" in the running cell's stderr;
+ * past REPORTS_PER_CELL lines only counted (art_report_rest). */
 static void
-art_reset(struct kernel *k)
+art_report(struct kernel *k, const char *shown, const char *why)
+{
+	char *msg;
+
+	if (k->cur == 0)
+		return;		/* no cell to tell: a stray (forged) frame */
+	if (k->reports >= REPORTS_PER_CELL) {
+		k->unreported++;
+		return;
+	}
+	k->reports++;
+	drain_all(k);	/* after what the cell printed before */
+	msg = xasprintf("terp: artifact %s not copied: %s\n", shown, why);
+	emit_output(k, 1, msg, strlen(msg));
+	free(msg);
+}
+
+static void
+art_report_rest(struct kernel *k)
+{
+	char *msg;
+
+	if (k->cur == 0 || k->unreported == 0)
+		return;
+	msg = xasprintf("terp: %d more artifacts not copied (not listed)\n", k->unreported);
+	emit_output(k, 1, msg, strlen(msg));
+	free(msg);
+	k->unreported = 0;
+}
+
+/* Drops the artifact being received: its temporary file is unlinked,
+ * and when why is set the cell is told. */
+static void
+art_abandon(struct kernel *k, const char *why)
 {
 	if (k->art_fd >= 0)
 		close(k->art_fd);
+	if (k->art_tmp != NULL && k->out_dirfd >= 0)
+		(void)unlinkat(k->out_dirfd, k->art_tmp, 0);
+	if (why != NULL && k->art_shown != NULL && k->art_cell == k->cur)
+		art_report(k, k->art_shown, why);
 	k->art_fd = -1;
-	free(k->art_name);
+	free(k->art_shown);
 	free(k->art_path);
 	free(k->art_tmp);
-	k->art_name = k->art_path = k->art_tmp = NULL;
+	k->art_shown = k->art_path = k->art_tmp = NULL;
 	k->art_size = k->art_got = 0;
-	k->art_bad = 0;
 }
 
+static void
+art_fail_errno(struct kernel *k, const char *what, int err)
+{
+	char *why;
+
+	if (err == ENOSPC || err == EDQUOT)
+		why = xasprintf("the output folder is full (%s)", strerror(err));
+	else if (err == EFBIG)
+		why = xasprintf("it is over the output folder's file size limit (%s)",
+		    strerror(err));
+	else
+		why = xasprintf("cannot %s it in the output folder: %s", what, strerror(err));
+	art_abandon(k, why);
+	free(why);
+}
+
+/* Index in k->written of a file terp wrote this session, or -1. */
 static int
-wrote_this_session(const struct kernel *k, const char *path)
+written_index(const struct kernel *k, const char *name)
 {
 	for (int i = 0; i < k->nwritten; i++)
-		if (strcmp(k->written[i], path) == 0)
-			return 1;
-	return 0;
+		if (strcmp(k->written[i].name, name) == 0)
+			return i;
+	return -1;
+}
+
+static char *
+cap_reason(const struct kernel *k, enum kframe_refusal r, uint64_t size)
+{
+	char a[32], b[32];
+
+	switch (r) {
+	case KF_TOO_LARGE:
+		fmt_bytes(a, sizeof a, size);
+		fmt_bytes(b, sizeof b, k->o->artifact_max);
+		return xasprintf("too large (%s; the limit is %s)", a, b);
+	case KF_CELL_CAP:
+		return xasprintf("cap reached (%d artifacts per cell)", k->o->artifacts_per_cell);
+	case KF_SESSION_CAP:
+		return xasprintf("cap reached (%d artifact files per session)",
+		    k->o->artifacts_per_session);
+	case KF_BYTES_CAP:
+		fmt_bytes(a, sizeof a, k->o->artifact_bytes);
+		return xasprintf("cap reached (%s of artifacts per session)", a);
+	case KF_ADMIT:
+		break;
+	}
+	return xstrdup("refused");
 }
 
 /* Chooses the host name: the sanitized name; when a file of that name
@@ -611,83 +732,157 @@ wrote_this_session(const struct kernel *k, const char *path)
  * A file terp wrote in this session is replaced (through a temp file and
  * rename, never by writing into the existing inode). */
 static void
-art_begin(struct kernel *k, int cell, const char *name, uint64_t size)
+art_begin(struct kernel *k, const struct kframe *f)
 {
-	char *safe = safe_name(name);
-	const char *dot = strrchr(safe, '.');
-	int stem = dot && dot != safe ? (int)(dot - safe) : (int)strlen(safe);
+	struct kframe_caps caps = {
+		.size_max = k->o->artifact_max,
+		.per_cell = k->o->artifacts_per_cell,
+		.per_session = k->o->artifacts_per_session,
+		.session_bytes = k->o->artifact_bytes,
+	};
+	const char *problem;
+	char *host, *why;
+	enum kframe_refusal r;
+	uint64_t size;
+	int w = -1;
 
-	art_reset(k);
-	k->art_cell = cell;
-	k->art_size = size;
-	k->art_name = xstrdup(name);
-	for (int i = 1; i < 1000; i++) {
+	art_abandon(k, "incomplete: another artifact started before it ended");
+	if (f->name == NULL || k->out_dirfd < 0)
+		return;
+	k->art_cell = k->cur;
+	k->art_shown = kframe_display_name(f->name);
+	if ((problem = kframe_name_problem(f->name)) != NULL) {
+		art_abandon(k, problem);
+		return;
+	}
+	if (!f->has_size || f->size < 0) {
+		art_abandon(k, "the sandbox gave no valid size");
+		return;
+	}
+	size = (uint64_t)f->size;
+	/* The caps that hold whatever the name: checked before the search
+	 * for a free name, so that a flood past the cap costs nothing. */
+	if ((r = kframe_admit(&caps, &k->use, size, 1, UINT64_MAX)) != KF_ADMIT) {
+		why = cap_reason(k, r, size);
+		art_abandon(k, why);
+		free(why);
+		return;
+	}
+	host = kframe_host_name(f->name);
+	for (int i = 1; i <= NAME_TRIES; i++) {
 		struct stat st;
-		char *cand = i == 1 ? xstrdup(safe) :
-		    xasprintf("%.*s-%d%s", stem, safe, i, dot && dot != safe ? dot : "");
-		if (fstatat(k->out_dirfd, cand, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
-		    (S_ISREG(st.st_mode) && wrote_this_session(k, cand))) {
+		char *cand = kframe_host_candidate(host, i);
+		if (fstatat(k->out_dirfd, cand, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+			k->art_path = cand;
+			break;
+		}
+		if (S_ISREG(st.st_mode) && (w = written_index(k, cand)) >= 0) {
 			k->art_path = cand;
 			break;
 		}
 		free(cand);
 	}
-	free(safe);
+	free(host);
 	if (k->art_path == NULL) {
-		k->art_bad = 1;
+		art_abandon(k, "no free name for it in the output folder");
 		return;
 	}
+	r = kframe_admit(&caps, &k->use, size, w >= 0, w >= 0 ? k->written[w].size : 0);
+	if (r != KF_ADMIT) {
+		why = cap_reason(k, r, size);
+		art_abandon(k, why);
+		free(why);
+		return;
+	}
+	k->use.cell++;
+	k->art_size = size;
 	k->art_tmp = xasprintf(".terp-%d-%s.part", (int)getpid(), k->art_path);
-	unlinkat(k->out_dirfd, k->art_tmp, 0);
+	(void)unlinkat(k->out_dirfd, k->art_tmp, 0);
 	k->art_fd = openat(k->out_dirfd, k->art_tmp,
 	    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-	if (k->art_fd < 0)
-		k->art_bad = 1;
+	if (k->art_fd < 0) {
+		int e = errno;
+		free(k->art_tmp);	/* not ours: never unlink it */
+		k->art_tmp = NULL;
+		art_fail_errno(k, "create", e);
+	}
 }
 
 static void
-art_chunk(struct kernel *k, const char *b64)
+art_chunk(struct kernel *k, const struct kframe *f)
 {
 	size_t n;
 	char *data;
 
-	if (k->art_fd < 0 || k->art_bad)
+	if (k->art_fd < 0 || f->data == NULL)
+		return;		/* "chunk" outside an artifact: ignored */
+	data = base64_decode(f->data, f->data_len, &n);
+	if (data == NULL) {
+		art_abandon(k, "the sandbox sent data that is not base64");
 		return;
-	data = base64_decode(b64, strlen(b64), &n);
-	if (data == NULL || k->art_got + n > k->art_size ||
-	    k->art_got + n > k->o->artifact_max ||
-	    write_all(k->art_fd, data, n) < 0)
-		k->art_bad = 1;
-	else
-		k->art_got += n;
+	}
+	if (n > k->art_size - k->art_got) {
+		free(data);
+		art_abandon(k, "it grew while it was copied (still being written?)");
+		return;
+	}
+	if (write_all(k->art_fd, data, n) < 0) {
+		int e = errno;
+		free(data);
+		art_fail_errno(k, "write", e);
+		return;
+	}
+	k->art_got += n;
 	free(data);
 }
 
 static void
-art_end(struct kernel *k)
+art_end(struct kernel *k, const struct kframe *f)
 {
-	if (k->art_fd < 0) {
-		art_reset(k);
+	char *host;
+	int w, fd;
+
+	if (k->art_fd < 0)
+		return;		/* "artifact_end" outside an artifact: ignored */
+	if (f->reason != NULL) {
+		/* The driver's own account (a read error, a cap): shown, not trusted. */
+		char *r = kframe_display_name(f->reason);
+		art_abandon(k, r);
+		free(r);
 		return;
 	}
-	close(k->art_fd);
+	if (k->art_got != k->art_size || !f->has_size || (uint64_t)f->size != k->art_got) {
+		art_abandon(k, "it changed while it was copied (still being written?)");
+		return;
+	}
+	fd = k->art_fd;
 	k->art_fd = -1;
-	if (k->art_bad || k->art_got != k->art_size ||
-	    renameat(k->out_dirfd, k->art_tmp, k->out_dirfd, k->art_path) < 0) {
-		unlinkat(k->out_dirfd, k->art_tmp, 0);
-		art_reset(k);
+	if (close(fd) < 0) {
+		art_fail_errno(k, "write", errno);
 		return;
 	}
-	if (!wrote_this_session(k, k->art_path)) {
-		k->written = xrealloc(k->written, (size_t)(k->nwritten + 1) * sizeof *k->written);
-		k->written[k->nwritten++] = xstrdup(k->art_path);
+	if (renameat(k->out_dirfd, k->art_tmp, k->out_dirfd, k->art_path) < 0) {
+		art_fail_errno(k, "rename", errno);
+		return;
 	}
+	free(k->art_tmp);
+	k->art_tmp = NULL;
+	if ((w = written_index(k, k->art_path)) >= 0) {
+		k->use.bytes -= k->written[w].size < k->use.bytes ? k->written[w].size : k->use.bytes;
+	} else {
+		k->written = xrealloc(k->written, (size_t)(k->nwritten + 1) * sizeof *k->written);
+		w = k->nwritten++;
+		k->written[w].name = xstrdup(k->art_path);
+		k->use.files++;
+	}
+	k->written[w].size = k->art_got;
+	k->use.bytes += k->art_got;
 	if (k->cb.artifact) {
-		char *host = xasprintf("%s/%s", k->o->out_dir, k->art_path);
-		k->cb.artifact(k->arg, k->art_cell, k->art_name, host, k->art_got);
+		host = xasprintf("%s/%s", k->o->out_dir, k->art_path);
+		k->cb.artifact(k->arg, k->art_cell, k->art_path, host, k->art_got);
 		free(host);
 	}
-	art_reset(k);
+	art_abandon(k, NULL);
 }
 
 /* ------------------------------------------------------------ output */
@@ -815,6 +1010,8 @@ finish_cell(struct kernel *k, struct kernel_result *r)
 	int n = k->cur;
 
 	cancel_timers(k);
+	art_abandon(k, "incomplete: the cell ended before terp had all of it");
+	art_report_rest(k);
 	flush_carry(k);
 	r->duration_us = now_us() - k->cur_start;
 	r->duration_ms = r->duration_us / 1000;
@@ -835,28 +1032,37 @@ memory_reason(const struct kernel *k)
 	return xasprintf("out of memory (limit %s)", b);
 }
 
+/* s, or a copy cut to RESULT_TEXT_MAX in *owned: the driver cuts its
+ * texts at 64 KiB, a forged frame need not. */
+static const char *
+cut_text(const char *s, char **owned)
+{
+	size_t n;
+
+	if (s == NULL || strlen(s) <= RESULT_TEXT_MAX)
+		return s;
+	n = utf8_complete_prefix(s, RESULT_TEXT_MAX);
+	*owned = xasprintf("%.*s... [cut by terp at %u KiB]", (int)n, s, RESULT_TEXT_MAX >> 10);
+	return *owned;
+}
+
 static void
-on_result(struct kernel *k, cJSON *j)
+on_result(struct kernel *k, const struct kframe *f)
 {
 	struct kernel_result r;
-	const cJSON *id = cJSON_GetObjectItem(j, "id");
-	const char *status = cJSON_GetStringValue(cJSON_GetObjectItem(j, "status"));
-	const cJSON *e = cJSON_GetObjectItem(j, "error");
-	char *reason = NULL;
+	char *reason = NULL, *own[4] = { NULL, NULL, NULL, NULL };
 
-	if (!cJSON_IsNumber(id) || k->cur == 0 || id->valueint != k->cur)
-		return;	/* a stale or forged frame */
+	/* Only the running cell's, once (cur is 0 after), and only once
+	 * the driver has the cell: anything else is stale or forged. */
+	if (!f->has_id || k->cur == 0 || f->id != k->cur || k->cur_unsent)
+		return;
 	drain_all(k);
 	memset(&r, 0, sizeof r);
-	r.value = cJSON_GetStringValue(cJSON_GetObjectItem(j, "value"));
-	r.status = status && strcmp(status, "ok") == 0 ? CELL_OK : CELL_ERROR;
-	if (cJSON_IsObject(e)) {
-		r.ename = cJSON_GetStringValue(cJSON_GetObjectItem(e, "ename"));
-		r.evalue = cJSON_GetStringValue(cJSON_GetObjectItem(e, "evalue"));
-		r.traceback = cJSON_GetStringValue(cJSON_GetObjectItem(e, "traceback"));
-		if (r.status == CELL_OK)
-			r.status = CELL_ERROR;
-	}
+	r.value = cut_text(f->value, &own[0]);
+	r.ename = cut_text(f->ename, &own[1]);
+	r.evalue = cut_text(f->evalue, &own[2]);
+	r.traceback = cut_text(f->traceback, &own[3]);
+	r.status = f->ok ? CELL_OK : CELL_ERROR;
 	if (r.ename && strcmp(r.ename, "KeyboardInterrupt") == 0 && k->stop != STOP_NONE) {
 		if (k->stop == STOP_TIMEOUT) {
 			r.status = CELL_TIMEOUT;
@@ -872,58 +1078,84 @@ on_result(struct kernel *k, cJSON *j)
 	r.reason = reason;
 	finish_cell(k, &r);
 	free(reason);
+	for (int i = 0; i < 4; i++)
+		free(own[i]);
 	kernel_next(k);
 }
 
+/* terp ends the sandbox itself, for why (taken). as_stop: the running
+ * cell ends as timed out or interrupted (k->stop), else as crashed. */
+static void
+kill_sandbox(struct kernel *k, char *why, int as_stop)
+{
+	if (k->dying) {
+		free(why);
+		return;
+	}
+	free(k->kill_why);
+	k->kill_why = why;
+	k->we_killed = as_stop;
+	if (k->p.pid > 0)
+		kill(k->p.pid, SIGKILL);
+	kernel_begin_death(k);
+}
+
+/* One line from the driver. Order is checked here: "ready" only while
+ * starting, "result" and "artifact" only for the running cell (by id),
+ * "chunk" and "artifact_end" only inside an artifact; anything else is
+ * ignored, which costs nothing. */
 static void
 handle_frame(struct kernel *k, const char *line, size_t len)
 {
-	cJSON *j = cJSON_ParseWithLength(line, len);
-	const char *ev;
+	struct kframe f;
+	const char *why;
 
-	if (j == NULL || !cJSON_IsObject(j) ||
-	    (ev = cJSON_GetStringValue(cJSON_GetObjectItem(j, "ev"))) == NULL) {
+	if (kframe_parse(line, len, &f, &why) < 0) {
 		/* Frames are claims; garbage means the channel is not ours. */
-		cJSON_Delete(j);
-		kernel_begin_death(k);
+		kill_sandbox(k, xasprintf("the sandbox sent %s", why), 0);
 		return;
 	}
-	if (strcmp(ev, "ready") == 0 && k->state == KERNEL_STARTING) {
+	switch (f.type) {
+	case KF_READY:
+		if (k->state != KERNEL_STARTING)
+			break;
 		if (!k->o->no_sandbox && k->init_pid > 0)
 			k->py_pid = sandbox_python_pid(k->init_pid);
 		set_state(k, k->loaded ? KERNEL_READY : KERNEL_LOADING,
 		    k->loaded ? NULL : "loading pandas, numpy, matplotlib");
 		kernel_next(k);
-	} else if (strcmp(ev, "loaded") == 0) {
+		break;
+	case KF_LOADED:
 		k->loaded = 1;
 		if (k->state == KERNEL_LOADING)
 			set_state(k, KERNEL_READY, NULL);
-	} else if (strcmp(ev, "result") == 0) {
-		on_result(k, j);
-	} else if (strcmp(ev, "artifact") == 0) {
-		const char *name = cJSON_GetStringValue(cJSON_GetObjectItem(j, "name"));
-		const cJSON *size = cJSON_GetObjectItem(j, "size");
-		if (name && cJSON_IsNumber(size) && size->valuedouble >= 0 &&
-		    size->valuedouble <= (double)k->o->artifact_max && k->cur)
-			art_begin(k, k->cur, name, (uint64_t)size->valuedouble);
-		else
-			art_reset(k);
-	} else if (strcmp(ev, "chunk") == 0) {
-		const char *d = cJSON_GetStringValue(cJSON_GetObjectItem(j, "data"));
-		if (d)
-			art_chunk(k, d);
-	} else if (strcmp(ev, "artifact_end") == 0) {
-		art_end(k);
-	} else if (strcmp(ev, "artifact_skip") == 0) {
-		const char *name = cJSON_GetStringValue(cJSON_GetObjectItem(j, "name"));
-		const char *why = cJSON_GetStringValue(cJSON_GetObjectItem(j, "reason"));
-		char *msg = xasprintf("terp: artifact %s not copied: %s\n",
-		    name ? name : "?", why ? why : "refused");
-		emit_output(k, 1, msg, strlen(msg));
-		free(msg);
+		break;
+	case KF_RESULT:
+		on_result(k, &f);
+		break;
+	case KF_ARTIFACT:
+		if (k->cur != 0 && !k->cur_unsent && f.has_id && f.id == k->cur)
+			art_begin(k, &f);
+		break;
+	case KF_CHUNK:
+		art_chunk(k, &f);
+		break;
+	case KF_ARTIFACT_END:
+		art_end(k, &f);
+		break;
+	case KF_ARTIFACT_SKIP:
+		if (k->cur != 0 && f.has_id && f.id == k->cur) {
+			char *name = kframe_display_name(f.name ? f.name : "?");
+			char *r = kframe_display_name(f.reason ? f.reason : "refused");
+			art_report(k, name, r);
+			free(name);
+			free(r);
+		}
+		break;
+	default:
+		break;	/* "reset", "pong" and unknown events need nothing */
 	}
-	/* "reset", "pong" and unknown events need nothing. */
-	cJSON_Delete(j);
+	kframe_free(&f);
 }
 
 static void
@@ -932,6 +1164,8 @@ kernel_on_ev(struct loop *l, int fd, int revents, void *arg)
 	struct kernel *k = arg;
 	char b[65536];
 	int rounds = 0;
+	const char *line;
+	size_t len;
 
 	while (rounds++ < 64) {
 		ssize_t n = read(fd, b, sizeof b);
@@ -946,20 +1180,15 @@ kernel_on_ev(struct loop *l, int fd, int revents, void *arg)
 				kernel_begin_death(k);
 			return;
 		}
-		if (buf_add(&k->evbuf, b, (size_t)n) < 0) {
-			kernel_begin_death(k);	/* an oversized frame */
+		if (kframe_reader_add(&k->evr, b, (size_t)n) < 0) {
+			kill_sandbox(k, xasprintf("the sandbox sent a protocol frame over %u MiB",
+			    KFRAME_MAX >> 20), 0);
 			return;
 		}
-		for (;;) {
-			char *nl = memchr(k->evbuf.data, '\n', k->evbuf.len);
-			size_t len;
-			if (nl == NULL)
-				break;
-			len = (size_t)(nl - k->evbuf.data);
-			handle_frame(k, k->evbuf.data, len);
+		while (kframe_reader_next(&k->evr, &line, &len)) {
+			handle_frame(k, line, len);
 			if (k->dying || k->p.ev_fd != fd)
 				return;
-			buf_consume(&k->evbuf, len + 1);
 		}
 	}
 }
@@ -994,27 +1223,71 @@ kernel_on_status(struct loop *l, int fd, int revents, void *arg)
 		loop_unwatch(l, fd);
 }
 
+/* Writes what the command pipe takes now; the rest waits for POLLOUT.
+ * Never blocks: the sandbox may stop reading (a cell that forged its
+ * result and sleeps) or shrink the pipe, and the loop must go on. */
+static void
+cmd_flush(struct kernel *k)
+{
+	if (k->dying || k->p.cmd_fd < 0)
+		return;
+	while (k->outq_off < k->outq.len) {
+		ssize_t n = write(k->p.cmd_fd, k->outq.data + k->outq_off,
+		    k->outq.len - k->outq_off);
+		if (n > 0) {
+			k->outq_off += (size_t)n;
+			continue;
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN) {
+			loop_watch(k->loop, k->p.cmd_fd, POLLOUT, kernel_on_cmd, k);
+			return;
+		}
+		/* EPIPE: the driver is gone. */
+		loop_watch(k->loop, k->p.cmd_fd, 0, kernel_on_cmd, k);
+		kernel_begin_death(k);
+		return;
+	}
+	if (k->outq.cap > (1u << 20)) {
+		buf_free(&k->outq);	/* a big cell's room is not kept */
+		buf_init(&k->outq, OUTQ_MAX);
+	}
+	buf_reset(&k->outq);
+	k->outq_off = 0;
+	k->cur_unsent = 0;
+	loop_watch(k->loop, k->p.cmd_fd, 0, kernel_on_cmd, k);
+}
+
+static void
+kernel_on_cmd(struct loop *l, int fd, int revents, void *arg)
+{
+	cmd_flush(arg);
+}
+
+/* Queues a command (one JSON line). Returns 0, or -1 when the queue is
+ * full: the driver has not read for OUTQ_MAX bytes. */
 static int
 send_cmd(struct kernel *k, cJSON *cmd)
 {
 	char *s = cJSON_PrintUnformatted(cmd);
 	size_t len;
-	int rc = 0, fl;
+	int rc;
 
 	if (s == NULL)
 		fatal("out of memory (cJSON)");
 	len = strlen(s);
-	s[len] = '\n';	/* replaces the NUL: we write len + 1 bytes */
-	/* The driver reads commands only between cells, so this write
-	 * goes into an empty pipe; large code can exceed the pipe buffer,
-	 * so write it in blocking mode. */
-	fl = fcntl(k->p.cmd_fd, F_GETFL);
-	fcntl(k->p.cmd_fd, F_SETFL, fl & ~O_NONBLOCK);
-	if (write_all(k->p.cmd_fd, s, len + 1) < 0)
-		rc = -1;
-	fcntl(k->p.cmd_fd, F_SETFL, fl);
+	s[len] = '\n';	/* replaces the NUL: we queue len + 1 bytes */
+	if (k->outq_off > 0) {
+		buf_consume(&k->outq, k->outq_off);
+		k->outq_off = 0;
+	}
+	rc = buf_add(&k->outq, s, len + 1);
 	free(s);
-	return rc;
+	if (rc < 0)
+		return -1;
+	cmd_flush(k);
+	return 0;
 }
 
 static void
@@ -1054,10 +1327,23 @@ on_grace(struct loop *l, void *arg)
 static void
 stop_cell(struct kernel *k, enum stop_cause why)
 {
-	if (k->cur == 0)
+	if (k->cur == 0 || k->dying)
 		return;
 	if (k->stop == STOP_NONE)
 		k->stop = why;
+	if (k->cur_unsent) {
+		/* The driver has not taken the cell although it looked idle:
+		 * code of an earlier cell still runs (it may have forged its
+		 * end), or the command pipe was shrunk or is not read. An
+		 * interrupt would hit that code, and a half-written command
+		 * cannot be taken back: the sandbox goes. */
+		kill_sandbox(k, k->stop == STOP_TIMEOUT ?
+		    xasprintf("the session did not take the cell within its time limit of %lld s (code of an earlier cell still running, or the channel tampered with) and was killed",
+		    (long long)(k->o->timeout_ms / 1000)) :
+		    xstrdup("the session had not taken the cell when it was interrupted (code of an earlier cell still running, or the channel tampered with) and was killed"),
+		    1);
+		return;
+	}
 	signal_python(k, SIGINT);
 	if (k->grace_timer == 0)
 		k->grace_timer = loop_timer_add(k->loop, k->o->grace_ms, on_grace, k);
@@ -1092,15 +1378,20 @@ kernel_next(struct kernel *k)
 	k->cur = p->n;
 	k->cur_start = now_us();
 	k->stop = STOP_NONE;
+	k->use.cell = k->reports = k->unreported = 0;
 	set_state(k, KERNEL_BUSY, NULL);
 	cmd = cJSON_CreateObject();
 	cJSON_AddStringToObject(cmd, "op", "exec");
 	cJSON_AddNumberToObject(cmd, "id", p->n);
 	cJSON_AddStringToObject(cmd, "code", p->code);
+	/* The clock runs from the queueing, not from when the driver takes
+	 * the cell: a driver that never takes it times out all the same. */
 	if (k->o->timeout_ms > 0)
 		k->timeout_timer = loop_timer_add(k->loop, k->o->timeout_ms, on_timeout, k);
+	k->cur_unsent = 1;
 	if (send_cmd(k, cmd) < 0)
-		kernel_begin_death(k);
+		kill_sandbox(k, xasprintf("the sandbox stopped reading terp's commands (over %u MiB waiting)",
+		    OUTQ_MAX >> 20), 0);
 	cJSON_Delete(cmd);
 	free(p->code);
 	free(p);
@@ -1111,6 +1402,10 @@ kernel_run(struct kernel *k, int n, const char *code, char **err)
 {
 	struct pending *p, **pp;
 
+	if (strlen(code) > CODE_MAX) {
+		*err = xasprintf("the cell's code is over %u MiB", CODE_MAX >> 20);
+		return -1;
+	}
 	if (k->state == KERNEL_STOPPED && k->stopped_why != NULL &&
 	    launch(k, err) < 0) {
 		set_state(k, KERNEL_DEAD, *err);
@@ -1146,6 +1441,8 @@ death_reason(struct kernel *k, int wstatus)
 	}
 	if (code > 128 && code < 160)
 		sig = code - 128;
+	if (k->kill_why != NULL)
+		return xstrdup(k->kill_why);
 	if (k->we_killed)
 		return xasprintf("the cell ignored the interrupt for %.1f s and was killed",
 		    (double)k->o->grace_ms / 1000.0);
@@ -1192,19 +1489,23 @@ finish_death(struct kernel *k, int wstatus)
 	loop_timer_cancel(k->loop, k->death_timer);
 	k->death_timer = 0;
 	drain_all(k);
+	art_abandon(k, "incomplete: the session ended while it was copied");
 	if (starting && !k->o->no_sandbox && k->exit_code < 0) {
 		/* bwrap failed in its own setup: its stderr says why. */
 		char *why = sandbox_explain(buf_str(&k->bwrap_err));
 		unwatch_all(k);
 		sandbox_close_fds(&k->p);
+		free(k->kill_why);
+		k->kill_why = NULL;
 		set_state(k, KERNEL_DEAD, why);
 		free(why);
 		return;
 	}
 	reason = death_reason(k, wstatus);
+	free(k->kill_why);
+	k->kill_why = NULL;
 	unwatch_all(k);
 	sandbox_close_fds(&k->p);
-	art_reset(k);
 	if (was_cell) {
 		struct kernel_result r;
 		memset(&r, 0, sizeof r);
@@ -1288,7 +1589,9 @@ stop_now(struct kernel *k)
 	unwatch_all(k);
 	cgroup_kill(k->cg);
 	sandbox_kill(&k->p);
-	art_reset(k);
+	art_abandon(k, NULL);
+	free(k->kill_why);
+	k->kill_why = NULL;
 	while ((p = k->queue) != NULL) {
 		k->queue = p->next;
 		free(p->code);
@@ -1367,9 +1670,11 @@ kernel_free(struct kernel *k)
 	if (k->out_dirfd >= 0)
 		close(k->out_dirfd);
 	for (int i = 0; i < k->nwritten; i++)
-		free(k->written[i]);
+		free(k->written[i].name);
 	free(k->written);
-	buf_free(&k->evbuf);
+	kframe_reader_free(&k->evr);
+	buf_free(&k->outq);
+	free(k->kill_why);
 	buf_free(&k->statusbuf);
 	buf_free(&k->bwrap_err);
 	free(k->workspace);

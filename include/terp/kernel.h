@@ -36,10 +36,17 @@ struct kernel_opts {
 	uint64_t	 artifact_max;	/* largest artifact copied out */
 	int		 no_sandbox;	/* run python3 directly (still rlimited) */
 	int		 network;	/* share the host network */
+	/* Caps on what the sandbox may put in out_dir (every frame may be
+	 * forged, so the host counts): artifacts started per cell, distinct
+	 * files terp writes per session, and the bytes of those files. */
+	int		 artifacts_per_cell;
+	int		 artifacts_per_session;
+	uint64_t	 artifact_bytes;
 };
 
 /* Fills opts with the defaults (4 GiB, 120 s, 3 s grace, 256 procs,
- * 1 GiB files, 1024 fds, 64 MiB artifacts). */
+ * 1 GiB files, 1024 fds, 64 MiB artifacts; at most 64 artifacts per
+ * cell, 1000 files and 1 GiB of them per session). */
 void kernel_opts_default(struct kernel_opts *o);
 
 struct kernel_result {
@@ -53,9 +60,16 @@ struct kernel_result {
 };
 
 struct kernel_cbs {
-	/* stream 0 = stdout, 1 = stderr; raw bytes, not sanitized. */
+	/* stream 0 = stdout, 1 = stderr; raw bytes, not sanitized. terp's
+	 * own notes on the cell ("terp: artifact x not copied: ...") come
+	 * on stream 1 too, so they reach whoever reads the cell. */
 	void (*output)(void *arg, int cell, int stream, const char *p, size_t n);
 	void (*result)(void *arg, int cell, const struct kernel_result *r);
+	/* A file copied to out_dir. Only names terp chose cross here, never
+	 * the sandbox's: name is the host file name in out_dir (ASCII
+	 * letters, digits, '.', '-', '_'; no '/', no leading dot or dash,
+	 * e.g. "chart-2.png" when chart.png existed), host_path is
+	 * out_dir/name. */
 	void (*artifact)(void *arg, int cell, const char *name,
 	    const char *host_path, uint64_t bytes);
 	void (*state)(void *arg, enum kernel_state st, const char *msg);
