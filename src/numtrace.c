@@ -131,9 +131,12 @@ nt_atoi(const char *s, size_t k)
 static int
 nt_at(const char *s, size_t n, size_t i, const char *lit)
 {
-	size_t l = strlen(lit);
+	size_t l;
 
-	return i <= n && n - i >= l && memcmp(s + i, lit, l) == 0;
+	if (i >= n || s[i] != lit[0])
+		return 0;
+	l = strlen(lit);
+	return n - i >= l && memcmp(s + i, lit, l) == 0;
 }
 
 /* 1 when s[i..] starts with word, case-insensitively, not followed by a
@@ -141,9 +144,13 @@ nt_at(const char *s, size_t n, size_t i, const char *lit)
 static int
 nt_word_at(const char *s, size_t n, size_t i, const char *word)
 {
-	size_t l = strlen(word);
+	size_t l;
 
-	if (i > n || n - i < l || strncasecmp(s + i, word, l) != 0)
+	/* most calls fail on the first byte: spare the string calls */
+	if (i >= n || ((s[i] ^ word[0]) & ~0x20) != 0)
+		return 0;
+	l = strlen(word);
+	if (n - i < l || strncasecmp(s + i, word, l) != 0)
 		return 0;
 	return i + l == n || !nt_alnum((unsigned char)s[i + l]);
 }
@@ -283,22 +290,26 @@ struct nt_body {
 	int	 e;	/* m * 10^e is the value */
 	int	 sig;	/* significant digits taken into m */
 	int	 frac;	/* digits shown after the point */
-	int	 ndig;	/* digits before the point */
+	int	 ndig;	/* digits before the point (up to 99) */
 	int	 x;	/* the written exponent (1.2e+06: 6) */
 };
 
 static void
 nt_acc(struct nt_body *b, int d, int frac)
 {
+	/* Past 17 significant digits a double has no more to keep; the
+	 * counts stop growing long before an int could overflow. */
 	if (b->sig < 17) {
 		b->m = b->m * 10 + d;
 		if (b->m != 0)
 			b->sig++;
 		if (frac)
 			b->e--;
-	} else if (!frac) {
+	} else if (!frac && b->e < 100000) {
 		b->e++;
 	}
+	if (frac && b->frac < 100000)
+		b->frac++;
 }
 
 /* Digits, groups, fraction and exponent at i (a digit, or '.' and a
@@ -314,7 +325,7 @@ nt_body(const struct nt_scan *sc, size_t i, int comma_ok, struct nt_body *b,
 	memset(b, 0, sizeof *b);
 	while (q < n && nt_digit((unsigned char)s[q]))
 		nt_acc(b, s[q++] - '0', 0);
-	b->ndig = (int)(q - i);
+	b->ndig = q - i > 99 ? 99 : (int)(q - i);
 	/* Groups of exactly three digits, all with the same separator, after
 	 * a first group of one to three. */
 	if (b->ndig >= 1 && b->ndig <= 3 && (sl = nt_gsep(sc, q)) > 0 &&
@@ -326,16 +337,15 @@ nt_body(const struct nt_scan *sc, size_t i, int comma_ok, struct nt_body *b,
 			for (k = q + sl; k < q + sl + 3; k++)
 				nt_acc(b, s[k] - '0', 0);
 			q += sl + 3;
-			b->ndig += 3;
+			if (b->ndig < 99)
+				b->ndig += 3;
 			*flags |= NT_GROUP;
 		}
 	}
 	if (q + 1 < n && s[q] == '.' && nt_digit((unsigned char)s[q + 1])) {
 		q++;
-		while (q < n && nt_digit((unsigned char)s[q])) {
+		while (q < n && nt_digit((unsigned char)s[q]))
 			nt_acc(b, s[q++] - '0', 1);
-			b->frac++;
-		}
 		*flags |= NT_FRAC;
 		if (q + 1 < n && s[q] == '.' &&
 		    nt_digit((unsigned char)s[q + 1])) {
@@ -383,7 +393,7 @@ nt_magnitude(const char *s, size_t n, size_t q, double *mult)
 	}, spc[] = {
 		{ "thousand", 1e3, 0 }, { "million", 1e6, 0 },
 		{ "billion", 1e9, 0 }, { "trillion", 1e12, 0 },
-		{ "bn", 1e9, 0 }, { "mn", 1e6, 0 },
+		{ "bn", 1e9, 0 }, { "mn", 1e6, 0 }, { "mln", 1e6, 0 },
 	};
 	size_t sp;
 
@@ -397,11 +407,13 @@ nt_magnitude(const char *s, size_t n, size_t q, double *mult)
 		*mult = att[i].m;
 		return q + l;
 	}
-	if ((sp = nt_space(s, n, q)) == 0)
+	if ((sp = nt_space(s, n, q)) == 0 || q + sp >= n ||
+	    !nt_alpha((unsigned char)s[q + sp]))
 		return q;
 	for (size_t i = 0; i < sizeof spc / sizeof spc[0]; i++) {
 		size_t l = strlen(spc[i].w), e = q + sp + l;
-		if (n - (q + sp) < l ||
+		if (((s[q + sp] ^ spc[i].w[0]) & ~0x20) != 0 ||
+		    n - (q + sp) < l ||
 		    strncasecmp(s + q + sp, spc[i].w, l) != 0)
 			continue;
 		if (e < n && (s[e] == 's' || s[e] == 'S') && l > 2)
@@ -434,6 +446,36 @@ nt_percent(const char *s, size_t n, size_t q)
 			return q + sp + strlen(w[i]);
 	}
 	return q;
+}
+
+/* A range whose second end carries the percent sign: "10-15%", "10 to
+ * 15 percent". 1 when one follows e (looks at most 40 bytes ahead). */
+static int
+nt_range_percent(const char *s, size_t n, size_t e)
+{
+	size_t k = e, lim = e + 40 < n ? e + 40 : n;
+
+	while (k < lim && s[k] == ' ')
+		k++;
+	if (k < lim && s[k] == '-')
+		k++;
+	else if (nt_at(s, lim, k, U_ENDASH) || nt_at(s, lim, k, U_EMDASH))
+		k += 3;
+	else if (nt_word_at(s, lim, k, "to") || nt_word_at(s, lim, k, "and"))
+		k += s[k] == 't' || s[k] == 'T' ? 2 : 3;
+	else
+		return 0;
+	while (k < lim && s[k] == ' ')
+		k++;
+	if (nt_at(s, lim, k, U_MINUS))
+		k += 3;
+	else if (k < lim && s[k] == '-')
+		k++;
+	if (k >= lim || !nt_digit((unsigned char)s[k]))
+		return 0;
+	while (k < lim && (nt_digit((unsigned char)s[k]) || s[k] == '.'))
+		k++;
+	return nt_percent(s, lim, k) > k;
 }
 
 /* The word before i, past up to six characters of `skip`. Returns its
@@ -782,15 +824,24 @@ nt_number(struct nt_scan *sc, size_t i, int *stop)
 	if (q - p == 1 && s[p] == '0' && q + 1 < n && (s[q] == 'x' ||
 	    s[q] == 'b' || s[q] == 'o') && nt_alnum((unsigned char)s[q + 1]))
 		return q;
-	e = nt_magnitude(s, n, q, &mult);
-	if (e > q)
-		flags |= NT_MAG;
-	else if ((e = nt_percent(s, n, q)) > q)
-		flags |= NT_PCT;
-	/* 1st, 2nd, 3rd, 4th: ranks */
-	if (e == q && (nt_word_at(s, n, q, "st") || nt_word_at(s, n, q, "nd") ||
-	    nt_word_at(s, n, q, "rd") || nt_word_at(s, n, q, "th")))
-		return q + 2;
+	e = q;
+	/* A table column ends at two spaces or a newline: no suffix to look
+	 * for (the common case in outputs). */
+	if (q < n && s[q] != '\n' && !(s[q] == ' ' && (q + 1 == n ||
+	    s[q + 1] == ' ' || s[q + 1] == '\n'))) {
+		e = nt_magnitude(s, n, q, &mult);
+		if (e > q)
+			flags |= NT_MAG;
+		else if ((e = nt_percent(s, n, q)) > q)
+			flags |= NT_PCT;
+		else if ((sc->mode & NT_PROSE) && nt_range_percent(s, n, q))
+			flags |= NT_PCT;
+		/* 1st, 2nd, 3rd, 4th: ranks */
+		if (e == q && (nt_word_at(s, n, q, "st") ||
+		    nt_word_at(s, n, q, "nd") || nt_word_at(s, n, q, "rd") ||
+		    nt_word_at(s, n, q, "th")))
+			return q + 2;
+	}
 	memset(&t, 0, sizeof t);
 	t.off = i;
 	t.len = e - i;
@@ -803,7 +854,7 @@ nt_number(struct nt_scan *sc, size_t i, int *stop)
 	t.flags = flags;
 	t.ndig = b.ndig;
 	t.line = sc->line;
-	if (!isfinite(t.value))
+	if (!isfinite(t.value) || !isfinite(t.step))
 		return e;
 	kind = NT_K_NUM;
 	if (sc->mode & NT_PROSE)
@@ -815,13 +866,41 @@ nt_number(struct nt_scan *sc, size_t i, int *stop)
 	return e;
 }
 
-/* Scans s[0..n) for numbers, calling sc->emit for each. */
+/* Inline code: a run of backticks closed by the next run of as many
+ * on the same line (mdlite reads code spans within a line). Returns the
+ * position after the span, or after the run when it is not closed.
+ * *absent remembers the run lengths known to have no closer on this
+ * line, so a line of unclosed runs is not searched again and again;
+ * runs longer than 16 are taken as text. */
+static size_t
+nt_code_span(const char *s, size_t i, size_t eol, unsigned *absent)
+{
+	size_t r = 0, j, k;
+
+	while (i + r < eol && s[i + r] == '`')
+		r++;
+	if (r > 16 || (*absent & (1u << r)))
+		return i + r;
+	for (j = i + r; j < eol; j += k > 0 ? k : 1) {
+		for (k = 0; j + k < eol && s[j + k] == '`'; k++)
+			;
+		if (k == r)
+			return j + r;
+	}
+	*absent |= 1u << r;
+	return i + r;
+}
+
+/* Scans s[0..n) for numbers, calling sc->emit for each. Linear: every
+ * look-ahead is bounded or stops at the end of the line, whose position
+ * is computed once. */
 static void
 nt_run(struct nt_scan *sc)
 {
 	const char *s = sc->s;
-	size_t n = sc->n, i = 0;
+	size_t n = sc->n, i = 0, eol = 0, rparen = 0;
 	int bol = 1, fence = 0, stop = 0;
+	unsigned absent = 0;
 
 	sc->line = 1;
 	sc->last = NT_K_NONE;
@@ -835,51 +914,46 @@ nt_run(struct nt_scan *sc)
 			bol = 1;
 			continue;
 		}
+		if (bol) {
+			eol = nt_eol(s, n, i);
+			absent = 0;
+			rparen = i;
+		}
 		if (bol && (sc->mode & NT_MD)) {
 			bol = 0;
 			if (nt_fence(s, n, i)) {
 				fence = !fence;
-				i = nt_eol(s, n, i);
+				i = eol;
 				continue;
 			}
 			if (fence) {
-				i = nt_eol(s, n, i);
+				i = eol;
 				continue;
 			}
-			i = nt_line_prefix(s, n, i);
+			i = nt_line_prefix(s, eol, i);
 			continue;
 		}
 		bol = 0;
 		if ((sc->mode & NT_MD) && c == '`') {
-			size_t r = 0, j, eol = nt_eol(s, n, i);
-			while (i + r < eol && s[i + r] == '`')
-				r++;
-			/* the closing run of as many backticks, same line */
-			for (j = i + r; j < eol; ) {
-				size_t k = 0;
-				while (j + k < eol && s[j + k] == '`')
-					k++;
-				if (k == r)
-					break;
-				j += k > 0 ? k : 1;
-			}
-			i = j < eol ? j + r : i + r;
+			i = nt_code_span(s, i, eol, &absent);
 			continue;
 		}
-		if ((sc->mode & NT_MD) && c == ']' && i + 1 < n &&
+		/* a link target: [text](target) */
+		if ((sc->mode & NT_MD) && c == ']' && i + 1 < eol &&
 		    s[i + 1] == '(') {
-			size_t eol = nt_eol(s, n, i);
-			const char *rp = memchr(s + i, ')', eol - i);
-			i = rp == NULL ? i + 1 : (size_t)(rp - s) + 1;
+			const char *rp;
+			if (rparen <= i) {
+				rp = memchr(s + i, ')', eol - i);
+				rparen = rp == NULL ? eol : (size_t)(rp - s);
+			}
+			i = rparen < eol ? rparen + 1 : i + 1;
 			continue;
 		}
 		if ((c == 'h' || c == 'H') && (nt_word_at(s, n, i, "http") ||
 		    nt_word_at(s, n, i, "https")) && !nt_glued(s, i)) {
-			size_t k = i;
-			while (k < n && s[k] != ' ' && s[k] != '\n' &&
-			    s[k] != '\t' && s[k] != '>')
-				k++;
-			i = k;
+			while (i < eol && s[i] != ' ' && s[i] != '\t' &&
+			    s[i] != '>')
+				i++;
 			continue;
 		}
 		if (nt_digit(c) || c == '.' || c == '-' || c == '+' ||

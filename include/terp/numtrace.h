@@ -17,8 +17,11 @@
  * start of a line or after a heading mark); ordinals (3rd); numbers
  * glued to a word on their left (Q3, float64, v1.2); versions and
  * addresses (3.11.2); numbers inside `inline code`, fenced code blocks
- * and link targets, which are code and addresses, not claims; and any
- * number whose value the question already holds ("top 5 regions").
+ * and link targets, which are code and addresses, not claims; any
+ * number whose value the question already holds ("top 5 regions"); and
+ * a bare year-like integer (1900-2100, no separator, decimals or unit)
+ * that no output holds: "2024 beat 2023" is about years, while "2023"
+ * printed as a year label or a count is reported, traced.
  *
  * Matching: the answer's number, at the precision it shows, must cover
  * an output number: 10.05 covers [10.045, 10.055], so 10.0498 matches;
@@ -44,7 +47,7 @@
 #include <stddef.h>
 
 /* Numbers indexed from one source at most; the rest of a (capped) cell
- * output is not indexed. Bounds the index at ~32 bytes per number. */
+ * output is not indexed. The index takes 32 bytes per number. */
 #define NUMTRACE_MAX_PER_SOURCE	(1 << 16)
 
 enum numtrace_stream {

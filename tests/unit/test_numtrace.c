@@ -133,6 +133,7 @@ Test(numtrace, forms_of_numbers)
 	cr_assert_float_eq(value_of("revenue 3.4M", NULL), 3.4e6, 1e-6);
 	cr_assert_float_eq(value_of("revenue 2.5bn", NULL), 2.5e9, 1e-3);
 	cr_assert_float_eq(value_of("revenue $1.2 million", NULL), 1.2e6, 1e-6);
+	cr_assert_float_eq(value_of("revenue 1.2 mln", NULL), 1.2e6, 1e-6);
 	cr_assert_float_eq(value_of("revenue \xe2\x82\xac" "3.4 billion", NULL),
 	    3.4e9, 1e-3);
 	cr_assert_float_eq(value_of("cost \xc2\xa3" "12.50", NULL), 12.5, 1e-12);
@@ -287,6 +288,23 @@ Test(numtrace, rounding_at_the_shown_precision)
 	cr_assert_eq(line_of("1.23 million", "1.234560e+06"), 1);
 	cr_assert_eq(line_of("1.2e+06", "1203455"), 1);
 	cr_assert_eq(line_of("0", "0.0"), 1);
+}
+
+/* "10-15%": the first end of a range is a percentage too. */
+Test(numtrace, percent_ranges)
+{
+	static const char out[] = "low 0.1012\nhigh 0.1488\n";
+	const struct numtrace_source src[] = { SRC(1, NUMTRACE_STDOUT, out) };
+	static const char *const answers[] = { "10-15%", "10\xe2\x80\x93" "15%",
+	    "between 10 and 15 percent", "from 10 to 15%" };
+
+	for (size_t i = 0; i < 4; i++) {
+		size_t t;
+		char *got = trace(answers[i], NULL, src, 1, &t);
+		cr_assert_eq(t, 2, "%s: %s", answers[i], got);
+		free(got);
+	}
+	cr_assert_eq(line_of("10 rows", out), 0);
 }
 
 /* Signs are not compared: an answer says "fell 3.2%" for -0.032. */
