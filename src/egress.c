@@ -6,8 +6,8 @@
  *
  * HEAD reads a bounded request head; the policy decides on the name and
  * port alone; RESOLVE asks getaddrinfo_a and filters the answers by
- * address; CONNECT tries the checked addresses in turn; TUNNEL moves
- * bytes both ways through two bounded buffers; REPLY writes a refusal or
+ * address; CONNECT tries the checked addresses in turn; TUNNEL splices
+ * bytes both ways through two bounded pipes; REPLY writes a refusal or
  * failure response; DRAIN reads and drops what the client still sends
  * so that closing does not reset the connection before it read the
  * reply (Apache's lingering close). */
@@ -33,7 +33,7 @@
 #include "terp/buf.h"
 #include "terp/util.h"
 
-#define PBUF_SIZE	(64 * 1024)	/* per direction, per connection */
+#define PIPE_SIZE	(256 * 1024)	/* per direction, per tunnel */
 #define MAX_ADDRS	8		/* resolved addresses tried */
 #define LINGER_MS	2000		/* REPLY + DRAIN, at most */
 #define DRAIN_MAX	(256 * 1024)	/* bytes dropped while lingering */
@@ -98,9 +98,15 @@ struct resolve {
 
 enum cstate { CS_HEAD, CS_RESOLVE, CS_CONNECT, CS_TUNNEL, CS_REPLY, CS_DRAIN };
 
-struct pbuf {
-	char	*p;
-	size_t	 start, end;	/* data is p[start..end) */
+/* One direction of a tunnel: bytes are spliced socket -> pipe -> socket
+ * and never copied through user space (on loopback that about doubled
+ * the throughput of a copying relay). len counts what is in the pipe;
+ * full is set when the pipe took less than len suggests it could (its
+ * capacity is in pages, and small segments take a page each). */
+struct dir {
+	int	 pr, pw;
+	size_t	 len, cap;
+	int	 full;
 };
 
 struct conn {
@@ -123,7 +129,9 @@ struct conn {
 	char		*fwd;		/* plain http: the rewritten head */
 	size_t		 fwdlen;
 	struct hostport	 req;		/* the host asked for */
-	struct pbuf	 c2u, u2c;	/* client -> upstream, upstream -> client */
+	struct dir	 c2u, u2c;	/* client -> upstream, upstream -> client */
+	char		 rep[1024];	/* CS_REPLY: the response */
+	size_t		 rep_off, rep_len;
 	int		 c_eof, u_eof, c_shut, u_shut;
 	uint64_t	 up, down, rep_up, rep_down;
 	struct resolve	*res;
@@ -529,35 +537,50 @@ hp_from_sa(struct hostport *hp, const struct sockaddr *sa)
 
 /* ---- buffers, events --------------------------------------------------- */
 
-static size_t
-pb_len(const struct pbuf *b)
-{
-	return b->end - b->start;
-}
-
-/* Room at the tail, moving the data down when that frees enough. */
-static size_t
-pb_room(struct pbuf *b)
-{
-	if (b->p == NULL)
-		b->p = xmalloc(PBUF_SIZE);
-	if (b->start == b->end)
-		b->start = b->end = 0;
-	else if (PBUF_SIZE - b->end < PBUF_SIZE / 4 && b->start > 0) {
-		memmove(b->p, b->p + b->start, b->end - b->start);
-		b->end -= b->start;
-		b->start = 0;
-	}
-	return PBUF_SIZE - b->end;
-}
-
 static int
-pb_add(struct pbuf *b, const void *p, size_t n)
+dir_open(struct dir *d)
 {
-	if (pb_room(b) < n)
+	int p[2], cap;
+
+	if (d->pr >= 0)
+		return 0;
+	if (pipe2(p, O_NONBLOCK | O_CLOEXEC) < 0)
 		return -1;
-	memcpy(b->p + b->end, p, n);
-	b->end += n;
+	d->pr = p[0];
+	d->pw = p[1];
+	/* Bigger than the default 64 KiB where the user's pipe budget
+	 * allows; the capacity actually granted bounds what is read. */
+	(void)fcntl(d->pw, F_SETPIPE_SZ, PIPE_SIZE);
+	cap = fcntl(d->pw, F_GETPIPE_SZ);
+	d->cap = cap > 0 ? (size_t)cap : 4096;
+	return 0;
+}
+
+static void
+dir_close(struct dir *d)
+{
+	if (d->pr >= 0) {
+		close(d->pr);
+		close(d->pw);
+	}
+	d->pr = d->pw = -1;
+	d->len = 0;
+	d->full = 0;
+}
+
+/* Queues our own bytes (a head, early data, the 200 line) into an empty
+ * pipe: they are small, and the pipe holds at least 16 pages. */
+static int
+dir_add(struct dir *d, const void *p, size_t n)
+{
+	while (n > 0) {
+		ssize_t w = write(d->pw, p, n);
+		if (w <= 0)
+			return -1;
+		d->len += (size_t)w;
+		p = (const char *)p + w;
+		n -= (size_t)w;
+	}
 	return 0;
 }
 
@@ -694,7 +717,6 @@ static void
 conn_reply(struct conn *c, int status, enum egress_verdict v,
     const char *code, const char *reason, const char *body)
 {
-	char resp[1024];
 	int n;
 
 	emit(c, EGRESS_EV_END, v, code, reason);
@@ -705,17 +727,15 @@ conn_reply(struct conn *c, int status, enum egress_verdict v,
 		close(c->ufd);
 		c->ufd = -1;
 	}
-	if (c->c2u.p != NULL) {
-		c->e->committed -= pb_len(&c->c2u);
-		c->c2u.start = c->c2u.end = 0;
-	}
+	c->e->committed -= c->c2u.len;
+	dir_close(&c->c2u);
+	dir_close(&c->u2c);
 	free(c->head);
 	c->head = NULL;
 	c->st = CS_REPLY;
-	c->u2c.start = c->u2c.end = 0;
-	n = reply_format(resp, sizeof resp, status, code, body);
-	if (n > 0)
-		pb_add(&c->u2c, resp, (size_t)n);
+	n = reply_format(c->rep, sizeof c->rep, status, code, body);
+	c->rep_off = 0;
+	c->rep_len = n > 0 ? (size_t)n : 0;
 	conn_deadline(c, LINGER_MS);
 	conn_update(c);
 }
@@ -1024,9 +1044,13 @@ conn_connected(struct conn *c)
 	/* The proxy relays what it gets at once; Nagle would hold small
 	 * writes back for a delayed ACK. */
 	setsockopt(c->ufd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+	if (dir_open(&c->u2c) < 0 || (c->is_connect &&
+	    dir_add(&c->u2c, ok, sizeof ok - 1) < 0)) {
+		conn_reply(c, 503, EGRESS_FAILED, "connect", "out of file "
+		    "descriptors", "the proxy is out of file descriptors");
+		return;
+	}
 	c->st = CS_TUNNEL;
-	if (c->is_connect)
-		pb_add(&c->u2c, ok, sizeof ok - 1);
 	emit(c, EGRESS_EV_OPEN, EGRESS_ALLOWED, "ok", "open");
 	if (c->doom != NULL)
 		return;		/* the ledger callback denied it */
@@ -1110,21 +1134,22 @@ cap_hit(struct egress *e)
 
 /* 1: moved bytes or saw EOF; 0: nothing now; -1: a socket error. */
 static int
-io_read(struct conn *c, int fd, struct pbuf *b, int *eof, int client)
+io_read(struct conn *c, int fd, struct dir *d, int *eof, int client)
 {
 	struct egress *e = c->e;
 	uint64_t left = UINT64_MAX;
 	size_t want;
 	ssize_t n;
 
-	if (*eof || (want = pb_room(b)) == 0)
+	if (*eof || d->full || d->len >= d->cap)
 		return 0;
+	want = d->cap - d->len;
 	if (client && e->max_up != UINT64_MAX) {
 		left = e->max_up > e->committed ? e->max_up - e->committed : 0;
 		if (left < want)
 			want = (size_t)left + 1;	/* one more tells an overrun */
 	}
-	n = recv(fd, b->p + b->end, want, 0);
+	n = splice(fd, NULL, d->pw, NULL, want, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
 	if (n > 0) {
 		if (client) {
 			if ((uint64_t)n > left) {
@@ -1135,26 +1160,37 @@ io_read(struct conn *c, int fd, struct pbuf *b, int *eof, int client)
 		} else {
 			c->down += (uint64_t)n;
 		}
-		b->end += (size_t)n;
+		d->len += (size_t)n;
 		return 1;
 	}
 	if (n == 0) {
 		*eof = 1;
 		return 1;
 	}
-	return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? 0 : -1;
+	if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) {
+		/* Either the socket is dry or the pipe's pages are used up;
+		 * while the pipe holds data, wait for it to drain either way
+		 * (else a full pipe and a readable socket spin the loop). */
+		if (d->len > 0)
+			d->full = 1;
+		return 0;
+	}
+	return -1;
 }
 
+/* splice(2) has no MSG_NOSIGNAL: a peer gone gives EPIPE and SIGPIPE,
+ * which egress_new makes sure is ignored. */
 static int
-io_write(struct conn *c, int fd, struct pbuf *b, int client)
+io_write(struct conn *c, int fd, struct dir *d, int client)
 {
 	ssize_t n;
 
-	if (pb_len(b) == 0)
+	if (d->len == 0)
 		return 0;
-	n = send(fd, b->p + b->start, pb_len(b), MSG_NOSIGNAL);
+	n = splice(d->pr, NULL, fd, NULL, d->len, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
 	if (n > 0) {
-		b->start += (size_t)n;
+		d->len -= (size_t)n;
+		d->full = 0;
 		if (!client) {
 			c->up += (uint64_t)n;
 			c->e->sent += (uint64_t)n;
@@ -1198,11 +1234,11 @@ tunnel_io(struct conn *c)
 	}
 	if (any)
 		c->deadline = now_ms() + c->e->idle_ms;
-	if (c->c_eof && pb_len(&c->c2u) == 0 && !c->u_shut) {
+	if (c->c_eof && c->c2u.len == 0 && !c->u_shut) {
 		shutdown(c->ufd, SHUT_WR);
 		c->u_shut = 1;
 	}
-	if (c->u_eof && pb_len(&c->u2c) == 0 && !c->c_shut) {
+	if (c->u_eof && c->u2c.len == 0 && !c->c_shut) {
 		shutdown(c->cfd, SHUT_WR);
 		c->c_shut = 1;
 	}
@@ -1235,13 +1271,13 @@ conn_update(struct conn *c)
 		uev = POLLOUT;
 		break;
 	case CS_TUNNEL:
-		if (!c->c_eof && PBUF_SIZE - pb_len(&c->c2u) > 0)
+		if (!c->c_eof && !c->c2u.full && c->c2u.len < c->c2u.cap)
 			cev |= POLLIN;
-		if (pb_len(&c->u2c) > 0)
+		if (c->u2c.len > 0)
 			cev |= POLLOUT;
-		if (!c->u_eof && PBUF_SIZE - pb_len(&c->u2c) > 0)
+		if (!c->u_eof && !c->u2c.full && c->u2c.len < c->u2c.cap)
 			uev |= POLLIN;
-		if (pb_len(&c->c2u) > 0)
+		if (c->c2u.len > 0)
 			uev |= POLLOUT;
 		break;
 	case CS_REPLY:
@@ -1276,9 +1312,9 @@ conn_close(struct conn *c)
 		loop_unwatch(e->l, c->ufd);
 		close(c->ufd);
 	}
-	e->committed -= pb_len(&c->c2u);	/* queued, never sent */
-	free(c->c2u.p);
-	free(c->u2c.p);
+	e->committed -= c->c2u.len;	/* queued, never sent */
+	dir_close(&c->c2u);
+	dir_close(&c->u2c);
 	free(c->head);
 	free(c->fwd);
 	free(c);
@@ -1501,7 +1537,8 @@ name_is_invalid(const char *h)
 }
 
 /* Queues what goes upstream first (the rewritten head, bytes the client
- * sent early) against the cap. */
+ * sent early) against the cap. Returns 0, -1 over the cap, -2 out of
+ * file descriptors. */
 static int
 conn_stage(struct conn *c, size_t hend)
 {
@@ -1513,11 +1550,13 @@ conn_stage(struct conn *c, size_t hend)
 		cap_hit(e);
 		return -1;
 	}
+	if (dir_open(&c->c2u) < 0 || (c->fwd != NULL &&
+	    dir_add(&c->c2u, c->fwd, c->fwdlen) < 0) ||
+	    dir_add(&c->c2u, c->head + hend, early) < 0) {
+		e->committed += c->c2u.len;	/* conn_reply takes it back */
+		return -2;
+	}
 	e->committed += n;
-	pb_room(&c->c2u);
-	if (c->fwd != NULL)
-		pb_add(&c->c2u, c->fwd, c->fwdlen);
-	pb_add(&c->c2u, c->head + hend, early);
 	free(c->fwd);
 	c->fwd = NULL;
 	free(c->head);
@@ -1570,11 +1609,14 @@ conn_decide(struct conn *c, size_t hend)
 		    body);
 		return;
 	}
-	if (conn_stage(c, hend) < 0) {
-		snprintf(body, sizeof body, "the session's egress cap was "
-		    "reached (--egress-max); nothing more may be sent");
-		conn_reply(c, 403, EGRESS_REFUSED, "cap", "egress cap reached",
-		    body);
+	if ((a = conn_stage(c, hend)) < 0) {
+		if (a == -2)
+			conn_reply(c, 503, EGRESS_FAILED, "connect", "out of file "
+			    "descriptors", "the proxy is out of file descriptors");
+		else
+			conn_reply(c, 403, EGRESS_REFUSED, "cap",
+			    "egress cap reached", "the session's egress cap was "
+			    "reached (--egress-max); nothing more may be sent");
 		return;
 	}
 	if (hp->kind == HP_ADDR) {
@@ -1650,11 +1692,16 @@ head_read(struct conn *c)
 static void
 reply_write(struct conn *c)
 {
-	if (io_write(c, c->cfd, &c->u2c, 1) < 0) {
+	ssize_t n = send(c->cfd, c->rep + c->rep_off, c->rep_len - c->rep_off,
+	    MSG_NOSIGNAL);
+
+	if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
 		conn_close(c);
 		return;
 	}
-	if (pb_len(&c->u2c) == 0) {
+	if (n > 0)
+		c->rep_off += (size_t)n;
+	if (c->rep_off == c->rep_len) {
 		shutdown(c->cfd, SHUT_WR);
 		c->st = CS_DRAIN;
 	}
@@ -1751,6 +1798,7 @@ conn_new(struct egress *e, int fd)
 	c->e = e;
 	c->cfd = fd;
 	c->ufd = -1;
+	c->c2u.pr = c->c2u.pw = c->u2c.pr = c->u2c.pw = -1;
 	c->st = CS_HEAD;
 	c->head = xmalloc(EGRESS_HEAD_MAX);
 	c->t_wall = wall_ms();
@@ -1908,6 +1956,7 @@ egress_new(struct loop *l, const struct egress_opts *o,
     const struct egress_cbs *cb, void *arg, char **err)
 {
 	struct egress *e = xcalloc(1, sizeof *e);
+	struct sigaction sa;
 	int sv[2];
 
 	e->l = l;
@@ -1924,6 +1973,8 @@ egress_new(struct loop *l, const struct egress_opts *o,
 	e->progress_ms = o->progress_ms < 0 ? 0 : o->progress_ms > 0 ?
 	    o->progress_ms : EGRESS_PROGRESS_DEFAULT;
 	e->wake_rfd = -1;
+	if (sigaction(SIGPIPE, NULL, &sa) == 0 && sa.sa_handler == SIG_DFL)
+		signal(SIGPIPE, SIG_IGN);	/* see io_write */
 	for (const char *const *a = o->allow; a != NULL && *a != NULL; a++)
 		if (egress_allow(e, *a, err) < 0)
 			goto fail;

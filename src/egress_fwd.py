@@ -8,18 +8,89 @@ the sandbox (include/terp/egress.h has the whole picture). It never parses
 a byte: every request, however it was relayed inside the sandbox, reaches
 the proxy as one more client and is checked there.
 
-    python3 egress_fwd.py SOCKET [--listen 127.0.0.1:PORT]
+    python3 egress_fwd.py SOCKET [--listen 127.0.0.1:PORT] [--copy]
 
+(--copy: copy through Python even where splice is there; for the tests)
 prints the port it listens on (one line) once it accepts connections.
-One thread, one selector, a bounded buffer per direction (reading stops
-while the other side's buffer is full), half-closes passed on.
+One thread, one selector, a bounded pipe (or buffer) per direction:
+reading stops while the other side's is full; half-closes passed on.
 """
+import fcntl
+import os
 import selectors
 import socket
 import sys
 
 BUF = 256 * 1024          # bytes waiting per direction, at most
-CHUNK = 128 * 1024        # one recv
+CHUNK = 128 * 1024        # one recv, without splice
+# splice(2) moves the bytes socket -> pipe -> socket without copying them
+# through Python (os.splice: Python 3.10+); older Pythons copy.
+SPLICE = hasattr(os, "splice")
+F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)
+F_GETPIPE_SZ = getattr(fcntl, "F_GETPIPE_SZ", 1032)
+
+
+class Dir:
+    """One direction: bytes from src to dst, at most cap of them waiting."""
+
+    def __init__(self, src, dst):
+        self.src, self.dst = src, dst
+        self.eof = False        # src sent EOF
+        self.shut = False       # dst's write side is shut
+        self.full = False       # the pipe refused more (its pages are used)
+        self.len = 0
+        if SPLICE:
+            self.pr, self.pw = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+            try:
+                fcntl.fcntl(self.pw, F_SETPIPE_SZ, BUF)
+            except OSError:
+                pass
+            self.cap = fcntl.fcntl(self.pw, F_GETPIPE_SZ)
+            self.flags = os.SPLICE_F_MOVE | os.SPLICE_F_NONBLOCK
+        else:
+            self.buf = bytearray()
+            self.cap = BUF
+
+    def can_read(self):
+        return not self.eof and not self.full and self.len < self.cap
+
+    def read(self):
+        if not self.can_read():
+            return
+        try:
+            if SPLICE:
+                n = os.splice(self.src.fileno(), self.pw, self.cap - self.len,
+                              flags=self.flags)
+            else:
+                data = self.src.recv(min(self.cap - self.len, CHUNK))
+                n = len(data)
+                self.buf += data
+        except (BlockingIOError, InterruptedError):
+            # a dry socket, or a pipe out of pages: wait for a drain
+            self.full = self.len > 0
+            return
+        if n == 0:
+            self.eof = True
+        self.len += n
+
+    def write(self):
+        if not self.len:
+            return
+        try:
+            if SPLICE:
+                n = os.splice(self.pr, self.dst.fileno(), self.len, flags=self.flags)
+            else:
+                n = self.dst.send(self.buf)
+                del self.buf[:n]
+        except (BlockingIOError, InterruptedError):
+            return
+        self.len -= n
+        self.full = False
+
+    def close(self):
+        if SPLICE:
+            os.close(self.pr)
+            os.close(self.pw)
 
 
 class Pipe:
@@ -28,68 +99,39 @@ class Pipe:
     def __init__(self, sel, a, b):
         self.sel = sel
         self.a, self.b = a, b
-        self.out = {a: bytearray(), b: bytearray()}   # to be sent to it
-        self.eof = {a: False, b: False}               # it sent EOF
-        self.shut = {a: False, b: False}              # we shut its write side
+        self.dirs = (Dir(a, b), Dir(b, a))
         self.ev = {a: 0, b: 0}
         self.closed = False
         self.update()
 
-    def other(self, s):
-        return self.b if s is self.a else self.a
-
     def handle(self, s, mask):
         try:
-            if mask & selectors.EVENT_READ:
-                self.read(s)
-            if mask & selectors.EVENT_WRITE and not self.closed:
-                self.write(s)
-            if self.closed:
-                return
-            for t in (self.a, self.b):
-                if self.eof[self.other(t)] and not self.out[t] and not self.shut[t]:
-                    t.shutdown(socket.SHUT_WR)
-                    self.shut[t] = True
+            for d in self.dirs:
+                if d.src is s and mask & selectors.EVENT_READ:
+                    d.read()
+                    d.write()
+                elif d.dst is s and mask & selectors.EVENT_WRITE:
+                    d.write()
+            for d in self.dirs:
+                if d.eof and not d.len and not d.shut:
+                    d.dst.shutdown(socket.SHUT_WR)
+                    d.shut = True
         except OSError:
             self.close()
             return
-        if self.shut[self.a] and self.shut[self.b]:
+        if all(d.shut for d in self.dirs):
             self.close()
         else:
             self.update()
 
-    def read(self, s):
-        o = self.other(s)
-        room = BUF - len(self.out[o])
-        if room <= 0 or self.eof[s]:
-            return
-        try:
-            data = s.recv(min(room, CHUNK))
-        except (BlockingIOError, InterruptedError):
-            return
-        if not data:
-            self.eof[s] = True
-            return
-        self.out[o] += data
-        self.write(o)
-
-    def write(self, s):
-        buf = self.out[s]
-        if not buf:
-            return
-        try:
-            n = s.send(buf)
-        except (BlockingIOError, InterruptedError):
-            return
-        del buf[:n]
-
     def update(self):
         for s in (self.a, self.b):
             ev = 0
-            if not self.eof[s] and len(self.out[self.other(s)]) < BUF:
-                ev |= selectors.EVENT_READ
-            if self.out[s]:
-                ev |= selectors.EVENT_WRITE
+            for d in self.dirs:
+                if d.src is s and d.can_read():
+                    ev |= selectors.EVENT_READ
+                if d.dst is s and d.len:
+                    ev |= selectors.EVENT_WRITE
             if ev == self.ev[s]:
                 continue
             if self.ev[s] == 0:
@@ -108,6 +150,8 @@ class Pipe:
             if self.ev[s]:
                 self.sel.unregister(s)
             s.close()
+        for d in self.dirs:
+            d.close()
 
 
 def serve(sock_path, host="127.0.0.1", port=0, ready=None):
@@ -149,15 +193,19 @@ def serve(sock_path, host="127.0.0.1", port=0, ready=None):
 
 
 def main(argv):
+    global SPLICE
+    if "--copy" in argv:
+        SPLICE = False
+        argv = [a for a in argv if a != "--copy"]
     if not argv or argv[0].startswith("-"):
-        sys.stderr.write("usage: egress_fwd.py SOCKET [--listen HOST:PORT]\n")
+        sys.stderr.write("usage: egress_fwd.py SOCKET [--listen HOST:PORT] [--copy]\n")
         return 2
     host, port = "127.0.0.1", 0
     if len(argv) == 3 and argv[1] == "--listen":
         host, _, p = argv[2].rpartition(":")
         port = int(p)
     elif len(argv) != 1:
-        sys.stderr.write("usage: egress_fwd.py SOCKET [--listen HOST:PORT]\n")
+        sys.stderr.write("usage: egress_fwd.py SOCKET [--listen HOST:PORT] [--copy]\n")
         return 2
 
     def ready(p):

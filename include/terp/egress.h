@@ -111,7 +111,10 @@ struct egress;
 /* Starts a proxy on l. With o->socket_path, creates that Unix socket
  * (mode 0600; failing if the path exists) and removes it in egress_free.
  * o->allow is copied; cb and arg must outlive the egress. Returns NULL
- * with *err (caller frees) on a bad allow entry or socket error. */
+ * with *err (caller frees) on a bad allow entry or socket error.
+ * Sets SIGPIPE to SIG_IGN when it is at its default (terp's frontends
+ * ignore it already): tunnels splice(2), which cannot pass MSG_NOSIGNAL.
+ * Each tunnel holds 6 fds (2 sockets, 2 pipes). */
 struct egress *egress_new(struct loop *l, const struct egress_opts *o,
     const struct egress_cbs *cb, void *arg, char **err);
 

@@ -575,8 +575,8 @@ def test_connect_inside_a_tunnel_is_only_bytes(proxy, servers):
 def fwd():
     made = []
 
-    def start(p):
-        f = subprocess.Popen([sys.executable, str(FWD), p.sock],
+    def start(p, *args):
+        f = subprocess.Popen([sys.executable, str(FWD), p.sock, *args],
                              stdout=subprocess.PIPE, text=True)
         made.append(f)
         r, _, _ = select.select([f.stdout], [], [], HANG)
@@ -588,11 +588,12 @@ def fwd():
         f.wait()
 
 
-def test_forwarder_relays_http_and_connect(proxy, fwd, servers, http_upstream):
+@pytest.mark.parametrize("mode", [[], ["--copy"]], ids=["splice", "copy"])
+def test_forwarder_relays_http_and_connect(proxy, fwd, servers, http_upstream, mode):
     echo = servers(Echo)
     p = proxy("--allow", "127.0.0.1:%d" % echo.port,
               "--allow", "127.0.0.1:%d" % http_upstream.port)
-    port = fwd(p)
+    port = fwd(p, *mode)
     via = "http://127.0.0.1:%d" % port
     opener = urllib.request.build_opener(urllib.request.ProxyHandler({"http": via}))
     with opener.open("http://127.0.0.1:%d/hello" % http_upstream.port,
