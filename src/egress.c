@@ -604,6 +604,8 @@ emit(struct conn *c, enum egress_phase ph, enum egress_verdict v,
 			return;
 		c->ended = 1;
 	}
+	if (c->id == 0)
+		c->id = ++c->e->next_id;	/* numbered when first reported */
 	memset(&ev, 0, sizeof ev);
 	ev.phase = ph;
 	ev.verdict = v;
@@ -720,6 +722,7 @@ conn_reply(struct conn *c, int status, enum egress_verdict v,
 	int n;
 
 	emit(c, EGRESS_EV_END, v, code, reason);
+	c->doom = NULL;		/* a deny from the callback: already ended */
 	if (c->res != NULL)
 		resolve_abandon(c->e, c->res);
 	if (c->ufd >= 0) {
@@ -1115,7 +1118,7 @@ conn_doom(struct conn *c, const char *code)
 {
 	struct egress *e = c->e;
 
-	if (c->doom != NULL || e->freeing || (c->st != CS_TUNNEL &&
+	if (c->doom != NULL || c->ended || e->freeing || (c->st != CS_TUNNEL &&
 	    c->st != CS_CONNECT && c->st != CS_RESOLVE))
 		return;
 	c->doom = code;

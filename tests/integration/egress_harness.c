@@ -6,10 +6,16 @@
  * EOF on stdin is quit. Usage:
  *   egress_harness --socket PATH [--allow SPEC]... [--max-up BYTES]
  *     [--connect-timeout MS] [--idle-timeout MS] [--max-conns N]
- *     [--progress MS] */
+ *     [--progress MS] [--deny-in-callback SPEC] [--socket-uid UID]
+ *     [--tcp 1]
+ * --tcp 1 also listens on 127.0.0.1 (an ephemeral port, in "ready")
+ * through egress_listen_fd.
+ * --deny-in-callback calls egress_deny(SPEC) from inside the ledger
+ * callback on every event, as a notebook's /deny might. */
+#include <arpa/inet.h>
 #include <cjson/cJSON.h>
 #include <errno.h>
-#include <signal.h>
+#include <netinet/in.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +29,7 @@
 struct harness {
 	struct loop	*l;
 	struct egress	*e;
+	const char	*deny_in_cb;
 	char		 line[4096];
 	size_t		 len;
 };
@@ -44,6 +51,7 @@ on_event(void *arg, const struct egress_event *ev)
 {
 	static const char *const phase[] = { "open", "progress", "end" };
 	static const char *const verdict[] = { "allowed", "refused", "failed" };
+	struct harness *h = arg;
 	cJSON *o = cJSON_CreateObject();
 
 	cJSON_AddStringToObject(o, "type", "event");
@@ -61,6 +69,8 @@ on_event(void *arg, const struct egress_event *ev)
 	cJSON_AddNumberToObject(o, "up", (double)ev->up);
 	cJSON_AddNumberToObject(o, "down", (double)ev->down);
 	out(o);
+	if (h->deny_in_cb != NULL)
+		egress_deny(h->e, h->deny_in_cb, NULL);
 }
 
 static void
@@ -148,8 +158,8 @@ main(int argc, char **argv)
 	struct egress_opts o;
 	struct egress_cbs cb = { on_event };
 	struct harness h;
-	char *err = NULL;
-	int na = 0;
+	char *err = NULL, portbuf[16] = "";
+	int na = 0, tcp = 0;
 
 	memset(&o, 0, sizeof o);
 	memset(&h, 0, sizeof h);
@@ -176,6 +186,12 @@ main(int argc, char **argv)
 			o.max_conns = atoi(v);
 		else if (strcmp(a, "--progress") == 0)
 			o.progress_ms = atoll(v);
+		else if (strcmp(a, "--deny-in-callback") == 0)
+			h.deny_in_cb = v;
+		else if (strcmp(a, "--socket-uid") == 0)
+			o.socket_uid = o.socket_gid = atoi(v);
+		else if (strcmp(a, "--tcp") == 0)
+			tcp = atoi(v);
 		else {
 			fprintf(stderr, "egress_harness: unknown option %s\n", a);
 			return 2;
@@ -191,9 +207,32 @@ main(int argc, char **argv)
 		loop_free(h.l);
 		return 1;
 	}
+	if (tcp) {
+		struct sockaddr_in sa;
+		socklen_t sl = sizeof sa;
+		int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+		memset(&sa, 0, sizeof sa);
+		sa.sin_family = AF_INET;
+		sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof sa) < 0 ||
+		    getsockname(fd, (struct sockaddr *)&sa, &sl) < 0 ||
+		    egress_listen_fd(h.e, fd, &err) < 0) {
+			fprintf(stderr, "egress_harness: tcp: %s\n",
+			    err ? err : strerror(errno));
+			return 1;
+		}
+		snprintf(portbuf, sizeof portbuf, "%u", ntohs(sa.sin_port));
+	}
 	fd_set_nonblock(0);
 	loop_watch(h.l, 0, POLLIN, on_stdin, &h);
-	reply("ready", "socket", o.socket_path ? o.socket_path : "");
+	{
+		cJSON *r = cJSON_CreateObject();
+		cJSON_AddStringToObject(r, "type", "ready");
+		cJSON_AddStringToObject(r, "socket", o.socket_path ? o.socket_path : "");
+		cJSON_AddStringToObject(r, "tcp", portbuf);
+		out(r);
+	}
 	loop_run(h.l);
 	egress_free(h.e);
 	loop_free(h.l);

@@ -52,6 +52,7 @@ class Proxy:
         threading.Thread(target=self._read, daemon=True).start()
         first = self._next()
         assert first["type"] == "ready", first
+        self.tcp = int(first["tcp"]) if first["tcp"] else None
 
     def _read(self):
         for line in self.p.stdout:
@@ -94,6 +95,7 @@ class Proxy:
         rc = self.p.wait(timeout=HANG)
         err = self.p.stderr.read()
         assert rc == 0 and "Sanitizer" not in err and "runtime error" not in err, err
+        assert not os.path.exists(self.sock), "egress_free left the socket"
 
 
 @pytest.fixture
@@ -420,6 +422,7 @@ def test_bytes_up_cap_closes_tunnels_and_refuses_new_ones(proxy, servers):
         # the proxy closes the tunnel once the cap is passed
         for _ in range(100):
             s.sendall(b"x" * 10000)
+    assert 0 < first["id"] < second["id"]
     for ev in (p.end(id=second["id"]), p.end(id=first["id"])):
         assert (ev["verdict"], ev["code"], ev["reason"]) == \
             ("allowed", "cap", "egress cap reached")
@@ -518,6 +521,45 @@ def test_runtime_allow_deny_and_cell_tag(proxy, servers):
     assert p.cmd("allow http://x")["type"] == "error"
     assert p.cmd("allow *")["type"] == "error"
     assert p.cmd("allow 127.1")["type"] == "error"
+
+
+def test_deny_from_inside_the_ledger_callback(proxy, servers):
+    echo = servers(Echo)
+    target = "127.0.0.1:%d" % echo.port
+    p = proxy("--allow", target, "--deny-in-callback", "127.0.0.1")
+    s = dial(p)
+    s.sendall(("CONNECT %s HTTP/1.1\r\n\r\n" % target).encode())
+    opened = p.wait_event(phase="open")
+    ev = p.end(id=opened["id"])
+    assert (ev["verdict"], ev["code"]) == ("allowed", "denied")
+    read_all(s)
+    s.close()
+    # A refusal's callback denying again must not touch the ended attempt.
+    assert refused(p, target)[0] == "denied"
+    assert refused(p, "evil.example.invalid:443")[0] == "not-allowed"
+    # Nor a failure's, reported while the attempt was still connecting.
+    closed = socket.socket()
+    closed.bind(("127.0.0.1", 0))
+    port = closed.getsockname()[1]
+    closed.close()
+    p2 = proxy("--allow", "127.0.0.1:%d" % port, "--deny-in-callback", "127.0.0.1")
+    code, body = refused(p2, "127.0.0.1:%d" % port, 502)
+    assert code == "connect" and "refused" in body
+
+
+def test_socket_mode_owner_and_a_handed_in_listener(proxy, servers):
+    echo = servers(Echo)
+    uid = 4242 if os.geteuid() == 0 else os.getuid()    # chown needs root
+    p = proxy("--socket-uid", str(uid), "--tcp", "1",
+              "--allow", "127.0.0.1:%d" % echo.port)
+    st = os.stat(p.sock)
+    assert (oct(st.st_mode & 0o777), st.st_uid) == ("0o600", uid)
+    s = socket.create_connection(("127.0.0.1", p.tcp), timeout=HANG)
+    s.sendall(("CONNECT 127.0.0.1:%d HTTP/1.1\r\n\r\n" % echo.port).encode())
+    assert read_head(s)[0] == 200
+    s.sendall(b"ok")
+    assert recv_exactly(s, 2) == b"ok"
+    s.close()
 
 
 def test_connection_limit(proxy):
