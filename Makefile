@@ -141,3 +141,5 @@ build/egress-bench: tests/integration/egress_harness.c $(LIBOBJS)
 
 bench-egress: need-deps build/egress-bench
 	$(Q)$(PYTHON) bench/egress.py
+
+.PHONY: bench-egress

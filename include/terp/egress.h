@@ -81,7 +81,8 @@ enum egress_verdict {
  * 127.0.0.1", "does not resolve", "egress cap reached"):
  *   REFUSED: not-allowed, port, ip-literal, address, denied, cap,
  *            bad-request, head-too-big, head-timeout, too-many
- *   FAILED:  no-resolve, connect, timeout
+ *   FAILED:  no-resolve, connect (refused, unreachable, or the proxy out
+ *            of file descriptors), timeout (resolve + connect)
  *   ALLOWED (END only): done, idle, cap, denied, reset, shutdown
  *   ALLOWED OPEN/PROGRESS: ok */
 struct egress_event {
