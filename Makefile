@@ -133,3 +133,19 @@ clean:
 build/bench-numtrace: bench/numtrace.c build/obj/numtrace.o build/obj/util.o
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(T_CFLAGS) $(CFLAGS) -o $@ $^ -lm
+
+# The egress proxy alone (src/egress.c) on a Unix socket, printing its
+# ledger as JSON: built under ASan+UBSan for tests/integration/test_egress.py,
+# optimised for bench/egress.py.
+build/egress-harness: tests/integration/egress_harness.c $(SANOBJS)
+	@$(if $(Q),echo "  LD-SAN  $@")
+	$(Q)$(CC) $(T_CFLAGS) -O1 -g $(SAN) -o $@ $< $(SANOBJS) $(T_LIBS)
+
+build/egress-bench: tests/integration/egress_harness.c $(LIBOBJS)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(T_CFLAGS) $(CFLAGS) -o $@ $< $(LIBOBJS) $(T_LIBS)
+
+bench-egress: need-deps build/egress-bench
+	$(Q)$(PYTHON) bench/egress.py
+
+.PHONY: bench-egress
