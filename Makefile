@@ -127,3 +127,10 @@ fuzz: $(FUZZ)
 
 clean:
 	rm -rf build terp
+
+# The test driver of src/pyenv.c (tests/integration/test_pyenv.py):
+# resolves and probes an interpreter and prints the result as JSON.
+build/pyenv-harness: tests/integration/pyenv_harness.c $(LIBOBJS)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(T_CFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIBOBJS) $(T_LIBS)
