@@ -32,7 +32,7 @@ extern char **environ;
 #define CFG_MAX		(64 * 1024)	/* pyvenv.cfg, .python-version */
 #define CACHE_MAX	(256 * 1024)	/* one cache file */
 #define MAX_LINKS	40		/* symlinks followed per path, as Linux */
-#define PROBE_FORMAT	2		/* bump when the script's answer changes */
+#define PROBE_FORMAT	3		/* bump when the script's answer changes */
 
 /* ---- Paths -------------------------------------------------------- */
 
@@ -313,6 +313,7 @@ struct rctx {
 	struct pyenv_link *met;	/* symlinks met while recording */
 	size_t		 nmet;
 	int		 record;
+	int		 root_prefix_ok;	/* prefix / with its stdlib in /usr */
 	char		*err;
 	struct pyenv	*pe;
 };
@@ -715,6 +716,8 @@ add_bind(struct rctx *c, const char *dir)
 
 	if (bind_covered(pe, dir))
 		return 0;
+	if (strcmp(dir, "/") == 0 && c->root_prefix_ok)
+		return 0;
 	if (strcmp(dir, "/") == 0 || strchr(dir + 1, '/') == NULL) {
 		c->err = xasprintf("refusing to bind %s into the sandbox: it is a "
 		    "top-level directory; give the environment its own directory "
@@ -861,6 +864,17 @@ describe(struct rctx *c, const char *P, enum pyenv_source source, const char *ho
 	}
 
 	c->record = venv || conda;
+	/* The environment's own directory first, so that a refusal names
+	 * it rather than the interpreter inside it. */
+	if ((venv || conda) && is_dir(top)) {
+		if (walk(c, top, &vreal, NULL) < 0) {
+			if (c->err == NULL)
+				c->err = xasprintf("cannot resolve %s: %s", top, strerror(errno));
+			goto out;
+		}
+		if (trust_one(c, vreal, 0, NULL) < 0)
+			goto out;
+	}
 	if (walk(c, P, &R, &missing) < 0) {
 		if (c->err != NULL)
 			goto out;
@@ -947,13 +961,6 @@ describe(struct rctx *c, const char *P, enum pyenv_source source, const char *ho
 		free(base);
 		base = s;
 		s = NULL;
-		c->record = 1;
-		if (walk(c, top, &vreal, NULL) < 0) {
-			if (c->err == NULL)
-				c->err = xasprintf("cannot resolve %s: %s", top, strerror(errno));
-			goto out;
-		}
-		c->record = 0;
 		pe->system_site = cfg.system_site;
 	} else {
 		s = path_dirname(R);
@@ -961,20 +968,15 @@ describe(struct rctx *c, const char *P, enum pyenv_source source, const char *ho
 		free(s);
 		s = NULL;
 		if (base == NULL) {
-			c->err = not_python(P, major ? "no standard library "
-			    "(lib/pythonX.Y/os.py) in any directory above it"
-			    : "no lib/pythonX.Y standard library above it says which "
-			    "Python it is");
-			goto out;
-		}
-		if (conda) {
-			c->record = 1;
-			if (walk(c, top, &vreal, NULL) < 0) {
-				if (c->err == NULL)
-					c->err = xasprintf("cannot resolve %s: %s", top, strerror(errno));
-				goto out;
+			if (major) {
+				s = xasprintf("no standard library (lib/python%d.%d%s/os.py) "
+				    "in any directory above it", major, minor, abi);
+				c->err = not_python(P, s);
+			} else {
+				c->err = not_python(P, "no lib/pythonX.Y standard library "
+				    "above it says which Python it is");
 			}
-			c->record = 0;
+			goto out;
 		}
 	}
 	if (major < PYENV_MIN_MAJOR || (major == PYENV_MIN_MAJOR && minor < PYENV_MIN_MINOR)) {
@@ -986,8 +988,20 @@ describe(struct rctx *c, const char *P, enum pyenv_source source, const char *ho
 	}
 	pe->major = major;
 	pe->minor = minor;
+	if (strcmp(base, "/") == 0) {
+		/* On a merged-/usr system /lib is usr/lib, so a binary with
+		 * no stdlib of its own finds / as its prefix, as getpath.py
+		 * would; the sandbox recreates /lib and binds /usr. */
+		s = xasprintf("/lib/python%d.%d%s", major, minor, abi);
+		t = realpath(s, NULL);
+		c->root_prefix_ok = t != NULL && system_path(t);
+		free(s);
+		free(t);
+		s = t = NULL;
+	}
 	pe->kind = venv ? PYENV_VENV : conda ? PYENV_CONDA
-	    : system_path(base) ? PYENV_SYSTEM : PYENV_STANDALONE;
+	    : (system_path(base) || c->root_prefix_ok) && system_path(R)
+	    ? PYENV_SYSTEM : PYENV_STANDALONE;
 
 	/* What the interpreter reads first: its binary, its config, its
 	 * stdlib and site directories, each owned and writable only by
@@ -1344,6 +1358,10 @@ pyenv_resolve(const struct pyenv_choice *choice, struct pyenv *out, char **err)
 		c.cwd = xstrdup(getcwd(cwd, sizeof cwd) ? cwd : "/");
 	}
 	home = env_get(c.envp, "HOME");
+	if (home == NULL || home[0] != '/') {
+		struct passwd *pw = getpwuid(c.me);
+		home = pw != NULL ? pw->pw_dir : NULL;
+	}
 	if (home != NULL && home[0] == '/' && (buf = realpath(home, NULL)) != NULL) {
 		c.home_real = xstrdup(buf);
 		free(buf);
@@ -1534,7 +1552,9 @@ pyenv_pkg_name(size_t i)
  * rebuilt without addsitedir, which would run .pth files. Versions come
  * from the names of the *.dist-info / *.egg-info entries, first on
  * sys.path wins: importlib.metadata would cost its import (email, re,
- * csv), 70 ms idle and 200 ms on a loaded machine, for the same answer. */
+ * csv), 70 ms idle and 200 ms on a loaded machine, for the same answer.
+ * A spec without an origin is a namespace package: a stray directory
+ * named numpy, not numpy. */
 static const char probe_script[] =
 "import sys, os\n"
 "def main():\n"
@@ -1572,7 +1592,8 @@ static const char probe_script[] =
 "    found = {}\n"
 "    for mod, dist in PKGS:\n"
 "        try:\n"
-"            ok = importlib.util.find_spec(mod) is not None\n"
+"            spec = importlib.util.find_spec(mod)\n"
+"            ok = spec is not None and spec.origin is not None\n"
 "        except Exception:\n"
 "            ok = False\n"
 "        found[mod] = dists.get(dist, '') if ok else None\n"
@@ -1825,10 +1846,10 @@ cache_stamp(const struct pyenv *pe)
 		if (stat(pe->watch[i], &st) < 0)
 			buf_printf(&b, "%s -\n", pe->watch[i]);
 		else
-			buf_printf(&b, "%s %lld.%09ld %lld %llu:%llu\n", pe->watch[i],
+			buf_printf(&b, "%s %lld.%09ld %lld %llu:%llu %llu\n", pe->watch[i],
 			    (long long)st.st_mtim.tv_sec, st.st_mtim.tv_nsec,
 			    (long long)st.st_size, (unsigned long long)st.st_dev,
-			    (unsigned long long)st.st_ino);
+			    (unsigned long long)st.st_ino, (unsigned long long)st.st_nlink);
 	}
 	return buf_take(&b);
 }
