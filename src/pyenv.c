@@ -958,6 +958,7 @@ describe(struct rctx *c, const char *P, enum pyenv_source source, const char *ho
 				c->err = xasprintf("cannot resolve %s: %s", base, strerror(errno));
 			goto out;
 		}
+		c->record = 0;
 		free(base);
 		base = s;
 		s = NULL;
@@ -1516,6 +1517,69 @@ pyenv_free(struct pyenv *pe)
 		free(pe->watch[i]);
 	free(pe->watch);
 	memset(pe, 0, sizeof *pe);
+}
+
+static int
+reach_one(const char *path, const char *what, int need_read, char **err)
+{
+	struct stat st;
+	unsigned want = S_IXOTH | (need_read ? S_IROTH : 0);
+
+	if (stat(path, &st) < 0) {
+		*err = xasprintf("cannot check %s: %s", path, strerror(errno));
+		return -1;
+	}
+	if (S_ISREG(st.st_mode))
+		want = S_IROTH | (st.st_mode & 0111 ? S_IXOTH : 0);
+	if ((st.st_mode & want) == want)
+		return 0;
+	if (!need_read)
+		*err = xasprintf("the sandbox's own user cannot reach %s: %s is mode "
+		    "%04o, not searchable by others; chmod o+x %s, or keep the "
+		    "environment elsewhere", what, path, (unsigned)(st.st_mode & 07777), path);
+	else
+		*err = xasprintf("the sandbox's own user cannot read %s: it is mode "
+		    "%04o; chmod -R o+rX %s", path, (unsigned)(st.st_mode & 07777), what);
+	return -1;
+}
+
+/* Every directory above path (not path itself) searchable by others. */
+static int
+reach_above(const char *path, char **err)
+{
+	char *p = xstrdup(path);
+	int rc = 0;
+
+	for (char *s = p + 1; *s && rc == 0; s++) {
+		if (*s != '/')
+			continue;
+		*s = '\0';
+		rc = reach_one(p, path, 0, err);
+		*s = '/';
+	}
+	free(p);
+	return rc;
+}
+
+int
+pyenv_check_reach(const struct pyenv *pe, char **err)
+{
+	*err = NULL;
+	for (size_t i = 0; i < pe->nbinds; i++) {
+		const char *b = pe->binds[i].host;
+		char *bin = path_join(b, "bin");
+		int rc = reach_above(b, err);
+		if (rc == 0)
+			rc = reach_one(b, b, 1, err);
+		if (rc == 0 && is_dir(bin))
+			rc = reach_one(bin, b, 1, err);
+		free(bin);
+		if (rc < 0)
+			return -1;
+	}
+	if (reach_above(pe->real, err) < 0)
+		return -1;
+	return reach_one(pe->real, pe->real, 1, err);
 }
 
 const char *

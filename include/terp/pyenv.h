@@ -103,6 +103,14 @@ struct pyenv {
 int pyenv_resolve(const struct pyenv_choice *c, struct pyenv *out, char **err);
 void pyenv_free(struct pyenv *pe);
 
+/* When terp runs as root it drops to a per-session uid before bwrap, and
+ * that uid reaches the binds as "other" (bwrap opens the sources as it,
+ * --ro-bind-fd too). Checks from the mode bits (ACLs are not read) that
+ * every directory above each bind is searchable by others and that each
+ * bind and the interpreter are readable by them. Returns 0, or -1 with a
+ * line naming the directory and the chmod that fixes it. */
+int pyenv_check_reach(const struct pyenv *pe, char **err);
+
 /* The kind as a word for messages: "virtualenv", "conda environment"... */
 const char *pyenv_kind_name(enum pyenv_kind k);
 

@@ -44,6 +44,7 @@ static cJSON *
 resolved(const struct pyenv *pe)
 {
 	cJSON *j = cJSON_CreateObject(), *a;
+	char *err = NULL;
 
 	cJSON_AddBoolToObject(j, "ok", 1);
 	cJSON_AddStringToObject(j, "kind", kind_word(pe->kind));
@@ -73,6 +74,12 @@ resolved(const struct pyenv *pe)
 	a = cJSON_AddArrayToObject(j, "env");
 	for (size_t i = 0; pe->env && pe->env[i]; i++)
 		cJSON_AddItemToArray(a, cJSON_CreateString(pe->env[i]));
+	if (pyenv_check_reach(pe, &err) < 0) {
+		cJSON_AddStringToObject(j, "reach", err);
+		free(err);
+	} else {
+		cJSON_AddNullToObject(j, "reach");
+	}
 	a = cJSON_AddArrayToObject(j, "watch");
 	for (size_t i = 0; pe->watch && pe->watch[i]; i++)
 		cJSON_AddItemToArray(a, cJSON_CreateString(pe->watch[i]));

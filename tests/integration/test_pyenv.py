@@ -108,6 +108,7 @@ def test_venv_own_packages_only(harness, wheel, env, tmp_path):
     assert [str(v), str(v)] in r["binds"]
     no_home_bind(r, env["HOME"])
     assert r["system_site"] is False
+    assert r["reach"] is None
     assert "VIRTUAL_ENV=%s" % v in r["env"]
     assert "PATH=%s/bin:/usr/bin:/bin" % v in r["env"]
     (p,) = r["probes"]
@@ -254,6 +255,28 @@ def test_prefix_owned_by_another_user_refused(harness, env, tmp_path):
     r = run("resolve", "--python", v, env=env)
     assert not r["ok"]
     assert r["error"].startswith("refusing %s: it belongs to uid 54321, not to you" % v), r
+
+
+def test_reach_for_the_sandbox_user(harness, env, tmp_path):
+    """Root's terp runs the sandbox as another uid, which sees the binds
+    as "other": a venv behind a 0700 directory, or itself unreadable by
+    others, is named with the chmod that fixes it."""
+    priv = tmp_path / "priv"
+    priv.mkdir()
+    v = make_venv(priv / "v")
+    os.chmod(priv, 0o700)
+    r = run("resolve", "--python", v, env=env)
+    assert r["ok"], r
+    assert r["reach"] == ("the sandbox's own user cannot reach %s: %s is mode 0700, not "
+                          "searchable by others; chmod o+x %s, or keep the environment "
+                          "elsewhere" % (v, priv, priv))
+    os.chmod(priv, 0o711)
+    os.chmod(v, 0o750)
+    r = run("resolve", "--python", v, env=env)
+    assert r["reach"] == ("the sandbox's own user cannot read %s: it is mode 0750; "
+                          "chmod -R o+rX %s" % (v, v))
+    os.chmod(v, 0o755)
+    assert run("resolve", "--python", v, env=env)["reach"] is None
 
 
 def test_home_is_never_bound(harness, env, tmp_path):
