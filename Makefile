@@ -149,3 +149,10 @@ bench-egress: need-deps build/egress-bench
 	$(Q)$(PYTHON) bench/egress.py
 
 .PHONY: bench-egress
+
+# The test driver of src/pyenv.c (tests/integration/test_pyenv.py):
+# resolves and probes an interpreter and prints the result as JSON.
+build/pyenv-harness: tests/integration/pyenv_harness.c $(LIBOBJS)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(T_CFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIBOBJS) $(T_LIBS)
