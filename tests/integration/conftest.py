@@ -299,6 +299,34 @@ def pids_gone(pids, timeout=60):
         time.sleep(0.02)
 
 
+# A cell that waits for the test: it polls for a file the test creates in
+# the session's workspace (release()), and says whether it was released
+# or gave up at its safety deadline, so that a test that never released
+# it fails instead of passing late.
+GATE = ("import os as _os, time as _time\n"
+        "_end = _time.monotonic() + 60\n"
+        "while not _os.path.exists('/workspace/.release') and _time.monotonic() < _end:\n"
+        "    _time.sleep(0.01)\n"
+        "print('released' if _os.path.exists('/workspace/.release') else 'gave up waiting',"
+        " flush=True)\n")
+
+
+def session_dir(env):
+    """The one session folder under env's private state."""
+    d = _state_sessions(env)
+    ids = sorted(_listdir(d))
+    assert len(ids) == 1, ids
+    return d / ids[0]
+
+
+def release(env):
+    """Lets a GATE cell of the one session under env go on."""
+    ws = session_dir(env) / "workspace"
+    if not ws.exists():
+        ws = session_dir(env) / "sandbox" / "workspace"
+    (ws / ".release").write_text("")
+
+
 @pytest.fixture
 def env(tmp_path):
     """A clean environment: no API keys, private XDG folders."""
