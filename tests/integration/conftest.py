@@ -199,8 +199,9 @@ def pytest_terminal_summary(terminalreporter):
             "FAILED: the tests left behind: " + ", ".join(problems), red=True, bold=True)
     if notes:
         terminalreporter.write_line(
-            "note: appeared during the run but from no test of this run (another terp "
-            "on this machine?): " + ", ".join(notes))
+            "note: %d session folder(s) appeared during the run but belong to no test of "
+            "this run (another terp on this machine), e.g. %s"
+            % (len(notes), ", ".join(notes[:3])))
 
 
 # ---------------------------------------------------------------- the machine can run this

@@ -22,10 +22,28 @@ struct fake {
 	char	 log[96];
 };
 
+/* tests/fake_model.py of this checkout, found from the test binary
+ * (build/unit-tests), so that the tests run from any folder. */
+static char *
+fake_model_py(void)
+{
+	char exe[4096], *s;
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+
+	cr_assert_gt(n, 0);
+	exe[n] = '\0';
+	for (int up = 0; up < 2; up++) {	/* drop unit-tests, then build */
+		s = strrchr(exe, '/');
+		cr_assert_not_null(s, "%s", exe);
+		*s = '\0';
+	}
+	return xasprintf("%s/tests/fake_model.py", exe);
+}
+
 static void
 fake_start(struct fake *f, const char *script)
 {
-	char path[128];
+	char path[128], *py = fake_model_py();
 	int p[2];
 	FILE *fp;
 
@@ -43,13 +61,16 @@ fake_start(struct fake *f, const char *script)
 		dup2(p[1], 1);
 		close(p[0]);
 		close(p[1]);
-		execl("/usr/bin/python3", "python3", "tests/fake_model.py", path,
-		    f->log, (char *)NULL);
+		/* any python 3 will do (the standard library only) */
+		execlp("python3", "python3", py, path, f->log, (char *)NULL);
+		execl("/usr/bin/python3", "python3", py, path, f->log, (char *)NULL);
 		_exit(127);
 	}
 	close(p[1]);
+	free(py);
 	fp = fdopen(p[0], "r");
-	cr_assert_eq(fscanf(fp, "%d", &f->port), 1, "fake_model did not start");
+	cr_assert_eq(fscanf(fp, "%d", &f->port), 1, "fake_model did not start (python3 "
+	    "running tests/fake_model.py on 127.0.0.1: is loopback up?)");
 	fclose(fp);
 }
 
@@ -381,12 +402,15 @@ Test(llm_live, cancel_while_waiting_is_immediate, .timeout = 20)
 	struct run r;
 	int64_t t0, end;
 
-	fake_start(&f, "{\"turns\":[{\"delay\":2,\"openai\":{\"text\":\"late\"}}]}");
-	run_init(&r, &f, "openai", 3, 5000);
+	/* The server answers after 30 s, past the test's own timeout: a
+	 * cancel that waited for it (not a slow machine) fails, at ask()'s
+	 * safety net. */
+	fake_start(&f, "{\"turns\":[{\"delay\":30,\"openai\":{\"text\":\"late\"}}]}");
+	run_init(&r, &f, "openai", 3, 60000);
 	loop_timer_add(r.loop, 200, cancel_now, &r);
 	t0 = now_ms();
-	ask(&r, 10000);
-	cr_assert_lt(now_ms() - t0, 1000);
+	ask(&r, 15000);
+	cr_assert_lt(now_ms() - t0, 15000, "the cancel waited for the server's answer");
 	cr_assert_eq(llm_busy(r.m), 0);
 	end = now_ms() + 300;
 	while (now_ms() < end)
@@ -405,10 +429,11 @@ Test(llm_live, silent_stream_hits_the_idle_timeout, .timeout = 20)
 	struct fake f;
 	struct run r;
 
+	/* the server hangs far longer than the safety net of ask() */
 	fake_start(&f, "{\"turns\":[{\"openai\":{\"text\":\"x\",\"done\":false},"
-	    "\"cut_after\":2,\"hang\":5}]}");
+	    "\"cut_after\":2,\"hang\":60}]}");
 	run_init(&r, &f, "openai", 0, 300);
-	ask(&r, 4000);
+	ask(&r, 15000);
 	cr_assert_str_eq(buf_str(&r.text), "x");
 	cr_assert(strstr(r.error, "no data from the server") != NULL, "%s", r.error);
 	run_free(&r);
