@@ -289,6 +289,35 @@ def wait_until(pred, what, timeout=60, every=0.02):
         time.sleep(every)
 
 
+def _procs():
+    """{pid: (parent pid, command line)} from /proc: procps (pgrep, ps)
+    is not on every machine (a minimal Debian has none)."""
+    out = {}
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % d) as f:
+                st = f.read()
+            with open("/proc/%s/cmdline" % d, "rb") as f:
+                cmd = f.read().replace(b"\0", b" ").decode(errors="replace").strip()
+        except OSError:
+            continue            # gone meanwhile
+        # the name (field 2) may hold spaces and ")": the fields after it
+        out[d] = (st[st.rindex(")") + 2:].split()[1], cmd)
+    return out
+
+
+def children(pid):
+    """The pids (strings) whose parent is pid."""
+    return [p for p, (pp, _) in _procs().items() if pp == str(pid)]
+
+
+def command_lines():
+    """[(pid, command line)] of every process."""
+    return [(p, cmd) for p, (_, cmd) in _procs().items()]
+
+
 def pids_gone(pids, timeout=60):
     """True once none of the pids exists (a safety-net deadline)."""
     end = time.monotonic() + timeout

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import GATE, TERP, pids_gone, release
+from conftest import GATE, TERP, children, pids_gone, release
 
 
 def test_persistence_and_trailing_value(terp):
@@ -328,7 +328,7 @@ def test_no_process_is_left_behind(tmp_path, env):
                           "import time; time.sleep(600)"],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=tmp_path)
     assert p.stdout.readline() == b"running\n"     # the cell runs: the sandbox is up
-    kids = subprocess.run(["pgrep", "-P", str(p.pid)], capture_output=True, text=True).stdout.split()
+    kids = children(p.pid)
     assert kids, "bwrap should be running"
     p.kill()      # SIGKILL: terp cannot clean up; the sandbox must die anyway
     p.wait()

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, TERP, Result, pids_gone, wait_until
+from conftest import ROOT, TERP, Result, children, pids_gone, wait_until
 
 sys.path.insert(0, str(ROOT / "tests"))
 from fake_model import FakeModel, read_log  # noqa: E402
@@ -113,11 +113,6 @@ def popen(args, env, cwd, extra_env=None):
     e.update(extra_env or {})
     return subprocess.Popen([str(TERP), *map(str, args)], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env=e, cwd=cwd)
-
-
-def children(pid):
-    return subprocess.run(["pgrep", "-P", str(pid)], capture_output=True,
-                          text=True).stdout.split()
 
 
 def all_gone(pids):

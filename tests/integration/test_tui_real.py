@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from conftest import wait_until
+from conftest import command_lines, wait_until
 from tui_tmux import Tmux
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -73,9 +73,7 @@ def session(tmp_path):
 
 
 def sandbox_procs(tmp_path):
-    out = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True,
-                         text=True).stdout
-    return [l for l in out.splitlines() if str(tmp_path) in l and "ps -eo" not in l
+    return [l for _, l in command_lines() if str(tmp_path) in l
             and "tmux" not in l and "sleep 600" not in l]
 
 
