@@ -22,28 +22,10 @@ struct fake {
 	char	 log[96];
 };
 
-/* tests/fake_model.py of this checkout, found from the test binary
- * (build/unit-tests), so that the tests run from any folder. */
-static char *
-fake_model_py(void)
-{
-	char exe[4096], *s;
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-
-	cr_assert_gt(n, 0);
-	exe[n] = '\0';
-	for (int up = 0; up < 2; up++) {	/* drop unit-tests, then build */
-		s = strrchr(exe, '/');
-		cr_assert_not_null(s, "%s", exe);
-		*s = '\0';
-	}
-	return xasprintf("%s/tests/fake_model.py", exe);
-}
-
 static void
 fake_start(struct fake *f, const char *script)
 {
-	char path[128], *py = fake_model_py();
+	char path[128];
 	int p[2];
 	FILE *fp;
 
@@ -61,13 +43,15 @@ fake_start(struct fake *f, const char *script)
 		dup2(p[1], 1);
 		close(p[0]);
 		close(p[1]);
-		/* any python 3 will do (the standard library only) */
-		execlp("python3", "python3", py, path, f->log, (char *)NULL);
-		execl("/usr/bin/python3", "python3", py, path, f->log, (char *)NULL);
+		/* any python 3 will do (the standard library only); the
+		 * path is the checkout's (checkout.c) */
+		execlp("python3", "python3", "tests/fake_model.py", path, f->log,
+		    (char *)NULL);
+		execl("/usr/bin/python3", "python3", "tests/fake_model.py", path,
+		    f->log, (char *)NULL);
 		_exit(127);
 	}
 	close(p[1]);
-	free(py);
 	fp = fdopen(p[0], "r");
 	cr_assert_eq(fscanf(fp, "%d", &f->port), 1, "fake_model did not start (python3 "
 	    "running tests/fake_model.py on 127.0.0.1: is loopback up?)");
