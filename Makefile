@@ -7,7 +7,11 @@ BINDIR	?= $(PREFIX)/bin
 MANDIR	?= $(PREFIX)/share/man
 DATADIR	?= $(PREFIX)/share/terp
 DESTDIR	?=
-PYTHON	?= /usr/bin/python3
+# pytest's python: the first of python3 on PATH and /usr/bin/python3 that has
+# what the tests import (deps.sh installs them for Debian's), chosen when
+# a recipe runs (after need-deps), not when the Makefile is read.
+PYTHON	?= $(or $(firstword $(foreach p,python3 /usr/bin/python3,$(shell $(p) -c \
+	   'import pytest, matplotlib, nbformat, sys; print(sys.executable)' 2>/dev/null))),python3)
 
 CC	?= cc
 PKGS	:= ncursesw libcurl libcjson libpng libseccomp readline

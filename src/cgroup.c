@@ -92,9 +92,8 @@ write_file(const char *dir, const char *file, const char *value)
 struct cgroup *
 cgroup_create(const char *name, uint64_t memory, long pids, char **why)
 {
-	char *self = NULL, *mnt = NULL, *text, *parent = NULL, *ctl = NULL;
+	char *self = NULL, *mnt = NULL, *text, *parent;
 	struct cgroup *cg = NULL;
-	char v[32];
 
 	if ((text = read_file("/proc/self/cgroup", 1 << 16, NULL)) != NULL) {
 		self = cgroup_parse_self(text);
@@ -106,15 +105,30 @@ cgroup_create(const char *name, uint64_t memory, long pids, char **why)
 	}
 	if (self == NULL || mnt == NULL) {
 		*why = xstrdup("no cgroup v2 hierarchy");
-		goto out;
+	} else {
+		parent = xasprintf("%s%s", mnt, strcmp(self, "/") == 0 ? "" : self);
+		cg = cgroup_create_in(parent, name, memory, pids, why);
+		free(parent);
 	}
-	parent = xasprintf("%s%s", mnt, strcmp(self, "/") == 0 ? "" : self);
+	free(self);
+	free(mnt);
+	return cg;
+}
+
+struct cgroup *
+cgroup_create_in(const char *parent, const char *name, uint64_t memory,
+    long pids, char **why)
+{
+	char *text, *ctl;
+	struct cgroup *cg = NULL;
+	char v[32];
+
 	text = xasprintf("%s/cgroup.subtree_control", parent);
 	ctl = read_file(text, 4096, NULL);
 	free(text);
 	if (ctl == NULL || !cgroup_has_controller(ctl, "memory") ||
 	    !cgroup_has_controller(ctl, "pids")) {
-		*why = xasprintf("no memory controller delegated to terp's cgroup (%s)", self);
+		*why = xasprintf("no memory controller delegated to terp's cgroup (%s)", parent);
 		goto out;
 	}
 	cg = xcalloc(1, sizeof *cg);
@@ -146,9 +160,6 @@ fail:
 	cgroup_destroy(cg);
 	cg = NULL;
 out:
-	free(self);
-	free(mnt);
-	free(parent);
 	free(ctl);
 	return cg;
 }

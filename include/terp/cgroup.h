@@ -18,6 +18,12 @@ struct cgroup;
 struct cgroup *cgroup_create(const char *name, uint64_t memory, long pids,
     char **why);
 
+/* The same under a given parent cgroup directory instead of terp's own
+ * (cgroup_create finds that one and calls this). A test seam: the unit
+ * tests point it at a fake tree in a temporary folder. */
+struct cgroup *cgroup_create_in(const char *parent, const char *name,
+    uint64_t memory, long pids, char **why);
+
 /* The fd of the cgroup's cgroup.procs, opened for writing: a forked
  * child writes "0" to it to move itself in before exec. -1 if none. */
 int cgroup_procs_fd(const struct cgroup *cg);

@@ -98,7 +98,8 @@ def test_reexecuted_by_jupyter_prints_the_same_numbers(exported):
     import nbformat
     tmp, sid, ipynb, md, png = exported
     if shutil.which("jupyter-nbconvert", path="/usr/bin") is None:
-        pytest.skip("jupyter-nbconvert is not installed")
+        pytest.fail("jupyter-nbconvert is not installed: `make deps` installs it",
+                    pytrace=False)
     env = dict(os.environ)
     env["JUPYTER_RUNTIME_DIR"] = str(tmp / "rt")
     env["PATH"] = "/usr/bin:/bin"

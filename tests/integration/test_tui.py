@@ -6,7 +6,7 @@ test_tui_real.py runs the real binary with a fake model server."""
 import os
 import re
 import subprocess
-import time
+import sys
 
 import pytest
 
@@ -27,7 +27,7 @@ def harness():
 @pytest.fixture(scope="session")
 def chart(tmp_path_factory):
     path = str(tmp_path_factory.mktemp("png") / "chart.png")
-    subprocess.run(["/usr/bin/python3", "-c", """
+    subprocess.run([sys.executable, "-c", """
 import matplotlib; matplotlib.use('Agg')
 import matplotlib.pyplot as plt
 fig, ax = plt.subplots(figsize=(6, 4))
@@ -44,6 +44,7 @@ def tui(harness, chart, tmp_path):
     def start(width=100, height=30, **env):
         e = {"FAKE_PNG": chart, "FAKE_HISTORY": str(tmp_path / "history"),
              "TERM": "tmux-256color", "XDG_STATE_HOME": str(tmp_path / "state"),
+             "XDG_CONFIG_HOME": str(tmp_path / "config"), "HOME": str(tmp_path),
              "LANG": "C.UTF-8"}
         e.update(env)
         t = Tmux(harness, width, height, e, cwd=str(tmp_path))
@@ -179,16 +180,21 @@ def test_sent_ledger(tui):
 
 def test_a_million_lines_keep_the_ui_responsive(tui):
     t = tui()
-    ask(t, "flood the screen")
+    # keys are handled while the output pours in: this flood lasts until
+    # cancelled, so the help can only show up during it
+    ask(t, "flood the screen forever")
     t.wait(r"running cell \[1\]")
-    # keys are handled while the output pours in
-    start = time.time()
     t.keys("F1")
-    t.wait(r"keys and commands", timeout=3)
-    assert time.time() - start < 2.0
+    t.wait(r"keys and commands")
     t.keys("q")
-    t.wait(r"lines hidden", timeout=30)
-    s = t.wait(r"\[1\] model · ok", timeout=60)
+    s = t.wait_for(lambda s: "keys and commands" not in s)
+    assert "running cell [1]" in s, s
+    t.keys("C-c")
+    t.wait(r"\[1\] model · interrupted")
+    # a million lines: the head and the tail are kept
+    ask(t, "flood the screen")
+    t.wait(r"lines hidden")
+    s = t.wait(r"\[2\] model · ok")
     assert "999999" in s
 
 
@@ -200,7 +206,7 @@ def test_multiline_input_with_alt_enter_and_paste(tui):
     s = t.wait(r"second line")
     assert "› first line" in s
     t.keys("C-c")
-    t.wait(r"›\s*\n", timeout=3)
+    t.wait(r"›\s*\n")
     # a bracketed paste with newlines does not send anything
     t.tmux("set-buffer", "-b", "p", "pasted one\npasted two")
     t.tmux("paste-buffer", "-p", "-b", "p", "-t", "t")

@@ -4,10 +4,10 @@ import os
 import re
 import subprocess
 import sys
-import time
 
 import pytest
 
+from conftest import command_lines, wait_until
 from tui_tmux import Tmux
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -50,8 +50,6 @@ SCRIPT = {"turns": [
 
 @pytest.fixture
 def session(tmp_path):
-    if not os.access(TERP, os.X_OK):
-        pytest.skip("terp is not built")
     srv = FakeModel(SCRIPT, str(tmp_path / "log.jsonl"))
     port = srv.start()
     started = []
@@ -60,11 +58,11 @@ def session(tmp_path):
         env = {"TERM": "tmux-256color", "LANG": "C.UTF-8",
                "XDG_STATE_HOME": str(tmp_path / "state"),
                "XDG_CONFIG_HOME": str(tmp_path / "config"),
-               "OPENAI_API_KEY": "test-key"}
+               "HOME": str(tmp_path), "OPENAI_API_KEY": "test-key"}
         cmd = ("%s --provider openai --model fake-model --base-url "
                "http://127.0.0.1:%d/v1 --out %s %s"
                % (TERP, port, tmp_path / "out", SALES))
-        t = Tmux(cmd, width, height, env, cwd=ROOT)
+        t = Tmux(cmd, width, height, env, cwd=str(tmp_path))
         started.append(t)
         t.wait(r"│ ready", timeout=30)
         return t
@@ -75,9 +73,7 @@ def session(tmp_path):
 
 
 def sandbox_procs(tmp_path):
-    out = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True,
-                         text=True).stdout
-    return [l for l in out.splitlines() if str(tmp_path) in l and "ps -eo" not in l
+    return [l for _, l in command_lines() if str(tmp_path) in l
             and "tmux" not in l and "sleep 600" not in l]
 
 
@@ -134,8 +130,7 @@ def test_real_session(session, tmp_path):
     t.keys("Enter")
     s = t.wait(r"EXITED rc=0.*icanon", timeout=30)
     assert "-icanon" not in s.replace("\n", "")
-    time.sleep(0.5)
-    assert sandbox_procs(tmp_path) == []
+    wait_until(lambda: sandbox_procs(tmp_path) == [], "the sandbox's processes ending")
 
 
 def test_the_notebook_is_saved_as_it_goes(session, tmp_path):
@@ -144,7 +139,7 @@ def test_the_notebook_is_saved_as_it_goes(session, tmp_path):
     t.keys("Enter")
     t.wait(r"Search brings the most revenue", timeout=60)
     env = dict(os.environ, XDG_STATE_HOME=str(tmp_path / "state"),
-               XDG_CONFIG_HOME=str(tmp_path / "config"))
+               XDG_CONFIG_HOME=str(tmp_path / "config"), HOME=str(tmp_path))
     # Saved while the notebook is still open (and locked against --delete).
     r = subprocess.run([TERP, "--list"], capture_output=True, text=True, env=env)
     assert r.returncode == 0 and "Which channel brings the most revenue?" in r.stdout

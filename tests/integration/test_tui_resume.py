@@ -12,6 +12,7 @@ import time
 
 import pytest
 
+from conftest import release
 from tui_tmux import Tmux
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -42,12 +43,14 @@ SCRIPT = {"turns": [
 ]}
 
 QUESTION = "Which channel brings the most revenue?"
+# waits until the test creates /workspace/.release, then takes it away
+GATED_CELL = ("/py import os, time; [time.sleep(0.01) for _ in iter(lambda: "
+              "os.path.exists('/workspace/.release'), True)]; "
+              "os.remove('/workspace/.release'); y = 7")
 
 
 @pytest.fixture
 def terp(tmp_path):
-    if not os.access(TERP, os.X_OK):
-        pytest.skip("terp is not built")
     srv = FakeModel(SCRIPT, str(tmp_path / "log.jsonl"))
     port = srv.start()
     started = []
@@ -56,7 +59,7 @@ def terp(tmp_path):
         env = {"TERM": "tmux-256color", "LANG": "C.UTF-8",
                "XDG_STATE_HOME": str(tmp_path / "state"),
                "XDG_CONFIG_HOME": str(tmp_path / "config"),
-               "OPENAI_API_KEY": "test-key"}
+               "HOME": str(tmp_path), "OPENAI_API_KEY": "test-key"}
         cmd = ("%s --provider openai --model fake-model --base-url "
                "http://127.0.0.1:%d/v1 --out %s %s"
                % (TERP, port, tmp_path / "out", " ".join(args)))
@@ -106,8 +109,11 @@ def test_resume_redraws_the_notebook_and_replay_rebuilds_it(terp, tmp_path):
     t.wait(r"Search brings the most revenue", timeout=60)
     run(t, "/load second.csv")
     t.wait(r"loaded second\.csv as /workspace/data/second\.csv", timeout=30)
-    # a slow cell, so that the replay's progress can be seen
-    run(t, "/py import time; time.sleep(2); y = 7")
+    # a cell that waits for the test (a file it creates in the workspace),
+    # so that the replay's progress can be seen while it runs
+    state = {"XDG_STATE_HOME": str(tmp_path / "state")}
+    run(t, GATED_CELL)
+    release(state)
     t.wait(r"\[2\] you · ok", timeout=30)
     quit_(t)
     t.close()
@@ -139,6 +145,7 @@ def test_resume_redraws_the_notebook_and_replay_rebuilds_it(terp, tmp_path):
     run(t, "/py print(len(df) + y)")
     s = t.wait(r"replaying 2/2", timeout=30)
     assert re.search(words("held until the replay is over: /py print(len(df) + y)"), s), s
+    release(state)
     s = t.wait(r"\[5\] you · ok", timeout=60)
     assert re.search(r"replay done: 2 cells re-ran", s), s
     assert re.search(r"^  295\s", s, re.M), s
@@ -150,7 +157,7 @@ def test_resume_redraws_the_notebook_and_replay_rebuilds_it(terp, tmp_path):
 
 
 def test_export_and_save(terp, tmp_path):
-    nbformat = pytest.importorskip("nbformat")
+    import nbformat
     t = terp(SALES)
     run(t, QUESTION)
     t.wait(r"Search brings the most revenue", timeout=60)
@@ -206,19 +213,21 @@ def test_export_and_save(terp, tmp_path):
 
 
 def test_idle_timeout_on_the_status_bar(terp, tmp_path):
-    t = terp("--idle-timeout", "2s", SALES)
+    # 8 s: long enough that the countdown is still on screen when the
+    # test looks, however slow the machine (the stop is awaited, not timed)
+    t = terp("--idle-timeout", "8s", SALES)
     run(t, "/py x = 6 * 7")
     t.wait(r"\[1\] you · ok", timeout=30)
-    t.wait(r"│ ready │ idle stop in 0:0[12]", timeout=10)
-    s = t.wait(r"│ sandbox stopped \(idle\)", timeout=15)
-    assert re.search(words("stopped the sandbox after 2 s idle"), left(s)), s
+    t.wait(r"│ ready │ idle stop in 0:0[1-8]")
+    s = t.wait(r"│ sandbox stopped \(idle\)")
+    assert re.search(words("stopped the sandbox after 8 s idle"), left(s)), s
     # the next cell starts a new sandbox, and the UI says what was lost
     run(t, "/py print('after', 6 * 7)")
     s = t.wait(r"\[2\] you · ok", timeout=30)
     assert re.search(r"^  after 42\s", s, re.M), s
-    assert re.search(words("restarted the sandbox, which was stopped (idle for 2 s): "
+    assert re.search(words("restarted the sandbox, which was stopped (idle for 8 s): "
                            "variables from before are gone; /replay re-runs the "
                            "cells that succeeded"), left(s)), s
     # and the countdown starts again
-    t.wait(r"│ ready │ idle stop in 0:0[12]", timeout=10)
+    t.wait(r"│ ready │ idle stop in 0:0[1-8]")
     quit_(t)

@@ -36,26 +36,28 @@ class Tmux:
             args.append("-e")
         return self.tmux(*args)
 
-    def wait(self, pattern, timeout=10.0, escapes=False):
+    # The timeouts are safety nets (a screen that never comes fails the
+    # test); the tests wait for what they expect to see, never for time.
+    def wait(self, pattern, timeout=60.0, escapes=False):
         """Waits until the screen matches the regex; returns the screen."""
-        end = time.time() + timeout
+        end = time.monotonic() + timeout
         rx = re.compile(pattern, re.S)
         while True:
             s = self.screen(escapes)
             if rx.search(s):
                 return s
-            if time.time() > end:
+            if time.monotonic() > end:
                 raise AssertionError("screen never matched %r:\n%s" % (pattern, s))
             time.sleep(0.05)
 
-    def wait_for(self, pred, timeout=10.0):
+    def wait_for(self, pred, timeout=60.0):
         """Waits until pred(screen) is true; returns the screen."""
-        end = time.time() + timeout
+        end = time.monotonic() + timeout
         while True:
             s = self.screen()
             if pred(s):
                 return s
-            if time.time() > end:
+            if time.monotonic() > end:
                 raise AssertionError("screen never satisfied the test:\n%s" % s)
             time.sleep(0.05)
 

@@ -81,7 +81,11 @@ tick(struct loop *l, void *arg)
 		return;
 	}
 	if (a->step == 8) {
-		if (a->flood && a->lines < 1000000) {
+		/* "flood ... forever" pours until cancelled (keys must be
+		 * handled meanwhile); "flood" stops at a million lines. */
+		if (a->flood && (a->lines < 1000000 || strstr(a->q, "forever"))) {
+			if (a->lines >= 10000000)
+				a->lines = 0;	/* at most 8 digits: the lines fit b */
 			char b[200000];
 			size_t n = 0;
 			for (int i = 0; i < 20000; i++)

@@ -43,13 +43,18 @@ fake_start(struct fake *f, const char *script)
 		dup2(p[1], 1);
 		close(p[0]);
 		close(p[1]);
+		/* any python 3 will do (the standard library only); the
+		 * path is the checkout's (checkout.c) */
+		execlp("python3", "python3", "tests/fake_model.py", path, f->log,
+		    (char *)NULL);
 		execl("/usr/bin/python3", "python3", "tests/fake_model.py", path,
 		    f->log, (char *)NULL);
 		_exit(127);
 	}
 	close(p[1]);
 	fp = fdopen(p[0], "r");
-	cr_assert_eq(fscanf(fp, "%d", &f->port), 1, "fake_model did not start");
+	cr_assert_eq(fscanf(fp, "%d", &f->port), 1, "fake_model did not start (python3 "
+	    "running tests/fake_model.py on 127.0.0.1: is loopback up?)");
 	fclose(fp);
 }
 
@@ -381,12 +386,15 @@ Test(llm_live, cancel_while_waiting_is_immediate, .timeout = 20)
 	struct run r;
 	int64_t t0, end;
 
-	fake_start(&f, "{\"turns\":[{\"delay\":2,\"openai\":{\"text\":\"late\"}}]}");
-	run_init(&r, &f, "openai", 3, 5000);
+	/* The server answers after 30 s, past the test's own timeout: a
+	 * cancel that waited for it (not a slow machine) fails, at ask()'s
+	 * safety net. */
+	fake_start(&f, "{\"turns\":[{\"delay\":30,\"openai\":{\"text\":\"late\"}}]}");
+	run_init(&r, &f, "openai", 3, 60000);
 	loop_timer_add(r.loop, 200, cancel_now, &r);
 	t0 = now_ms();
-	ask(&r, 10000);
-	cr_assert_lt(now_ms() - t0, 1000);
+	ask(&r, 15000);
+	cr_assert_lt(now_ms() - t0, 15000, "the cancel waited for the server's answer");
 	cr_assert_eq(llm_busy(r.m), 0);
 	end = now_ms() + 300;
 	while (now_ms() < end)
@@ -405,10 +413,11 @@ Test(llm_live, silent_stream_hits_the_idle_timeout, .timeout = 20)
 	struct fake f;
 	struct run r;
 
+	/* the server hangs far longer than the safety net of ask() */
 	fake_start(&f, "{\"turns\":[{\"openai\":{\"text\":\"x\",\"done\":false},"
-	    "\"cut_after\":2,\"hang\":5}]}");
+	    "\"cut_after\":2,\"hang\":60}]}");
 	run_init(&r, &f, "openai", 0, 300);
-	ask(&r, 4000);
+	ask(&r, 15000);
 	cr_assert_str_eq(buf_str(&r.text), "x");
 	cr_assert(strstr(r.error, "no data from the server") != NULL, "%s", r.error);
 	run_free(&r);

@@ -230,18 +230,21 @@ Test(replay, runs_in_order_and_stops_at_a_failure)
 
 struct fired {
 	int	timeouts, max;
+	int64_t	at;		/* now_ms() of the last IDLE_TIMEOUT */
 };
 
 static void
 on_fire(void *arg, enum idle_why why)
 {
 	struct fired *f = arg;
-	if (why == IDLE_TIMEOUT)
+	if (why == IDLE_TIMEOUT) {
 		f->timeouts++;
-	else
+		f->at = now_ms();
+	} else
 		f->max++;
 }
 
+/* Runs the loop for at least ms: every timer due by then has fired. */
 static void
 run_for(struct loop *l, int64_t ms)
 {
@@ -257,26 +260,42 @@ ev(struct idle *i, enum event_type t, int n)
 	idle_event(i, &e);
 }
 
+/* Every check is one way round: a timer that should not be armed gets
+ * run_for() well past its time (a bug fires it, however loaded the
+ * machine), and one that should be armed is awaited, then its moment
+ * compared on the clock. Nothing depends on how fast the loop runs. */
 Test(idle, fires_only_when_quiet_and_running)
 {
 	struct loop *l = loop_new();
-	struct fired f = { 0, 0 };
+	struct fired f = { 0, 0, 0 };
 	struct idle *i = idle_new(l, 60, 0, on_fire, &f);
+	int64_t t0, first, second;
 
 	run_for(l, 100);
 	cr_assert_eq(f.timeouts, 0, "fired before the sandbox started");
 	ev(i, EV_KERNEL, KERNEL_READY);
 	ev(i, EV_QUESTION, 0);
+	cr_assert_eq(idle_deadline(i), 0, "armed during a question");
 	run_for(l, 100);
 	cr_assert_eq(f.timeouts, 0, "fired during a question");
+	t0 = now_ms();
 	ev(i, EV_IDLE, 0);
+	first = idle_deadline(i);
+	cr_assert(first >= t0 + 60 && first <= now_ms() + 60,
+	    "deadline %lld, armed at %lld", (long long)first, (long long)t0);
 	run_for(l, 30);
 	ev(i, EV_CELL_START, 0);	/* activity: the clock starts over */
+	cr_assert_eq(idle_deadline(i), 0, "armed during a cell");
 	ev(i, EV_IDLE, 0);
-	run_for(l, 40);
-	cr_assert_eq(f.timeouts, 0, "the clock did not restart");
-	run_for(l, 60);
+	second = idle_deadline(i);
+	cr_assert_geq(second, first + 30, "the clock did not restart");
+	run_for(l, second - now_ms() + 100);
+	/* once, and by the new timer: the first one (due at first) was
+	 * cancelled, or it would have fired too, or earlier */
 	cr_assert_eq(f.timeouts, 1);
+	cr_assert_geq(f.at, second - 1, "fired at %lld, before the restarted "
+	    "deadline %lld", (long long)f.at, (long long)second);
+	cr_assert_eq(idle_deadline(i), 0);
 	ev(i, EV_KERNEL, KERNEL_STOPPED);
 	run_for(l, 100);
 	cr_assert_eq(f.timeouts, 1, "fired again with the sandbox stopped");
@@ -290,7 +309,7 @@ Test(idle, fires_only_when_quiet_and_running)
 Test(idle, max_session)
 {
 	struct loop *l = loop_new();
-	struct fired f = { 0, 0 };
+	struct fired f = { 0, 0, 0 };
 	struct idle *i = idle_new(l, 0, 40, on_fire, &f);
 
 	ev(i, EV_KERNEL, KERNEL_READY);
