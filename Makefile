@@ -7,7 +7,8 @@
 # (scripts/deps.sh), then run a second make for the work: pkg-config's
 # answers below are read when a make starts, so only a make started after
 # the install sees the libraries. The steps of each run in order, also
-# under -j (the second make gets the job slots).
+# under -j (the second make gets the job slots: $(MAKE) must appear
+# literally in its recipe line for that).
 
 PREFIX	?= /usr/local
 BINDIR	?= $(PREFIX)/bin
@@ -59,11 +60,9 @@ ifneq ($(filter $(ENTRY),$(or $(MAKECMDGOALS),all)),)
 .NOTPARALLEL:
 endif
 
-SUB	:= $(MAKE) --no-print-directory
-
 all:
 	$(Q)sh scripts/deps.sh --if-missing build
-	$(Q)$(SUB) terp
+	$(Q)$(MAKE) --no-print-directory terp
 
 # Without the libraries (a direct `make terp` or `make install` on a fresh
 # machine) stop with one line, before the compiler's pages of errors.
@@ -111,25 +110,25 @@ deps:
 
 unit:
 	$(Q)sh scripts/deps.sh --if-missing check
-	$(Q)$(SUB) run-unit
+	$(Q)$(MAKE) --no-print-directory run-unit
 
 integration:
 	$(Q)sh scripts/deps.sh --if-missing check
-	$(Q)$(SUB) run-integration
+	$(Q)$(MAKE) --no-print-directory run-integration
 
 check:
 	$(Q)sh scripts/deps.sh --if-missing check
-	$(Q)$(SUB) run-unit
-	$(Q)$(SUB) run-integration
+	$(Q)$(MAKE) --no-print-directory run-unit
+	$(Q)$(MAKE) --no-print-directory run-integration
 
 demo:
 	$(Q)sh scripts/deps.sh --if-missing build
-	$(Q)$(SUB) terp
+	$(Q)$(MAKE) --no-print-directory terp
 	$(Q)sh scripts/demo.sh
 
 bench:
 	$(Q)sh scripts/deps.sh --if-missing bench
-	$(Q)$(SUB) terp
+	$(Q)$(MAKE) --no-print-directory terp
 	$(Q)sh bench/run.sh
 
 run-unit: build/unit-tests
@@ -158,6 +157,9 @@ FUZZ	:= $(patsubst tests/fuzz/%.c,build/fuzz/%,$(wildcard tests/fuzz/*.c))
 FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -Iinclude -Ibuild/gen $(PKG_CFLAGS) -g -O1 \
 	    -DTERP_DATADIR='"$(DATADIR)"'
 FUZZOBJS := $(LIBOBJS:build/obj/%=build/fuzzobj/%)
+# Named only in a pattern rule, they would be deleted after each link as
+# intermediate files and all rebuilt after any change.
+.SECONDARY: $(FUZZOBJS)
 
 build/fuzzobj/%.o: src/%.c $(GEN) | have-libs
 	@mkdir -p $(dir $@)
@@ -170,7 +172,7 @@ build/fuzz/%: tests/fuzz/%.c $(FUZZOBJS)
 
 fuzz:
 	$(Q)sh scripts/deps.sh --if-missing fuzz
-	$(Q)$(SUB) $(or $(FUZZ),have-libs)
+	$(Q)$(MAKE) --no-print-directory $(or $(FUZZ),have-libs)
 
 clean:
 	rm -rf build terp
