@@ -6,7 +6,8 @@
 # in it as root, with /proc, /sys and /dev mounted.
 #
 # usage: scripts/fresh-check.sh [--rebuild] [--keep] [TARGET...]
-#   TARGET      make targets to run in order (default: demo check)
+#   TARGET      make targets to run in order (default: demo check); one
+#               with a space is a shell command, e.g. 'sh bench/run.sh --quick'
 #   --rebuild   build the cached base root again
 #   --keep      keep this run's root (its changes over the base) for a look
 # Environment: TERP_FRESH_CACHE (default /var/cache/terp-fresh),
@@ -65,14 +66,21 @@ fi
 # ---- in the fresh root, as its first login ----
 if [ "${1:-}" = --targets ]; then
 	cd /root/terp
-	for t in $3; do
+	i=0
+	while IFS= read -r t; do
+		[ -n "$t" ] || continue
+		i=$((i + 1))
+		case $t in
+		*" "*) cmd=(bash -c "$t") ;;
+		*) cmd=(make "$t"); t="make $t" ;;
+		esac
 		echo
-		echo "=== fresh-check: make $t ==="
+		echo "=== fresh-check: $t ==="
 		start=$(date +%s)
 		rc=0
-		timeout --kill-after=60 "$2" make "$t" </dev/null || rc=$?
-		echo "$t $rc $(($(date +%s) - start))" >>/mnt/fresh/results
-	done
+		timeout --kill-after=60 "$2" "${cmd[@]}" </dev/null || rc=$?
+		echo "$i $rc $(($(date +%s) - start))" >>/mnt/fresh/results
+	done <<<"$3"
 	exit 0
 fi
 
@@ -86,10 +94,10 @@ for a in "$@"; do
 	--keep) KEEP=1 ;;
 	-h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
 	-*) die "unknown option $a (see --help)" ;;
-	*) TARGETS="$TARGETS $a" ;;
+	*) TARGETS="$TARGETS$a"$'\n' ;;
 	esac
 done
-TARGETS=${TARGETS:-demo check}
+TARGETS=${TARGETS:-demo$'\n'check}
 
 [ "$(id -u)" = 0 ] || die "needs root (debootstrap, mounts, namespaces)"
 cd "$(dirname "$0")/.."
@@ -179,7 +187,7 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 git -C "$SRC" archive --format=tar -o "$RUN/src.tar" HEAD
-echo "fresh-check: commit $COMMIT, Debian $SUITE minbase, targets:$TARGETS; log $LOG" >&2
+echo "fresh-check: commit $COMMIT, Debian $SUITE minbase, targets: $(echo "$TARGETS" | paste -sd,); log $LOG" >&2
 rc=0
 unshare --mount --pid --fork --propagation private -- \
     "$SRC/scripts/fresh-check.sh" --inner "$RUN" "$LIMIT" "$TARGETS" 2>&1 |
@@ -188,22 +196,26 @@ unshare --mount --pid --fork --propagation private -- \
 echo
 echo "fresh-check summary (commit $COMMIT, log $LOG):"
 fail=0
-for t in $TARGETS; do
-	line=$(awk -v t="$t" '$1 == t' "$RUN/out/results" 2>/dev/null | tail -n 1)
+i=0
+while IFS= read -r t; do
+	[ -n "$t" ] || continue
+	i=$((i + 1))
+	case $t in *" "*) ;; *) t="make $t" ;; esac
+	line=$(awk -v i="$i" '$1 == i' "$RUN/out/results" 2>/dev/null | tail -n 1)
 	if [ -z "$line" ]; then
-		printf '  %-4s  make %-12s did not run\n' FAIL "$t"
+		printf '  %-4s  %-24s did not run\n' FAIL "$t"
 		fail=1
 		continue
 	fi
-	set -- $line
-	if [ "$2" = 0 ]; then
-		printf '  %-4s  make %-12s %5ss\n' PASS "$t" "$3"
+	read -r _ trc secs <<<"$line"
+	if [ "$trc" = 0 ]; then
+		printf '  %-4s  %-24s %5ss\n' PASS "$t" "$secs"
 	else
-		[ "$2" = 124 ] && why="time limit $LIMIT" || why="exit $2"
-		printf '  %-4s  make %-12s %5ss  (%s)\n' FAIL "$t" "$3" "$why"
+		[ "$trc" = 124 ] && why="time limit $LIMIT" || why="exit $trc"
+		printf '  %-4s  %-24s %5ss  (%s)\n' FAIL "$t" "$secs" "$why"
 		fail=1
 	fi
-done
+done <<<"$TARGETS"
 if [ "$fail" = 0 ] && [ "$rc" = 0 ]; then
 	echo "fresh-check: PASS"
 	exit 0
