@@ -166,6 +166,9 @@ if [ "$REBUILD" = 1 ] || [ ! -e "$BASE/.fresh-ok" ]; then
 	mv "$BASE.tmp" "$BASE"
 fi
 
+# Keep the last 20 logs.
+find "$CACHE/logs" -name '*.log' -printf '%T@ %p\n' | sort -rn | tail -n +20 |
+    cut -d' ' -f2- | xargs -r rm -f
 RUN=$(mktemp -d "$CACHE/runs/run.XXXXXX")
 LOG=$CACHE/logs/$(date +%Y%m%d-%H%M%S)-$COMMIT.log
 mkdir "$RUN/upper" "$RUN/work" "$RUN/root" "$RUN/out"
@@ -184,15 +187,28 @@ cleanup() {
 	rm -rf --one-file-system "$RUN"
 }
 trap cleanup EXIT
-trap 'exit 130' INT TERM
 
 git -C "$SRC" archive --format=tar -o "$RUN/src.tar" HEAD
-echo "fresh-check: commit $COMMIT, Debian $SUITE minbase, targets: $(echo "$TARGETS" | paste -sd,); log $LOG" >&2
+echo "fresh-check: commit $COMMIT, Debian $SUITE minbase, targets: $(printf '%s' "$TARGETS" | paste -sd, -); log $LOG" >&2
+# unshare ignores SIGINT and SIGTERM while it waits, and the namespace's
+# init ignores them too: on either, kill the init, which takes every
+# process of the run with it.
+unshare --mount --pid --fork --kill-child --propagation private -- \
+    "$SRC/scripts/fresh-check.sh" --inner "$RUN" "$LIMIT" "$TARGETS" \
+    > >(tee "$LOG") 2>&1 &
+UNSHARE=$!
+stop() {
+	# shellcheck disable=SC2046
+	kill -KILL $(cat /proc/"$UNSHARE"/task/*/children 2>/dev/null) 2>/dev/null || :
+	wait "$UNSHARE" 2>/dev/null || :
+	echo "fresh-check: interrupted" >&2
+	exit 130
+}
+trap stop INT TERM
 rc=0
-unshare --mount --pid --fork --propagation private -- \
-    "$SRC/scripts/fresh-check.sh" --inner "$RUN" "$LIMIT" "$TARGETS" 2>&1 |
-    tee "$LOG" || rc=$?
-
+wait "$UNSHARE" || rc=$?
+trap - INT TERM
+wait	# for tee
 echo
 echo "fresh-check summary (commit $COMMIT, log $LOG):"
 fail=0
