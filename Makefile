@@ -1,6 +1,14 @@
 # terp: plain GNU make. `make` builds ./terp, `make check` runs every
 # test (C unit tests under ASan+UBSan, then pytest on the real binary),
 # `make demo` runs the main job. V=1 shows the commands.
+#
+# The documented targets (make, demo, check, unit, integration, bench,
+# fuzz) first install the Debian packages they need when some are missing
+# (scripts/deps.sh), then run a second make for the work: pkg-config's
+# answers below are read when a make starts, so only a make started after
+# the install sees the libraries. The steps of each run in order, also
+# under -j (the second make gets the job slots: $(MAKE) must appear
+# literally in its recipe line for that).
 
 PREFIX	?= /usr/local
 BINDIR	?= $(PREFIX)/bin
@@ -42,9 +50,35 @@ Q := @
 endif
 
 .PHONY: all check unit integration demo bench install uninstall clean deps \
-	need-deps fuzz
+	fuzz run-unit run-integration have-libs have-criterion
 
-all: terp
+# A recipe that fails leaves no half-written target behind (a failed link
+# would otherwise leave a ./terp that the next make takes as built).
+.DELETE_ON_ERROR:
+
+ENTRY	:= all demo check unit integration bench fuzz deps
+ifneq ($(filter $(ENTRY),$(or $(MAKECMDGOALS),all)),)
+# `make -j demo check` must not install packages twice at once nor build
+# ./terp in two makes at once: goals run one after the other; each second
+# make still builds in parallel.
+.NOTPARALLEL:
+endif
+
+all:
+	$(Q)sh scripts/deps.sh --if-missing build
+	$(Q)$(MAKE) --no-print-directory terp
+
+# Without the libraries (a direct `make terp` or `make install` on a fresh
+# machine) stop with one line, before the compiler's pages of errors.
+have-libs:
+	@pkg-config --exists $(PKGS) 2>/dev/null || { echo "terp: the libraries \
+	to build with are missing (pkg-config: $(PKGS)); run make deps, or make, \
+	which installs them" >&2; exit 1; }
+
+have-criterion:
+	@pkg-config --exists criterion 2>/dev/null || { echo "terp: criterion \
+	is missing (the unit tests' library); run make unit, which installs it, \
+	or make deps" >&2; exit 1; }
 
 $(GEN): src/driver.py
 	@mkdir -p $(dir $@)
@@ -52,12 +86,12 @@ $(GEN): src/driver.py
 	  od -An -v -tx1 $< | sed 's/\([0-9a-f][0-9a-f]\)/0x\1,/g'; \
 	  echo '};'; } > $@.tmp && mv $@.tmp $@
 
-build/obj/%.o: src/%.c $(GEN)
+build/obj/%.o: src/%.c $(GEN) | have-libs
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC      $<")
 	$(Q)$(CC) $(T_CFLAGS) $(CFLAGS) -MMD -MP -c -o $@ $<
 
-build/san/%.o: src/%.c $(GEN)
+build/san/%.o: src/%.c $(GEN) | have-libs
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC-SAN  $<")
 	$(Q)$(CC) $(T_CFLAGS) -O1 -g $(SAN) -MMD -MP -c -o $@ $<
@@ -66,38 +100,48 @@ terp: $(OBJS)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(OBJS) $(T_LIBS)
 
-build/unit-tests: $(UNIT) $(SANOBJS)
+build/unit-tests: $(UNIT) $(SANOBJS) | have-criterion
 	@$(if $(Q),echo "  LD-SAN  $@")
 	$(Q)$(CC) $(T_CFLAGS) -O1 -g $(SAN) -o $@ $(UNIT) $(SANOBJS) $(T_LIBS) \
 	    $(shell pkg-config --libs criterion)
 
 -include $(OBJS:.o=.d) $(SANOBJS:.o=.d)
 
-# Installs the Debian packages terp needs; idempotent (does nothing when
-# all are present); uses sudo when not root.
+# Installs every Debian package any target needs (apt-get; sudo when not
+# root). The other targets install only their own group, when missing.
 deps:
-	$(Q)sh scripts/deps.sh
+	$(Q)sh scripts/deps.sh all
 
-need-deps:
-	$(Q)sh scripts/deps.sh --if-missing
+unit:
+	$(Q)sh scripts/deps.sh --if-missing check
+	$(Q)$(MAKE) --no-print-directory run-unit
 
-unit: need-deps build/unit-tests
+integration:
+	$(Q)sh scripts/deps.sh --if-missing check
+	$(Q)$(MAKE) --no-print-directory run-integration
+
+check:
+	$(Q)sh scripts/deps.sh --if-missing check
+	$(Q)$(MAKE) --no-print-directory run-unit
+	$(Q)$(MAKE) --no-print-directory run-integration
+
+demo:
+	$(Q)sh scripts/deps.sh --if-missing build
+	$(Q)$(MAKE) --no-print-directory terp
+	$(Q)sh scripts/demo.sh
+
+bench:
+	$(Q)sh scripts/deps.sh --if-missing bench
+	$(Q)$(MAKE) --no-print-directory terp
+	$(Q)sh bench/run.sh
+
+run-unit: build/unit-tests
 	$(Q)ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 	    UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	    ./build/unit-tests --jobs 2
 
-integration: need-deps terp
+run-integration: terp
 	$(Q)$(PYTHON) -m pytest -q tests/integration
-
-check: need-deps
-	$(Q)$(MAKE) --no-print-directory unit
-	$(Q)$(MAKE) --no-print-directory integration
-
-demo: need-deps terp
-	$(Q)sh scripts/demo.sh
-
-bench: need-deps terp
-	$(Q)sh bench/run.sh
 
 install: terp
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(DATADIR)/themes
@@ -117,8 +161,11 @@ FUZZ	:= $(patsubst tests/fuzz/%.c,build/fuzz/%,$(wildcard tests/fuzz/*.c))
 FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -Iinclude -Ibuild/gen $(PKG_CFLAGS) -g -O1 \
 	    -DTERP_DATADIR='"$(DATADIR)"'
 FUZZOBJS := $(LIBOBJS:build/obj/%=build/fuzzobj/%)
+# Named only in a pattern rule, they would be deleted after each link as
+# intermediate files and all rebuilt after any change.
+.SECONDARY: $(FUZZOBJS)
 
-build/fuzzobj/%.o: src/%.c $(GEN)
+build/fuzzobj/%.o: src/%.c $(GEN) | have-libs
 	@mkdir -p $(dir $@)
 	$(Q)clang $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link,address,undefined -c -o $@ $<
 
@@ -127,7 +174,9 @@ build/fuzz/%: tests/fuzz/%.c $(FUZZOBJS)
 	$(Q)clang $(FUZZ_CFLAGS) -fsanitize=fuzzer,address,undefined -o $@ $< \
 	    $(FUZZOBJS) $(T_LIBS)
 
-fuzz: $(FUZZ)
+fuzz:
+	$(Q)sh scripts/deps.sh --if-missing fuzz
+	$(Q)$(MAKE) --no-print-directory $(or $(FUZZ),have-libs)
 
 clean:
 	rm -rf build terp

@@ -166,17 +166,16 @@ from_file(struct llm_config *cfg, const struct config *c, char **key_cmd,
 	return 0;
 }
 
-/* Installed: DATADIR; built but not installed: examples/ next to the
- * binary (found through /proc/self/exe, so any working directory will
- * do); last, ./examples. */
+/* A binary in a checkout: examples/ next to it (found through
+ * /proc/self/exe, so any working directory will do), so that it never
+ * replays an older installed recording; installed: DATADIR; last,
+ * ./examples. */
 static char *
 default_demo_script(void)
 {
 	char exe[4096], *slash, *p;
 	ssize_t n;
 
-	if (access(TERP_DATADIR "/demo.json", R_OK) == 0)
-		return xstrdup(TERP_DATADIR "/demo.json");
 	n = readlink("/proc/self/exe", exe, sizeof exe - 1);
 	if (n > 0) {
 		exe[n] = '\0';
@@ -188,6 +187,8 @@ default_demo_script(void)
 			free(p);
 		}
 	}
+	if (access(TERP_DATADIR "/demo.json", R_OK) == 0)
+		return xstrdup(TERP_DATADIR "/demo.json");
 	return xstrdup("examples/demo.json");
 }
 
