@@ -140,7 +140,11 @@ run-unit: build/unit-tests
 	    UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	    ./build/unit-tests --jobs 2
 
-run-integration: terp
+# The test programs of modules not in ./terp yet are built here, not by
+# the tests themselves (one make at a time).
+HARNESSES := build/egress-harness build/pyenv-harness
+
+run-integration: terp $(HARNESSES)
 	$(Q)$(PYTHON) -m pytest -q tests/integration
 
 install: terp

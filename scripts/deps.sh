@@ -23,10 +23,12 @@ pkgs() {
 	    libcurl4-openssl-dev libcjson-dev libpng-dev libseccomp-dev \
 	    libreadline-dev bubblewrap python3 python3-pandas python3-numpy \
 	    python3-matplotlib ;;
-	# procps: pgrep and ps; ipykernel: nbconvert --execute needs a kernel.
+	# procps: pgrep and ps; ipykernel: nbconvert --execute needs a kernel;
+	# venv, pip, setuptools, wheel: the tests build virtualenvs and wheels.
 	check) echo libcriterion-dev python3-pytest tmux procps \
 	    python3-nbformat python3-jupyter-client python3-ipykernel \
-	    jupyter-nbconvert ;;
+	    jupyter-nbconvert python3-venv python3-pip python3-setuptools \
+	    python3-wheel ;;
 	bench) echo chafa python3-jupyter-client python3-ipykernel ;;
 	fuzz) echo clang libclang-rt-dev ;;
 	esac
@@ -57,7 +59,8 @@ have() {
 	check)
 		pkg-config --exists criterion 2>/dev/null && cmds tmux pgrep ps &&
 		    [ -x /usr/bin/jupyter-nbconvert ] &&
-		    py_has pytest nbformat nbconvert jupyter_client ipykernel ;;
+		    py_has pytest nbformat nbconvert jupyter_client ipykernel \
+			ensurepip pip setuptools wheel ;;
 	bench)
 		cmds chafa && py_has jupyter_client ipykernel ;;
 	fuzz)
