@@ -72,12 +72,12 @@ static const char *const allow_names[] = {
 	"linkat", "listen", "listmount", "listxattr", "listxattrat",
 	"llistxattr", "_llseek", "lremovexattr", "lseek", "lsetxattr",
 	"lstat", "lstat64", "madvise", "map_shadow_stack", "membarrier",
-	"memfd_create", "memfd_secret", "mincore", "mkdir", "mkdirat",
+	"memfd_secret", "mincore", "mkdir", "mkdirat",
 	"mknod", "mknodat", "mlock", "mlock2", "mlockall", "mmap", "mmap2",
 	"mprotect", "mq_getsetattr", "mq_notify", "mq_open",
 	"mq_timedreceive", "mq_timedreceive_time64", "mq_timedsend",
 	"mq_timedsend_time64", "mq_unlink", "mremap", "mseal", "msgctl",
-	"msgget", "msgrcv", "msgsnd", "msync", "munlock", "munlockall",
+	"msgrcv", "msgsnd", "msync", "munlock", "munlockall",
 	"munmap", "name_to_handle_at", "nanosleep", "newfstatat",
 	"_newselect", "open", "openat", "openat2", "pause", "pidfd_open",
 	"pidfd_send_signal", "pipe", "pipe2", "pkey_alloc", "pkey_free",
@@ -95,7 +95,7 @@ static const char *const allow_names[] = {
 	"sched_getscheduler", "sched_rr_get_interval",
 	"sched_rr_get_interval_time64", "sched_setaffinity", "sched_setattr",
 	"sched_setparam", "sched_setscheduler", "sched_yield", "seccomp",
-	"select", "semctl", "semget", "semop", "semtimedop",
+	"select", "semctl", "semop", "semtimedop",
 	"semtimedop_time64", "send", "sendfile", "sendfile64", "sendmmsg",
 	"sendmsg", "sendto", "setfsgid", "setfsgid32", "setfsuid",
 	"setfsuid32", "setgid", "setgid32", "setgroups", "setgroups32",
@@ -103,7 +103,7 @@ static const char *const allow_names[] = {
 	"setresgid", "setresgid32", "setresuid", "setresuid32", "setreuid",
 	"setreuid32", "setrlimit", "set_robust_list", "setsid", "setsockopt",
 	"set_thread_area", "set_tid_address", "setuid", "setuid32",
-	"setxattr", "setxattrat", "shmat", "shmctl", "shmdt", "shmget",
+	"setxattr", "setxattrat", "shmat", "shmctl", "shmdt",
 	"shutdown", "sigaltstack", "signalfd", "signalfd4", "sigprocmask",
 	"sigreturn", "socketcall", "splice", "stat", "stat64", "statfs",
 	"statfs64", "statmount", "statx", "symlink", "symlinkat", "sync",
@@ -158,6 +158,15 @@ static const struct {
 	{ "move_pages", EPERM }, { "mbind", EPERM },
 	{ "get_mempolicy", EPERM }, { "set_mempolicy", EPERM },
 	{ "set_mempolicy_home_node", EPERM }, { "migrate_pages", EPERM },
+	/* Memory no rlimit counts and no tmpfs cap bounds: without a
+	 * cgroup, a memfd (closed after mmap) and SysV shared memory,
+	 * message queues and semaphore sets (the IPC namespace keeps the
+	 * kernel's near-unlimited shmmax/shmall/msgmni/semmns) would hold
+	 * gigabytes past --memory. ENOSYS, as on a kernel built without
+	 * them: libraries that use them fall back (POSIX shared memory in
+	 * the capped /dev/shm stays). */
+	{ "memfd_create", ENOSYS }, { "shmget", ENOSYS },
+	{ "msgget", ENOSYS }, { "semget", ENOSYS },
 	/* fall back to the older call */
 	{ "clone3", ENOSYS },
 	{ "open_tree", ENOSYS }, { "move_mount", ENOSYS },
