@@ -369,6 +369,34 @@ filter_add_ioctl(scmp_filter_ctx ctx, char **err)
 	return 0;
 }
 
+/* setsockopt(SOL_SOCKET, SO_SNDBUF/SO_RCVBUF and their FORCE forms)
+ * returns 0 and does nothing: a socket keeps the default buffer size
+ * (net.core.wmem_default, 208 KiB on most systems) instead of growing to
+ * wmem_max, which a host may set to megabytes; socket memory is kernel
+ * memory no rlimit counts. Success, not an error, so a library that
+ * tunes its buffers goes on working. Level and name are compared on
+ * their low 32 bits, as the kernel reads them. Only in B: next to A's
+ * unconditional setsockopt rule libseccomp would drop them. */
+static int
+filter_add_sockopt(scmp_filter_ctx ctx, char **err)
+{
+	static const uint64_t names[] = { SO_SNDBUF, SO_RCVBUF, SO_SNDBUFFORCE,
+	    SO_RCVBUFFORCE };
+	int nr = filter_nr("setsockopt");
+
+	if (nr < 0)
+		return 0;
+	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+		struct scmp_arg_cmp c[2] = {
+			cmp_arg(1, SCMP_CMP_MASKED_EQ, 0xffffffffULL, SOL_SOCKET),
+			cmp_arg(2, SCMP_CMP_MASKED_EQ, 0xffffffffULL, names[i]),
+		};
+		if (filter_add(ctx, SCMP_ACT_ERRNO(0), nr, 2, c, "setsockopt", err) == -1)
+			return -1;
+	}
+	return 0;
+}
+
 static int
 filter_add_allowlist(scmp_filter_ctx ctx, char **err)
 {
@@ -416,7 +444,8 @@ filter_ctx(enum filter_kind kind, char **err)
 	if (allow) {
 		if (filter_add_allowlist(ctx, err) == -1)
 			goto fail;
-	} else if (filter_add_ioctl(ctx, err) == -1)
+	} else if (filter_add_ioctl(ctx, err) == -1 ||
+	    filter_add_sockopt(ctx, err) == -1)
 		goto fail;
 	return ctx;
 fail:
