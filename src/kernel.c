@@ -38,7 +38,7 @@
 #define DEATH_POLL_MS	5
 #define DEATH_WAIT_MS	2000
 #define DISK_EVERY_MS	100	/* disk check interval, at least... */
-#define DISK_EVERY_MAX	5000	/* ...and at most; 20 times a check's cost between */
+#define DISK_EVERY_MAX	1000	/* ...and at most; 20 times a check's cost between */
 #define STRAY_WAIT_MS	2000	/* for processes killed at a cell's end to go */
 
 struct pending {
@@ -859,7 +859,10 @@ cell_cleanup(struct kernel *k)
 	if (k->py_pid > 0)
 		sandbox_kill_strays(k->init_pid > 0 ? k->init_pid : k->py_pid, k->py_pid,
 		    STRAY_WAIT_MS);
-	disk_check(k);
+	/* From the loop, not from here: a kill now could end in
+	 * finish_death, which finishes this very cell a second time. */
+	loop_timer_cancel(k->loop, k->disk_timer);
+	k->disk_timer = loop_timer_add(k->loop, 0, on_disk_timer, k);
 }
 
 /* ------------------------------------------------------------ launch */
