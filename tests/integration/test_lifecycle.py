@@ -83,7 +83,9 @@ def lifecycle(tmp_path, env):
 
 
 def leaks(results):
-    return [(i, r["leaked"]) for i, r in enumerate(results) if r["leaked"]]
+    bad = [(i, r["leaked"]) for i, r in enumerate(results) if r["leaked"]]
+    print("%d of %d runs left processes behind (odd runs: blocking bwrap)" % (len(bad), len(results)))
+    return bad
 
 
 @pytest.fixture
