@@ -721,9 +721,11 @@ launcher_main(const struct sandbox_spec *s, int *src, int nsrc, char **argv,
 	int alive[2], pidfd, status = 0, devnull;
 	sigset_t none;
 
+	/* terp's handlers go; the terminal's signals (Ctrl-C reaches the
+	 * whole process group) are terp's to act on, not ours. */
+	loop_signal_reset_child();
 	for (size_t i = 0; i < sizeof launcher_ignored / sizeof launcher_ignored[0]; i++)
 		signal(launcher_ignored[i], SIG_IGN);
-	loop_signal_reset_child();
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	setrlimit(RLIMIT_CORE, &core);
