@@ -735,6 +735,10 @@ launcher_main(const struct sandbox_spec *s, int *src, int nsrc, char **argv,
 		if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != terp)
 			_exit(127);
 		L.pidns = unshare(CLONE_NEWPID) == 0;
+		/* No pid namespace (a container may refuse it): then we must
+		 * outlive terp long enough to clean up, as without root. */
+		if (!L.pidns)
+			prctl(PR_SET_PDEATHSIG, 0);
 	}
 	if (!L.pidns && prctl(PR_SET_CHILD_SUBREAPER, 1) < 0) {
 		int n = snprintf(L.line, sizeof L.line, "PR_SET_CHILD_SUBREAPER: %s", strerror(errno));
