@@ -37,7 +37,9 @@ uidpool_default(struct uidpool *p)
 	p->in_use = uidpool_in_use;
 }
 
-/* Whether a process runs with uid as its real, effective or saved uid. */
+/* Whether a process runs as uid: /proc/PID belongs to the process's
+ * effective uid, one stat per process (a sandbox runs with all its uids
+ * equal, under no_new_privs: no setuid program changes them). */
 static int
 uid_has_process(uid_t uid)
 {
@@ -48,25 +50,11 @@ uid_has_process(uid_t uid)
 	if (d == NULL)
 		return 0;
 	while (!found && (e = readdir(d)) != NULL) {
-		char path[64], buf[2048], *u;
-		unsigned long r, eu, s;
-		ssize_t n;
-		int fd;
+		struct stat st;
 
 		if (e->d_name[0] < '1' || e->d_name[0] > '9')
 			continue;
-		snprintf(path, sizeof path, "/proc/%.20s/status", e->d_name);
-		if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
-			continue;
-		n = read(fd, buf, sizeof buf - 1);
-		close(fd);
-		if (n <= 0)
-			continue;
-		buf[n] = '\0';
-		if ((u = strstr(buf, "\nUid:")) == NULL ||
-		    sscanf(u + 5, "%lu %lu %lu", &r, &eu, &s) != 3)
-			continue;
-		found = r == uid || eu == uid || s == uid;
+		found = fstatat(dirfd(d), e->d_name, &st, 0) == 0 && st.st_uid == uid;
 	}
 	closedir(d);
 	return found;

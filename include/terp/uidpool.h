@@ -40,7 +40,7 @@ int uidpool_take(const struct uidpool *p, uid_t *uid, int *lockfd,
     char **err);
 
 /* The default in_use check: an NSS user or group with this id, or a
- * process whose real, effective or saved uid is it. */
+ * process whose effective uid is it. */
 int uidpool_in_use(uid_t uid, void *arg);
 
 #endif
