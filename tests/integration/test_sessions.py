@@ -79,7 +79,8 @@ def test_kill_9_mid_cell_then_read_back(env, tmp_path):
         if ids:
             journal = os.path.join(env["XDG_STATE_HOME"], "terp", "sessions",
                                    ids[0], "notebook.jsonl")
-            if os.path.exists(journal) and "started" in open(journal).read():
+            # the cell's output line: the meta line holds "started" too
+            if os.path.exists(journal) and '"d":"started' in open(journal).read():
                 break
         time.sleep(0.1)
     os.kill(p.pid, signal.SIGKILL)
