@@ -1791,8 +1791,7 @@ kernel_free(struct kernel *k)
 	}
 	free(k->binds);
 	free(k->kill_why);
-	if (k->uid_lock >= 0)
-		close(k->uid_lock);	/* the uid is free again */
+	uidpool_release(k->uid_lock);	/* the uid is free again */
 	if (k->out_dirfd >= 0)
 		close(k->out_dirfd);
 	for (int i = 0; i < k->nwritten; i++)

@@ -87,7 +87,7 @@ uidpool_take(const struct uidpool *p, uid_t *uid, int *lockfd, char **err)
 		    p->lockdir, strerror(errno));
 		return -1;
 	}
-	for (unsigned i = 0; i < p->count; i++) {
+	for (unsigned i = 0, again = 0; i < p->count; i++) {
 		uid_t u = p->first + (p->start + i) % p->count;
 		char name[16];
 		int fd;
@@ -101,6 +101,19 @@ uidpool_take(const struct uidpool *p, uid_t *uid, int *lockfd, char **err)
 		if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
 			close(fd);	/* another session holds it */
 			continue;
+		}
+		/* A holder unlinks its lock file when it lets go
+		 * (uidpool_release): the file we locked must still be the
+		 * one the name gives, or a later taker may lock a new one. */
+		{
+			struct stat a, b;
+			if (fstat(fd, &a) < 0 || fstatat(dfd, name, &b, AT_SYMLINK_NOFOLLOW) < 0 ||
+			    a.st_ino != b.st_ino || a.st_dev != b.st_dev) {
+				close(fd);
+				if (again++ < 3)
+					i--;	/* the same uid again, with the new file */
+				continue;
+			}
 		}
 		if (in_use(u, p->arg)) {
 			close(fd);
@@ -117,4 +130,23 @@ uidpool_take(const struct uidpool *p, uid_t *uid, int *lockfd, char **err)
 	    xasprintf("no free sandbox uid in %u-%u: every one is locked by a session or in use",
 	    (unsigned)p->first, (unsigned)(p->first + p->count - 1));
 	return -1;
+}
+
+void
+uidpool_release(int lockfd)
+{
+	char link[64], path[4096];
+	ssize_t n;
+
+	if (lockfd < 0)
+		return;
+	/* Unlinked while still locked, so the lock files do not pile up
+	 * (one per uid ever used); takers check the name still leads to
+	 * the file they locked. */
+	snprintf(link, sizeof link, "/proc/self/fd/%d", lockfd);
+	if ((n = readlink(link, path, sizeof path - 1)) > 0 && path[0] == '/') {
+		path[n] = '\0';
+		(void)unlink(path);
+	}
+	close(lockfd);
 }

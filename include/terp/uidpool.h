@@ -39,6 +39,11 @@ void uidpool_default(struct uidpool *p);
 int uidpool_take(const struct uidpool *p, uid_t *uid, int *lockfd,
     char **err);
 
+/* Gives the uid back: unlinks the lock file (while still holding the
+ * lock) and closes it. lockfd -1 is fine. A terp that dies without this
+ * still frees the uid (the kernel drops the lock); the file stays. */
+void uidpool_release(int lockfd);
+
 /* The default in_use check: an NSS user or group with this id, or a
  * process whose effective uid is it. */
 int uidpool_in_use(uid_t uid, void *arg);

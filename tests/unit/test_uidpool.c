@@ -175,3 +175,21 @@ Test(uidpool, the_default_range_avoids_known_ranges)
 	cr_assert_gt((unsigned long)p.first, 2000200000ul);
 	cr_assert_lt((unsigned long)p.first + p.count, 2147483648ul);
 }
+
+Test(uidpool, release_removes_the_lock_file_and_frees_the_uid, .init = setup, .fini = teardown)
+{
+	struct uidpool p = pool(2, never, NULL);
+	char path[256];
+	uid_t u = 0, v = 0;
+	int fd = -1, fd2 = -1;
+	char *err = NULL;
+
+	cr_assert_eq(uidpool_take(&p, &u, &fd, &err), 0);
+	snprintf(path, sizeof path, "%s/%u", dir, (unsigned)u);
+	cr_assert_eq(access(path, F_OK), 0);
+	uidpool_release(fd);
+	cr_assert_neq(access(path, F_OK), 0, "the lock file is still there");
+	cr_assert_eq(uidpool_take(&p, &v, &fd2, &err), 0);
+	cr_assert_eq(v, u);
+	close(fd2);
+}
