@@ -17,7 +17,7 @@ const char *const config_keys[] = {
 	"provider", "model", "base_url", "api_key_cmd", "api_version",
 	"max_retries", "max_tokens", "connect_timeout", "idle_timeout",
 	"demo_script",
-	"theme", "memory", "timeout", "max_turns", "tool_output_limit",
+	"theme", "memory", "disk", "timeout", "max_turns", "tool_output_limit",
 	"network", "out", "cpus",
 	NULL,
 };

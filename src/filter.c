@@ -72,12 +72,12 @@ static const char *const allow_names[] = {
 	"linkat", "listen", "listmount", "listxattr", "listxattrat",
 	"llistxattr", "_llseek", "lremovexattr", "lseek", "lsetxattr",
 	"lstat", "lstat64", "madvise", "map_shadow_stack", "membarrier",
-	"memfd_create", "memfd_secret", "mincore", "mkdir", "mkdirat",
+	"memfd_secret", "mincore", "mkdir", "mkdirat",
 	"mknod", "mknodat", "mlock", "mlock2", "mlockall", "mmap", "mmap2",
 	"mprotect", "mq_getsetattr", "mq_notify", "mq_open",
 	"mq_timedreceive", "mq_timedreceive_time64", "mq_timedsend",
 	"mq_timedsend_time64", "mq_unlink", "mremap", "mseal", "msgctl",
-	"msgget", "msgrcv", "msgsnd", "msync", "munlock", "munlockall",
+	"msgrcv", "msgsnd", "msync", "munlock", "munlockall",
 	"munmap", "name_to_handle_at", "nanosleep", "newfstatat",
 	"_newselect", "open", "openat", "openat2", "pause", "pidfd_open",
 	"pidfd_send_signal", "pipe", "pipe2", "pkey_alloc", "pkey_free",
@@ -95,7 +95,7 @@ static const char *const allow_names[] = {
 	"sched_getscheduler", "sched_rr_get_interval",
 	"sched_rr_get_interval_time64", "sched_setaffinity", "sched_setattr",
 	"sched_setparam", "sched_setscheduler", "sched_yield", "seccomp",
-	"select", "semctl", "semget", "semop", "semtimedop",
+	"select", "semctl", "semop", "semtimedop",
 	"semtimedop_time64", "send", "sendfile", "sendfile64", "sendmmsg",
 	"sendmsg", "sendto", "setfsgid", "setfsgid32", "setfsuid",
 	"setfsuid32", "setgid", "setgid32", "setgroups", "setgroups32",
@@ -103,7 +103,7 @@ static const char *const allow_names[] = {
 	"setresgid", "setresgid32", "setresuid", "setresuid32", "setreuid",
 	"setreuid32", "setrlimit", "set_robust_list", "setsid", "setsockopt",
 	"set_thread_area", "set_tid_address", "setuid", "setuid32",
-	"setxattr", "setxattrat", "shmat", "shmctl", "shmdt", "shmget",
+	"setxattr", "setxattrat", "shmat", "shmctl", "shmdt",
 	"shutdown", "sigaltstack", "signalfd", "signalfd4", "sigprocmask",
 	"sigreturn", "socketcall", "splice", "stat", "stat64", "statfs",
 	"statfs64", "statmount", "statx", "symlink", "symlinkat", "sync",
@@ -158,6 +158,15 @@ static const struct {
 	{ "move_pages", EPERM }, { "mbind", EPERM },
 	{ "get_mempolicy", EPERM }, { "set_mempolicy", EPERM },
 	{ "set_mempolicy_home_node", EPERM }, { "migrate_pages", EPERM },
+	/* Memory no rlimit counts and no tmpfs cap bounds: without a
+	 * cgroup, a memfd (closed after mmap) and SysV shared memory,
+	 * message queues and semaphore sets (the IPC namespace keeps the
+	 * kernel's near-unlimited shmmax/shmall/msgmni/semmns) would hold
+	 * gigabytes past --memory. ENOSYS, as on a kernel built without
+	 * them: libraries that use them fall back (POSIX shared memory in
+	 * the capped /dev/shm stays). */
+	{ "memfd_create", ENOSYS }, { "shmget", ENOSYS },
+	{ "msgget", ENOSYS }, { "semget", ENOSYS },
 	/* fall back to the older call */
 	{ "clone3", ENOSYS },
 	{ "open_tree", ENOSYS }, { "move_mount", ENOSYS },
@@ -360,6 +369,34 @@ filter_add_ioctl(scmp_filter_ctx ctx, char **err)
 	return 0;
 }
 
+/* setsockopt(SOL_SOCKET, SO_SNDBUF/SO_RCVBUF and their FORCE forms)
+ * returns 0 and does nothing: a socket keeps the default buffer size
+ * (net.core.wmem_default, 208 KiB on most systems) instead of growing to
+ * wmem_max, which a host may set to megabytes; socket memory is kernel
+ * memory no rlimit counts. Success, not an error, so a library that
+ * tunes its buffers goes on working. Level and name are compared on
+ * their low 32 bits, as the kernel reads them. Only in B: next to A's
+ * unconditional setsockopt rule libseccomp would drop them. */
+static int
+filter_add_sockopt(scmp_filter_ctx ctx, char **err)
+{
+	static const uint64_t names[] = { SO_SNDBUF, SO_RCVBUF, SO_SNDBUFFORCE,
+	    SO_RCVBUFFORCE };
+	int nr = filter_nr("setsockopt");
+
+	if (nr < 0)
+		return 0;
+	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+		struct scmp_arg_cmp c[2] = {
+			cmp_arg(1, SCMP_CMP_MASKED_EQ, 0xffffffffULL, SOL_SOCKET),
+			cmp_arg(2, SCMP_CMP_MASKED_EQ, 0xffffffffULL, names[i]),
+		};
+		if (filter_add(ctx, SCMP_ACT_ERRNO(0), nr, 2, c, "setsockopt", err) == -1)
+			return -1;
+	}
+	return 0;
+}
+
 static int
 filter_add_allowlist(scmp_filter_ctx ctx, char **err)
 {
@@ -407,7 +444,8 @@ filter_ctx(enum filter_kind kind, char **err)
 	if (allow) {
 		if (filter_add_allowlist(ctx, err) == -1)
 			goto fail;
-	} else if (filter_add_ioctl(ctx, err) == -1)
+	} else if (filter_add_ioctl(ctx, err) == -1 ||
+	    filter_add_sockopt(ctx, err) == -1)
 		goto fail;
 	return ctx;
 fail:

@@ -26,8 +26,10 @@
 #include "terp/cgroup.h"
 #include "terp/digest.h"
 #include "terp/kernel_frame.h"
+#include "terp/diskuse.h"
 #include "terp/sandbox.h"
 #include "terp/sanitize.h"
+#include "terp/uidpool.h"
 #include "terp/util.h"
 
 #include "driver_py.h"
@@ -40,6 +42,9 @@
 #define NAME_TRIES	1000		/* chart.png, chart-2.png ... chart-1000.png */
 #define DEATH_POLL_MS	5
 #define DEATH_WAIT_MS	2000
+#define DISK_EVERY_MS	100	/* disk check interval, at least... */
+#define DISK_EVERY_MAX	1000	/* ...and at most; 20 times a check's cost between */
+#define STRAY_WAIT_MS	2000	/* for processes killed at a cell's end to go */
 
 struct pending {
 	int		 n;
@@ -68,6 +73,15 @@ struct kernel {
 	int64_t			 death_since;
 
 	char			*workspace, *datadir;
+	int			 uid_lock;	/* holds uid (uidpool), -1: none */
+	struct kernel_bind {		/* data files bound read-only by fd */
+		int	 fd;
+		char	*name;
+	}			*binds;
+	int			 nbinds;
+	uint64_t		 disk_timer;
+	uint64_t		 disk_allow, files_allow;	/* this launch's limits */
+	char			*kill_why;	/* why terp itself killed the sandbox */
 	int			 out_dirfd;
 	struct cgroup		*cg;		/* NULL: rlimits only */
 	int			 cg_tried;
@@ -80,7 +94,6 @@ struct kernel {
 	struct buf		 outq;
 	size_t			 outq_off;	/* written so far */
 	int			 cur_unsent;	/* the running cell is still in outq */
-	char			*kill_why;	/* why terp killed the sandbox itself */
 	char			 carry[2][4];	/* cut UTF-8 sequences */
 	size_t			 ncarry[2];
 
@@ -117,6 +130,20 @@ static void kernel_on_cmd(struct loop *l, int fd, int revents, void *arg);
 static void kernel_begin_death(struct kernel *k);
 static void kernel_next(struct kernel *k);
 
+/* Ends the whole sandbox: closing the launcher's life pipe makes it kill
+ * everything under it (a SIGKILL of the launcher alone could leave
+ * bwrap's child behind during its start-up). */
+static void
+end_sandbox(struct kernel *k)
+{
+	if (k->p.life_fd >= 0) {
+		close(k->p.life_fd);
+		k->p.life_fd = -1;
+	} else if (k->p.pid > 0) {
+		kill(k->p.pid, SIGKILL);
+	}
+}
+
 void
 kernel_opts_default(struct kernel_opts *o)
 {
@@ -133,6 +160,15 @@ kernel_opts_default(struct kernel_opts *o)
 	o->artifacts_per_cell = 64;
 	o->artifacts_per_session = 1000;
 	o->artifact_bytes = 1ULL << 30;
+	o->disk = 4ULL << 30;
+}
+
+uint64_t
+kernel_disk_files(uint64_t disk)
+{
+	uint64_t n = disk / (32 * 1024);
+
+	return n < 4096 ? 4096 : n > 200000 ? 200000 : n;
 }
 
 const char *
@@ -157,9 +193,10 @@ set_state(struct kernel *k, enum kernel_state st, const char *msg)
 		k->cb.state(k->arg, st, msg ? msg : kernel_state_name(st));
 }
 
-/* Whether a user other than us can reach path (search permission on
- * every ancestor): bwrap, running as the sandbox's uid, resolves its
- * bind sources by path. */
+/* Whether every folder from / down to path (itself included) lets
+ * other users search it: bwrap, running as the sandbox's uid, resolves
+ * the paths of its bind sources (even those it gets as fds) before it
+ * mounts them. */
 static int
 traversable(const char *path)
 {
@@ -178,38 +215,69 @@ traversable(const char *path)
 	return ok;
 }
 
-/* As root the sandbox runs under its own uid, which must reach the
- * workspace; a home like /root (0700) is out of its reach, so the
- * sandbox-facing folders then live under /var/lib/terp, root-owned
- * 0711, with a link from the session folder. */
+/* The folder that holds the sandbox-facing workspace/ and data/.
+ * Without root the sandbox runs as us: the session folder itself,
+ * 0700. As root it runs as k->uid, which must get through every folder
+ * above its bind sources (see traversable) but nobody else may: the
+ * base is root-owned, group k->uid, 0710, and sits in the session
+ * folder when the folders above it let others search them, else (a
+ * home like /root is 0700) under /var/lib/terp/sessions, with a link
+ * from the session folder. A session made by an older terp keeps the
+ * base its link names. */
 static char *
 sandbox_base(struct kernel *k, char **err)
 {
 	const char *sd = k->o->session_dir;
 	const char *id = strrchr(sd, '/');
-	char *base, *link;
+	char *base = NULL, *link, *parent, target[4096];
+	ssize_t n;
 
-	if (k->uid == 0 || traversable(sd))
+	if (k->uid == 0)
 		return xstrdup(sd);
 	id = id ? id + 1 : sd;
-	if (mkdir_p("/var/lib/terp/sessions", 0711) < 0) {
-		*err = xasprintf("cannot create /var/lib/terp/sessions: %s", strerror(errno));
-		return NULL;
-	}
-	chmod("/var/lib/terp", 0711);
-	chmod("/var/lib/terp/sessions", 0711);
-	base = xasprintf("/var/lib/terp/sessions/%s", id);
 	link = xasprintf("%s/sandbox", sd);
-	if (mkdir_p(base, 0711) < 0) {
-		*err = xasprintf("cannot create %s: %s", base, strerror(errno));
+	parent = xstrndup(sd, (size_t)(id - sd > 1 ? id - sd - 1 : 1));
+	n = readlink(link, target, sizeof target - 1);
+	if (n > 0) {
+		char *old = xasprintf("/var/lib/terp/sessions/%s", id);
+		target[n] = '\0';
+		if (strcmp(target, old) == 0)
+			base = old;
+		else
+			free(old);
+	}
+	if (base == NULL && traversable(parent)) {
+		base = xstrdup(sd);
+	} else if (base == NULL) {
+		/* 0711: the sandbox uid (a different one per session) must
+		 * get through, but nobody can list the sessions. */
+		if (mkdir_p("/var/lib/terp/sessions", 0711) < 0) {
+			*err = xasprintf("cannot create /var/lib/terp/sessions: %s", strerror(errno));
+			goto out;
+		}
+		chmod("/var/lib/terp", 0711);
+		chmod("/var/lib/terp/sessions", 0711);
+		base = xasprintf("/var/lib/terp/sessions/%s", id);
+		if (mkdir(base, 0700) < 0 && errno != EEXIST) {
+			*err = xasprintf("cannot create %s: %s", base, strerror(errno));
+			free(base);
+			base = NULL;
+			goto out;
+		}
+		if (symlink(base, link) < 0 && errno != EEXIST) {
+			/* only a convenience for people looking at the session */
+		}
+	}
+	/* root:uid 0710: the sandbox uid may pass, nobody else may even
+	 * look; a /workspace the sandbox makes 0777 stays out of reach. */
+	if (chown(base, 0, (gid_t)k->uid) < 0 || chmod(base, 0710) < 0) {
+		*err = xasprintf("cannot protect %s: %s", base, strerror(errno));
 		free(base);
-		free(link);
-		return NULL;
+		base = NULL;
 	}
-	if (symlink(base, link) < 0 && errno != EEXIST) {
-		/* only a convenience for people looking at the session */
-	}
+out:
 	free(link);
+	free(parent);
 	return base;
 }
 
@@ -246,15 +314,29 @@ chown_entry(const char *path, const struct stat *st, int flag, struct FTW *f)
 	return 0;
 }
 
+/* As root: a uid of our own for this session's sandboxes, held until
+ * kernel_free (uidpool.h). */
+static int
+take_uid(struct kernel *k, char **err)
+{
+	struct uidpool pool;
+
+	if (k->uid != 0 || getuid() != 0 || k->o->no_sandbox)
+		return 0;
+	uidpool_default(&pool);
+	return uidpool_take(&pool, &k->uid, &k->uid_lock, err);
+}
+
 static int
 prepare_dirs(struct kernel *k, char **err)
 {
 	const char *sd = k->o->session_dir;
 	char *base;
 
-	/* The session dir stays ours (0711): the sandbox's uid owns only
-	 * the workspace inside it and cannot rename its way out. */
-	if (mkdir_p(sd, 0711) < 0 || chmod(sd, 0711) < 0) {
+	if (take_uid(k, err) < 0)
+		return -1;
+	/* The session folder stays ours and private. */
+	if (mkdir_p(sd, 0700) < 0 || chmod(sd, 0700) < 0) {
 		*err = xasprintf("cannot create the session folder %s: %s", sd,
 		    strerror(errno));
 		return -1;
@@ -262,11 +344,21 @@ prepare_dirs(struct kernel *k, char **err)
 	if ((base = sandbox_base(k, err)) == NULL)
 		return -1;
 	k->workspace = xasprintf("%s/workspace", base);
-	k->datadir = xasprintf("%s/data", base);
+	/* Without bwrap, Python sees the data files where the sandbox
+	 * would: in the workspace. */
+	k->datadir = k->o->no_sandbox ? xasprintf("%s/data", k->workspace) :
+	    xasprintf("%s/data", base);
 	free(base);
-	if (mkdir_p(k->workspace, 0700) < 0 || mkdir_p(k->datadir, 0755) < 0) {
+	if (mkdir_p(k->workspace, 0700) < 0 || mkdir_p(k->datadir, 0700) < 0) {
 		*err = xasprintf("cannot create the session folder %s: %s", k->workspace,
 		    strerror(errno));
+		return -1;
+	}
+	/* As root, group k->uid may list the data folder; the files in it
+	 * are bind mount points or copies readable by that group only. */
+	if (k->uid != 0 && (chown(k->datadir, 0, (gid_t)k->uid) < 0 ||
+	    chmod(k->datadir, 0750) < 0)) {
+		*err = xasprintf("cannot protect %s: %s", k->datadir, strerror(errno));
 		return -1;
 	}
 	clear_datadir(k);
@@ -316,7 +408,8 @@ kernel_new(struct loop *l, const struct kernel_opts *o, const struct kernel_cbs 
 	k->out_dirfd = -1;
 	k->art_fd = -1;
 	k->exit_code = -1;
-	k->uid = (getuid() == 0 && !o->no_sandbox) ? sandbox_session_uid() : 0;
+	k->uid = 0;		/* as root, taken with the folders (take_uid) */
+	k->uid_lock = -1;
 	kframe_reader_init(&k->evr, KFRAME_MAX);
 	buf_init(&k->outq, OUTQ_MAX);
 	buf_init(&k->statusbuf, 64 * 1024);
@@ -377,110 +470,254 @@ safe_name(const char *in)
 	return s;
 }
 
+/* Copies in to out, both regular files, keeping holes: only the data
+ * segments (SEEK_DATA/SEEK_HOLE) are copied, so a sparse file costs
+ * what it holds. copy_file_range first: in-kernel, and reflinks where
+ * the file system can. */
 static int
 copy_fd(int in, int out)
 {
 	char b[1 << 16];
-	ssize_t n;
+	struct stat st;
+	off_t pos = 0, end;
 
-	/* copy_file_range first: in-kernel, and reflinks where it can. */
-	for (;;) {
-		ssize_t r = copy_file_range(in, NULL, out, NULL, 1 << 30, 0);
-		if (r == 0)
-			return 0;
-		if (r < 0)
-			break;
-	}
-	if (errno != EXDEV && errno != EINVAL && errno != ENOSYS && errno != EOPNOTSUPP)
+	if (fstat(in, &st) < 0)
 		return -1;
-	while ((n = read(in, b, sizeof b)) != 0) {
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -1;
+	while (pos < st.st_size) {
+		off_t data = lseek(in, pos, SEEK_DATA), hole;
+		if (data < 0) {
+			if (errno == ENXIO)
+				break;		/* only a hole is left */
+			data = pos;		/* no SEEK_DATA here: copy all */
+			hole = st.st_size;
+		} else if ((hole = lseek(in, data, SEEK_HOLE)) < 0) {
+			hole = st.st_size;
 		}
-		if (write_all(out, b, (size_t)n) < 0)
-			return -1;
+		end = hole;
+		pos = data;
+		while (pos < end) {
+			off_t o_in = pos, o_out = pos;
+			ssize_t r = copy_file_range(in, &o_in, out, &o_out,
+			    (size_t)(end - pos < (1 << 30) ? end - pos : (1 << 30)), 0);
+			if (r > 0) {
+				pos += r;
+				continue;
+			}
+			if (r == 0)
+				break;
+			if (errno != EXDEV && errno != EINVAL && errno != ENOSYS &&
+			    errno != EOPNOTSUPP)
+				return -1;
+			/* By hand. */
+			r = pread(in, b, (size_t)(end - pos < (off_t)sizeof b ? end - pos : (off_t)sizeof b), pos);
+			if (r < 0 && errno == EINTR)
+				continue;
+			if (r <= 0)
+				return r < 0 ? -1 : 0;
+			if (pwrite(out, b, (size_t)r, pos) != r)
+				return -1;
+			pos += r;
+		}
+		pos = end;
 	}
+	return ftruncate(out, st.st_size);
+}
+
+/* Opens a data file: without blocking (a FIFO's open would wait for a
+ * writer), through symlinks to the real file, which must be regular.
+ * Returns the fd, or -1 with a one-line *err. */
+static int
+data_open(const char *path, struct stat *st, char **err)
+{
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	const char *what;
+
+	if (fd < 0) {
+		*err = xasprintf("cannot read data file %s: %s", path, strerror(errno));
+		return -1;
+	}
+	if (fstat(fd, st) < 0) {
+		*err = xasprintf("cannot read data file %s: %s", path, strerror(errno));
+		close(fd);
+		return -1;
+	}
+	if (S_ISREG(st->st_mode))
+		return fd;
+	close(fd);
+	what = S_ISDIR(st->st_mode) ? "a folder" : S_ISFIFO(st->st_mode) ? "a FIFO" :
+	    S_ISSOCK(st->st_mode) ? "a socket" : S_ISCHR(st->st_mode) ? "a character device" :
+	    S_ISBLK(st->st_mode) ? "a block device" : "not a regular file";
+	*err = xasprintf("data file %s is %s; give a regular file", path, what);
+	return -1;
+}
+
+int
+kernel_check_data(const char *path, char **err)
+{
+	struct stat st;
+	int fd = data_open(path, &st, err);
+
+	if (fd < 0)
+		return -1;
+	close(fd);
 	return 0;
 }
 
-/* Puts host_path into the session's data folder: a hard link when the
- * sandbox user can read the file anyway, a read-only copy otherwise. */
+/* Whether the sandbox's uid can read the open file st: itself without
+ * root; as root (the sandbox runs as k->uid) only what others may read. */
+static int
+sandbox_can_read(const struct kernel *k, const struct stat *st)
+{
+	if (k->uid == 0)
+		return 1;
+	if (st->st_uid == k->uid)
+		return (st->st_mode & S_IRUSR) != 0;
+	if (st->st_gid == (gid_t)k->uid)
+		return (st->st_mode & S_IRGRP) != 0;
+	return (st->st_mode & S_IROTH) != 0;
+}
+
+/* Whether bwrap, as the sandbox's uid, can bind the open file fd: it
+ * resolves the file's path (see traversable), so the path must still
+ * name it and every folder on it must let the sandbox uid through. */
+static int
+bindable(const struct kernel *k, int fd, const struct stat *st)
+{
+	char link[64], path[4096];
+	ssize_t n;
+
+	if (k->o->no_sandbox || st->st_nlink == 0 || !sandbox_can_read(k, st))
+		return 0;
+	if (k->uid == 0)
+		return 1;
+	snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+	if ((n = readlink(link, path, sizeof path - 1)) <= 0 || path[0] != '/')
+		return 0;
+	path[n] = '\0';
+	{
+		char *slash = strrchr(path, '/');
+		if (slash == path)
+			return 1;
+		*slash = '\0';
+	}
+	return traversable(path);
+}
+
+/* A free name in the data folder for base: name, name-2.ext, ...,
+ * created empty with O_EXCL (a bind's mount point, or a copy's target
+ * when out is not NULL: then left open for writing in *out). */
+static char *
+data_claim(struct kernel *k, const char *base, int *out, char **err)
+{
+	char *name = safe_name(base), *cand = NULL;
+	const char *dot = strrchr(name, '.');
+	int stem = dot && dot != name ? (int)(dot - name) : (int)strlen(name);
+	mode_t mode = k->uid != 0 ? 0440 : 0400;
+	int failed = 0;
+
+	for (int i = 1; i < 1000 && !failed; i++) {
+		char *path;
+		int fd;
+
+		free(cand);
+		cand = i == 1 ? xstrdup(name) :
+		    xasprintf("%.*s-%d%s", stem, name, i, dot && dot != name ? dot : "");
+		path = xasprintf("%s/%s", k->datadir, cand);
+		fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+		free(path);
+		if (fd < 0 && errno == EEXIST)
+			continue;
+		if (fd < 0) {
+			*err = xasprintf("cannot stage %s: %s", base, strerror(errno));
+			failed = 1;
+			break;
+		}
+		/* Readable by the sandbox uid's group only (as root). */
+		if (k->uid != 0 && fchown(fd, 0, (gid_t)k->uid) < 0) {
+			*err = xasprintf("cannot stage %s: %s", base, strerror(errno));
+			close(fd);
+			failed = 1;
+			break;
+		}
+		if (out)
+			*out = fd;
+		else
+			close(fd);
+		free(name);
+		return cand;
+	}
+	if (!failed)
+		*err = xasprintf("too many data files named %s", base);
+	free(name);
+	free(cand);
+	return NULL;
+}
+
+/* Puts host_path into the session's data folder. Before the sandbox
+ * starts, a file the sandbox uid can read is bound read-only by its fd
+ * (no copy, no disk, constant time whatever its size). A sandbox that
+ * runs already cannot get a new mount: the file is hard-linked there
+ * when it can be, else copied (holes kept), readable by the sandbox uid
+ * only; so is a file the sandbox uid could not read itself. */
 static char *
 stage_file(struct kernel *k, const char *host_path, char **err)
 {
 	const char *base = strrchr(host_path, '/');
-	char *name, *dest = NULL;
 	struct stat st;
-	int in, out, i;
+	char *name, *r;
+	int in, out = -1;
 
 	base = base ? base + 1 : host_path;
-	in = open(host_path, O_RDONLY | O_CLOEXEC);
-	if (in < 0) {
-		*err = xasprintf("cannot read %s: %s", host_path, strerror(errno));
+	if ((in = data_open(host_path, &st, err)) < 0)
 		return NULL;
+	if (k->p.pid <= 0 && k->nbinds < SANDBOX_MAX_BINDS && bindable(k, in, &st)) {
+		if ((name = data_claim(k, base, NULL, err)) == NULL) {
+			close(in);
+			return NULL;
+		}
+		k->binds = xrealloc(k->binds, (size_t)(k->nbinds + 1) * sizeof *k->binds);
+		k->binds[k->nbinds].fd = in;
+		k->binds[k->nbinds].name = name;
+		k->nbinds++;
+		return k->o->no_sandbox ? xasprintf("%s/%s", k->datadir, name) :
+		    xasprintf("/workspace/data/%s", name);
 	}
-	if (fstat(in, &st) < 0 || !S_ISREG(st.st_mode)) {
-		*err = xasprintf("%s is not a regular file", host_path);
+	if ((name = data_claim(k, base, &out, err)) == NULL) {
 		close(in);
 		return NULL;
 	}
-	name = safe_name(base);
-	for (i = 1; i < 1000; i++) {
-		free(dest);
-		if (i == 1) {
-			dest = xasprintf("%s/%s", k->datadir, name);
-		} else {
-			const char *dot = strrchr(name, '.');
-			int stem = dot && dot != name ? (int)(dot - name) : (int)strlen(name);
-			dest = xasprintf("%s/%.*s-%d%s", k->datadir, stem, name, i,
-			    dot && dot != name ? dot : "");
+	{
+		char link[64], *dest = xasprintf("%s/%s", k->datadir, name);
+		int linked = 0;
+		snprintf(link, sizeof link, "/proc/self/fd/%d", in);
+		if (sandbox_can_read(k, &st)) {
+			/* The link replaces the empty file we claimed. */
+			char *tmp = xasprintf("%s/.%s.link", k->datadir, name);
+			if (linkat(AT_FDCWD, link, AT_FDCWD, tmp, AT_SYMLINK_FOLLOW) == 0) {
+				linked = rename(tmp, dest) == 0;
+				if (!linked)
+					unlink(tmp);
+			}
+			free(tmp);
 		}
-		/* Same file staged again (a resumed session): reuse it. */
-		{
-			struct stat ds;
-			if (stat(dest, &ds) == 0 && ds.st_ino == st.st_ino &&
-			    ds.st_dev == st.st_dev)
-				goto done;
-		}
-		if ((k->uid == 0 || (st.st_mode & S_IROTH)) && link(host_path, dest) == 0)
-			goto done;
-		if (errno == EEXIST)
-			continue;
-		out = open(dest, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0444);
-		if (out < 0) {
-			if (errno == EEXIST)
-				continue;
-			*err = xasprintf("cannot stage %s: %s", host_path, strerror(errno));
-			goto fail;
-		}
-		if (copy_fd(in, out) < 0) {
+		if (!linked && copy_fd(in, out) < 0) {
 			*err = xasprintf("cannot copy %s into the session: %s", host_path,
 			    strerror(errno));
 			close(out);
+			close(in);
 			unlink(dest);
-			goto fail;
+			free(dest);
+			free(name);
+			return NULL;
 		}
 		close(out);
-		goto done;
-	}
-	*err = xasprintf("too many data files named %s", base);
-fail:
-	free(dest);
-	free(name);
-	close(in);
-	return NULL;
-done:
-	close(in);
-	free(name);
-	{
-		char *slash = strrchr(dest, '/');
-		char *r = k->o->no_sandbox ? xasprintf("%s/data/%s", k->workspace, slash + 1) :
-		    xasprintf("/workspace/data/%s", slash + 1);
 		free(dest);
-		return r;
 	}
+	close(in);
+	r = k->o->no_sandbox ? xasprintf("%s/%s", k->datadir, name) :
+	    xasprintf("/workspace/data/%s", name);
+	free(name);
+	return r;
 }
 
 char *
@@ -489,6 +726,175 @@ kernel_stage(struct kernel *k, const char *host_path, char **err)
 	if (k->workspace == NULL && prepare_dirs(k, err) < 0)
 		return NULL;
 	return stage_file(k, host_path, err);
+}
+
+/* A bound file that is no longer linked (deleted since) has no path
+ * bwrap could resolve: it becomes a copy before the next launch. */
+static int
+unbind_deleted(struct kernel *k, char **err)
+{
+	for (int i = 0; i < k->nbinds; i++) {
+		struct stat st;
+		char *dest;
+		int out;
+
+		if (fstat(k->binds[i].fd, &st) < 0 || st.st_nlink > 0)
+			continue;
+		dest = xasprintf("%s/%s", k->datadir, k->binds[i].name);
+		out = open(dest, O_WRONLY | O_TRUNC | O_NOFOLLOW | O_CLOEXEC);
+		if (out < 0 || copy_fd(k->binds[i].fd, out) < 0) {
+			*err = xasprintf("cannot copy the deleted data file %s: %s",
+			    k->binds[i].name, strerror(errno));
+			if (out >= 0)
+				close(out);
+			free(dest);
+			return -1;
+		}
+		close(out);
+		free(dest);
+		close(k->binds[i].fd);
+		free(k->binds[i].name);
+		k->binds[i--] = k->binds[--k->nbinds];
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------ disk */
+
+/* The workspace is a folder of the host's disk, so its size is bounded
+ * by measuring (diskuse.h): on a timer while the sandbox lives and at
+ * each cell's end. Over the limit, terp kills the sandbox: that stops
+ * every writer, threads and background processes included. The
+ * overshoot is what the sandbox writes between two checks: at most
+ * write speed x the interval (DISK_EVERY_MS, longer when a check is
+ * costly), and each file stays under --max-file-size. */
+
+static uint64_t
+files_limit(const struct kernel *k)
+{
+	return k->o->disk_files ? k->o->disk_files : kernel_disk_files(k->o->disk);
+}
+
+/* Measures the workspace and the deleted files the sandbox still holds
+ * open; limits of 0 measure everything. Returns the cost in us. */
+static int64_t
+disk_measure(struct kernel *k, uint64_t max_bytes, uint64_t max_files,
+    struct diskuse *u)
+{
+	int64_t t0 = now_us();
+	pid_t root = k->init_pid > 0 ? k->init_pid : k->py_pid;
+	struct stat st;
+
+	memset(u, 0, sizeof *u);
+	if (k->workspace == NULL || diskuse_tree(k->workspace, max_bytes, max_files, u) < 0)
+		return now_us() - t0;
+	if (!u->stopped && root > 0 && stat(k->workspace, &st) == 0) {
+		pid_t *pids = xmalloc(1024 * sizeof *pids);
+		int n = sandbox_descendants(root, pids, 1024);
+		for (int i = 0; i < n; i++)
+			diskuse_deleted_open(pids[i], st.st_dev, u);
+		free(pids);
+	}
+	return now_us() - t0;
+}
+
+/* This launch's limits: --disk, or what the workspace holds already
+ * when that is more (a session stopped for its disk use restarts and
+ * may delete, but not grow). */
+static void
+disk_baseline(struct kernel *k)
+{
+	struct diskuse u;
+
+	k->disk_allow = k->o->disk;
+	k->files_allow = files_limit(k);
+	if (k->o->disk == 0)
+		return;
+	disk_measure(k, 0, 0, &u);
+	if (u.bytes > k->disk_allow)
+		k->disk_allow = u.bytes;
+	if (u.inodes > k->files_allow)
+		k->files_allow = u.inodes;
+}
+
+static void on_disk_timer(struct loop *l, void *arg);
+
+static void
+disk_schedule(struct kernel *k, int64_t ms)
+{
+	loop_timer_cancel(k->loop, k->disk_timer);
+	k->disk_timer = 0;
+	if (k->o->disk == 0 || k->p.pid <= 0)
+		return;
+	if (ms < DISK_EVERY_MS)
+		ms = DISK_EVERY_MS;
+	if (ms > DISK_EVERY_MAX)
+		ms = DISK_EVERY_MAX;
+	k->disk_timer = loop_timer_add(k->loop, ms, on_disk_timer, k);
+}
+
+/* Checks the limits; over them, kills the sandbox with the reason and
+ * returns 1. */
+static int
+disk_check(struct kernel *k)
+{
+	struct diskuse u;
+	char lim[32], got[32];
+	int64_t cost;
+
+	if (k->o->disk == 0 || k->p.pid <= 0 || k->dying)
+		return 0;
+	cost = disk_measure(k, k->disk_allow, k->files_allow, &u);
+	if (!u.too_deep && u.bytes <= k->disk_allow && u.inodes <= k->files_allow) {
+		disk_schedule(k, cost * 20 / 1000);
+		return 0;
+	}
+	fmt_bytes(lim, sizeof lim, k->o->disk);
+	fmt_bytes(got, sizeof got, u.bytes);
+	free(k->kill_why);
+	if (u.too_deep)
+		k->kill_why = xstrdup("the sandbox was stopped: its workspace nests folders "
+		    "more than 256 deep");
+	else if (u.bytes > k->disk_allow)
+		k->kill_why = xasprintf("the sandbox was stopped: the workspace holds more "
+		    "than the session's disk limit of %s (%s%s); delete files to go on",
+		    lim, u.stopped ? "over " : "", got);
+	else
+		k->kill_why = xasprintf("the sandbox was stopped: the workspace holds more "
+		    "than %llu files, the session's limit; delete files to go on",
+		    (unsigned long long)files_limit(k));
+	/* The launcher kills the whole sandbox when its life pipe closes. */
+	loop_timer_cancel(k->loop, k->disk_timer);
+	k->disk_timer = 0;
+	end_sandbox(k);
+	kernel_begin_death(k);
+	return 1;
+}
+
+static void
+on_disk_timer(struct loop *l, void *arg)
+{
+	struct kernel *k = arg;
+
+	k->disk_timer = 0;
+	disk_check(k);
+}
+
+/* At a cell's end: the processes it left behind go (they are not
+ * bounded by the cell's time limit otherwise), and the disk is
+ * checked. The driver's Python stays. */
+static void
+cell_cleanup(struct kernel *k)
+{
+	if (k->p.pid <= 0 || k->dying)
+		return;
+	if (k->py_pid > 0)
+		sandbox_kill_strays(k->init_pid > 0 ? k->init_pid : k->py_pid, k->py_pid,
+		    STRAY_WAIT_MS);
+	/* From the loop, not from here: a kill now could end in
+	 * finish_death, which finishes this very cell a second time. */
+	loop_timer_cancel(k->loop, k->disk_timer);
+	k->disk_timer = loop_timer_add(k->loop, 0, on_disk_timer, k);
 }
 
 /* ------------------------------------------------------------ launch */
@@ -528,8 +934,20 @@ static int
 launch(struct kernel *k, char **err)
 {
 	struct sandbox_spec s;
+	int bind_fds[SANDBOX_MAX_BINDS];
+	const char *bind_names[SANDBOX_MAX_BINDS];
+	int rc;
 
 	memset(&s, 0, sizeof s);
+	if (unbind_deleted(k, err) < 0)
+		return -1;
+	for (int i = 0; i < k->nbinds; i++) {
+		bind_fds[i] = k->binds[i].fd;
+		bind_names[i] = k->binds[i].name;
+	}
+	s.bind_fds = bind_fds;
+	s.bind_names = bind_names;
+	s.nbinds = k->nbinds;
 	s.python = k->o->python ? k->o->python : "/usr/bin/python3";
 	s.workspace = k->workspace;
 	s.datadir = k->datadir;
@@ -565,11 +983,16 @@ launch(struct kernel *k, char **err)
 	k->loaded = 0;
 	k->init_pid = k->o->no_sandbox ? -1 : 0;
 	k->py_pid = -1;
-	if (sandbox_launch(&s, &k->p, err) < 0)
+	free(k->kill_why);
+	k->kill_why = NULL;
+	disk_baseline(k);
+	rc = sandbox_launch(&s, &k->p, err);
+	if (rc < 0)
 		return -1;
 	if (k->o->no_sandbox)
 		k->py_pid = k->p.pid;
 	watch_all(k);
+	disk_schedule(k, DISK_EVERY_MS);
 	if (k->stopped_why != NULL) {
 		/* "restarted" tells the agent (and the printer) that the
 		 * variables are gone. */
@@ -1009,6 +1432,8 @@ finish_cell(struct kernel *k, struct kernel_result *r)
 {
 	int n = k->cur;
 
+	cell_cleanup(k);
+
 	cancel_timers(k);
 	art_abandon(k, "incomplete: the cell ended before terp had all of it");
 	art_report_rest(k);
@@ -1095,8 +1520,7 @@ kill_sandbox(struct kernel *k, char *why, int as_stop)
 	free(k->kill_why);
 	k->kill_why = why;
 	k->we_killed = as_stop;
-	if (k->p.pid > 0)
-		kill(k->p.pid, SIGKILL);
+	end_sandbox(k);
 	kernel_begin_death(k);
 }
 
@@ -1319,8 +1743,7 @@ on_grace(struct loop *l, void *arg)
 		return;
 	/* The cell ignored the interrupt: kill the whole sandbox. */
 	k->we_killed = 1;
-	if (k->p.pid > 0)
-		kill(k->p.pid, SIGKILL);
+	end_sandbox(k);
 	kernel_begin_death(k);
 }
 
@@ -1586,6 +2009,8 @@ stop_now(struct kernel *k)
 	cancel_timers(k);
 	loop_timer_cancel(k->loop, k->death_timer);
 	k->death_timer = 0;
+	loop_timer_cancel(k->loop, k->disk_timer);
+	k->disk_timer = 0;
 	unwatch_all(k);
 	cgroup_kill(k->cg);
 	sandbox_kill(&k->p);
@@ -1667,6 +2092,13 @@ kernel_free(struct kernel *k)
 		return;
 	stop_now(k);
 	cgroup_destroy(k->cg);
+	for (int i = 0; i < k->nbinds; i++) {
+		close(k->binds[i].fd);
+		free(k->binds[i].name);
+	}
+	free(k->binds);
+	free(k->kill_why);
+	uidpool_release(k->uid_lock);	/* the uid is free again */
 	if (k->out_dirfd >= 0)
 		close(k->out_dirfd);
 	for (int i = 0; i < k->nwritten; i++)

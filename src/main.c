@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -25,7 +26,7 @@ enum {
 	OPT_PROVIDER, OPT_MODEL, OPT_BASE_URL, OPT_MAX_TURNS, OPT_MAX_RETRIES,
 	OPT_TOOL_LIMIT, OPT_SYSTEM, OPT_THEME, OPT_STOP, OPT_VERSION,
 	OPT_LIST, OPT_DELETE, OPT_EXPORT, OPT_RESUME, OPT_REPLAY, OPT_IDLE,
-	OPT_MAX_SESSION,
+	OPT_MAX_SESSION, OPT_DISK,
 };
 
 #define IDLE_DEFAULT_MS	(30 * 60 * 1000)
@@ -36,6 +37,7 @@ static const struct option long_opts[] = {
 	{ "json", no_argument, NULL, OPT_JSON },
 	{ "out", required_argument, NULL, OPT_OUT },
 	{ "memory", required_argument, NULL, OPT_MEMORY },
+	{ "disk", required_argument, NULL, OPT_DISK },
 	{ "timeout", required_argument, NULL, OPT_TIMEOUT },
 	{ "grace", required_argument, NULL, OPT_GRACE },
 	{ "max-procs", required_argument, NULL, OPT_NPROC },
@@ -88,6 +90,7 @@ usage(FILE *fp)
 	    "      --tool-output-limit BYTES  tool result size sent to the model (4096)\n"
 	    "      --system FILE        replace the built-in system prompt\n"
 	    "      --memory SIZE        sandbox memory limit (default 4G)\n"
+	    "      --disk SIZE          disk the session's workspace may use (default 4G)\n"
 	    "      --timeout SECS       per-cell time limit (default 120; 0: none)\n"
 	    "      --grace SECS         wait after an interrupt before killing (3)\n"
 	    "      --max-procs N        processes and threads in the sandbox (256)\n"
@@ -190,6 +193,8 @@ apply_config(struct cli *c)
 		c->theme = xstrdup(v);
 	if ((v = config_get(&cf, "memory")))
 		c->kopts.memory = opt_size("memory (config)", v);
+	if ((v = config_get(&cf, "disk")))
+		c->kopts.disk = opt_size("disk (config)", v);
 	if ((v = config_get(&cf, "timeout"))) {
 		if (parse_duration_ms(v, &ms) < 0)
 			usage_error("invalid duration for timeout in the config file: %s", v);
@@ -282,6 +287,7 @@ parse(struct cli *c, int argc, char **argv)
 		case OPT_JSON: c->json = 1; break;
 		case OPT_OUT: c->kopts.out_dir = optarg; break;
 		case OPT_MEMORY: c->kopts.memory = opt_size("--memory", optarg); break;
+		case OPT_DISK: c->kopts.disk = opt_size("--disk", optarg); break;
 		case OPT_TIMEOUT:
 			if (parse_duration_ms(optarg, &ms) < 0)
 				usage_error("invalid duration for --timeout: %s", optarg);
@@ -349,9 +355,12 @@ parse(struct cli *c, int argc, char **argv)
 	c->kopts.ndata = argc - optind;
 	parse_sessions(c);
 	for (int i = 0; i < c->kopts.ndata; i++) {
-		if (access(c->kopts.data_files[i], R_OK) < 0) {
-			fprintf(stderr, "terp: cannot read data file %s: %s\n",
-			    c->kopts.data_files[i], strerror(errno));
+		char *err = NULL;
+		/* Opened without blocking: a FIFO or a folder is refused here,
+		 * in one line, instead of hanging or failing later. */
+		if (kernel_check_data(c->kopts.data_files[i], &err) < 0) {
+			fprintf(stderr, "terp: %s\n", err);
+			free(err);
 			exit(2);
 		}
 	}
@@ -380,7 +389,11 @@ make_session(struct cli *c)
 	if (c->session_id == NULL)	/* a resume has its own */
 		c->session_id = new_session_id();
 	c->session_dir = xasprintf("%s/%s", c->sessions_dir, c->session_id);
-	if (mkdir_p(c->session_dir, 0711) < 0) {
+	/* The session folder is private (0700; kernel.c lets the sandbox's
+	 * uid through it as root). As root the folders above it let others
+	 * search (0711), or the sandbox's folders move to /var/lib/terp. */
+	if (mkdir_p(c->sessions_dir, getuid() == 0 ? 0711 : 0700) < 0 ||
+	    (mkdir(c->session_dir, 0700) < 0 && errno != EEXIST)) {
 		fprintf(stderr, "terp: cannot create %s: %s\n", c->session_dir, strerror(errno));
 		return -1;
 	}

@@ -34,6 +34,8 @@ struct kernel_opts {
 	uint64_t	 fsize;		/* largest file the session may write */
 	long		 nofile;
 	uint64_t	 artifact_max;	/* largest artifact copied out */
+	uint64_t	 disk;		/* bytes the workspace may hold */
+	uint64_t	 disk_files;	/* entries it may hold; 0: from disk */
 	int		 no_sandbox;	/* run python3 directly (still rlimited) */
 	int		 network;	/* share the host network */
 	/* Caps on what the sandbox may put in out_dir (every frame may be
@@ -45,9 +47,18 @@ struct kernel_opts {
 };
 
 /* Fills opts with the defaults (4 GiB, 120 s, 3 s grace, 256 procs,
- * 1 GiB files, 1024 fds, 64 MiB artifacts; at most 64 artifacts per
- * cell, 1000 files and 1 GiB of them per session). */
+ * 1 GiB files, 1024 fds, 64 MiB artifacts, 4 GiB of disk; at most 64
+ * artifacts per cell, 1000 files and 1 GiB of them per session). */
 void kernel_opts_default(struct kernel_opts *o);
+
+/* The entry limit a disk size implies when disk_files is 0: one per
+ * 32 KiB, at least 4096 and at most 200000. */
+uint64_t kernel_disk_files(uint64_t disk);
+
+/* Checks that path can be a data file: it opens without blocking (a
+ * FIFO would block) and is, after symlinks, a regular file. Returns 0,
+ * or -1 with a one-line *err (caller frees). */
+int kernel_check_data(const char *path, char **err);
 
 struct kernel_result {
 	enum cell_status status;

@@ -27,21 +27,36 @@ struct sandbox_spec {
 	int		 network;	/* share the host network */
 	int		 preload;	/* driver imports pandas & co at start */
 	int		 cgroup_procs_fd; /* the child joins this cgroup; -1: none */
+	/* Data files bound read-only, each at /workspace/data/<name>:
+	 * open fds of regular files (the caller keeps them open), and
+	 * names that exist as empty placeholders in datadir. Bound by fd,
+	 * so nothing is copied; bwrap resolves the fd's path as the
+	 * sandbox uid, which must be able to reach and read it. */
+	const int	*bind_fds;
+	const char *const *bind_names;
+	int		 nbinds;	/* at most SANDBOX_MAX_BINDS */
 };
+
+#define SANDBOX_MAX_BINDS	32
 
 /* A running sandbox: the fds are non-blocking and close-on-exec on our
  * side; the caller owns and closes them (sandbox_close). */
 struct sandbox_proc {
-	pid_t	pid;		/* our child: bwrap (or python with no_sandbox) */
+	pid_t	pid;		/* our child: the launcher (python with no_sandbox) */
 	int	cmd_fd;		/* we write commands */
 	int	ev_fd;		/* we read the driver's events */
 	int	out_fd, err_fd;	/* the cell's stdout / stderr */
 	int	status_fd;	/* bwrap's --json-status-fd, or -1 */
+	int	life_fd;	/* closing it makes the launcher kill everything */
 };
 
-/* Forks and execs. Returns 0, or -1 with a one-line *err (caller frees).
- * Failures inside bwrap's own setup show up later as its exit with a
- * message on err_fd: see sandbox_explain. */
+/* Forks the launcher, which forks and execs bwrap and stays its parent
+ * for the sandbox's life, so that no process of the sandbox outlives
+ * terp, however terp ends (see sandbox.c). The launcher's exit status
+ * is bwrap's. status_fd carries bwrap's JSON status lines with
+ * "child-pid" as a pid of terp's pid namespace. Returns 0, or -1 with a
+ * one-line *err (caller frees). Failures inside bwrap's own setup show up
+ * later as its exit with a message on err_fd: see sandbox_explain. */
 int sandbox_launch(const struct sandbox_spec *s, struct sandbox_proc *p,
     char **err);
 
@@ -49,11 +64,25 @@ int sandbox_launch(const struct sandbox_spec *s, struct sandbox_proc *p,
  * (whose host pid is init_pid, from --json-status-fd). -1 if not found. */
 pid_t sandbox_python_pid(pid_t init_pid);
 
-/* SIGKILLs the process tree (bwrap dies, and with it the pid namespace),
- * reaps it, closes the fds. Safe to call twice. Returns the wait status
- * of our child, or -1 when it was already reaped. */
+/* Kills every process of the sandbox (bwrap and the child bwrap reports,
+ * whatever stage of its set-up it is in), reaps the launcher, closes the
+ * fds. Safe to call twice. Returns the launcher's wait status, or -1
+ * when it was already reaped. */
 int sandbox_kill(struct sandbox_proc *p);
+/* Closes the fds; closing life_fd makes a live launcher kill the
+ * sandbox and exit. */
 void sandbox_close_fds(struct sandbox_proc *p);
+
+/* Host pids of root and all its descendants (every thread's children),
+ * root first, at most max. Returns the count. */
+int sandbox_descendants(pid_t root, pid_t *out, int max);
+
+/* Kills every process under the sandbox's init except init itself and
+ * keep (the driver's Python): children a cell left running, daemons
+ * that double-forked (they were reparented to init). Repeats until a
+ * pass finds nothing, then waits for them to exit (at most wait_ms).
+ * Returns how many it killed. */
+int sandbox_kill_strays(pid_t init, pid_t keep, int wait_ms);
 
 /* Quick checks that bwrap can work here: the binary, user namespaces,
  * the AppArmor restriction. Returns 0, or -1 with a one-line reason and
@@ -63,7 +92,5 @@ int sandbox_probe(char **err);
 /* Turns bwrap's setup error text into one line with the fix (new string). */
 char *sandbox_explain(const char *bwrap_stderr);
 
-/* The unprivileged uid a root terp drops to for a session. */
-uid_t sandbox_session_uid(void);
 
 #endif

@@ -1,0 +1,178 @@
+"""Data files and the session's folders (issue 8, items 4 and 10).
+
+Item 4: as root, a 0600 data file was staged as a 0444 copy under 0711
+folders; any local user could read it, and a cell could chmod /workspace
+0777 for everyone. Now the session folders are closed to other users and a
+copy is readable by the sandbox's uid only; checked from the host as user
+nobody (a forked child that drops to uid 65534).
+
+Item 10: a symlinked data file arrived as a dangling link, a FIFO hung
+terp, and staging copied big files. Now data files are opened without
+blocking, followed to the real file, refused in one line unless regular,
+and bound into the sandbox by their fd (no copy) when the sandbox uid can
+read them.
+"""
+import json
+import os
+import stat
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import TERP
+
+SAFETY_S = 60      # a hang fails the test instead of stalling the run
+
+
+def as_nobody(fn):
+    """Runs fn() in a forked child as uid/gid 65534 and returns what it
+    returned (JSON-able)."""
+    if os.geteuid() != 0:
+        pytest.fail("acting as another user needs root; run the tests as root "
+                    "(the sandbox's uid drop is what this checks)", pytrace=False)
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.close(r)
+            os.setgroups([])
+            os.setgid(65534)
+            os.setuid(65534)
+            out = json.dumps(fn()).encode()
+        except BaseException as e:           # report, never return into pytest
+            out = json.dumps({"child-error": repr(e)}).encode()
+        os.write(w, out)
+        os._exit(0)
+    os.close(w)
+    data = b""
+    while True:
+        chunk = os.read(r, 65536)
+        if not chunk:
+            break
+        data += chunk
+    os.close(r)
+    os.waitpid(pid, 0)
+    res = json.loads(data)
+    assert not (isinstance(res, dict) and "child-error" in res), res
+    return res
+
+
+def session_dir(res):
+    (ev,) = res.of("session")
+    return Path(ev["workspace"])
+
+
+def try_all(paths):
+    """For each path: "OK" when nobody can list it (a folder) or read it
+    (a file), else the errno name."""
+    import errno
+    out = {}
+    for p in paths:
+        try:
+            if os.path.isdir(p):
+                os.listdir(p)
+            else:
+                with open(p, "rb") as f:
+                    f.read(1)
+            out[p] = "OK"
+        except OSError as e:
+            out[p] = errno.errorcode.get(e.errno, str(e.errno))
+    return out
+
+
+def test_private_data_and_workspace_stay_private(terp, tmp_path):
+    secret = tmp_path / "secret.csv"
+    secret.write_text("k,v\nsecret,42\n")
+    secret.chmod(0o600)
+    res = terp("exec", "--json", secret, "-c",
+               "import os\n"
+               "print(open('/workspace/data/secret.csv').read().split()[1])\n"
+               "open('/workspace/mine.txt', 'w').write('cell data')\n"
+               "os.chmod('/workspace/mine.txt', 0o666)\n"
+               "os.chmod('/workspace', 0o777)\n", timeout=SAFETY_S)
+    assert res.rc == 0, res
+    assert res.stdout_of(1) == "secret,42\n", res
+    sd = session_dir(res)
+    # Every path of the session, found as root: none may be listed or read
+    # by another user.
+    paths = [str(sd)]
+    for dirpath, dirs, files in os.walk(sd):
+        paths += [os.path.join(dirpath, n) for n in dirs + files]
+    staged = [p for p in paths if p.endswith("secret.csv")]
+    assert staged, paths
+    ws = [p for p in paths if p.endswith("/workspace")]
+    assert ws and stat.S_IMODE(os.stat(ws[0]).st_mode) == 0o777, "the cell's chmod did not happen"
+    got = as_nobody(lambda: try_all(paths))
+    readable = {p: v for p, v in got.items() if v == "OK"}
+    assert readable == {}, readable
+    # The staged copy itself: readable by the sandbox's uid (its group), by no
+    # one else.
+    st = os.stat(staged[0])
+    assert stat.S_IMODE(st.st_mode) & 0o007 == 0, oct(st.st_mode)
+
+
+def test_symlinked_data_file_is_read_through(terp, tmp_path):
+    real = tmp_path / "real.csv"
+    real.write_text("a,b\n1,2\n")
+    real.chmod(0o644)
+    link = tmp_path / "link.csv"
+    link.symlink_to(real)
+    res = terp("exec", "--json", link, "-c",
+               "print(repr(open('/workspace/data/link.csv').read()))", timeout=SAFETY_S)
+    assert res.rc == 0, res
+    assert res.stdout_of(1) == "'a,b\\n1,2\\n'\n", res
+
+
+def test_fifo_is_refused_at_once_in_one_line(terp, tmp_path):
+    fifo = tmp_path / "pipe.csv"
+    os.mkfifo(fifo)
+    res = terp("exec", fifo, "-c", "print(1)", timeout=SAFETY_S)
+    assert res.rc == 2, res
+    lines = res.err.strip().splitlines()
+    assert len(lines) == 1 and "FIFO" in lines[0] and str(fifo) in lines[0], res
+
+
+def test_folder_is_refused_in_one_line(terp, tmp_path):
+    d = tmp_path / "adir"
+    d.mkdir()
+    res = terp("exec", d, "-c", "print(1)", timeout=SAFETY_S)
+    assert res.rc == 2, res
+    lines = res.err.strip().splitlines()
+    assert len(lines) == 1 and "folder" in lines[0], res
+
+
+def blocks_under(path):
+    total = 0
+    for dirpath, dirs, files in os.walk(path):
+        for n in dirs + files:
+            total += os.lstat(os.path.join(dirpath, n)).st_blocks * 512
+    return total
+
+
+def test_big_file_on_another_file_system_is_bound_not_copied(terp, tmp_path):
+    shm = Path("/dev/shm")
+    big = shm / ("terp-test-big-%d.bin" % os.getpid())
+    size = 10 << 30
+    try:
+        with open(big, "wb") as f:
+            f.truncate(size)
+            # 10 MiB of real data spread over the file: a copy would cost
+            # at least that much disk, holes kept or not.
+            for i in range(10):
+                f.seek(i * (size // 10))
+                f.write(bytes([65 + i]) * (1 << 20))
+        big.chmod(0o644)
+        assert os.stat(big).st_dev != os.stat(tmp_path).st_dev, \
+            "/dev/shm and the test folder are the same file system"
+        res = terp("exec", "--json", big, "-c",
+                   "import os\n"
+                   "p = '/workspace/data/%s'\n"
+                   "f = open(p, 'rb'); f.seek(%d); print(os.stat(p).st_size, f.read(3))"
+                   % (big.name, 7 * (size // 10)), timeout=SAFETY_S)
+        assert res.rc == 0, res
+        assert res.stdout_of(1) == "%d b'HHH'\n" % size, res
+        used = blocks_under(session_dir(res))
+        assert used < (1 << 20), "the session folder holds %d bytes" % used
+    finally:
+        big.unlink(missing_ok=True)
