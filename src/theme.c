@@ -334,7 +334,9 @@ theme_name_ok(const char *name)
 	return name[0] != '.';
 }
 
-char *
+/* Finds NAME.theme (see theme_load). Returns a new path or NULL with
+ * *err (caller frees). */
+static char *
 theme_find(const char *name, char **err)
 {
 	char *dirs[3], *path = NULL;

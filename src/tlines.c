@@ -84,20 +84,6 @@ tline_add_color(struct tline *l, const char *s, size_t n, int fg, int bg)
 	g->bg = bg;
 }
 
-void
-tlines_append(struct tlines *ls, const struct tlines *src)
-{
-	for (int i = 0; i < src->n; i++) {
-		const struct tline *s = &src->v[i];
-		struct tline *d = tlines_add(ls, s->tag);
-		for (int j = 0; j < s->nseg; j++) {
-			struct tseg *g = tline_push(d);
-			*g = s->seg[j];
-			g->text = xstrdup(s->seg[j].text);
-		}
-	}
-}
-
 int
 tlines_cpwidth(unsigned cp)
 {

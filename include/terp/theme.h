@@ -93,12 +93,9 @@ void theme_init_builtin(struct theme *t);
 int theme_parse(struct theme *t, const char *text, size_t len,
     const char *source, char **err);
 
-/* Finds NAME.theme in $XDG_CONFIG_HOME/terp/themes, then TERP_DATADIR
- * /themes, then ./themes; a name with a '/' is taken as a path. Returns
- * a new path or NULL with *err (caller frees). */
-char *theme_find(const char *name, char **err);
-
-/* theme_init_builtin, then the file found for name. Returns 0 or -1
+/* theme_init_builtin, then the file NAME.theme found in
+ * $XDG_CONFIG_HOME/terp/themes, then TERP_DATADIR/themes, then ./themes
+ * (a name with a '/' is taken as a path). Returns 0 or -1
  * with *err (caller frees); t holds the built-in theme plus any good
  * lines even on error. */
 int theme_load(struct theme *t, const char *name, char **err);

@@ -30,8 +30,6 @@ void tlines_free(struct tlines *ls);
 /* Appends an empty line tagged tag; the pointer is valid until the next
  * tlines_add. */
 struct tline *tlines_add(struct tlines *ls, int tag);
-/* Appends every line of src (copies). */
-void tlines_append(struct tlines *ls, const struct tlines *src);
 
 /* Appends s[0..n) to the line as one segment (copied). */
 void tline_add(struct tline *l, int role, const char *s, size_t n);
