@@ -44,73 +44,75 @@
 
 #include "tui_priv.h"
 
-struct tui T = { .kstate = -1, .ov_art = -1, .saved_stderr = -1,
-	.err_fd = -1 };
+/* The one terminal, the one UI: the public entry points (tui_on_event
+ * with a NULL arg, tui_restore, the fatal hook) have no handle to pass. */
+static struct tui tui_one = { .st.kstate = -1, .ov.art = -1,
+	.saved_stderr = -1, .err_fd = -1 };
 
 void
-tui_mark(void)
+tui_mark(struct tui *t)
 {
-	T.dirty = 1;
+	t->dirty = 1;
 }
 
 /* ---- the conversation model (what the pane shows) ---- */
 
 static struct item *
-item_new(enum item_kind k)
+item_new(struct tui *t, enum item_kind k)
 {
-	if (T.nitems == ITEMS_MAX) {
-		buf_free(&T.items[0].text);
-		tlines_free(&T.items[0].lines);
-		memmove(T.items, T.items + 1, (size_t)(T.nitems - 1) * sizeof *T.items);
-		T.nitems--;
+	if (t->conv.nitems == ITEMS_MAX) {
+		buf_free(&t->conv.items[0].text);
+		tlines_free(&t->conv.items[0].lines);
+		memmove(t->conv.items, t->conv.items + 1, (size_t)(t->conv.nitems - 1) * sizeof *t->conv.items);
+		t->conv.nitems--;
 	}
-	if (T.nitems == T.citems) {
-		T.citems = T.citems ? T.citems * 2 : 64;
-		T.items = xrealloc(T.items, (size_t)T.citems * sizeof *T.items);
+	if (t->conv.nitems == t->conv.citems) {
+		t->conv.citems = t->conv.citems ? t->conv.citems * 2 : 64;
+		t->conv.items = xrealloc(t->conv.items, (size_t)t->conv.citems * sizeof *t->conv.items);
 	}
-	struct item *it = &T.items[T.nitems++];
+	struct item *it = &t->conv.items[t->conv.nitems++];
 	memset(it, 0, sizeof *it);
 	it->kind = k;
 	buf_init(&it->text, ITEM_TEXT_MAX);
 	tlines_init(&it->lines);
 	it->version = 1;
-	tui_mark();
+	tui_mark(t);
 	return it;
 }
 
 /* Appends raw text (from the model, the sandbox or the user) sanitized. */
 static void
-item_add(struct item *it, const char *s, size_t n)
+item_add(struct tui *t, struct item *it, const char *s, size_t n)
 {
 	sanitize_append(&it->text, s, n,
 	    SANITIZE_KEEP_NL | SANITIZE_EXPAND_TABS | SANITIZE_CR_AS_NL, NULL);
 	it->version++;
-	tui_mark();
+	tui_mark(t);
 }
 
 struct item *
-tui_item_text(enum item_kind k, const char *s)
+tui_item_text(struct tui *t, enum item_kind k, const char *s)
 {
-	struct item *it = item_new(k);
-	item_add(it, s, strlen(s));
+	struct item *it = item_new(t, k);
+	item_add(t, it, s, strlen(s));
 	return it;
 }
 
 void
-tui_items_clear(void)
+tui_items_clear(struct tui *t)
 {
-	for (int i = 0; i < T.nitems; i++) {
-		buf_free(&T.items[i].text);
-		tlines_free(&T.items[i].lines);
+	for (int i = 0; i < t->conv.nitems; i++) {
+		buf_free(&t->conv.items[i].text);
+		tlines_free(&t->conv.items[i].lines);
 	}
-	T.nitems = 0;
-	T.v[P_CONV].top = 0;
-	T.v[P_CONV].follow = 1;
-	tui_mark();
+	t->conv.nitems = 0;
+	t->v[P_CONV].top = 0;
+	t->v[P_CONV].follow = 1;
+	tui_mark(t);
 }
 
 void
-tui_flash(const char *fmt, ...)
+tui_flash(struct tui *t, const char *fmt, ...)
 {
 	va_list ap;
 	char tmp[512];
@@ -118,186 +120,187 @@ tui_flash(const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(tmp, sizeof tmp, fmt, ap);
 	va_end(ap);
-	free(T.flash);
-	T.flash = sanitize_str(tmp, strlen(tmp), 0);
-	T.flash_until = now_ms() + 4000;
-	tui_mark();
+	free(t->st.flash);
+	t->st.flash = sanitize_str(tmp, strlen(tmp), 0);
+	t->st.flash_until = now_ms() + 4000;
+	tui_mark(t);
 }
 
 static struct item *
-open_answer(void)
+open_answer(struct tui *t)
 {
-	if (T.nitems > 0) {
-		struct item *it = &T.items[T.nitems - 1];
+	if (t->conv.nitems > 0) {
+		struct item *it = &t->conv.items[t->conv.nitems - 1];
 		if (it->kind == IT_ANSWER && !it->closed)
 			return it;
 	}
-	return item_new(IT_ANSWER);
+	return item_new(t, IT_ANSWER);
 }
 
 static void
-close_answer(void)
+close_answer(struct tui *t)
 {
-	if (T.nitems > 0 && T.items[T.nitems - 1].kind == IT_ANSWER)
-		T.items[T.nitems - 1].closed = 1;
+	if (t->conv.nitems > 0 && t->conv.items[t->conv.nitems - 1].kind == IT_ANSWER)
+		t->conv.items[t->conv.nitems - 1].closed = 1;
 }
 
 /* Whether the cell's item is already in the conversation. */
 static int
-has_cell_item(int n)
+has_cell_item(struct tui *t, int n)
 {
-	for (int i = T.nitems - 1; i >= 0 && i >= T.nitems - 50; i--)
-		if (T.items[i].kind == IT_CELL && T.items[i].cell == n)
+	for (int i = t->conv.nitems - 1; i >= 0 && i >= t->conv.nitems - 50; i--)
+		if (t->conv.items[i].kind == IT_CELL && t->conv.items[i].cell == n)
 			return 1;
 	return 0;
 }
 
 static void
-cells_changed(void)
+cells_changed(struct tui *t)
 {
 	/* the cell pane follows the newest cell unless scrolled away */
-	tui_mark();
+	tui_mark(t);
 }
 
 /* The core's word that it restarted the sandbox; after an idle stop,
  * with what the user lost and how to get it back. */
 static void
-restart_notice(const char *text)
+restart_notice(struct tui *t, const char *text)
 {
 	int ok = 0;
 
 	/* no hint while a replay runs: it is already re-running them */
-	int replaying = T.o.session && session_busy(T.o.session);
-	for (int n = 1; T.idle_down && !replaying && T.nb &&
-	    n <= notebook_ncells(T.nb); n++) {
-		const struct cell *c = notebook_cell(T.nb, n);
+	int replaying = t->o.session && session_busy(t->o.session);
+	for (int n = 1; t->st.idle_down && !replaying && t->nb &&
+	    n <= notebook_ncells(t->nb); n++) {
+		const struct cell *c = notebook_cell(t->nb, n);
 		ok += c->status == CELL_OK;
 	}
 	if (ok == 0) {
-		tui_item_text(IT_NOTICE, text);
+		tui_item_text(t, IT_NOTICE, text);
 		return;
 	}
 	char *m = xasprintf("%s: variables from before are gone; /replay re-runs "
 	    "the cells that succeeded", text);
-	tui_item_text(IT_NOTICE, m);
+	tui_item_text(t, IT_NOTICE, m);
 	free(m);
 }
 
 void
 tui_on_event(void *arg, const struct event *ev)
 {
+	struct tui *t = &tui_one;
 	(void)arg;
 	switch (ev->type) {
 	case EV_SESSION:
-		free(T.session_id);
-		free(T.workspace);
-		T.session_id = ev->text ? xstrdup(ev->text) : NULL;
-		T.workspace = ev->name ? xstrdup(ev->name) : NULL;
+		free(t->st.session_id);
+		free(t->st.workspace);
+		t->st.session_id = ev->text ? xstrdup(ev->text) : NULL;
+		t->st.workspace = ev->name ? xstrdup(ev->name) : NULL;
 		break;
 	case EV_KERNEL:
-		if (T.kstate == KERNEL_BUSY || T.kstate < 0 || ev->n != T.kstate) {
+		if (t->st.kstate == KERNEL_BUSY || t->st.kstate < 0 || ev->n != t->st.kstate) {
 			if (ev->n == KERNEL_DEAD && ev->text)
-				tui_item_text(IT_ERROR, ev->text);
+				tui_item_text(t, IT_ERROR, ev->text);
 			else if (ev->text && strstr(ev->text, "restart"))
-				restart_notice(ev->text);
+				restart_notice(t, ev->text);
 		}
-		if (ev->n == KERNEL_STOPPED && T.o.session) {
+		if (ev->n == KERNEL_STOPPED && t->o.session) {
 			int stopped = 0;
-			session_idle_deadline(T.o.session, &stopped);
-			T.idle_down = stopped;
+			session_idle_deadline(t->o.session, &stopped);
+			t->st.idle_down = stopped;
 		} else if (ev->n != KERNEL_STOPPED)
-			T.idle_down = 0;
-		T.kstate = ev->n;
-		free(T.kmsg);
-		T.kmsg = ev->text ? sanitize_str(ev->text, strlen(ev->text), 0) : NULL;
+			t->st.idle_down = 0;
+		t->st.kstate = ev->n;
+		free(t->st.kmsg);
+		t->st.kmsg = ev->text ? sanitize_str(ev->text, strlen(ev->text), 0) : NULL;
 		break;
 	case EV_QUESTION:
-		close_answer();
-		tui_item_text(IT_USER, ev->text ? ev->text : "");
-		T.busy = 1;
-		T.phase = 1;
-		T.question_text = 0;
-		T.step_ms = now_ms();
-		T.v[P_CONV].follow = 1;
+		close_answer(t);
+		tui_item_text(t, IT_USER, ev->text ? ev->text : "");
+		t->st.busy = 1;
+		t->st.phase = 1;
+		t->conv.question_text = 0;
+		t->st.step_ms = now_ms();
+		t->v[P_CONV].follow = 1;
 		break;
 	case EV_TURN:
 		break;
 	case EV_REQUEST:
-		T.busy = 1;
-		T.phase = 1;
-		T.step_ms = now_ms();
+		t->st.busy = 1;
+		t->st.phase = 1;
+		t->st.step_ms = now_ms();
 		break;
 	case EV_TEXT:
 		if (ev->text && ev->len) {
-			item_add(open_answer(), ev->text, ev->len);
-			T.question_text = 1;
-			if (T.phase != 2)
-				T.step_ms = now_ms();
-			T.phase = 2;
+			item_add(t, open_answer(t), ev->text, ev->len);
+			t->conv.question_text = 1;
+			if (t->st.phase != 2)
+				t->st.step_ms = now_ms();
+			t->st.phase = 2;
 		}
 		break;
 	case EV_TOOL_CALL:
-		close_answer();
+		close_answer(t);
 		break;
 	case EV_CELL_START:
-		close_answer();
+		close_answer(t);
 		if (ev->cell) {
-			if (!has_cell_item(ev->cell->n)) {
-				struct item *it = item_new(IT_CELL);
+			if (!has_cell_item(t, ev->cell->n)) {
+				struct item *it = item_new(t, IT_CELL);
 				it->cell = ev->cell->n;
 			}
-			T.run_cell = ev->cell->n;
-			T.v[P_CELLS].sel = ev->cell->n;
-			T.v[P_CELLS].follow = 1;
+			t->st.run_cell = ev->cell->n;
+			t->v[P_CELLS].sel = ev->cell->n;
+			t->v[P_CELLS].follow = 1;
 		}
-		T.busy = 1;
-		T.phase = 3;
-		T.step_ms = now_ms();
-		cells_changed();
+		t->st.busy = 1;
+		t->st.phase = 3;
+		t->st.step_ms = now_ms();
+		cells_changed(t);
 		break;
 	case EV_STDOUT:
 	case EV_STDERR:
 	case EV_ARTIFACT:
-		cells_changed();
+		cells_changed(t);
 		break;
 	case EV_RESULT:
-		for (int i = T.nitems - 1; i >= 0; i--)
-			if (T.items[i].kind == IT_CELL && ev->cell &&
-			    T.items[i].cell == ev->cell->n) {
-				T.items[i].version++;
+		for (int i = t->conv.nitems - 1; i >= 0; i--)
+			if (t->conv.items[i].kind == IT_CELL && ev->cell &&
+			    t->conv.items[i].cell == ev->cell->n) {
+				t->conv.items[i].version++;
 				break;
 			}
-		if (T.phase == 3) {
-			T.phase = 1;
-			T.step_ms = now_ms();
+		if (t->st.phase == 3) {
+			t->st.phase = 1;
+			t->st.step_ms = now_ms();
 		}
-		cells_changed();
+		cells_changed(t);
 		break;
 	case EV_USAGE:
 		if (ev->total)
-			T.total = *ev->total;
+			t->st.total = *ev->total;
 		break;
 	case EV_ANSWER:
-		if (!T.question_text && ev->text && *ev->text)
-			tui_item_text(IT_ANSWER, ev->text);
-		close_answer();
+		if (!t->conv.question_text && ev->text && *ev->text)
+			tui_item_text(t, IT_ANSWER, ev->text);
+		close_answer(t);
 		break;
 	case EV_ERROR:
-		close_answer();
-		tui_item_text(IT_ERROR, ev->text ? ev->text : "error");
+		close_answer(t);
+		tui_item_text(t, IT_ERROR, ev->text ? ev->text : "error");
 		break;
 	case EV_NOTICE:
-		close_answer();
-		tui_item_text(IT_NOTICE, ev->text ? ev->text : "");
+		close_answer(t);
+		tui_item_text(t, IT_NOTICE, ev->text ? ev->text : "");
 		break;
 	case EV_IDLE:
-		close_answer();
-		T.busy = 0;
-		T.phase = 0;
-		T.run_cell = 0;
+		close_answer(t);
+		t->st.busy = 0;
+		t->st.phase = 0;
+		t->st.run_cell = 0;
 		break;
 	}
-	tui_mark();
+	tui_mark(t);
 }
 
 /* One item of the resumed notebook, in reading order (export_walk). */
@@ -305,17 +308,17 @@ static void
 restore_item(void *arg, enum export_item k, const char *text,
     const struct cell *c)
 {
-	(void)arg;
+	struct tui *t = arg;
 	switch (k) {
 	case EXPORT_QUESTION:
-		tui_item_text(IT_USER, text ? text : "");
+		tui_item_text(t, IT_USER, text ? text : "");
 		break;
 	case EXPORT_REPLY:
-		tui_item_text(IT_ANSWER, text ? text : "")->closed = 1;
+		tui_item_text(t, IT_ANSWER, text ? text : "")->closed = 1;
 		break;
 	case EXPORT_CELL:
 		if (c != NULL)
-			item_new(IT_CELL)->cell = c->n;
+			item_new(t, IT_CELL)->cell = c->n;
 		break;
 	}
 }
@@ -323,12 +326,13 @@ restore_item(void *arg, enum export_item k, const char *text,
 void
 tui_restore(const struct notebook *nb)
 {
-	export_walk(nb, restore_item, NULL);
-	T.total = *notebook_usage(nb);
-	T.v[P_CONV].follow = 1;
-	T.v[P_CELLS].follow = 1;
-	T.v[P_CELLS].sel = notebook_ncells(nb);
-	tui_mark();
+	struct tui *t = &tui_one;
+	export_walk(nb, restore_item, t);
+	t->st.total = *notebook_usage(nb);
+	t->v[P_CONV].follow = 1;
+	t->v[P_CELLS].follow = 1;
+	t->v[P_CELLS].sel = notebook_ncells(nb);
+	tui_mark(t);
 }
 
 /* ---- styles ---- */
@@ -375,24 +379,24 @@ static const struct {
 
 /* Colour pairs for explicit fg/bg (thumbnails), from colorpair.c. */
 static int
-pair_for(int fg, int bg)
+pair_for(struct tui *t, int fg, int bg)
 {
-	if (!T.cp)
+	if (!t->sty.cp)
 		return 0;
-	return colorpair_get(T.cp, fg, bg);
+	return colorpair_get(t->sty.cp, fg, bg);
 }
 
 /* Loads the theme and sets up colours. Returns 0, or -1 with *err
  * (caller frees) when the theme file had problems (the built-in look
  * fills in). */
 static int
-styles_init(char **err)
+styles_init(struct tui *t, char **err)
 {
 	struct theme th;
 	int rc = 0;
 
-	if (T.o.theme)
-		rc = theme_load(&th, T.o.theme, err);
+	if (t->o.theme)
+		rc = theme_load(&th, t->o.theme, err);
 	else {
 		/* default.theme when installed, else the same built in */
 		char *ignored = NULL;
@@ -401,54 +405,54 @@ styles_init(char **err)
 		free(ignored);
 	}
 
-	T.colors = 0;
-	T.ncolors = 0;
-	if (!T.o.no_color && has_colors() && start_color() == OK) {
+	t->sty.colors = 0;
+	t->sty.ncolors = 0;
+	if (!t->o.no_color && has_colors() && start_color() == OK) {
 		use_default_colors();
-		T.ncolors = theme_ncolors(COLORS);
-		T.colors = T.ncolors > 0;
+		t->sty.ncolors = theme_ncolors(COLORS);
+		t->sty.colors = t->sty.ncolors > 0;
 	}
-	if (T.colors) {
-		colorpair_apply_theme(&th, T.ncolors);
-		T.cp = colorpair_new(COLORPAIR_FIRST_DYNAMIC, COLOR_PAIRS - 1);
+	if (t->sty.colors) {
+		colorpair_apply_theme(&th, t->sty.ncolors);
+		t->sty.cp = colorpair_new(COLORPAIR_FIRST_DYNAMIC, COLOR_PAIRS - 1);
 	}
 	for (int r = 0; r < R_NROLES; r++) {
 		unsigned long at;
 		int pair;
-		colorpair_role(&th, role_map[r].theme, T.ncolors, &at, &pair);
-		T.role_attr[r] = (attr_t)at | role_map[r].extra;
-		T.role_pair[r] = T.colors ? pair : 0;
-		if (!T.colors && (r == R_STATUS || r == R_SEL || r == R_STATUS_KEY))
-			T.role_attr[r] |= A_REVERSE;
+		colorpair_role(&th, role_map[r].theme, t->sty.ncolors, &at, &pair);
+		t->sty.role_attr[r] = (attr_t)at | role_map[r].extra;
+		t->sty.role_pair[r] = t->sty.colors ? pair : 0;
+		if (!t->sty.colors && (r == R_STATUS || r == R_SEL || r == R_STATUS_KEY))
+			t->sty.role_attr[r] |= A_REVERSE;
 	}
 	for (int r = 0; r < THEME_NROLES; r++) {
 		unsigned long at;
 		int pair;
-		colorpair_role(&th, (enum theme_role)r, T.ncolors, &at, &pair);
-		T.theme_attr[r] = (attr_t)at;
-		T.theme_pair[r] = T.colors ? pair : 0;
+		colorpair_role(&th, (enum theme_role)r, t->sty.ncolors, &at, &pair);
+		t->sty.theme_attr[r] = (attr_t)at;
+		t->sty.theme_pair[r] = t->sty.colors ? pair : 0;
 	}
 	return rc;
 }
 
 static void
-set_style(WINDOW *w, const struct tseg *g, int over)
+set_style(struct tui *t, WINDOW *w, const struct tseg *g, int over)
 {
 	int pair;
 	attr_t a;
 
 	if (over >= 0) {
-		a = T.role_attr[over];
-		pair = T.role_pair[over];
+		a = t->sty.role_attr[over];
+		pair = t->sty.role_pair[over];
 	} else if (g->fg >= 0 || g->bg >= 0) {
 		a = A_NORMAL;
-		pair = pair_for(g->fg, g->bg);
+		pair = pair_for(t, g->fg, g->bg);
 	} else if (g->role >= R_THEME && g->role < R_THEME + THEME_NROLES) {
-		a = T.theme_attr[g->role - R_THEME];
-		pair = T.theme_pair[g->role - R_THEME];
+		a = t->sty.theme_attr[g->role - R_THEME];
+		pair = t->sty.theme_pair[g->role - R_THEME];
 	} else {
-		a = T.role_attr[g->role];
-		pair = T.role_pair[g->role];
+		a = t->sty.role_attr[g->role];
+		pair = t->sty.role_pair[g->role];
 	}
 	wattr_set(w, a, 0, &pair);
 }
@@ -464,7 +468,7 @@ utf8_term(void)
 /* The thumbnail of a PNG at most cols wide and rows_max high, cached.
  * NULL when the file is not a decodable PNG (*why says so). */
 static struct thumb *
-thumb_get(const char *path, int cols, int rows_max, const char **why)
+thumb_get(struct tui *t, const char *path, int cols, int rows_max, const char **why)
 {
 	struct tcache *slot = NULL;
 
@@ -472,10 +476,10 @@ thumb_get(const char *path, int cols, int rows_max, const char **why)
 	if (cols < 2)
 		cols = 2;
 	for (int i = 0; i < NTHUMBS; i++) {
-		struct tcache *c = &T.thumbs[i];
+		struct tcache *c = &t->thumbs.slot[i];
 		if (c->path && c->cols == cols && c->rows_max == rows_max &&
 		    strcmp(c->path, path) == 0) {
-			c->stamp = ++T.tstamp;
+			c->stamp = ++t->thumbs.stamp;
 			*why = c->err;
 			return c->t;
 		}
@@ -489,7 +493,7 @@ thumb_get(const char *path, int cols, int rows_max, const char **why)
 	slot->path = xstrdup(path);
 	slot->cols = cols;
 	slot->rows_max = rows_max;
-	slot->stamp = ++T.tstamp;
+	slot->stamp = ++t->thumbs.stamp;
 
 	char *err = NULL;
 	struct png_rgba *img = png_decode_file(path, &err);
@@ -499,9 +503,9 @@ thumb_get(const char *path, int cols, int rows_max, const char **why)
 		to.cols = cols;
 		to.max_rows = rows_max;
 		to.symbols = utf8_term() ? THUMB_SYM_QUAD : THUMB_SYM_ASCII;
-		to.palette = !T.colors ? THUMB_PAL_MONO :
-		    T.ncolors >= 256 ? THUMB_PAL_256 :
-		    T.ncolors >= 16 ? THUMB_PAL_16 : THUMB_PAL_8;
+		to.palette = !t->sty.colors ? THUMB_PAL_MONO :
+		    t->sty.ncolors >= 256 ? THUMB_PAL_256 :
+		    t->sty.ncolors >= 16 ? THUMB_PAL_16 : THUMB_PAL_8;
 		slot->t = thumb_render(img->px, (int)img->w, (int)img->h, 4,
 		    (size_t)img->w * 4, &to, &err);
 		png_rgba_free(img);
@@ -516,29 +520,29 @@ thumb_get(const char *path, int cols, int rows_max, const char **why)
 }
 
 static void
-thumbs_clear(void)
+thumbs_clear(struct tui *t)
 {
 	for (int i = 0; i < NTHUMBS; i++) {
-		free(T.thumbs[i].path);
-		free(T.thumbs[i].err);
-		thumb_free(T.thumbs[i].t);
-		memset(&T.thumbs[i], 0, sizeof T.thumbs[i]);
+		free(t->thumbs.slot[i].path);
+		free(t->thumbs.slot[i].err);
+		thumb_free(t->thumbs.slot[i].t);
+		memset(&t->thumbs.slot[i], 0, sizeof t->thumbs.slot[i]);
 	}
 }
 
 /* Appends the grid as lines: runs of one colour become one segment. */
 static void
-thumb_lines(struct tlines *ls, const struct thumb *t, int indent, int tag)
+thumb_lines(struct tlines *ls, const struct thumb *th, int indent, int tag)
 {
-	for (int y = 0; y < t->rows; y++) {
+	for (int y = 0; y < th->rows; y++) {
 		struct tline *l = tlines_add(ls, tag);
 		if (indent > 0)
 			tline_add(l, R_TEXT, "        ", (size_t)(indent < 8 ? indent : 8));
 		struct buf run;
 		buf_init(&run, 4096);
 		int fg = -2, bg = -2;
-		for (int x = 0; x < t->cols; x++) {
-			const struct thumb_cell *c = &t->cells[y * t->cols + x];
+		for (int x = 0; x < th->cols; x++) {
+			const struct thumb_cell *c = &th->cells[y * th->cols + x];
 			if ((c->fg != fg || c->bg != bg) && run.len) {
 				tline_add_color(l, run.data, run.len, fg, bg);
 				buf_reset(&run);
@@ -635,17 +639,17 @@ add_sanitized(struct tlines *ls, const char *raw, size_t n, int w, int role,
 }
 
 static int
-cell_expanded(int n)
+cell_expanded(struct tui *t, int n)
 {
-	return n > 0 && n < T.nexp && T.expanded[n];
+	return n > 0 && n < t->cells.nexp && t->cells.expanded[n];
 }
 
 static int
-cell_nart(const struct cell *c)
+cell_nart(struct tui *t, const struct cell *c)
 {
-	int k = 0, na = notebook_nartifacts(T.nb);
+	int k = 0, na = notebook_nartifacts(t->nb);
 	for (int i = 0; i < na; i++)
-		if (notebook_artifact(T.nb, i)->cell == c->n)
+		if (notebook_artifact(t->nb, i)->cell == c->n)
 			k++;
 	return k;
 }
@@ -675,9 +679,9 @@ code_lines(struct tlines *ls, const char *code, int w, int expanded, int tag)
 
 /* Everything of a cell below its header line. */
 static void
-cell_body(struct tlines *ls, const struct cell *c, int w)
+cell_body(struct tui *t, struct tlines *ls, const struct cell *c, int w)
 {
-	int ex = cell_expanded(c->n), tag = c->n;
+	int ex = cell_expanded(t, c->n), tag = c->n;
 	size_t n;
 
 	code_lines(ls, c->code ? c->code : "", w, ex, tag);
@@ -712,9 +716,9 @@ cell_body(struct tlines *ls, const struct cell *c, int w)
 		const char *m = "the session restarted: variables are gone";
 		tlines_cut(ls, m, strlen(m), w, R_FAIL, "  ! ", R_BORDER, tag);
 	}
-	int na = notebook_nartifacts(T.nb);
+	int na = notebook_nartifacts(t->nb);
 	for (int i = 0; i < na; i++) {
-		const struct artifact *a = notebook_artifact(T.nb, i);
+		const struct artifact *a = notebook_artifact(t->nb, i);
 		if (a->cell != c->n)
 			continue;
 		char sz[32];
@@ -728,10 +732,10 @@ cell_body(struct tlines *ls, const struct cell *c, int w)
 		if (is_png(a->name)) {
 			const char *why;
 			int tc = w - 4 < 64 ? w - 4 : 64;
-			struct thumb *t = thumb_get(a->path, ex ? w - 4 : tc,
+			struct thumb *th = thumb_get(t, a->path, ex ? w - 4 : tc,
 			    ex ? 40 : 14, &why);
-			if (t)
-				thumb_lines(ls, t, 4, tag);
+			if (th)
+				thumb_lines(ls, th, 4, tag);
 			else if (why)
 				tlines_cut(ls, why, strlen(why), w, R_DIM, "    ",
 				    R_BORDER, tag);
@@ -740,16 +744,16 @@ cell_body(struct tlines *ls, const struct cell *c, int w)
 }
 
 static struct cblock *
-cell_block(const struct cell *c, int w)
+cell_block(struct tui *t, const struct cell *c, int w)
 {
-	if (c->n >= T.ncb) {
+	if (c->n >= t->cells.ncb) {
 		int nn = c->n + 32;
-		T.cb = xrealloc(T.cb, (size_t)nn * sizeof *T.cb);
-		memset(T.cb + T.ncb, 0, (size_t)(nn - T.ncb) * sizeof *T.cb);
-		T.ncb = nn;
+		t->cells.cb = xrealloc(t->cells.cb, (size_t)nn * sizeof *t->cells.cb);
+		memset(t->cells.cb + t->cells.ncb, 0, (size_t)(nn - t->cells.ncb) * sizeof *t->cells.cb);
+		t->cells.ncb = nn;
 	}
-	struct cblock *b = &T.cb[c->n];
-	int ex = cell_expanded(c->n), nart = cell_nart(c);
+	struct cblock *b = &t->cells.cb[c->n];
+	int ex = cell_expanded(t, c->n), nart = cell_nart(t, c);
 	if (b->valid && b->width == w && b->expanded == ex &&
 	    b->status == (int)c->status && b->nart == nart &&
 	    b->tot[0] == c->out[0].total && b->tot[1] == c->out[1].total &&
@@ -757,7 +761,7 @@ cell_block(const struct cell *c, int w)
 		return b;
 	tlines_free(&b->lines);
 	tlines_init(&b->lines);
-	cell_body(&b->lines, c, w);
+	cell_body(t, &b->lines, c, w);
 	b->valid = 1;
 	b->width = w;
 	b->expanded = ex;
@@ -770,10 +774,10 @@ cell_block(const struct cell *c, int w)
 }
 
 static void
-cblocks_invalidate(void)
+cblocks_invalidate(struct tui *t)
 {
-	for (int i = 0; i < T.ncb; i++)
-		T.cb[i].valid = 0;
+	for (int i = 0; i < t->cells.ncb; i++)
+		t->cells.cb[i].valid = 0;
 }
 
 static int
@@ -789,7 +793,7 @@ status_role(enum cell_status s)
 
 /* "[3] model · ok · 0.42s" */
 static void
-cell_header(struct tline *l, const struct cell *c)
+cell_header(struct tui *t, struct tline *l, const struct cell *c)
 {
 	char tmp[128];
 	snprintf(tmp, sizeof tmp, "[%d] ", c->n);
@@ -807,15 +811,15 @@ cell_header(struct tline *l, const struct cell *c)
 		snprintf(tmp, sizeof tmp, "%s · %.2fs", cell_status_name(c->status),
 		    (double)c->duration_ms / 1000.0);
 	tline_adds(l, status_role(c->status), tmp);
-	if (cell_expanded(c->n))
+	if (cell_expanded(t, c->n))
 		tline_adds(l, R_DIM, " · expanded");
 }
 
 /* The conversation line that links a model turn to its cell. */
 static void
-cell_link(struct tline *l, int n)
+cell_link(struct tui *t, struct tline *l, int n)
 {
-	const struct cell *c = T.nb ? notebook_cell(T.nb, n) : NULL;
+	const struct cell *c = t->nb ? notebook_cell(t->nb, n) : NULL;
 	char tmp[160];
 	tline_adds(l, R_LINK, "  ▸ ");
 	snprintf(tmp, sizeof tmp, "ran cell [%d]", n);
@@ -844,16 +848,16 @@ cell_link(struct tline *l, int n)
 		    lines == 1 ? "" : "s");
 		tline_adds(l, R_DIM, tmp);
 	}
-	if (c->nartifacts > 0 || cell_nart(c)) {
-		snprintf(tmp, sizeof tmp, " · %d file%s", cell_nart(c),
-		    cell_nart(c) == 1 ? "" : "s");
+	if (c->nartifacts > 0 || cell_nart(t, c)) {
+		snprintf(tmp, sizeof tmp, " · %d file%s", cell_nart(t, c),
+		    cell_nart(t, c) == 1 ? "" : "s");
 		tline_adds(l, R_DIM, tmp);
 	}
 }
 
 /* The wrapped lines of one conversation item (cached by version, width). */
 static const struct tlines *
-item_lines(struct item *it, int w)
+item_lines(struct tui *t, struct item *it, int w)
 {
 	if (it->kind != IT_CELL && it->cver == it->version && it->cw == w)
 		return &it->lines;
@@ -877,7 +881,7 @@ item_lines(struct item *it, int w)
 		break;
 	}
 	case IT_CELL:
-		cell_link(tlines_add(&it->lines, it->cell), it->cell);
+		cell_link(t, tlines_add(&it->lines, it->cell), it->cell);
 		break;
 	case IT_NOTICE:
 		tlines_wrap(&it->lines, s, n, w, R_NOTICE, "  · ", R_NOTICE, 0);
@@ -903,7 +907,7 @@ static const char *pane_name[P_NPANES] = { "input", "conversation", "cells",
 
 /* Input rows the current line needs (it may hold newlines). */
 static int
-input_rows(void)
+input_rows(struct tui *t)
 {
 	int rows = 1;
 	if (rl_line_buffer)
@@ -911,61 +915,61 @@ input_rows(void)
 			rows += *p == '\n';
 	if (rows > INPUT_ROWS_MAX)
 		rows = INPUT_ROWS_MAX;
-	if (rows > T.rows / 4)
-		rows = T.rows / 4 > 0 ? T.rows / 4 : 1;
+	if (rows > t->lay.rows / 4)
+		rows = t->lay.rows / 4 > 0 ? t->lay.rows / 4 : 1;
 	return rows;
 }
 
 /* Which pane a compact screen shows. */
 static enum pane
-shown_pane(void)
+shown_pane(struct tui *t)
 {
-	if (T.focus != P_INPUT)
-		return T.focus;
-	return T.last_pane != P_INPUT ? T.last_pane : P_CONV;
+	if (t->focus != P_INPUT)
+		return t->focus;
+	return t->last_pane != P_INPUT ? t->last_pane : P_CONV;
 }
 
 static void
-layout(void)
+layout(struct tui *t)
 {
-	T.rows = LINES;
-	T.cols = COLS;
-	T.inrows = input_rows();
-	int h = T.rows - 1 - T.inrows;		/* above the status bar */
-	memset(T.ph, 0, sizeof T.ph);
-	memset(T.pw, 0, sizeof T.pw);
-	T.compact = h < 14 || T.cols < 60;
-	if (T.compact) {
-		enum pane p = shown_pane();
-		T.py[p] = 0;
-		T.px[p] = 0;
-		T.ph[p] = h;
-		T.pw[p] = T.cols;
+	t->lay.rows = LINES;
+	t->lay.cols = COLS;
+	t->lay.inrows = input_rows(t);
+	int h = t->lay.rows - 1 - t->lay.inrows;		/* above the status bar */
+	memset(t->lay.ph, 0, sizeof t->lay.ph);
+	memset(t->lay.pw, 0, sizeof t->lay.pw);
+	t->lay.compact = h < 14 || t->lay.cols < 60;
+	if (t->lay.compact) {
+		enum pane p = shown_pane(t);
+		t->lay.py[p] = 0;
+		t->lay.px[p] = 0;
+		t->lay.ph[p] = h;
+		t->lay.pw[p] = t->lay.cols;
 		return;
 	}
-	int artw = T.cols >= 110 ? 30 : T.cols >= 80 ? 24 : 20;
-	int leftw = T.cols - artw - 1;
+	int artw = t->lay.cols >= 110 ? 30 : t->lay.cols >= 80 ? 24 : 20;
+	int leftw = t->lay.cols - artw - 1;
 	int convh = h * 2 / 5;
 	if (convh < 5)
 		convh = 5;
-	T.py[P_CONV] = 0;
-	T.px[P_CONV] = 0;
-	T.ph[P_CONV] = convh;
-	T.pw[P_CONV] = leftw;
-	T.py[P_CELLS] = convh;
-	T.px[P_CELLS] = 0;
-	T.ph[P_CELLS] = h - convh;
-	T.pw[P_CELLS] = leftw;
-	T.py[P_ARTS] = 0;
-	T.px[P_ARTS] = leftw + 1;
-	T.ph[P_ARTS] = h;
-	T.pw[P_ARTS] = artw;
+	t->lay.py[P_CONV] = 0;
+	t->lay.px[P_CONV] = 0;
+	t->lay.ph[P_CONV] = convh;
+	t->lay.pw[P_CONV] = leftw;
+	t->lay.py[P_CELLS] = convh;
+	t->lay.px[P_CELLS] = 0;
+	t->lay.ph[P_CELLS] = h - convh;
+	t->lay.pw[P_CELLS] = leftw;
+	t->lay.py[P_ARTS] = 0;
+	t->lay.px[P_ARTS] = leftw + 1;
+	t->lay.ph[P_ARTS] = h;
+	t->lay.pw[P_ARTS] = artw;
 }
 
 /* Draws l at row y from column x, at most w columns; over >= 0 styles
  * the whole row (selection) and pads it. */
 static void
-draw_line(WINDOW *win, int y, int x, int w, const struct tline *l, int over)
+draw_line(struct tui *t, WINDOW *win, int y, int x, int w, const struct tline *l, int over)
 {
 	int col = 0;
 	wmove(win, y, x);
@@ -976,14 +980,14 @@ draw_line(WINDOW *win, int y, int x, int w, const struct tline *l, int over)
 		size_t k = tlines_fit(g->text, len, w - col, &used);
 		if (k == 0)
 			continue;
-		set_style(win, g, over);
+		set_style(t, win, g, over);
 		waddnstr(win, g->text, (int)k);
 		col += used;
 		if (k < len)
 			break;
 	}
 	if (over >= 0 && col < w) {
-		set_style(win, NULL, over);
+		set_style(t, win, NULL, over);
 		for (; col < w; col++)
 			waddch(win, ' ');
 	}
@@ -991,11 +995,11 @@ draw_line(WINDOW *win, int y, int x, int w, const struct tline *l, int over)
 }
 
 static void
-draw_text(WINDOW *win, int y, int x, int w, int role, const char *s)
+draw_text(struct tui *t, WINDOW *win, int y, int x, int w, int role, const char *s)
 {
 	struct tline l = { 0 };
 	tline_adds(&l, role, s);
-	draw_line(win, y, x, w, &l, -1);
+	draw_line(t, win, y, x, w, &l, -1);
 	for (int i = 0; i < l.nseg; i++)
 		free(l.seg[i].text);
 	free(l.seg);
@@ -1003,13 +1007,13 @@ draw_text(WINDOW *win, int y, int x, int w, int role, const char *s)
 
 /* A pane's title row: "─ conversation ─── extra ─". */
 static void
-draw_title(enum pane p, const char *extra)
+draw_title(struct tui *t, enum pane p, const char *extra)
 {
-	int y = T.py[p], x = T.px[p], w = T.pw[p];
-	int focus = T.focus == p;
+	int y = t->lay.py[p], x = t->lay.px[p], w = t->lay.pw[p];
+	int focus = t->focus == p;
 	struct tline l = { 0 };
 
-	if (T.compact) {
+	if (t->lay.compact) {
 		/* a tab strip: every pane, the shown one highlighted */
 		for (int q = (int)P_CONV; q < (int)P_NPANES; q++) {
 			tline_adds(&l, q == (int)p ? (focus ? R_TITLE_FOCUS : R_CELL_HDR) :
@@ -1036,7 +1040,7 @@ draw_title(enum pane p, const char *extra)
 	if (fill.len)
 		tline_add(&l, R_BORDER, fill.data, fill.len);
 	buf_free(&fill);
-	draw_line(T.mainw, y, x, w, &l, -1);
+	draw_line(t, t->lay.mainw, y, x, w, &l, -1);
 	for (int i = 0; i < l.nseg; i++)
 		free(l.seg[i].text);
 	free(l.seg);
@@ -1054,31 +1058,31 @@ view_clamp(struct view *v, int total, int h)
 }
 
 static void
-draw_conv(void)
+draw_conv(struct tui *t)
 {
 	enum pane p = P_CONV;
-	int h = T.ph[p] - 1, w = T.pw[p], y0 = T.py[p] + 1;
+	int h = t->lay.ph[p] - 1, w = t->lay.pw[p], y0 = t->lay.py[p] + 1;
 	if (h <= 0 || w <= 0)
 		return;
 	int total = 0;
-	for (int i = 0; i < T.nitems; i++)
-		total += item_lines(&T.items[i], w)->n;
-	struct view *v = &T.v[p];
+	for (int i = 0; i < t->conv.nitems; i++)
+		total += item_lines(t, &t->conv.items[i], w)->n;
+	struct view *v = &t->v[p];
 	view_clamp(v, total, h);
 	char extra[64] = "";
 	if (!v->follow && total > h)
 		snprintf(extra, sizeof extra, "%d/%d  End: follow", v->top + h, total);
-	draw_title(p, extra);
-	if (T.nitems == 0) {
-		draw_text(T.mainw, y0, 0, w, R_DIM,
+	draw_title(t, p, extra);
+	if (t->conv.nitems == 0) {
+		draw_text(t, t->lay.mainw, y0, 0, w, R_DIM,
 		    "  Ask a question about your data and press Enter.");
-		draw_text(T.mainw, y0 + 1, 0, w, R_DIM,
+		draw_text(t, t->lay.mainw, y0 + 1, 0, w, R_DIM,
 		    "  /help lists the commands, ? or F1 the keys.");
 		return;
 	}
 	int line = 0, row = 0;
-	for (int i = 0; i < T.nitems && row < h; i++) {
-		const struct tlines *ls = item_lines(&T.items[i], w);
+	for (int i = 0; i < t->conv.nitems && row < h; i++) {
+		const struct tlines *ls = item_lines(t, &t->conv.items[i], w);
 		if (line + ls->n <= v->top) {
 			line += ls->n;
 			continue;
@@ -1086,9 +1090,9 @@ draw_conv(void)
 		for (int j = 0; j < ls->n && row < h; j++, line++) {
 			if (line < v->top)
 				continue;
-			draw_line(T.mainw, y0 + row, 0, w, &ls->v[j], -1);
+			draw_line(t, t->lay.mainw, y0 + row, 0, w, &ls->v[j], -1);
 			if (row < TAGROWS)
-				T.tagmap[p][row] = ls->v[j].tag;
+				t->lay.tagmap[p][row] = ls->v[j].tag;
 			row++;
 		}
 	}
@@ -1096,14 +1100,14 @@ draw_conv(void)
 
 /* Line offset of each cell's header in the cell pane; returns the total. */
 static int
-cells_total(int w, int *start, int ncells)
+cells_total(struct tui *t, int w, int *start, int ncells)
 {
 	int total = 0;
 	for (int n = 1; n <= ncells; n++) {
-		const struct cell *c = notebook_cell(T.nb, n);
+		const struct cell *c = notebook_cell(t->nb, n);
 		if (start)
 			start[n] = total;
-		total += 1 + (c ? cell_block(c, w)->lines.n : 0) + 1;
+		total += 1 + (c ? cell_block(t, c, w)->lines.n : 0) + 1;
 	}
 	if (start)
 		start[ncells + 1] = total;
@@ -1111,16 +1115,16 @@ cells_total(int w, int *start, int ncells)
 }
 
 static void
-draw_cells(void)
+draw_cells(struct tui *t)
 {
 	enum pane p = P_CELLS;
-	int h = T.ph[p] - 1, w = T.pw[p], y0 = T.py[p] + 1, x0 = T.px[p];
+	int h = t->lay.ph[p] - 1, w = t->lay.pw[p], y0 = t->lay.py[p] + 1, x0 = t->lay.px[p];
 	if (h <= 0 || w <= 0)
 		return;
-	int nc = notebook_ncells(T.nb);
-	struct view *v = &T.v[p];
+	int nc = notebook_ncells(t->nb);
+	struct view *v = &t->v[p];
 	int *start = xcalloc((size_t)nc + 2, sizeof *start);
-	int total = cells_total(w, start, nc);
+	int total = cells_total(t, w, start, nc);
 	if (v->sel > nc)
 		v->sel = nc;
 	if (v->sel < 1 && nc > 0)
@@ -1146,16 +1150,16 @@ draw_cells(void)
 	char extra[80];
 	snprintf(extra, sizeof extra, "%d%s", nc,
 	    !v->follow && total > h ? "  End: follow" : "");
-	draw_title(p, extra);
+	draw_title(t, p, extra);
 	if (nc == 0)
-		draw_text(T.mainw, y0, x0, w, R_DIM,
+		draw_text(t, t->lay.mainw, y0, x0, w, R_DIM,
 		    "  No cells yet. The model's code appears here; /py CODE runs your own.");
 	int row = 0;
 	for (int n = 1; n <= nc && row < h; n++) {
 		if (start[n + 1] <= v->top)
 			continue;
-		const struct cell *c = notebook_cell(T.nb, n);
-		const struct tlines *body = &cell_block(c, w)->lines;
+		const struct cell *c = notebook_cell(t->nb, n);
+		const struct tlines *body = &cell_block(t, c, w)->lines;
 		for (int j = start[n]; j < start[n + 1] && row < h; j++) {
 			if (j < v->top)
 				continue;
@@ -1164,17 +1168,17 @@ draw_cells(void)
 				struct tline hl = { 0 };
 				tline_adds(&hl, R_LINK, n == v->sel ?
 				    (utf8_term() ? "▸" : ">") : " ");
-				cell_header(&hl, c);
-				draw_line(T.mainw, y0 + row, x0, w, &hl,
-				    n == v->sel && T.focus == p ? R_SEL : -1);
+				cell_header(t, &hl, c);
+				draw_line(t, t->lay.mainw, y0 + row, x0, w, &hl,
+				    n == v->sel && t->focus == p ? R_SEL : -1);
 				for (int i = 0; i < hl.nseg; i++)
 					free(hl.seg[i].text);
 				free(hl.seg);
 			} else if (k - 1 < body->n)
-				draw_line(T.mainw, y0 + row, x0, w,
+				draw_line(t, t->lay.mainw, y0 + row, x0, w,
 				    &body->v[k - 1], -1);
 			if (row < TAGROWS)
-				T.tagmap[p][row] = n;
+				t->lay.tagmap[p][row] = n;
 			row++;
 		}
 	}
@@ -1182,29 +1186,29 @@ draw_cells(void)
 }
 
 static void
-draw_arts(void)
+draw_arts(struct tui *t)
 {
 	enum pane p = P_ARTS;
-	int h = T.ph[p] - 1, w = T.pw[p], y0 = T.py[p] + 1, x0 = T.px[p];
+	int h = t->lay.ph[p] - 1, w = t->lay.pw[p], y0 = t->lay.py[p] + 1, x0 = t->lay.px[p];
 	if (h <= 0 || w <= 0)
 		return;
-	int na = notebook_nartifacts(T.nb);
+	int na = notebook_nartifacts(t->nb);
 	char extra[32];
 	snprintf(extra, sizeof extra, "%d", na);
-	draw_title(p, extra);
-	if (!T.compact)	/* the separator from the left panes */
-		for (int y = 0; y < T.ph[p]; y++) {
-			int pr = T.role_pair[R_BORDER];
-			wattr_set(T.mainw, T.role_attr[R_BORDER], 0, &pr);
-			mvwaddstr(T.mainw, y, x0 - 1, utf8_term() ? "│" : "|");
+	draw_title(t, p, extra);
+	if (!t->lay.compact)	/* the separator from the left panes */
+		for (int y = 0; y < t->lay.ph[p]; y++) {
+			int pr = t->sty.role_pair[R_BORDER];
+			wattr_set(t->lay.mainw, t->sty.role_attr[R_BORDER], 0, &pr);
+			mvwaddstr(t->lay.mainw, y, x0 - 1, utf8_term() ? "│" : "|");
 		}
 	if (na == 0) {
-		draw_text(T.mainw, y0, x0, w, R_DIM, " Charts and files");
-		draw_text(T.mainw, y0 + 1, x0, w, R_DIM, " the code saves to");
-		draw_text(T.mainw, y0 + 2, x0, w, R_DIM, " out/ appear here.");
+		draw_text(t, t->lay.mainw, y0, x0, w, R_DIM, " Charts and files");
+		draw_text(t, t->lay.mainw, y0 + 1, x0, w, R_DIM, " the code saves to");
+		draw_text(t, t->lay.mainw, y0 + 2, x0, w, R_DIM, " out/ appear here.");
 		return;
 	}
-	struct view *v = &T.v[p];
+	struct view *v = &t->v[p];
 	if (v->sel >= na)
 		v->sel = na - 1;
 	if (v->sel < 0)
@@ -1214,7 +1218,7 @@ draw_arts(void)
 	tlines_init(&ls);
 	int selrow = 0;
 	for (int i = 0; i < na; i++) {
-		const struct artifact *a = notebook_artifact(T.nb, i);
+		const struct artifact *a = notebook_artifact(t->nb, i);
 		if (i == v->sel)
 			selrow = ls.n;
 		char *nm = sanitize_str(a->name, strlen(a->name), 0);
@@ -1227,9 +1231,9 @@ draw_arts(void)
 		tlines_cut(&ls, det, strlen(det), w, R_DIM, "  ", R_DIM, i);
 		if (is_png(a->name) && w > 6) {
 			const char *why;
-			struct thumb *t = thumb_get(a->path, w - 3, 6, &why);
-			if (t)
-				thumb_lines(&ls, t, 2, i);
+			struct thumb *th = thumb_get(t, a->path, w - 3, 6, &why);
+			if (th)
+				thumb_lines(&ls, th, 2, i);
 		}
 	}
 	if (selrow < v->top)
@@ -1241,18 +1245,18 @@ draw_arts(void)
 	for (int r = 0; r < h && v->top + r < ls.n; r++) {
 		const struct tline *l = &ls.v[v->top + r];
 		int selected = l->tag == v->sel && v->top + r == selrow &&
-		    T.focus == p;
-		draw_line(T.mainw, y0 + r, x0, w, l, selected ? R_SEL : -1);
+		    t->focus == p;
+		draw_line(t, t->lay.mainw, y0 + r, x0, w, l, selected ? R_SEL : -1);
 		if (r < TAGROWS)
-			T.tagmap[p][r] = l->tag;
+			t->lay.tagmap[p][r] = l->tag;
 	}
 	tlines_free(&ls);
 }
 
 static const char *
-kstate_text(void)
+kstate_text(struct tui *t)
 {
-	switch (T.kstate) {
+	switch (t->st.kstate) {
 	case KERNEL_STOPPED:	return "stopped";
 	case KERNEL_STARTING:	return "starting";
 	case KERNEL_LOADING:	return "loading libraries";
@@ -1275,46 +1279,46 @@ fmt_tokens(char *b, size_t n, long v)
 }
 
 static void
-draw_status(void)
+draw_status(struct tui *t)
 {
-	int y = T.rows - T.inrows - 1;
+	int y = t->lay.rows - t->lay.inrows - 1;
 	struct tline l = { 0 };
 	char tmp[256];
 	const char *model = NULL;
-	struct llm *m = T.agent ? agent_llm(T.agent) : NULL;
+	struct llm *m = t->agent ? agent_llm(t->agent) : NULL;
 
 	if (m)
 		model = llm_model(m);
-	snprintf(tmp, sizeof tmp, " %s%s%s ", T.o.provider_label ?
-	    T.o.provider_label : (m ? llm_provider(m) : "no model"),
+	snprintf(tmp, sizeof tmp, " %s%s%s ", t->o.provider_label ?
+	    t->o.provider_label : (m ? llm_provider(m) : "no model"),
 	    model ? " · " : "", model ? model : "");
 	tline_adds(&l, R_STATUS_KEY, tmp);
 	tline_adds(&l, R_STATUS, "│ ");
-	int total = 0, done = T.o.session ? session_progress(T.o.session, &total) : 0;
+	int total = 0, done = t->o.session ? session_progress(t->o.session, &total) : 0;
 	int64_t deadline = 0;
 	int idle_stopped = 0;
-	if (T.o.session)
-		deadline = session_idle_deadline(T.o.session, &idle_stopped);
-	T.ticking = 0;
+	if (t->o.session)
+		deadline = session_idle_deadline(t->o.session, &idle_stopped);
+	t->st.ticking = 0;
 	if (total > 0)
 		snprintf(tmp, sizeof tmp, "replaying %d/%d",
 		    done < total ? done + 1 : total, total);
-	else if (T.phase == 3 && T.run_cell)
-		snprintf(tmp, sizeof tmp, "running cell [%d]", T.run_cell);
-	else if (T.phase == 1)
+	else if (t->st.phase == 3 && t->st.run_cell)
+		snprintf(tmp, sizeof tmp, "running cell [%d]", t->st.run_cell);
+	else if (t->st.phase == 1)
 		snprintf(tmp, sizeof tmp, "thinking");
-	else if (T.phase == 2)
+	else if (t->st.phase == 2)
 		snprintf(tmp, sizeof tmp, "answering");
-	else if (T.kstate == KERNEL_STOPPED && idle_stopped)
+	else if (t->st.kstate == KERNEL_STOPPED && idle_stopped)
 		snprintf(tmp, sizeof tmp, "sandbox stopped (idle)");
 	else
-		snprintf(tmp, sizeof tmp, "%s", kstate_text());
+		snprintf(tmp, sizeof tmp, "%s", kstate_text(t));
 	tline_adds(&l, total > 0 ? R_STATUS_KEY : R_STATUS, tmp);
-	if (T.nheld > 0) {
-		snprintf(tmp, sizeof tmp, " · %d held", T.nheld);
+	if (t->cmd.nheld > 0) {
+		snprintf(tmp, sizeof tmp, " · %d held", t->cmd.nheld);
 		tline_adds(&l, R_STATUS, tmp);
 	}
-	if (deadline > 0 && !T.busy) {
+	if (deadline > 0 && !t->st.busy) {
 		int64_t left = deadline - now_ms();
 		if (left < 0)
 			left = 0;
@@ -1323,71 +1327,71 @@ draw_status(void)
 			snprintf(tmp, sizeof tmp, " │ idle stop in %d:%02d",
 			    (int)(sec / 60), (int)(sec % 60));
 			tline_adds(&l, R_STATUS, tmp);
-			T.ticking = 1;
+			t->st.ticking = 1;
 		}
 	}
-	if (T.busy) {
-		snprintf(tmp, sizeof tmp, " %.1fs", (double)(now_ms() - T.step_ms) / 1000.0);
+	if (t->st.busy) {
+		snprintf(tmp, sizeof tmp, " %.1fs", (double)(now_ms() - t->st.step_ms) / 1000.0);
 		tline_adds(&l, R_STATUS, tmp);
 	}
-	if (T.total.input_tokens || T.total.output_tokens) {
+	if (t->st.total.input_tokens || t->st.total.output_tokens) {
 		char a[24], b[24];
-		fmt_tokens(a, sizeof a, T.total.input_tokens);
-		fmt_tokens(b, sizeof b, T.total.output_tokens);
+		fmt_tokens(a, sizeof a, t->st.total.input_tokens);
+		fmt_tokens(b, sizeof b, t->st.total.output_tokens);
 		snprintf(tmp, sizeof tmp, " │ tokens %s in · %s out", a, b);
 		tline_adds(&l, R_STATUS, tmp);
 	}
-	if (T.flash && now_ms() < T.flash_until) {
+	if (t->st.flash && now_ms() < t->st.flash_until) {
 		tline_adds(&l, R_STATUS, " │ ");
-		tline_adds(&l, R_STATUS_KEY, T.flash);
+		tline_adds(&l, R_STATUS_KEY, t->st.flash);
 	}
-	const char *hint = T.busy ? " Ctrl-C cancel · ? help " :
+	const char *hint = t->st.busy ? " Ctrl-C cancel · ? help " :
 	    " Tab panes · ? help ";
 	int hw = tlines_width(hint, strlen(hint));
 	int used = tline_width(&l);
-	if (used + hw <= T.cols) {
+	if (used + hw <= t->lay.cols) {
 		memset(tmp, ' ', sizeof tmp);
-		int pad = T.cols - used - hw;
+		int pad = t->lay.cols - used - hw;
 		if (pad > (int)sizeof tmp - 1)
 			pad = (int)sizeof tmp - 1;
 		tline_add(&l, R_STATUS, tmp, (size_t)pad);
 		tline_adds(&l, R_STATUS, hint);
 	}
-	draw_line(T.mainw, y, 0, T.cols, &l, -1);
+	draw_line(t, t->lay.mainw, y, 0, t->lay.cols, &l, -1);
 	/* pad the bar to the full width */
 	int col = tline_width(&l);
-	int pr = T.role_pair[R_STATUS];
-	wattr_set(T.mainw, T.role_attr[R_STATUS], 0, &pr);
-	for (; col < T.cols; col++)
-		mvwaddch(T.mainw, y, col, ' ');
-	wattr_set(T.mainw, A_NORMAL, 0, &(int){0});
+	int pr = t->sty.role_pair[R_STATUS];
+	wattr_set(t->lay.mainw, t->sty.role_attr[R_STATUS], 0, &pr);
+	for (; col < t->lay.cols; col++)
+		mvwaddch(t->lay.mainw, y, col, ' ');
+	wattr_set(t->lay.mainw, A_NORMAL, 0, &(int){0});
 	for (int i = 0; i < l.nseg; i++)
 		free(l.seg[i].text);
 	free(l.seg);
 }
 
 static const char *
-prompt_text(void)
+prompt_text(struct tui *t)
 {
-	switch (T.modal) {
+	switch (t->in.modal) {
 	case M_CONFIRM_QUIT:	return "Something is running. Quit anyway? (y/n) ";
 	case M_SAVE_AS:		return "save as: ";
-	case M_SAVE_CONFIRM:	return T.save_prompt;
-	default:		return T.busy ? "… " : "› ";
+	case M_SAVE_CONFIRM:	return t->in.save_prompt;
+	default:		return t->st.busy ? "… " : "› ";
 	}
 }
 
 /* Draws the input buffer, laying out its newlines across rows, and
  * leaves the cursor at rl_point. */
 static void
-draw_input(void)
+draw_input(struct tui *t)
 {
-	WINDOW *w = T.inw;
-	const char *pr = prompt_text();
-	const char *s = T.modal == M_CONFIRM_QUIT || T.modal == M_SAVE_CONFIRM ? "" :
+	WINDOW *w = t->lay.inw;
+	const char *pr = prompt_text(t);
+	const char *s = t->in.modal == M_CONFIRM_QUIT || t->in.modal == M_SAVE_CONFIRM ? "" :
 	    (rl_line_buffer ? rl_line_buffer : "");
 	int pw = tlines_width(pr, strlen(pr));
-	int W = T.cols;
+	int W = t->lay.cols;
 	size_t n = strlen(s), point = (size_t)(rl_point >= 0 ? rl_point : 0);
 
 	werase(w);
@@ -1420,9 +1424,9 @@ draw_input(void)
 			i += k;
 		}
 	}
-	int first = crow - T.inrows + 1 > 0 ? crow - T.inrows + 1 : 0;
-	if (first > nrows - T.inrows)
-		first = nrows - T.inrows > 0 ? nrows - T.inrows : 0;
+	int first = crow - t->lay.inrows + 1 > 0 ? crow - t->lay.inrows + 1 : 0;
+	if (first > nrows - t->lay.inrows)
+		first = nrows - t->lay.inrows > 0 ? nrows - t->lay.inrows : 0;
 	if (first > crow)
 		first = crow;
 	/* horizontal scroll keeps the cursor visible on long rows */
@@ -1435,19 +1439,19 @@ draw_input(void)
 			row++;
 		i++;
 	}
-	for (int r = 0; r < T.inrows && row < nrows; r++, row++) {
+	for (int r = 0; r < t->lay.inrows && row < nrows; r++, row++) {
 		int off = row == crow ? hoff : 0;
 		int c = 0;
 		wmove(w, r, 0);
 		const char *lead = row == 0 ? pr : (utf8_term() ? "┆ " : ": ");
 		int lw = tlines_width(lead, strlen(lead));
-		int prp = T.role_pair[R_PROMPT];
-		wattr_set(w, T.role_attr[R_PROMPT], 0, &prp);
+		int prp = t->sty.role_pair[R_PROMPT];
+		wattr_set(w, t->sty.role_attr[R_PROMPT], 0, &prp);
 		if (off < lw)
 			waddstr(w, lead);
 		c = lw;
-		int ip = T.role_pair[R_INPUT];
-		wattr_set(w, T.role_attr[R_INPUT], 0, &ip);
+		int ip = t->sty.role_pair[R_INPUT];
+		wattr_set(w, t->sty.role_attr[R_INPUT], 0, &ip);
 		while (i < n && s[i] != '\n') {
 			unsigned cp;
 			size_t k = utf8_decode(s + i, n - i, &cp);
@@ -1476,128 +1480,128 @@ draw_input(void)
 		if (i < n && s[i] == '\n')
 			i++;
 	}
-	if (crow - first >= 0 && crow - first < T.inrows)
+	if (crow - first >= 0 && crow - first < t->lay.inrows)
 		wmove(w, crow - first, ccol - hoff < W ? ccol - hoff : W - 1);
 }
 
 static void
-draw_overlay(void)
+draw_overlay(struct tui *t)
 {
-	int h = T.rows - T.inrows - 1, w = T.cols;
+	int h = t->lay.rows - t->lay.inrows - 1, w = t->lay.cols;
 	struct tline l = { 0 };
 	tline_adds(&l, R_TITLE_FOCUS, " ");
-	tline_adds(&l, R_TITLE_FOCUS, T.ov_title ? T.ov_title : "");
-	tline_adds(&l, R_DIM, T.ov_art >= 0 ? "   q/Esc close · o open · s save · ↑↓ PgUp PgDn" :
+	tline_adds(&l, R_TITLE_FOCUS, t->ov.title ? t->ov.title : "");
+	tline_adds(&l, R_DIM, t->ov.art >= 0 ? "   q/Esc close · o open · s save · ↑↓ PgUp PgDn" :
 	    "   q/Esc close · ↑↓ PgUp PgDn Home End");
-	draw_line(T.mainw, 0, 0, w, &l, -1);
+	draw_line(t, t->lay.mainw, 0, 0, w, &l, -1);
 	for (int i = 0; i < l.nseg; i++)
 		free(l.seg[i].text);
 	free(l.seg);
 	struct tlines ls;
-	const struct tlines *src = &T.ov_lines;
+	const struct tlines *src = &t->ov.lines;
 	tlines_init(&ls);
-	if (T.ov_png) {
+	if (t->ov.png) {
 		const char *why;
-		struct thumb *t = thumb_get(T.ov_png, w - 2, h - 2, &why);
-		if (t)
-			thumb_lines(&ls, t, 1, 0);
+		struct thumb *th = thumb_get(t, t->ov.png, w - 2, h - 2, &why);
+		if (th)
+			thumb_lines(&ls, th, 1, 0);
 		else
 			tlines_cut(&ls, why ? why : "cannot render", strlen(why ? why : "cannot render"),
 			    w, R_ERROR, " ", R_ERROR, 0);
 		src = &ls;
 	}
 	int body = h - 1;
-	if (T.ov_top > src->n - body)
-		T.ov_top = src->n - body;
-	if (T.ov_top < 0)
-		T.ov_top = 0;
-	for (int r = 0; r < body && T.ov_top + r < src->n; r++)
-		draw_line(T.mainw, 1 + r, 0, w, &src->v[T.ov_top + r], -1);
+	if (t->ov.top > src->n - body)
+		t->ov.top = src->n - body;
+	if (t->ov.top < 0)
+		t->ov.top = 0;
+	for (int r = 0; r < body && t->ov.top + r < src->n; r++)
+		draw_line(t, t->lay.mainw, 1 + r, 0, w, &src->v[t->ov.top + r], -1);
 	tlines_free(&ls);
 }
 
 static void
-windows_make(void)
+windows_make(struct tui *t)
 {
-	int mh = T.rows - T.inrows > 0 ? T.rows - T.inrows : 1;
-	int iy = T.rows - T.inrows > 0 ? T.rows - T.inrows : 0;
+	int mh = t->lay.rows - t->lay.inrows > 0 ? t->lay.rows - t->lay.inrows : 1;
+	int iy = t->lay.rows - t->lay.inrows > 0 ? t->lay.rows - t->lay.inrows : 0;
 
-	if (T.mainw)
-		delwin(T.mainw);
-	if (T.inw)
-		delwin(T.inw);
-	T.mainw = newwin(mh, T.cols > 0 ? T.cols : 1, 0, 0);
-	T.inw = newwin(T.inrows, T.cols > 0 ? T.cols : 1, iy, 0);
-	leaveok(T.mainw, TRUE);
-	keypad(T.inw, TRUE);
-	nodelay(T.inw, TRUE);
+	if (t->lay.mainw)
+		delwin(t->lay.mainw);
+	if (t->lay.inw)
+		delwin(t->lay.inw);
+	t->lay.mainw = newwin(mh, t->lay.cols > 0 ? t->lay.cols : 1, 0, 0);
+	t->lay.inw = newwin(t->lay.inrows, t->lay.cols > 0 ? t->lay.cols : 1, iy, 0);
+	leaveok(t->lay.mainw, TRUE);
+	keypad(t->lay.inw, TRUE);
+	nodelay(t->lay.inw, TRUE);
 }
 
 static void
-redraw(void)
+redraw(struct tui *t)
 {
-	T.dirty = 0;
-	T.last_draw = now_ms();
-	if (LINES != T.rows || COLS != T.cols || input_rows() != T.inrows) {
+	t->dirty = 0;
+	t->last_draw = now_ms();
+	if (LINES != t->lay.rows || COLS != t->lay.cols || input_rows(t) != t->lay.inrows) {
 		/* new geometry: new windows (wresize cannot grow a window
 		 * past the screen's edge before it is moved) */
-		layout();
-		windows_make();
-		cblocks_invalidate();
+		layout(t);
+		windows_make(t);
+		cblocks_invalidate(t);
 		clearok(curscr, TRUE);
 	}
-	layout();
-	werase(T.mainw);
-	if (T.cp)
-		colorpair_frame(T.cp);
+	layout(t);
+	werase(t->lay.mainw);
+	if (t->sty.cp)
+		colorpair_frame(t->sty.cp);
 	for (int p = 0; p < P_NPANES; p++)
 		for (int r = 0; r < TAGROWS; r++)
-			T.tagmap[p][r] = -1;
-	curs_set(T.focus == P_INPUT && !T.overlay ? 1 : 0);
-	if (T.rows < 6 || T.cols < 20) {
-		draw_text(T.mainw, 0, 0, T.cols, R_TEXT, "terminal too small");
-	} else if (T.overlay) {
-		draw_overlay();
-		draw_status();
+			t->lay.tagmap[p][r] = -1;
+	curs_set(t->focus == P_INPUT && !t->ov.on ? 1 : 0);
+	if (t->lay.rows < 6 || t->lay.cols < 20) {
+		draw_text(t, t->lay.mainw, 0, 0, t->lay.cols, R_TEXT, "terminal too small");
+	} else if (t->ov.on) {
+		draw_overlay(t);
+		draw_status(t);
 	} else {
-		if (T.ph[P_CONV])
-			draw_conv();
-		if (T.ph[P_CELLS])
-			draw_cells();
-		if (T.ph[P_ARTS])
-			draw_arts();
-		draw_status();
+		if (t->lay.ph[P_CONV])
+			draw_conv(t);
+		if (t->lay.ph[P_CELLS])
+			draw_cells(t);
+		if (t->lay.ph[P_ARTS])
+			draw_arts(t);
+		draw_status(t);
 	}
-	wnoutrefresh(T.mainw);
-	draw_input();
-	wnoutrefresh(T.inw);	/* last: the cursor stays in the input */
+	wnoutrefresh(t->lay.mainw);
+	draw_input(t);
+	wnoutrefresh(t->lay.inw);	/* last: the cursor stays in the input */
 	doupdate();
 }
 
 void
-tui_overlay_open(const char *title)
+tui_overlay_open(struct tui *t, const char *title)
 {
-	tlines_free(&T.ov_lines);
-	tlines_init(&T.ov_lines);
-	free(T.ov_title);
-	T.ov_title = sanitize_str(title, strlen(title), 0);
-	free(T.ov_png);
-	T.ov_png = NULL;
-	T.ov_art = -1;
-	T.ov_top = 0;
-	T.overlay = 1;
-	tui_mark();
+	tlines_free(&t->ov.lines);
+	tlines_init(&t->ov.lines);
+	free(t->ov.title);
+	t->ov.title = sanitize_str(title, strlen(title), 0);
+	free(t->ov.png);
+	t->ov.png = NULL;
+	t->ov.art = -1;
+	t->ov.top = 0;
+	t->ov.on = 1;
+	tui_mark(t);
 }
 
 static void
-overlay_close(void)
+overlay_close(struct tui *t)
 {
-	T.overlay = 0;
-	tlines_free(&T.ov_lines);
-	free(T.ov_png);
-	T.ov_png = NULL;
-	T.ov_art = -1;
-	tui_mark();
+	t->ov.on = 0;
+	tlines_free(&t->ov.lines);
+	free(t->ov.png);
+	t->ov.png = NULL;
+	t->ov.art = -1;
+	tui_mark(t);
 }
 
 /* ---- external programs ---- */
@@ -1631,20 +1635,20 @@ screen_suspend(void)
 }
 
 static void
-screen_resume(void)
+screen_resume(struct tui *t)
 {
 	reset_prog_mode();
 	fputs("\033[?2004h", stdout);
 	fflush(stdout);
 	clearok(curscr, TRUE);
-	T.rows = -1;	/* force a relayout: the size may have changed */
-	tui_mark();
+	t->lay.rows = -1;	/* force a relayout: the size may have changed */
+	tui_mark(t);
 }
 
 /* Runs $VISUAL / $EDITOR (vi) on path with the terminal handed over.
  * Returns the exit status, or -1 when it could not run. */
 static int
-run_editor(const char *path)
+run_editor(struct tui *t, const char *path)
 {
 	const char *ed = getenv("VISUAL");
 	if (!ed || !*ed)
@@ -1663,8 +1667,8 @@ run_editor(const char *path)
 		loop_signal_reset_child();
 		signal(SIGINT, SIG_DFL);
 		signal(SIGQUIT, SIG_DFL);
-		if (T.saved_stderr >= 0)
-			dup2(T.saved_stderr, 2);
+		if (t->saved_stderr >= 0)
+			dup2(t->saved_stderr, 2);
 		execl("/bin/sh", "sh", "-c", cmd, "sh", path, (char *)NULL);
 		_exit(127);
 	}
@@ -1674,7 +1678,7 @@ run_editor(const char *path)
 	}
 	sigaction(SIGINT, &oint, NULL);
 	sigaction(SIGQUIT, &oquit, NULL);
-	screen_resume();
+	screen_resume(t);
 	free(cmd);
 	if (pid < 0)
 		return -1;
@@ -1753,10 +1757,10 @@ clipboard_copy(const char *text)
 
 /* The folder for files terp writes for the user in this session. */
 static char *
-session_dir(void)
+session_dir(struct tui *t)
 {
-	if (T.workspace) {
-		char *d = xstrdup(T.workspace);
+	if (t->st.workspace) {
+		char *d = xstrdup(t->st.workspace);
 		char *slash = strrchr(d, '/');
 		if (slash && slash != d)
 			*slash = 0;
@@ -1814,104 +1818,104 @@ copy_file(const char *src, const char *dst, char **err)
 /* ---- actions on cells and files ---- */
 
 void
-tui_show_err(const char *what, char *err)
+tui_show_err(struct tui *t, const char *what, char *err)
 {
 	char *m = xasprintf("%s: %s", what, err ? err : "failed");
-	tui_item_text(IT_ERROR, m);
-	tui_flash("%s", m);
+	tui_item_text(t, IT_ERROR, m);
+	tui_flash(t, "%s", m);
 	free(m);
 	free(err);
 }
 
 static void
-cell_toggle(int n)
+cell_toggle(struct tui *t, int n)
 {
 	if (n <= 0)
 		return;
-	if (n >= T.nexp) {
+	if (n >= t->cells.nexp) {
 		int nn = n + 64;
-		T.expanded = xrealloc(T.expanded, (size_t)nn * sizeof *T.expanded);
-		memset(T.expanded + T.nexp, 0, (size_t)(nn - T.nexp) * sizeof *T.expanded);
-		T.nexp = nn;
+		t->cells.expanded = xrealloc(t->cells.expanded, (size_t)nn * sizeof *t->cells.expanded);
+		memset(t->cells.expanded + t->cells.nexp, 0, (size_t)(nn - t->cells.nexp) * sizeof *t->cells.expanded);
+		t->cells.nexp = nn;
 	}
-	T.expanded[n] = !T.expanded[n];
-	T.v[P_CELLS].follow = 0;
-	tui_mark();
+	t->cells.expanded[n] = !t->cells.expanded[n];
+	t->v[P_CELLS].follow = 0;
+	tui_mark(t);
 }
 
 void
-tui_cell_rerun(int n)
+tui_cell_rerun(struct tui *t, int n)
 {
 	char *err = NULL;
-	if (agent_rerun(T.agent, n, &err) < 0)
-		tui_show_err("rerun", err);
+	if (agent_rerun(t->agent, n, &err) < 0)
+		tui_show_err(t, "rerun", err);
 	else
-		T.v[P_CELLS].follow = 1;
+		t->v[P_CELLS].follow = 1;
 }
 
 static void
-cell_edit(int n)
+cell_edit(struct tui *t, int n)
 {
-	const struct cell *c = notebook_cell(T.nb, n);
+	const struct cell *c = notebook_cell(t->nb, n);
 	if (!c)
 		return;
 	char tmpl[] = "/tmp/terp-cell-XXXXXX.py";
 	int fd = mkstemps(tmpl, 3);
 	if (fd < 0) {
-		tui_flash("cannot create a temporary file: %s", strerror(errno));
+		tui_flash(t, "cannot create a temporary file: %s", strerror(errno));
 		return;
 	}
 	const char *code = c->code ? c->code : "";
 	if (write_all(fd, code, strlen(code)) < 0) {
 		close(fd);
 		unlink(tmpl);
-		tui_flash("cannot write %s", tmpl);
+		tui_flash(t, "cannot write %s", tmpl);
 		return;
 	}
 	close(fd);
-	int st = run_editor(tmpl);
+	int st = run_editor(t, tmpl);
 	size_t len;
 	char *nc = read_file(tmpl, 1024 * 1024, &len);
 	unlink(tmpl);
 	if (st != 0 || !nc) {
-		tui_flash("editor failed (status %d); nothing run", st);
+		tui_flash(t, "editor failed (status %d); nothing run", st);
 		free(nc);
 		return;
 	}
 	if (strcmp(nc, code) == 0 || len == 0) {
-		tui_flash("cell [%d] unchanged; not run", n);
+		tui_flash(t, "cell [%d] unchanged; not run", n);
 		free(nc);
 		return;
 	}
 	char *err = NULL;
-	if (agent_run_cell(T.agent, nc, &err) < 0)
-		tui_show_err("run", err);
+	if (agent_run_cell(t->agent, nc, &err) < 0)
+		tui_show_err(t, "run", err);
 	else
-		T.v[P_CELLS].follow = 1;
+		t->v[P_CELLS].follow = 1;
 	free(nc);
 }
 
 static void
-cell_copy(int n)
+cell_copy(struct tui *t, int n)
 {
-	const struct cell *c = notebook_cell(T.nb, n);
+	const struct cell *c = notebook_cell(t->nb, n);
 	if (!c || !c->code)
 		return;
 	if (clipboard_copy(c->code) == 0) {
-		tui_flash("copied the code of cell [%d] to the clipboard", n);
+		tui_flash(t, "copied the code of cell [%d] to the clipboard", n);
 		return;
 	}
-	char *dir = session_dir();
+	char *dir = session_dir(t);
 	mkdir_p(dir, 0700);
 	char *path = xasprintf("%s/cell-%d.py", dir, n);
 	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd >= 0 && write_all(fd, c->code, strlen(c->code)) == 0) {
 		char *m = xasprintf("no clipboard: the code of cell [%d] is in %s", n, path);
-		tui_item_text(IT_NOTICE, m);
-		tui_flash("%s", m);
+		tui_item_text(t, IT_NOTICE, m);
+		tui_flash(t, "%s", m);
 		free(m);
 	} else
-		tui_flash("cannot write %s: %s", path, strerror(errno));
+		tui_flash(t, "cannot write %s: %s", path, strerror(errno));
 	if (fd >= 0)
 		close(fd);
 	free(path);
@@ -1919,36 +1923,36 @@ cell_copy(int n)
 }
 
 static void
-art_open(int i)
+art_open(struct tui *t, int i)
 {
-	if (i < 0 || i >= notebook_nartifacts(T.nb))
+	if (i < 0 || i >= notebook_nartifacts(t->nb))
 		return;
-	const struct artifact *a = notebook_artifact(T.nb, i);
+	const struct artifact *a = notebook_artifact(t->nb, i);
 	if (!in_path("xdg-open")) {
-		tui_flash("xdg-open not found; the file is %s", a->path);
+		tui_flash(t, "xdg-open not found; the file is %s", a->path);
 		return;
 	}
 	char *argv[] = { "xdg-open", a->path, NULL };
 	if (spawn_detached(argv) < 0)
-		tui_flash("cannot start xdg-open: %s", strerror(errno));
+		tui_flash(t, "cannot start xdg-open: %s", strerror(errno));
 	else
-		tui_flash("opening %s", a->name);
+		tui_flash(t, "opening %s", a->name);
 }
 
 static void
-art_preview(int i)
+art_preview(struct tui *t, int i)
 {
-	if (i < 0 || i >= notebook_nartifacts(T.nb))
+	if (i < 0 || i >= notebook_nartifacts(t->nb))
 		return;
-	const struct artifact *a = notebook_artifact(T.nb, i);
+	const struct artifact *a = notebook_artifact(t->nb, i);
 	char sz[32];
 	fmt_bytes(sz, sizeof sz, a->bytes);
 	char *title = xasprintf("%s  (%s, cell [%d])", a->name, sz, a->cell);
-	tui_overlay_open(title);
+	tui_overlay_open(t, title);
 	free(title);
-	T.ov_art = i;
+	t->ov.art = i;
 	if (is_png(a->name)) {
-		T.ov_png = xstrdup(a->path);
+		t->ov.png = xstrdup(a->path);
 		return;
 	}
 	size_t len = 0;
@@ -1964,79 +1968,79 @@ art_preview(int i)
 	}
 	if (!data) {
 		const char *m = strerror(errno);
-		tlines_wrap(&T.ov_lines, m, strlen(m), COLS, R_ERROR, " ", R_ERROR, 0);
+		tlines_wrap(&t->ov.lines, m, strlen(m), COLS, R_ERROR, " ", R_ERROR, 0);
 		return;
 	}
 	if (memchr(data, 0, len)) {
 		char *m = xasprintf("binary file (%s); o opens it with xdg-open", sz);
-		tlines_wrap(&T.ov_lines, m, strlen(m), COLS, R_DIM, " ", R_DIM, 0);
+		tlines_wrap(&t->ov.lines, m, strlen(m), COLS, R_DIM, " ", R_DIM, 0);
 		free(m);
 	} else {
 		char *s = sanitize_str(data, len,
 		    SANITIZE_KEEP_NL | SANITIZE_EXPAND_TABS | SANITIZE_CR_AS_NL);
-		tlines_wrap(&T.ov_lines, s, strlen(s), COLS, R_TEXT, " ", R_TEXT, 0);
+		tlines_wrap(&t->ov.lines, s, strlen(s), COLS, R_TEXT, " ", R_TEXT, 0);
 		free(s);
 		if (a->bytes > PREVIEW_MAX) {
 			const char *m = "… (the preview shows the first 256 KiB)";
-			tlines_wrap(&T.ov_lines, m, strlen(m), COLS, R_HIDDEN, " ", R_HIDDEN, 0);
+			tlines_wrap(&t->ov.lines, m, strlen(m), COLS, R_HIDDEN, " ", R_HIDDEN, 0);
 		}
 	}
 	free(data);
 }
 
 static void
-art_save_ask(int i)
+art_save_ask(struct tui *t, int i)
 {
-	if (i < 0 || i >= notebook_nartifacts(T.nb))
+	if (i < 0 || i >= notebook_nartifacts(t->nb))
 		return;
-	T.modal = M_SAVE_AS;
-	T.save_art = i;
-	T.focus = P_INPUT;
+	t->in.modal = M_SAVE_AS;
+	t->in.save_art = i;
+	t->focus = P_INPUT;
 	/* Offered: the host copy's file name, made safe again here (one
 	 * component, not hidden); never the name the sandbox gave, which
 	 * may hold "../", newlines or escapes. */
-	char *name = sanitize_filename(notebook_artifact(T.nb, i)->path, 100);
+	char *name = sanitize_filename(notebook_artifact(t->nb, i)->path, 100);
 	rl_replace_line(name, 0);
 	free(name);
 	rl_point = rl_end;
-	tui_mark();
+	tui_mark(t);
 }
 
 static void
-art_save_to(const struct artifact *a, const char *name)
+art_save_to(struct tui *t, const struct artifact *a, const char *name)
 {
 	char *err = NULL;
 	if (copy_file(a->path, name, &err) < 0) {
-		tui_flash("%s", err);
+		tui_flash(t, "%s", err);
 		free(err);
 	} else
-		tui_flash("saved a copy as %s", name);
+		tui_flash(t, "saved a copy as %s", name);
 }
 
 static void
-art_save(const char *name)
+art_save(struct tui *t, const char *name)
 {
-	const struct artifact *a = T.save_art < notebook_nartifacts(T.nb) ?
-	    notebook_artifact(T.nb, T.save_art) : NULL;
+	const struct artifact *a = t->in.save_art < notebook_nartifacts(t->nb) ?
+	    notebook_artifact(t->nb, t->in.save_art) : NULL;
 	if (!a || !*name) {
-		tui_flash("not saved");
+		tui_flash(t, "not saved");
 		return;
 	}
 	if (strchr(name, '/') != NULL || name[0] == '.') {
 		/* outside the working folder, or hidden: ask first */
 		char *shown = sanitize_str(name, strlen(name), 0);
-		free(T.save_name);
-		T.save_name = xstrdup(name);
-		snprintf(T.save_prompt, sizeof T.save_prompt,
+		free(t->in.save_name);
+		t->in.save_name = xstrdup(name);
+		snprintf(t->in.save_prompt, sizeof t->in.save_prompt,
 		    "write \"%.*s%s\" (outside ./ or hidden)? (y/n) ",
 		    (int)utf8_complete_prefix(shown, strlen(shown) > 60 ? 60 :
 		    strlen(shown)), shown, strlen(shown) > 60 ? "…" : "");
 		free(shown);
-		T.modal = M_SAVE_CONFIRM;
-		tui_mark();
+		t->in.modal = M_SAVE_CONFIRM;
+		tui_mark(t);
 		return;
 	}
-	art_save_to(a, name);
+	art_save_to(t, a, name);
 }
 
 /* ---- readline glue (TUI.md 3.1) ---- */
@@ -2046,43 +2050,46 @@ art_save(const char *name)
 #endif
 
 static void
-q_push(int c)
+q_push(struct tui *t, int c)
 {
-	size_t next = (T.qt + 1) % sizeof T.q;
-	if (next == T.qh)
+	size_t next = (t->in.qt + 1) % sizeof t->in.q;
+	if (next == t->in.qh)
 		return;		/* full: drop (a human cannot type that fast) */
-	T.q[T.qt] = (unsigned char)c;
-	T.qt = next;
+	t->in.q[t->in.qt] = (unsigned char)c;
+	t->in.qt = next;
 }
 
 static void
-q_push_str(const char *s)
+q_push_str(struct tui *t, const char *s)
 {
 	while (*s)
-		q_push((unsigned char)*s++);
+		q_push(t, (unsigned char)*s++);
 }
 
 static int
 q_getc(FILE *f)
 {
+	struct tui *t = &tui_one;
 	(void)f;
-	if (T.qh == T.qt)
+	if (t->in.qh == t->in.qt)
 		return READERR;
-	int c = T.q[T.qh];
-	T.qh = (T.qh + 1) % sizeof T.q;
+	int c = t->in.q[t->in.qh];
+	t->in.qh = (t->in.qh + 1) % sizeof t->in.q;
 	return c;
 }
 
 static int
 q_avail(void)
 {
-	return T.qh != T.qt;
+	struct tui *t = &tui_one;
+	return t->in.qh != t->in.qt;
 }
 
 static void
 rl_redisplay_mark(void)
 {
-	tui_mark();
+	struct tui *t = &tui_one;
+	tui_mark(t);
 }
 
 static int
@@ -2105,18 +2112,19 @@ skip_ws(const char *s)
 static void
 on_line(char *line)
 {
+	struct tui *t = &tui_one;
 	if (!line) {
 		/* Ctrl-D on an empty line */
-		if (T.modal == M_SAVE_AS)
-			T.modal = M_NONE;
+		if (t->in.modal == M_SAVE_AS)
+			t->in.modal = M_NONE;
 		else
-			tui_cmd_quit();
-		tui_mark();
+			tui_cmd_quit(t);
+		tui_mark(t);
 		return;
 	}
-	if (T.modal == M_SAVE_AS) {
-		T.modal = M_NONE;
-		art_save(skip_ws(line));
+	if (t->in.modal == M_SAVE_AS) {
+		t->in.modal = M_NONE;
+		art_save(t, skip_ws(line));
 		free(line);
 		return;
 	}
@@ -2127,23 +2135,29 @@ on_line(char *line)
 		if (!last || strcmp(last->line, line) != 0)
 			add_history(line);
 	}
-	if (*s && tui_cmd_holds(s)) {
-		if (T.nheld == HELD_MAX)
-			tui_flash("too many lines held; wait for the replay to end");
+	if (*s && tui_cmd_holds(t, s)) {
+		if (t->cmd.nheld == HELD_MAX)
+			tui_flash(t, "too many lines held; wait for the replay to end");
 		else {
-			T.held[T.nheld++] = xstrdup(s);
+			t->cmd.held[t->cmd.nheld++] = xstrdup(s);
 			char *m = xasprintf("held until the replay is over: %s", s);
-			tui_item_text(IT_NOTICE, m);
+			tui_item_text(t, IT_NOTICE, m);
 			free(m);
 		}
 	} else
-		tui_cmd_line(s);
+		tui_cmd_line(t, s);
 	free(line);
-	tui_mark();
+	tui_mark(t);
 }
 
 static void
-rl_setup(void)
+rl_show_matches(char **matches, int num, int max)
+{
+	tui_cmd_show_matches(&tui_one, matches, num, max);
+}
+
+static void
+rl_setup(struct tui *t)
 {
 	rl_readline_name = "terp";
 	rl_catch_signals = 0;
@@ -2153,10 +2167,10 @@ rl_setup(void)
 	rl_getc_function = q_getc;
 	rl_input_available_hook = q_avail;
 	rl_redisplay_function = rl_redisplay_mark;
-	T.rl_null = fopen("/dev/null", "w");
-	rl_outstream = T.rl_null;
+	t->in.rl_null = fopen("/dev/null", "w");
+	rl_outstream = t->in.rl_null;
 	rl_attempted_completion_function = tui_cmd_complete;
-	rl_completion_display_matches_hook = tui_cmd_show_matches;
+	rl_completion_display_matches_hook = rl_show_matches;
 	rl_variable_bind("bell-style", "none");
 	rl_variable_bind("enable-bracketed-paste", "off");
 	rl_add_funmap_entry("terp-insert-newline", rl_newline_insert);
@@ -2167,64 +2181,64 @@ rl_setup(void)
 
 	using_history();
 	stifle_history(2000);
-	read_history(T.history);
+	read_history(t->in.history);
 }
 
 /* Ctrl-C on the input: drop the edit, as a shell does. */
 static void
-input_cancel(void)
+input_cancel(struct tui *t)
 {
-	T.qh = T.qt = 0;
+	t->in.qh = t->in.qt = 0;
 	rl_callback_sigcleanup();
 	rl_free_line_state();
 	rl_replace_line("", 0);
 	rl_point = rl_end = 0;
 	rl_callback_handler_remove();
 	rl_callback_handler_install("", on_line);
-	tui_mark();
+	tui_mark(t);
 }
 
 /* ---- keys and mouse ---- */
 
 static void
-focus_set(enum pane p)
+focus_set(struct tui *t, enum pane p)
 {
-	T.focus = p;
+	t->focus = p;
 	if (p != P_INPUT)
-		T.last_pane = p;
-	tui_mark();
+		t->last_pane = p;
+	tui_mark(t);
 }
 
 static void
-focus_cycle(int dir)
+focus_cycle(struct tui *t, int dir)
 {
-	int p = ((int)T.focus + dir + P_NPANES) % P_NPANES;
-	focus_set((enum pane)p);
+	int p = ((int)t->focus + dir + P_NPANES) % P_NPANES;
+	focus_set(t, (enum pane)p);
 }
 
 /* The pane PgUp/PgDn and the wheel act on from the input line. */
 static enum pane
-scroll_target(void)
+scroll_target(struct tui *t)
 {
-	if (T.focus != P_INPUT)
-		return T.focus;
-	return T.compact ? shown_pane() : P_CONV;
+	if (t->focus != P_INPUT)
+		return t->focus;
+	return t->lay.compact ? shown_pane(t) : P_CONV;
 }
 
 #define SCROLL_TOP	(INT_MIN / 2)
 #define SCROLL_END	(INT_MAX / 2)
 
 static void
-pane_scroll(enum pane p, int d)
+pane_scroll(struct tui *t, enum pane p, int d)
 {
-	struct view *v = &T.v[p];
-	int h = T.ph[p] > 2 ? T.ph[p] - 1 : 1;
+	struct view *v = &t->v[p];
+	int h = t->lay.ph[p] > 2 ? t->lay.ph[p] - 1 : 1;
 	if (d == SCROLL_END) {
 		v->follow = 1;
 		if (p == P_CELLS)
-			v->sel = notebook_ncells(T.nb);
+			v->sel = notebook_ncells(t->nb);
 		if (p == P_ARTS)
-			v->sel = notebook_nartifacts(T.nb) - 1;
+			v->sel = notebook_nartifacts(t->nb) - 1;
 	} else if (d == SCROLL_TOP) {
 		v->follow = 0;
 		v->top = 0;
@@ -2246,15 +2260,15 @@ pane_scroll(enum pane p, int d)
 				v->sel_from_top = 1;
 		}
 	}
-	tui_mark();
+	tui_mark(t);
 }
 
 static void
-sel_move(enum pane p, int d)
+sel_move(struct tui *t, enum pane p, int d)
 {
-	struct view *v = &T.v[p];
+	struct view *v = &t->v[p];
 	if (p == P_CELLS) {
-		int nc = notebook_ncells(T.nb);
+		int nc = notebook_ncells(t->nb);
 		v->sel += d;
 		if (v->sel < 1)
 			v->sel = 1;
@@ -2264,172 +2278,172 @@ sel_move(enum pane p, int d)
 	} else if (p == P_ARTS) {
 		v->sel += d;
 	} else
-		pane_scroll(p, d);
-	tui_mark();
+		pane_scroll(t, p, d);
+	tui_mark(t);
 }
 
 /* A key when a pane (not the input) has the focus. Returns 0 when the
  * key is not the pane's (it then goes to the input line). */
 static int
-pane_key(int c)
+pane_key(struct tui *t, int c)
 {
-	enum pane p = T.focus;
-	int sel = T.v[p].sel;
+	enum pane p = t->focus;
+	int sel = t->v[p].sel;
 
 	switch (c) {
-	case KEY_UP: case 'k':		sel_move(p, -1); return 1;
-	case KEY_DOWN: case 'j':	sel_move(p, 1); return 1;
-	case KEY_PPAGE: case 'b':	pane_scroll(p, -1000); return 1;
-	case KEY_NPAGE: case ' ':	pane_scroll(p, 1000); return 1;
-	case KEY_HOME: case 'g':	pane_scroll(p, SCROLL_TOP); return 1;
-	case KEY_END: case 'G':		pane_scroll(p, SCROLL_END); return 1;
-	case 27: case 'i':		focus_set(P_INPUT); return 1;
-	case '?':			tui_cmd_help(); return 1;
+	case KEY_UP: case 'k':		sel_move(t, p, -1); return 1;
+	case KEY_DOWN: case 'j':	sel_move(t, p, 1); return 1;
+	case KEY_PPAGE: case 'b':	pane_scroll(t, p, -1000); return 1;
+	case KEY_NPAGE: case ' ':	pane_scroll(t, p, 1000); return 1;
+	case KEY_HOME: case 'g':	pane_scroll(t, p, SCROLL_TOP); return 1;
+	case KEY_END: case 'G':		pane_scroll(t, p, SCROLL_END); return 1;
+	case 27: case 'i':		focus_set(t, P_INPUT); return 1;
+	case '?':			tui_cmd_help(t); return 1;
 	case '\r': case '\n': case KEY_ENTER:
 		if (p == P_CELLS) {
-			cell_toggle(sel);
-			T.v[p].ensure_sel = 1;
+			cell_toggle(t, sel);
+			t->v[p].ensure_sel = 1;
 		} else if (p == P_ARTS)
-			art_preview(sel);
+			art_preview(t, sel);
 		return 1;
 	}
 	if (p == P_CELLS && sel > 0) {
 		switch (c) {
-		case 'e': cell_edit(sel); return 1;
-		case 'r': tui_cell_rerun(sel); return 1;
-		case 'y': cell_copy(sel); return 1;
+		case 'e': cell_edit(t, sel); return 1;
+		case 'r': tui_cell_rerun(t, sel); return 1;
+		case 'y': cell_copy(t, sel); return 1;
 		}
 	}
 	if (p == P_ARTS) {
 		switch (c) {
-		case 'o': art_open(sel); return 1;
-		case 's': art_save_ask(sel); return 1;
+		case 'o': art_open(t, sel); return 1;
+		case 's': art_save_ask(t, sel); return 1;
 		}
 	}
 	return 0;
 }
 
 static void
-overlay_key(int c)
+overlay_key(struct tui *t, int c)
 {
-	int h = T.rows - T.inrows - 2;
+	int h = t->lay.rows - t->lay.inrows - 2;
 	switch (c) {
-	case KEY_UP: case 'k':		T.ov_top--; break;
-	case KEY_DOWN: case 'j':	T.ov_top++; break;
-	case KEY_PPAGE: case 'b':	T.ov_top -= h > 1 ? h - 1 : 1; break;
-	case KEY_NPAGE: case ' ':	T.ov_top += h > 1 ? h - 1 : 1; break;
-	case KEY_HOME: case 'g':	T.ov_top = 0; break;
-	case KEY_END: case 'G':		T.ov_top = INT_MAX / 2; break;
+	case KEY_UP: case 'k':		t->ov.top--; break;
+	case KEY_DOWN: case 'j':	t->ov.top++; break;
+	case KEY_PPAGE: case 'b':	t->ov.top -= h > 1 ? h - 1 : 1; break;
+	case KEY_NPAGE: case ' ':	t->ov.top += h > 1 ? h - 1 : 1; break;
+	case KEY_HOME: case 'g':	t->ov.top = 0; break;
+	case KEY_END: case 'G':		t->ov.top = INT_MAX / 2; break;
 	case 'o':
-		if (T.ov_art >= 0)
-			art_open(T.ov_art);
+		if (t->ov.art >= 0)
+			art_open(t, t->ov.art);
 		break;
 	case 's':
-		if (T.ov_art >= 0) {
-			int a = T.ov_art;
-			overlay_close();
-			art_save_ask(a);
+		if (t->ov.art >= 0) {
+			int a = t->ov.art;
+			overlay_close(t);
+			art_save_ask(t, a);
 		}
 		break;
 	case 'q': case 27: case '?': case KEY_F(1): case '\r': case '\n':
 	case KEY_ENTER:
-		overlay_close();
+		overlay_close(t);
 		break;
 	}
-	tui_mark();
+	tui_mark(t);
 }
 
 /* Keys readline binds by their ANSI sequences (so inputrc applies). */
 static int
-input_translate(int c)
+input_translate(struct tui *t, int c)
 {
 	switch (c) {
-	case KEY_LEFT:		q_push_str("\033[D"); return 1;
-	case KEY_RIGHT:		q_push_str("\033[C"); return 1;
-	case KEY_UP:		q_push_str("\033[A"); return 1;
-	case KEY_DOWN:		q_push_str("\033[B"); return 1;
-	case KEY_HOME:		q_push_str("\033[H"); return 1;
-	case KEY_END:		q_push_str("\033[F"); return 1;
-	case KEY_DC:		q_push_str("\033[3~"); return 1;
-	case KEY_BACKSPACE:	q_push(0x7f); return 1;
-	case KEY_ENTER:		q_push('\r'); return 1;
-	case KEY_SLEFT:		q_push_str("\033[1;2D"); return 1;
-	case KEY_SRIGHT:	q_push_str("\033[1;2C"); return 1;
+	case KEY_LEFT:		q_push_str(t, "\033[D"); return 1;
+	case KEY_RIGHT:		q_push_str(t, "\033[C"); return 1;
+	case KEY_UP:		q_push_str(t, "\033[A"); return 1;
+	case KEY_DOWN:		q_push_str(t, "\033[B"); return 1;
+	case KEY_HOME:		q_push_str(t, "\033[H"); return 1;
+	case KEY_END:		q_push_str(t, "\033[F"); return 1;
+	case KEY_DC:		q_push_str(t, "\033[3~"); return 1;
+	case KEY_BACKSPACE:	q_push(t, 0x7f); return 1;
+	case KEY_ENTER:		q_push(t, '\r'); return 1;
+	case KEY_SLEFT:		q_push_str(t, "\033[1;2D"); return 1;
+	case KEY_SRIGHT:	q_push_str(t, "\033[1;2C"); return 1;
 	}
 	if (c >= 0 && c < 256) {
-		q_push(c);
+		q_push(t, c);
 		return 1;
 	}
 	return 0;
 }
 
 static void
-mouse_event(void)
+mouse_event(struct tui *t)
 {
 	MEVENT me;
 	if (getmouse(&me) != OK)
 		return;
 	int y = me.y, x = me.x;
-	if (T.overlay) {
+	if (t->ov.on) {
 		if (me.bstate & BUTTON4_PRESSED)
-			T.ov_top -= 3;
+			t->ov.top -= 3;
 #if NCURSES_MOUSE_VERSION > 1
 		else if (me.bstate & BUTTON5_PRESSED)
-			T.ov_top += 3;
+			t->ov.top += 3;
 #endif
-		tui_mark();
+		tui_mark(t);
 		return;
 	}
-	if (y >= T.rows - T.inrows) {
+	if (y >= t->lay.rows - t->lay.inrows) {
 		if (me.bstate & (BUTTON1_PRESSED | BUTTON1_RELEASED | BUTTON1_CLICKED))
-			focus_set(P_INPUT);
+			focus_set(t, P_INPUT);
 		return;
 	}
 	for (int p = P_CONV; p < P_NPANES; p++) {
-		if (!T.ph[p] || y < T.py[p] || y >= T.py[p] + T.ph[p] ||
-		    x < T.px[p] || x >= T.px[p] + T.pw[p])
+		if (!t->lay.ph[p] || y < t->lay.py[p] || y >= t->lay.py[p] + t->lay.ph[p] ||
+		    x < t->lay.px[p] || x >= t->lay.px[p] + t->lay.pw[p])
 			continue;
 		if (me.bstate & BUTTON4_PRESSED) {
-			pane_scroll((enum pane)p, -3);
+			pane_scroll(t, (enum pane)p, -3);
 			return;
 		}
 #if NCURSES_MOUSE_VERSION > 1
 		if (me.bstate & BUTTON5_PRESSED) {
-			pane_scroll((enum pane)p, 3);
+			pane_scroll(t, (enum pane)p, 3);
 			return;
 		}
 #endif
 		if (!(me.bstate & (BUTTON1_PRESSED | BUTTON1_CLICKED)))
 			return;
-		int row = y - T.py[p] - 1;
+		int row = y - t->lay.py[p] - 1;
 		if (row < 0) {
-			if (T.compact) {	/* the tab strip */
+			if (t->lay.compact) {	/* the tab strip */
 				int col = 0;
 				for (int q = (int)P_CONV; q < (int)P_NPANES; q++) {
 					int w = (int)strlen(pane_name[q]) + 2;
 					if (x >= col && x < col + w) {
-						focus_set((enum pane)q);
+						focus_set(t, (enum pane)q);
 						return;
 					}
 					col += w;
 				}
 			}
-			focus_set((enum pane)p);
+			focus_set(t, (enum pane)p);
 			return;
 		}
-		int tag = row < TAGROWS ? T.tagmap[p][row] : -1;
+		int tag = row < TAGROWS ? t->lay.tagmap[p][row] : -1;
 		if (p == P_CONV && tag > 0) {
-			T.v[P_CELLS].sel = tag;
-			T.v[P_CELLS].ensure_sel = 1;
-			focus_set(P_CELLS);
+			t->v[P_CELLS].sel = tag;
+			t->v[P_CELLS].ensure_sel = 1;
+			focus_set(t, P_CELLS);
 			return;
 		}
-		focus_set((enum pane)p);
+		focus_set(t, (enum pane)p);
 		if (p == P_CELLS && tag > 0) {
-			T.v[p].sel = tag;
-			T.v[p].follow = 0;
+			t->v[p].sel = tag;
+			t->v[p].follow = 0;
 		} else if (p == P_ARTS && tag >= 0)
-			T.v[p].sel = tag;
+			t->v[p].sel = tag;
 		return;
 	}
 }
@@ -2437,102 +2451,102 @@ mouse_event(void)
 /* Hands the queued bytes to readline, so that a key that looks at the
  * line (Tab, ?) sees what was typed before it in the same batch. */
 static void
-input_flush(void)
+input_flush(struct tui *t)
 {
-	while (q_avail() && !T.quit)
+	while (q_avail() && !t->quit)
 		rl_callback_read_char();
 }
 
 static void
-on_key(int c)
+on_key(struct tui *t, int c)
 {
 	if (c < 0x80 || c >= 256)
-		input_flush();
+		input_flush(t);
 	if (c == KEY_RESIZE) {
-		tui_mark();
+		tui_mark(t);
 		return;
 	}
 	if (c == KEY_MOUSE) {
-		mouse_event();
+		mouse_event(t);
 		return;
 	}
-	if (T.modal == M_CONFIRM_QUIT) {
+	if (t->in.modal == M_CONFIRM_QUIT) {
 		if (c == 'y' || c == 'Y') {
-			agent_cancel(T.agent);
-			T.quit = 1;
+			agent_cancel(t->agent);
+			t->quit = 1;
 		}
-		T.modal = M_NONE;
-		tui_mark();
+		t->in.modal = M_NONE;
+		tui_mark(t);
 		return;
 	}
-	if (T.modal == M_SAVE_CONFIRM) {
-		T.modal = M_NONE;
-		if ((c == 'y' || c == 'Y') && T.save_art < notebook_nartifacts(T.nb))
-			art_save_to(notebook_artifact(T.nb, T.save_art), T.save_name);
+	if (t->in.modal == M_SAVE_CONFIRM) {
+		t->in.modal = M_NONE;
+		if ((c == 'y' || c == 'Y') && t->in.save_art < notebook_nartifacts(t->nb))
+			art_save_to(t, notebook_artifact(t->nb, t->in.save_art), t->in.save_name);
 		else
-			tui_flash("not saved");
-		free(T.save_name);
-		T.save_name = NULL;
-		tui_mark();
+			tui_flash(t, "not saved");
+		free(t->in.save_name);
+		t->in.save_name = NULL;
+		tui_mark(t);
 		return;
 	}
 	if (c == 3) {	/* Ctrl-C (raw mode: a byte, not a signal) */
-		if (T.agent && agent_busy(T.agent)) {
-			agent_cancel(T.agent);
-			tui_flash("cancelling…");
-		} else if (T.overlay)
-			overlay_close();
+		if (t->agent && agent_busy(t->agent)) {
+			agent_cancel(t->agent);
+			tui_flash(t, "cancelling…");
+		} else if (t->ov.on)
+			overlay_close(t);
 		else {
-			if (T.modal == M_SAVE_AS)
-				T.modal = M_NONE;
-			input_cancel();
+			if (t->in.modal == M_SAVE_AS)
+				t->in.modal = M_NONE;
+			input_cancel(t);
 		}
 		return;
 	}
 	if (c == 12) {	/* Ctrl-L */
 		clearok(curscr, TRUE);
-		tui_mark();
+		tui_mark(t);
 		return;
 	}
 	if (c == KEY_F(1)) {
-		if (T.overlay)
-			overlay_close();
+		if (t->ov.on)
+			overlay_close(t);
 		else
-			tui_cmd_help();
+			tui_cmd_help(t);
 		return;
 	}
-	if (T.overlay) {
-		overlay_key(c);
+	if (t->ov.on) {
+		overlay_key(t, c);
 		return;
 	}
 	if (c == KEY_BTAB) {
-		focus_cycle(-1);
+		focus_cycle(t, -1);
 		return;
 	}
-	if (c == '\t' && (T.focus != P_INPUT || !rl_line_buffer ||
+	if (c == '\t' && (t->focus != P_INPUT || !rl_line_buffer ||
 	    rl_line_buffer[0] != '/')) {
-		focus_cycle(1);
+		focus_cycle(t, 1);
 		return;
 	}
-	if (T.focus != P_INPUT) {
-		if (pane_key(c))
+	if (t->focus != P_INPUT) {
+		if (pane_key(t, c))
 			return;
 		/* typing in a pane goes to the input line */
 		if (c < 32 && c != 4 && c != 21 && c != 23)
 			return;
 		if (c >= 256)
 			return;
-		focus_set(P_INPUT);
+		focus_set(t, P_INPUT);
 	}
 	if (c == KEY_PPAGE || c == KEY_NPAGE) {
-		pane_scroll(scroll_target(), c == KEY_PPAGE ? -1000 : 1000);
+		pane_scroll(t, scroll_target(t), c == KEY_PPAGE ? -1000 : 1000);
 		return;
 	}
-	if (c == '?' && rl_end == 0 && T.modal == M_NONE) {
-		tui_cmd_help();
+	if (c == '?' && rl_end == 0 && t->in.modal == M_NONE) {
+		tui_cmd_help(t);
 		return;
 	}
-	input_translate(c);
+	input_translate(t, c);
 }
 
 /* Bracketed paste: "\e[200~" ... "\e[201~" arrives byte by byte (ncurses
@@ -2541,114 +2555,114 @@ on_key(int c)
 static const char paste_start[] = "\033[200~", paste_end[] = "\033[201~";
 
 static void
-paste_flush_esc(void)
+paste_flush_esc(struct tui *t)
 {
 	char tmp[8];
-	int n = T.nesc;
-	memcpy(tmp, T.esc, (size_t)n);
-	T.nesc = 0;
+	int n = t->in.nesc;
+	memcpy(tmp, t->in.esc, (size_t)n);
+	t->in.nesc = 0;
 	for (int i = 0; i < n; i++) {
-		if (T.paste)
-			buf_addc(&T.pastebuf, tmp[i] == '\r' ? '\n' : tmp[i]);
+		if (t->in.paste)
+			buf_addc(&t->in.pastebuf, tmp[i] == '\r' ? '\n' : tmp[i]);
 		else
-			on_key((unsigned char)tmp[i]);
+			on_key(t, (unsigned char)tmp[i]);
 	}
 }
 
 static void
-feed_key(int c)
+feed_key(struct tui *t, int c)
 {
-	const char *want = T.paste ? paste_end : paste_start;
-	if (c < 256 && (T.nesc > 0 || c == 27)) {
-		if (c == (unsigned char)want[T.nesc]) {
-			T.esc[T.nesc++] = (char)c;
-			if (T.nesc == 6) {
-				T.nesc = 0;
-				if (!T.paste) {
-					T.paste = 1;
-					buf_reset(&T.pastebuf);
+	const char *want = t->in.paste ? paste_end : paste_start;
+	if (c < 256 && (t->in.nesc > 0 || c == 27)) {
+		if (c == (unsigned char)want[t->in.nesc]) {
+			t->in.esc[t->in.nesc++] = (char)c;
+			if (t->in.nesc == 6) {
+				t->in.nesc = 0;
+				if (!t->in.paste) {
+					t->in.paste = 1;
+					buf_reset(&t->in.pastebuf);
 				} else {
-					T.paste = 0;
-					if (T.focus != P_INPUT || T.overlay) {
-						overlay_close();
-						focus_set(P_INPUT);
+					t->in.paste = 0;
+					if (t->focus != P_INPUT || t->ov.on) {
+						overlay_close(t);
+						focus_set(t, P_INPUT);
 					}
-					if (T.modal != M_CONFIRM_QUIT &&
-					    T.pastebuf.len) {
-						char *s = sanitize_str(T.pastebuf.data,
-						    T.pastebuf.len, SANITIZE_KEEP_NL |
+					if (t->in.modal != M_CONFIRM_QUIT &&
+					    t->in.pastebuf.len) {
+						char *s = sanitize_str(t->in.pastebuf.data,
+						    t->in.pastebuf.len, SANITIZE_KEEP_NL |
 						    SANITIZE_EXPAND_TABS | SANITIZE_CR_AS_NL);
 						rl_insert_text(s);
 						free(s);
 					}
-					tui_mark();
+					tui_mark(t);
 				}
 			}
 			return;
 		}
-		paste_flush_esc();
+		paste_flush_esc(t);
 	}
-	if (T.paste) {
+	if (t->in.paste) {
 		if (c < 256)
-			buf_addc(&T.pastebuf, c == '\r' ? '\n' : (char)c);
+			buf_addc(&t->in.pastebuf, c == '\r' ? '\n' : (char)c);
 		return;
 	}
-	on_key(c);
+	on_key(t, c);
 }
 
 static void
 on_tty(struct loop *l, int fd, int revents, void *arg)
 {
+	struct tui *t = arg;
 	(void)l;
 	(void)fd;
-	(void)arg;
 	int c;
 	if (revents & (POLLHUP | POLLERR | POLLNVAL)) {
-		T.quit = 1;	/* the terminal went away */
+		t->quit = 1;	/* the terminal went away */
 		return;
 	}
-	while ((c = wgetch(T.inw)) != ERR)
-		feed_key(c);
-	if (T.nesc > 0 && !T.paste)
-		paste_flush_esc();	/* a lone Esc or Alt key */
-	input_flush();
-	tui_mark();
+	while ((c = wgetch(t->lay.inw)) != ERR)
+		feed_key(t, c);
+	if (t->in.nesc > 0 && !t->in.paste)
+		paste_flush_esc(t);	/* a lone Esc or Alt key */
+	input_flush(t);
+	tui_mark(t);
 }
 
 static void
 on_winch(struct loop *l, int signo, void *arg)
 {
+	struct tui *t = arg;
 	(void)l;
 	(void)signo;
-	(void)arg;
 	struct winsize ws;
 	if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_row > 0 &&
 	    ws.ws_col > 0) {
 		resizeterm(ws.ws_row, ws.ws_col);
 		rl_set_screen_size(1, ws.ws_col);
 	}
-	T.rows = -1;
-	tui_mark();
+	t->lay.rows = -1;
+	tui_mark(t);
 }
 
 /* A SIGINT from outside (the tty's ^C is a key in raw mode) cancels. */
 static void
 on_sigint(struct loop *l, int signo, void *arg)
 {
+	struct tui *t = arg;
 	(void)l;
 	(void)signo;
-	(void)arg;
-	if (T.agent && agent_busy(T.agent))
-		agent_cancel(T.agent);
+	if (t->agent && agent_busy(t->agent))
+		agent_cancel(t->agent);
 }
 
 static void
 on_term(struct loop *l, int signo, void *arg)
 {
+	struct tui *t = arg;
 	(void)l;
 	(void)signo;
-	(void)arg;
-	T.quit = 1;
+	t->quit = 1;
 }
 
 /* ---- start and stop ---- */
@@ -2656,58 +2670,59 @@ on_term(struct loop *l, int signo, void *arg)
 /* While curses owns the screen, stray stderr (library warnings) goes to
  * a memory file and is re-emitted after endwin (htop's CRT.c does this). */
 static void
-stderr_redirect(void)
+stderr_redirect(struct tui *t)
 {
 	int fd = memfd_create("terp-stderr", MFD_CLOEXEC);
 	if (fd < 0)
 		return;
 	fflush(stderr);
-	T.saved_stderr = fcntl(2, F_DUPFD_CLOEXEC, 3);
-	if (T.saved_stderr < 0 || dup2(fd, 2) < 0) {
+	t->saved_stderr = fcntl(2, F_DUPFD_CLOEXEC, 3);
+	if (t->saved_stderr < 0 || dup2(fd, 2) < 0) {
 		close(fd);
 		return;
 	}
-	T.err_fd = fd;
+	t->err_fd = fd;
 }
 
 static void
-stderr_restore(void)
+stderr_restore(struct tui *t)
 {
-	if (T.saved_stderr < 0)
+	if (t->saved_stderr < 0)
 		return;
 	fflush(stderr);
-	dup2(T.saved_stderr, 2);
-	close(T.saved_stderr);
-	T.saved_stderr = -1;
-	if (T.err_fd >= 0) {
+	dup2(t->saved_stderr, 2);
+	close(t->saved_stderr);
+	t->saved_stderr = -1;
+	if (t->err_fd >= 0) {
 		char b[16384];
-		off_t size = lseek(T.err_fd, 0, SEEK_END);
+		off_t size = lseek(t->err_fd, 0, SEEK_END);
 		off_t from = size > (off_t)sizeof b ? size - (off_t)sizeof b : 0;
-		ssize_t n = pread(T.err_fd, b, sizeof b, from);
+		ssize_t n = pread(t->err_fd, b, sizeof b, from);
 		if (n > 0)
 			write_all(2, b, (size_t)n);
-		close(T.err_fd);
-		T.err_fd = -1;
+		close(t->err_fd);
+		t->err_fd = -1;
 	}
 }
 
 static void
-screen_end(void)
+screen_end(struct tui *t)
 {
-	if (!T.active)
+	if (!t->active)
 		return;
-	T.active = 0;
+	t->active = 0;
 	fputs("\033[?2004l", stdout);
 	fflush(stdout);
 	endwin();
-	stderr_restore();
+	stderr_restore(t);
 }
 
 /* fatal() restores the terminal before printing. */
 static void
 tui_fatal_hook(void)
 {
-	screen_end();
+	struct tui *t = &tui_one;
+	screen_end(t);
 }
 
 void
@@ -2718,44 +2733,45 @@ tui_opts_default(struct tui_opts *o)
 }
 
 static void
-state_free(void)
+state_free(struct tui *t)
 {
-	tui_items_clear();
-	free(T.items);
-	T.items = NULL;
-	T.citems = 0;
-	for (int i = 0; i < T.ncb; i++)
-		tlines_free(&T.cb[i].lines);
-	free(T.cb);
-	T.cb = NULL;
-	T.ncb = 0;
-	free(T.expanded);
-	T.expanded = NULL;
-	T.nexp = 0;
-	thumbs_clear();
-	tlines_free(&T.ov_lines);
-	free(T.ov_title);
-	T.ov_title = NULL;
-	free(T.ov_png);
-	T.ov_png = NULL;
-	free(T.flash);
-	T.flash = NULL;
-	free(T.save_name);
-	T.save_name = NULL;
-	free(T.kmsg);
-	T.kmsg = NULL;
-	free(T.history);
-	T.history = NULL;
-	buf_free(&T.pastebuf);
-	for (int i = 0; i < T.nheld; i++)
-		free(T.held[i]);
-	T.nheld = 0;
+	tui_items_clear(t);
+	free(t->conv.items);
+	t->conv.items = NULL;
+	t->conv.citems = 0;
+	for (int i = 0; i < t->cells.ncb; i++)
+		tlines_free(&t->cells.cb[i].lines);
+	free(t->cells.cb);
+	t->cells.cb = NULL;
+	t->cells.ncb = 0;
+	free(t->cells.expanded);
+	t->cells.expanded = NULL;
+	t->cells.nexp = 0;
+	thumbs_clear(t);
+	tlines_free(&t->ov.lines);
+	free(t->ov.title);
+	t->ov.title = NULL;
+	free(t->ov.png);
+	t->ov.png = NULL;
+	free(t->st.flash);
+	t->st.flash = NULL;
+	free(t->in.save_name);
+	t->in.save_name = NULL;
+	free(t->st.kmsg);
+	t->st.kmsg = NULL;
+	free(t->in.history);
+	t->in.history = NULL;
+	buf_free(&t->in.pastebuf);
+	for (int i = 0; i < t->cmd.nheld; i++)
+		free(t->cmd.held[i]);
+	t->cmd.nheld = 0;
 	tui_cmd_free();
 }
 
 int
 tui_run(struct loop *l, struct agent *a, const struct tui_opts *o, char **err)
 {
+	struct tui *t = &tui_one;
 	/* FIRST, before any other readline call: otherwise readline exports
 	 * LINES/COLUMNS and ncurses never sees a resize again (TUI.md 3.2). */
 	rl_change_environment = 0;
@@ -2765,62 +2781,62 @@ tui_run(struct loop *l, struct agent *a, const struct tui_opts *o, char **err)
 		return -1;
 	}
 	setlocale(LC_ALL, "");
-	T.loop = l;
-	T.agent = a;
-	T.nb = agent_notebook(a);
-	T.o = *o;
+	t->loop = l;
+	t->agent = a;
+	t->nb = agent_notebook(a);
+	t->o = *o;
 	if (getenv("NO_COLOR") && *getenv("NO_COLOR"))
-		T.o.no_color = 1;
-	T.focus = P_INPUT;
-	T.last_pane = P_CONV;
+		t->o.no_color = 1;
+	t->focus = P_INPUT;
+	t->last_pane = P_CONV;
 	for (int p = 0; p < P_NPANES; p++)
-		T.v[p].follow = 1;
-	T.v[P_ARTS].follow = 0;
-	buf_init(&T.pastebuf, 1024 * 1024);
+		t->v[p].follow = 1;
+	t->v[P_ARTS].follow = 0;
+	buf_init(&t->in.pastebuf, 1024 * 1024);
 	if (o->history_path)
-		T.history = xstrdup(o->history_path);
+		t->in.history = xstrdup(o->history_path);
 	else {
 		char *st = xdg_state_home();
 		char *dir = xasprintf("%s/terp", st);
 		mkdir_p(dir, 0700);
-		T.history = xasprintf("%s/history", dir);
+		t->in.history = xasprintf("%s/history", dir);
 		free(dir);
 		free(st);
 	}
 
 	/* our SIGWINCH handler goes in before curses so ncurses keeps it */
-	loop_signal(l, SIGWINCH, on_winch, NULL);
-	loop_signal(l, SIGTERM, on_term, NULL);
-	loop_signal(l, SIGINT, on_sigint, NULL);
-	loop_signal(l, SIGHUP, on_term, NULL);
+	loop_signal(l, SIGWINCH, on_winch, t);
+	loop_signal(l, SIGTERM, on_term, t);
+	loop_signal(l, SIGINT, on_sigint, t);
+	loop_signal(l, SIGHUP, on_term, t);
 
-	stderr_redirect();
+	stderr_redirect(t);
 	SCREEN *scr = newterm(NULL, stdout, stdin);
 	if (!scr) {
-		stderr_restore();
+		stderr_restore(t);
 		*err = xasprintf("cannot use the terminal (TERM=%s)",
 		    getenv("TERM") ? getenv("TERM") : "");
-		state_free();
+		state_free(t);
 		return -1;
 	}
 	set_term(scr);
-	T.active = 1;
+	t->active = 1;
 	fatal_set_hook(tui_fatal_hook);
 	raw();
 	noecho();
 	nonl();
 	set_escdelay(25);
 	char *terr = NULL;
-	if (styles_init(&terr) < 0) {
-		tui_item_text(IT_ERROR, terr ? terr : "theme: cannot load");
+	if (styles_init(t, &terr) < 0) {
+		tui_item_text(t, IT_ERROR, terr ? terr : "theme: cannot load");
 		free(terr);
 	}
-	T.rows = LINES;
-	T.cols = COLS;
-	T.inrows = 1;
-	layout();
-	windows_make();
-	if (T.o.mouse) {
+	t->lay.rows = LINES;
+	t->lay.cols = COLS;
+	t->lay.inrows = 1;
+	layout(t);
+	windows_make(t);
+	if (t->o.mouse) {
 		mousemask(BUTTON1_PRESSED | BUTTON1_CLICKED | BUTTON4_PRESSED
 #if NCURSES_MOUSE_VERSION > 1
 		    | BUTTON5_PRESSED
@@ -2830,57 +2846,57 @@ tui_run(struct loop *l, struct agent *a, const struct tui_opts *o, char **err)
 	}
 	fputs("\033[?2004h", stdout);	/* bracketed paste */
 	fflush(stdout);
-	rl_setup();
-	loop_watch(l, STDIN_FILENO, POLLIN, on_tty, NULL);
-	T.rows = -1;
-	tui_mark();
+	rl_setup(t);
+	loop_watch(l, STDIN_FILENO, POLLIN, on_tty, t);
+	t->lay.rows = -1;
+	tui_mark(t);
 
-	while (!T.quit && !loop_stopped(l)) {
-		tui_cmd_held_run();
+	while (!t->quit && !loop_stopped(l)) {
+		tui_cmd_held_run(t);
 		int64_t now = now_ms();
 		/* the idle countdown ticks by the second */
-		if (T.ticking && now - T.last_draw >= 250)
-			T.dirty = 1;
+		if (t->st.ticking && now - t->last_draw >= 250)
+			t->dirty = 1;
 		/* the clock on the status bar and the spinner tick while busy */
-		if ((T.busy || (T.flash && now >= T.flash_until && now < T.flash_until + 200)) &&
-		    now - T.last_draw >= 100)
-			T.dirty = 1;
+		if ((t->st.busy || (t->st.flash && now >= t->st.flash_until && now < t->st.flash_until + 200)) &&
+		    now - t->last_draw >= 100)
+			t->dirty = 1;
 		int64_t wait = 1000;
-		if (T.dirty) {
-			int64_t since = now - T.last_draw;
+		if (t->dirty) {
+			int64_t since = now - t->last_draw;
 			if (since >= FRAME_MS) {
-				redraw();
-				wait = T.busy ? 100 : 1000;
+				redraw(t);
+				wait = t->st.busy ? 100 : 1000;
 			} else
 				wait = FRAME_MS - since;
-		} else if (T.busy)
+		} else if (t->st.busy)
 			wait = 100;
-		if ((T.ticking || T.nheld > 0) && wait > 250)
+		if ((t->st.ticking || t->cmd.nheld > 0) && wait > 250)
 			wait = 250;
 		loop_run_once(l, wait);
 	}
 
 	loop_unwatch(l, STDIN_FILENO);
 	rl_callback_handler_remove();
-	if (T.history && write_history(T.history) != 0) {
+	if (t->in.history && write_history(t->in.history) != 0) {
 		/* not fatal: the session still ends cleanly */
 	}
-	delwin(T.mainw);
-	delwin(T.inw);
-	T.mainw = T.inw = NULL;
-	screen_end();
+	delwin(t->lay.mainw);
+	delwin(t->lay.inw);
+	t->lay.mainw = t->lay.inw = NULL;
+	screen_end(t);
 	delscreen(scr);
-	colorpair_free(T.cp);
-	T.cp = NULL;
+	colorpair_free(t->sty.cp);
+	t->sty.cp = NULL;
 	fatal_set_hook(NULL);
-	if (T.rl_null) {
-		fclose(T.rl_null);
-		T.rl_null = NULL;
+	if (t->in.rl_null) {
+		fclose(t->in.rl_null);
+		t->in.rl_null = NULL;
 	}
 	rl_outstream = NULL;
-	state_free();
-	T.quit = 0;
-	T.agent = NULL;
-	T.nb = NULL;
+	state_free(t);
+	t->quit = 0;
+	t->agent = NULL;
+	t->nb = NULL;
 	return 0;
 }

@@ -68,10 +68,10 @@ static const struct keyhelp cmd_help[] = {
 
 
 static void
-help_table(const struct keyhelp *h, int w)
+help_table(struct tui *t, const struct keyhelp *h, int w)
 {
 	for (; h->keys; h++) {
-		struct tline *l = tlines_add(&T.ov_lines, 0);
+		struct tline *l = tlines_add(&t->ov.lines, 0);
 		char k[32];
 		snprintf(k, sizeof k, "  %-18s", h->keys);
 		tline_adds(l, R_LINK, k);
@@ -81,7 +81,7 @@ help_table(const struct keyhelp *h, int w)
 		tlines_wrap(&tmp, h->what, strlen(h->what), w - kw, R_TEXT, NULL, 0, 0);
 		for (int i = 0; i < tmp.n; i++) {
 			if (i > 0) {
-				l = tlines_add(&T.ov_lines, 0);
+				l = tlines_add(&t->ov.lines, 0);
 				tline_add(l, R_TEXT, "                                ", (size_t)kw < 32 ? (size_t)kw : 32);
 			}
 			for (int j = 0; j < tmp.v[i].nseg; j++)
@@ -92,19 +92,19 @@ help_table(const struct keyhelp *h, int w)
 }
 
 void
-tui_cmd_help(void)
+tui_cmd_help(struct tui *t)
 {
-	tui_overlay_open("terp: keys and commands");
+	tui_overlay_open(t, "terp: keys and commands");
 	int w = COLS > 20 ? COLS : 80;
-	tline_adds(tlines_add(&T.ov_lines, 0), R_HEADING, " Keys");
-	help_table(key_help, w);
-	tlines_add(&T.ov_lines, 0);
-	tline_adds(tlines_add(&T.ov_lines, 0), R_HEADING, " Commands (Tab completes)");
-	help_table(cmd_help, w);
-	tlines_add(&T.ov_lines, 0);
-	tline_adds(tlines_add(&T.ov_lines, 0), R_DIM,
+	tline_adds(tlines_add(&t->ov.lines, 0), R_HEADING, " Keys");
+	help_table(t, key_help, w);
+	tlines_add(&t->ov.lines, 0);
+	tline_adds(tlines_add(&t->ov.lines, 0), R_HEADING, " Commands (Tab completes)");
+	help_table(t, cmd_help, w);
+	tlines_add(&t->ov.lines, 0);
+	tline_adds(tlines_add(&t->ov.lines, 0), R_DIM,
 	    "  The input line is GNU readline: your ~/.inputrc applies (emacs or vi mode).");
-	tline_adds(tlines_add(&T.ov_lines, 0), R_DIM,
+	tline_adds(tlines_add(&t->ov.lines, 0), R_DIM,
 	    "  History is kept in $XDG_STATE_HOME/terp/history.");
 }
 
@@ -117,37 +117,37 @@ static struct {
 } loaded;
 
 void
-tui_cmd_quit(void)
+tui_cmd_quit(struct tui *t)
 {
-	if (T.agent && agent_busy(T.agent)) {
-		T.modal = M_CONFIRM_QUIT;
-		T.focus = P_INPUT;
-		tui_mark();
+	if (t->agent && agent_busy(t->agent)) {
+		t->in.modal = M_CONFIRM_QUIT;
+		t->focus = P_INPUT;
+		tui_mark(t);
 		return;
 	}
-	T.quit = 1;
+	t->quit = 1;
 }
 
 static void
-cmd_files(void)
+cmd_files(struct tui *t)
 {
 	struct buf b;
 	buf_init(&b, 256 * 1024);
 	buf_adds(&b, "Data files:\n");
-	for (int i = 0; i < T.o.ndata; i++) {
-		const char *slash = strrchr(T.o.data_files[i], '/');
-		buf_printf(&b, "  %s → /workspace/data/%s\n", T.o.data_files[i],
-		    slash ? slash + 1 : T.o.data_files[i]);
+	for (int i = 0; i < t->o.ndata; i++) {
+		const char *slash = strrchr(t->o.data_files[i], '/');
+		buf_printf(&b, "  %s → /workspace/data/%s\n", t->o.data_files[i],
+		    slash ? slash + 1 : t->o.data_files[i]);
 	}
 	for (int i = 0; i < loaded.n; i++)
 		buf_printf(&b, "  %s → %s\n", loaded.host[i], loaded.box[i]);
-	if (T.o.ndata == 0 && loaded.n == 0)
+	if (t->o.ndata == 0 && loaded.n == 0)
 		buf_adds(&b, "  (none; /load PATH stages one)\n");
-	int na = notebook_nartifacts(T.nb);
-	buf_printf(&b, "Artifacts%s%s%s:\n", T.o.out_dir ? " (in " : "",
-	    T.o.out_dir ? T.o.out_dir : "", T.o.out_dir ? ")" : "");
+	int na = notebook_nartifacts(t->nb);
+	buf_printf(&b, "Artifacts%s%s%s:\n", t->o.out_dir ? " (in " : "",
+	    t->o.out_dir ? t->o.out_dir : "", t->o.out_dir ? ")" : "");
 	for (int i = 0; i < na; i++) {
-		const struct artifact *a = notebook_artifact(T.nb, i);
+		const struct artifact *a = notebook_artifact(t->nb, i);
 		char sz[32];
 		fmt_bytes(sz, sizeof sz, a->bytes);
 		char *nm = sanitize_str(a->name, strlen(a->name), 0);	/* one line */
@@ -156,31 +156,31 @@ cmd_files(void)
 	}
 	if (na == 0)
 		buf_adds(&b, "  (none yet)\n");
-	tui_item_text(IT_INFO, buf_str(&b));
+	tui_item_text(t, IT_INFO, buf_str(&b));
 	buf_free(&b);
-	T.v[P_CONV].follow = 1;
+	t->v[P_CONV].follow = 1;
 }
 
 static void
-cmd_sent(const char *arg)
+cmd_sent(struct tui *t, const char *arg)
 {
-	int n = notebook_nsent(T.nb);
+	int n = notebook_nsent(t->nb);
 	if (arg && *arg) {
 		int i = atoi(arg);
 		const char *what;
 		size_t len;
 		if (i < 1 || i > n) {
-			tui_flash("no request %s (there are %d)", arg, n);
+			tui_flash(t, "no request %s (there are %d)", arg, n);
 			return;
 		}
-		const char *body = notebook_sent(T.nb, i - 1, &what, &len);
+		const char *body = notebook_sent(t->nb, i - 1, &what, &len);
 		char *title = xasprintf("request %d of %d: %s (%zu bytes)", i, n,
 		    what ? what : "", len);
-		tui_overlay_open(title);
+		tui_overlay_open(t, title);
 		free(title);
 		char *s = sanitize_str(body ? body : "", body ? len : 0,
 		    SANITIZE_KEEP_NL | SANITIZE_EXPAND_TABS);
-		tlines_wrap(&T.ov_lines, s, strlen(s), COLS, R_TEXT, " ", R_TEXT, 0);
+		tlines_wrap(&t->ov.lines, s, strlen(s), COLS, R_TEXT, " ", R_TEXT, 0);
 		free(s);
 		return;
 	}
@@ -189,7 +189,7 @@ cmd_sent(const char *arg)
 	size_t total = 0;
 	for (int i = 0; i < n; i++) {
 		size_t len;
-		notebook_sent(T.nb, i, NULL, &len);
+		notebook_sent(t->nb, i, NULL, &len);
 		total += len;
 	}
 	buf_printf(&b, "What left this machine for the model: %d request%s, %zu bytes.\n",
@@ -197,32 +197,32 @@ cmd_sent(const char *arg)
 	for (int i = 0; i < n; i++) {
 		const char *what;
 		size_t len;
-		notebook_sent(T.nb, i, &what, &len);
+		notebook_sent(t->nb, i, &what, &len);
 		buf_printf(&b, "  %d. %s  %zu bytes\n", i + 1, what ? what : "request", len);
 	}
 	if (n)
 		buf_adds(&b, "/sent N shows request N exactly as sent.\n");
-	tui_item_text(IT_INFO, buf_str(&b));
+	tui_item_text(t, IT_INFO, buf_str(&b));
 	buf_free(&b);
-	T.v[P_CONV].follow = 1;
+	t->v[P_CONV].follow = 1;
 }
 
 static void
-cmd_export(const char *path)
+cmd_export(struct tui *t, const char *path)
 {
 	char *err = NULL;
 
 	if (!*path) {
-		tui_flash("usage: /export FILE.ipynb or FILE.md");
+		tui_flash(t, "usage: /export FILE.ipynb or FILE.md");
 		return;
 	}
-	if (export_file(T.nb, path, &err) < 0) {
-		tui_show_err("export", err);
+	if (export_file(t->nb, path, &err) < 0) {
+		tui_show_err(t, "export", err);
 		return;
 	}
 	char *m = xasprintf("exported the notebook to %s", path);
-	tui_item_text(IT_NOTICE, m);
-	tui_flash("%s", m);
+	tui_item_text(t, IT_NOTICE, m);
+	tui_flash(t, "%s", m);
 	free(m);
 }
 
@@ -230,34 +230,34 @@ cmd_export(const char *path)
  * after the session, in the output folder (next to the charts the
  * Markdown links to). /save PATH is /export PATH. */
 static void
-cmd_save(const char *arg)
+cmd_save(struct tui *t, const char *arg)
 {
 	if (*arg) {
-		cmd_export(arg);
+		cmd_export(t, arg);
 		return;
 	}
-	const char *dir = T.o.out_dir ? T.o.out_dir : "out";
-	char *id = T.session_id ? xstrdup(T.session_id) : NULL, *err = NULL;
+	const char *dir = t->o.out_dir ? t->o.out_dir : "out";
+	char *id = t->st.session_id ? xstrdup(t->st.session_id) : NULL, *err = NULL;
 	if (id == NULL) {
-		time_t t = time(NULL);
+		time_t now = time(NULL);
 		struct tm tm;
 		char d[32];
-		localtime_r(&t, &tm);
+		localtime_r(&now, &tm);
 		strftime(d, sizeof d, "%Y%m%d-%H%M%S", &tm);
 		id = xstrdup(d);
 	}
 	char *nbp = xasprintf("%s/terp-%s.ipynb", dir, id);
 	char *mdp = xasprintf("%s/terp-%s.md", dir, id);
 	if (mkdir_p(dir, 0755) < 0)
-		tui_show_err("save", xasprintf("cannot create %s: %s", dir, strerror(errno)));
-	else if (export_ipynb(T.nb, nbp, &err) < 0)
-		tui_show_err("save", err);
-	else if (export_markdown(T.nb, mdp, &err) < 0)
-		tui_show_err("save", err);
+		tui_show_err(t, "save", xasprintf("cannot create %s: %s", dir, strerror(errno)));
+	else if (export_ipynb(t->nb, nbp, &err) < 0)
+		tui_show_err(t, "save", err);
+	else if (export_markdown(t->nb, mdp, &err) < 0)
+		tui_show_err(t, "save", err);
 	else {
 		char *m = xasprintf("saved the notebook as %s and %s", nbp, mdp);
-		tui_item_text(IT_NOTICE, m);
-		tui_flash("saved %s and .md", nbp);
+		tui_item_text(t, IT_NOTICE, m);
+		tui_flash(t, "saved %s and .md", nbp);
 		free(m);
 	}
 	free(nbp);
@@ -274,7 +274,7 @@ skip_ws(const char *s)
 }
 
 static void
-run_command(const char *line)
+run_command(struct tui *t, const char *line)
 {
 	char name[32];
 	size_t k = 0;
@@ -286,103 +286,103 @@ run_command(const char *line)
 	char *err = NULL;
 
 	if (!strcmp(name, "help") || !strcmp(name, "h") || !strcmp(name, "?"))
-		tui_cmd_help();
+		tui_cmd_help(t);
 	else if (!strcmp(name, "quit") || !strcmp(name, "q") || !strcmp(name, "exit"))
-		tui_cmd_quit();
+		tui_cmd_quit(t);
 	else if (!strcmp(name, "load")) {
 		if (!*arg) {
-			tui_flash("usage: /load PATH");
+			tui_flash(t, "usage: /load PATH");
 			return;
 		}
-		char *box = T.o.session ? session_load(T.o.session, arg, &err) :
-		    agent_load(T.agent, arg, &err);
+		char *box = t->o.session ? session_load(t->o.session, arg, &err) :
+		    agent_load(t->agent, arg, &err);
 		if (!box)
-			tui_show_err("load", err);
+			tui_show_err(t, "load", err);
 		else {
 			loaded.host = xrealloc(loaded.host, (size_t)(loaded.n + 1) * sizeof *loaded.host);
 			loaded.box = xrealloc(loaded.box, (size_t)(loaded.n + 1) * sizeof *loaded.box);
 			loaded.host[loaded.n] = xstrdup(arg);
 			loaded.box[loaded.n++] = xstrdup(box);
 			char *m = xasprintf("loaded %s as %s", arg, box);
-			tui_item_text(IT_NOTICE, m);
+			tui_item_text(t, IT_NOTICE, m);
 			free(m);
 			free(box);
 		}
 	} else if (!strcmp(name, "files"))
-		cmd_files();
+		cmd_files(t);
 	else if (!strcmp(name, "py")) {
 		if (!*arg) {
-			tui_flash("usage: /py CODE");
+			tui_flash(t, "usage: /py CODE");
 			return;
 		}
-		if (agent_run_cell(T.agent, arg, &err) < 0)
-			tui_show_err("py", err);
+		if (agent_run_cell(t->agent, arg, &err) < 0)
+			tui_show_err(t, "py", err);
 		else
-			T.v[P_CELLS].follow = 1;
+			t->v[P_CELLS].follow = 1;
 	} else if (!strcmp(name, "rerun")) {
 		int n = atoi(arg);
 		if (n <= 0)
-			tui_flash("usage: /rerun N");
+			tui_flash(t, "usage: /rerun N");
 		else
-			tui_cell_rerun(n);
+			tui_cell_rerun(t, n);
 	} else if (!strcmp(name, "reset")) {
-		if ((T.o.session ? session_reset(T.o.session, &err) :
-		    agent_reset(T.agent, &err)) < 0)
-			tui_show_err("reset", err);
+		if ((t->o.session ? session_reset(t->o.session, &err) :
+		    agent_reset(t->agent, &err)) < 0)
+			tui_show_err(t, "reset", err);
 		else
-			tui_item_text(IT_NOTICE, "the Python namespace was reset");
+			tui_item_text(t, IT_NOTICE, "the Python namespace was reset");
 	} else if (!strcmp(name, "restart")) {
-		if ((T.o.session ? session_restart(T.o.session, &err) :
-		    agent_restart(T.agent, &err)) < 0)
-			tui_show_err("restart", err);
+		if ((t->o.session ? session_restart(t->o.session, &err) :
+		    agent_restart(t->agent, &err)) < 0)
+			tui_show_err(t, "restart", err);
 		else
-			tui_item_text(IT_NOTICE, T.o.session ? "restarting the sandbox: "
+			tui_item_text(t, IT_NOTICE, t->o.session ? "restarting the sandbox: "
 			    "variables are gone (/replay re-runs the cells that succeeded)" :
 			    "restarting the sandbox: variables are gone");
 	} else if (!strcmp(name, "replay")) {
-		if (!T.o.session)
-			tui_flash("/replay needs a saved session");
-		else if (session_replay(T.o.session, &err) < 0)
-			tui_show_err("replay", err);
+		if (!t->o.session)
+			tui_flash(t, "/replay needs a saved session");
+		else if (session_replay(t->o.session, &err) < 0)
+			tui_show_err(t, "replay", err);
 		else {
-			T.v[P_CELLS].follow = 1;
-			T.v[P_CONV].follow = 1;
+			t->v[P_CELLS].follow = 1;
+			t->v[P_CONV].follow = 1;
 		}
 	} else if (!strcmp(name, "model")) {
 		if (!*arg) {
-			struct llm *m = agent_llm(T.agent);
-			tui_flash("model: %s", m && llm_model(m) ? llm_model(m) : "none");
-		} else if (agent_set_model(T.agent, arg, &err) < 0)
-			tui_show_err("model", err);
+			struct llm *m = agent_llm(t->agent);
+			tui_flash(t, "model: %s", m && llm_model(m) ? llm_model(m) : "none");
+		} else if (agent_set_model(t->agent, arg, &err) < 0)
+			tui_show_err(t, "model", err);
 		else {
 			char *m = xasprintf("model set to %s", arg);
-			tui_item_text(IT_NOTICE, m);
+			tui_item_text(t, IT_NOTICE, m);
 			free(m);
 		}
 	} else if (!strcmp(name, "sent"))
-		cmd_sent(arg);
+		cmd_sent(t, arg);
 	else if (!strcmp(name, "clear"))
-		tui_items_clear();
+		tui_items_clear(t);
 	else if (!strcmp(name, "save"))
-		cmd_save(arg);
+		cmd_save(t, arg);
 	else if (!strcmp(name, "export"))
-		cmd_export(arg);
+		cmd_export(t, arg);
 	else
-		tui_flash("unknown command /%s (try /help)", name);
+		tui_flash(t, "unknown command /%s (try /help)", name);
 }
 
 
 /* A line typed at the prompt: a command or a question. */
 void
-tui_cmd_line(const char *s)
+tui_cmd_line(struct tui *t, const char *s)
 {
 	if (*s == '/')
-		run_command(s);
+		run_command(t, s);
 	else if (*s) {
 		char *err = NULL;
-		if (agent_ask(T.agent, s, &err) < 0)
-			tui_show_err("ask", err);
-		T.v[P_CONV].follow = 1;
+		if (agent_ask(t->agent, s, &err) < 0)
+			tui_show_err(t, "ask", err);
+		t->v[P_CONV].follow = 1;
 	}
 }
 
@@ -391,7 +391,7 @@ tui_cmd_line(const char *s)
  * /help, /files, /export..., do not disturb it). Lines already held
  * keep their order behind the first. */
 int
-tui_cmd_holds(const char *s)
+tui_cmd_holds(struct tui *t, const char *s)
 {
 	static const char *const waits[] = { "py", "rerun", "reset", "restart",
 		"replay", "load", NULL };
@@ -404,27 +404,27 @@ tui_cmd_holds(const char *s)
 	}
 	if (!runs)
 		return 0;
-	if (T.nheld > 0)
+	if (t->cmd.nheld > 0)
 		return 1;
-	return T.o.session && session_busy(T.o.session) && T.kstate != KERNEL_DEAD;
+	return t->o.session && session_busy(t->o.session) && t->st.kstate != KERNEL_DEAD;
 }
 
 
 /* Runs the oldest held line once the replay is over and the agent is
  * free (one per call: a question keeps the agent busy until EV_IDLE). */
 void
-tui_cmd_held_run(void)
+tui_cmd_held_run(struct tui *t)
 {
-	if (T.nheld == 0 || (T.agent && agent_busy(T.agent)))
+	if (t->cmd.nheld == 0 || (t->agent && agent_busy(t->agent)))
 		return;
-	if (T.o.session && session_busy(T.o.session) && T.kstate != KERNEL_DEAD)
+	if (t->o.session && session_busy(t->o.session) && t->st.kstate != KERNEL_DEAD)
 		return;
-	char *s = T.held[0];
-	memmove(T.held, T.held + 1, (size_t)(T.nheld - 1) * sizeof *T.held);
-	T.nheld--;
-	tui_cmd_line(s);
+	char *s = t->cmd.held[0];
+	memmove(t->cmd.held, t->cmd.held + 1, (size_t)(t->cmd.nheld - 1) * sizeof *t->cmd.held);
+	t->cmd.nheld--;
+	tui_cmd_line(t, s);
 	free(s);
-	tui_mark();
+	tui_mark(t);
 }
 
 
@@ -467,7 +467,7 @@ tui_cmd_complete(const char *text, int start, int end)
 
 /* Readline would print the list; it goes to the status bar instead. */
 void
-tui_cmd_show_matches(char **matches, int num, int max)
+tui_cmd_show_matches(struct tui *t, char **matches, int num, int max)
 {
 	(void)max;
 	struct buf b;
@@ -478,7 +478,7 @@ tui_cmd_show_matches(char **matches, int num, int max)
 		buf_printf(&b, "%s%s", i > 1 ? "  " : "",
 		    slash && slash[1] && m[0] != '/' ? slash + 1 : m);
 	}
-	tui_flash("%s", buf_str(&b));
+	tui_flash(t, "%s", buf_str(&b));
 	buf_free(&b);
 }
 

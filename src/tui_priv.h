@@ -83,112 +83,128 @@ struct view {			/* a scrollable list */
 
 enum modal { M_NONE, M_CONFIRM_QUIT, M_SAVE_AS, M_SAVE_CONFIRM };
 
+/* The UI's state, passed to every function of the tui_*.c files as
+ * `struct tui *t`. Each part says which file writes it; the others
+ * only read it. */
 struct tui {
-	/* set up by tui_run */
+	/* set up by tui_run (tui.c) */
 	struct loop		*loop;
 	struct agent		*agent;
 	struct notebook		*nb;
 	struct tui_opts		 o;
 	int			 active;	/* the screen is up */
 	int			 quit;
-	int			 dirty;
+	int			 dirty;		/* redraw at the next frame */
 	int64_t			 last_draw;
-
-	/* conversation */
-	struct item		*items;
-	int			 nitems, citems;
-	int			 question_text;	/* got text since the question */
-
-	/* cells */
-	struct cblock		*cb;
-	int			 ncb;
-	int			*expanded;	/* by cell number */
-	int			 nexp;
-
-	struct tcache		 thumbs[NTHUMBS];
-	unsigned		 tstamp;
-
-	struct view		 v[P_NPANES];
-	enum pane		 focus, last_pane;
-	int			 compact;	/* one pane at a time */
-
-	/* overlay: help, previews, /sent N */
-	int			 overlay;
-	char			*ov_title;
-	struct tlines		 ov_lines;
-	int			 ov_top;
-	char			*ov_png;	/* preview of a PNG: its path */
-	int			 ov_art;	/* artifact index or -1 */
-
-	/* status */
-	int			 kstate;
-	char			*kmsg;
-	int			 busy;		/* between a request and EV_IDLE */
-	int			 phase;		/* 0 idle, 1 thinking, 2 answering, 3 cell */
-	int			 run_cell;
-	int64_t			 step_ms;
-	struct usage		 total;
-	char			*flash;		/* transient status message */
-	int64_t			 flash_until;
-	char			*session_id, *workspace;
-	int			 idle_down;	/* the idle timeout stopped the sandbox */
-	int			 ticking;	/* a countdown is on the status bar */
-
-	/* lines typed while a replay runs, run once it is over */
-	char			*held[HELD_MAX];
-	int			 nheld;
-
-	/* input */
-	enum modal		 modal;
-	int			 save_art;	/* M_SAVE_AS: artifact index */
-	char			*save_name;	/* M_SAVE_CONFIRM: the typed name */
-	char			 save_prompt[128];	/* M_SAVE_CONFIRM */
-	unsigned char		 q[8192];	/* bytes for readline */
-	size_t			 qh, qt;
-	int			 paste;		/* inside a bracketed paste */
-	struct buf		 pastebuf;
-	char			 esc[8];	/* possible paste marker prefix */
-	int			 nesc;
-	FILE			*rl_null;
-	char			*history;
 	int			 saved_stderr;
 	int			 err_fd;
 
-	/* layout, computed per frame */
-	int			 rows, cols, inrows;
-	int			 py[P_NPANES], px[P_NPANES], ph[P_NPANES], pw[P_NPANES];
-	WINDOW			*mainw, *inw;
-	int			 tagmap[P_NPANES][TAGROWS];	/* row -> tag */
-	int			 colors, ncolors;
-	struct colorpair	*cp;
-	int			 role_pair[R_NROLES];
-	int			 theme_pair[THEME_NROLES];
-	attr_t			 theme_attr[THEME_NROLES];
-	attr_t			 role_attr[R_NROLES];
+	/* what the panes show and where the keys go (tui_input.c, and
+	 * the event sink and commands that follow new output) */
+	struct view		 v[P_NPANES];
+	enum pane		 focus, last_pane;
+
+	struct {		/* the conversation (tui_items.c) */
+		struct item	*items;
+		int		 nitems, citems;
+		int		 question_text;	/* got text since the question */
+	} conv;
+
+	struct {		/* the cells' bodies (tui_cells.c) */
+		struct cblock	*cb;
+		int		 ncb;
+		int		*expanded;	/* by cell number */
+		int		 nexp;
+	} cells;
+
+	struct {		/* rendered thumbnails (tui_thumbs.c) */
+		struct tcache	 slot[NTHUMBS];
+		unsigned	 stamp;
+	} thumbs;
+
+	struct {		/* help, previews, /sent N (tui_draw.c) */
+		int		 on;
+		char		*title;
+		struct tlines	 lines;
+		int		 top;
+		char		*png;	/* preview of a PNG: its path */
+		int		 art;	/* artifact index or -1 */
+	} ov;
+
+	struct {		/* the status bar (tui_event.c, tui_items.c) */
+		int		 kstate;
+		char		*kmsg;
+		int		 busy;		/* between a request and EV_IDLE */
+		int		 phase;		/* 0 idle, 1 thinking, 2 answering, 3 cell */
+		int		 run_cell;
+		int64_t		 step_ms;
+		struct usage	 total;
+		char		*flash;		/* transient status message */
+		int64_t		 flash_until;
+		char		*session_id, *workspace;
+		int		 idle_down;	/* the idle timeout stopped the sandbox */
+		int		 ticking;	/* a countdown is on the status bar */
+	} st;
+
+	struct {		/* commands' state (tui_cmd.c) */
+		/* lines typed while a replay runs, run once it is over */
+		char		*held[HELD_MAX];
+		int		 nheld;
+	} cmd;
+
+	struct {		/* the input line (tui_input.c) */
+		enum modal	 modal;
+		int		 save_art;	/* M_SAVE_AS: artifact index */
+		char		*save_name;	/* M_SAVE_CONFIRM: the typed name */
+		char		 save_prompt[128];	/* M_SAVE_CONFIRM */
+		unsigned char	 q[8192];	/* bytes for readline */
+		size_t		 qh, qt;
+		int		 paste;		/* inside a bracketed paste */
+		struct buf	 pastebuf;
+		char		 esc[8];	/* possible paste marker prefix */
+		int		 nesc;
+		FILE		*rl_null;
+		char		*history;
+	} in;
+
+	struct {		/* the layout, computed per frame (tui_draw.c) */
+		int		 rows, cols, inrows;
+		int		 py[P_NPANES], px[P_NPANES], ph[P_NPANES], pw[P_NPANES];
+		int		 compact;	/* one pane at a time */
+		WINDOW		*mainw, *inw;
+		int		 tagmap[P_NPANES][TAGROWS];	/* row -> tag */
+	} lay;
+
+	struct {		/* colours and attributes (tui_style.c) */
+		int		 colors, ncolors;
+		struct colorpair *cp;
+		int		 role_pair[R_NROLES];
+		int		 theme_pair[THEME_NROLES];
+		attr_t		 theme_attr[THEME_NROLES];
+		attr_t		 role_attr[R_NROLES];
+	} sty;
 };
 
-/* The UI's state: one terminal, one instance (tui.c). */
-extern struct tui T;
-
 /* tui.c: the conversation model, the status line, overlays, cells. */
-void tui_mark(void);				/* something changed: redraw */
-struct item *tui_item_text(enum item_kind k, const char *s);
-void tui_items_clear(void);
-void tui_flash(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void tui_mark(struct tui *t);			/* something changed: redraw */
+struct item *tui_item_text(struct tui *t, enum item_kind k, const char *s);
+void tui_items_clear(struct tui *t);
+void tui_flash(struct tui *t, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 /* Shows "what: err" in the conversation and the status line; frees err. */
-void tui_show_err(const char *what, char *err);
-void tui_overlay_open(const char *title);
-void tui_cell_rerun(int n);
+void tui_show_err(struct tui *t, const char *what, char *err);
+void tui_overlay_open(struct tui *t, const char *title);
+void tui_cell_rerun(struct tui *t, int n);
 
 /* tui_cmd.c: slash commands, lines held during a replay, completion
  * and the help overlay. */
-void tui_cmd_help(void);
-void tui_cmd_quit(void);			/* asks first when busy */
-void tui_cmd_line(const char *s);		/* a command or a question */
-int tui_cmd_holds(const char *s);		/* must s wait for the replay? */
-void tui_cmd_held_run(void);			/* once per loop iteration */
+void tui_cmd_help(struct tui *t);
+void tui_cmd_quit(struct tui *t);		/* asks first when busy */
+void tui_cmd_line(struct tui *t, const char *s);	/* a command or a question */
+int tui_cmd_holds(struct tui *t, const char *s);	/* must s wait for the replay? */
+void tui_cmd_held_run(struct tui *t);		/* once per loop iteration */
 char **tui_cmd_complete(const char *text, int start, int end);
-void tui_cmd_show_matches(char **matches, int num, int max);
+void tui_cmd_show_matches(struct tui *t, char **matches, int num, int max);
 void tui_cmd_free(void);
 
 #endif
