@@ -43,6 +43,9 @@
 #include "terp/util.h"
 
 #include "tui_priv.h"
+#include "tui_spawn.h"
+#include "tui_style.h"
+#include "tui_thumbs.h"
 
 /* The one terminal, the one UI: the public entry points (tui_on_event
  * with a NULL arg, tui_restore, the fatal hook) have no handle to pass. */
@@ -335,235 +338,6 @@ tui_restore(const struct notebook *nb)
 	tui_mark(t);
 }
 
-/* ---- styles ---- */
-
-/* Each TUI role drawn with a theme role, plus attributes of its own. */
-static const struct {
-	enum theme_role	 theme;
-	attr_t		 extra;
-} role_map[R_NROLES] = {
-	[R_TEXT]	= { THEME_NORMAL, 0 },
-	[R_DIM]		= { THEME_CONV_NOTICE, 0 },
-	[R_USER]	= { THEME_CONV_USER, 0 },
-	[R_USER_MARK]	= { THEME_CONV_USER, A_BOLD },
-	[R_ASSIST]	= { THEME_CONV_ASSISTANT, 0 },
-	[R_NOTICE]	= { THEME_CONV_NOTICE, 0 },
-	[R_ERROR]	= { THEME_CELL_ERROR, A_BOLD },
-	[R_LINK]	= { THEME_ARTIFACT_NAME, 0 },
-	[R_CELL_HDR]	= { THEME_CELL_HEADER, 0 },
-	[R_CODE]	= { THEME_CELL_CODE, 0 },
-	[R_KEYWORD]	= { THEME_CODE_KEYWORD, 0 },
-	[R_STRING]	= { THEME_CODE_STRING, 0 },
-	[R_NUMBER]	= { THEME_CODE_NUMBER, 0 },
-	[R_COMMENT]	= { THEME_CODE_COMMENT, 0 },
-	[R_STDOUT]	= { THEME_CELL_STDOUT, 0 },
-	[R_STDERR]	= { THEME_CELL_STDERR, 0 },
-	[R_VALUE]	= { THEME_CELL_VALUE, 0 },
-	[R_TRACE]	= { THEME_CELL_ERROR, 0 },
-	[R_GOOD]		= { THEME_CELL_OK, 0 },
-	[R_RUNNING]	= { THEME_STATUS_BUSY, 0 },
-	[R_FAIL]	= { THEME_CELL_ERROR, A_BOLD },
-	[R_TITLE]	= { THEME_PANE_TITLE, 0 },
-	[R_TITLE_FOCUS]	= { THEME_PANE_FOCUS, 0 },
-	[R_BORDER]	= { THEME_PANE_BORDER, 0 },
-	[R_STATUS]	= { THEME_STATUS_BAR, 0 },
-	[R_STATUS_KEY]	= { THEME_STATUS_BAR, A_BOLD },
-	[R_SEL]		= { THEME_SELECTION, 0 },
-	[R_PROMPT]	= { THEME_INPUT_PROMPT, 0 },
-	[R_INPUT]	= { THEME_INPUT, 0 },
-	[R_HIDDEN]	= { THEME_CONV_NOTICE, 0 },
-	[R_BOLD]	= { THEME_MD_BOLD, 0 },
-	[R_HEADING]	= { THEME_MD_HEADING, 0 },
-	[R_MD_CODE]	= { THEME_MD_CODE, 0 },
-};
-
-/* Colour pairs for explicit fg/bg (thumbnails), from colorpair.c. */
-static int
-pair_for(struct tui *t, int fg, int bg)
-{
-	if (!t->sty.cp)
-		return 0;
-	return colorpair_get(t->sty.cp, fg, bg);
-}
-
-/* Loads the theme and sets up colours. Returns 0, or -1 with *err
- * (caller frees) when the theme file had problems (the built-in look
- * fills in). */
-static int
-styles_init(struct tui *t, char **err)
-{
-	struct theme th;
-	int rc = 0;
-
-	if (t->o.theme)
-		rc = theme_load(&th, t->o.theme, err);
-	else {
-		/* default.theme when installed, else the same built in */
-		char *ignored = NULL;
-		if (theme_load(&th, "default", &ignored) < 0)
-			theme_init_builtin(&th);
-		free(ignored);
-	}
-
-	t->sty.colors = 0;
-	t->sty.ncolors = 0;
-	if (!t->o.no_color && has_colors() && start_color() == OK) {
-		use_default_colors();
-		t->sty.ncolors = theme_ncolors(COLORS);
-		t->sty.colors = t->sty.ncolors > 0;
-	}
-	if (t->sty.colors) {
-		colorpair_apply_theme(&th, t->sty.ncolors);
-		t->sty.cp = colorpair_new(COLORPAIR_FIRST_DYNAMIC, COLOR_PAIRS - 1);
-	}
-	for (int r = 0; r < R_NROLES; r++) {
-		unsigned long at;
-		int pair;
-		colorpair_role(&th, role_map[r].theme, t->sty.ncolors, &at, &pair);
-		t->sty.role_attr[r] = (attr_t)at | role_map[r].extra;
-		t->sty.role_pair[r] = t->sty.colors ? pair : 0;
-		if (!t->sty.colors && (r == R_STATUS || r == R_SEL || r == R_STATUS_KEY))
-			t->sty.role_attr[r] |= A_REVERSE;
-	}
-	for (int r = 0; r < THEME_NROLES; r++) {
-		unsigned long at;
-		int pair;
-		colorpair_role(&th, (enum theme_role)r, t->sty.ncolors, &at, &pair);
-		t->sty.theme_attr[r] = (attr_t)at;
-		t->sty.theme_pair[r] = t->sty.colors ? pair : 0;
-	}
-	return rc;
-}
-
-static void
-set_style(struct tui *t, WINDOW *w, const struct tseg *g, int over)
-{
-	int pair;
-	attr_t a;
-
-	if (over >= 0) {
-		a = t->sty.role_attr[over];
-		pair = t->sty.role_pair[over];
-	} else if (g->fg >= 0 || g->bg >= 0) {
-		a = A_NORMAL;
-		pair = pair_for(t, g->fg, g->bg);
-	} else if (g->role >= R_THEME && g->role < R_THEME + THEME_NROLES) {
-		a = t->sty.theme_attr[g->role - R_THEME];
-		pair = t->sty.theme_pair[g->role - R_THEME];
-	} else {
-		a = t->sty.role_attr[g->role];
-		pair = t->sty.role_pair[g->role];
-	}
-	wattr_set(w, a, 0, &pair);
-}
-
-/* ---- thumbnails ---- */
-
-static int
-utf8_term(void)
-{
-	return MB_CUR_MAX > 1;
-}
-
-/* The thumbnail of a PNG at most cols wide and rows_max high, cached.
- * NULL when the file is not a decodable PNG (*why says so). */
-static struct thumb *
-thumb_get(struct tui *t, const char *path, int cols, int rows_max, const char **why)
-{
-	struct tcache *slot = NULL;
-
-	*why = NULL;
-	if (cols < 2)
-		cols = 2;
-	for (int i = 0; i < NTHUMBS; i++) {
-		struct tcache *c = &t->thumbs.slot[i];
-		if (c->path && c->cols == cols && c->rows_max == rows_max &&
-		    strcmp(c->path, path) == 0) {
-			c->stamp = ++t->thumbs.stamp;
-			*why = c->err;
-			return c->t;
-		}
-		if (!slot || !c->path || (slot->path && c->stamp < slot->stamp))
-			slot = c;
-	}
-	free(slot->path);
-	free(slot->err);
-	thumb_free(slot->t);
-	memset(slot, 0, sizeof *slot);
-	slot->path = xstrdup(path);
-	slot->cols = cols;
-	slot->rows_max = rows_max;
-	slot->stamp = ++t->thumbs.stamp;
-
-	char *err = NULL;
-	struct png_rgba *img = png_decode_file(path, &err);
-	if (img) {
-		struct thumb_opts to;
-		thumb_opts_init(&to);
-		to.cols = cols;
-		to.max_rows = rows_max;
-		to.symbols = utf8_term() ? THUMB_SYM_QUAD : THUMB_SYM_ASCII;
-		to.palette = !t->sty.colors ? THUMB_PAL_MONO :
-		    t->sty.ncolors >= 256 ? THUMB_PAL_256 :
-		    t->sty.ncolors >= 16 ? THUMB_PAL_16 : THUMB_PAL_8;
-		slot->t = thumb_render(img->px, (int)img->w, (int)img->h, 4,
-		    (size_t)img->w * 4, &to, &err);
-		png_rgba_free(img);
-	}
-	if (!slot->t)
-		slot->err = err ? sanitize_str(err, strlen(err), 0) :
-		    xstrdup("cannot render");
-	else
-		free(err);
-	*why = slot->err;
-	return slot->t;
-}
-
-static void
-thumbs_clear(struct tui *t)
-{
-	for (int i = 0; i < NTHUMBS; i++) {
-		free(t->thumbs.slot[i].path);
-		free(t->thumbs.slot[i].err);
-		thumb_free(t->thumbs.slot[i].t);
-		memset(&t->thumbs.slot[i], 0, sizeof t->thumbs.slot[i]);
-	}
-}
-
-/* Appends the grid as lines: runs of one colour become one segment. */
-static void
-thumb_lines(struct tlines *ls, const struct thumb *th, int indent, int tag)
-{
-	for (int y = 0; y < th->rows; y++) {
-		struct tline *l = tlines_add(ls, tag);
-		if (indent > 0)
-			tline_add(l, R_TEXT, "        ", (size_t)(indent < 8 ? indent : 8));
-		struct buf run;
-		buf_init(&run, 4096);
-		int fg = -2, bg = -2;
-		for (int x = 0; x < th->cols; x++) {
-			const struct thumb_cell *c = &th->cells[y * th->cols + x];
-			if ((c->fg != fg || c->bg != bg) && run.len) {
-				tline_add_color(l, run.data, run.len, fg, bg);
-				buf_reset(&run);
-			}
-			fg = c->fg;
-			bg = c->bg;
-			buf_adds(&run, c->sym[0] ? c->sym : " ");
-		}
-		if (run.len)
-			tline_add_color(l, run.data, run.len, fg, bg);
-		buf_free(&run);
-	}
-}
-
-static int
-is_png(const char *name)
-{
-	size_t n = strlen(name);
-	return n > 4 && strcasecmp(name + n - 4, ".png") == 0;
-}
-
 /* ---- building display lines ---- */
 
 /* Appends span lines (theme roles) as display lines after a prefix;
@@ -729,13 +503,13 @@ cell_body(struct tui *t, struct tlines *ls, const struct cell *c, int w)
 		add_sanitized(ls, m, strlen(m), w, R_LINK, "  ▪ ", 0, 1, 1, tag);
 		free(m);
 		free(nm);
-		if (is_png(a->name)) {
+		if (tui_thumbs_is_png(a->name)) {
 			const char *why;
 			int tc = w - 4 < 64 ? w - 4 : 64;
-			struct thumb *th = thumb_get(t, a->path, ex ? w - 4 : tc,
+			struct thumb *th = tui_thumbs_get(t, a->path, ex ? w - 4 : tc,
 			    ex ? 40 : 14, &why);
 			if (th)
-				thumb_lines(ls, th, 4, tag);
+				tui_thumbs_lines(ls, th, 4, tag);
 			else if (why)
 				tlines_cut(ls, why, strlen(why), w, R_DIM, "    ",
 				    R_BORDER, tag);
@@ -804,7 +578,7 @@ cell_header(struct tui *t, struct tline *l, const struct cell *c)
 		static const char *spin[] = { "⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏" };
 		int64_t el = now_ms() - c->started_ms;
 		snprintf(tmp, sizeof tmp, "running %.1fs %s", (double)el / 1000.0,
-		    utf8_term() ? spin[(el / 100) % 10] : "");
+		    tui_style_utf8() ? spin[(el / 100) % 10] : "");
 	} else if (c->status == CELL_PENDING)
 		snprintf(tmp, sizeof tmp, "queued");
 	else
@@ -980,14 +754,14 @@ draw_line(struct tui *t, WINDOW *win, int y, int x, int w, const struct tline *l
 		size_t k = tlines_fit(g->text, len, w - col, &used);
 		if (k == 0)
 			continue;
-		set_style(t, win, g, over);
+		tui_style_seg(t, win, g, over);
 		waddnstr(win, g->text, (int)k);
 		col += used;
 		if (k < len)
 			break;
 	}
 	if (over >= 0 && col < w) {
-		set_style(t, win, NULL, over);
+		tui_style_seg(t, win, NULL, over);
 		for (; col < w; col++)
 			waddch(win, ' ');
 	}
@@ -1036,7 +810,7 @@ draw_title(struct tui *t, enum pane p, const char *extra)
 	struct buf fill;
 	buf_init(&fill, 4096);
 	for (int i = used; i < w; i++)
-		buf_adds(&fill, utf8_term() ? "─" : "-");
+		buf_adds(&fill, tui_style_utf8() ? "─" : "-");
 	if (fill.len)
 		tline_add(&l, R_BORDER, fill.data, fill.len);
 	buf_free(&fill);
@@ -1167,7 +941,7 @@ draw_cells(struct tui *t)
 			if (k == 0) {
 				struct tline hl = { 0 };
 				tline_adds(&hl, R_LINK, n == v->sel ?
-				    (utf8_term() ? "▸" : ">") : " ");
+				    (tui_style_utf8() ? "▸" : ">") : " ");
 				cell_header(t, &hl, c);
 				draw_line(t, t->lay.mainw, y0 + row, x0, w, &hl,
 				    n == v->sel && t->focus == p ? R_SEL : -1);
@@ -1198,9 +972,8 @@ draw_arts(struct tui *t)
 	draw_title(t, p, extra);
 	if (!t->lay.compact)	/* the separator from the left panes */
 		for (int y = 0; y < t->lay.ph[p]; y++) {
-			int pr = t->sty.role_pair[R_BORDER];
-			wattr_set(t->lay.mainw, t->sty.role_attr[R_BORDER], 0, &pr);
-			mvwaddstr(t->lay.mainw, y, x0 - 1, utf8_term() ? "│" : "|");
+			tui_style_role(t, t->lay.mainw, R_BORDER);
+			mvwaddstr(t->lay.mainw, y, x0 - 1, tui_style_utf8() ? "│" : "|");
 		}
 	if (na == 0) {
 		draw_text(t, t->lay.mainw, y0, x0, w, R_DIM, " Charts and files");
@@ -1229,11 +1002,11 @@ draw_arts(struct tui *t)
 		fmt_bytes(sz, sizeof sz, a->bytes);
 		snprintf(det, sizeof det, "%s · cell [%d]", sz, a->cell);
 		tlines_cut(&ls, det, strlen(det), w, R_DIM, "  ", R_DIM, i);
-		if (is_png(a->name) && w > 6) {
+		if (tui_thumbs_is_png(a->name) && w > 6) {
 			const char *why;
-			struct thumb *th = thumb_get(t, a->path, w - 3, 6, &why);
+			struct thumb *th = tui_thumbs_get(t, a->path, w - 3, 6, &why);
 			if (th)
-				thumb_lines(&ls, th, 2, i);
+				tui_thumbs_lines(&ls, th, 2, i);
 		}
 	}
 	if (selrow < v->top)
@@ -1360,8 +1133,7 @@ draw_status(struct tui *t)
 	draw_line(t, t->lay.mainw, y, 0, t->lay.cols, &l, -1);
 	/* pad the bar to the full width */
 	int col = tline_width(&l);
-	int pr = t->sty.role_pair[R_STATUS];
-	wattr_set(t->lay.mainw, t->sty.role_attr[R_STATUS], 0, &pr);
+	tui_style_role(t, t->lay.mainw, R_STATUS);
 	for (; col < t->lay.cols; col++)
 		mvwaddch(t->lay.mainw, y, col, ' ');
 	wattr_set(t->lay.mainw, A_NORMAL, 0, &(int){0});
@@ -1443,15 +1215,13 @@ draw_input(struct tui *t)
 		int off = row == crow ? hoff : 0;
 		int c = 0;
 		wmove(w, r, 0);
-		const char *lead = row == 0 ? pr : (utf8_term() ? "┆ " : ": ");
+		const char *lead = row == 0 ? pr : (tui_style_utf8() ? "┆ " : ": ");
 		int lw = tlines_width(lead, strlen(lead));
-		int prp = t->sty.role_pair[R_PROMPT];
-		wattr_set(w, t->sty.role_attr[R_PROMPT], 0, &prp);
+		tui_style_role(t, w, R_PROMPT);
 		if (off < lw)
 			waddstr(w, lead);
 		c = lw;
-		int ip = t->sty.role_pair[R_INPUT];
-		wattr_set(w, t->sty.role_attr[R_INPUT], 0, &ip);
+		tui_style_role(t, w, R_INPUT);
 		while (i < n && s[i] != '\n') {
 			unsigned cp;
 			size_t k = utf8_decode(s + i, n - i, &cp);
@@ -1502,9 +1272,9 @@ draw_overlay(struct tui *t)
 	tlines_init(&ls);
 	if (t->ov.png) {
 		const char *why;
-		struct thumb *th = thumb_get(t, t->ov.png, w - 2, h - 2, &why);
+		struct thumb *th = tui_thumbs_get(t, t->ov.png, w - 2, h - 2, &why);
 		if (th)
-			thumb_lines(&ls, th, 1, 0);
+			tui_thumbs_lines(&ls, th, 1, 0);
 		else
 			tlines_cut(&ls, why ? why : "cannot render", strlen(why ? why : "cannot render"),
 			    w, R_ERROR, " ", R_ERROR, 0);
@@ -1552,8 +1322,7 @@ redraw(struct tui *t)
 	}
 	layout(t);
 	werase(t->lay.mainw);
-	if (t->sty.cp)
-		colorpair_frame(t->sty.cp);
+	tui_style_frame(t);
 	for (int p = 0; p < P_NPANES; p++)
 		for (int r = 0; r < TAGROWS; r++)
 			t->lay.tagmap[p][r] = -1;
@@ -1602,157 +1371,6 @@ overlay_close(struct tui *t)
 	t->ov.png = NULL;
 	t->ov.art = -1;
 	tui_mark(t);
-}
-
-/* ---- external programs ---- */
-
-static int
-in_path(const char *prog)
-{
-	const char *path = getenv("PATH");
-	if (!path)
-		return 0;
-	char *dup = xstrdup(path), *save = NULL;
-	int found = 0;
-	for (char *d = strtok_r(dup, ":", &save); d && !found;
-	    d = strtok_r(NULL, ":", &save)) {
-		char *f = xasprintf("%s/%s", *d ? d : ".", prog);
-		found = access(f, X_OK) == 0;
-		free(f);
-	}
-	free(dup);
-	return found;
-}
-
-/* Leaves curses for a program that needs the terminal. */
-static void
-screen_suspend(void)
-{
-	fputs("\033[?2004l", stdout);
-	fflush(stdout);
-	def_prog_mode();
-	endwin();
-}
-
-static void
-screen_resume(struct tui *t)
-{
-	reset_prog_mode();
-	fputs("\033[?2004h", stdout);
-	fflush(stdout);
-	clearok(curscr, TRUE);
-	t->lay.rows = -1;	/* force a relayout: the size may have changed */
-	tui_mark(t);
-}
-
-/* Runs $VISUAL / $EDITOR (vi) on path with the terminal handed over.
- * Returns the exit status, or -1 when it could not run. */
-static int
-run_editor(struct tui *t, const char *path)
-{
-	const char *ed = getenv("VISUAL");
-	if (!ed || !*ed)
-		ed = getenv("EDITOR");
-	if (!ed || !*ed)
-		ed = "vi";
-	char *cmd = xasprintf("%s \"$1\"", ed);
-	struct sigaction ign = { .sa_handler = SIG_IGN }, oint, oquit;
-	int status = -1;
-
-	screen_suspend();
-	sigaction(SIGINT, &ign, &oint);
-	sigaction(SIGQUIT, &ign, &oquit);
-	pid_t pid = fork();
-	if (pid == 0) {
-		loop_signal_reset_child();
-		signal(SIGINT, SIG_DFL);
-		signal(SIGQUIT, SIG_DFL);
-		if (t->saved_stderr >= 0)
-			dup2(t->saved_stderr, 2);
-		execl("/bin/sh", "sh", "-c", cmd, "sh", path, (char *)NULL);
-		_exit(127);
-	}
-	if (pid > 0) {
-		while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-			;
-	}
-	sigaction(SIGINT, &oint, NULL);
-	sigaction(SIGQUIT, &oquit, NULL);
-	screen_resume(t);
-	free(cmd);
-	if (pid < 0)
-		return -1;
-	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
-/* Starts argv detached (own session, no tty, never waited for). */
-static int
-spawn_detached(char *const argv[])
-{
-	pid_t pid = fork();
-	if (pid < 0)
-		return -1;
-	if (pid == 0) {
-		loop_signal_reset_child();
-		setsid();
-		if (fork() == 0) {
-			int fd = open("/dev/null", O_RDWR);
-			dup2(fd, 0);
-			dup2(fd, 1);
-			dup2(fd, 2);
-			execvp(argv[0], argv);
-			_exit(127);
-		}
-		_exit(0);
-	}
-	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
-		;
-	return 0;
-}
-
-/* Pipes text to a clipboard tool. Returns 0 when one took it. */
-static int
-clipboard_copy(const char *text)
-{
-	const char *argv[4] = { NULL };
-	if (getenv("WAYLAND_DISPLAY") && in_path("wl-copy"))
-		argv[0] = "wl-copy";
-	else if (getenv("DISPLAY") && in_path("xclip")) {
-		argv[0] = "xclip";
-		argv[1] = "-selection";
-		argv[2] = "clipboard";
-	} else if (getenv("DISPLAY") && in_path("xsel")) {
-		argv[0] = "xsel";
-		argv[1] = "-b";
-		argv[2] = "-i";
-	} else
-		return -1;
-	int p[2];
-	if (pipe2(p, O_CLOEXEC) < 0)
-		return -1;
-	pid_t pid = fork();
-	if (pid == 0) {
-		loop_signal_reset_child();
-		int fd = open("/dev/null", O_RDWR);
-		dup2(p[0], 0);
-		dup2(fd, 1);
-		dup2(fd, 2);
-		execvp(argv[0], (char *const *)argv);
-		_exit(127);
-	}
-	close(p[0]);
-	if (pid > 0) {
-		struct sigaction ign = { .sa_handler = SIG_IGN }, op;
-		sigaction(SIGPIPE, &ign, &op);
-		write_all(p[1], text, strlen(text));
-		sigaction(SIGPIPE, &op, NULL);
-	}
-	close(p[1]);
-	int st = 1;
-	if (pid > 0)
-		while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-			;
-	return pid > 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
 }
 
 /* The folder for files terp writes for the user in this session. */
@@ -1873,7 +1491,7 @@ cell_edit(struct tui *t, int n)
 		return;
 	}
 	close(fd);
-	int st = run_editor(t, tmpl);
+	int st = tui_spawn_editor(t, tmpl);
 	size_t len;
 	char *nc = read_file(tmpl, 1024 * 1024, &len);
 	unlink(tmpl);
@@ -1901,7 +1519,7 @@ cell_copy(struct tui *t, int n)
 	const struct cell *c = notebook_cell(t->nb, n);
 	if (!c || !c->code)
 		return;
-	if (clipboard_copy(c->code) == 0) {
+	if (tui_spawn_clipboard(t, c->code) == 0) {
 		tui_flash(t, "copied the code of cell [%d] to the clipboard", n);
 		return;
 	}
@@ -1928,12 +1546,12 @@ art_open(struct tui *t, int i)
 	if (i < 0 || i >= notebook_nartifacts(t->nb))
 		return;
 	const struct artifact *a = notebook_artifact(t->nb, i);
-	if (!in_path("xdg-open")) {
+	if (!tui_spawn_found("xdg-open")) {
 		tui_flash(t, "xdg-open not found; the file is %s", a->path);
 		return;
 	}
-	char *argv[] = { "xdg-open", a->path, NULL };
-	if (spawn_detached(argv) < 0)
+	const char *argv[] = { "xdg-open", a->path, NULL };
+	if (tui_spawn(t, argv, TUI_SPAWN_DETACHED, NULL) < 0)
 		tui_flash(t, "cannot start xdg-open: %s", strerror(errno));
 	else
 		tui_flash(t, "opening %s", a->name);
@@ -1951,7 +1569,7 @@ art_preview(struct tui *t, int i)
 	tui_overlay_open(t, title);
 	free(title);
 	t->ov.art = i;
-	if (is_png(a->name)) {
+	if (tui_thumbs_is_png(a->name)) {
 		t->ov.png = xstrdup(a->path);
 		return;
 	}
@@ -2747,7 +2365,7 @@ state_free(struct tui *t)
 	free(t->cells.expanded);
 	t->cells.expanded = NULL;
 	t->cells.nexp = 0;
-	thumbs_clear(t);
+	tui_thumbs_clear(t);
 	tlines_free(&t->ov.lines);
 	free(t->ov.title);
 	t->ov.title = NULL;
@@ -2827,7 +2445,7 @@ tui_run(struct loop *l, struct agent *a, const struct tui_opts *o, char **err)
 	nonl();
 	set_escdelay(25);
 	char *terr = NULL;
-	if (styles_init(t, &terr) < 0) {
+	if (tui_style_init(t, &terr) < 0) {
 		tui_item_text(t, IT_ERROR, terr ? terr : "theme: cannot load");
 		free(terr);
 	}
@@ -2886,8 +2504,7 @@ tui_run(struct loop *l, struct agent *a, const struct tui_opts *o, char **err)
 	t->lay.mainw = t->lay.inw = NULL;
 	screen_end(t);
 	delscreen(scr);
-	colorpair_free(t->sty.cp);
-	t->sty.cp = NULL;
+	tui_style_free(t);
 	fatal_set_hook(NULL);
 	if (t->in.rl_null) {
 		fclose(t->in.rl_null);
