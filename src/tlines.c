@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "terp/sanitize.h"
+#include "terp/span.h"
 #include "terp/uwidth.h"
 #include "terp/util.h"
 
@@ -233,5 +234,22 @@ tlines_cut(struct tlines *ls, const char *text, size_t len, int width,
 		}
 		pos = end + 1;
 	} while (pos <= len);
+	return added;
+}
+
+int
+tlines_spans(struct tlines *ls, const struct span_doc *d, int max,
+    const char *prefix, int prole, int role_base, int tag)
+{
+	int added = 0;
+	for (size_t i = 0; i < d->n && (max < 0 || added < max); i++) {
+		struct tline *l = tlines_add(ls, tag);
+		if (prefix && *prefix)
+			tline_adds(l, prole, prefix);
+		for (size_t j = 0; j < d->lines[i].n; j++)
+			tline_adds(l, role_base + d->lines[i].v[j].role,
+			    d->lines[i].v[j].text);
+		added++;
+	}
 	return added;
 }

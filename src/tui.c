@@ -43,6 +43,7 @@
 #include "terp/util.h"
 
 #include "tui_priv.h"
+#include "tui_cells.h"
 #include "tui_spawn.h"
 #include "tui_style.h"
 #include "tui_thumbs.h"
@@ -338,297 +339,6 @@ tui_restore(const struct notebook *nb)
 	tui_mark(t);
 }
 
-/* ---- building display lines ---- */
-
-/* Appends span lines (theme roles) as display lines after a prefix;
- * at most max lines when max >= 0. Returns the lines added. */
-static int
-add_spans(struct tlines *ls, const struct span_doc *d, size_t from, int max,
-    const char *prefix, int prole, int tag)
-{
-	int added = 0;
-	for (size_t i = from; i < d->n && (max < 0 || added < max); i++) {
-		struct tline *l = tlines_add(ls, tag);
-		if (prefix && *prefix)
-			tline_adds(l, prole, prefix);
-		for (size_t j = 0; j < d->lines[i].n; j++)
-			tline_adds(l, R_THEME + d->lines[i].v[j].role,
-			    d->lines[i].v[j].text);
-		added++;
-	}
-	return added;
-}
-
-/* Appends text (sanitized) as lines; collapsed, only head and tail
- * lines are kept around a "... N lines hidden ..." marker, and each
- * line is cut at the width; expanded, everything is wrapped. */
-static void
-add_block(struct tlines *ls, const char *text, size_t len, int w, int role,
-    const char *prefix, int expanded, int head, int tail, int tag)
-{
-	while (len > 0 && text[len - 1] == '\n')
-		len--;
-	if (len == 0)
-		return;
-	if (expanded) {
-		tlines_wrap(ls, text, len, w, role, prefix, R_BORDER, tag);
-		return;
-	}
-	size_t nl = 1;
-	for (const char *p = text; (p = memchr(p, '\n', len - (size_t)(p - text)));
-	    p++)
-		nl++;
-	if (nl <= (size_t)(head + tail + 1)) {
-		tlines_cut(ls, text, len, w, role, prefix, R_BORDER, tag);
-		return;
-	}
-	/* the head lines, the marker, the tail lines */
-	const char *p = text, *end = text + len;
-	for (int i = 0; i < head; i++) {
-		const char *e = memchr(p, '\n', (size_t)(end - p));
-		tlines_cut(ls, p, (size_t)(e - p), w, role, prefix, R_BORDER, tag);
-		p = e + 1;
-	}
-	char msg[96];
-	snprintf(msg, sizeof msg, "… %zu lines hidden (Enter on the cell shows all) …",
-	    nl - (size_t)head - (size_t)tail);
-	tlines_cut(ls, msg, strlen(msg), w, R_HIDDEN, prefix, R_BORDER, tag);
-	const char *q = end;
-	for (int i = 0; i < tail; i++) {
-		q--;
-		while (q > text && q[-1] != '\n')
-			q--;
-	}
-	tlines_cut(ls, q, (size_t)(end - q), w, role, prefix, R_BORDER, tag);
-}
-
-static void
-add_sanitized(struct tlines *ls, const char *raw, size_t n, int w, int role,
-    const char *prefix, int expanded, int head, int tail, int tag)
-{
-	char *s = sanitize_str(raw, n,
-	    SANITIZE_KEEP_NL | SANITIZE_EXPAND_TABS | SANITIZE_CR_AS_NL);
-	add_block(ls, s, strlen(s), w, role, prefix, expanded, head, tail, tag);
-	free(s);
-}
-
-static int
-cell_expanded(struct tui *t, int n)
-{
-	return n > 0 && n < t->cells.nexp && t->cells.expanded[n];
-}
-
-static int
-cell_nart(struct tui *t, const struct cell *c)
-{
-	int k = 0, na = notebook_nartifacts(t->nb);
-	for (int i = 0; i < na; i++)
-		if (notebook_artifact(t->nb, i)->cell == c->n)
-			k++;
-	return k;
-}
-
-/* The code of a cell, highlighted; collapsed, the first CODE_SHOW lines. */
-static void
-code_lines(struct tlines *ls, const char *code, int w, int expanded, int tag)
-{
-	char *s = sanitize_str(code, strlen(code),
-	    SANITIZE_KEEP_NL | SANITIZE_CR_AS_NL | SANITIZE_KEEP_TAB);
-	size_t len = strlen(s);
-	while (len > 0 && s[len - 1] == '\n')
-		len--;
-	struct span_doc d;
-	span_doc_init(&d);
-	pyhl_highlight(&d, s, len, expanded ? w - 4 : 0, THEME_CELL_CODE);
-	int show = expanded || d.n <= CODE_SHOW + 1 ? -1 : CODE_SHOW;
-	add_spans(ls, &d, 0, show, "  │ ", R_BORDER, tag);
-	if (show >= 0) {
-		char msg[64];
-		snprintf(msg, sizeof msg, "… %zu more lines", d.n - (size_t)show);
-		tlines_cut(ls, msg, strlen(msg), w, R_HIDDEN, "  │ ", R_BORDER, tag);
-	}
-	span_doc_free(&d);
-	free(s);
-}
-
-/* Everything of a cell below its header line. */
-static void
-cell_body(struct tui *t, struct tlines *ls, const struct cell *c, int w)
-{
-	int ex = cell_expanded(t, c->n), tag = c->n;
-	size_t n;
-
-	code_lines(ls, c->code ? c->code : "", w, ex, tag);
-	for (int st = 0; st < 2; st++) {
-		char *o = cell_output(c, st, &n);
-		if (n)
-			add_sanitized(ls, o, n, w, st ? R_STDERR : R_STDOUT, "  ",
-			    ex, OUT_SHOW_HEAD, OUT_SHOW_TAIL, tag);
-		free(o);
-	}
-	if (c->value)
-		add_sanitized(ls, c->value, strlen(c->value), w, R_VALUE, "  → ",
-		    ex, OUT_SHOW_HEAD, OUT_SHOW_TAIL, tag);
-	if (c->ename || c->evalue) {
-		char *m = xasprintf("%s%s%s", c->ename ? c->ename : "",
-		    c->ename && c->evalue ? ": " : "", c->evalue ? c->evalue : "");
-		add_sanitized(ls, m, strlen(m), w, R_FAIL, "  ✗ ", 0, 2, 2, tag);
-		free(m);
-		if (c->traceback && ex)
-			add_sanitized(ls, c->traceback, strlen(c->traceback), w,
-			    R_TRACE, "    ", 1, 0, 0, tag);
-		else if (c->traceback) {
-			/* the last frames are what matters */
-			add_sanitized(ls, c->traceback, strlen(c->traceback), w,
-			    R_TRACE, "    ", 0, 0, 4, tag);
-		}
-	}
-	if (c->reason)
-		add_sanitized(ls, c->reason, strlen(c->reason), w, R_FAIL, "  ! ",
-		    ex, 2, 2, tag);
-	if (c->state_lost) {
-		const char *m = "the session restarted: variables are gone";
-		tlines_cut(ls, m, strlen(m), w, R_FAIL, "  ! ", R_BORDER, tag);
-	}
-	int na = notebook_nartifacts(t->nb);
-	for (int i = 0; i < na; i++) {
-		const struct artifact *a = notebook_artifact(t->nb, i);
-		if (a->cell != c->n)
-			continue;
-		char sz[32];
-		fmt_bytes(sz, sizeof sz, a->bytes);
-		/* the name on one line: a newline in it is shown, not kept */
-		char *nm = sanitize_str(a->name, strlen(a->name), 0);
-		char *m = xasprintf("%s  %s", nm, sz);
-		add_sanitized(ls, m, strlen(m), w, R_LINK, "  ▪ ", 0, 1, 1, tag);
-		free(m);
-		free(nm);
-		if (tui_thumbs_is_png(a->name)) {
-			const char *why;
-			int tc = w - 4 < 64 ? w - 4 : 64;
-			struct thumb *th = tui_thumbs_get(t, a->path, ex ? w - 4 : tc,
-			    ex ? 40 : 14, &why);
-			if (th)
-				tui_thumbs_lines(ls, th, 4, tag);
-			else if (why)
-				tlines_cut(ls, why, strlen(why), w, R_DIM, "    ",
-				    R_BORDER, tag);
-		}
-	}
-}
-
-static struct cblock *
-cell_block(struct tui *t, const struct cell *c, int w)
-{
-	if (c->n >= t->cells.ncb) {
-		int nn = c->n + 32;
-		t->cells.cb = xrealloc(t->cells.cb, (size_t)nn * sizeof *t->cells.cb);
-		memset(t->cells.cb + t->cells.ncb, 0, (size_t)(nn - t->cells.ncb) * sizeof *t->cells.cb);
-		t->cells.ncb = nn;
-	}
-	struct cblock *b = &t->cells.cb[c->n];
-	int ex = cell_expanded(t, c->n), nart = cell_nart(t, c);
-	if (b->valid && b->width == w && b->expanded == ex &&
-	    b->status == (int)c->status && b->nart == nart &&
-	    b->tot[0] == c->out[0].total && b->tot[1] == c->out[1].total &&
-	    b->has_value == (c->value != NULL))
-		return b;
-	tlines_free(&b->lines);
-	tlines_init(&b->lines);
-	cell_body(t, &b->lines, c, w);
-	b->valid = 1;
-	b->width = w;
-	b->expanded = ex;
-	b->status = (int)c->status;
-	b->nart = nart;
-	b->tot[0] = c->out[0].total;
-	b->tot[1] = c->out[1].total;
-	b->has_value = c->value != NULL;
-	return b;
-}
-
-static void
-cblocks_invalidate(struct tui *t)
-{
-	for (int i = 0; i < t->cells.ncb; i++)
-		t->cells.cb[i].valid = 0;
-}
-
-static int
-status_role(enum cell_status s)
-{
-	switch (s) {
-	case CELL_OK:		return R_GOOD;
-	case CELL_PENDING:
-	case CELL_RUNNING:	return R_RUNNING;
-	default:		return R_FAIL;
-	}
-}
-
-/* "[3] model · ok · 0.42s" */
-static void
-cell_header(struct tui *t, struct tline *l, const struct cell *c)
-{
-	char tmp[128];
-	snprintf(tmp, sizeof tmp, "[%d] ", c->n);
-	tline_adds(l, R_CELL_HDR, tmp);
-	tline_adds(l, R_DIM, c->author == CELL_BY_MODEL ? "model" : "you");
-	tline_adds(l, R_DIM, " · ");
-	if (c->status == CELL_RUNNING) {
-		static const char *spin[] = { "⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏" };
-		int64_t el = now_ms() - c->started_ms;
-		snprintf(tmp, sizeof tmp, "running %.1fs %s", (double)el / 1000.0,
-		    tui_style_utf8() ? spin[(el / 100) % 10] : "");
-	} else if (c->status == CELL_PENDING)
-		snprintf(tmp, sizeof tmp, "queued");
-	else
-		snprintf(tmp, sizeof tmp, "%s · %.2fs", cell_status_name(c->status),
-		    (double)c->duration_ms / 1000.0);
-	tline_adds(l, status_role(c->status), tmp);
-	if (cell_expanded(t, c->n))
-		tline_adds(l, R_DIM, " · expanded");
-}
-
-/* The conversation line that links a model turn to its cell. */
-static void
-cell_link(struct tui *t, struct tline *l, int n)
-{
-	const struct cell *c = t->nb ? notebook_cell(t->nb, n) : NULL;
-	char tmp[160];
-	tline_adds(l, R_LINK, "  ▸ ");
-	snprintf(tmp, sizeof tmp, "ran cell [%d]", n);
-	tline_adds(l, R_LINK, tmp);
-	if (!c)
-		return;
-	if (c->status == CELL_RUNNING || c->status == CELL_PENDING) {
-		tline_adds(l, R_RUNNING, " · running");
-		return;
-	}
-	size_t lines = 0;
-	for (int st = 0; st < 2; st++) {
-		size_t n2;
-		char *o = cell_output(c, st, &n2);
-		for (size_t i = 0; i < n2; i++)
-			lines += o[i] == '\n';
-		if (n2 && o[n2 - 1] != '\n')
-			lines++;
-		free(o);
-	}
-	snprintf(tmp, sizeof tmp, " · %s %.2fs", cell_status_name(c->status),
-	    (double)c->duration_ms / 1000.0);
-	tline_adds(l, status_role(c->status), tmp);
-	if (lines) {
-		snprintf(tmp, sizeof tmp, " · %zu line%s of output", lines,
-		    lines == 1 ? "" : "s");
-		tline_adds(l, R_DIM, tmp);
-	}
-	if (c->nartifacts > 0 || cell_nart(t, c)) {
-		snprintf(tmp, sizeof tmp, " · %d file%s", cell_nart(t, c),
-		    cell_nart(t, c) == 1 ? "" : "s");
-		tline_adds(l, R_DIM, tmp);
-	}
-}
-
 /* The wrapped lines of one conversation item (cached by version, width). */
 static const struct tlines *
 item_lines(struct tui *t, struct item *it, int w)
@@ -650,12 +360,12 @@ item_lines(struct tui *t, struct item *it, int w)
 		struct span_doc d;
 		span_doc_init(&d);
 		mdlite_render(&d, s, n, w - 2 > 10 ? w - 2 : 10);
-		add_spans(&it->lines, &d, 0, -1, "  ", R_ASSIST, 0);
+		tlines_spans(&it->lines, &d, -1, "  ", R_ASSIST, R_THEME, 0);
 		span_doc_free(&d);
 		break;
 	}
 	case IT_CELL:
-		cell_link(t, tlines_add(&it->lines, it->cell), it->cell);
+		tui_cells_link(t, tlines_add(&it->lines, it->cell), it->cell);
 		break;
 	case IT_NOTICE:
 		tlines_wrap(&it->lines, s, n, w, R_NOTICE, "  · ", R_NOTICE, 0);
@@ -881,7 +591,7 @@ cells_total(struct tui *t, int w, int *start, int ncells)
 		const struct cell *c = notebook_cell(t->nb, n);
 		if (start)
 			start[n] = total;
-		total += 1 + (c ? cell_block(t, c, w)->lines.n : 0) + 1;
+		total += 1 + (c ? tui_cells_body(t, c, w)->n : 0) + 1;
 	}
 	if (start)
 		start[ncells + 1] = total;
@@ -933,7 +643,7 @@ draw_cells(struct tui *t)
 		if (start[n + 1] <= v->top)
 			continue;
 		const struct cell *c = notebook_cell(t->nb, n);
-		const struct tlines *body = &cell_block(t, c, w)->lines;
+		const struct tlines *body = tui_cells_body(t, c, w);
 		for (int j = start[n]; j < start[n + 1] && row < h; j++) {
 			if (j < v->top)
 				continue;
@@ -942,7 +652,7 @@ draw_cells(struct tui *t)
 				struct tline hl = { 0 };
 				tline_adds(&hl, R_LINK, n == v->sel ?
 				    (tui_style_utf8() ? "▸" : ">") : " ");
-				cell_header(t, &hl, c);
+				tui_cells_header(t, &hl, c);
 				draw_line(t, t->lay.mainw, y0 + row, x0, w, &hl,
 				    n == v->sel && t->focus == p ? R_SEL : -1);
 				for (int i = 0; i < hl.nseg; i++)
@@ -1317,7 +1027,7 @@ redraw(struct tui *t)
 		 * past the screen's edge before it is moved) */
 		layout(t);
 		windows_make(t);
-		cblocks_invalidate(t);
+		tui_cells_invalidate(t);
 		clearok(curscr, TRUE);
 	}
 	layout(t);
@@ -1443,22 +1153,6 @@ tui_show_err(struct tui *t, const char *what, char *err)
 	tui_flash(t, "%s", m);
 	free(m);
 	free(err);
-}
-
-static void
-cell_toggle(struct tui *t, int n)
-{
-	if (n <= 0)
-		return;
-	if (n >= t->cells.nexp) {
-		int nn = n + 64;
-		t->cells.expanded = xrealloc(t->cells.expanded, (size_t)nn * sizeof *t->cells.expanded);
-		memset(t->cells.expanded + t->cells.nexp, 0, (size_t)(nn - t->cells.nexp) * sizeof *t->cells.expanded);
-		t->cells.nexp = nn;
-	}
-	t->cells.expanded[n] = !t->cells.expanded[n];
-	t->v[P_CELLS].follow = 0;
-	tui_mark(t);
 }
 
 void
@@ -1919,7 +1613,7 @@ pane_key(struct tui *t, int c)
 	case '?':			tui_cmd_help(t); return 1;
 	case '\r': case '\n': case KEY_ENTER:
 		if (p == P_CELLS) {
-			cell_toggle(t, sel);
+			tui_cells_toggle(t, sel);
 			t->v[p].ensure_sel = 1;
 		} else if (p == P_ARTS)
 			art_preview(t, sel);
@@ -2357,14 +2051,7 @@ state_free(struct tui *t)
 	free(t->conv.items);
 	t->conv.items = NULL;
 	t->conv.citems = 0;
-	for (int i = 0; i < t->cells.ncb; i++)
-		tlines_free(&t->cells.cb[i].lines);
-	free(t->cells.cb);
-	t->cells.cb = NULL;
-	t->cells.ncb = 0;
-	free(t->cells.expanded);
-	t->cells.expanded = NULL;
-	t->cells.nexp = 0;
+	tui_cells_free(t);
 	tui_thumbs_clear(t);
 	tlines_free(&t->ov.lines);
 	free(t->ov.title);

@@ -6,6 +6,8 @@
 
 #include <stddef.h>
 
+struct span_doc;
+
 /* A run of text in one style. role is a TUI style role (tui.c's enum);
  * fg/bg >= 0 give explicit 256-colour indexes (thumbnail cells). */
 struct tseg {
@@ -58,5 +60,11 @@ int tlines_wrap(struct tlines *ls, const char *text, size_t len, int width,
  * marker ("…") showing the cut. */
 int tlines_cut(struct tlines *ls, const char *text, size_t len, int width,
     int role, const char *prefix, int prole, int tag);
+
+/* Appends the lines of d (span.h; at most max when max >= 0), each
+ * after prefix (role prole), a span of role r becoming a segment of
+ * role role_base + r. Returns the number of lines added. */
+int tlines_spans(struct tlines *ls, const struct span_doc *d, int max,
+    const char *prefix, int prole, int role_base, int tag);
 
 #endif

@@ -3,6 +3,7 @@
 #include <locale.h>
 #include <string.h>
 
+#include "terp/span.h"
 #include "terp/tlines.h"
 
 static void
@@ -74,4 +75,28 @@ Test(tlines, cut_marks_the_cut, .init = setup)
 	cr_assert_eq(tline_width(&ls.v[0]), 4);
 	cr_assert_str_eq(seg(&ls, 1, 0), "xy");
 	tlines_free(&ls);
+}
+
+Test(tlines, spans_become_lines_with_a_prefix, .init = setup)
+{
+	struct span_doc d;
+	struct tlines ls;
+	span_doc_init(&d);
+	span_line_add(span_doc_add_line(&d), "def", 3, 2);
+	span_line_add(&d.lines[0], " f", 2, 0);
+	span_line_add(span_doc_add_line(&d), "pass", 4, 0);
+	tlines_init(&ls);
+	cr_assert_eq(tlines_spans(&ls, &d, 1, "│ ", 5, 100, 9), 1);
+	cr_assert_eq(ls.n, 1);
+	cr_assert_str_eq(seg(&ls, 0, 0), "│ ");
+	cr_assert_eq(ls.v[0].seg[0].role, 5);
+	cr_assert_str_eq(seg(&ls, 0, 1), "def");
+	cr_assert_eq(ls.v[0].seg[1].role, 102);
+	cr_assert_eq(ls.v[0].seg[2].role, 100);
+	cr_assert_eq(ls.v[0].tag, 9);
+	cr_assert_eq(tlines_spans(&ls, &d, -1, NULL, 0, 0, 0), 2);
+	cr_assert_eq(ls.n, 3);
+	cr_assert_eq(ls.v[1].nseg, 2);	/* no prefix segment */
+	tlines_free(&ls);
+	span_doc_free(&d);
 }
