@@ -44,6 +44,7 @@
 
 #include "tui_priv.h"
 #include "tui_cells.h"
+#include "tui_items.h"
 #include "tui_spawn.h"
 #include "tui_style.h"
 #include "tui_thumbs.h"
@@ -52,118 +53,6 @@
  * with a NULL arg, tui_restore, the fatal hook) have no handle to pass. */
 static struct tui tui_one = { .st.kstate = -1, .ov.art = -1,
 	.saved_stderr = -1, .err_fd = -1 };
-
-void
-tui_mark(struct tui *t)
-{
-	t->dirty = 1;
-}
-
-/* ---- the conversation model (what the pane shows) ---- */
-
-static struct item *
-item_new(struct tui *t, enum item_kind k)
-{
-	if (t->conv.nitems == ITEMS_MAX) {
-		buf_free(&t->conv.items[0].text);
-		tlines_free(&t->conv.items[0].lines);
-		memmove(t->conv.items, t->conv.items + 1, (size_t)(t->conv.nitems - 1) * sizeof *t->conv.items);
-		t->conv.nitems--;
-	}
-	if (t->conv.nitems == t->conv.citems) {
-		t->conv.citems = t->conv.citems ? t->conv.citems * 2 : 64;
-		t->conv.items = xrealloc(t->conv.items, (size_t)t->conv.citems * sizeof *t->conv.items);
-	}
-	struct item *it = &t->conv.items[t->conv.nitems++];
-	memset(it, 0, sizeof *it);
-	it->kind = k;
-	buf_init(&it->text, ITEM_TEXT_MAX);
-	tlines_init(&it->lines);
-	it->version = 1;
-	tui_mark(t);
-	return it;
-}
-
-/* Appends raw text (from the model, the sandbox or the user) sanitized. */
-static void
-item_add(struct tui *t, struct item *it, const char *s, size_t n)
-{
-	sanitize_append(&it->text, s, n,
-	    SANITIZE_KEEP_NL | SANITIZE_EXPAND_TABS | SANITIZE_CR_AS_NL, NULL);
-	it->version++;
-	tui_mark(t);
-}
-
-struct item *
-tui_item_text(struct tui *t, enum item_kind k, const char *s)
-{
-	struct item *it = item_new(t, k);
-	item_add(t, it, s, strlen(s));
-	return it;
-}
-
-void
-tui_items_clear(struct tui *t)
-{
-	for (int i = 0; i < t->conv.nitems; i++) {
-		buf_free(&t->conv.items[i].text);
-		tlines_free(&t->conv.items[i].lines);
-	}
-	t->conv.nitems = 0;
-	t->v[P_CONV].top = 0;
-	t->v[P_CONV].follow = 1;
-	tui_mark(t);
-}
-
-void
-tui_flash(struct tui *t, const char *fmt, ...)
-{
-	va_list ap;
-	char tmp[512];
-
-	va_start(ap, fmt);
-	vsnprintf(tmp, sizeof tmp, fmt, ap);
-	va_end(ap);
-	free(t->st.flash);
-	t->st.flash = sanitize_str(tmp, strlen(tmp), 0);
-	t->st.flash_until = now_ms() + 4000;
-	tui_mark(t);
-}
-
-static struct item *
-open_answer(struct tui *t)
-{
-	if (t->conv.nitems > 0) {
-		struct item *it = &t->conv.items[t->conv.nitems - 1];
-		if (it->kind == IT_ANSWER && !it->closed)
-			return it;
-	}
-	return item_new(t, IT_ANSWER);
-}
-
-static void
-close_answer(struct tui *t)
-{
-	if (t->conv.nitems > 0 && t->conv.items[t->conv.nitems - 1].kind == IT_ANSWER)
-		t->conv.items[t->conv.nitems - 1].closed = 1;
-}
-
-/* Whether the cell's item is already in the conversation. */
-static int
-has_cell_item(struct tui *t, int n)
-{
-	for (int i = t->conv.nitems - 1; i >= 0 && i >= t->conv.nitems - 50; i--)
-		if (t->conv.items[i].kind == IT_CELL && t->conv.items[i].cell == n)
-			return 1;
-	return 0;
-}
-
-static void
-cells_changed(struct tui *t)
-{
-	/* the cell pane follows the newest cell unless scrolled away */
-	tui_mark(t);
-}
 
 /* The core's word that it restarted the sandbox; after an idle stop,
  * with what the user lost and how to get it back. */
@@ -219,7 +108,7 @@ tui_on_event(void *arg, const struct event *ev)
 		t->st.kmsg = ev->text ? sanitize_str(ev->text, strlen(ev->text), 0) : NULL;
 		break;
 	case EV_QUESTION:
-		close_answer(t);
+		tui_items_answer_close(t);
 		tui_item_text(t, IT_USER, ev->text ? ev->text : "");
 		t->st.busy = 1;
 		t->st.phase = 1;
@@ -236,7 +125,7 @@ tui_on_event(void *arg, const struct event *ev)
 		break;
 	case EV_TEXT:
 		if (ev->text && ev->len) {
-			item_add(t, open_answer(t), ev->text, ev->len);
+			tui_item_add(t, tui_items_answer(t), ev->text, ev->len);
 			t->conv.question_text = 1;
 			if (t->st.phase != 2)
 				t->st.step_ms = now_ms();
@@ -244,13 +133,13 @@ tui_on_event(void *arg, const struct event *ev)
 		}
 		break;
 	case EV_TOOL_CALL:
-		close_answer(t);
+		tui_items_answer_close(t);
 		break;
 	case EV_CELL_START:
-		close_answer(t);
+		tui_items_answer_close(t);
 		if (ev->cell) {
-			if (!has_cell_item(t, ev->cell->n)) {
-				struct item *it = item_new(t, IT_CELL);
+			if (!tui_items_has_cell(t, ev->cell->n)) {
+				struct item *it = tui_item_new(t, IT_CELL);
 				it->cell = ev->cell->n;
 			}
 			t->st.run_cell = ev->cell->n;
@@ -260,25 +149,19 @@ tui_on_event(void *arg, const struct event *ev)
 		t->st.busy = 1;
 		t->st.phase = 3;
 		t->st.step_ms = now_ms();
-		cells_changed(t);
+		tui_mark(t);
 		break;
 	case EV_STDOUT:
 	case EV_STDERR:
 	case EV_ARTIFACT:
-		cells_changed(t);
+		tui_mark(t);
 		break;
 	case EV_RESULT:
-		for (int i = t->conv.nitems - 1; i >= 0; i--)
-			if (t->conv.items[i].kind == IT_CELL && ev->cell &&
-			    t->conv.items[i].cell == ev->cell->n) {
-				t->conv.items[i].version++;
-				break;
-			}
 		if (t->st.phase == 3) {
 			t->st.phase = 1;
 			t->st.step_ms = now_ms();
 		}
-		cells_changed(t);
+		tui_mark(t);
 		break;
 	case EV_USAGE:
 		if (ev->total)
@@ -287,18 +170,18 @@ tui_on_event(void *arg, const struct event *ev)
 	case EV_ANSWER:
 		if (!t->conv.question_text && ev->text && *ev->text)
 			tui_item_text(t, IT_ANSWER, ev->text);
-		close_answer(t);
+		tui_items_answer_close(t);
 		break;
 	case EV_ERROR:
-		close_answer(t);
+		tui_items_answer_close(t);
 		tui_item_text(t, IT_ERROR, ev->text ? ev->text : "error");
 		break;
 	case EV_NOTICE:
-		close_answer(t);
+		tui_items_answer_close(t);
 		tui_item_text(t, IT_NOTICE, ev->text ? ev->text : "");
 		break;
 	case EV_IDLE:
-		close_answer(t);
+		tui_items_answer_close(t);
 		t->st.busy = 0;
 		t->st.phase = 0;
 		t->st.run_cell = 0;
@@ -322,7 +205,7 @@ restore_item(void *arg, enum export_item k, const char *text,
 		break;
 	case EXPORT_CELL:
 		if (c != NULL)
-			item_new(t, IT_CELL)->cell = c->n;
+			tui_item_new(t, IT_CELL)->cell = c->n;
 		break;
 	}
 }
@@ -337,51 +220,6 @@ tui_restore(const struct notebook *nb)
 	t->v[P_CELLS].follow = 1;
 	t->v[P_CELLS].sel = notebook_ncells(nb);
 	tui_mark(t);
-}
-
-/* The wrapped lines of one conversation item (cached by version, width). */
-static const struct tlines *
-item_lines(struct tui *t, struct item *it, int w)
-{
-	if (it->kind != IT_CELL && it->cver == it->version && it->cw == w)
-		return &it->lines;
-	tlines_free(&it->lines);
-	tlines_init(&it->lines);
-	const char *s = buf_str(&it->text);
-	size_t n = it->text.len;
-	switch (it->kind) {
-	case IT_USER:
-		tlines_add(&it->lines, 0);
-		tlines_wrap(&it->lines, s, n, w, R_USER, "› ", R_USER_MARK, 0);
-		break;
-	case IT_ANSWER: {
-		while (n > 0 && s[n - 1] == '\n')
-			n--;
-		struct span_doc d;
-		span_doc_init(&d);
-		mdlite_render(&d, s, n, w - 2 > 10 ? w - 2 : 10);
-		tlines_spans(&it->lines, &d, -1, "  ", R_ASSIST, R_THEME, 0);
-		span_doc_free(&d);
-		break;
-	}
-	case IT_CELL:
-		tui_cells_link(t, tlines_add(&it->lines, it->cell), it->cell);
-		break;
-	case IT_NOTICE:
-		tlines_wrap(&it->lines, s, n, w, R_NOTICE, "  · ", R_NOTICE, 0);
-		break;
-	case IT_ERROR:
-		tlines_wrap(&it->lines, s, n, w, R_ERROR, "  ✗ ", R_ERROR, 0);
-		break;
-	case IT_INFO:
-		while (n > 0 && s[n - 1] == '\n')
-			n--;
-		tlines_wrap(&it->lines, s, n, w, R_TEXT, "  ", R_TEXT, 0);
-		break;
-	}
-	it->cver = it->version;
-	it->cw = w;
-	return &it->lines;
 }
 
 /* ---- layout and drawing ---- */
@@ -550,7 +388,7 @@ draw_conv(struct tui *t)
 		return;
 	int total = 0;
 	for (int i = 0; i < t->conv.nitems; i++)
-		total += item_lines(t, &t->conv.items[i], w)->n;
+		total += tui_item_lines(t, &t->conv.items[i], w)->n;
 	struct view *v = &t->v[p];
 	view_clamp(v, total, h);
 	char extra[64] = "";
@@ -566,7 +404,7 @@ draw_conv(struct tui *t)
 	}
 	int line = 0, row = 0;
 	for (int i = 0; i < t->conv.nitems && row < h; i++) {
-		const struct tlines *ls = item_lines(t, &t->conv.items[i], w);
+		const struct tlines *ls = tui_item_lines(t, &t->conv.items[i], w);
 		if (line + ls->n <= v->top) {
 			line += ls->n;
 			continue;
@@ -1144,16 +982,6 @@ copy_file(const char *src, const char *dst, char **err)
 }
 
 /* ---- actions on cells and files ---- */
-
-void
-tui_show_err(struct tui *t, const char *what, char *err)
-{
-	char *m = xasprintf("%s: %s", what, err ? err : "failed");
-	tui_item_text(t, IT_ERROR, m);
-	tui_flash(t, "%s", m);
-	free(m);
-	free(err);
-}
 
 void
 tui_cell_rerun(struct tui *t, int n)
@@ -2047,10 +1875,7 @@ tui_opts_default(struct tui_opts *o)
 static void
 state_free(struct tui *t)
 {
-	tui_items_clear(t);
-	free(t->conv.items);
-	t->conv.items = NULL;
-	t->conv.citems = 0;
+	tui_items_free(t);
 	tui_cells_free(t);
 	tui_thumbs_clear(t);
 	tlines_free(&t->ov.lines);

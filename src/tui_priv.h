@@ -185,14 +185,14 @@ struct tui {
 	} sty;
 };
 
-/* tui.c: the conversation model, the status line, overlays, cells. */
-void tui_mark(struct tui *t);			/* something changed: redraw */
-struct item *tui_item_text(struct tui *t, enum item_kind k, const char *s);
-void tui_items_clear(struct tui *t);
-void tui_flash(struct tui *t, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-/* Shows "what: err" in the conversation and the status line; frees err. */
-void tui_show_err(struct tui *t, const char *what, char *err);
+/* Something changed: redraw at the next frame. */
+static inline void
+tui_mark(struct tui *t)
+{
+	t->dirty = 1;
+}
+
+/* tui.c: overlays, cells. */
 void tui_overlay_open(struct tui *t, const char *title);
 void tui_cell_rerun(struct tui *t, int n);
 
