@@ -44,6 +44,7 @@
 
 #include "tui_priv.h"
 #include "tui_cells.h"
+#include "tui_event.h"
 #include "tui_items.h"
 #include "tui_spawn.h"
 #include "tui_style.h"
@@ -54,172 +55,17 @@
 static struct tui tui_one = { .st.kstate = -1, .ov.art = -1,
 	.saved_stderr = -1, .err_fd = -1 };
 
-/* The core's word that it restarted the sandbox; after an idle stop,
- * with what the user lost and how to get it back. */
-static void
-restart_notice(struct tui *t, const char *text)
-{
-	int ok = 0;
-
-	/* no hint while a replay runs: it is already re-running them */
-	int replaying = t->o.session && session_busy(t->o.session);
-	for (int n = 1; t->st.idle_down && !replaying && t->nb &&
-	    n <= notebook_ncells(t->nb); n++) {
-		const struct cell *c = notebook_cell(t->nb, n);
-		ok += c->status == CELL_OK;
-	}
-	if (ok == 0) {
-		tui_item_text(t, IT_NOTICE, text);
-		return;
-	}
-	char *m = xasprintf("%s: variables from before are gone; /replay re-runs "
-	    "the cells that succeeded", text);
-	tui_item_text(t, IT_NOTICE, m);
-	free(m);
-}
-
 void
 tui_on_event(void *arg, const struct event *ev)
 {
-	struct tui *t = &tui_one;
 	(void)arg;
-	switch (ev->type) {
-	case EV_SESSION:
-		free(t->st.session_id);
-		free(t->st.workspace);
-		t->st.session_id = ev->text ? xstrdup(ev->text) : NULL;
-		t->st.workspace = ev->name ? xstrdup(ev->name) : NULL;
-		break;
-	case EV_KERNEL:
-		if (t->st.kstate == KERNEL_BUSY || t->st.kstate < 0 || ev->n != t->st.kstate) {
-			if (ev->n == KERNEL_DEAD && ev->text)
-				tui_item_text(t, IT_ERROR, ev->text);
-			else if (ev->text && strstr(ev->text, "restart"))
-				restart_notice(t, ev->text);
-		}
-		if (ev->n == KERNEL_STOPPED && t->o.session) {
-			int stopped = 0;
-			session_idle_deadline(t->o.session, &stopped);
-			t->st.idle_down = stopped;
-		} else if (ev->n != KERNEL_STOPPED)
-			t->st.idle_down = 0;
-		t->st.kstate = ev->n;
-		free(t->st.kmsg);
-		t->st.kmsg = ev->text ? sanitize_str(ev->text, strlen(ev->text), 0) : NULL;
-		break;
-	case EV_QUESTION:
-		tui_items_answer_close(t);
-		tui_item_text(t, IT_USER, ev->text ? ev->text : "");
-		t->st.busy = 1;
-		t->st.phase = 1;
-		t->conv.question_text = 0;
-		t->st.step_ms = now_ms();
-		t->v[P_CONV].follow = 1;
-		break;
-	case EV_TURN:
-		break;
-	case EV_REQUEST:
-		t->st.busy = 1;
-		t->st.phase = 1;
-		t->st.step_ms = now_ms();
-		break;
-	case EV_TEXT:
-		if (ev->text && ev->len) {
-			tui_item_add(t, tui_items_answer(t), ev->text, ev->len);
-			t->conv.question_text = 1;
-			if (t->st.phase != 2)
-				t->st.step_ms = now_ms();
-			t->st.phase = 2;
-		}
-		break;
-	case EV_TOOL_CALL:
-		tui_items_answer_close(t);
-		break;
-	case EV_CELL_START:
-		tui_items_answer_close(t);
-		if (ev->cell) {
-			if (!tui_items_has_cell(t, ev->cell->n)) {
-				struct item *it = tui_item_new(t, IT_CELL);
-				it->cell = ev->cell->n;
-			}
-			t->st.run_cell = ev->cell->n;
-			t->v[P_CELLS].sel = ev->cell->n;
-			t->v[P_CELLS].follow = 1;
-		}
-		t->st.busy = 1;
-		t->st.phase = 3;
-		t->st.step_ms = now_ms();
-		tui_mark(t);
-		break;
-	case EV_STDOUT:
-	case EV_STDERR:
-	case EV_ARTIFACT:
-		tui_mark(t);
-		break;
-	case EV_RESULT:
-		if (t->st.phase == 3) {
-			t->st.phase = 1;
-			t->st.step_ms = now_ms();
-		}
-		tui_mark(t);
-		break;
-	case EV_USAGE:
-		if (ev->total)
-			t->st.total = *ev->total;
-		break;
-	case EV_ANSWER:
-		if (!t->conv.question_text && ev->text && *ev->text)
-			tui_item_text(t, IT_ANSWER, ev->text);
-		tui_items_answer_close(t);
-		break;
-	case EV_ERROR:
-		tui_items_answer_close(t);
-		tui_item_text(t, IT_ERROR, ev->text ? ev->text : "error");
-		break;
-	case EV_NOTICE:
-		tui_items_answer_close(t);
-		tui_item_text(t, IT_NOTICE, ev->text ? ev->text : "");
-		break;
-	case EV_IDLE:
-		tui_items_answer_close(t);
-		t->st.busy = 0;
-		t->st.phase = 0;
-		t->st.run_cell = 0;
-		break;
-	}
-	tui_mark(t);
-}
-
-/* One item of the resumed notebook, in reading order (export_walk). */
-static void
-restore_item(void *arg, enum export_item k, const char *text,
-    const struct cell *c)
-{
-	struct tui *t = arg;
-	switch (k) {
-	case EXPORT_QUESTION:
-		tui_item_text(t, IT_USER, text ? text : "");
-		break;
-	case EXPORT_REPLY:
-		tui_item_text(t, IT_ANSWER, text ? text : "")->closed = 1;
-		break;
-	case EXPORT_CELL:
-		if (c != NULL)
-			tui_item_new(t, IT_CELL)->cell = c->n;
-		break;
-	}
+	tui_event_apply(&tui_one, ev);
 }
 
 void
 tui_restore(const struct notebook *nb)
 {
-	struct tui *t = &tui_one;
-	export_walk(nb, restore_item, t);
-	t->st.total = *notebook_usage(nb);
-	t->v[P_CONV].follow = 1;
-	t->v[P_CELLS].follow = 1;
-	t->v[P_CELLS].sel = notebook_ncells(nb);
-	tui_mark(t);
+	tui_event_restore(&tui_one, nb);
 }
 
 /* ---- layout and drawing ---- */
@@ -624,11 +470,11 @@ draw_status(struct tui *t)
 	if (total > 0)
 		snprintf(tmp, sizeof tmp, "replaying %d/%d",
 		    done < total ? done + 1 : total, total);
-	else if (t->st.phase == 3 && t->st.run_cell)
+	else if (t->st.phase == PH_CELL && t->st.run_cell)
 		snprintf(tmp, sizeof tmp, "running cell [%d]", t->st.run_cell);
-	else if (t->st.phase == 1)
+	else if (t->st.phase == PH_THINKING)
 		snprintf(tmp, sizeof tmp, "thinking");
-	else if (t->st.phase == 2)
+	else if (t->st.phase == PH_ANSWERING)
 		snprintf(tmp, sizeof tmp, "answering");
 	else if (t->st.kstate == KERNEL_STOPPED && idle_stopped)
 		snprintf(tmp, sizeof tmp, "sandbox stopped (idle)");
@@ -1887,8 +1733,6 @@ state_free(struct tui *t)
 	t->st.flash = NULL;
 	free(t->in.save_name);
 	t->in.save_name = NULL;
-	free(t->st.kmsg);
-	t->st.kmsg = NULL;
 	free(t->in.history);
 	t->in.history = NULL;
 	buf_free(&t->in.pastebuf);

@@ -83,6 +83,9 @@ struct view {			/* a scrollable list */
 
 enum modal { M_NONE, M_CONFIRM_QUIT, M_SAVE_AS, M_SAVE_CONFIRM };
 
+/* What the status bar says the core is doing. */
+enum phase { PH_IDLE, PH_THINKING, PH_ANSWERING, PH_CELL };
+
 /* The UI's state, passed to every function of the tui_*.c files as
  * `struct tui *t`. Each part says which file writes it; the others
  * only read it. */
@@ -133,9 +136,8 @@ struct tui {
 
 	struct {		/* the status bar (tui_event.c, tui_items.c) */
 		int		 kstate;
-		char		*kmsg;
 		int		 busy;		/* between a request and EV_IDLE */
-		int		 phase;		/* 0 idle, 1 thinking, 2 answering, 3 cell */
+		enum phase	 phase;
 		int		 run_cell;
 		int64_t		 step_ms;
 		struct usage	 total;
