@@ -17,8 +17,8 @@ tlines_init(struct tlines *ls)
 	memset(ls, 0, sizeof *ls);
 }
 
-static void
-tline_clear(struct tline *l)
+void
+tline_free(struct tline *l)
 {
 	for (int i = 0; i < l->nseg; i++)
 		free(l->seg[i].text);
@@ -30,7 +30,7 @@ void
 tlines_free(struct tlines *ls)
 {
 	for (int i = 0; i < ls->n; i++)
-		tline_clear(&ls->v[i]);
+		tline_free(&ls->v[i]);
 	free(ls->v);
 	memset(ls, 0, sizeof *ls);
 }

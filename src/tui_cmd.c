@@ -17,6 +17,7 @@
 #include "terp/util.h"
 
 #include "tui_priv.h"
+#include "tui_draw.h"
 #include "tui_items.h"
 
 /* ---- help ---- */

@@ -195,7 +195,6 @@ tui_mark(struct tui *t)
 }
 
 /* tui.c: overlays, cells. */
-void tui_overlay_open(struct tui *t, const char *title);
 void tui_cell_rerun(struct tui *t, int n);
 
 /* tui_cmd.c: slash commands, lines held during a replay, completion

@@ -37,6 +37,8 @@ struct tline *tlines_add(struct tlines *ls, int tag);
 void tline_add(struct tline *l, int role, const char *s, size_t n);
 void tline_adds(struct tline *l, int role, const char *s);
 void tline_add_color(struct tline *l, const char *s, size_t n, int fg, int bg);
+/* Frees the line's segments; *l is empty after. */
+void tline_free(struct tline *l);
 /* Display width of the whole line. */
 int tline_width(const struct tline *l);
 
