@@ -17,6 +17,7 @@
 #include "terp/util.h"
 
 #include "tui_priv.h"
+#include "tui_act.h"
 #include "tui_draw.h"
 #include "tui_items.h"
 
@@ -326,7 +327,7 @@ run_command(struct tui *t, const char *line)
 		if (n <= 0)
 			tui_flash(t, "usage: /rerun N");
 		else
-			tui_cell_rerun(t, n);
+			tui_act_rerun(t, n);
 	} else if (!strcmp(name, "reset")) {
 		if ((t->o.session ? session_reset(t->o.session, &err) :
 		    agent_reset(t->agent, &err)) < 0)

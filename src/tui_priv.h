@@ -194,9 +194,6 @@ tui_mark(struct tui *t)
 	t->dirty = 1;
 }
 
-/* tui.c: overlays, cells. */
-void tui_cell_rerun(struct tui *t, int n);
-
 /* tui_cmd.c: slash commands, lines held during a replay, completion
  * and the help overlay. */
 void tui_cmd_help(struct tui *t);
