@@ -17,6 +17,7 @@
 #include "terp/util.h"
 
 #include "tui_priv.h"
+#include "tui_cmd.h"
 #include "tui_act.h"
 #include "tui_draw.h"
 #include "tui_items.h"

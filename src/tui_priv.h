@@ -194,15 +194,4 @@ tui_mark(struct tui *t)
 	t->dirty = 1;
 }
 
-/* tui_cmd.c: slash commands, lines held during a replay, completion
- * and the help overlay. */
-void tui_cmd_help(struct tui *t);
-void tui_cmd_quit(struct tui *t);		/* asks first when busy */
-void tui_cmd_line(struct tui *t, const char *s);	/* a command or a question */
-int tui_cmd_holds(struct tui *t, const char *s);	/* must s wait for the replay? */
-void tui_cmd_held_run(struct tui *t);		/* once per loop iteration */
-char **tui_cmd_complete(const char *text, int start, int end);
-void tui_cmd_show_matches(struct tui *t, char **matches, int num, int max);
-void tui_cmd_free(void);
-
 #endif
