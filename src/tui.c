@@ -193,10 +193,7 @@ state_free(struct tui *t)
 	free(t->in.history);
 	t->in.history = NULL;
 	buf_free(&t->in.pastebuf);
-	for (int i = 0; i < t->cmd.nheld; i++)
-		free(t->cmd.held[i]);
-	t->cmd.nheld = 0;
-	tui_cmd_free();
+	tui_cmd_free(t);
 }
 
 int

@@ -122,17 +122,7 @@ on_line(char *line)
 		if (!last || strcmp(last->line, line) != 0)
 			add_history(line);
 	}
-	if (*s && tui_cmd_holds(t, s)) {
-		if (t->cmd.nheld == HELD_MAX)
-			tui_flash(t, "too many lines held; wait for the replay to end");
-		else {
-			t->cmd.held[t->cmd.nheld++] = xstrdup(s);
-			char *m = xasprintf("held until the replay is over: %s", s);
-			tui_item_text(t, IT_NOTICE, m);
-			free(m);
-		}
-	} else
-		tui_cmd_line(t, s);
+	tui_cmd_submit(t, s);
 	free(line);
 	tui_mark(t);
 }
