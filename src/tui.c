@@ -2,55 +2,44 @@
  * a status bar and a GNU readline input line in callback mode inside
  * ncursesw, all driven by terp's one poll loop. Event handlers and keys
  * only change state and set `dirty`; one redraw per loop iteration,
- * at most ~60 per second, composes the frame (TUI.md sections 3 and 4). */
+ * at most ~60 per second, composes the frame (TUI.md sections 3 and 4).
+ *
+ * This file is the public side (tui.h): the one instance of the UI's
+ * state, the terminal taken and given back, signals, and the frame
+ * loop. The rest, each file calling only the ones below it:
+ *   tui_input   keys, mouse, readline      -> tui_cmd, tui_act, tui_draw
+ *   tui_cmd     slash commands, help       -> tui_act, tui_draw, tui_items
+ *   tui_act     actions on cells and files -> tui_spawn, tui_draw, tui_items
+ *   tui_draw    layout and drawing         -> tui_items, tui_cells,
+ *                                             tui_thumbs, tui_style
+ *   tui_event   the core's events          -> tui_items
+ *   tui_items   the conversation's items   -> tui_cells
+ *   tui_cells   the cell pane's lines      -> tui_thumbs, tui_style
+ *   tui_thumbs, tui_style, tui_spawn       leaves */
 #include "terp/tui.h"
 
-#include <ctype.h>
-#include <errno.h>
 #include <fcntl.h>
-#include <limits.h>
 #include <locale.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <curses.h>
-#include <readline/history.h>
 #include <readline/readline.h>
 
-#include "terp/buf.h"
-#include "terp/colorpair.h"
-#include "terp/export.h"
-#include "terp/kernel.h"
-#include "terp/mdlite.h"
-#include "terp/pyhl.h"
-#include "terp/span.h"
-#include "terp/llm.h"
-#include "terp/png.h"
-#include "terp/sanitize.h"
-#include "terp/session.h"
-#include "terp/theme.h"
-#include "terp/thumb.h"
-#include "terp/tlines.h"
 #include "terp/util.h"
 
 #include "tui_priv.h"
-#include "tui_act.h"
 #include "tui_cells.h"
 #include "tui_cmd.h"
 #include "tui_draw.h"
 #include "tui_event.h"
 #include "tui_input.h"
 #include "tui_items.h"
-#include "tui_spawn.h"
 #include "tui_style.h"
 #include "tui_thumbs.h"
 
@@ -72,13 +61,23 @@ tui_restore(const struct notebook *nb)
 	tui_event_restore(&tui_one, nb);
 }
 
+void
+tui_opts_default(struct tui_opts *o)
+{
+	memset(o, 0, sizeof *o);
+	o->mouse = 1;
+}
+
+/* ---- signals ---- */
+
 static void
 on_winch(struct loop *l, int signo, void *arg)
 {
 	struct tui *t = arg;
+	struct winsize ws;
+
 	(void)l;
 	(void)signo;
-	struct winsize ws;
 	if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_row > 0 &&
 	    ws.ws_col > 0) {
 		resizeterm(ws.ws_row, ws.ws_col);
@@ -93,6 +92,7 @@ static void
 on_sigint(struct loop *l, int signo, void *arg)
 {
 	struct tui *t = arg;
+
 	(void)l;
 	(void)signo;
 	if (t->agent && agent_busy(t->agent))
@@ -103,12 +103,13 @@ static void
 on_term(struct loop *l, int signo, void *arg)
 {
 	struct tui *t = arg;
+
 	(void)l;
 	(void)signo;
 	t->quit = 1;
 }
 
-/* ---- start and stop ---- */
+/* ---- the terminal ---- */
 
 /* While curses owns the screen, stray stderr (library warnings) goes to
  * a memory file and is re-emitted after endwin (htop's CRT.c does this). */
@@ -164,68 +165,15 @@ screen_end(struct tui *t)
 static void
 tui_fatal_hook(void)
 {
-	struct tui *t = &tui_one;
-	screen_end(t);
+	screen_end(&tui_one);
 }
 
-void
-tui_opts_default(struct tui_opts *o)
+/* Takes the terminal: curses in raw mode, the theme, the first layout,
+ * the mouse, bracketed paste. Returns the screen, or NULL with *err. */
+static SCREEN *
+screen_start(struct tui *t, char **err)
 {
-	memset(o, 0, sizeof *o);
-	o->mouse = 1;
-}
-
-static void
-state_free(struct tui *t)
-{
-	tui_items_free(t);
-	tui_cells_free(t);
-	tui_thumbs_clear(t);
-	tlines_free(&t->ov.lines);
-	free(t->ov.title);
-	t->ov.title = NULL;
-	free(t->ov.png);
-	t->ov.png = NULL;
-	free(t->st.flash);
-	t->st.flash = NULL;
-	free(t->in.save_name);
-	t->in.save_name = NULL;
-	free(t->in.history);
-	t->in.history = NULL;
-	buf_free(&t->in.pastebuf);
-	tui_cmd_free(t);
-}
-
-int
-tui_run(struct loop *l, struct agent *a, const struct tui_opts *o, char **err)
-{
-	struct tui *t = &tui_one;
-	/* FIRST, before any other readline call: otherwise readline exports
-	 * LINES/COLUMNS and ncurses never sees a resize again (TUI.md 3.2). */
-	rl_change_environment = 0;
-
-	if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)) {
-		*err = xstrdup("the notebook needs a terminal (use -p for a one-shot question)");
-		return -1;
-	}
-	setlocale(LC_ALL, "");
-	t->loop = l;
-	t->agent = a;
-	t->nb = agent_notebook(a);
-	t->o = *o;
-	if (getenv("NO_COLOR") && *getenv("NO_COLOR"))
-		t->o.no_color = 1;
-	t->focus = P_INPUT;
-	t->last_pane = P_CONV;
-	for (int p = 0; p < P_NPANES; p++)
-		t->v[p].follow = 1;
-	t->v[P_ARTS].follow = 0;
-
-	/* our SIGWINCH handler goes in before curses so ncurses keeps it */
-	loop_signal(l, SIGWINCH, on_winch, t);
-	loop_signal(l, SIGTERM, on_term, t);
-	loop_signal(l, SIGINT, on_sigint, t);
-	loop_signal(l, SIGHUP, on_term, t);
+	char *terr = NULL;
 
 	stderr_redirect(t);
 	SCREEN *scr = newterm(NULL, stdout, stdin);
@@ -233,8 +181,7 @@ tui_run(struct loop *l, struct agent *a, const struct tui_opts *o, char **err)
 		stderr_restore(t);
 		*err = xasprintf("cannot use the terminal (TERM=%s)",
 		    getenv("TERM") ? getenv("TERM") : "");
-		state_free(t);
-		return -1;
+		return NULL;
 	}
 	set_term(scr);
 	t->active = 1;
@@ -243,7 +190,6 @@ tui_run(struct loop *l, struct agent *a, const struct tui_opts *o, char **err)
 	noecho();
 	nonl();
 	set_escdelay(25);
-	char *terr = NULL;
 	if (tui_style_init(t, &terr) < 0) {
 		tui_item_text(t, IT_ERROR, terr ? terr : "theme: cannot load");
 		free(terr);
@@ -259,6 +205,95 @@ tui_run(struct loop *l, struct agent *a, const struct tui_opts *o, char **err)
 	}
 	fputs("\033[?2004h", stdout);	/* bracketed paste */
 	fflush(stdout);
+	return scr;
+}
+
+/* ---- start, the frame loop, stop ---- */
+
+static void
+state_init(struct tui *t, struct loop *l, struct agent *a,
+    const struct tui_opts *o)
+{
+	t->loop = l;
+	t->agent = a;
+	t->nb = agent_notebook(a);
+	t->o = *o;
+	if (getenv("NO_COLOR") && *getenv("NO_COLOR"))
+		t->o.no_color = 1;
+	t->focus = P_INPUT;
+	t->last_pane = P_CONV;
+	for (int p = 0; p < P_NPANES; p++)
+		t->v[p].follow = 1;
+	t->v[P_ARTS].follow = 0;
+}
+
+static void
+state_free(struct tui *t)
+{
+	tui_items_free(t);
+	tui_cells_free(t);
+	tui_thumbs_clear(t);
+	tui_overlay_free(t);
+	tui_cmd_free(t);
+	t->quit = 0;
+	t->agent = NULL;
+	t->nb = NULL;
+}
+
+/* Draws when something changed, at most one frame per FRAME_MS, and
+ * returns how long the loop may wait for events (ms): the status bar's
+ * clock and the spinner tick every 100 ms while busy; the idle
+ * countdown and the held lines are looked at every 250 ms. */
+static int64_t
+frame(struct tui *t)
+{
+	int64_t now = now_ms(), wait = 1000;
+	int flash_ends = t->st.flash && now >= t->st.flash_until &&
+	    now < t->st.flash_until + 200;
+
+	if (t->st.ticking && now - t->last_draw >= 250)
+		t->dirty = 1;
+	if ((t->st.busy || flash_ends) && now - t->last_draw >= 100)
+		t->dirty = 1;
+	if (t->dirty) {
+		int64_t since = now - t->last_draw;
+		if (since >= FRAME_MS) {
+			tui_draw(t);
+			wait = t->st.busy ? 100 : 1000;
+		} else
+			wait = FRAME_MS - since;
+	} else if (t->st.busy)
+		wait = 100;
+	if ((t->st.ticking || t->cmd.nheld > 0) && wait > 250)
+		wait = 250;
+	return wait;
+}
+
+int
+tui_run(struct loop *l, struct agent *a, const struct tui_opts *o, char **err)
+{
+	struct tui *t = &tui_one;
+
+	/* FIRST, before any other readline call: otherwise readline exports
+	 * LINES/COLUMNS and ncurses never sees a resize again (TUI.md 3.2). */
+	rl_change_environment = 0;
+
+	if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)) {
+		*err = xstrdup("the notebook needs a terminal (use -p for a one-shot question)");
+		return -1;
+	}
+	setlocale(LC_ALL, "");
+	state_init(t, l, a, o);
+	/* our SIGWINCH handler goes in before curses so ncurses keeps it */
+	loop_signal(l, SIGWINCH, on_winch, t);
+	loop_signal(l, SIGTERM, on_term, t);
+	loop_signal(l, SIGINT, on_sigint, t);
+	loop_signal(l, SIGHUP, on_term, t);
+	SCREEN *scr = screen_start(t, err);
+	if (!scr) {
+		state_free(t);
+		return -1;
+	}
 	tui_input_start(t);
 	loop_watch(l, STDIN_FILENO, POLLIN, tui_input_on_tty, t);
 	t->lay.rows = -1;
@@ -266,27 +301,7 @@ tui_run(struct loop *l, struct agent *a, const struct tui_opts *o, char **err)
 
 	while (!t->quit && !loop_stopped(l)) {
 		tui_cmd_held_run(t);
-		int64_t now = now_ms();
-		/* the idle countdown ticks by the second */
-		if (t->st.ticking && now - t->last_draw >= 250)
-			t->dirty = 1;
-		/* the clock on the status bar and the spinner tick while busy */
-		if ((t->st.busy || (t->st.flash && now >= t->st.flash_until && now < t->st.flash_until + 200)) &&
-		    now - t->last_draw >= 100)
-			t->dirty = 1;
-		int64_t wait = 1000;
-		if (t->dirty) {
-			int64_t since = now - t->last_draw;
-			if (since >= FRAME_MS) {
-				tui_draw(t);
-				wait = t->st.busy ? 100 : 1000;
-			} else
-				wait = FRAME_MS - since;
-		} else if (t->st.busy)
-			wait = 100;
-		if ((t->st.ticking || t->cmd.nheld > 0) && wait > 250)
-			wait = 250;
-		loop_run_once(l, wait);
+		loop_run_once(l, frame(t));
 	}
 
 	loop_unwatch(l, STDIN_FILENO);
@@ -297,8 +312,5 @@ tui_run(struct loop *l, struct agent *a, const struct tui_opts *o, char **err)
 	tui_style_free(t);
 	fatal_set_hook(NULL);
 	state_free(t);
-	t->quit = 0;
-	t->agent = NULL;
-	t->nb = NULL;
 	return 0;
 }

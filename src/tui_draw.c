@@ -814,3 +814,11 @@ tui_draw_tab_at(const struct tui *t, int x)
 	}
 	return -1;
 }
+
+void
+tui_overlay_free(struct tui *t)
+{
+	tui_overlay_close(t);
+	free(t->ov.title);
+	t->ov.title = NULL;
+}

@@ -23,5 +23,6 @@ int tui_draw_tab_at(const struct tui *t, int x);
  * caller appends to t->ov.lines, or sets t->ov.png to show a chart. */
 void tui_overlay_open(struct tui *t, const char *title);
 void tui_overlay_close(struct tui *t);
+void tui_overlay_free(struct tui *t);
 
 #endif

@@ -620,4 +620,9 @@ tui_input_end(struct tui *t)
 	}
 	rl_outstream = NULL;
 	rl_ui = NULL;
+	free(t->in.history);
+	t->in.history = NULL;
+	buf_free(&t->in.pastebuf);
+	free(t->in.save_name);
+	t->in.save_name = NULL;
 }

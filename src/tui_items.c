@@ -176,4 +176,6 @@ tui_items_free(struct tui *t)
 	free(t->conv.items);
 	t->conv.items = NULL;
 	t->conv.citems = 0;
+	free(t->st.flash);
+	t->st.flash = NULL;
 }
