@@ -8,7 +8,6 @@
 
 #include "terp/export.h"
 #include "terp/kernel.h"
-#include "terp/sanitize.h"
 #include "terp/session.h"
 #include "terp/util.h"
 

@@ -354,65 +354,82 @@ input_translate(struct tui *t, int c)
 	return 0;
 }
 
+/* The pane at screen row y, column x, or -1. */
+static int
+pane_at(const struct tui *t, int y, int x)
+{
+	for (int p = P_CONV; p < P_NPANES; p++)
+		if (t->lay.ph[p] && y >= t->lay.py[p] &&
+		    y < t->lay.py[p] + t->lay.ph[p] && x >= t->lay.px[p] &&
+		    x < t->lay.px[p] + t->lay.pw[p])
+			return p;
+	return -1;
+}
+
+/* A click in pane p at screen row y, column x: on the title (or a tab),
+ * focus; on a link to a cell, select the cell; on a cell or a file,
+ * select it. */
+static void
+mouse_click(struct tui *t, enum pane p, int y, int x)
+{
+	int row = y - t->lay.py[p] - 1;
+	if (row < 0) {
+		int q = tui_draw_tab_at(t, x);
+		focus_set(t, q >= 0 ? (enum pane)q : p);
+		return;
+	}
+	int tag = row < TAGROWS ? t->lay.tagmap[p][row] : -1;
+	if (p == P_CONV && tag > 0) {
+		t->v[P_CELLS].sel = tag;
+		t->v[P_CELLS].ensure_sel = 1;
+		focus_set(t, P_CELLS);
+		return;
+	}
+	focus_set(t, p);
+	if (p == P_CELLS && tag > 0) {
+		t->v[p].sel = tag;
+		t->v[p].follow = 0;
+	} else if (p == P_ARTS && tag >= 0)
+		t->v[p].sel = tag;
+}
+
+/* The wheel: 4 up, 5 down (ncurses has button 5 from mouse version 2). */
+static int
+mouse_wheel(const MEVENT *me)
+{
+	if (me->bstate & BUTTON4_PRESSED)
+		return -3;
+#if NCURSES_MOUSE_VERSION > 1
+	if (me->bstate & BUTTON5_PRESSED)
+		return 3;
+#endif
+	return 0;
+}
+
 static void
 mouse_event(struct tui *t)
 {
 	MEVENT me;
 	if (getmouse(&me) != OK)
 		return;
-	int y = me.y, x = me.x;
+	int wheel = mouse_wheel(&me);
 	if (t->ov.on) {
-		if (me.bstate & BUTTON4_PRESSED)
-			t->ov.top -= 3;
-#if NCURSES_MOUSE_VERSION > 1
-		else if (me.bstate & BUTTON5_PRESSED)
-			t->ov.top += 3;
-#endif
+		t->ov.top += wheel;
 		tui_mark(t);
 		return;
 	}
-	if (y >= t->lay.rows - t->lay.inrows) {
+	if (me.y >= t->lay.rows - t->lay.inrows) {
 		if (me.bstate & (BUTTON1_PRESSED | BUTTON1_RELEASED | BUTTON1_CLICKED))
 			focus_set(t, P_INPUT);
 		return;
 	}
-	for (int p = P_CONV; p < P_NPANES; p++) {
-		if (!t->lay.ph[p] || y < t->lay.py[p] || y >= t->lay.py[p] + t->lay.ph[p] ||
-		    x < t->lay.px[p] || x >= t->lay.px[p] + t->lay.pw[p])
-			continue;
-		if (me.bstate & BUTTON4_PRESSED) {
-			pane_scroll(t, (enum pane)p, -3);
-			return;
-		}
-#if NCURSES_MOUSE_VERSION > 1
-		if (me.bstate & BUTTON5_PRESSED) {
-			pane_scroll(t, (enum pane)p, 3);
-			return;
-		}
-#endif
-		if (!(me.bstate & (BUTTON1_PRESSED | BUTTON1_CLICKED)))
-			return;
-		int row = y - t->lay.py[p] - 1;
-		if (row < 0) {
-			int q = tui_draw_tab_at(t, x);
-			focus_set(t, q >= 0 ? (enum pane)q : (enum pane)p);
-			return;
-		}
-		int tag = row < TAGROWS ? t->lay.tagmap[p][row] : -1;
-		if (p == P_CONV && tag > 0) {
-			t->v[P_CELLS].sel = tag;
-			t->v[P_CELLS].ensure_sel = 1;
-			focus_set(t, P_CELLS);
-			return;
-		}
-		focus_set(t, (enum pane)p);
-		if (p == P_CELLS && tag > 0) {
-			t->v[p].sel = tag;
-			t->v[p].follow = 0;
-		} else if (p == P_ARTS && tag >= 0)
-			t->v[p].sel = tag;
+	int p = pane_at(t, me.y, me.x);
+	if (p < 0)
 		return;
-	}
+	if (wheel)
+		pane_scroll(t, (enum pane)p, wheel);
+	else if (me.bstate & (BUTTON1_PRESSED | BUTTON1_CLICKED))
+		mouse_click(t, (enum pane)p, me.y, me.x);
 }
 
 /* Hands the queued bytes to readline, so that a key that looks at the
@@ -422,6 +439,102 @@ input_flush(struct tui *t)
 {
 	while (q_avail() && !t->quit)
 		rl_callback_read_char();
+}
+
+/* The answer to a question on the input line (quit? overwrite?). */
+static int
+modal_key(struct tui *t, int c)
+{
+	if (t->in.modal == M_CONFIRM_QUIT) {
+		if (c == 'y' || c == 'Y') {
+			agent_cancel(t->agent);
+			t->quit = 1;
+		}
+		t->in.modal = M_NONE;
+		tui_mark(t);
+		return 1;
+	}
+	if (t->in.modal == M_SAVE_CONFIRM) {
+		tui_act_save_confirm(t, c == 'y' || c == 'Y');
+		return 1;
+	}
+	return 0;
+}
+
+/* Keys that mean the same wherever the focus is. */
+static int
+global_key(struct tui *t, int c)
+{
+	switch (c) {
+	case 3:		/* Ctrl-C (raw mode: a byte, not a signal) */
+		if (t->agent && agent_busy(t->agent)) {
+			agent_cancel(t->agent);
+			tui_flash(t, "cancelling…");
+		} else if (t->ov.on)
+			tui_overlay_close(t);
+		else {
+			if (t->in.modal == M_SAVE_AS)
+				t->in.modal = M_NONE;
+			input_cancel(t);
+		}
+		return 1;
+	case 12:	/* Ctrl-L */
+		clearok(curscr, TRUE);
+		tui_mark(t);
+		return 1;
+	case KEY_F(1):
+		if (t->ov.on)
+			tui_overlay_close(t);
+		else
+			tui_cmd_help(t);
+		return 1;
+	}
+	return 0;
+}
+
+/* Shift-Tab, and Tab unless it completes a /command. */
+static int
+focus_key(struct tui *t, int c)
+{
+	if (c == KEY_BTAB) {
+		focus_cycle(t, -1);
+		return 1;
+	}
+	if (c == '\t' && (t->focus != P_INPUT || !rl_line_buffer ||
+	    rl_line_buffer[0] != '/')) {
+		focus_cycle(t, 1);
+		return 1;
+	}
+	return 0;
+}
+
+/* A key when a pane has the focus: the pane's own, or typing, which
+ * moves to the input line. Returns 1 when the key is done with. */
+static int
+pane_or_typing(struct tui *t, int c)
+{
+	if (pane_key(t, c))
+		return 1;
+	/* other control keys are dropped, but Ctrl-D, -U and -W edit */
+	if ((c < 32 && c != 4 && c != 21 && c != 23) || c >= 256)
+		return 1;
+	focus_set(t, P_INPUT);
+	return 0;
+}
+
+/* A key for the input line: paging, '?' on an empty line, or readline. */
+static void
+line_key(struct tui *t, int c)
+{
+	if (c == KEY_PPAGE || c == KEY_NPAGE) {
+		pane_scroll(t, scroll_target(t), c == KEY_PPAGE ? -1000 : 1000);
+		return;
+	}
+	if (c == '?' && rl_end == 0 && t->in.modal == M_NONE) {
+		tui_cmd_help(t);
+		return;
+	}
+	input_translate(t, c);
 }
 
 static void
@@ -437,76 +550,17 @@ on_key(struct tui *t, int c)
 		mouse_event(t);
 		return;
 	}
-	if (t->in.modal == M_CONFIRM_QUIT) {
-		if (c == 'y' || c == 'Y') {
-			agent_cancel(t->agent);
-			t->quit = 1;
-		}
-		t->in.modal = M_NONE;
-		tui_mark(t);
+	if (modal_key(t, c) || global_key(t, c))
 		return;
-	}
-	if (t->in.modal == M_SAVE_CONFIRM) {
-		tui_act_save_confirm(t, c == 'y' || c == 'Y');
-		return;
-	}
-	if (c == 3) {	/* Ctrl-C (raw mode: a byte, not a signal) */
-		if (t->agent && agent_busy(t->agent)) {
-			agent_cancel(t->agent);
-			tui_flash(t, "cancelling…");
-		} else if (t->ov.on)
-			tui_overlay_close(t);
-		else {
-			if (t->in.modal == M_SAVE_AS)
-				t->in.modal = M_NONE;
-			input_cancel(t);
-		}
-		return;
-	}
-	if (c == 12) {	/* Ctrl-L */
-		clearok(curscr, TRUE);
-		tui_mark(t);
-		return;
-	}
-	if (c == KEY_F(1)) {
-		if (t->ov.on)
-			tui_overlay_close(t);
-		else
-			tui_cmd_help(t);
-		return;
-	}
 	if (t->ov.on) {
 		overlay_key(t, c);
 		return;
 	}
-	if (c == KEY_BTAB) {
-		focus_cycle(t, -1);
+	if (focus_key(t, c))
 		return;
-	}
-	if (c == '\t' && (t->focus != P_INPUT || !rl_line_buffer ||
-	    rl_line_buffer[0] != '/')) {
-		focus_cycle(t, 1);
+	if (t->focus != P_INPUT && pane_or_typing(t, c))
 		return;
-	}
-	if (t->focus != P_INPUT) {
-		if (pane_key(t, c))
-			return;
-		/* typing in a pane goes to the input line */
-		if (c < 32 && c != 4 && c != 21 && c != 23)
-			return;
-		if (c >= 256)
-			return;
-		focus_set(t, P_INPUT);
-	}
-	if (c == KEY_PPAGE || c == KEY_NPAGE) {
-		pane_scroll(t, scroll_target(t), c == KEY_PPAGE ? -1000 : 1000);
-		return;
-	}
-	if (c == '?' && rl_end == 0 && t->in.modal == M_NONE) {
-		tui_cmd_help(t);
-		return;
-	}
-	input_translate(t, c);
+	line_key(t, c);
 }
 
 /* Bracketed paste: "\e[200~" ... "\e[201~" arrives byte by byte (ncurses
