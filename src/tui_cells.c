@@ -110,6 +110,39 @@ code_lines(struct tlines *ls, const char *code, int w, int expanded, int tag)
 	free(s);
 }
 
+/* The files a cell wrote: a name line each, charts with a thumbnail. */
+static void
+cell_files(struct tui *t, struct tlines *ls, const struct cell *c, int w,
+    int ex)
+{
+	int na = notebook_nartifacts(t->nb), tag = c->n;
+
+	for (int i = 0; i < na; i++) {
+		const struct artifact *a = notebook_artifact(t->nb, i);
+		if (a->cell != c->n)
+			continue;
+		char sz[32];
+		fmt_bytes(sz, sizeof sz, a->bytes);
+		/* the name on one line: a newline in it is shown, not kept */
+		char *nm = sanitize_str(a->name, strlen(a->name), 0);
+		char *m = xasprintf("%s  %s", nm, sz);
+		add_sanitized(ls, m, strlen(m), w, R_LINK, "  ▪ ", 0, 1, 1, tag);
+		free(m);
+		free(nm);
+		if (!tui_thumbs_is_png(a->name))
+			continue;
+		const char *why;
+		int tc = w - 4 < 64 ? w - 4 : 64;
+		struct thumb *th = tui_thumbs_get(t, a->path, ex ? w - 4 : tc,
+		    ex ? 40 : 14, &why);
+		if (th)
+			tui_thumbs_lines(ls, th, 4, tag);
+		else if (why)
+			tlines_cut(ls, why, strlen(why), w, R_DIM, "    ",
+			    R_BORDER, tag);
+	}
+}
+
 /* Everything of a cell below its header line. */
 static void
 cell_body(struct tui *t, struct tlines *ls, const struct cell *c, int w)
@@ -149,31 +182,7 @@ cell_body(struct tui *t, struct tlines *ls, const struct cell *c, int w)
 		const char *m = "the session restarted: variables are gone";
 		tlines_cut(ls, m, strlen(m), w, R_FAIL, "  ! ", R_BORDER, tag);
 	}
-	int na = notebook_nartifacts(t->nb);
-	for (int i = 0; i < na; i++) {
-		const struct artifact *a = notebook_artifact(t->nb, i);
-		if (a->cell != c->n)
-			continue;
-		char sz[32];
-		fmt_bytes(sz, sizeof sz, a->bytes);
-		/* the name on one line: a newline in it is shown, not kept */
-		char *nm = sanitize_str(a->name, strlen(a->name), 0);
-		char *m = xasprintf("%s  %s", nm, sz);
-		add_sanitized(ls, m, strlen(m), w, R_LINK, "  ▪ ", 0, 1, 1, tag);
-		free(m);
-		free(nm);
-		if (tui_thumbs_is_png(a->name)) {
-			const char *why;
-			int tc = w - 4 < 64 ? w - 4 : 64;
-			struct thumb *th = tui_thumbs_get(t, a->path, ex ? w - 4 : tc,
-			    ex ? 40 : 14, &why);
-			if (th)
-				tui_thumbs_lines(ls, th, 4, tag);
-			else if (why)
-				tlines_cut(ls, why, strlen(why), w, R_DIM, "    ",
-				    R_BORDER, tag);
-		}
-	}
+	cell_files(t, ls, c, w, ex);
 }
 
 static struct cblock *

@@ -232,17 +232,12 @@ cells_total(struct tui *t, int w, int *start, int ncells)
 	return total;
 }
 
+/* Keeps the cell pane's selection in range and, after paging, on the
+ * cell at the top; scrolls so that a newly selected cell shows. start:
+ * each cell's first line (cells_total). */
 static void
-draw_cells(struct tui *t)
+cells_select(struct view *v, const int *start, int nc, int h)
 {
-	enum pane p = P_CELLS;
-	int h = t->lay.ph[p] - 1, w = t->lay.pw[p], y0 = t->lay.py[p] + 1, x0 = t->lay.px[p];
-	if (h <= 0 || w <= 0)
-		return;
-	int nc = notebook_ncells(t->nb);
-	struct view *v = &t->v[p];
-	int *start = xcalloc((size_t)nc + 2, sizeof *start);
-	int total = cells_total(t, w, start, nc);
 	if (v->sel > nc)
 		v->sel = nc;
 	if (v->sel < 1 && nc > 0)
@@ -264,6 +259,34 @@ draw_cells(struct tui *t)
 			v->follow = 1;
 		v->ensure_sel = 0;
 	}
+}
+
+/* A cell's header row, marked when selected. */
+static void
+draw_cell_header(struct tui *t, int y, int x, int w, const struct cell *c,
+    int sel)
+{
+	struct tline hl = { 0 };
+
+	tline_adds(&hl, R_LINK, sel ? (tui_style_utf8() ? "▸" : ">") : " ");
+	tui_cells_header(t, &hl, c);
+	draw_line(t, t->lay.mainw, y, x, w, &hl, sel && t->focus == P_CELLS ?
+	    R_SEL : -1);
+	tline_free(&hl);
+}
+
+static void
+draw_cells(struct tui *t)
+{
+	enum pane p = P_CELLS;
+	int h = t->lay.ph[p] - 1, w = t->lay.pw[p], y0 = t->lay.py[p] + 1, x0 = t->lay.px[p];
+	if (h <= 0 || w <= 0)
+		return;
+	int nc = notebook_ncells(t->nb);
+	struct view *v = &t->v[p];
+	int *start = xcalloc((size_t)nc + 2, sizeof *start);
+	int total = cells_total(t, w, start, nc);
+	cells_select(v, start, nc, h);
 	view_clamp(v, total, h);
 	char extra[80];
 	snprintf(extra, sizeof extra, "%d%s", nc,
@@ -282,15 +305,10 @@ draw_cells(struct tui *t)
 			if (j < v->top)
 				continue;
 			int k = j - start[n];
-			if (k == 0) {
-				struct tline hl = { 0 };
-				tline_adds(&hl, R_LINK, n == v->sel ?
-				    (tui_style_utf8() ? "▸" : ">") : " ");
-				tui_cells_header(t, &hl, c);
-				draw_line(t, t->lay.mainw, y0 + row, x0, w, &hl,
-				    n == v->sel && t->focus == p ? R_SEL : -1);
-				tline_free(&hl);
-			} else if (k - 1 < body->n)
+			if (k == 0)
+				draw_cell_header(t, y0 + row, x0, w, c,
+				    n == v->sel);
+			else if (k - 1 < body->n)
 				draw_line(t, t->lay.mainw, y0 + row, x0, w,
 				    &body->v[k - 1], -1);
 			if (row < TAGROWS)
@@ -299,6 +317,36 @@ draw_cells(struct tui *t)
 		}
 	}
 	free(start);
+}
+
+/* The file pane's lines: per file a name row, a detail row, and a
+ * thumbnail for a chart, tagged with the file's index. Returns the
+ * selected file's first line. */
+static int
+arts_lines(struct tui *t, struct tlines *ls, int w, int sel)
+{
+	int na = notebook_nartifacts(t->nb), selrow = 0;
+
+	for (int i = 0; i < na; i++) {
+		const struct artifact *a = notebook_artifact(t->nb, i);
+		if (i == sel)
+			selrow = ls->n;
+		char *nm = sanitize_str(a->name, strlen(a->name), 0);
+		tlines_cut(ls, nm, strlen(nm), w, R_TEXT, i == sel ? "▸ " : "  ",
+		    R_LINK, i);
+		free(nm);
+		char sz[32], det[64];
+		fmt_bytes(sz, sizeof sz, a->bytes);
+		snprintf(det, sizeof det, "%s · cell [%d]", sz, a->cell);
+		tlines_cut(ls, det, strlen(det), w, R_DIM, "  ", R_DIM, i);
+		if (tui_thumbs_is_png(a->name) && w > 6) {
+			const char *why;
+			struct thumb *th = tui_thumbs_get(t, a->path, w - 3, 6, &why);
+			if (th)
+				tui_thumbs_lines(ls, th, 2, i);
+		}
+	}
+	return selrow;
 }
 
 static void
@@ -328,29 +376,9 @@ draw_arts(struct tui *t)
 		v->sel = na - 1;
 	if (v->sel < 0)
 		v->sel = 0;
-	/* lines: per artifact a name row, a detail row, a thumbnail */
 	struct tlines ls;
 	tlines_init(&ls);
-	int selrow = 0;
-	for (int i = 0; i < na; i++) {
-		const struct artifact *a = notebook_artifact(t->nb, i);
-		if (i == v->sel)
-			selrow = ls.n;
-		char *nm = sanitize_str(a->name, strlen(a->name), 0);
-		tlines_cut(&ls, nm, strlen(nm), w, R_TEXT, i == v->sel ? "▸ " : "  ",
-		    R_LINK, i);
-		free(nm);
-		char sz[32], det[64];
-		fmt_bytes(sz, sizeof sz, a->bytes);
-		snprintf(det, sizeof det, "%s · cell [%d]", sz, a->cell);
-		tlines_cut(&ls, det, strlen(det), w, R_DIM, "  ", R_DIM, i);
-		if (tui_thumbs_is_png(a->name) && w > 6) {
-			const char *why;
-			struct thumb *th = tui_thumbs_get(t, a->path, w - 3, 6, &why);
-			if (th)
-				tui_thumbs_lines(&ls, th, 2, i);
-		}
-	}
+	int selrow = arts_lines(t, &ls, w, v->sel);
 	if (selrow < v->top)
 		v->top = selrow;
 	if (selrow + 2 > v->top + h)
