@@ -218,21 +218,21 @@ tui_act_preview(struct tui *t, int i)
 	char *data = read_head(a->path, PREVIEW_MAX, &len);
 	if (!data) {
 		const char *m = strerror(errno);
-		tlines_wrap(&t->ov.lines, m, strlen(m), COLS, R_ERROR, " ", R_ERROR, 0);
+		tui_tlines_wrap(&t->ov.lines, m, strlen(m), COLS, R_ERROR, " ", R_ERROR, 0);
 		return;
 	}
 	if (memchr(data, 0, len)) {
 		char *m = xasprintf("binary file (%s); o opens it with xdg-open", sz);
-		tlines_wrap(&t->ov.lines, m, strlen(m), COLS, R_DIM, " ", R_DIM, 0);
+		tui_tlines_wrap(&t->ov.lines, m, strlen(m), COLS, R_DIM, " ", R_DIM, 0);
 		free(m);
 	} else {
 		char *s = sanitize_str(data, len,
 		    SANITIZE_KEEP_NL | SANITIZE_EXPAND_TABS | SANITIZE_CR_AS_NL);
-		tlines_wrap(&t->ov.lines, s, strlen(s), COLS, R_TEXT, " ", R_TEXT, 0);
+		tui_tlines_wrap(&t->ov.lines, s, strlen(s), COLS, R_TEXT, " ", R_TEXT, 0);
 		free(s);
 		if (a->bytes > PREVIEW_MAX) {
 			const char *m = "… (the preview shows the first 256 KiB)";
-			tlines_wrap(&t->ov.lines, m, strlen(m), COLS, R_HIDDEN, " ", R_HIDDEN, 0);
+			tui_tlines_wrap(&t->ov.lines, m, strlen(m), COLS, R_HIDDEN, " ", R_HIDDEN, 0);
 		}
 	}
 	free(data);

@@ -10,9 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "terp/pyhl.h"
+#include "terp/tui_pyhl.h"
 #include "terp/sanitize.h"
-#include "terp/span.h"
+#include "terp/tui_span.h"
 #include "terp/util.h"
 
 #include "tui_style.h"
@@ -30,7 +30,7 @@ add_block(struct tlines *ls, const char *text, size_t len, int w, int role,
 	if (len == 0)
 		return;
 	if (expanded) {
-		tlines_wrap(ls, text, len, w, role, prefix, R_BORDER, tag);
+		tui_tlines_wrap(ls, text, len, w, role, prefix, R_BORDER, tag);
 		return;
 	}
 	size_t nl = 1;
@@ -38,27 +38,27 @@ add_block(struct tlines *ls, const char *text, size_t len, int w, int role,
 	    p++)
 		nl++;
 	if (nl <= (size_t)(head + tail + 1)) {
-		tlines_cut(ls, text, len, w, role, prefix, R_BORDER, tag);
+		tui_tlines_cut(ls, text, len, w, role, prefix, R_BORDER, tag);
 		return;
 	}
 	/* the head lines, the marker, the tail lines */
 	const char *p = text, *end = text + len;
 	for (int i = 0; i < head; i++) {
 		const char *e = memchr(p, '\n', (size_t)(end - p));
-		tlines_cut(ls, p, (size_t)(e - p), w, role, prefix, R_BORDER, tag);
+		tui_tlines_cut(ls, p, (size_t)(e - p), w, role, prefix, R_BORDER, tag);
 		p = e + 1;
 	}
 	char msg[96];
 	snprintf(msg, sizeof msg, "… %zu lines hidden (Enter on the cell shows all) …",
 	    nl - (size_t)head - (size_t)tail);
-	tlines_cut(ls, msg, strlen(msg), w, R_HIDDEN, prefix, R_BORDER, tag);
+	tui_tlines_cut(ls, msg, strlen(msg), w, R_HIDDEN, prefix, R_BORDER, tag);
 	const char *q = end;
 	for (int i = 0; i < tail; i++) {
 		q--;
 		while (q > text && q[-1] != '\n')
 			q--;
 	}
-	tlines_cut(ls, q, (size_t)(end - q), w, role, prefix, R_BORDER, tag);
+	tui_tlines_cut(ls, q, (size_t)(end - q), w, role, prefix, R_BORDER, tag);
 }
 
 static void
@@ -97,16 +97,16 @@ code_lines(struct tlines *ls, const char *code, int w, int expanded, int tag)
 	while (len > 0 && s[len - 1] == '\n')
 		len--;
 	struct span_doc d;
-	span_doc_init(&d);
-	pyhl_highlight(&d, s, len, expanded ? w - 4 : 0, THEME_CELL_CODE);
+	tui_span_doc_init(&d);
+	tui_pyhl_highlight(&d, s, len, expanded ? w - 4 : 0, THEME_CELL_CODE);
 	int show = expanded || d.n <= CODE_SHOW + 1 ? -1 : CODE_SHOW;
-	tlines_spans(ls, &d, show, "  │ ", R_BORDER, R_THEME, tag);
+	tui_tlines_spans(ls, &d, show, "  │ ", R_BORDER, R_THEME, tag);
 	if (show >= 0) {
 		char msg[64];
 		snprintf(msg, sizeof msg, "… %zu more lines", d.n - (size_t)show);
-		tlines_cut(ls, msg, strlen(msg), w, R_HIDDEN, "  │ ", R_BORDER, tag);
+		tui_tlines_cut(ls, msg, strlen(msg), w, R_HIDDEN, "  │ ", R_BORDER, tag);
 	}
-	span_doc_free(&d);
+	tui_span_doc_free(&d);
 	free(s);
 }
 
@@ -138,7 +138,7 @@ cell_files(struct tui *t, struct tlines *ls, const struct cell *c, int w,
 		if (th)
 			tui_thumbs_lines(ls, th, 4, tag);
 		else if (why)
-			tlines_cut(ls, why, strlen(why), w, R_DIM, "    ",
+			tui_tlines_cut(ls, why, strlen(why), w, R_DIM, "    ",
 			    R_BORDER, tag);
 	}
 }
@@ -180,7 +180,7 @@ cell_body(struct tui *t, struct tlines *ls, const struct cell *c, int w)
 		    ex, 2, 2, tag);
 	if (c->state_lost) {
 		const char *m = "the session restarted: variables are gone";
-		tlines_cut(ls, m, strlen(m), w, R_FAIL, "  ! ", R_BORDER, tag);
+		tui_tlines_cut(ls, m, strlen(m), w, R_FAIL, "  ! ", R_BORDER, tag);
 	}
 	cell_files(t, ls, c, w, ex);
 }
@@ -201,8 +201,8 @@ cell_block(struct tui *t, const struct cell *c, int w)
 	    b->tot[0] == c->out[0].total && b->tot[1] == c->out[1].total &&
 	    b->has_value == (c->value != NULL))
 		return b;
-	tlines_free(&b->lines);
-	tlines_init(&b->lines);
+	tui_tlines_free(&b->lines);
+	tui_tlines_init(&b->lines);
 	cell_body(t, &b->lines, c, w);
 	b->valid = 1;
 	b->width = w;
@@ -239,9 +239,9 @@ tui_cells_header(struct tui *t, struct tline *l, const struct cell *c)
 {
 	char tmp[128];
 	snprintf(tmp, sizeof tmp, "[%d] ", c->n);
-	tline_adds(l, R_CELL_HDR, tmp);
-	tline_adds(l, R_DIM, c->author == CELL_BY_MODEL ? "model" : "you");
-	tline_adds(l, R_DIM, " · ");
+	tui_tline_adds(l, R_CELL_HDR, tmp);
+	tui_tline_adds(l, R_DIM, c->author == CELL_BY_MODEL ? "model" : "you");
+	tui_tline_adds(l, R_DIM, " · ");
 	if (c->status == CELL_RUNNING) {
 		static const char *spin[] = { "⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏" };
 		int64_t el = now_ms() - c->started_ms;
@@ -252,9 +252,9 @@ tui_cells_header(struct tui *t, struct tline *l, const struct cell *c)
 	else
 		snprintf(tmp, sizeof tmp, "%s · %.2fs", cell_status_name(c->status),
 		    (double)c->duration_ms / 1000.0);
-	tline_adds(l, status_role(c->status), tmp);
+	tui_tline_adds(l, status_role(c->status), tmp);
 	if (cell_expanded(t, c->n))
-		tline_adds(l, R_DIM, " · expanded");
+		tui_tline_adds(l, R_DIM, " · expanded");
 }
 
 /* The conversation line that links a model turn to its cell. */
@@ -263,13 +263,13 @@ tui_cells_link(struct tui *t, struct tline *l, int n)
 {
 	const struct cell *c = t->nb ? notebook_cell(t->nb, n) : NULL;
 	char tmp[160];
-	tline_adds(l, R_LINK, "  ▸ ");
+	tui_tline_adds(l, R_LINK, "  ▸ ");
 	snprintf(tmp, sizeof tmp, "ran cell [%d]", n);
-	tline_adds(l, R_LINK, tmp);
+	tui_tline_adds(l, R_LINK, tmp);
 	if (!c)
 		return;
 	if (c->status == CELL_RUNNING || c->status == CELL_PENDING) {
-		tline_adds(l, R_RUNNING, " · running");
+		tui_tline_adds(l, R_RUNNING, " · running");
 		return;
 	}
 	size_t lines = 0;
@@ -284,16 +284,16 @@ tui_cells_link(struct tui *t, struct tline *l, int n)
 	}
 	snprintf(tmp, sizeof tmp, " · %s %.2fs", cell_status_name(c->status),
 	    (double)c->duration_ms / 1000.0);
-	tline_adds(l, status_role(c->status), tmp);
+	tui_tline_adds(l, status_role(c->status), tmp);
 	if (lines) {
 		snprintf(tmp, sizeof tmp, " · %zu line%s of output", lines,
 		    lines == 1 ? "" : "s");
-		tline_adds(l, R_DIM, tmp);
+		tui_tline_adds(l, R_DIM, tmp);
 	}
 	if (c->nartifacts > 0 || cell_nart(t, c)) {
 		snprintf(tmp, sizeof tmp, " · %d file%s", cell_nart(t, c),
 		    cell_nart(t, c) == 1 ? "" : "s");
-		tline_adds(l, R_DIM, tmp);
+		tui_tline_adds(l, R_DIM, tmp);
 	}
 }
 
@@ -323,7 +323,7 @@ void
 tui_cells_free(struct tui *t)
 {
 	for (int i = 0; i < t->cells.ncb; i++)
-		tlines_free(&t->cells.cb[i].lines);
+		tui_tlines_free(&t->cells.cb[i].lines);
 	free(t->cells.cb);
 	t->cells.cb = NULL;
 	t->cells.ncb = 0;

@@ -114,24 +114,24 @@ static const struct keyhelp key_help[] = {
 static void
 help_row(struct tui *t, const char *keys, const char *what, int w)
 {
-	struct tline *l = tlines_add(&t->ov.lines, 0);
+	struct tline *l = tui_tlines_add(&t->ov.lines, 0);
 	char k[32];
 	snprintf(k, sizeof k, "  %-18s", keys);
-	tline_adds(l, R_LINK, k);
-	int kw = tlines_width(k, strlen(k));
+	tui_tline_adds(l, R_LINK, k);
+	int kw = tui_tlines_width(k, strlen(k));
 	struct tlines tmp;
-	tlines_init(&tmp);
-	tlines_wrap(&tmp, what, strlen(what), w - kw, R_TEXT, NULL, 0, 0);
+	tui_tlines_init(&tmp);
+	tui_tlines_wrap(&tmp, what, strlen(what), w - kw, R_TEXT, NULL, 0, 0);
 	for (int i = 0; i < tmp.n; i++) {
 		if (i > 0) {
-			l = tlines_add(&t->ov.lines, 0);
-			tline_add(l, R_TEXT, "                                ",
+			l = tui_tlines_add(&t->ov.lines, 0);
+			tui_tline_add(l, R_TEXT, "                                ",
 			    (size_t)kw < 32 ? (size_t)kw : 32);
 		}
 		for (int j = 0; j < tmp.v[i].nseg; j++)
-			tline_adds(l, R_TEXT, tmp.v[i].seg[j].text);
+			tui_tline_adds(l, R_TEXT, tmp.v[i].seg[j].text);
 	}
-	tlines_free(&tmp);
+	tui_tlines_free(&tmp);
 }
 
 void
@@ -139,17 +139,17 @@ tui_cmd_help(struct tui *t)
 {
 	tui_overlay_open(t, "terp: keys and commands");
 	int w = COLS > 20 ? COLS : 80;
-	tline_adds(tlines_add(&t->ov.lines, 0), R_HEADING, " Keys");
+	tui_tline_adds(tui_tlines_add(&t->ov.lines, 0), R_HEADING, " Keys");
 	for (const struct keyhelp *h = key_help; h->keys; h++)
 		help_row(t, h->keys, h->what, w);
-	tlines_add(&t->ov.lines, 0);
-	tline_adds(tlines_add(&t->ov.lines, 0), R_HEADING, " Commands (Tab completes)");
+	tui_tlines_add(&t->ov.lines, 0);
+	tui_tline_adds(tui_tlines_add(&t->ov.lines, 0), R_HEADING, " Commands (Tab completes)");
 	for (size_t i = 0; i < NCMDS; i++)
 		help_row(t, cmds[i].usage, cmds[i].help, w);
-	tlines_add(&t->ov.lines, 0);
-	tline_adds(tlines_add(&t->ov.lines, 0), R_DIM,
+	tui_tlines_add(&t->ov.lines, 0);
+	tui_tline_adds(tui_tlines_add(&t->ov.lines, 0), R_DIM,
 	    "  The input line is GNU readline: your ~/.inputrc applies (emacs or vi mode).");
-	tline_adds(tlines_add(&t->ov.lines, 0), R_DIM,
+	tui_tline_adds(tui_tlines_add(&t->ov.lines, 0), R_DIM,
 	    "  History is kept in $XDG_STATE_HOME/terp/history.");
 }
 
@@ -371,7 +371,7 @@ cmd_sent(struct tui *t, const struct cmd_entry *c, const char *arg)
 		free(title);
 		char *s = sanitize_str(body ? body : "", body ? len : 0,
 		    SANITIZE_KEEP_NL | SANITIZE_EXPAND_TABS);
-		tlines_wrap(&t->ov.lines, s, strlen(s), COLS, R_TEXT, " ", R_TEXT, 0);
+		tui_tlines_wrap(&t->ov.lines, s, strlen(s), COLS, R_TEXT, " ", R_TEXT, 0);
 		free(s);
 		return;
 	}

@@ -99,7 +99,7 @@ draw_line(struct tui *t, WINDOW *win, int y, int x, int w, const struct tline *l
 		const struct tseg *g = &l->seg[i];
 		int used;
 		size_t len = strlen(g->text);
-		size_t k = tlines_fit(g->text, len, w - col, &used);
+		size_t k = tui_tlines_fit(g->text, len, w - col, &used);
 		if (k == 0)
 			continue;
 		tui_style_seg(t, win, g, over);
@@ -120,9 +120,9 @@ static void
 draw_text(struct tui *t, WINDOW *win, int y, int x, int w, int role, const char *s)
 {
 	struct tline l = { 0 };
-	tline_adds(&l, role, s);
+	tui_tline_adds(&l, role, s);
 	draw_line(t, win, y, x, w, &l, -1);
-	tline_free(&l);
+	tui_tline_free(&l);
 }
 
 /* A pane's title row: "─ conversation ─── extra ─". */
@@ -136,32 +136,32 @@ draw_title(struct tui *t, enum pane p, const char *extra)
 	if (t->lay.compact) {
 		/* a tab strip: every pane, the shown one highlighted */
 		for (int q = (int)P_CONV; q < (int)P_NPANES; q++) {
-			tline_adds(&l, q == (int)p ? (focus ? R_TITLE_FOCUS : R_CELL_HDR) :
+			tui_tline_adds(&l, q == (int)p ? (focus ? R_TITLE_FOCUS : R_CELL_HDR) :
 			    R_TITLE, q == (int)p ? "[" : " ");
-			tline_adds(&l, q == (int)p ? (focus ? R_TITLE_FOCUS : R_CELL_HDR) :
+			tui_tline_adds(&l, q == (int)p ? (focus ? R_TITLE_FOCUS : R_CELL_HDR) :
 			    R_TITLE, pane_name[q]);
-			tline_adds(&l, q == (int)p ? (focus ? R_TITLE_FOCUS : R_CELL_HDR) :
+			tui_tline_adds(&l, q == (int)p ? (focus ? R_TITLE_FOCUS : R_CELL_HDR) :
 			    R_TITLE, q == (int)p ? "]" : " ");
 		}
 	} else {
-		tline_adds(&l, R_BORDER, "─ ");
-		tline_adds(&l, focus ? R_TITLE_FOCUS : R_TITLE, pane_name[p]);
-		tline_adds(&l, R_BORDER, " ");
+		tui_tline_adds(&l, R_BORDER, "─ ");
+		tui_tline_adds(&l, focus ? R_TITLE_FOCUS : R_TITLE, pane_name[p]);
+		tui_tline_adds(&l, R_BORDER, " ");
 	}
 	if (extra && *extra) {
-		tline_adds(&l, R_DIM, extra);
-		tline_adds(&l, R_BORDER, " ");
+		tui_tline_adds(&l, R_DIM, extra);
+		tui_tline_adds(&l, R_BORDER, " ");
 	}
-	int used = tline_width(&l);
+	int used = tui_tline_width(&l);
 	struct buf fill;
 	buf_init(&fill, 4096);
 	for (int i = used; i < w; i++)
 		buf_adds(&fill, tui_style_utf8() ? "─" : "-");
 	if (fill.len)
-		tline_add(&l, R_BORDER, fill.data, fill.len);
+		tui_tline_add(&l, R_BORDER, fill.data, fill.len);
 	buf_free(&fill);
 	draw_line(t, t->lay.mainw, y, x, w, &l, -1);
-	tline_free(&l);
+	tui_tline_free(&l);
 }
 
 /* Clamps a view over total lines in h rows; follow pins the bottom. */
@@ -268,11 +268,11 @@ draw_cell_header(struct tui *t, int y, int x, int w, const struct cell *c,
 {
 	struct tline hl = { 0 };
 
-	tline_adds(&hl, R_LINK, sel ? (tui_style_utf8() ? "▸" : ">") : " ");
+	tui_tline_adds(&hl, R_LINK, sel ? (tui_style_utf8() ? "▸" : ">") : " ");
 	tui_cells_header(t, &hl, c);
 	draw_line(t, t->lay.mainw, y, x, w, &hl, sel && t->focus == P_CELLS ?
 	    R_SEL : -1);
-	tline_free(&hl);
+	tui_tline_free(&hl);
 }
 
 static void
@@ -332,13 +332,13 @@ arts_lines(struct tui *t, struct tlines *ls, int w, int sel)
 		if (i == sel)
 			selrow = ls->n;
 		char *nm = sanitize_str(a->name, strlen(a->name), 0);
-		tlines_cut(ls, nm, strlen(nm), w, R_TEXT, i == sel ? "▸ " : "  ",
+		tui_tlines_cut(ls, nm, strlen(nm), w, R_TEXT, i == sel ? "▸ " : "  ",
 		    R_LINK, i);
 		free(nm);
 		char sz[32], det[64];
 		fmt_bytes(sz, sizeof sz, a->bytes);
 		snprintf(det, sizeof det, "%s · cell [%d]", sz, a->cell);
-		tlines_cut(ls, det, strlen(det), w, R_DIM, "  ", R_DIM, i);
+		tui_tlines_cut(ls, det, strlen(det), w, R_DIM, "  ", R_DIM, i);
 		if (tui_thumbs_is_png(a->name) && w > 6) {
 			const char *why;
 			struct thumb *th = tui_thumbs_get(t, a->path, w - 3, 6, &why);
@@ -377,7 +377,7 @@ draw_arts(struct tui *t)
 	if (v->sel < 0)
 		v->sel = 0;
 	struct tlines ls;
-	tlines_init(&ls);
+	tui_tlines_init(&ls);
 	int selrow = arts_lines(t, &ls, w, v->sel);
 	if (selrow < v->top)
 		v->top = selrow;
@@ -393,7 +393,7 @@ draw_arts(struct tui *t)
 		if (r < TAGROWS)
 			t->lay.tagmap[p][r] = l->tag;
 	}
-	tlines_free(&ls);
+	tui_tlines_free(&ls);
 }
 
 static const char *
@@ -434,7 +434,7 @@ status_model(struct tui *t, struct tline *l)
 	snprintf(tmp, sizeof tmp, " %s%s%s ", t->o.provider_label ?
 	    t->o.provider_label : (m ? llm_provider(m) : "no model"),
 	    model ? " · " : "", model ? model : "");
-	tline_adds(l, R_STATUS_KEY, tmp);
+	tui_tline_adds(l, R_STATUS_KEY, tmp);
 }
 
 /* What is going on: a replay's progress, the running cell, the model
@@ -458,7 +458,7 @@ status_step(struct tui *t, struct tline *l, int done, int total,
 		snprintf(tmp, sizeof tmp, "sandbox stopped (idle)");
 	else
 		snprintf(tmp, sizeof tmp, "%s", kstate_text(t));
-	tline_adds(l, total > 0 ? R_STATUS_KEY : R_STATUS, tmp);
+	tui_tline_adds(l, total > 0 ? R_STATUS_KEY : R_STATUS, tmp);
 }
 
 /* The idle countdown, once less than IDLE_SHOW_MS is left (then the
@@ -476,7 +476,7 @@ status_idle(struct tui *t, struct tline *l, int64_t deadline)
 	int64_t sec = (left + 999) / 1000;
 	snprintf(tmp, sizeof tmp, " │ idle stop in %d:%02d", (int)(sec / 60),
 	    (int)(sec % 60));
-	tline_adds(l, R_STATUS, tmp);
+	tui_tline_adds(l, R_STATUS, tmp);
 	t->st.ticking = 1;
 }
 
@@ -490,7 +490,7 @@ status_tokens(struct tui *t, struct tline *l)
 	fmt_tokens(a, sizeof a, t->st.total.input_tokens);
 	fmt_tokens(b, sizeof b, t->st.total.output_tokens);
 	snprintf(tmp, sizeof tmp, " │ tokens %s in · %s out", a, b);
-	tline_adds(l, R_STATUS, tmp);
+	tui_tline_adds(l, R_STATUS, tmp);
 }
 
 /* The key hint at the right end, when it fits. */
@@ -500,8 +500,8 @@ status_hint(struct tui *t, struct tline *l)
 	char tmp[256];
 	const char *hint = t->st.busy ? " Ctrl-C cancel · ? help " :
 	    " Tab panes · ? help ";
-	int hw = tlines_width(hint, strlen(hint));
-	int used = tline_width(l);
+	int hw = tui_tlines_width(hint, strlen(hint));
+	int used = tui_tline_width(l);
 
 	if (used + hw > t->lay.cols)
 		return;
@@ -509,8 +509,8 @@ status_hint(struct tui *t, struct tline *l)
 	int pad = t->lay.cols - used - hw;
 	if (pad > (int)sizeof tmp - 1)
 		pad = (int)sizeof tmp - 1;
-	tline_add(l, R_STATUS, tmp, (size_t)pad);
-	tline_adds(l, R_STATUS, hint);
+	tui_tline_add(l, R_STATUS, tmp, (size_t)pad);
+	tui_tline_adds(l, R_STATUS, hint);
 }
 
 static void
@@ -527,33 +527,33 @@ draw_status(struct tui *t)
 		deadline = session_idle_deadline(t->o.session, &idle_stopped);
 	t->st.ticking = 0;
 	status_model(t, &l);
-	tline_adds(&l, R_STATUS, "│ ");
+	tui_tline_adds(&l, R_STATUS, "│ ");
 	status_step(t, &l, done, total, idle_stopped);
 	if (t->cmd.nheld > 0) {
 		snprintf(tmp, sizeof tmp, " · %d held", t->cmd.nheld);
-		tline_adds(&l, R_STATUS, tmp);
+		tui_tline_adds(&l, R_STATUS, tmp);
 	}
 	if (deadline > 0 && !t->st.busy)
 		status_idle(t, &l, deadline);
 	if (t->st.busy) {
 		snprintf(tmp, sizeof tmp, " %.1fs",
 		    (double)(now_ms() - t->st.step_ms) / 1000.0);
-		tline_adds(&l, R_STATUS, tmp);
+		tui_tline_adds(&l, R_STATUS, tmp);
 	}
 	status_tokens(t, &l);
 	if (t->st.flash && now_ms() < t->st.flash_until) {
-		tline_adds(&l, R_STATUS, " │ ");
-		tline_adds(&l, R_STATUS_KEY, t->st.flash);
+		tui_tline_adds(&l, R_STATUS, " │ ");
+		tui_tline_adds(&l, R_STATUS_KEY, t->st.flash);
 	}
 	status_hint(t, &l);
 	draw_line(t, t->lay.mainw, y, 0, t->lay.cols, &l, -1);
 	/* pad the bar to the full width */
-	int col = tline_width(&l);
+	int col = tui_tline_width(&l);
 	tui_style_role(t, t->lay.mainw, R_STATUS);
 	for (; col < t->lay.cols; col++)
 		mvwaddch(t->lay.mainw, y, col, ' ');
 	wattr_set(t->lay.mainw, A_NORMAL, 0, &(int){0});
-	tline_free(&l);
+	tui_tline_free(&l);
 }
 
 static const char *
@@ -588,7 +588,7 @@ input_glyph(const char *s, size_t n, char show[8], int *cw)
 		*cw = 1;
 		snprintf(show, 8, "?");
 	} else {
-		*cw = tlines_cpwidth(cp);
+		*cw = tui_tlines_cpwidth(cp);
 		memcpy(show, s, k);
 		show[k] = 0;
 	}
@@ -634,7 +634,7 @@ input_row(struct tui *t, int r, const char *lead, const char *s, size_t n,
     size_t *i, int off)
 {
 	WINDOW *w = t->lay.inw;
-	int lw = tlines_width(lead, strlen(lead)), c = lw, cw;
+	int lw = tui_tlines_width(lead, strlen(lead)), c = lw, cw;
 	char show[8];
 
 	wmove(w, r, 0);
@@ -668,7 +668,7 @@ draw_input(struct tui *t)
 	werase(t->lay.inw);
 	if (point > n)
 		point = n;
-	input_measure(s, n, point, tlines_width(pr, strlen(pr)), &crow, &ccol,
+	input_measure(s, n, point, tui_tlines_width(pr, strlen(pr)), &crow, &ccol,
 	    &nrows);
 	int first = crow - rows + 1 > 0 ? crow - rows + 1 : 0;
 	if (first > nrows - rows)
@@ -697,22 +697,22 @@ draw_overlay(struct tui *t)
 {
 	int h = t->lay.rows - t->lay.inrows - 1, w = t->lay.cols;
 	struct tline l = { 0 };
-	tline_adds(&l, R_TITLE_FOCUS, " ");
-	tline_adds(&l, R_TITLE_FOCUS, t->ov.title ? t->ov.title : "");
-	tline_adds(&l, R_DIM, t->ov.art >= 0 ? "   q/Esc close · o open · s save · ↑↓ PgUp PgDn" :
+	tui_tline_adds(&l, R_TITLE_FOCUS, " ");
+	tui_tline_adds(&l, R_TITLE_FOCUS, t->ov.title ? t->ov.title : "");
+	tui_tline_adds(&l, R_DIM, t->ov.art >= 0 ? "   q/Esc close · o open · s save · ↑↓ PgUp PgDn" :
 	    "   q/Esc close · ↑↓ PgUp PgDn Home End");
 	draw_line(t, t->lay.mainw, 0, 0, w, &l, -1);
-	tline_free(&l);
+	tui_tline_free(&l);
 	struct tlines ls;
 	const struct tlines *src = &t->ov.lines;
-	tlines_init(&ls);
+	tui_tlines_init(&ls);
 	if (t->ov.png) {
 		const char *why;
 		struct thumb *th = tui_thumbs_get(t, t->ov.png, w - 2, h - 2, &why);
 		if (th)
 			tui_thumbs_lines(&ls, th, 1, 0);
 		else
-			tlines_cut(&ls, why ? why : "cannot render", strlen(why ? why : "cannot render"),
+			tui_tlines_cut(&ls, why ? why : "cannot render", strlen(why ? why : "cannot render"),
 			    w, R_ERROR, " ", R_ERROR, 0);
 		src = &ls;
 	}
@@ -723,7 +723,7 @@ draw_overlay(struct tui *t)
 		t->ov.top = 0;
 	for (int r = 0; r < body && t->ov.top + r < src->n; r++)
 		draw_line(t, t->lay.mainw, 1 + r, 0, w, &src->v[t->ov.top + r], -1);
-	tlines_free(&ls);
+	tui_tlines_free(&ls);
 }
 
 static void
@@ -786,8 +786,8 @@ tui_draw(struct tui *t)
 void
 tui_overlay_open(struct tui *t, const char *title)
 {
-	tlines_free(&t->ov.lines);
-	tlines_init(&t->ov.lines);
+	tui_tlines_free(&t->ov.lines);
+	tui_tlines_init(&t->ov.lines);
 	free(t->ov.title);
 	t->ov.title = sanitize_str(title, strlen(title), 0);
 	free(t->ov.png);
@@ -802,7 +802,7 @@ void
 tui_overlay_close(struct tui *t)
 {
 	t->ov.on = 0;
-	tlines_free(&t->ov.lines);
+	tui_tlines_free(&t->ov.lines);
 	free(t->ov.png);
 	t->ov.png = NULL;
 	t->ov.art = -1;

@@ -10,9 +10,9 @@
 #include <string.h>
 
 #include "terp/buf.h"
-#include "terp/mdlite.h"
+#include "terp/tui_mdlite.h"
 #include "terp/sanitize.h"
-#include "terp/span.h"
+#include "terp/tui_span.h"
 #include "terp/util.h"
 
 #include "tui_cells.h"
@@ -22,7 +22,7 @@ tui_item_new(struct tui *t, enum item_kind k)
 {
 	if (t->conv.nitems == ITEMS_MAX) {
 		buf_free(&t->conv.items[0].text);
-		tlines_free(&t->conv.items[0].lines);
+		tui_tlines_free(&t->conv.items[0].lines);
 		memmove(t->conv.items, t->conv.items + 1, (size_t)(t->conv.nitems - 1) * sizeof *t->conv.items);
 		t->conv.nitems--;
 	}
@@ -34,7 +34,7 @@ tui_item_new(struct tui *t, enum item_kind k)
 	memset(it, 0, sizeof *it);
 	it->kind = k;
 	buf_init(&it->text, ITEM_TEXT_MAX);
-	tlines_init(&it->lines);
+	tui_tlines_init(&it->lines);
 	it->version = 1;
 	tui_mark(t);
 	return it;
@@ -63,7 +63,7 @@ tui_items_clear(struct tui *t)
 {
 	for (int i = 0; i < t->conv.nitems; i++) {
 		buf_free(&t->conv.items[i].text);
-		tlines_free(&t->conv.items[i].lines);
+		tui_tlines_free(&t->conv.items[i].lines);
 	}
 	t->conv.nitems = 0;
 	t->v[P_CONV].top = 0;
@@ -120,38 +120,38 @@ tui_item_lines(struct tui *t, struct item *it, int w)
 {
 	if (it->kind != IT_CELL && it->cver == it->version && it->cw == w)
 		return &it->lines;
-	tlines_free(&it->lines);
-	tlines_init(&it->lines);
+	tui_tlines_free(&it->lines);
+	tui_tlines_init(&it->lines);
 	const char *s = buf_str(&it->text);
 	size_t n = it->text.len;
 	switch (it->kind) {
 	case IT_USER:
-		tlines_add(&it->lines, 0);
-		tlines_wrap(&it->lines, s, n, w, R_USER, "› ", R_USER_MARK, 0);
+		tui_tlines_add(&it->lines, 0);
+		tui_tlines_wrap(&it->lines, s, n, w, R_USER, "› ", R_USER_MARK, 0);
 		break;
 	case IT_ANSWER: {
 		while (n > 0 && s[n - 1] == '\n')
 			n--;
 		struct span_doc d;
-		span_doc_init(&d);
-		mdlite_render(&d, s, n, w - 2 > 10 ? w - 2 : 10);
-		tlines_spans(&it->lines, &d, -1, "  ", R_ASSIST, R_THEME, 0);
-		span_doc_free(&d);
+		tui_span_doc_init(&d);
+		tui_mdlite_render(&d, s, n, w - 2 > 10 ? w - 2 : 10);
+		tui_tlines_spans(&it->lines, &d, -1, "  ", R_ASSIST, R_THEME, 0);
+		tui_span_doc_free(&d);
 		break;
 	}
 	case IT_CELL:
-		tui_cells_link(t, tlines_add(&it->lines, it->cell), it->cell);
+		tui_cells_link(t, tui_tlines_add(&it->lines, it->cell), it->cell);
 		break;
 	case IT_NOTICE:
-		tlines_wrap(&it->lines, s, n, w, R_NOTICE, "  · ", R_NOTICE, 0);
+		tui_tlines_wrap(&it->lines, s, n, w, R_NOTICE, "  · ", R_NOTICE, 0);
 		break;
 	case IT_ERROR:
-		tlines_wrap(&it->lines, s, n, w, R_ERROR, "  ✗ ", R_ERROR, 0);
+		tui_tlines_wrap(&it->lines, s, n, w, R_ERROR, "  ✗ ", R_ERROR, 0);
 		break;
 	case IT_INFO:
 		while (n > 0 && s[n - 1] == '\n')
 			n--;
-		tlines_wrap(&it->lines, s, n, w, R_TEXT, "  ", R_TEXT, 0);
+		tui_tlines_wrap(&it->lines, s, n, w, R_TEXT, "  ", R_TEXT, 0);
 		break;
 	}
 	it->cver = it->version;

@@ -5,7 +5,7 @@
 
 #include <stddef.h>
 
-#include "terp/tlines.h"
+#include "terp/tui_tlines.h"
 
 #include "tui_priv.h"
 

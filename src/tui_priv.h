@@ -1,6 +1,7 @@
-/* tui_priv: what the notebook UI's own files (tui.c, tui_cmd.c) share
- * and nothing else may use: the one static instance of the UI's state,
- * its types, and the few functions that cross between them. */
+/* tui_priv: what the notebook UI's own files (tui.c, tui_*.c) share and
+ * nothing else may use: the UI's state, struct tui, passed to their
+ * functions as `t` (tui.c holds the one instance), its types and limits.
+ * Each tui_X.c declares what it offers the others in tui_X.h. */
 #ifndef TERP_TUI_PRIV_H
 #define TERP_TUI_PRIV_H
 
@@ -10,22 +11,23 @@
 
 #include "terp/agent.h"
 #include "terp/buf.h"
-#include "terp/colorpair.h"
 #include "terp/notebook.h"
-#include "terp/theme.h"
 #include "terp/thumb.h"
-#include "terp/tlines.h"
 #include "terp/tui.h"
+#include "terp/tui_colorpair.h"
+#include "terp/tui_theme.h"
+#include "terp/tui_tlines.h"
 
 /* Style roles; the theme maps each to colours and attributes. */
 enum role {
 	R_TEXT, R_DIM, R_USER, R_USER_MARK, R_ASSIST, R_NOTICE, R_ERROR,
-	R_LINK, R_CELL_HDR, R_CODE, R_KEYWORD, R_STRING, R_NUMBER,
-	R_COMMENT, R_STDOUT, R_STDERR, R_VALUE, R_TRACE, R_GOOD, R_RUNNING,
-	R_FAIL, R_TITLE, R_TITLE_FOCUS, R_BORDER, R_STATUS, R_STATUS_KEY,
-	R_SEL, R_PROMPT, R_INPUT, R_HIDDEN, R_BOLD, R_HEADING, R_MD_CODE,
+	R_LINK, R_CELL_HDR, R_STDOUT, R_STDERR, R_VALUE, R_TRACE, R_GOOD,
+	R_RUNNING, R_FAIL, R_TITLE, R_TITLE_FOCUS, R_BORDER, R_STATUS,
+	R_STATUS_KEY, R_SEL, R_PROMPT, R_INPUT, R_HIDDEN, R_HEADING,
 	R_NROLES,
-	R_THEME = 1000	/* R_THEME + an enum theme_role: spans from mdlite/pyhl */
+	/* R_THEME + an enum theme_role: the spans of highlighted code and
+	 * Markdown (tui_pyhl, tui_mdlite) keep the theme's own roles */
+	R_THEME = 1000
 };
 
 enum pane { P_INPUT, P_CONV, P_CELLS, P_ARTS, P_NPANES };
@@ -59,7 +61,7 @@ struct item {
 struct cblock {			/* cached body of one cell */
 	int		 valid, width, expanded, status, nart;
 	uint64_t	 tot[2];
-	int		 has_value, thumbs;
+	int		 has_value;
 	struct tlines	 lines;
 };
 

@@ -1,13 +1,13 @@
 /* tui_style: the notebook UI's look on this terminal: the theme's roles
- * turned into curses attributes and colour pairs (colorpair.c), the
+ * turned into curses attributes and colour pairs (tui_colorpair.c), the
  * explicit colours of thumbnail cells, and whether the terminal shows
  * UTF-8 (block symbols, box lines) or only ASCII. */
 #include "tui_style.h"
 
 #include <stdlib.h>
 
-#include "terp/colorpair.h"
-#include "terp/theme.h"
+#include "terp/tui_colorpair.h"
+#include "terp/tui_theme.h"
 
 /* Each TUI role drawn with a theme role, plus attributes of its own. */
 static const struct {
@@ -23,11 +23,6 @@ static const struct {
 	[R_ERROR]	= { THEME_CELL_ERROR, A_BOLD },
 	[R_LINK]	= { THEME_ARTIFACT_NAME, 0 },
 	[R_CELL_HDR]	= { THEME_CELL_HEADER, 0 },
-	[R_CODE]	= { THEME_CELL_CODE, 0 },
-	[R_KEYWORD]	= { THEME_CODE_KEYWORD, 0 },
-	[R_STRING]	= { THEME_CODE_STRING, 0 },
-	[R_NUMBER]	= { THEME_CODE_NUMBER, 0 },
-	[R_COMMENT]	= { THEME_CODE_COMMENT, 0 },
 	[R_STDOUT]	= { THEME_CELL_STDOUT, 0 },
 	[R_STDERR]	= { THEME_CELL_STDERR, 0 },
 	[R_VALUE]	= { THEME_CELL_VALUE, 0 },
@@ -44,18 +39,16 @@ static const struct {
 	[R_PROMPT]	= { THEME_INPUT_PROMPT, 0 },
 	[R_INPUT]	= { THEME_INPUT, 0 },
 	[R_HIDDEN]	= { THEME_CONV_NOTICE, 0 },
-	[R_BOLD]	= { THEME_MD_BOLD, 0 },
 	[R_HEADING]	= { THEME_MD_HEADING, 0 },
-	[R_MD_CODE]	= { THEME_MD_CODE, 0 },
 };
 
-/* Colour pairs for explicit fg/bg (thumbnails), from colorpair.c. */
+/* Colour pairs for explicit fg/bg (thumbnails), from tui_colorpair.c. */
 static int
 pair_for(struct tui *t, int fg, int bg)
 {
 	if (!t->sty.cp)
 		return 0;
-	return colorpair_get(t->sty.cp, fg, bg);
+	return tui_colorpair_get(t->sty.cp, fg, bg);
 }
 
 /* Loads the theme and sets up colours. Returns 0, or -1 with *err
@@ -68,12 +61,12 @@ tui_style_init(struct tui *t, char **err)
 	int rc = 0;
 
 	if (t->o.theme)
-		rc = theme_load(&th, t->o.theme, err);
+		rc = tui_theme_load(&th, t->o.theme, err);
 	else {
 		/* default.theme when installed, else the same built in */
 		char *ignored = NULL;
-		if (theme_load(&th, "default", &ignored) < 0)
-			theme_init_builtin(&th);
+		if (tui_theme_load(&th, "default", &ignored) < 0)
+			tui_theme_init_builtin(&th);
 		free(ignored);
 	}
 
@@ -81,17 +74,17 @@ tui_style_init(struct tui *t, char **err)
 	t->sty.ncolors = 0;
 	if (!t->o.no_color && has_colors() && start_color() == OK) {
 		use_default_colors();
-		t->sty.ncolors = theme_ncolors(COLORS);
+		t->sty.ncolors = tui_theme_ncolors(COLORS);
 		t->sty.colors = t->sty.ncolors > 0;
 	}
 	if (t->sty.colors) {
-		colorpair_apply_theme(&th, t->sty.ncolors);
-		t->sty.cp = colorpair_new(COLORPAIR_FIRST_DYNAMIC, COLOR_PAIRS - 1);
+		tui_colorpair_apply_theme(&th, t->sty.ncolors);
+		t->sty.cp = tui_colorpair_new(COLORPAIR_FIRST_DYNAMIC, COLOR_PAIRS - 1);
 	}
 	for (int r = 0; r < R_NROLES; r++) {
 		unsigned long at;
 		int pair;
-		colorpair_role(&th, role_map[r].theme, t->sty.ncolors, &at, &pair);
+		tui_colorpair_role(&th, role_map[r].theme, t->sty.ncolors, &at, &pair);
 		t->sty.role_attr[r] = (attr_t)at | role_map[r].extra;
 		t->sty.role_pair[r] = t->sty.colors ? pair : 0;
 		if (!t->sty.colors && (r == R_STATUS || r == R_SEL || r == R_STATUS_KEY))
@@ -100,7 +93,7 @@ tui_style_init(struct tui *t, char **err)
 	for (int r = 0; r < THEME_NROLES; r++) {
 		unsigned long at;
 		int pair;
-		colorpair_role(&th, (enum theme_role)r, t->sty.ncolors, &at, &pair);
+		tui_colorpair_role(&th, (enum theme_role)r, t->sty.ncolors, &at, &pair);
 		t->sty.theme_attr[r] = (attr_t)at;
 		t->sty.theme_pair[r] = t->sty.colors ? pair : 0;
 	}
@@ -146,7 +139,7 @@ void
 tui_style_frame(struct tui *t)
 {
 	if (t->sty.cp)
-		colorpair_frame(t->sty.cp);
+		tui_colorpair_frame(t->sty.cp);
 }
 
 void
@@ -161,6 +154,6 @@ tui_style_thumb_opts(const struct tui *t, struct thumb_opts *to)
 void
 tui_style_free(struct tui *t)
 {
-	colorpair_free(t->sty.cp);
+	tui_colorpair_free(t->sty.cp);
 	t->sty.cp = NULL;
 }

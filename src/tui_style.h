@@ -13,7 +13,7 @@
  * when the theme file had problems (the built-in look fills in). */
 int tui_style_init(struct tui *t, char **err);
 void tui_style_free(struct tui *t);
-/* Once per frame, before drawing: lets colorpair.c recycle the pairs of
+/* Once per frame, before drawing: lets tui_colorpair.c recycle the pairs of
  * thumbnail cells no longer on screen. */
 void tui_style_frame(struct tui *t);
 

@@ -81,16 +81,16 @@ void
 tui_thumbs_lines(struct tlines *ls, const struct thumb *th, int indent, int tag)
 {
 	for (int y = 0; y < th->rows; y++) {
-		struct tline *l = tlines_add(ls, tag);
+		struct tline *l = tui_tlines_add(ls, tag);
 		if (indent > 0)
-			tline_add(l, R_TEXT, "        ", (size_t)(indent < 8 ? indent : 8));
+			tui_tline_add(l, R_TEXT, "        ", (size_t)(indent < 8 ? indent : 8));
 		struct buf run;
 		buf_init(&run, 4096);
 		int fg = -2, bg = -2;
 		for (int x = 0; x < th->cols; x++) {
 			const struct thumb_cell *c = &th->cells[y * th->cols + x];
 			if ((c->fg != fg || c->bg != bg) && run.len) {
-				tline_add_color(l, run.data, run.len, fg, bg);
+				tui_tline_add_color(l, run.data, run.len, fg, bg);
 				buf_reset(&run);
 			}
 			fg = c->fg;
@@ -98,7 +98,7 @@ tui_thumbs_lines(struct tlines *ls, const struct thumb *th, int indent, int tag)
 			buf_adds(&run, c->sym[0] ? c->sym : " ");
 		}
 		if (run.len)
-			tline_add_color(l, run.data, run.len, fg, bg);
+			tui_tline_add_color(l, run.data, run.len, fg, bg);
 		buf_free(&run);
 	}
 }

@@ -3,7 +3,7 @@
 #define TERP_TUI_THUMBS_H
 
 #include "terp/thumb.h"
-#include "terp/tlines.h"
+#include "terp/tui_tlines.h"
 
 #include "tui_priv.h"
 
