@@ -190,8 +190,9 @@ cell_block(struct tui *t, const struct cell *c, int w)
 {
 	if (c->n >= t->cells.ncb) {
 		int nn = c->n + 32;
-		t->cells.cb = xrealloc(t->cells.cb, (size_t)nn * sizeof *t->cells.cb);
-		memset(t->cells.cb + t->cells.ncb, 0, (size_t)(nn - t->cells.ncb) * sizeof *t->cells.cb);
+		size_t sz = sizeof *t->cells.cb;
+		t->cells.cb = xrealloc(t->cells.cb, (size_t)nn * sz);
+		memset(t->cells.cb + t->cells.ncb, 0, (size_t)(nn - t->cells.ncb) * sz);
 		t->cells.ncb = nn;
 	}
 	struct cblock *b = &t->cells.cb[c->n];
@@ -304,8 +305,10 @@ tui_cells_toggle(struct tui *t, int n)
 		return;
 	if (n >= t->cells.nexp) {
 		int nn = n + 64;
-		t->cells.expanded = xrealloc(t->cells.expanded, (size_t)nn * sizeof *t->cells.expanded);
-		memset(t->cells.expanded + t->cells.nexp, 0, (size_t)(nn - t->cells.nexp) * sizeof *t->cells.expanded);
+		size_t sz = sizeof *t->cells.expanded;
+		t->cells.expanded = xrealloc(t->cells.expanded, (size_t)nn * sz);
+		memset(t->cells.expanded + t->cells.nexp, 0,
+		    (size_t)(nn - t->cells.nexp) * sz);
 		t->cells.nexp = nn;
 	}
 	t->cells.expanded[n] = !t->cells.expanded[n];

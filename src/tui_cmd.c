@@ -569,7 +569,8 @@ tui_cmd_held_run(struct tui *t)
 	if (t->o.session && session_busy(t->o.session) && t->st.kstate != KERNEL_DEAD)
 		return;
 	char *s = t->cmd.held[0];
-	memmove(t->cmd.held, t->cmd.held + 1, (size_t)(t->cmd.nheld - 1) * sizeof *t->cmd.held);
+	memmove(t->cmd.held, t->cmd.held + 1,
+	    (size_t)(t->cmd.nheld - 1) * sizeof *t->cmd.held);
 	t->cmd.nheld--;
 	cmd_line(t, s);
 	free(s);

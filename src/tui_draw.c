@@ -91,7 +91,8 @@ layout(struct tui *t)
 /* Draws l at row y from column x, at most w columns; over >= 0 styles
  * the whole row (selection) and pads it. */
 static void
-draw_line(struct tui *t, WINDOW *win, int y, int x, int w, const struct tline *l, int over)
+draw_line(struct tui *t, WINDOW *win, int y, int x, int w,
+    const struct tline *l, int over)
 {
 	int col = 0;
 	wmove(win, y, x);
@@ -117,7 +118,8 @@ draw_line(struct tui *t, WINDOW *win, int y, int x, int w, const struct tline *l
 }
 
 static void
-draw_text(struct tui *t, WINDOW *win, int y, int x, int w, int role, const char *s)
+draw_text(struct tui *t, WINDOW *win, int y, int x, int w, int role,
+    const char *s)
 {
 	struct tline l = { 0 };
 	tui_tline_adds(&l, role, s);
@@ -136,12 +138,12 @@ draw_title(struct tui *t, enum pane p, const char *extra)
 	if (t->lay.compact) {
 		/* a tab strip: every pane, the shown one highlighted */
 		for (int q = (int)P_CONV; q < (int)P_NPANES; q++) {
-			tui_tline_adds(&l, q == (int)p ? (focus ? R_TITLE_FOCUS : R_CELL_HDR) :
-			    R_TITLE, q == (int)p ? "[" : " ");
-			tui_tline_adds(&l, q == (int)p ? (focus ? R_TITLE_FOCUS : R_CELL_HDR) :
-			    R_TITLE, pane_name[q]);
-			tui_tline_adds(&l, q == (int)p ? (focus ? R_TITLE_FOCUS : R_CELL_HDR) :
-			    R_TITLE, q == (int)p ? "]" : " ");
+			int shown = q == (int)p;
+			int role = !shown ? R_TITLE : focus ? R_TITLE_FOCUS :
+			    R_CELL_HDR;
+			tui_tline_adds(&l, role, shown ? "[" : " ");
+			tui_tline_adds(&l, role, pane_name[q]);
+			tui_tline_adds(&l, role, shown ? "]" : " ");
 		}
 	} else {
 		tui_tline_adds(&l, R_BORDER, "─ ");
@@ -699,7 +701,8 @@ draw_overlay(struct tui *t)
 	struct tline l = { 0 };
 	tui_tline_adds(&l, R_TITLE_FOCUS, " ");
 	tui_tline_adds(&l, R_TITLE_FOCUS, t->ov.title ? t->ov.title : "");
-	tui_tline_adds(&l, R_DIM, t->ov.art >= 0 ? "   q/Esc close · o open · s save · ↑↓ PgUp PgDn" :
+	tui_tline_adds(&l, R_DIM, t->ov.art >= 0 ?
+	    "   q/Esc close · o open · s save · ↑↓ PgUp PgDn" :
 	    "   q/Esc close · ↑↓ PgUp PgDn Home End");
 	draw_line(t, t->lay.mainw, 0, 0, w, &l, -1);
 	tui_tline_free(&l);
@@ -711,9 +714,10 @@ draw_overlay(struct tui *t)
 		struct thumb *th = tui_thumbs_get(t, t->ov.png, w - 2, h - 2, &why);
 		if (th)
 			tui_thumbs_lines(&ls, th, 1, 0);
-		else
-			tui_tlines_cut(&ls, why ? why : "cannot render", strlen(why ? why : "cannot render"),
-			    w, R_ERROR, " ", R_ERROR, 0);
+		else {
+			const char *m = why ? why : "cannot render";
+			tui_tlines_cut(&ls, m, strlen(m), w, R_ERROR, " ", R_ERROR, 0);
+		}
 		src = &ls;
 	}
 	int body = h - 1;
@@ -748,7 +752,8 @@ tui_draw(struct tui *t)
 {
 	t->dirty = 0;
 	t->last_draw = now_ms();
-	if (LINES != t->lay.rows || COLS != t->lay.cols || input_rows(t) != t->lay.inrows) {
+	if (LINES != t->lay.rows || COLS != t->lay.cols ||
+	    input_rows(t) != t->lay.inrows) {
 		/* new geometry: new windows (wresize cannot grow a window
 		 * past the screen's edge before it is moved) */
 		layout(t);

@@ -583,6 +583,25 @@ paste_flush_esc(struct tui *t)
 	}
 }
 
+/* The end marker of a paste: the text goes into the input line
+ * (sanitized, newlines kept), which gets the focus. */
+static void
+paste_done(struct tui *t)
+{
+	t->in.paste = 0;
+	if (t->focus != P_INPUT || t->ov.on) {
+		tui_overlay_close(t);
+		focus_set(t, P_INPUT);
+	}
+	if (t->in.modal != M_CONFIRM_QUIT && t->in.pastebuf.len) {
+		char *s = sanitize_str(t->in.pastebuf.data, t->in.pastebuf.len,
+		    SANITIZE_KEEP_NL | SANITIZE_EXPAND_TABS | SANITIZE_CR_AS_NL);
+		rl_insert_text(s);
+		free(s);
+	}
+	tui_mark(t);
+}
+
 static void
 feed_key(struct tui *t, int c)
 {
@@ -595,22 +614,8 @@ feed_key(struct tui *t, int c)
 				if (!t->in.paste) {
 					t->in.paste = 1;
 					buf_reset(&t->in.pastebuf);
-				} else {
-					t->in.paste = 0;
-					if (t->focus != P_INPUT || t->ov.on) {
-						tui_overlay_close(t);
-						focus_set(t, P_INPUT);
-					}
-					if (t->in.modal != M_CONFIRM_QUIT &&
-					    t->in.pastebuf.len) {
-						char *s = sanitize_str(t->in.pastebuf.data,
-						    t->in.pastebuf.len, SANITIZE_KEEP_NL |
-						    SANITIZE_EXPAND_TABS | SANITIZE_CR_AS_NL);
-						rl_insert_text(s);
-						free(s);
-					}
-					tui_mark(t);
-				}
+				} else
+					paste_done(t);
 			}
 			return;
 		}

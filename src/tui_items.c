@@ -20,15 +20,18 @@
 struct item *
 tui_item_new(struct tui *t, enum item_kind k)
 {
+	size_t sz = sizeof *t->conv.items;
+
 	if (t->conv.nitems == ITEMS_MAX) {
 		buf_free(&t->conv.items[0].text);
 		tui_tlines_free(&t->conv.items[0].lines);
-		memmove(t->conv.items, t->conv.items + 1, (size_t)(t->conv.nitems - 1) * sizeof *t->conv.items);
+		memmove(t->conv.items, t->conv.items + 1,
+		    (size_t)(t->conv.nitems - 1) * sz);
 		t->conv.nitems--;
 	}
 	if (t->conv.nitems == t->conv.citems) {
 		t->conv.citems = t->conv.citems ? t->conv.citems * 2 : 64;
-		t->conv.items = xrealloc(t->conv.items, (size_t)t->conv.citems * sizeof *t->conv.items);
+		t->conv.items = xrealloc(t->conv.items, (size_t)t->conv.citems * sz);
 	}
 	struct item *it = &t->conv.items[t->conv.nitems++];
 	memset(it, 0, sizeof *it);

@@ -17,7 +17,8 @@
 /* The thumbnail of a PNG at most cols wide and rows_max high, cached.
  * NULL when the file is not a decodable PNG (*why says so). */
 struct thumb *
-tui_thumbs_get(struct tui *t, const char *path, int cols, int rows_max, const char **why)
+tui_thumbs_get(struct tui *t, const char *path, int cols, int rows_max,
+    const char **why)
 {
 	struct tcache *slot = NULL;
 
