@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "terp/tui_pyhl.h"
 #include "terp/sanitize.h"
+#include "terp/tui_pyhl.h"
 #include "terp/tui_span.h"
 #include "terp/util.h"
 

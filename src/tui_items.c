@@ -10,8 +10,8 @@
 #include <string.h>
 
 #include "terp/buf.h"
-#include "terp/tui_mdlite.h"
 #include "terp/sanitize.h"
+#include "terp/tui_mdlite.h"
 #include "terp/tui_span.h"
 #include "terp/util.h"
 

@@ -6,8 +6,8 @@
 #include <string.h>
 
 #include "terp/config.h"
-#include "terp/tui_mdlite.h"
 #include "terp/sanitize.h"
+#include "terp/tui_mdlite.h"
 #include "terp/tui_span.h"
 #include "terp/tui_theme.h"
 
