@@ -1,6 +1,10 @@
 /* tui_cmd: the notebook UI's slash commands (/load, /py, /replay,
- * /export, /save...), the lines held while a replay runs, Tab
- * completion of the commands, and the help overlay that lists them. */
+ * /export, /save...), one table that gives each its name, usage, help
+ * line, handler and completion; the lines held while a replay runs;
+ * Tab completion; and the help overlay that lists the keys and the
+ * table. */
+#include "tui_cmd.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,6 +13,7 @@
 
 #include <readline/readline.h>
 
+#include "terp/agent.h"
 #include "terp/export.h"
 #include "terp/kernel.h"
 #include "terp/llm.h"
@@ -16,7 +21,64 @@
 #include "terp/session.h"
 #include "terp/util.h"
 
-#include "tui_priv.h"
+#include "tui_act.h"
+#include "tui_draw.h"
+#include "tui_items.h"
+
+struct cmd_entry;
+typedef void cmd_fn(struct tui *t, const struct cmd_entry *c,
+    const char *arg);
+
+enum {
+	CMD_HOLDS = 1,	/* runs code or changes the sandbox: waits for a replay */
+	CMD_FILES = 2,	/* its argument completes as a file name */
+};
+
+/* One slash command (tmux's cmd_entry): what /help shows, how it is
+ * typed and completed, and what runs it. */
+struct cmd_entry {
+	const char	*name;		/* typed after the slash */
+	const char	*alias[2];	/* other names, not completed */
+	const char	*usage;		/* "/load PATH" */
+	const char	*help;
+	int		 flags;		/* CMD_* */
+	cmd_fn		*fn;		/* arg: after the name, blanks skipped */
+};
+
+static cmd_fn cmd_help, cmd_load, cmd_files, cmd_py, cmd_rerun, cmd_reset,
+    cmd_restart, cmd_replay, cmd_model, cmd_sent, cmd_clear, cmd_export,
+    cmd_save, cmd_quit;
+
+/* In the order /help lists them and Tab offers them. */
+static const struct cmd_entry cmds[] = {
+	{ "help", { "h", "?" }, "/help", "the commands and keys", 0, cmd_help },
+	{ "load", { NULL }, "/load PATH", "stage another data file into the sandbox",
+	    CMD_HOLDS | CMD_FILES, cmd_load },
+	{ "files", { NULL }, "/files", "the data files and the artifacts", 0,
+	    cmd_files },
+	{ "py", { NULL }, "/py CODE", "run your own Python as a new cell",
+	    CMD_HOLDS, cmd_py },
+	{ "rerun", { NULL }, "/rerun N", "re-run cell N", CMD_HOLDS, cmd_rerun },
+	{ "reset", { NULL }, "/reset", "fresh Python namespace (same process)",
+	    CMD_HOLDS, cmd_reset },
+	{ "restart", { NULL }, "/restart", "restart the sandbox (state is lost)",
+	    CMD_HOLDS, cmd_restart },
+	{ "replay", { NULL }, "/replay", "re-run the cells that succeeded before "
+	    "the state was lost (after a resume, restart or idle stop)",
+	    CMD_HOLDS, cmd_replay },
+	{ "model", { NULL }, "/model NAME", "switch the model", 0, cmd_model },
+	{ "sent", { NULL }, "/sent [N]", "what left the machine for the model; "
+	    "N shows request N in full", 0, cmd_sent },
+	{ "clear", { NULL }, "/clear", "clear the conversation pane (the "
+	    "notebook keeps everything)", 0, cmd_clear },
+	{ "export", { NULL }, "/export FILE", "write the notebook as FILE: "
+	    "Jupyter (.ipynb) or Markdown (.md)", CMD_FILES, cmd_export },
+	{ "save", { NULL }, "/save", "write both, as terp-SESSION.ipynb and .md "
+	    "in the output folder", CMD_FILES, cmd_save },
+	{ "quit", { "q", "exit" }, "/quit", "quit (asks first when something runs)",
+	    0, cmd_quit },
+};
+#define NCMDS	(sizeof cmds / sizeof cmds[0])
 
 /* ---- help ---- */
 
@@ -48,106 +110,142 @@ static const struct keyhelp key_help[] = {
 	{ NULL, NULL }
 };
 
-static const struct keyhelp cmd_help[] = {
-	{ "/help", "the commands and keys" },
-	{ "/load PATH", "stage another data file into the sandbox" },
-	{ "/files", "the data files and the artifacts" },
-	{ "/py CODE", "run your own Python as a new cell" },
-	{ "/rerun N", "re-run cell N" },
-	{ "/reset", "fresh Python namespace (same process)" },
-	{ "/restart", "restart the sandbox (state is lost)" },
-	{ "/replay", "re-run the cells that succeeded before the state was lost (after a resume, restart or idle stop)" },
-	{ "/model NAME", "switch the model" },
-	{ "/sent [N]", "what left the machine for the model; N shows request N in full" },
-	{ "/clear", "clear the conversation pane (the notebook keeps everything)" },
-	{ "/export FILE", "write the notebook as FILE: Jupyter (.ipynb) or Markdown (.md)" },
-	{ "/save", "write both, as terp-SESSION.ipynb and .md in the output folder" },
-	{ "/quit", "quit (asks first when something runs)" },
-	{ NULL, NULL }
-};
-
-
+/* One row of the help: keys (or usage) in a column, what wrapped. */
 static void
-help_table(const struct keyhelp *h, int w)
+help_row(struct tui *t, const char *keys, const char *what, int w)
 {
-	for (; h->keys; h++) {
-		struct tline *l = tlines_add(&T.ov_lines, 0);
-		char k[32];
-		snprintf(k, sizeof k, "  %-18s", h->keys);
-		tline_adds(l, R_LINK, k);
-		int kw = tlines_width(k, strlen(k));
-		struct tlines tmp;
-		tlines_init(&tmp);
-		tlines_wrap(&tmp, h->what, strlen(h->what), w - kw, R_TEXT, NULL, 0, 0);
-		for (int i = 0; i < tmp.n; i++) {
-			if (i > 0) {
-				l = tlines_add(&T.ov_lines, 0);
-				tline_add(l, R_TEXT, "                                ", (size_t)kw < 32 ? (size_t)kw : 32);
-			}
-			for (int j = 0; j < tmp.v[i].nseg; j++)
-				tline_adds(l, R_TEXT, tmp.v[i].seg[j].text);
+	struct tline *l = tui_tlines_add(&t->ov.lines, 0);
+	char k[32];
+	snprintf(k, sizeof k, "  %-18s", keys);
+	tui_tline_adds(l, R_LINK, k);
+	int kw = tui_tlines_width(k, strlen(k));
+	struct tlines tmp;
+	tui_tlines_init(&tmp);
+	tui_tlines_wrap(&tmp, what, strlen(what), w - kw, R_TEXT, NULL, 0, 0);
+	for (int i = 0; i < tmp.n; i++) {
+		if (i > 0) {
+			l = tui_tlines_add(&t->ov.lines, 0);
+			tui_tline_add(l, R_TEXT, "                                ",
+			    (size_t)kw < 32 ? (size_t)kw : 32);
 		}
-		tlines_free(&tmp);
+		for (int j = 0; j < tmp.v[i].nseg; j++)
+			tui_tline_adds(l, R_TEXT, tmp.v[i].seg[j].text);
 	}
+	tui_tlines_free(&tmp);
 }
 
 void
-tui_cmd_help(void)
+tui_cmd_help(struct tui *t)
 {
-	tui_overlay_open("terp: keys and commands");
+	tui_overlay_open(t, "terp: keys and commands");
 	int w = COLS > 20 ? COLS : 80;
-	tline_adds(tlines_add(&T.ov_lines, 0), R_HEADING, " Keys");
-	help_table(key_help, w);
-	tlines_add(&T.ov_lines, 0);
-	tline_adds(tlines_add(&T.ov_lines, 0), R_HEADING, " Commands (Tab completes)");
-	help_table(cmd_help, w);
-	tlines_add(&T.ov_lines, 0);
-	tline_adds(tlines_add(&T.ov_lines, 0), R_DIM,
+	tui_tline_adds(tui_tlines_add(&t->ov.lines, 0), R_HEADING, " Keys");
+	for (const struct keyhelp *h = key_help; h->keys; h++)
+		help_row(t, h->keys, h->what, w);
+	tui_tlines_add(&t->ov.lines, 0);
+	tui_tline_adds(tui_tlines_add(&t->ov.lines, 0), R_HEADING, " Commands (Tab completes)");
+	for (size_t i = 0; i < NCMDS; i++)
+		help_row(t, cmds[i].usage, cmds[i].help, w);
+	tui_tlines_add(&t->ov.lines, 0);
+	tui_tline_adds(tui_tlines_add(&t->ov.lines, 0), R_DIM,
 	    "  The input line is GNU readline: your ~/.inputrc applies (emacs or vi mode).");
-	tline_adds(tlines_add(&T.ov_lines, 0), R_DIM,
+	tui_tline_adds(tui_tlines_add(&t->ov.lines, 0), R_DIM,
 	    "  History is kept in $XDG_STATE_HOME/terp/history.");
 }
 
+/* ---- the commands ---- */
 
-/* ---- slash commands ---- */
-
-static struct {
-	char	**host, **box;
-	int	  n;
-} loaded;
-
-void
-tui_cmd_quit(void)
+static void
+cmd_usage(struct tui *t, const struct cmd_entry *c)
 {
-	if (T.agent && agent_busy(T.agent)) {
-		T.modal = M_CONFIRM_QUIT;
-		T.focus = P_INPUT;
-		tui_mark();
-		return;
-	}
-	T.quit = 1;
+	tui_flash(t, "usage: %s", c->usage);
 }
 
 static void
-cmd_files(void)
+cmd_help(struct tui *t, const struct cmd_entry *c, const char *arg)
+{
+	(void)c;
+	(void)arg;
+	tui_cmd_help(t);
+}
+
+void
+tui_cmd_quit(struct tui *t)
+{
+	if (t->agent && agent_busy(t->agent)) {
+		t->in.modal = M_CONFIRM_QUIT;
+		t->focus = P_INPUT;
+		tui_mark(t);
+		return;
+	}
+	t->quit = 1;
+}
+
+static void
+cmd_quit(struct tui *t, const struct cmd_entry *c, const char *arg)
+{
+	(void)c;
+	(void)arg;
+	tui_cmd_quit(t);
+}
+
+/* Remembers a file /load staged, for /files. */
+static void
+loaded_add(struct tui *t, const char *host, const char *box)
+{
+	t->cmd.loaded = xrealloc(t->cmd.loaded,
+	    (size_t)(t->cmd.nloaded + 1) * sizeof *t->cmd.loaded);
+	t->cmd.loaded[t->cmd.nloaded].host = xstrdup(host);
+	t->cmd.loaded[t->cmd.nloaded++].box = xstrdup(box);
+}
+
+static void
+cmd_load(struct tui *t, const struct cmd_entry *c, const char *arg)
+{
+	char *err = NULL;
+
+	if (!*arg) {
+		cmd_usage(t, c);
+		return;
+	}
+	char *box = t->o.session ? session_load(t->o.session, arg, &err) :
+	    agent_load(t->agent, arg, &err);
+	if (!box) {
+		tui_show_err(t, "load", err);
+		return;
+	}
+	loaded_add(t, arg, box);
+	char *m = xasprintf("loaded %s as %s", arg, box);
+	tui_item_text(t, IT_NOTICE, m);
+	free(m);
+	free(box);
+}
+
+static void
+cmd_files(struct tui *t, const struct cmd_entry *c, const char *arg)
 {
 	struct buf b;
+
+	(void)c;
+	(void)arg;
 	buf_init(&b, 256 * 1024);
 	buf_adds(&b, "Data files:\n");
-	for (int i = 0; i < T.o.ndata; i++) {
-		const char *slash = strrchr(T.o.data_files[i], '/');
-		buf_printf(&b, "  %s → /workspace/data/%s\n", T.o.data_files[i],
-		    slash ? slash + 1 : T.o.data_files[i]);
+	/* TODO(i9-core): the sandbox path the notebook staged, not one
+	 * rebuilt from the file name */
+	for (int i = 0; i < t->o.ndata; i++) {
+		const char *slash = strrchr(t->o.data_files[i], '/');
+		buf_printf(&b, "  %s → /workspace/data/%s\n", t->o.data_files[i],
+		    slash ? slash + 1 : t->o.data_files[i]);
 	}
-	for (int i = 0; i < loaded.n; i++)
-		buf_printf(&b, "  %s → %s\n", loaded.host[i], loaded.box[i]);
-	if (T.o.ndata == 0 && loaded.n == 0)
+	for (int i = 0; i < t->cmd.nloaded; i++)
+		buf_printf(&b, "  %s → %s\n", t->cmd.loaded[i].host, t->cmd.loaded[i].box);
+	if (t->o.ndata == 0 && t->cmd.nloaded == 0)
 		buf_adds(&b, "  (none; /load PATH stages one)\n");
-	int na = notebook_nartifacts(T.nb);
-	buf_printf(&b, "Artifacts%s%s%s:\n", T.o.out_dir ? " (in " : "",
-	    T.o.out_dir ? T.o.out_dir : "", T.o.out_dir ? ")" : "");
+	int na = notebook_nartifacts(t->nb);
+	buf_printf(&b, "Artifacts%s%s%s:\n", t->o.out_dir ? " (in " : "",
+	    t->o.out_dir ? t->o.out_dir : "", t->o.out_dir ? ")" : "");
 	for (int i = 0; i < na; i++) {
-		const struct artifact *a = notebook_artifact(T.nb, i);
+		const struct artifact *a = notebook_artifact(t->nb, i);
 		char sz[32];
 		fmt_bytes(sz, sizeof sz, a->bytes);
 		char *nm = sanitize_str(a->name, strlen(a->name), 0);	/* one line */
@@ -156,31 +254,124 @@ cmd_files(void)
 	}
 	if (na == 0)
 		buf_adds(&b, "  (none yet)\n");
-	tui_item_text(IT_INFO, buf_str(&b));
+	tui_item_text(t, IT_INFO, buf_str(&b));
 	buf_free(&b);
-	T.v[P_CONV].follow = 1;
+	t->v[P_CONV].follow = 1;
 }
 
 static void
-cmd_sent(const char *arg)
+cmd_py(struct tui *t, const struct cmd_entry *c, const char *arg)
 {
-	int n = notebook_nsent(T.nb);
+	char *err = NULL;
+
+	if (!*arg) {
+		cmd_usage(t, c);
+		return;
+	}
+	if (agent_run_cell(t->agent, arg, &err) < 0)
+		tui_show_err(t, "py", err);
+	else
+		t->v[P_CELLS].follow = 1;
+}
+
+static void
+cmd_rerun(struct tui *t, const struct cmd_entry *c, const char *arg)
+{
+	int n = atoi(arg);
+
+	if (n <= 0)
+		cmd_usage(t, c);
+	else
+		tui_act_rerun(t, n);
+}
+
+static void
+cmd_reset(struct tui *t, const struct cmd_entry *c, const char *arg)
+{
+	char *err = NULL;
+
+	(void)c;
+	(void)arg;
+	if ((t->o.session ? session_reset(t->o.session, &err) :
+	    agent_reset(t->agent, &err)) < 0)
+		tui_show_err(t, "reset", err);
+	else
+		tui_item_text(t, IT_NOTICE, "the Python namespace was reset");
+}
+
+static void
+cmd_restart(struct tui *t, const struct cmd_entry *c, const char *arg)
+{
+	char *err = NULL;
+
+	(void)c;
+	(void)arg;
+	if ((t->o.session ? session_restart(t->o.session, &err) :
+	    agent_restart(t->agent, &err)) < 0)
+		tui_show_err(t, "restart", err);
+	else
+		tui_item_text(t, IT_NOTICE, t->o.session ? "restarting the sandbox: "
+		    "variables are gone (/replay re-runs the cells that succeeded)" :
+		    "restarting the sandbox: variables are gone");
+}
+
+static void
+cmd_replay(struct tui *t, const struct cmd_entry *c, const char *arg)
+{
+	char *err = NULL;
+
+	(void)c;
+	(void)arg;
+	if (!t->o.session)
+		tui_flash(t, "/replay needs a saved session");
+	else if (session_replay(t->o.session, &err) < 0)
+		tui_show_err(t, "replay", err);
+	else {
+		t->v[P_CELLS].follow = 1;
+		t->v[P_CONV].follow = 1;
+	}
+}
+
+static void
+cmd_model(struct tui *t, const struct cmd_entry *c, const char *arg)
+{
+	char *err = NULL;
+
+	(void)c;
+	if (!*arg) {
+		struct llm *m = agent_llm(t->agent);
+		tui_flash(t, "model: %s", m && llm_model(m) ? llm_model(m) : "none");
+	} else if (agent_set_model(t->agent, arg, &err) < 0)
+		tui_show_err(t, "model", err);
+	else {
+		char *m = xasprintf("model set to %s", arg);
+		tui_item_text(t, IT_NOTICE, m);
+		free(m);
+	}
+}
+
+static void
+cmd_sent(struct tui *t, const struct cmd_entry *c, const char *arg)
+{
+	int n = notebook_nsent(t->nb);
+
+	(void)c;
 	if (arg && *arg) {
 		int i = atoi(arg);
 		const char *what;
 		size_t len;
 		if (i < 1 || i > n) {
-			tui_flash("no request %s (there are %d)", arg, n);
+			tui_flash(t, "no request %s (there are %d)", arg, n);
 			return;
 		}
-		const char *body = notebook_sent(T.nb, i - 1, &what, &len);
+		const char *body = notebook_sent(t->nb, i - 1, &what, &len);
 		char *title = xasprintf("request %d of %d: %s (%zu bytes)", i, n,
 		    what ? what : "", len);
-		tui_overlay_open(title);
+		tui_overlay_open(t, title);
 		free(title);
 		char *s = sanitize_str(body ? body : "", body ? len : 0,
 		    SANITIZE_KEEP_NL | SANITIZE_EXPAND_TABS);
-		tlines_wrap(&T.ov_lines, s, strlen(s), COLS, R_TEXT, " ", R_TEXT, 0);
+		tui_tlines_wrap(&t->ov.lines, s, strlen(s), COLS, R_TEXT, " ", R_TEXT, 0);
 		free(s);
 		return;
 	}
@@ -189,7 +380,7 @@ cmd_sent(const char *arg)
 	size_t total = 0;
 	for (int i = 0; i < n; i++) {
 		size_t len;
-		notebook_sent(T.nb, i, NULL, &len);
+		notebook_sent(t->nb, i, NULL, &len);
 		total += len;
 	}
 	buf_printf(&b, "What left this machine for the model: %d request%s, %zu bytes.\n",
@@ -197,73 +388,81 @@ cmd_sent(const char *arg)
 	for (int i = 0; i < n; i++) {
 		const char *what;
 		size_t len;
-		notebook_sent(T.nb, i, &what, &len);
+		notebook_sent(t->nb, i, &what, &len);
 		buf_printf(&b, "  %d. %s  %zu bytes\n", i + 1, what ? what : "request", len);
 	}
 	if (n)
 		buf_adds(&b, "/sent N shows request N exactly as sent.\n");
-	tui_item_text(IT_INFO, buf_str(&b));
+	tui_item_text(t, IT_INFO, buf_str(&b));
 	buf_free(&b);
-	T.v[P_CONV].follow = 1;
+	t->v[P_CONV].follow = 1;
 }
 
 static void
-cmd_export(const char *path)
+cmd_clear(struct tui *t, const struct cmd_entry *c, const char *arg)
+{
+	(void)c;
+	(void)arg;
+	tui_items_clear(t);
+}
+
+static void
+cmd_export(struct tui *t, const struct cmd_entry *c, const char *path)
 {
 	char *err = NULL;
 
+	(void)c;
 	if (!*path) {
-		tui_flash("usage: /export FILE.ipynb or FILE.md");
+		tui_flash(t, "usage: /export FILE.ipynb or FILE.md");
 		return;
 	}
-	if (export_file(T.nb, path, &err) < 0) {
-		tui_show_err("export", err);
+	if (export_file(t->nb, path, &err) < 0) {
+		tui_show_err(t, "export", err);
 		return;
 	}
 	char *m = xasprintf("exported the notebook to %s", path);
-	tui_item_text(IT_NOTICE, m);
-	tui_flash("%s", m);
+	tui_item_text(t, IT_NOTICE, m);
+	tui_flash(t, "%s", m);
 	free(m);
 }
 
-/* /save: the notebook as both a Jupyter notebook and Markdown, named
- * after the session, in the output folder (next to the charts the
- * Markdown links to). /save PATH is /export PATH. */
 static void
-cmd_save(const char *arg)
+cmd_save(struct tui *t, const struct cmd_entry *c, const char *arg)
 {
 	if (*arg) {
-		cmd_export(arg);
+		cmd_export(t, c, arg);
 		return;
 	}
-	const char *dir = T.o.out_dir ? T.o.out_dir : "out";
-	char *id = T.session_id ? xstrdup(T.session_id) : NULL, *err = NULL;
+	const char *dir = t->o.out_dir ? t->o.out_dir : "out";
+	char *id = t->st.session_id ? xstrdup(t->st.session_id) : NULL, *err = NULL;
 	if (id == NULL) {
-		time_t t = time(NULL);
+		time_t now = time(NULL);
 		struct tm tm;
 		char d[32];
-		localtime_r(&t, &tm);
+		localtime_r(&now, &tm);
 		strftime(d, sizeof d, "%Y%m%d-%H%M%S", &tm);
 		id = xstrdup(d);
 	}
 	char *nbp = xasprintf("%s/terp-%s.ipynb", dir, id);
 	char *mdp = xasprintf("%s/terp-%s.md", dir, id);
 	if (mkdir_p(dir, 0755) < 0)
-		tui_show_err("save", xasprintf("cannot create %s: %s", dir, strerror(errno)));
-	else if (export_ipynb(T.nb, nbp, &err) < 0)
-		tui_show_err("save", err);
-	else if (export_markdown(T.nb, mdp, &err) < 0)
-		tui_show_err("save", err);
+		tui_show_err(t, "save", xasprintf("cannot create %s: %s", dir, strerror(errno)));
+	else if (export_ipynb(t->nb, nbp, &err) < 0)
+		tui_show_err(t, "save", err);
+	else if (export_markdown(t->nb, mdp, &err) < 0)
+		tui_show_err(t, "save", err);
 	else {
 		char *m = xasprintf("saved the notebook as %s and %s", nbp, mdp);
-		tui_item_text(IT_NOTICE, m);
-		tui_flash("saved %s and .md", nbp);
+		tui_item_text(t, IT_NOTICE, m);
+		tui_flash(t, "saved %s and .md", nbp);
 		free(m);
 	}
 	free(nbp);
 	free(mdp);
 	free(id);
 }
+
+/* ---- lines typed at the prompt ---- */
 
 static const char *
 skip_ws(const char *s)
@@ -273,116 +472,53 @@ skip_ws(const char *s)
 	return s;
 }
 
-static void
-run_command(const char *line)
+/* The command a line starting with '/' names (NULL: none), its name
+ * copied to name (cut at size - 1 bytes); *end gets the offset just
+ * past the name. */
+static const struct cmd_entry *
+cmd_find(const char *line, char *name, size_t size, size_t *end)
 {
-	char name[32];
 	size_t k = 0;
 	const char *p = line + 1;
-	while (*p && *p != ' ' && *p != '\t' && k < sizeof name - 1)
+
+	while (*p && *p != ' ' && *p != '\t' && k < size - 1)
 		name[k++] = *p++;
 	name[k] = 0;
-	const char *arg = skip_ws(p);
-	char *err = NULL;
-
-	if (!strcmp(name, "help") || !strcmp(name, "h") || !strcmp(name, "?"))
-		tui_cmd_help();
-	else if (!strcmp(name, "quit") || !strcmp(name, "q") || !strcmp(name, "exit"))
-		tui_cmd_quit();
-	else if (!strcmp(name, "load")) {
-		if (!*arg) {
-			tui_flash("usage: /load PATH");
-			return;
-		}
-		char *box = T.o.session ? session_load(T.o.session, arg, &err) :
-		    agent_load(T.agent, arg, &err);
-		if (!box)
-			tui_show_err("load", err);
-		else {
-			loaded.host = xrealloc(loaded.host, (size_t)(loaded.n + 1) * sizeof *loaded.host);
-			loaded.box = xrealloc(loaded.box, (size_t)(loaded.n + 1) * sizeof *loaded.box);
-			loaded.host[loaded.n] = xstrdup(arg);
-			loaded.box[loaded.n++] = xstrdup(box);
-			char *m = xasprintf("loaded %s as %s", arg, box);
-			tui_item_text(IT_NOTICE, m);
-			free(m);
-			free(box);
-		}
-	} else if (!strcmp(name, "files"))
-		cmd_files();
-	else if (!strcmp(name, "py")) {
-		if (!*arg) {
-			tui_flash("usage: /py CODE");
-			return;
-		}
-		if (agent_run_cell(T.agent, arg, &err) < 0)
-			tui_show_err("py", err);
-		else
-			T.v[P_CELLS].follow = 1;
-	} else if (!strcmp(name, "rerun")) {
-		int n = atoi(arg);
-		if (n <= 0)
-			tui_flash("usage: /rerun N");
-		else
-			tui_cell_rerun(n);
-	} else if (!strcmp(name, "reset")) {
-		if ((T.o.session ? session_reset(T.o.session, &err) :
-		    agent_reset(T.agent, &err)) < 0)
-			tui_show_err("reset", err);
-		else
-			tui_item_text(IT_NOTICE, "the Python namespace was reset");
-	} else if (!strcmp(name, "restart")) {
-		if ((T.o.session ? session_restart(T.o.session, &err) :
-		    agent_restart(T.agent, &err)) < 0)
-			tui_show_err("restart", err);
-		else
-			tui_item_text(IT_NOTICE, T.o.session ? "restarting the sandbox: "
-			    "variables are gone (/replay re-runs the cells that succeeded)" :
-			    "restarting the sandbox: variables are gone");
-	} else if (!strcmp(name, "replay")) {
-		if (!T.o.session)
-			tui_flash("/replay needs a saved session");
-		else if (session_replay(T.o.session, &err) < 0)
-			tui_show_err("replay", err);
-		else {
-			T.v[P_CELLS].follow = 1;
-			T.v[P_CONV].follow = 1;
-		}
-	} else if (!strcmp(name, "model")) {
-		if (!*arg) {
-			struct llm *m = agent_llm(T.agent);
-			tui_flash("model: %s", m && llm_model(m) ? llm_model(m) : "none");
-		} else if (agent_set_model(T.agent, arg, &err) < 0)
-			tui_show_err("model", err);
-		else {
-			char *m = xasprintf("model set to %s", arg);
-			tui_item_text(IT_NOTICE, m);
-			free(m);
-		}
-	} else if (!strcmp(name, "sent"))
-		cmd_sent(arg);
-	else if (!strcmp(name, "clear"))
-		tui_items_clear();
-	else if (!strcmp(name, "save"))
-		cmd_save(arg);
-	else if (!strcmp(name, "export"))
-		cmd_export(arg);
-	else
-		tui_flash("unknown command /%s (try /help)", name);
+	*end = (size_t)(p - line);
+	for (size_t i = 0; i < NCMDS; i++) {
+		const struct cmd_entry *c = &cmds[i];
+		if (strcmp(name, c->name) == 0 ||
+		    (c->alias[0] && strcmp(name, c->alias[0]) == 0) ||
+		    (c->alias[1] && strcmp(name, c->alias[1]) == 0))
+			return c;
+	}
+	return NULL;
 }
 
+static void
+run_command(struct tui *t, const char *line)
+{
+	char name[32];
+	size_t end;
+	const struct cmd_entry *c = cmd_find(line, name, sizeof name, &end);
+
+	if (c == NULL)
+		tui_flash(t, "unknown command /%s (try /help)", name);
+	else
+		c->fn(t, c, skip_ws(line + end));
+}
 
 /* A line typed at the prompt: a command or a question. */
-void
-tui_cmd_line(const char *s)
+static void
+cmd_line(struct tui *t, const char *s)
 {
 	if (*s == '/')
-		run_command(s);
+		run_command(t, s);
 	else if (*s) {
 		char *err = NULL;
-		if (agent_ask(T.agent, s, &err) < 0)
-			tui_show_err("ask", err);
-		T.v[P_CONV].follow = 1;
+		if (agent_ask(t->agent, s, &err) < 0)
+			tui_show_err(t, "ask", err);
+		t->v[P_CONV].follow = 1;
 	}
 }
 
@@ -390,61 +526,75 @@ tui_cmd_line(const char *s)
  * the commands that run code or change the sandbox's state (the others,
  * /help, /files, /export..., do not disturb it). Lines already held
  * keep their order behind the first. */
-int
-tui_cmd_holds(const char *s)
+static int
+cmd_holds(struct tui *t, const char *s)
 {
-	static const char *const waits[] = { "py", "rerun", "reset", "restart",
-		"replay", "load", NULL };
-	int runs = *s != '/';
-
-	for (int i = 0; waits[i] && !runs; i++) {
-		size_t n = strlen(waits[i]);
-		runs = strncmp(s + 1, waits[i], n) == 0 && (s[1 + n] == 0 ||
-		    s[1 + n] == ' ' || s[1 + n] == '\t');
+	if (*s == '/') {
+		char name[32];
+		size_t end;
+		const struct cmd_entry *c = cmd_find(s, name, sizeof name, &end);
+		if (c == NULL || !(c->flags & CMD_HOLDS))
+			return 0;
 	}
-	if (!runs)
-		return 0;
-	if (T.nheld > 0)
+	if (t->cmd.nheld > 0)
 		return 1;
-	return T.o.session && session_busy(T.o.session) && T.kstate != KERNEL_DEAD;
+	return t->o.session && session_busy(t->o.session) &&
+	    t->st.kstate != KERNEL_DEAD;
 }
 
+void
+tui_cmd_submit(struct tui *t, const char *s)
+{
+	if (!*s || !cmd_holds(t, s)) {
+		cmd_line(t, s);
+		return;
+	}
+	if (t->cmd.nheld == HELD_MAX) {
+		tui_flash(t, "too many lines held; wait for the replay to end");
+		return;
+	}
+	t->cmd.held[t->cmd.nheld++] = xstrdup(s);
+	char *m = xasprintf("held until the replay is over: %s", s);
+	tui_item_text(t, IT_NOTICE, m);
+	free(m);
+}
 
 /* Runs the oldest held line once the replay is over and the agent is
  * free (one per call: a question keeps the agent busy until EV_IDLE). */
 void
-tui_cmd_held_run(void)
+tui_cmd_held_run(struct tui *t)
 {
-	if (T.nheld == 0 || (T.agent && agent_busy(T.agent)))
+	if (t->cmd.nheld == 0 || (t->agent && agent_busy(t->agent)))
 		return;
-	if (T.o.session && session_busy(T.o.session) && T.kstate != KERNEL_DEAD)
+	if (t->o.session && session_busy(t->o.session) && t->st.kstate != KERNEL_DEAD)
 		return;
-	char *s = T.held[0];
-	memmove(T.held, T.held + 1, (size_t)(T.nheld - 1) * sizeof *T.held);
-	T.nheld--;
-	tui_cmd_line(s);
+	char *s = t->cmd.held[0];
+	memmove(t->cmd.held, t->cmd.held + 1,
+	    (size_t)(t->cmd.nheld - 1) * sizeof *t->cmd.held);
+	t->cmd.nheld--;
+	cmd_line(t, s);
 	free(s);
-	tui_mark();
+	tui_mark(t);
 }
 
+/* ---- completion ---- */
 
-static const char *cmd_names[] = { "/help", "/load", "/files", "/py", "/rerun",
-	"/reset", "/restart", "/replay", "/model", "/sent", "/clear", "/export",
-	"/save", "/quit", NULL };
-
+/* Readline's generator: called with state 0, then again for each next
+ * match until it returns NULL; the position lives between the calls. */
 static char *
 cmd_generator(const char *text, int state)
 {
-	static int i;
-	static size_t len;
+	static size_t i, len;
+
 	if (!state) {
 		i = 0;
 		len = strlen(text);
 	}
-	while (cmd_names[i]) {
-		const char *n = cmd_names[i++];
+	while (i < NCMDS) {
+		char *n = xasprintf("/%s", cmds[i++].name);
 		if (strncmp(n, text, len) == 0)
-			return xstrdup(n);
+			return n;
+		free(n);
 	}
 	return NULL;
 }
@@ -457,17 +607,21 @@ tui_cmd_complete(const char *text, int start, int end)
 		rl_attempted_completion_over = 1;
 		return rl_completion_matches(text, cmd_generator);
 	}
-	if (strncmp(rl_line_buffer, "/load ", 6) == 0 ||
-	    strncmp(rl_line_buffer, "/export ", 8) == 0 ||
-	    strncmp(rl_line_buffer, "/save ", 6) == 0)
-		return NULL;	/* file names */
+	if (rl_line_buffer[0] == '/') {
+		char name[32];
+		size_t e;
+		const struct cmd_entry *c = cmd_find(rl_line_buffer, name,
+		    sizeof name, &e);
+		if (c && (c->flags & CMD_FILES) && rl_line_buffer[e] == ' ')
+			return NULL;	/* file names */
+	}
 	rl_attempted_completion_over = 1;
 	return NULL;
 }
 
 /* Readline would print the list; it goes to the status bar instead. */
 void
-tui_cmd_show_matches(char **matches, int num, int max)
+tui_cmd_show_matches(struct tui *t, char **matches, int num, int max)
 {
 	(void)max;
 	struct buf b;
@@ -478,18 +632,21 @@ tui_cmd_show_matches(char **matches, int num, int max)
 		buf_printf(&b, "%s%s", i > 1 ? "  " : "",
 		    slash && slash[1] && m[0] != '/' ? slash + 1 : m);
 	}
-	tui_flash("%s", buf_str(&b));
+	tui_flash(t, "%s", buf_str(&b));
 	buf_free(&b);
 }
 
 void
-tui_cmd_free(void)
+tui_cmd_free(struct tui *t)
 {
-	for (int i = 0; i < loaded.n; i++) {
-		free(loaded.host[i]);
-		free(loaded.box[i]);
+	for (int i = 0; i < t->cmd.nloaded; i++) {
+		free(t->cmd.loaded[i].host);
+		free(t->cmd.loaded[i].box);
 	}
-	free(loaded.host);
-	free(loaded.box);
-	memset(&loaded, 0, sizeof loaded);
+	free(t->cmd.loaded);
+	t->cmd.loaded = NULL;
+	t->cmd.nloaded = 0;
+	for (int i = 0; i < t->cmd.nheld; i++)
+		free(t->cmd.held[i]);
+	t->cmd.nheld = 0;
 }

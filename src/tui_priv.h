@@ -1,6 +1,7 @@
-/* tui_priv: what the notebook UI's own files (tui.c, tui_cmd.c) share
- * and nothing else may use: the one static instance of the UI's state,
- * its types, and the few functions that cross between them. */
+/* tui_priv: what the notebook UI's own files (tui.c, tui_*.c) share and
+ * nothing else may use: the UI's state, struct tui, passed to their
+ * functions as `t` (tui.c holds the one instance), its types and limits.
+ * Each tui_X.c declares what it offers the others in tui_X.h. */
 #ifndef TERP_TUI_PRIV_H
 #define TERP_TUI_PRIV_H
 
@@ -10,22 +11,23 @@
 
 #include "terp/agent.h"
 #include "terp/buf.h"
-#include "terp/colorpair.h"
 #include "terp/notebook.h"
-#include "terp/theme.h"
 #include "terp/thumb.h"
-#include "terp/tlines.h"
 #include "terp/tui.h"
+#include "terp/tui_colorpair.h"
+#include "terp/tui_theme.h"
+#include "terp/tui_tlines.h"
 
 /* Style roles; the theme maps each to colours and attributes. */
 enum role {
 	R_TEXT, R_DIM, R_USER, R_USER_MARK, R_ASSIST, R_NOTICE, R_ERROR,
-	R_LINK, R_CELL_HDR, R_CODE, R_KEYWORD, R_STRING, R_NUMBER,
-	R_COMMENT, R_STDOUT, R_STDERR, R_VALUE, R_TRACE, R_GOOD, R_RUNNING,
-	R_FAIL, R_TITLE, R_TITLE_FOCUS, R_BORDER, R_STATUS, R_STATUS_KEY,
-	R_SEL, R_PROMPT, R_INPUT, R_HIDDEN, R_BOLD, R_HEADING, R_MD_CODE,
+	R_LINK, R_CELL_HDR, R_STDOUT, R_STDERR, R_VALUE, R_TRACE, R_GOOD,
+	R_RUNNING, R_FAIL, R_TITLE, R_TITLE_FOCUS, R_BORDER, R_STATUS,
+	R_STATUS_KEY, R_SEL, R_PROMPT, R_INPUT, R_HIDDEN, R_HEADING,
 	R_NROLES,
-	R_THEME = 1000	/* R_THEME + an enum theme_role: spans from mdlite/pyhl */
+	/* R_THEME + an enum theme_role: the spans of highlighted code and
+	 * Markdown (tui_pyhl, tui_mdlite) keep the theme's own roles */
+	R_THEME = 1000
 };
 
 enum pane { P_INPUT, P_CONV, P_CELLS, P_ARTS, P_NPANES };
@@ -59,7 +61,7 @@ struct item {
 struct cblock {			/* cached body of one cell */
 	int		 valid, width, expanded, status, nart;
 	uint64_t	 tot[2];
-	int		 has_value, thumbs;
+	int		 has_value;
 	struct tlines	 lines;
 };
 
@@ -83,112 +85,119 @@ struct view {			/* a scrollable list */
 
 enum modal { M_NONE, M_CONFIRM_QUIT, M_SAVE_AS, M_SAVE_CONFIRM };
 
+/* What the status bar says the core is doing. */
+enum phase { PH_IDLE, PH_THINKING, PH_ANSWERING, PH_CELL };
+
+/* The UI's state, passed to every function of the tui_*.c files as
+ * `struct tui *t`. Each part says which file writes it; the others
+ * only read it. */
 struct tui {
-	/* set up by tui_run */
+	/* set up by tui_run (tui.c) */
 	struct loop		*loop;
 	struct agent		*agent;
 	struct notebook		*nb;
 	struct tui_opts		 o;
 	int			 active;	/* the screen is up */
 	int			 quit;
-	int			 dirty;
+	int			 dirty;		/* redraw at the next frame */
 	int64_t			 last_draw;
-
-	/* conversation */
-	struct item		*items;
-	int			 nitems, citems;
-	int			 question_text;	/* got text since the question */
-
-	/* cells */
-	struct cblock		*cb;
-	int			 ncb;
-	int			*expanded;	/* by cell number */
-	int			 nexp;
-
-	struct tcache		 thumbs[NTHUMBS];
-	unsigned		 tstamp;
-
-	struct view		 v[P_NPANES];
-	enum pane		 focus, last_pane;
-	int			 compact;	/* one pane at a time */
-
-	/* overlay: help, previews, /sent N */
-	int			 overlay;
-	char			*ov_title;
-	struct tlines		 ov_lines;
-	int			 ov_top;
-	char			*ov_png;	/* preview of a PNG: its path */
-	int			 ov_art;	/* artifact index or -1 */
-
-	/* status */
-	int			 kstate;
-	char			*kmsg;
-	int			 busy;		/* between a request and EV_IDLE */
-	int			 phase;		/* 0 idle, 1 thinking, 2 answering, 3 cell */
-	int			 run_cell;
-	int64_t			 step_ms;
-	struct usage		 total;
-	char			*flash;		/* transient status message */
-	int64_t			 flash_until;
-	char			*session_id, *workspace;
-	int			 idle_down;	/* the idle timeout stopped the sandbox */
-	int			 ticking;	/* a countdown is on the status bar */
-
-	/* lines typed while a replay runs, run once it is over */
-	char			*held[HELD_MAX];
-	int			 nheld;
-
-	/* input */
-	enum modal		 modal;
-	int			 save_art;	/* M_SAVE_AS: artifact index */
-	char			*save_name;	/* M_SAVE_CONFIRM: the typed name */
-	char			 save_prompt[128];	/* M_SAVE_CONFIRM */
-	unsigned char		 q[8192];	/* bytes for readline */
-	size_t			 qh, qt;
-	int			 paste;		/* inside a bracketed paste */
-	struct buf		 pastebuf;
-	char			 esc[8];	/* possible paste marker prefix */
-	int			 nesc;
-	FILE			*rl_null;
-	char			*history;
 	int			 saved_stderr;
 	int			 err_fd;
 
-	/* layout, computed per frame */
-	int			 rows, cols, inrows;
-	int			 py[P_NPANES], px[P_NPANES], ph[P_NPANES], pw[P_NPANES];
-	WINDOW			*mainw, *inw;
-	int			 tagmap[P_NPANES][TAGROWS];	/* row -> tag */
-	int			 colors, ncolors;
-	struct colorpair	*cp;
-	int			 role_pair[R_NROLES];
-	int			 theme_pair[THEME_NROLES];
-	attr_t			 theme_attr[THEME_NROLES];
-	attr_t			 role_attr[R_NROLES];
+	/* what the panes show and where the keys go (tui_input.c, and
+	 * the event sink and commands that follow new output) */
+	struct view		 v[P_NPANES];
+	enum pane		 focus, last_pane;
+
+	struct {		/* the conversation (tui_items.c) */
+		struct item	*items;
+		int		 nitems, citems;
+		int		 question_text;	/* got text since the question */
+	} conv;
+
+	struct {		/* the cells' bodies (tui_cells.c) */
+		struct cblock	*cb;
+		int		 ncb;
+		int		*expanded;	/* by cell number */
+		int		 nexp;
+	} cells;
+
+	struct {		/* rendered thumbnails (tui_thumbs.c) */
+		struct tcache	 slot[NTHUMBS];
+		unsigned	 stamp;
+	} thumbs;
+
+	struct {		/* help, previews, /sent N (tui_draw.c) */
+		int		 on;
+		char		*title;
+		struct tlines	 lines;
+		int		 top;
+		char		*png;	/* preview of a PNG: its path */
+		int		 art;	/* artifact index or -1 */
+	} ov;
+
+	struct {		/* the status bar (tui_event.c, tui_items.c) */
+		int		 kstate;
+		int		 busy;		/* between a request and EV_IDLE */
+		enum phase	 phase;
+		int		 run_cell;
+		int64_t		 step_ms;
+		struct usage	 total;
+		char		*flash;		/* transient status message */
+		int64_t		 flash_until;
+		char		*session_id, *workspace;
+		int		 idle_down;	/* the idle timeout stopped the sandbox */
+		int		 ticking;	/* a countdown is on the status bar */
+	} st;
+
+	struct {		/* commands' state (tui_cmd.c) */
+		/* lines typed while a replay runs, run once it is over */
+		char		*held[HELD_MAX];
+		int		 nheld;
+		struct {	/* files /load staged, for /files */
+			char	*host, *box;
+		}		*loaded;
+		int		 nloaded;
+	} cmd;
+
+	struct {		/* the input line (tui_input.c) */
+		enum modal	 modal;
+		int		 save_art;	/* M_SAVE_AS: artifact index */
+		char		*save_name;	/* M_SAVE_CONFIRM: the typed name */
+		char		 save_prompt[128];	/* M_SAVE_CONFIRM */
+		unsigned char	 q[8192];	/* bytes for readline */
+		size_t		 qh, qt;
+		int		 paste;		/* inside a bracketed paste */
+		struct buf	 pastebuf;
+		char		 esc[8];	/* possible paste marker prefix */
+		int		 nesc;
+		FILE		*rl_null;
+		char		*history;
+	} in;
+
+	struct {		/* the layout, computed per frame (tui_draw.c) */
+		int		 rows, cols, inrows;
+		int		 py[P_NPANES], px[P_NPANES], ph[P_NPANES], pw[P_NPANES];
+		int		 compact;	/* one pane at a time */
+		WINDOW		*mainw, *inw;
+		int		 tagmap[P_NPANES][TAGROWS];	/* row -> tag */
+	} lay;
+
+	struct {		/* colours and attributes (tui_style.c) */
+		int		 colors, ncolors;
+		struct colorpair *cp;
+		int		 role_pair[R_NROLES];
+		int		 theme_pair[THEME_NROLES];
+		attr_t		 theme_attr[THEME_NROLES];
+		attr_t		 role_attr[R_NROLES];
+	} sty;
 };
 
-/* The UI's state: one terminal, one instance (tui.c). */
-extern struct tui T;
-
-/* tui.c: the conversation model, the status line, overlays, cells. */
-void tui_mark(void);				/* something changed: redraw */
-struct item *tui_item_text(enum item_kind k, const char *s);
-void tui_items_clear(void);
-void tui_flash(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/* Shows "what: err" in the conversation and the status line; frees err. */
-void tui_show_err(const char *what, char *err);
-void tui_overlay_open(const char *title);
-void tui_cell_rerun(int n);
-
-/* tui_cmd.c: slash commands, lines held during a replay, completion
- * and the help overlay. */
-void tui_cmd_help(void);
-void tui_cmd_quit(void);			/* asks first when busy */
-void tui_cmd_line(const char *s);		/* a command or a question */
-int tui_cmd_holds(const char *s);		/* must s wait for the replay? */
-void tui_cmd_held_run(void);			/* once per loop iteration */
-char **tui_cmd_complete(const char *text, int start, int end);
-void tui_cmd_show_matches(char **matches, int num, int max);
-void tui_cmd_free(void);
+/* Something changed: redraw at the next frame. */
+static inline void
+tui_mark(struct tui *t)
+{
+	t->dirty = 1;
+}
 
 #endif

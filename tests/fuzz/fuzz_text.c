@@ -6,10 +6,10 @@
 #include <string.h>
 
 #include "terp/config.h"
-#include "terp/mdlite.h"
 #include "terp/sanitize.h"
-#include "terp/span.h"
-#include "terp/theme.h"
+#include "terp/tui_mdlite.h"
+#include "terp/tui_span.h"
+#include "terp/tui_theme.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -27,15 +27,15 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	free(err);
 	err = NULL;
 
-	theme_init_builtin(&t);
-	theme_parse(&t, (const char *)data, size, "fuzz", &err);
+	tui_theme_init_builtin(&t);
+	tui_theme_parse(&t, (const char *)data, size, "fuzz", &err);
 	free(err);
 
 	clean = sanitize_str((const char *)data, size, SANITIZE_KEEP_NL | SANITIZE_EXPAND_TABS);
 	for (int width = 10; width <= 90; width += 40) {
-		span_doc_init(&d);
-		mdlite_render(&d, clean, strlen(clean), width);
-		span_doc_free(&d);
+		tui_span_doc_init(&d);
+		tui_mdlite_render(&d, clean, strlen(clean), width);
+		tui_span_doc_free(&d);
 	}
 	free(clean);
 	return 0;

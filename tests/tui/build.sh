@@ -3,7 +3,7 @@
 # development harness for when the real agent is not there).
 set -e
 cd "$(dirname "$0")/../.."
-make -s build/obj/tui.o build/obj/tlines.o >/dev/null 2>&1 || true
+make -s build/obj/tui.o build/obj/tui_tlines.o >/dev/null 2>&1 || true
 for f in src/*.c; do
 	b=$(basename "$f" .c)
 	case "$b" in main|agent|kernel|llm*|zz_*|headless|exec|frontend|jsonout|printer|sandbox|http|sse|config|filter|tui_main|journal|idle|replay|resume|session|sessions) continue;; esac

@@ -1,7 +1,7 @@
-/* theme: role names, the theme file parser and the lookup of theme files.
+/* tui_theme: role names, the theme file parser and the lookup of theme files.
  * The built-in theme is itself theme text, parsed at start-up, so it and
  * themes/default.theme are the same language (a unit test compares). */
-#include "terp/theme.h"
+#include "terp/tui_theme.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -114,7 +114,7 @@ static const struct {
 };
 
 const char *
-theme_role_name(enum theme_role role)
+tui_theme_role_name(enum theme_role role)
 {
 	if ((int)role < 0 || role >= THEME_NROLES)
 		return "?";
@@ -122,7 +122,7 @@ theme_role_name(enum theme_role role)
 }
 
 int
-theme_role_find(const char *name)
+tui_theme_role_find(const char *name)
 {
 	for (int i = 0; i < THEME_NROLES; i++)
 		if (strcmp(theme_roles[i], name) == 0)
@@ -131,12 +131,12 @@ theme_role_find(const char *name)
 }
 
 void
-theme_init_builtin(struct theme *t)
+tui_theme_init_builtin(struct theme *t)
 {
 	char *err = NULL;
 
 	memset(t, 0, sizeof *t);
-	if (theme_parse(t, theme_builtin, sizeof theme_builtin - 1,
+	if (tui_theme_parse(t, theme_builtin, sizeof theme_builtin - 1,
 	    "built-in", &err) != 0)
 		fatal("%s", err);	/* a bug in the table above */
 }
@@ -220,7 +220,7 @@ theme_parse_line(char *line, int *role, struct theme_style *st,
 		*--end = '\0';
 	if (*key == '\0')
 		return "missing role name before '='";
-	if ((*role = theme_role_find(key)) < 0) {
+	if ((*role = tui_theme_role_find(key)) < 0) {
 		*bad = key;
 		return "unknown role";
 	}
@@ -259,7 +259,7 @@ theme_parse_line(char *line, int *role, struct theme_style *st,
 }
 
 int
-theme_parse(struct theme *t, const char *text, size_t len,
+tui_theme_parse(struct theme *t, const char *text, size_t len,
     const char *source, char **err)
 {
 	struct buf errs;
@@ -334,7 +334,9 @@ theme_name_ok(const char *name)
 	return name[0] != '.';
 }
 
-char *
+/* Finds NAME.theme (see tui_theme_load). Returns a new path or NULL with
+ * *err (caller frees). */
+static char *
 theme_find(const char *name, char **err)
 {
 	char *dirs[3], *path = NULL;
@@ -376,13 +378,13 @@ theme_find(const char *name, char **err)
 }
 
 int
-theme_load(struct theme *t, const char *name, char **err)
+tui_theme_load(struct theme *t, const char *name, char **err)
 {
 	char *path, *text;
 	size_t len;
 	int rc;
 
-	theme_init_builtin(t);
+	tui_theme_init_builtin(t);
 	if ((path = theme_find(name, err)) == NULL)
 		return -1;
 	text = read_file(path, THEME_MAX_FILE, &len);
@@ -393,14 +395,14 @@ theme_load(struct theme *t, const char *name, char **err)
 		free(path);
 		return -1;
 	}
-	rc = theme_parse(t, text, len, path, err);
+	rc = tui_theme_parse(t, text, len, path, err);
 	free(text);
 	free(path);
 	return rc;
 }
 
 int
-theme_ncolors(int term_colors)
+tui_theme_ncolors(int term_colors)
 {
 	const char *nc = getenv("NO_COLOR");
 
@@ -416,7 +418,7 @@ theme_ncolors(int term_colors)
 }
 
 int
-theme_color_resolve(struct theme_color c, int ncolors)
+tui_theme_color_resolve(struct theme_color c, int ncolors)
 {
 	uint8_t rgb[3];
 

@@ -1,23 +1,24 @@
-/* tlines: styled display lines and wrapping by display width (see
- * tlines.h). Everything the TUI draws passes through here first, so
+/* tui_tlines: styled display lines and wrapping by display width (see
+ * tui_tlines.h). Everything the TUI draws passes through here first, so
  * widths are measured once, with one function. */
-#include "terp/tlines.h"
+#include "terp/tui_tlines.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #include "terp/sanitize.h"
-#include "terp/uwidth.h"
+#include "terp/tui_span.h"
+#include "terp/tui_uwidth.h"
 #include "terp/util.h"
 
 void
-tlines_init(struct tlines *ls)
+tui_tlines_init(struct tlines *ls)
 {
 	memset(ls, 0, sizeof *ls);
 }
 
-static void
-tline_clear(struct tline *l)
+void
+tui_tline_free(struct tline *l)
 {
 	for (int i = 0; i < l->nseg; i++)
 		free(l->seg[i].text);
@@ -26,16 +27,16 @@ tline_clear(struct tline *l)
 }
 
 void
-tlines_free(struct tlines *ls)
+tui_tlines_free(struct tlines *ls)
 {
 	for (int i = 0; i < ls->n; i++)
-		tline_clear(&ls->v[i]);
+		tui_tline_free(&ls->v[i]);
 	free(ls->v);
 	memset(ls, 0, sizeof *ls);
 }
 
 struct tline *
-tlines_add(struct tlines *ls, int tag)
+tui_tlines_add(struct tlines *ls, int tag)
 {
 	if (ls->n == ls->cap) {
 		ls->cap = ls->cap ? ls->cap * 2 : 16;
@@ -61,7 +62,7 @@ tline_push(struct tline *l)
 }
 
 void
-tline_add(struct tline *l, int role, const char *s, size_t n)
+tui_tline_add(struct tline *l, int role, const char *s, size_t n)
 {
 	struct tseg *g = tline_push(l);
 	g->text = xstrndup(s, n);
@@ -69,13 +70,13 @@ tline_add(struct tline *l, int role, const char *s, size_t n)
 }
 
 void
-tline_adds(struct tline *l, int role, const char *s)
+tui_tline_adds(struct tline *l, int role, const char *s)
 {
-	tline_add(l, role, s, strlen(s));
+	tui_tline_add(l, role, s, strlen(s));
 }
 
 void
-tline_add_color(struct tline *l, const char *s, size_t n, int fg, int bg)
+tui_tline_add_color(struct tline *l, const char *s, size_t n, int fg, int bg)
 {
 	struct tseg *g = tline_push(l);
 	g->text = xstrndup(s, n);
@@ -84,24 +85,10 @@ tline_add_color(struct tline *l, const char *s, size_t n, int fg, int bg)
 	g->bg = bg;
 }
 
-void
-tlines_append(struct tlines *ls, const struct tlines *src)
-{
-	for (int i = 0; i < src->n; i++) {
-		const struct tline *s = &src->v[i];
-		struct tline *d = tlines_add(ls, s->tag);
-		for (int j = 0; j < s->nseg; j++) {
-			struct tseg *g = tline_push(d);
-			*g = s->seg[j];
-			g->text = xstrdup(s->seg[j].text);
-		}
-	}
-}
-
 int
-tlines_cpwidth(unsigned cp)
+tui_tlines_cpwidth(unsigned cp)
 {
-	return uwidth_cp(cp);
+	return tui_uwidth_cp(cp);
 }
 
 /* Decodes one character; invalid bytes count as one column each. */
@@ -114,12 +101,12 @@ next_char(const char *s, size_t n, int *w)
 		*w = 1;
 		return 1;
 	}
-	*w = tlines_cpwidth(cp);
+	*w = tui_tlines_cpwidth(cp);
 	return k;
 }
 
 int
-tlines_width(const char *s, size_t n)
+tui_tlines_width(const char *s, size_t n)
 {
 	int w = 0, cw;
 	size_t i = 0;
@@ -131,16 +118,16 @@ tlines_width(const char *s, size_t n)
 }
 
 int
-tline_width(const struct tline *l)
+tui_tline_width(const struct tline *l)
 {
 	int w = 0;
 	for (int i = 0; i < l->nseg; i++)
-		w += tlines_width(l->seg[i].text, strlen(l->seg[i].text));
+		w += tui_tlines_width(l->seg[i].text, strlen(l->seg[i].text));
 	return w;
 }
 
 size_t
-tlines_fit(const char *s, size_t n, int width, int *used)
+tui_tlines_fit(const char *s, size_t n, int width, int *used)
 {
 	int w = 0, cw;
 	size_t i = 0;
@@ -160,27 +147,27 @@ static struct tline *
 start_line(struct tlines *ls, int tag, const char *prefix, int prole,
     int first, int pw)
 {
-	struct tline *l = tlines_add(ls, tag);
+	struct tline *l = tui_tlines_add(ls, tag);
 	if (pw > 0) {
 		if (first)
-			tline_adds(l, prole, prefix);
+			tui_tline_adds(l, prole, prefix);
 		else {
 			char sp[64];
 			int k = pw < 63 ? pw : 63;
 			memset(sp, ' ', (size_t)k);
-			tline_add(l, prole, sp, (size_t)k);
+			tui_tline_add(l, prole, sp, (size_t)k);
 		}
 	}
 	return l;
 }
 
 int
-tlines_wrap(struct tlines *ls, const char *text, size_t len, int width,
+tui_tlines_wrap(struct tlines *ls, const char *text, size_t len, int width,
     int role, const char *prefix, int prole, int tag)
 {
 	if (!prefix)
 		prefix = "";
-	int pw = tlines_width(prefix, strlen(prefix));
+	int pw = tui_tlines_width(prefix, strlen(prefix));
 	int avail = width - pw;
 	int added = 0, first = 1;
 	if (avail < 1)
@@ -196,7 +183,7 @@ tlines_wrap(struct tlines *ls, const char *text, size_t len, int width,
 			first = 0;
 			added++;
 			size_t rest = end - p;
-			size_t k = tlines_fit(text + p, rest, avail, NULL);
+			size_t k = tui_tlines_fit(text + p, rest, avail, NULL);
 			if (k < rest) {
 				/* break after the last space in the piece */
 				size_t b = k;
@@ -212,7 +199,7 @@ tlines_wrap(struct tlines *ls, const char *text, size_t len, int width,
 			size_t shown = k;
 			while (shown > 0 && k < rest && text[p + shown - 1] == ' ')
 				shown--;
-			tline_add(l, role, text + p, shown);
+			tui_tline_add(l, role, text + p, shown);
 			p += k;
 		} while (p < end);
 		pos = end + 1;
@@ -221,12 +208,12 @@ tlines_wrap(struct tlines *ls, const char *text, size_t len, int width,
 }
 
 int
-tlines_cut(struct tlines *ls, const char *text, size_t len, int width,
+tui_tlines_cut(struct tlines *ls, const char *text, size_t len, int width,
     int role, const char *prefix, int prole, int tag)
 {
 	if (!prefix)
 		prefix = "";
-	int pw = tlines_width(prefix, strlen(prefix));
+	int pw = tui_tlines_width(prefix, strlen(prefix));
 	int avail = width - pw, added = 0, first = 1;
 	size_t pos = 0;
 	do {
@@ -237,15 +224,32 @@ tlines_cut(struct tlines *ls, const char *text, size_t len, int width,
 		added++;
 		size_t rest = end - pos;
 		if (avail > 0) {
-			size_t k = tlines_fit(text + pos, rest, avail, NULL);
+			size_t k = tui_tlines_fit(text + pos, rest, avail, NULL);
 			if (k < rest) {
-				k = tlines_fit(text + pos, rest, avail - 1, NULL);
-				tline_add(l, role, text + pos, k);
-				tline_adds(l, role, "…");
+				k = tui_tlines_fit(text + pos, rest, avail - 1, NULL);
+				tui_tline_add(l, role, text + pos, k);
+				tui_tline_adds(l, role, "…");
 			} else
-				tline_add(l, role, text + pos, k);
+				tui_tline_add(l, role, text + pos, k);
 		}
 		pos = end + 1;
 	} while (pos <= len);
+	return added;
+}
+
+int
+tui_tlines_spans(struct tlines *ls, const struct span_doc *d, int max,
+    const char *prefix, int prole, int role_base, int tag)
+{
+	int added = 0;
+	for (size_t i = 0; i < d->n && (max < 0 || added < max); i++) {
+		struct tline *l = tui_tlines_add(ls, tag);
+		if (prefix && *prefix)
+			tui_tline_adds(l, prole, prefix);
+		for (size_t j = 0; j < d->lines[i].n; j++)
+			tui_tline_adds(l, role_base + d->lines[i].v[j].role,
+			    d->lines[i].v[j].text);
+		added++;
+	}
 	return added;
 }

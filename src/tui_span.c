@@ -1,22 +1,22 @@
-/* span: lines of styled spans and wrapping them by display width. */
-#include "terp/span.h"
+/* tui_span: lines of styled spans and wrapping them by display width. */
+#include "terp/tui_span.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #include "terp/buf.h"
 #include "terp/sanitize.h"
-#include "terp/uwidth.h"
+#include "terp/tui_uwidth.h"
 #include "terp/util.h"
 
 void
-span_doc_init(struct span_doc *d)
+tui_span_doc_init(struct span_doc *d)
 {
 	memset(d, 0, sizeof *d);
 }
 
 void
-span_line_free(struct span_line *l)
+tui_span_line_free(struct span_line *l)
 {
 	for (size_t i = 0; i < l->n; i++)
 		free(l->v[i].text);
@@ -25,16 +25,16 @@ span_line_free(struct span_line *l)
 }
 
 void
-span_doc_free(struct span_doc *d)
+tui_span_doc_free(struct span_doc *d)
 {
 	for (size_t i = 0; i < d->n; i++)
-		span_line_free(&d->lines[i]);
+		tui_span_line_free(&d->lines[i]);
 	free(d->lines);
 	memset(d, 0, sizeof *d);
 }
 
 struct span_line *
-span_doc_add_line(struct span_doc *d)
+tui_span_doc_add_line(struct span_doc *d)
 {
 	if (d->n == d->cap) {
 		d->cap = d->cap ? d->cap * 2 : 16;
@@ -45,7 +45,7 @@ span_doc_add_line(struct span_doc *d)
 }
 
 void
-span_line_add(struct span_line *l, const char *text, size_t len, int role)
+tui_span_line_add(struct span_line *l, const char *text, size_t len, int role)
 {
 	if (len == 0)
 		return;
@@ -67,17 +67,17 @@ span_line_add(struct span_line *l, const char *text, size_t len, int role)
 }
 
 size_t
-span_line_width(const struct span_line *l)
+tui_span_line_width(const struct span_line *l)
 {
 	size_t w = 0;
 
 	for (size_t i = 0; i < l->n; i++)
-		w += uwidth_str(l->v[i].text, strlen(l->v[i].text));
+		w += tui_uwidth_str(l->v[i].text, strlen(l->v[i].text));
 	return w;
 }
 
 char *
-span_line_text(const struct span_line *l)
+tui_span_line_text(const struct span_line *l)
 {
 	struct buf b;
 
@@ -106,8 +106,8 @@ span_newline(struct span_wrapper *w)
 	static const char spaces[] = "                                ";
 	size_t h = w->hang < sizeof spaces - 1 ? w->hang : sizeof spaces - 1;
 
-	w->cur = span_doc_add_line(w->out);
-	span_line_add(w->cur, spaces, h, 0);
+	w->cur = tui_span_doc_add_line(w->out);
+	tui_span_line_add(w->cur, spaces, h, 0);
 	w->col = h;
 	w->pend_len = w->pend_w = 0;
 	w->first = 0;
@@ -117,21 +117,21 @@ span_newline(struct span_wrapper *w)
 static void
 span_word(struct span_wrapper *w, const char *s, size_t len, int role)
 {
-	size_t ww = uwidth_str(s, len);
+	size_t ww = tui_uwidth_str(s, len);
 
 	/* A word too wide for any line is cut where it stands. */
 	if (!w->hard && w->col > w->hang && w->col + w->pend_w + ww > w->width &&
 	    ww <= w->width - w->hang)
 		span_newline(w);
 	if (w->pend_len > 0) {
-		span_line_add(w->cur, w->pend, w->pend_len, w->pend_role);
+		tui_span_line_add(w->cur, w->pend, w->pend_len, w->pend_role);
 		w->col += w->pend_w;
 		w->pend_len = w->pend_w = 0;
 	}
 	while (len > 0) {
 		size_t cols, k;
 		size_t room = w->width > w->col ? w->width - w->col : 0;
-		k = uwidth_prefix(s, len, room, &cols);
+		k = tui_uwidth_prefix(s, len, room, &cols);
 		if (k == 0 && w->col <= w->hang) {
 			/* Not even one character fits a fresh line: take
 			 * one anyway so the loop ends. */
@@ -139,13 +139,13 @@ span_word(struct span_wrapper *w, const char *s, size_t len, int role)
 			k = utf8_decode(s, len, &cp);
 			if (k == 0)
 				k = 1;
-			cols = uwidth_str(s, k);
+			cols = tui_uwidth_str(s, k);
 		}
 		if (k == 0) {
 			span_newline(w);
 			continue;
 		}
-		span_line_add(w->cur, s, k, role);
+		tui_span_line_add(w->cur, s, k, role);
 		w->col += cols;
 		s += k;
 		len -= k;
@@ -155,7 +155,7 @@ span_word(struct span_wrapper *w, const char *s, size_t len, int role)
 }
 
 void
-span_wrap(struct span_doc *out, const struct span_line *in, int width,
+tui_span_wrap(struct span_doc *out, const struct span_line *in, int width,
     int hang, int hard)
 {
 	struct span_wrapper w;
@@ -164,7 +164,7 @@ span_wrap(struct span_doc *out, const struct span_line *in, int width,
 	w.out = out;
 	w.width = width > 0 ? (size_t)width : 1;
 	w.hang = hang > 0 && (size_t)hang < w.width / 2 ? (size_t)hang : 0;
-	w.cur = span_doc_add_line(out);
+	w.cur = tui_span_doc_add_line(out);
 	w.pend = xmalloc(1);
 	w.first = 1;
 	w.hard = hard;

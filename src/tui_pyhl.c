@@ -1,12 +1,12 @@
-/* pyhl: a one-pass scanner over the whole cell (not line by line) so a
+/* tui_pyhl: a one-pass scanner over the whole cell (not line by line) so a
  * triple-quoted string keeps its colour across lines. Not a tokenizer:
  * good enough for colour, never an error. */
-#include "terp/pyhl.h"
+#include "terp/tui_pyhl.h"
 
 #include <ctype.h>
 #include <string.h>
 
-#include "terp/theme.h"
+#include "terp/tui_theme.h"
 #include "terp/util.h"
 
 static const char *const pyhl_keywords[] = {
@@ -45,13 +45,13 @@ static void
 pyhl_flush(struct pyhl *h)
 {
 	if (h->width > 0) {
-		span_wrap(h->out, &h->line, h->width, 0, 1);
+		tui_span_wrap(h->out, &h->line, h->width, 0, 1);
 	} else {
-		struct span_line *l = span_doc_add_line(h->out);
+		struct span_line *l = tui_span_doc_add_line(h->out);
 		*l = h->line;
 		memset(&h->line, 0, sizeof h->line);
 	}
-	span_line_free(&h->line);
+	tui_span_line_free(&h->line);
 	h->col = 0;
 }
 
@@ -63,19 +63,19 @@ pyhl_add(struct pyhl *h, const char *s, size_t n, int role)
 
 	for (i = 0; i < n; i++) {
 		if (s[i] == '\n' || s[i] == '\t') {
-			span_line_add(&h->line, s + start, i - start, role);
+			tui_span_line_add(&h->line, s + start, i - start, role);
 			h->col += i - start;
 			if (s[i] == '\n') {
 				pyhl_flush(h);
 			} else {
 				size_t k = 4 - h->col % 4;
-				span_line_add(&h->line, "    ", k, role);
+				tui_span_line_add(&h->line, "    ", k, role);
 				h->col += k;
 			}
 			start = i + 1;
 		}
 	}
-	span_line_add(&h->line, s + start, n - start, role);
+	tui_span_line_add(&h->line, s + start, n - start, role);
 	h->col += n - start;
 }
 
@@ -144,7 +144,7 @@ pyhl_ident_char(char c)
 }
 
 void
-pyhl_highlight(struct span_doc *out, const char *s, size_t n, int width,
+tui_pyhl_highlight(struct span_doc *out, const char *s, size_t n, int width,
     int base)
 {
 	struct pyhl h;
@@ -214,5 +214,5 @@ pyhl_highlight(struct span_doc *out, const char *s, size_t n, int width,
 	pyhl_add(&h, s + plain, n - plain, base);
 	if (h.line.n > 0 || n == 0 || s[n - 1] != '\n')
 		pyhl_flush(&h);
-	span_line_free(&h.line);
+	tui_span_line_free(&h.line);
 }

@@ -1,16 +1,16 @@
-/* mdlite: line-oriented Markdown-lite. Blocks are recognised by their
- * first characters; paragraphs are joined and wrapped with span_wrap;
+/* tui_mdlite: line-oriented Markdown-lite. Blocks are recognised by their
+ * first characters; paragraphs are joined and wrapped with tui_span_wrap;
  * tables are measured first, then shrunk column by column to fit. */
-#include "terp/mdlite.h"
+#include "terp/tui_mdlite.h"
 
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "terp/pyhl.h"
-#include "terp/theme.h"
-#include "terp/uwidth.h"
+#include "terp/tui_pyhl.h"
+#include "terp/tui_theme.h"
+#include "terp/tui_uwidth.h"
 #include "terp/util.h"
 
 #define MD_MAX_COLS	32	/* table columns */
@@ -49,7 +49,7 @@ md_inline(struct span_line *l, const char *s, size_t n, int base)
 		int role = base;
 
 		if (*p == '\\' && p + 1 < end && strchr("\\`*_[]#|", p[1])) {
-			span_line_add(l, plain, (size_t)(p - plain), base);
+			tui_span_line_add(l, plain, (size_t)(p - plain), base);
 			plain = p + 1;
 			p += 2;
 			continue;
@@ -77,14 +77,14 @@ md_inline(struct span_line *l, const char *s, size_t n, int base)
 			if (rb != NULL && rb + 1 < end && rb[1] == '(') {
 				const char *rp = md_find(rb + 2, end, ")", 1);
 				if (rp != NULL) {
-					span_line_add(l, plain,
+					tui_span_line_add(l, plain,
 					    (size_t)(p - plain), base);
 					md_inline(l, p + 1, (size_t)(rb - p - 1),
 					    base);
-					span_line_add(l, " <", 2, THEME_MD_QUOTE);
-					span_line_add(l, rb + 2,
+					tui_span_line_add(l, " <", 2, THEME_MD_QUOTE);
+					tui_span_line_add(l, rb + 2,
 					    (size_t)(rp - rb - 2), THEME_MD_QUOTE);
-					span_line_add(l, ">", 1, THEME_MD_QUOTE);
+					tui_span_line_add(l, ">", 1, THEME_MD_QUOTE);
 					p = plain = rp + 1;
 					continue;
 				}
@@ -94,11 +94,11 @@ md_inline(struct span_line *l, const char *s, size_t n, int base)
 			p++;
 			continue;
 		}
-		span_line_add(l, plain, (size_t)(p - plain), base);
-		span_line_add(l, p + ml, (size_t)(close - p - ml), role);
+		tui_span_line_add(l, plain, (size_t)(p - plain), base);
+		tui_span_line_add(l, p + ml, (size_t)(close - p - ml), role);
 		p = plain = close + ml;
 	}
-	span_line_add(l, plain, (size_t)(end - plain), base);
+	tui_span_line_add(l, plain, (size_t)(end - plain), base);
 }
 
 static int
@@ -264,38 +264,38 @@ md_table_cell(struct span_line *l, const struct span_line *c, size_t w,
     char align)
 {
 	static const char sp[] = "                                        ";
-	size_t cw = span_line_width(c), used = 0, pad;
+	size_t cw = tui_span_line_width(c), used = 0, pad;
 
 	if (cw > w) {
 		/* Cut, leaving a column for the ellipsis. */
 		for (size_t i = 0; i < c->n && used + 1 < w; i++) {
 			size_t cols, k;
-			k = uwidth_prefix(c->v[i].text, strlen(c->v[i].text),
+			k = tui_uwidth_prefix(c->v[i].text, strlen(c->v[i].text),
 			    w - 1 - used, &cols);
-			span_line_add(l, c->v[i].text, k, c->v[i].role);
+			tui_span_line_add(l, c->v[i].text, k, c->v[i].role);
 			used += cols;
 			if (k < strlen(c->v[i].text))
 				break;
 		}
-		span_line_add(l, "\u2026", 3, THEME_TABLE_BORDER);
+		tui_span_line_add(l, "\u2026", 3, THEME_TABLE_BORDER);
 		used++;
 		for (; used < w; used++)
-			span_line_add(l, " ", 1, THEME_NORMAL);
+			tui_span_line_add(l, " ", 1, THEME_NORMAL);
 		return;
 	}
 	pad = w - cw;
 	size_t left = align == 'r' ? pad : align == 'c' ? pad / 2 : 0;
 	for (size_t k = left; k > 0;) {
 		size_t m = k < sizeof sp - 1 ? k : sizeof sp - 1;
-		span_line_add(l, sp, m, THEME_NORMAL);
+		tui_span_line_add(l, sp, m, THEME_NORMAL);
 		k -= m;
 	}
 	for (size_t i = 0; i < c->n; i++)
-		span_line_add(l, c->v[i].text, strlen(c->v[i].text),
+		tui_span_line_add(l, c->v[i].text, strlen(c->v[i].text),
 		    c->v[i].role);
 	for (size_t k = pad - left; k > 0;) {
 		size_t m = k < sizeof sp - 1 ? k : sizeof sp - 1;
-		span_line_add(l, sp, m, THEME_NORMAL);
+		tui_span_line_add(l, sp, m, THEME_NORMAL);
 		k -= m;
 	}
 }
@@ -304,13 +304,13 @@ static void
 md_table_rule(struct span_doc *out, const size_t *w, int nc, const char *l,
     const char *m, const char *r)
 {
-	struct span_line *line = span_doc_add_line(out);
+	struct span_line *line = tui_span_doc_add_line(out);
 
-	span_line_add(line, l, strlen(l), THEME_TABLE_BORDER);
+	tui_span_line_add(line, l, strlen(l), THEME_TABLE_BORDER);
 	for (int c = 0; c < nc; c++) {
 		for (size_t k = 0; k < w[c] + 2; k++)
-			span_line_add(line, "\u2500", 3, THEME_TABLE_BORDER);
-		span_line_add(line, c + 1 < nc ? m : r, strlen(m),
+			tui_span_line_add(line, "\u2500", 3, THEME_TABLE_BORDER);
+		tui_span_line_add(line, c + 1 < nc ? m : r, strlen(m),
 		    THEME_TABLE_BORDER);
 	}
 }
@@ -346,7 +346,7 @@ md_table(struct span_doc *out, const struct md_lines *ls, size_t first,
 			struct span_line *cell = &cells[r * (size_t)nc + c];
 			md_inline(cell, cs[c], cl[c], r == 0 ?
 			    THEME_TABLE_HEADER : THEME_NORMAL);
-			size_t cw = span_line_width(cell);
+			size_t cw = tui_span_line_width(cell);
 			if (cw > w[c])
 				w[c] = cw;
 		}
@@ -370,14 +370,14 @@ md_table(struct span_doc *out, const struct md_lines *ls, size_t first,
 	}
 	md_table_rule(out, w, nc, "\u250c", "\u252c", "\u2510");
 	for (size_t r = 0; r < nrows; r++) {
-		struct span_line *line = span_doc_add_line(out);
-		span_line_add(line, "\u2502", 3, THEME_TABLE_BORDER);
+		struct span_line *line = tui_span_doc_add_line(out);
+		tui_span_line_add(line, "\u2502", 3, THEME_TABLE_BORDER);
 		for (int c = 0; c < nc; c++) {
-			span_line_add(line, " ", 1, THEME_NORMAL);
+			tui_span_line_add(line, " ", 1, THEME_NORMAL);
 			md_table_cell(line, &cells[r * (size_t)nc + c], w[c],
 			    align[c]);
-			span_line_add(line, " ", 1, THEME_NORMAL);
-			span_line_add(line, "\u2502", 3, THEME_TABLE_BORDER);
+			tui_span_line_add(line, " ", 1, THEME_NORMAL);
+			tui_span_line_add(line, "\u2502", 3, THEME_TABLE_BORDER);
 		}
 		if (r == 0)
 			md_table_rule(out, w, nc, "\u251c", "\u253c",
@@ -385,7 +385,7 @@ md_table(struct span_doc *out, const struct md_lines *ls, size_t first,
 	}
 	md_table_rule(out, w, nc, "\u2514", "\u2534", "\u2518");
 	for (size_t i = 0; i < nrows * (size_t)nc; i++)
-		span_line_free(&cells[i]);
+		tui_span_line_free(&cells[i]);
 	free(cells);
 }
 
@@ -401,16 +401,16 @@ md_emit(struct span_doc *out, const char *prefix, int prole, size_t indent,
 
 	if (indent > sizeof sp - 1)
 		indent = sizeof sp - 1;
-	span_line_add(&l, sp, indent, THEME_NORMAL);
-	span_line_add(&l, prefix, strlen(prefix), prole);
-	hang = indent + uwidth_str(prefix, strlen(prefix));
+	tui_span_line_add(&l, sp, indent, THEME_NORMAL);
+	tui_span_line_add(&l, prefix, strlen(prefix), prole);
+	hang = indent + tui_uwidth_str(prefix, strlen(prefix));
 	md_inline(&l, s, n, base);
-	span_wrap(out, &l, width, (int)hang, 0);
-	span_line_free(&l);
+	tui_span_wrap(out, &l, width, (int)hang, 0);
+	tui_span_line_free(&l);
 }
 
 void
-mdlite_render(struct span_doc *out, const char *text, size_t len, int width)
+tui_mdlite_render(struct span_doc *out, const char *text, size_t len, int width)
 {
 	struct md_lines ls;
 	size_t i = 0;
@@ -428,7 +428,7 @@ mdlite_render(struct span_doc *out, const char *text, size_t len, int width)
 
 		if (md_blank(s, n)) {
 			if (!last_blank)
-				span_doc_add_line(out);
+				tui_span_doc_add_line(out);
 			last_blank = 1;
 			i++;
 			continue;
@@ -446,23 +446,23 @@ mdlite_render(struct span_doc *out, const char *text, size_t len, int width)
 				end = (size_t)(ls.p[j - 1] + ls.n[j - 1] -
 				    ls.p[i + 1]);
 				if (py) {
-					pyhl_highlight(out, ls.p[i + 1], end,
+					tui_pyhl_highlight(out, ls.p[i + 1], end,
 					    width, THEME_CELL_CODE);
 				} else {
 					struct span_doc tmp;
-					span_doc_init(&tmp);
-					pyhl_highlight(&tmp, ls.p[i + 1], end,
+					tui_span_doc_init(&tmp);
+					tui_pyhl_highlight(&tmp, ls.p[i + 1], end,
 					    width, THEME_MD_CODE);
 					/* Not Python: one colour throughout. */
 					for (size_t t = 0; t < tmp.n; t++) {
-						char *txt = span_line_text(
+						char *txt = tui_span_line_text(
 						    &tmp.lines[t]);
-						span_line_add(span_doc_add_line(
+						tui_span_line_add(tui_span_doc_add_line(
 						    out), txt, strlen(txt),
 						    THEME_MD_CODE);
 						free(txt);
 					}
-					span_doc_free(&tmp);
+					tui_span_doc_free(&tmp);
 				}
 			}
 			i = j < ls.count ? j + 1 : j;
@@ -482,9 +482,9 @@ mdlite_render(struct span_doc *out, const char *text, size_t len, int width)
 			}
 		}
 		if (md_rule(s, n)) {
-			struct span_line *l = span_doc_add_line(out);
+			struct span_line *l = tui_span_doc_add_line(out);
 			for (int c = 0; c < width; c++)
-				span_line_add(l, "\u2500", 3, THEME_TABLE_BORDER);
+				tui_span_line_add(l, "\u2500", 3, THEME_TABLE_BORDER);
 			i++;
 			continue;
 		}
@@ -531,12 +531,12 @@ mdlite_render(struct span_doc *out, const char *text, size_t len, int width)
 				    md_table_sep(ls.p[j + 1], ls.n[j + 1]))))
 					break;
 				if (j > i)
-					span_line_add(&l, " ", 1, THEME_NORMAL);
+					tui_span_line_add(&l, " ", 1, THEME_NORMAL);
 				md_inline(&l, t, tn, THEME_NORMAL);
 				j++;
 			}
-			span_wrap(out, &l, width, 0, 0);
-			span_line_free(&l);
+			tui_span_wrap(out, &l, width, 0, 0);
+			tui_span_line_free(&l);
 			i = j;
 		}
 	}

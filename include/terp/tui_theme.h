@@ -1,9 +1,9 @@
-/* theme: the roles the TUI draws with (conversation.user, cell.stderr,
+/* tui_theme: the roles the TUI draws with (conversation.user, cell.stderr,
  * code.keyword, ...) and their styles, read from theme files of lines
  * like `conversation.user = bold cyan default`. Pure: styles are
  * terminal-neutral; colorpair.c turns them into ncurses attributes. */
-#ifndef TERP_THEME_H
-#define TERP_THEME_H
+#ifndef TERP_TUI_THEME_H
+#define TERP_TUI_THEME_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -81,35 +81,32 @@ struct theme {
 
 /* The name used in theme files ("cell.stderr"), and its inverse:
  * -1 when name is not a role. */
-const char *theme_role_name(enum theme_role role);
-int theme_role_find(const char *name);
+const char *tui_theme_role_name(enum theme_role role);
+int tui_theme_role_find(const char *name);
 
 /* Fills t with the built-in dark theme (what default.theme ships). */
-void theme_init_builtin(struct theme *t);
+void tui_theme_init_builtin(struct theme *t);
 
 /* Applies theme text over t, line by line. Returns 0, or -1 with *err
  * (caller frees) listing each bad line as "source:LINE: reason" (at most
  * 10); good lines are applied either way. */
-int theme_parse(struct theme *t, const char *text, size_t len,
+int tui_theme_parse(struct theme *t, const char *text, size_t len,
     const char *source, char **err);
 
-/* Finds NAME.theme in $XDG_CONFIG_HOME/terp/themes, then TERP_DATADIR
- * /themes, then ./themes; a name with a '/' is taken as a path. Returns
- * a new path or NULL with *err (caller frees). */
-char *theme_find(const char *name, char **err);
-
-/* theme_init_builtin, then the file found for name. Returns 0 or -1
+/* tui_theme_init_builtin, then the file NAME.theme found in
+ * $XDG_CONFIG_HOME/terp/themes, then TERP_DATADIR/themes, then ./themes
+ * (a name with a '/' is taken as a path). Returns 0 or -1
  * with *err (caller frees); t holds the built-in theme plus any good
  * lines even on error. */
-int theme_load(struct theme *t, const char *name, char **err);
+int tui_theme_load(struct theme *t, const char *name, char **err);
 
 /* The colours to use on a terminal with term_colors colours: 0 when
  * NO_COLOR is set (to anything non-empty) or the terminal has fewer than
  * 8, else 8, 16 or 256. */
-int theme_ncolors(int term_colors);
+int tui_theme_ncolors(int term_colors);
 
 /* The colour index to draw c with among ncolors colours, or -1 for the
  * terminal default (always -1 when ncolors is 0). */
-int theme_color_resolve(struct theme_color c, int ncolors);
+int tui_theme_color_resolve(struct theme_color c, int ncolors);
 
 #endif

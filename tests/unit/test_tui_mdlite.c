@@ -2,16 +2,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "terp/mdlite.h"
-#include "terp/pyhl.h"
-#include "terp/theme.h"
-#include "terp/uwidth.h"
+#include "terp/tui_mdlite.h"
+#include "terp/tui_pyhl.h"
+#include "terp/tui_theme.h"
+#include "terp/tui_uwidth.h"
 
 static char *
 line(const struct span_doc *d, size_t i)
 {
 	cr_assert_lt(i, d->n);
-	return span_line_text(&d->lines[i]);
+	return tui_span_line_text(&d->lines[i]);
 }
 
 /* The role of the span holding needle on line i, or -1. */
@@ -24,32 +24,32 @@ role_of(const struct span_doc *d, size_t i, const char *needle)
 	return -1;
 }
 
-Test(uwidth, widths)
+Test(tui_uwidth, widths)
 {
 	size_t cols, k;
 
-	cr_assert_eq(uwidth_str("abc", 3), 3);
-	cr_assert_eq(uwidth_str("日本語", 9), 6);
-	cr_assert_eq(uwidth_str("e\xcc\x81", 3), 1);	/* e + combining acute */
-	cr_assert_eq(uwidth_str("\xf0\x9f\x99\x82", 4), 2);	/* emoji */
-	cr_assert_eq(uwidth_str("\xff", 1), 1);
-	k = uwidth_prefix("ab日本", 8, 3, &cols);
+	cr_assert_eq(tui_uwidth_str("abc", 3), 3);
+	cr_assert_eq(tui_uwidth_str("日本語", 9), 6);
+	cr_assert_eq(tui_uwidth_str("e\xcc\x81", 3), 1);	/* e + combining acute */
+	cr_assert_eq(tui_uwidth_str("\xf0\x9f\x99\x82", 4), 2);	/* emoji */
+	cr_assert_eq(tui_uwidth_str("\xff", 1), 1);
+	k = tui_uwidth_prefix("ab日本", 8, 3, &cols);
 	cr_assert_eq(k, 2);
 	cr_assert_eq(cols, 2);
-	k = uwidth_prefix("ab日本", 8, 4, &cols);
+	k = tui_uwidth_prefix("ab日本", 8, 4, &cols);
 	cr_assert_eq(k, 5);
 	cr_assert_eq(cols, 4);
 }
 
-Test(mdlite, headings_and_inline)
+Test(tui_mdlite, headings_and_inline)
 {
 	struct span_doc d;
 	const char *md = "# Title *x*\n\nSome **bold**, *it*, `code` and "
 	    "snake_case_name.\n";
 	char *s;
 
-	span_doc_init(&d);
-	mdlite_render(&d, md, strlen(md), 80);
+	tui_span_doc_init(&d);
+	tui_mdlite_render(&d, md, strlen(md), 80);
 	cr_assert_eq(d.n, 3);
 	s = line(&d, 0);
 	cr_assert_str_eq(s, "Title x");
@@ -62,18 +62,18 @@ Test(mdlite, headings_and_inline)
 	cr_assert_eq(role_of(&d, 2, "it"), THEME_MD_ITALIC);
 	cr_assert_eq(role_of(&d, 2, "code"), THEME_MD_CODE);
 	cr_assert_eq(role_of(&d, 2, "snake_case_name"), THEME_NORMAL);
-	span_doc_free(&d);
+	tui_span_doc_free(&d);
 }
 
-Test(mdlite, lists_wrap_with_hanging_indent)
+Test(tui_mdlite, lists_wrap_with_hanging_indent)
 {
 	struct span_doc d;
 	const char *md = "- alpha beta gamma delta epsilon\n"
 	    "2. second item\n";
 	char *s;
 
-	span_doc_init(&d);
-	mdlite_render(&d, md, strlen(md), 16);
+	tui_span_doc_init(&d);
+	tui_mdlite_render(&d, md, strlen(md), 16);
 	s = line(&d, 0);
 	cr_assert_str_eq(s, "\u2022 alpha beta");
 	free(s);
@@ -87,29 +87,29 @@ Test(mdlite, lists_wrap_with_hanging_indent)
 	cr_assert_str_eq(s, "2. second item");
 	free(s);
 	cr_assert_eq(role_of(&d, 0, "\u2022"), THEME_MD_BULLET);
-	span_doc_free(&d);
+	tui_span_doc_free(&d);
 }
 
-Test(mdlite, wraps_wide_characters_by_columns)
+Test(tui_mdlite, wraps_wide_characters_by_columns)
 {
 	struct span_doc d;
 	const char *md = "日本語のテキストは長いので折り返す abc 🙂🙂🙂🙂\n";
 	char *s;
 
-	span_doc_init(&d);
-	mdlite_render(&d, md, strlen(md), 10);
+	tui_span_doc_init(&d);
+	tui_mdlite_render(&d, md, strlen(md), 10);
 	cr_assert_gt(d.n, 3);
 	for (size_t i = 0; i < d.n; i++) {
-		size_t w = span_line_width(&d.lines[i]);
+		size_t w = tui_span_line_width(&d.lines[i]);
 		cr_assert_leq(w, 10, "line %zu is %zu wide", i, w);
 	}
 	s = line(&d, 0);
 	cr_assert_str_eq(s, "日本語のテ");
 	free(s);
-	span_doc_free(&d);
+	tui_span_doc_free(&d);
 }
 
-Test(mdlite, tables_align_and_fit)
+Test(tui_mdlite, tables_align_and_fit)
 {
 	struct span_doc d;
 	const char *md =
@@ -119,8 +119,8 @@ Test(mdlite, tables_align_and_fit)
 	    "| bbbb | 22 |\n";
 	char *s;
 
-	span_doc_init(&d);
-	mdlite_render(&d, md, strlen(md), 40);
+	tui_span_doc_init(&d);
+	tui_mdlite_render(&d, md, strlen(md), 40);
 	cr_assert_eq(d.n, 6);
 	s = line(&d, 0);
 	cr_assert_str_eq(s, "┌──────┬────┐");
@@ -136,30 +136,30 @@ Test(mdlite, tables_align_and_fit)
 	free(s);
 	cr_assert_eq(role_of(&d, 1, "name"), THEME_TABLE_HEADER);
 	cr_assert_eq(role_of(&d, 0, "┌"), THEME_TABLE_BORDER);
-	span_doc_free(&d);
+	tui_span_doc_free(&d);
 
 	/* Too wide: the widest column is cut with an ellipsis. */
 	md = "| k | description |\n|---|---|\n| x | a very long cell "
 	    "text here |\n";
-	span_doc_init(&d);
-	mdlite_render(&d, md, strlen(md), 20);
+	tui_span_doc_init(&d);
+	tui_mdlite_render(&d, md, strlen(md), 20);
 	for (size_t i = 0; i < d.n; i++)
-		cr_assert_leq(span_line_width(&d.lines[i]), 20);
+		cr_assert_leq(tui_span_line_width(&d.lines[i]), 20);
 	s = line(&d, 3);
 	cr_assert_str_eq(s, "│ x │ a very long… │");
 	free(s);
-	span_doc_free(&d);
+	tui_span_doc_free(&d);
 }
 
-Test(mdlite, fenced_python_is_highlighted)
+Test(tui_mdlite, fenced_python_is_highlighted)
 {
 	struct span_doc d;
 	const char *md = "Run:\n```python\nimport pandas as pd\n"
 	    "x = 1  # one\n```\nafter\n";
 	char *s;
 
-	span_doc_init(&d);
-	mdlite_render(&d, md, strlen(md), 40);
+	tui_span_doc_init(&d);
+	tui_mdlite_render(&d, md, strlen(md), 40);
 	cr_assert_eq(d.n, 4);
 	s = line(&d, 1);
 	cr_assert_str_eq(s, "import pandas as pd");
@@ -170,10 +170,10 @@ Test(mdlite, fenced_python_is_highlighted)
 	s = line(&d, 3);
 	cr_assert_str_eq(s, "after");
 	free(s);
-	span_doc_free(&d);
+	tui_span_doc_free(&d);
 }
 
-Test(pyhl, tokens_and_triple_quotes)
+Test(tui_pyhl, tokens_and_triple_quotes)
 {
 	struct span_doc d;
 	const char *py =
@@ -185,8 +185,8 @@ Test(pyhl, tokens_and_triple_quotes)
 	    "    return len(x) * 0x1F + 1.5e-3\n";
 	char *s;
 
-	span_doc_init(&d);
-	pyhl_highlight(&d, py, strlen(py), 0, THEME_CELL_CODE);
+	tui_span_doc_init(&d);
+	tui_pyhl_highlight(&d, py, strlen(py), 0, THEME_CELL_CODE);
 	cr_assert_eq(d.n, 6);
 	cr_assert_eq(role_of(&d, 0, "@app.route"), THEME_CODE_DECORATOR);
 	cr_assert_eq(role_of(&d, 1, "def"), THEME_CODE_KEYWORD);
@@ -203,11 +203,11 @@ Test(pyhl, tokens_and_triple_quotes)
 	s = line(&d, 5);
 	cr_assert_str_eq(s, "    return len(x) * 0x1F + 1.5e-3");
 	free(s);
-	span_doc_free(&d);
+	tui_span_doc_free(&d);
 
 	/* Cut to a width, tabs expanded. */
-	span_doc_init(&d);
-	pyhl_highlight(&d, "\tx = 'abcdefgh'", 15, 8, THEME_CELL_CODE);
+	tui_span_doc_init(&d);
+	tui_pyhl_highlight(&d, "\tx = 'abcdefgh'", 15, 8, THEME_CELL_CODE);
 	cr_assert_eq(d.n, 3);
 	s = line(&d, 0);
 	cr_assert_str_eq(s, "    x = ");
@@ -215,5 +215,5 @@ Test(pyhl, tokens_and_triple_quotes)
 	s = line(&d, 1);
 	cr_assert_str_eq(s, "'abcdefg");
 	free(s);
-	span_doc_free(&d);
+	tui_span_doc_free(&d);
 }

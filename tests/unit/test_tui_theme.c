@@ -4,10 +4,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "terp/colorpair.h"
-#include "terp/theme.h"
+#include "terp/tui_colorpair.h"
+#include "terp/tui_theme.h"
 
-Test(theme, parses_roles_attrs_and_colours)
+Test(tui_theme, parses_roles_attrs_and_colours)
 {
 	struct theme t;
 	const char *txt =
@@ -19,8 +19,8 @@ Test(theme, parses_roles_attrs_and_colours)
 	    "code.number = 208\n";
 	char *err = NULL;
 
-	theme_init_builtin(&t);
-	cr_assert_eq(theme_parse(&t, txt, strlen(txt), "t", &err), 0, "%s",
+	tui_theme_init_builtin(&t);
+	cr_assert_eq(tui_theme_parse(&t, txt, strlen(txt), "t", &err), 0, "%s",
 	    err);
 	const struct theme_style *s = &t.role[THEME_CONV_USER];
 	cr_assert_eq(s->attrs, THEME_BOLD | THEME_UNDERLINE);
@@ -35,12 +35,12 @@ Test(theme, parses_roles_attrs_and_colours)
 	cr_assert_eq(t.role[THEME_STATUS_BAR].fg.value, 15);
 	cr_assert_eq(t.role[THEME_STATUS_BAR].bg.value, 8);
 	cr_assert_eq(t.role[THEME_CODE_NUMBER].bg.kind, THEME_COLOR_DEFAULT);
-	cr_assert_eq(theme_role_find("markdown.heading"), THEME_MD_HEADING);
-	cr_assert_str_eq(theme_role_name(THEME_TABLE_BORDER), "table.border");
-	cr_assert_eq(theme_role_find("nope"), -1);
+	cr_assert_eq(tui_theme_role_find("markdown.heading"), THEME_MD_HEADING);
+	cr_assert_str_eq(tui_theme_role_name(THEME_TABLE_BORDER), "table.border");
+	cr_assert_eq(tui_theme_role_find("nope"), -1);
 }
 
-Test(theme, bad_lines_name_their_line)
+Test(tui_theme, bad_lines_name_their_line)
 {
 	struct theme t;
 	const char *txt =
@@ -54,8 +54,8 @@ Test(theme, bad_lines_name_their_line)
 	    "pane.title = bold\n";
 	char *err = NULL;
 
-	theme_init_builtin(&t);
-	cr_assert_eq(theme_parse(&t, txt, strlen(txt), "my.theme", &err), -1);
+	tui_theme_init_builtin(&t);
+	cr_assert_eq(tui_theme_parse(&t, txt, strlen(txt), "my.theme", &err), -1);
 	cr_assert_not_null(err);
 	cr_assert(strstr(err, "my.theme:2: unknown role 'conversation.usr'"),
 	    "%s", err);
@@ -72,51 +72,51 @@ Test(theme, bad_lines_name_their_line)
 	cr_assert_eq(t.role[THEME_CELL_OK].fg.value, 2);
 }
 
-Test(theme, resolve_and_no_color)
+Test(tui_theme, resolve_and_no_color)
 {
 	struct theme_color rgb = { THEME_COLOR_RGB, 0xff0000 };
 	struct theme_color br = { THEME_COLOR_INDEX, 9 };
 	struct theme_color hi = { THEME_COLOR_INDEX, 196 };
 	struct theme_color def = { THEME_COLOR_DEFAULT, 0 };
 
-	cr_assert_eq(theme_color_resolve(rgb, 256), 196);
-	cr_assert_eq(theme_color_resolve(rgb, 16), 9);
-	cr_assert_eq(theme_color_resolve(rgb, 8), 1);
-	cr_assert_eq(theme_color_resolve(br, 8), 1);
-	cr_assert_eq(theme_color_resolve(br, 16), 9);
-	cr_assert_eq(theme_color_resolve(hi, 16), 9);
-	cr_assert_eq(theme_color_resolve(def, 256), -1);
-	cr_assert_eq(theme_color_resolve(rgb, 0), -1);
+	cr_assert_eq(tui_theme_color_resolve(rgb, 256), 196);
+	cr_assert_eq(tui_theme_color_resolve(rgb, 16), 9);
+	cr_assert_eq(tui_theme_color_resolve(rgb, 8), 1);
+	cr_assert_eq(tui_theme_color_resolve(br, 8), 1);
+	cr_assert_eq(tui_theme_color_resolve(br, 16), 9);
+	cr_assert_eq(tui_theme_color_resolve(hi, 16), 9);
+	cr_assert_eq(tui_theme_color_resolve(def, 256), -1);
+	cr_assert_eq(tui_theme_color_resolve(rgb, 0), -1);
 	unsetenv("NO_COLOR");
-	cr_assert_eq(theme_ncolors(256), 256);
-	cr_assert_eq(theme_ncolors(88), 16);
-	cr_assert_eq(theme_ncolors(2), 0);
+	cr_assert_eq(tui_theme_ncolors(256), 256);
+	cr_assert_eq(tui_theme_ncolors(88), 16);
+	cr_assert_eq(tui_theme_ncolors(2), 0);
 	setenv("NO_COLOR", "1", 1);
-	cr_assert_eq(theme_ncolors(256), 0);
+	cr_assert_eq(tui_theme_ncolors(256), 0);
 	unsetenv("NO_COLOR");
 }
 
-Test(theme, shipped_themes_load_and_default_matches_builtin)
+Test(tui_theme, shipped_themes_load_and_default_matches_builtin)
 {
 	struct theme a, b;
 	char *err = NULL;
 
 	setenv("XDG_CONFIG_HOME", "/nonexistent-terp-test", 1);
-	theme_init_builtin(&a);
-	cr_assert_eq(theme_load(&b, "default", &err), 0, "%s", err);
+	tui_theme_init_builtin(&a);
+	cr_assert_eq(tui_theme_load(&b, "default", &err), 0, "%s", err);
 	cr_assert(memcmp(&a, &b, sizeof a) == 0);
-	cr_assert_eq(theme_load(&b, "light", &err), 0, "%s", err);
-	cr_assert_eq(theme_load(&b, "mono", &err), 0, "%s", err);
+	cr_assert_eq(tui_theme_load(&b, "light", &err), 0, "%s", err);
+	cr_assert_eq(tui_theme_load(&b, "mono", &err), 0, "%s", err);
 	for (int r = 0; r < THEME_NROLES; r++) {
 		cr_assert_eq(b.role[r].fg.kind, THEME_COLOR_DEFAULT);
 		cr_assert_eq(b.role[r].bg.kind, THEME_COLOR_DEFAULT);
 	}
-	cr_assert_eq(theme_load(&b, "no-such-theme", &err), -1);
+	cr_assert_eq(tui_theme_load(&b, "no-such-theme", &err), -1);
 	cr_assert(strstr(err, "not found") != NULL, "%s", err);
 	free(err);
-	cr_assert_eq(theme_load(&b, "../etc/passwd", &err), -1);
+	cr_assert_eq(tui_theme_load(&b, "../etc/passwd", &err), -1);
 	free(err);
-	cr_assert_eq(theme_load(&b, "bad name", &err), -1);
+	cr_assert_eq(tui_theme_load(&b, "bad name", &err), -1);
 	cr_assert(strstr(err, "not valid") != NULL, "%s", err);
 	free(err);
 }
@@ -134,35 +134,35 @@ fake_term(const char *term)
 	return s;
 }
 
-Test(colorpair, lru_reuses_and_never_evicts_the_current_frame)
+Test(tui_colorpair, lru_reuses_and_never_evicts_the_current_frame)
 {
 	struct colorpair *cp;
-	struct colorpair_stats st;
+	struct tui_colorpair_stats st;
 	int p[4], fg, bg;
 
 	fake_term("xterm-256color");
 	/* A deliberately tiny range of 4 pairs. */
-	cp = colorpair_new(COLORPAIR_FIRST_DYNAMIC, COLORPAIR_FIRST_DYNAMIC + 3);
+	cp = tui_colorpair_new(COLORPAIR_FIRST_DYNAMIC, COLORPAIR_FIRST_DYNAMIC + 3);
 	for (int i = 0; i < 4; i++)
-		p[i] = colorpair_get(cp, i, -1);
-	cr_assert_eq(colorpair_get(cp, 2, -1), p[2]);
+		p[i] = tui_colorpair_get(cp, i, -1);
+	cr_assert_eq(tui_colorpair_get(cp, 2, -1), p[2]);
 	for (int i = 0; i < 4; i++)
 		for (int j = i + 1; j < 4; j++)
 			cr_assert_neq(p[i], p[j]);
 	/* Still frame 1: all four are on screen, a fifth colour must not
 	 * evict any; it gets the nearest existing pair. */
-	int q = colorpair_get(cp, 9, -1);	/* bright red ~ red (1) */
+	int q = tui_colorpair_get(cp, 9, -1);	/* bright red ~ red (1) */
 	cr_assert_eq(q, p[1]);
 	extended_pair_content(p[1], &fg, &bg);
 	cr_assert_eq(fg, 1);
-	colorpair_stats(cp, &st);
+	tui_colorpair_stats(cp, &st);
 	cr_assert_eq(st.fallbacks, 1);
 	cr_assert_eq(st.evictions, 0);
 	/* Next frame: 0 and 3 are drawn again; 1 and 2 may go. */
-	colorpair_frame(cp);
-	cr_assert_eq(colorpair_get(cp, 0, -1), p[0]);
-	cr_assert_eq(colorpair_get(cp, 3, -1), p[3]);
-	int a = colorpair_get(cp, 5, 6), b = colorpair_get(cp, 6, 5);
+	tui_colorpair_frame(cp);
+	cr_assert_eq(tui_colorpair_get(cp, 0, -1), p[0]);
+	cr_assert_eq(tui_colorpair_get(cp, 3, -1), p[3]);
+	int a = tui_colorpair_get(cp, 5, 6), b = tui_colorpair_get(cp, 6, 5);
 	cr_assert(a == p[1] || a == p[2]);
 	cr_assert(b == p[1] || b == p[2]);
 	cr_assert_neq(a, b);
@@ -170,50 +170,50 @@ Test(colorpair, lru_reuses_and_never_evicts_the_current_frame)
 	cr_assert(fg == 5 && bg == 6);
 	extended_pair_content(p[0], &fg, &bg);
 	cr_assert_eq(fg, 0);
-	colorpair_stats(cp, &st);
+	tui_colorpair_stats(cp, &st);
 	cr_assert_eq(st.evictions, 2);
-	colorpair_free(cp);
+	tui_colorpair_free(cp);
 	endwin();
 }
 
-Test(colorpair, static_map_for_256_colours)
+Test(tui_colorpair, static_map_for_256_colours)
 {
 	struct colorpair *cp;
 	int fg, bg;
 
 	fake_term("xterm-256color");
 	cr_assert_geq(COLOR_PAIRS, 60000);
-	cp = colorpair_new(COLORPAIR_FIRST_DYNAMIC, COLOR_PAIRS - 1);
-	int a = colorpair_get(cp, 196, 231);
+	cp = tui_colorpair_new(COLORPAIR_FIRST_DYNAMIC, COLOR_PAIRS - 1);
+	int a = tui_colorpair_get(cp, 196, 231);
 	cr_assert_eq(a, COLORPAIR_FIRST_DYNAMIC + (196 - 16) * 240 + 215);
 	extended_pair_content(a, &fg, &bg);
 	cr_assert(fg == 196 && bg == 231);
 	/* Thousands of distinct pairs in one frame: all distinct. */
 	for (int f = 16; f < 256; f += 3)
 		for (int g = 16; g < 256; g += 3)
-			cr_assert_eq(colorpair_get(cp, f, g),
+			cr_assert_eq(tui_colorpair_get(cp, f, g),
 			    COLORPAIR_FIRST_DYNAMIC + (f - 16) * 240 + g - 16);
 	/* Others go to the LRU region above the fixed map. */
-	cr_assert_gt(colorpair_get(cp, -1, 3), COLORPAIR_FIRST_DYNAMIC + 57599);
-	colorpair_free(cp);
+	cr_assert_gt(tui_colorpair_get(cp, -1, 3), COLORPAIR_FIRST_DYNAMIC + 57599);
+	tui_colorpair_free(cp);
 	endwin();
 }
 
-Test(colorpair, theme_roles)
+Test(tui_colorpair, theme_roles)
 {
 	struct theme t;
 	unsigned long attrs;
 	int pair, fg, bg;
 
 	fake_term("xterm-256color");
-	theme_init_builtin(&t);
-	colorpair_apply_theme(&t, 256);
-	colorpair_role(&t, THEME_CELL_ERROR, 256, &attrs, &pair);
+	tui_theme_init_builtin(&t);
+	tui_colorpair_apply_theme(&t, 256);
+	tui_colorpair_role(&t, THEME_CELL_ERROR, 256, &attrs, &pair);
 	cr_assert_eq(pair, THEME_CELL_ERROR + 1);
 	cr_assert(attrs & A_BOLD);
 	extended_pair_content(pair, &fg, &bg);
 	cr_assert(fg == 1 && bg == -1, "%d %d", fg, bg);
-	colorpair_role(&t, THEME_CELL_ERROR, 0, &attrs, &pair);
+	tui_colorpair_role(&t, THEME_CELL_ERROR, 0, &attrs, &pair);
 	cr_assert_eq(pair, 0);
 	cr_assert(attrs & A_BOLD);
 	endwin();

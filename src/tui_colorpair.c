@@ -1,9 +1,9 @@
-/* colorpair: ncurses colour pairs for thumbnails and themes (TUI.md
+/* tui_colorpair: ncurses colour pairs for thumbnails and themes (TUI.md
  * section 2). A fixed map when the terminal has pairs enough, else a hash
  * from (fg,bg) to pair with an LRU list stamped by frame: a pair drawn in
  * the current frame is never re-initialised, since ncurses would recolour
  * every cell on screen that uses it. */
-#include "terp/colorpair.h"
+#include "terp/tui_colorpair.h"
 
 #include <curses.h>
 #include <stdlib.h>
@@ -33,7 +33,7 @@ struct colorpair {
 	int			 nhash;
 	int			 head, tail, nfree;
 	long			 frame;
-	struct colorpair_stats	 st;
+	struct tui_colorpair_stats	 st;
 };
 
 static unsigned
@@ -43,7 +43,7 @@ cp_hash(const struct colorpair *cp, int fg, int bg)
 }
 
 struct colorpair *
-colorpair_new(int first, int last)
+tui_colorpair_new(int first, int last)
 {
 	struct colorpair *cp;
 	int n = last - first + 1;
@@ -80,7 +80,7 @@ colorpair_new(int first, int last)
 }
 
 void
-colorpair_free(struct colorpair *cp)
+tui_colorpair_free(struct colorpair *cp)
 {
 	if (cp == NULL)
 		return;
@@ -91,7 +91,7 @@ colorpair_free(struct colorpair *cp)
 }
 
 void
-colorpair_frame(struct colorpair *cp)
+tui_colorpair_frame(struct colorpair *cp)
 {
 	cp->frame++;
 }
@@ -161,7 +161,7 @@ cp_rgb_dist(int fg1, int bg1, int fg2, int bg2)
 }
 
 int
-colorpair_get(struct colorpair *cp, int fg, int bg)
+tui_colorpair_get(struct colorpair *cp, int fg, int bg)
 {
 	int i, best = -1, bestd = 0;
 
@@ -218,24 +218,24 @@ colorpair_get(struct colorpair *cp, int fg, int bg)
 }
 
 void
-colorpair_stats(const struct colorpair *cp, struct colorpair_stats *st)
+tui_colorpair_stats(const struct colorpair *cp, struct tui_colorpair_stats *st)
 {
 	*st = cp->st;
 }
 
 void
-colorpair_apply_theme(const struct theme *t, int ncolors)
+tui_colorpair_apply_theme(const struct theme *t, int ncolors)
 {
 	if (ncolors <= 0)
 		return;
 	for (int r = 0; r < THEME_NROLES && r + 1 < COLOR_PAIRS; r++)
 		init_extended_pair(r + 1,
-		    theme_color_resolve(t->role[r].fg, ncolors),
-		    theme_color_resolve(t->role[r].bg, ncolors));
+		    tui_theme_color_resolve(t->role[r].fg, ncolors),
+		    tui_theme_color_resolve(t->role[r].bg, ncolors));
 }
 
 void
-colorpair_role(const struct theme *t, enum theme_role role, int ncolors,
+tui_colorpair_role(const struct theme *t, enum theme_role role, int ncolors,
     unsigned long *attrs, int *pair)
 {
 	unsigned a = t->role[role].attrs;

@@ -1,8 +1,8 @@
-/* uwidth: wcwidth() under a private C.UTF-8 locale (so the answer does
+/* tui_uwidth: wcwidth() under a private C.UTF-8 locale (so the answer does
  * not depend on whether main() called setlocale yet), plus the emoji
  * override tmux also needs: libc says 1 for some pictographs terminals
  * draw as 2. */
-#include "terp/uwidth.h"
+#include "terp/tui_uwidth.h"
 
 #include <locale.h>
 #include <wchar.h>
@@ -13,7 +13,7 @@ static locale_t uwidth_loc;
 static int uwidth_tried;
 
 int
-uwidth_cp(unsigned cp)
+tui_uwidth_cp(unsigned cp)
 {
 	int w;
 
@@ -50,7 +50,7 @@ uwidth_cp(unsigned cp)
 }
 
 size_t
-uwidth_str(const char *s, size_t n)
+tui_uwidth_str(const char *s, size_t n)
 {
 	size_t i = 0, w = 0;
 	unsigned cp;
@@ -62,14 +62,14 @@ uwidth_str(const char *s, size_t n)
 			i++;
 			continue;
 		}
-		w += (size_t)uwidth_cp(cp);
+		w += (size_t)tui_uwidth_cp(cp);
 		i += k;
 	}
 	return w;
 }
 
 size_t
-uwidth_prefix(const char *s, size_t n, size_t maxcols, size_t *cols)
+tui_uwidth_prefix(const char *s, size_t n, size_t maxcols, size_t *cols)
 {
 	size_t i = 0, w = 0;
 	unsigned cp;
@@ -81,7 +81,7 @@ uwidth_prefix(const char *s, size_t n, size_t maxcols, size_t *cols)
 			k = 1;
 			cw = 1;
 		} else {
-			cw = uwidth_cp(cp);
+			cw = tui_uwidth_cp(cp);
 		}
 		if (w + (size_t)cw > maxcols)
 			break;

@@ -1,0 +1,308 @@
+/* tui_act: what the user does to a cell or a file from the notebook
+ * UI: expand is tui_cells'; here re-run, edit in $EDITOR and run, copy
+ * the code, open a file with xdg-open, preview it full-screen, and save
+ * a copy under a name the user types (asking first when the name leaves
+ * the working folder or is hidden). */
+#include "tui_act.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <readline/readline.h>
+
+#include "terp/agent.h"
+#include "terp/sanitize.h"
+#include "terp/util.h"
+
+#include "tui_draw.h"
+#include "tui_items.h"
+#include "tui_spawn.h"
+#include "tui_thumbs.h"
+
+/* The folder for files terp writes for the user in this session. */
+static char *
+session_dir(struct tui *t)
+{
+	if (t->st.workspace) {
+		char *d = xstrdup(t->st.workspace);
+		char *slash = strrchr(d, '/');
+		if (slash && slash != d)
+			*slash = 0;
+		return d;
+	}
+	char *st = xdg_state_home();
+	char *d = xasprintf("%s/terp", st);
+	free(st);
+	return d;
+}
+
+/* Copies src (a regular file) to dst, refusing to overwrite or follow
+ * links; a copy cut short is removed. */
+static int
+copy_file(const char *src, const char *dst, char **err)
+{
+	struct stat st;
+	int in = open(src, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (in < 0 || fstat(in, &st) < 0 || !S_ISREG(st.st_mode)) {
+		*err = xasprintf("%s: %s", src, in < 0 ? strerror(errno) :
+		    "not a regular file");
+		if (in >= 0)
+			close(in);
+		return -1;
+	}
+	int out = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+	    0644);
+	if (out < 0) {
+		*err = xasprintf("%s: %s", dst, strerror(errno));
+		close(in);
+		return -1;
+	}
+	char b[65536];
+	ssize_t n;
+	int rc = 0;
+	while ((n = read(in, b, sizeof b)) > 0)
+		if (write_all(out, b, (size_t)n) < 0) {
+			rc = -1;
+			break;
+		}
+	if (n < 0)
+		rc = -1;
+	if (rc < 0)
+		*err = xasprintf("copy to %s failed: %s", dst, strerror(errno));
+	close(in);
+	if (close(out) < 0 && rc == 0) {
+		rc = -1;
+		*err = xasprintf("%s: %s", dst, strerror(errno));
+	}
+	if (rc < 0)
+		unlink(dst);
+	return rc;
+}
+
+void
+tui_act_rerun(struct tui *t, int n)
+{
+	char *err = NULL;
+	if (agent_rerun(t->agent, n, &err) < 0)
+		tui_show_err(t, "rerun", err);
+	else
+		t->v[P_CELLS].follow = 1;
+}
+
+void
+tui_act_edit(struct tui *t, int n)
+{
+	const struct cell *c = notebook_cell(t->nb, n);
+	if (!c)
+		return;
+	char tmpl[] = "/tmp/terp-cell-XXXXXX.py";
+	int fd = mkstemps(tmpl, 3);
+	if (fd < 0) {
+		tui_flash(t, "cannot create a temporary file: %s", strerror(errno));
+		return;
+	}
+	const char *code = c->code ? c->code : "";
+	if (write_all(fd, code, strlen(code)) < 0) {
+		close(fd);
+		unlink(tmpl);
+		tui_flash(t, "cannot write %s", tmpl);
+		return;
+	}
+	close(fd);
+	int st = tui_spawn_editor(t, tmpl);
+	size_t len;
+	char *nc = read_file(tmpl, 1024 * 1024, &len);
+	unlink(tmpl);
+	if (st != 0 || !nc) {
+		tui_flash(t, "editor failed (status %d); nothing run", st);
+		free(nc);
+		return;
+	}
+	if (strcmp(nc, code) == 0 || len == 0) {
+		tui_flash(t, "cell [%d] unchanged; not run", n);
+		free(nc);
+		return;
+	}
+	char *err = NULL;
+	if (agent_run_cell(t->agent, nc, &err) < 0)
+		tui_show_err(t, "run", err);
+	else
+		t->v[P_CELLS].follow = 1;
+	free(nc);
+}
+
+void
+tui_act_copy(struct tui *t, int n)
+{
+	const struct cell *c = notebook_cell(t->nb, n);
+	if (!c || !c->code)
+		return;
+	if (tui_spawn_clipboard(t, c->code) == 0) {
+		tui_flash(t, "copied the code of cell [%d] to the clipboard", n);
+		return;
+	}
+	char *dir = session_dir(t);
+	mkdir_p(dir, 0700);
+	char *path = xasprintf("%s/cell-%d.py", dir, n);
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd >= 0 && write_all(fd, c->code, strlen(c->code)) == 0) {
+		char *m = xasprintf("no clipboard: the code of cell [%d] is in %s", n, path);
+		tui_item_text(t, IT_NOTICE, m);
+		tui_flash(t, "%s", m);
+		free(m);
+	} else
+		tui_flash(t, "cannot write %s: %s", path, strerror(errno));
+	if (fd >= 0)
+		close(fd);
+	free(path);
+	free(dir);
+}
+
+void
+tui_act_open(struct tui *t, int i)
+{
+	if (i < 0 || i >= notebook_nartifacts(t->nb))
+		return;
+	const struct artifact *a = notebook_artifact(t->nb, i);
+	if (!tui_spawn_found("xdg-open")) {
+		tui_flash(t, "xdg-open not found; the file is %s", a->path);
+		return;
+	}
+	const char *argv[] = { "xdg-open", a->path, NULL };
+	if (tui_spawn(t, argv, TUI_SPAWN_DETACHED, NULL) < 0)
+		tui_flash(t, "cannot start xdg-open: %s", strerror(errno));
+	else
+		tui_flash(t, "opening %s", a->name);
+}
+
+/* The first max bytes of the file at path (a new buffer, *len of them),
+ * or NULL with errno. */
+static char *
+read_head(const char *path, size_t max, size_t *len)
+{
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	ssize_t n;
+
+	*len = 0;
+	if (fd < 0)
+		return NULL;
+	char *data = xmalloc(max + 1);
+	while (*len < max && (n = read(fd, data + *len, max - *len)) > 0)
+		*len += (size_t)n;
+	close(fd);
+	return data;
+}
+
+void
+tui_act_preview(struct tui *t, int i)
+{
+	if (i < 0 || i >= notebook_nartifacts(t->nb))
+		return;
+	const struct artifact *a = notebook_artifact(t->nb, i);
+	char sz[32];
+	fmt_bytes(sz, sizeof sz, a->bytes);
+	char *title = xasprintf("%s  (%s, cell [%d])", a->name, sz, a->cell);
+	tui_overlay_open(t, title);
+	free(title);
+	t->ov.art = i;
+	if (tui_thumbs_is_png(a->name)) {
+		t->ov.png = xstrdup(a->path);
+		return;
+	}
+	size_t len;
+	char *data = read_head(a->path, PREVIEW_MAX, &len);
+	if (!data) {
+		const char *m = strerror(errno);
+		tui_tlines_wrap(&t->ov.lines, m, strlen(m), COLS, R_ERROR, " ", R_ERROR, 0);
+		return;
+	}
+	if (memchr(data, 0, len)) {
+		char *m = xasprintf("binary file (%s); o opens it with xdg-open", sz);
+		tui_tlines_wrap(&t->ov.lines, m, strlen(m), COLS, R_DIM, " ", R_DIM, 0);
+		free(m);
+	} else {
+		char *s = sanitize_str(data, len,
+		    SANITIZE_KEEP_NL | SANITIZE_EXPAND_TABS | SANITIZE_CR_AS_NL);
+		tui_tlines_wrap(&t->ov.lines, s, strlen(s), COLS, R_TEXT, " ", R_TEXT, 0);
+		free(s);
+		if (a->bytes > PREVIEW_MAX) {
+			const char *m = "… (the preview shows the first 256 KiB)";
+			tui_tlines_wrap(&t->ov.lines, m, strlen(m), COLS, R_HIDDEN, " ", R_HIDDEN, 0);
+		}
+	}
+	free(data);
+}
+
+void
+tui_act_save_ask(struct tui *t, int i)
+{
+	if (i < 0 || i >= notebook_nartifacts(t->nb))
+		return;
+	t->in.modal = M_SAVE_AS;
+	t->in.save_art = i;
+	t->focus = P_INPUT;
+	/* Offered: the host copy's file name, made safe again here (one
+	 * component, not hidden); never the name the sandbox gave, which
+	 * may hold "../", newlines or escapes. */
+	char *name = sanitize_filename(notebook_artifact(t->nb, i)->path, 100);
+	rl_replace_line(name, 0);
+	free(name);
+	rl_point = rl_end;
+	tui_mark(t);
+}
+
+static void
+art_save_to(struct tui *t, const struct artifact *a, const char *name)
+{
+	char *err = NULL;
+	if (copy_file(a->path, name, &err) < 0) {
+		tui_flash(t, "%s", err);
+		free(err);
+	} else
+		tui_flash(t, "saved a copy as %s", name);
+}
+
+void
+tui_act_save_name(struct tui *t, const char *name)
+{
+	const struct artifact *a = t->in.save_art < notebook_nartifacts(t->nb) ?
+	    notebook_artifact(t->nb, t->in.save_art) : NULL;
+	if (!a || !*name) {
+		tui_flash(t, "not saved");
+		return;
+	}
+	if (strchr(name, '/') != NULL || name[0] == '.') {
+		/* outside the working folder, or hidden: ask first */
+		char *shown = sanitize_str(name, strlen(name), 0);
+		free(t->in.save_name);
+		t->in.save_name = xstrdup(name);
+		snprintf(t->in.save_prompt, sizeof t->in.save_prompt,
+		    "write \"%.*s%s\" (outside ./ or hidden)? (y/n) ",
+		    (int)utf8_complete_prefix(shown, strlen(shown) > 60 ? 60 :
+		    strlen(shown)), shown, strlen(shown) > 60 ? "…" : "");
+		free(shown);
+		t->in.modal = M_SAVE_CONFIRM;
+		tui_mark(t);
+		return;
+	}
+	art_save_to(t, a, name);
+}
+
+void
+tui_act_save_confirm(struct tui *t, int yes)
+{
+	t->in.modal = M_NONE;
+	if (yes && t->in.save_art < notebook_nartifacts(t->nb))
+		art_save_to(t, notebook_artifact(t->nb, t->in.save_art),
+		    t->in.save_name);
+	else
+		tui_flash(t, "not saved");
+	free(t->in.save_name);
+	t->in.save_name = NULL;
+	tui_mark(t);
+}

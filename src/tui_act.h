@@ -1,0 +1,27 @@
+/* tui_act: actions on cells and files (tui_act.c). Cells are numbered
+ * from 1, files (artifacts) indexed from 0; a number out of range does
+ * nothing. Failures are told on the status bar or in the conversation. */
+#ifndef TERP_TUI_ACT_H
+#define TERP_TUI_ACT_H
+
+#include "tui_priv.h"
+
+void tui_act_rerun(struct tui *t, int n);
+/* Opens cell n's code in $EDITOR (the UI pauses) and runs the edited
+ * code as a new cell, unless it is unchanged or the editor failed. */
+void tui_act_edit(struct tui *t, int n);
+/* The code to the clipboard, else to a file in the session folder. */
+void tui_act_copy(struct tui *t, int n);
+
+void tui_act_open(struct tui *t, int i);
+/* The overlay shows file i: a chart as a thumbnail, text (the first
+ * PREVIEW_MAX bytes), or a note that it is binary. */
+void tui_act_preview(struct tui *t, int i);
+/* Save a copy: puts the input line in M_SAVE_AS with a safe name
+ * offered; the line typed goes to tui_act_save_name, which saves or
+ * moves to M_SAVE_CONFIRM, answered by tui_act_save_confirm. */
+void tui_act_save_ask(struct tui *t, int i);
+void tui_act_save_name(struct tui *t, const char *name);
+void tui_act_save_confirm(struct tui *t, int yes);
+
+#endif

@@ -1,0 +1,857 @@
+/* tui_draw: the notebook UI's screen: the layout (three panes, or one
+ * with a tab strip on a small terminal), each pane drawn from the
+ * conversation items and the notebook, the status bar, the input line
+ * and the full-screen overlay. Draws only what the state says; one call
+ * of tui_draw per frame composes the whole screen and updates it once. */
+#include "tui_draw.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <readline/readline.h>
+
+#include "terp/buf.h"
+#include "terp/kernel.h"
+#include "terp/llm.h"
+#include "terp/sanitize.h"
+#include "terp/session.h"
+#include "terp/util.h"
+
+#include "tui_cells.h"
+#include "tui_items.h"
+#include "tui_style.h"
+#include "tui_thumbs.h"
+
+static const char *pane_name[P_NPANES] = { "input", "conversation", "cells",
+	"files" };
+
+
+/* Input rows the current line needs (it may hold newlines). */
+static int
+input_rows(struct tui *t)
+{
+	int rows = 1;
+	if (rl_line_buffer)
+		for (const char *p = rl_line_buffer; *p; p++)
+			rows += *p == '\n';
+	if (rows > INPUT_ROWS_MAX)
+		rows = INPUT_ROWS_MAX;
+	if (rows > t->lay.rows / 4)
+		rows = t->lay.rows / 4 > 0 ? t->lay.rows / 4 : 1;
+	return rows;
+}
+
+/* Which pane a compact screen shows. */
+enum pane
+tui_draw_shown_pane(const struct tui *t)
+{
+	if (t->focus != P_INPUT)
+		return t->focus;
+	return t->last_pane != P_INPUT ? t->last_pane : P_CONV;
+}
+
+static void
+layout(struct tui *t)
+{
+	t->lay.rows = LINES;
+	t->lay.cols = COLS;
+	t->lay.inrows = input_rows(t);
+	int h = t->lay.rows - 1 - t->lay.inrows;		/* above the status bar */
+	memset(t->lay.ph, 0, sizeof t->lay.ph);
+	memset(t->lay.pw, 0, sizeof t->lay.pw);
+	t->lay.compact = h < 14 || t->lay.cols < 60;
+	if (t->lay.compact) {
+		enum pane p = tui_draw_shown_pane(t);
+		t->lay.py[p] = 0;
+		t->lay.px[p] = 0;
+		t->lay.ph[p] = h;
+		t->lay.pw[p] = t->lay.cols;
+		return;
+	}
+	int artw = t->lay.cols >= 110 ? 30 : t->lay.cols >= 80 ? 24 : 20;
+	int leftw = t->lay.cols - artw - 1;
+	int convh = h * 2 / 5;
+	if (convh < 5)
+		convh = 5;
+	t->lay.py[P_CONV] = 0;
+	t->lay.px[P_CONV] = 0;
+	t->lay.ph[P_CONV] = convh;
+	t->lay.pw[P_CONV] = leftw;
+	t->lay.py[P_CELLS] = convh;
+	t->lay.px[P_CELLS] = 0;
+	t->lay.ph[P_CELLS] = h - convh;
+	t->lay.pw[P_CELLS] = leftw;
+	t->lay.py[P_ARTS] = 0;
+	t->lay.px[P_ARTS] = leftw + 1;
+	t->lay.ph[P_ARTS] = h;
+	t->lay.pw[P_ARTS] = artw;
+}
+
+/* Draws l at row y from column x, at most w columns; over >= 0 styles
+ * the whole row (selection) and pads it. */
+static void
+draw_line(struct tui *t, WINDOW *win, int y, int x, int w,
+    const struct tline *l, int over)
+{
+	int col = 0;
+	wmove(win, y, x);
+	for (int i = 0; l && i < l->nseg && col < w; i++) {
+		const struct tseg *g = &l->seg[i];
+		int used;
+		size_t len = strlen(g->text);
+		size_t k = tui_tlines_fit(g->text, len, w - col, &used);
+		if (k == 0)
+			continue;
+		tui_style_seg(t, win, g, over);
+		waddnstr(win, g->text, (int)k);
+		col += used;
+		if (k < len)
+			break;
+	}
+	if (over >= 0 && col < w) {
+		tui_style_seg(t, win, NULL, over);
+		for (; col < w; col++)
+			waddch(win, ' ');
+	}
+	wattr_set(win, A_NORMAL, 0, &(int){0});
+}
+
+static void
+draw_text(struct tui *t, WINDOW *win, int y, int x, int w, int role,
+    const char *s)
+{
+	struct tline l = { 0 };
+	tui_tline_adds(&l, role, s);
+	draw_line(t, win, y, x, w, &l, -1);
+	tui_tline_free(&l);
+}
+
+/* A pane's title row: "─ conversation ─── extra ─". */
+static void
+draw_title(struct tui *t, enum pane p, const char *extra)
+{
+	int y = t->lay.py[p], x = t->lay.px[p], w = t->lay.pw[p];
+	int focus = t->focus == p;
+	struct tline l = { 0 };
+
+	if (t->lay.compact) {
+		/* a tab strip: every pane, the shown one highlighted */
+		for (int q = (int)P_CONV; q < (int)P_NPANES; q++) {
+			int shown = q == (int)p;
+			int role = !shown ? R_TITLE : focus ? R_TITLE_FOCUS :
+			    R_CELL_HDR;
+			tui_tline_adds(&l, role, shown ? "[" : " ");
+			tui_tline_adds(&l, role, pane_name[q]);
+			tui_tline_adds(&l, role, shown ? "]" : " ");
+		}
+	} else {
+		tui_tline_adds(&l, R_BORDER, "─ ");
+		tui_tline_adds(&l, focus ? R_TITLE_FOCUS : R_TITLE, pane_name[p]);
+		tui_tline_adds(&l, R_BORDER, " ");
+	}
+	if (extra && *extra) {
+		tui_tline_adds(&l, R_DIM, extra);
+		tui_tline_adds(&l, R_BORDER, " ");
+	}
+	int used = tui_tline_width(&l);
+	struct buf fill;
+	buf_init(&fill, 4096);
+	for (int i = used; i < w; i++)
+		buf_adds(&fill, tui_style_utf8() ? "─" : "-");
+	if (fill.len)
+		tui_tline_add(&l, R_BORDER, fill.data, fill.len);
+	buf_free(&fill);
+	draw_line(t, t->lay.mainw, y, x, w, &l, -1);
+	tui_tline_free(&l);
+}
+
+/* Clamps a view over total lines in h rows; follow pins the bottom. */
+static void
+view_clamp(struct view *v, int total, int h)
+{
+	int maxtop = total - h > 0 ? total - h : 0;
+	if (v->follow || v->top > maxtop)
+		v->top = maxtop;
+	if (v->top < 0)
+		v->top = 0;
+}
+
+static void
+draw_conv(struct tui *t)
+{
+	enum pane p = P_CONV;
+	int h = t->lay.ph[p] - 1, w = t->lay.pw[p], y0 = t->lay.py[p] + 1;
+	if (h <= 0 || w <= 0)
+		return;
+	int total = 0;
+	for (int i = 0; i < t->conv.nitems; i++)
+		total += tui_item_lines(t, &t->conv.items[i], w)->n;
+	struct view *v = &t->v[p];
+	view_clamp(v, total, h);
+	char extra[64] = "";
+	if (!v->follow && total > h)
+		snprintf(extra, sizeof extra, "%d/%d  End: follow", v->top + h, total);
+	draw_title(t, p, extra);
+	if (t->conv.nitems == 0) {
+		draw_text(t, t->lay.mainw, y0, 0, w, R_DIM,
+		    "  Ask a question about your data and press Enter.");
+		draw_text(t, t->lay.mainw, y0 + 1, 0, w, R_DIM,
+		    "  /help lists the commands, ? or F1 the keys.");
+		return;
+	}
+	int line = 0, row = 0;
+	for (int i = 0; i < t->conv.nitems && row < h; i++) {
+		const struct tlines *ls = tui_item_lines(t, &t->conv.items[i], w);
+		if (line + ls->n <= v->top) {
+			line += ls->n;
+			continue;
+		}
+		for (int j = 0; j < ls->n && row < h; j++, line++) {
+			if (line < v->top)
+				continue;
+			draw_line(t, t->lay.mainw, y0 + row, 0, w, &ls->v[j], -1);
+			if (row < TAGROWS)
+				t->lay.tagmap[p][row] = ls->v[j].tag;
+			row++;
+		}
+	}
+}
+
+/* Line offset of each cell's header in the cell pane; returns the total. */
+static int
+cells_total(struct tui *t, int w, int *start, int ncells)
+{
+	int total = 0;
+	for (int n = 1; n <= ncells; n++) {
+		const struct cell *c = notebook_cell(t->nb, n);
+		if (start)
+			start[n] = total;
+		total += 1 + (c ? tui_cells_body(t, c, w)->n : 0) + 1;
+	}
+	if (start)
+		start[ncells + 1] = total;
+	return total;
+}
+
+/* Keeps the cell pane's selection in range and, after paging, on the
+ * cell at the top; scrolls so that a newly selected cell shows. start:
+ * each cell's first line (cells_total). */
+static void
+cells_select(struct view *v, const int *start, int nc, int h)
+{
+	if (v->sel > nc)
+		v->sel = nc;
+	if (v->sel < 1 && nc > 0)
+		v->sel = nc;
+	if (v->sel_from_top) {
+		for (int n = 1; n <= nc; n++)
+			if (start[n] <= v->top)
+				v->sel = n;
+		v->sel_from_top = 0;
+	}
+	if (v->ensure_sel && v->sel >= 1) {
+		v->follow = 0;
+		if (start[v->sel] < v->top)
+			v->top = start[v->sel];
+		else if (start[v->sel] >= v->top + h)
+			v->top = start[v->sel + 1] - h < start[v->sel] ?
+			    start[v->sel + 1] - h : start[v->sel];
+		if (v->sel == nc && start[nc + 1] <= v->top + h)
+			v->follow = 1;
+		v->ensure_sel = 0;
+	}
+}
+
+/* A cell's header row, marked when selected. */
+static void
+draw_cell_header(struct tui *t, int y, int x, int w, const struct cell *c,
+    int sel)
+{
+	struct tline hl = { 0 };
+
+	tui_tline_adds(&hl, R_LINK, sel ? (tui_style_utf8() ? "▸" : ">") : " ");
+	tui_cells_header(t, &hl, c);
+	draw_line(t, t->lay.mainw, y, x, w, &hl, sel && t->focus == P_CELLS ?
+	    R_SEL : -1);
+	tui_tline_free(&hl);
+}
+
+static void
+draw_cells(struct tui *t)
+{
+	enum pane p = P_CELLS;
+	int h = t->lay.ph[p] - 1, w = t->lay.pw[p], y0 = t->lay.py[p] + 1, x0 = t->lay.px[p];
+	if (h <= 0 || w <= 0)
+		return;
+	int nc = notebook_ncells(t->nb);
+	struct view *v = &t->v[p];
+	int *start = xcalloc((size_t)nc + 2, sizeof *start);
+	int total = cells_total(t, w, start, nc);
+	cells_select(v, start, nc, h);
+	view_clamp(v, total, h);
+	char extra[80];
+	snprintf(extra, sizeof extra, "%d%s", nc,
+	    !v->follow && total > h ? "  End: follow" : "");
+	draw_title(t, p, extra);
+	if (nc == 0)
+		draw_text(t, t->lay.mainw, y0, x0, w, R_DIM,
+		    "  No cells yet. The model's code appears here; /py CODE runs your own.");
+	int row = 0;
+	for (int n = 1; n <= nc && row < h; n++) {
+		if (start[n + 1] <= v->top)
+			continue;
+		const struct cell *c = notebook_cell(t->nb, n);
+		const struct tlines *body = tui_cells_body(t, c, w);
+		for (int j = start[n]; j < start[n + 1] && row < h; j++) {
+			if (j < v->top)
+				continue;
+			int k = j - start[n];
+			if (k == 0)
+				draw_cell_header(t, y0 + row, x0, w, c,
+				    n == v->sel);
+			else if (k - 1 < body->n)
+				draw_line(t, t->lay.mainw, y0 + row, x0, w,
+				    &body->v[k - 1], -1);
+			if (row < TAGROWS)
+				t->lay.tagmap[p][row] = n;
+			row++;
+		}
+	}
+	free(start);
+}
+
+/* The file pane's lines: per file a name row, a detail row, and a
+ * thumbnail for a chart, tagged with the file's index. Returns the
+ * selected file's first line. */
+static int
+arts_lines(struct tui *t, struct tlines *ls, int w, int sel)
+{
+	int na = notebook_nartifacts(t->nb), selrow = 0;
+
+	for (int i = 0; i < na; i++) {
+		const struct artifact *a = notebook_artifact(t->nb, i);
+		if (i == sel)
+			selrow = ls->n;
+		char *nm = sanitize_str(a->name, strlen(a->name), 0);
+		tui_tlines_cut(ls, nm, strlen(nm), w, R_TEXT, i == sel ? "▸ " : "  ",
+		    R_LINK, i);
+		free(nm);
+		char sz[32], det[64];
+		fmt_bytes(sz, sizeof sz, a->bytes);
+		snprintf(det, sizeof det, "%s · cell [%d]", sz, a->cell);
+		tui_tlines_cut(ls, det, strlen(det), w, R_DIM, "  ", R_DIM, i);
+		if (tui_thumbs_is_png(a->name) && w > 6) {
+			const char *why;
+			struct thumb *th = tui_thumbs_get(t, a->path, w - 3, 6, &why);
+			if (th)
+				tui_thumbs_lines(ls, th, 2, i);
+		}
+	}
+	return selrow;
+}
+
+static void
+draw_arts(struct tui *t)
+{
+	enum pane p = P_ARTS;
+	int h = t->lay.ph[p] - 1, w = t->lay.pw[p], y0 = t->lay.py[p] + 1, x0 = t->lay.px[p];
+	if (h <= 0 || w <= 0)
+		return;
+	int na = notebook_nartifacts(t->nb);
+	char extra[32];
+	snprintf(extra, sizeof extra, "%d", na);
+	draw_title(t, p, extra);
+	if (!t->lay.compact)	/* the separator from the left panes */
+		for (int y = 0; y < t->lay.ph[p]; y++) {
+			tui_style_role(t, t->lay.mainw, R_BORDER);
+			mvwaddstr(t->lay.mainw, y, x0 - 1, tui_style_utf8() ? "│" : "|");
+		}
+	if (na == 0) {
+		draw_text(t, t->lay.mainw, y0, x0, w, R_DIM, " Charts and files");
+		draw_text(t, t->lay.mainw, y0 + 1, x0, w, R_DIM, " the code saves to");
+		draw_text(t, t->lay.mainw, y0 + 2, x0, w, R_DIM, " out/ appear here.");
+		return;
+	}
+	struct view *v = &t->v[p];
+	if (v->sel >= na)
+		v->sel = na - 1;
+	if (v->sel < 0)
+		v->sel = 0;
+	struct tlines ls;
+	tui_tlines_init(&ls);
+	int selrow = arts_lines(t, &ls, w, v->sel);
+	if (selrow < v->top)
+		v->top = selrow;
+	if (selrow + 2 > v->top + h)
+		v->top = selrow + 2 - h;
+	if (v->top > ls.n - h)
+		v->top = ls.n - h > 0 ? ls.n - h : 0;
+	for (int r = 0; r < h && v->top + r < ls.n; r++) {
+		const struct tline *l = &ls.v[v->top + r];
+		int selected = l->tag == v->sel && v->top + r == selrow &&
+		    t->focus == p;
+		draw_line(t, t->lay.mainw, y0 + r, x0, w, l, selected ? R_SEL : -1);
+		if (r < TAGROWS)
+			t->lay.tagmap[p][r] = l->tag;
+	}
+	tui_tlines_free(&ls);
+}
+
+static const char *
+kstate_text(struct tui *t)
+{
+	switch (t->st.kstate) {
+	case KERNEL_STOPPED:	return "stopped";
+	case KERNEL_STARTING:	return "starting";
+	case KERNEL_LOADING:	return "loading libraries";
+	case KERNEL_READY:	return "ready";
+	case KERNEL_BUSY:	return "running";
+	case KERNEL_DEAD:	return "sandbox failed";
+	default:		return "starting";
+	}
+}
+
+static void
+fmt_tokens(char *b, size_t n, long v)
+{
+	if (v >= 10000)
+		snprintf(b, n, "%.0fk", (double)v / 1000.0);
+	else if (v >= 1000)
+		snprintf(b, n, "%.1fk", (double)v / 1000.0);
+	else
+		snprintf(b, n, "%ld", v);
+}
+
+/* " openai · gpt-4o " */
+static void
+status_model(struct tui *t, struct tline *l)
+{
+	char tmp[256];
+	const char *model = NULL;
+	struct llm *m = t->agent ? agent_llm(t->agent) : NULL;
+
+	if (m)
+		model = llm_model(m);
+	snprintf(tmp, sizeof tmp, " %s%s%s ", t->o.provider_label ?
+	    t->o.provider_label : (m ? llm_provider(m) : "no model"),
+	    model ? " · " : "", model ? model : "");
+	tui_tline_adds(l, R_STATUS_KEY, tmp);
+}
+
+/* What is going on: a replay's progress, the running cell, the model
+ * thinking or answering, else the sandbox's state. */
+static void
+status_step(struct tui *t, struct tline *l, int done, int total,
+    int idle_stopped)
+{
+	char tmp[64];
+
+	if (total > 0)
+		snprintf(tmp, sizeof tmp, "replaying %d/%d",
+		    done < total ? done + 1 : total, total);
+	else if (t->st.phase == PH_CELL && t->st.run_cell)
+		snprintf(tmp, sizeof tmp, "running cell [%d]", t->st.run_cell);
+	else if (t->st.phase == PH_THINKING)
+		snprintf(tmp, sizeof tmp, "thinking");
+	else if (t->st.phase == PH_ANSWERING)
+		snprintf(tmp, sizeof tmp, "answering");
+	else if (t->st.kstate == KERNEL_STOPPED && idle_stopped)
+		snprintf(tmp, sizeof tmp, "sandbox stopped (idle)");
+	else
+		snprintf(tmp, sizeof tmp, "%s", kstate_text(t));
+	tui_tline_adds(l, total > 0 ? R_STATUS_KEY : R_STATUS, tmp);
+}
+
+/* The idle countdown, once less than IDLE_SHOW_MS is left (then the
+ * bar ticks every second). */
+static void
+status_idle(struct tui *t, struct tline *l, int64_t deadline)
+{
+	char tmp[64];
+	int64_t left = deadline - now_ms();
+
+	if (left < 0)
+		left = 0;
+	if (left >= IDLE_SHOW_MS)
+		return;
+	int64_t sec = (left + 999) / 1000;
+	snprintf(tmp, sizeof tmp, " │ idle stop in %d:%02d", (int)(sec / 60),
+	    (int)(sec % 60));
+	tui_tline_adds(l, R_STATUS, tmp);
+	t->st.ticking = 1;
+}
+
+static void
+status_tokens(struct tui *t, struct tline *l)
+{
+	char tmp[96], a[24], b[24];
+
+	if (!t->st.total.input_tokens && !t->st.total.output_tokens)
+		return;
+	fmt_tokens(a, sizeof a, t->st.total.input_tokens);
+	fmt_tokens(b, sizeof b, t->st.total.output_tokens);
+	snprintf(tmp, sizeof tmp, " │ tokens %s in · %s out", a, b);
+	tui_tline_adds(l, R_STATUS, tmp);
+}
+
+/* The key hint at the right end, when it fits. */
+static void
+status_hint(struct tui *t, struct tline *l)
+{
+	char tmp[256];
+	const char *hint = t->st.busy ? " Ctrl-C cancel · ? help " :
+	    " Tab panes · ? help ";
+	int hw = tui_tlines_width(hint, strlen(hint));
+	int used = tui_tline_width(l);
+
+	if (used + hw > t->lay.cols)
+		return;
+	memset(tmp, ' ', sizeof tmp);
+	int pad = t->lay.cols - used - hw;
+	if (pad > (int)sizeof tmp - 1)
+		pad = (int)sizeof tmp - 1;
+	tui_tline_add(l, R_STATUS, tmp, (size_t)pad);
+	tui_tline_adds(l, R_STATUS, hint);
+}
+
+static void
+draw_status(struct tui *t)
+{
+	int y = t->lay.rows - t->lay.inrows - 1;
+	struct tline l = { 0 };
+	char tmp[64];
+	int total = 0, idle_stopped = 0;
+	int done = t->o.session ? session_progress(t->o.session, &total) : 0;
+	int64_t deadline = 0;
+
+	if (t->o.session)
+		deadline = session_idle_deadline(t->o.session, &idle_stopped);
+	t->st.ticking = 0;
+	status_model(t, &l);
+	tui_tline_adds(&l, R_STATUS, "│ ");
+	status_step(t, &l, done, total, idle_stopped);
+	if (t->cmd.nheld > 0) {
+		snprintf(tmp, sizeof tmp, " · %d held", t->cmd.nheld);
+		tui_tline_adds(&l, R_STATUS, tmp);
+	}
+	if (deadline > 0 && !t->st.busy)
+		status_idle(t, &l, deadline);
+	if (t->st.busy) {
+		snprintf(tmp, sizeof tmp, " %.1fs",
+		    (double)(now_ms() - t->st.step_ms) / 1000.0);
+		tui_tline_adds(&l, R_STATUS, tmp);
+	}
+	status_tokens(t, &l);
+	if (t->st.flash && now_ms() < t->st.flash_until) {
+		tui_tline_adds(&l, R_STATUS, " │ ");
+		tui_tline_adds(&l, R_STATUS_KEY, t->st.flash);
+	}
+	status_hint(t, &l);
+	draw_line(t, t->lay.mainw, y, 0, t->lay.cols, &l, -1);
+	/* pad the bar to the full width */
+	int col = tui_tline_width(&l);
+	tui_style_role(t, t->lay.mainw, R_STATUS);
+	for (; col < t->lay.cols; col++)
+		mvwaddch(t->lay.mainw, y, col, ' ');
+	wattr_set(t->lay.mainw, A_NORMAL, 0, &(int){0});
+	tui_tline_free(&l);
+}
+
+static const char *
+prompt_text(struct tui *t)
+{
+	switch (t->in.modal) {
+	case M_CONFIRM_QUIT:	return "Something is running. Quit anyway? (y/n) ";
+	case M_SAVE_AS:		return "save as: ";
+	case M_SAVE_CONFIRM:	return t->in.save_prompt;
+	default:		return t->st.busy ? "… " : "› ";
+	}
+}
+
+/* The next character of the input line at s (n bytes left) as shown:
+ * returns the bytes it takes, its width in *cw and its text in show
+ * (^X for a control character, ? for an invalid byte, C1 or bidi). */
+static size_t
+input_glyph(const char *s, size_t n, char show[8], int *cw)
+{
+	unsigned cp;
+	size_t k = utf8_decode(s, n, &cp);
+
+	if (k == 0) {
+		*cw = 1;
+		snprintf(show, 8, "?");
+		return 1;
+	}
+	if (cp < 0x20 || cp == 0x7f) {
+		*cw = 2;
+		snprintf(show, 8, "^%c", cp == 0x7f ? '?' : (char)(cp + '@'));
+	} else if (sanitize_is_control(cp)) {	/* C1, bidi */
+		*cw = 1;
+		snprintf(show, 8, "?");
+	} else {
+		*cw = tui_tlines_cpwidth(cp);
+		memcpy(show, s, k);
+		show[k] = 0;
+	}
+	return k;
+}
+
+/* The rows of the input s[0..n) (it may hold newlines) and the row and
+ * column of the cursor at byte point; the first row starts after a
+ * prompt pw columns wide, as do the others after their lead. */
+static void
+input_measure(const char *s, size_t n, size_t point, int pw, int *crow,
+    int *ccol, int *nrows)
+{
+	int row = 0, col = pw, cw;
+	char show[8];
+
+	*crow = 0;
+	*ccol = pw;
+	*nrows = 1;
+	for (size_t i = 0; i <= n; ) {
+		if (i == point) {
+			*crow = row;
+			*ccol = col;
+		}
+		if (i == n)
+			break;
+		if (s[i] == '\n') {
+			row++;
+			(*nrows)++;
+			col = pw;
+			i++;
+			continue;
+		}
+		i += input_glyph(s + i, n - i, show, &cw);
+		col += cw;
+	}
+}
+
+/* Draws input row r: lead, then s from *i up to the next newline (which
+ * it consumes), shifted left by off columns. */
+static void
+input_row(struct tui *t, int r, const char *lead, const char *s, size_t n,
+    size_t *i, int off)
+{
+	WINDOW *w = t->lay.inw;
+	int lw = tui_tlines_width(lead, strlen(lead)), c = lw, cw;
+	char show[8];
+
+	wmove(w, r, 0);
+	tui_style_role(t, w, R_PROMPT);
+	if (off < lw)
+		waddstr(w, lead);
+	tui_style_role(t, w, R_INPUT);
+	while (*i < n && s[*i] != '\n') {
+		size_t k = input_glyph(s + *i, n - *i, show, &cw);
+		if (c >= off && c - off + cw <= t->lay.cols)
+			mvwaddstr(w, r, c - off, show);
+		c += cw;
+		*i += k;
+	}
+	if (*i < n && s[*i] == '\n')
+		(*i)++;
+}
+
+/* Draws the input buffer, laying out its newlines across rows, and
+ * leaves the cursor at rl_point. */
+static void
+draw_input(struct tui *t)
+{
+	const char *pr = prompt_text(t);
+	const char *s = t->in.modal == M_CONFIRM_QUIT ||
+	    t->in.modal == M_SAVE_CONFIRM ? "" :
+	    (rl_line_buffer ? rl_line_buffer : "");
+	int W = t->lay.cols, rows = t->lay.inrows, crow, ccol, nrows;
+	size_t n = strlen(s), point = (size_t)(rl_point >= 0 ? rl_point : 0);
+
+	werase(t->lay.inw);
+	if (point > n)
+		point = n;
+	input_measure(s, n, point, tui_tlines_width(pr, strlen(pr)), &crow, &ccol,
+	    &nrows);
+	int first = crow - rows + 1 > 0 ? crow - rows + 1 : 0;
+	if (first > nrows - rows)
+		first = nrows - rows > 0 ? nrows - rows : 0;
+	if (first > crow)
+		first = crow;
+	/* horizontal scroll keeps the cursor visible on long rows */
+	int hoff = ccol >= W - 1 ? ccol - (W - 1) + W / 3 : 0;
+
+	int row = 0;
+	size_t i = 0;
+	while (row < first && i < n) {
+		if (s[i] == '\n')
+			row++;
+		i++;
+	}
+	for (int r = 0; r < rows && row < nrows; r++, row++)
+		input_row(t, r, row == 0 ? pr : (tui_style_utf8() ? "┆ " : ": "),
+		    s, n, &i, row == crow ? hoff : 0);
+	if (crow - first >= 0 && crow - first < rows)
+		wmove(t->lay.inw, crow - first, ccol - hoff < W ? ccol - hoff : W - 1);
+}
+
+static void
+draw_overlay(struct tui *t)
+{
+	int h = t->lay.rows - t->lay.inrows - 1, w = t->lay.cols;
+	struct tline l = { 0 };
+	tui_tline_adds(&l, R_TITLE_FOCUS, " ");
+	tui_tline_adds(&l, R_TITLE_FOCUS, t->ov.title ? t->ov.title : "");
+	tui_tline_adds(&l, R_DIM, t->ov.art >= 0 ?
+	    "   q/Esc close · o open · s save · ↑↓ PgUp PgDn" :
+	    "   q/Esc close · ↑↓ PgUp PgDn Home End");
+	draw_line(t, t->lay.mainw, 0, 0, w, &l, -1);
+	tui_tline_free(&l);
+	struct tlines ls;
+	const struct tlines *src = &t->ov.lines;
+	tui_tlines_init(&ls);
+	if (t->ov.png) {
+		const char *why;
+		struct thumb *th = tui_thumbs_get(t, t->ov.png, w - 2, h - 2, &why);
+		if (th)
+			tui_thumbs_lines(&ls, th, 1, 0);
+		else {
+			const char *m = why ? why : "cannot render";
+			tui_tlines_cut(&ls, m, strlen(m), w, R_ERROR, " ", R_ERROR, 0);
+		}
+		src = &ls;
+	}
+	int body = h - 1;
+	if (t->ov.top > src->n - body)
+		t->ov.top = src->n - body;
+	if (t->ov.top < 0)
+		t->ov.top = 0;
+	for (int r = 0; r < body && t->ov.top + r < src->n; r++)
+		draw_line(t, t->lay.mainw, 1 + r, 0, w, &src->v[t->ov.top + r], -1);
+	tui_tlines_free(&ls);
+}
+
+static void
+windows_make(struct tui *t)
+{
+	int mh = t->lay.rows - t->lay.inrows > 0 ? t->lay.rows - t->lay.inrows : 1;
+	int iy = t->lay.rows - t->lay.inrows > 0 ? t->lay.rows - t->lay.inrows : 0;
+
+	if (t->lay.mainw)
+		delwin(t->lay.mainw);
+	if (t->lay.inw)
+		delwin(t->lay.inw);
+	t->lay.mainw = newwin(mh, t->lay.cols > 0 ? t->lay.cols : 1, 0, 0);
+	t->lay.inw = newwin(t->lay.inrows, t->lay.cols > 0 ? t->lay.cols : 1, iy, 0);
+	leaveok(t->lay.mainw, TRUE);
+	keypad(t->lay.inw, TRUE);
+	nodelay(t->lay.inw, TRUE);
+}
+
+void
+tui_draw(struct tui *t)
+{
+	t->dirty = 0;
+	t->last_draw = now_ms();
+	if (LINES != t->lay.rows || COLS != t->lay.cols ||
+	    input_rows(t) != t->lay.inrows) {
+		/* new geometry: new windows (wresize cannot grow a window
+		 * past the screen's edge before it is moved) */
+		layout(t);
+		windows_make(t);
+		tui_cells_invalidate(t);
+		clearok(curscr, TRUE);
+	}
+	layout(t);
+	werase(t->lay.mainw);
+	tui_style_frame(t);
+	for (int p = 0; p < P_NPANES; p++)
+		for (int r = 0; r < TAGROWS; r++)
+			t->lay.tagmap[p][r] = -1;
+	curs_set(t->focus == P_INPUT && !t->ov.on ? 1 : 0);
+	if (t->lay.rows < 6 || t->lay.cols < 20) {
+		draw_text(t, t->lay.mainw, 0, 0, t->lay.cols, R_TEXT, "terminal too small");
+	} else if (t->ov.on) {
+		draw_overlay(t);
+		draw_status(t);
+	} else {
+		if (t->lay.ph[P_CONV])
+			draw_conv(t);
+		if (t->lay.ph[P_CELLS])
+			draw_cells(t);
+		if (t->lay.ph[P_ARTS])
+			draw_arts(t);
+		draw_status(t);
+	}
+	wnoutrefresh(t->lay.mainw);
+	draw_input(t);
+	wnoutrefresh(t->lay.inw);	/* last: the cursor stays in the input */
+	doupdate();
+}
+
+void
+tui_overlay_open(struct tui *t, const char *title)
+{
+	tui_tlines_free(&t->ov.lines);
+	tui_tlines_init(&t->ov.lines);
+	free(t->ov.title);
+	t->ov.title = sanitize_str(title, strlen(title), 0);
+	free(t->ov.png);
+	t->ov.png = NULL;
+	t->ov.art = -1;
+	t->ov.top = 0;
+	t->ov.on = 1;
+	tui_mark(t);
+}
+
+void
+tui_overlay_close(struct tui *t)
+{
+	t->ov.on = 0;
+	tui_tlines_free(&t->ov.lines);
+	free(t->ov.png);
+	t->ov.png = NULL;
+	t->ov.art = -1;
+	tui_mark(t);
+}
+
+void
+tui_draw_start(struct tui *t)
+{
+	t->lay.rows = LINES;
+	t->lay.cols = COLS;
+	t->lay.inrows = 1;
+	layout(t);
+	windows_make(t);
+}
+
+void
+tui_draw_end(struct tui *t)
+{
+	delwin(t->lay.mainw);
+	delwin(t->lay.inw);
+	t->lay.mainw = t->lay.inw = NULL;
+}
+
+int
+tui_draw_tab_at(const struct tui *t, int x)
+{
+	int col = 0;
+
+	if (!t->lay.compact)
+		return -1;
+	for (int q = (int)P_CONV; q < (int)P_NPANES; q++) {
+		int w = (int)strlen(pane_name[q]) + 2;
+		if (x >= col && x < col + w)
+			return q;
+		col += w;
+	}
+	return -1;
+}
+
+void
+tui_overlay_free(struct tui *t)
+{
+	tui_overlay_close(t);
+	free(t->ov.title);
+	t->ov.title = NULL;
+}

@@ -1,0 +1,207 @@
+/* tui_event: the notebook UI's event sink. Each core event becomes
+ * conversation items and status bar state; the cell and file panes read
+ * the notebook itself, so output and artifacts only mark the screen. */
+#include "tui_event.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "terp/export.h"
+#include "terp/kernel.h"
+#include "terp/session.h"
+#include "terp/util.h"
+
+#include "tui_items.h"
+
+/* The status bar's step and its clock start again. */
+static void
+phase_set(struct tui *t, enum phase ph)
+{
+	t->st.phase = ph;
+	t->st.step_ms = now_ms();
+}
+
+/* The core's word that it restarted the sandbox; after an idle stop,
+ * with what the user lost and how to get it back. */
+static void
+restart_notice(struct tui *t, const char *text)
+{
+	int ok = 0;
+
+	/* no hint while a replay runs: it is already re-running them */
+	int replaying = t->o.session && session_busy(t->o.session);
+	for (int n = 1; t->st.idle_down && !replaying && t->nb &&
+	    n <= notebook_ncells(t->nb); n++) {
+		const struct cell *c = notebook_cell(t->nb, n);
+		ok += c->status == CELL_OK;
+	}
+	if (ok == 0) {
+		tui_item_text(t, IT_NOTICE, text);
+		return;
+	}
+	char *m = xasprintf("%s: variables from before are gone; /replay re-runs "
+	    "the cells that succeeded", text);
+	tui_item_text(t, IT_NOTICE, m);
+	free(m);
+}
+
+static void
+on_session(struct tui *t, const struct event *ev)
+{
+	free(t->st.session_id);
+	free(t->st.workspace);
+	t->st.session_id = ev->text ? xstrdup(ev->text) : NULL;
+	t->st.workspace = ev->name ? xstrdup(ev->name) : NULL;
+}
+
+static void
+on_kernel(struct tui *t, const struct event *ev)
+{
+	int news = t->st.kstate == KERNEL_BUSY || t->st.kstate < 0 ||
+	    ev->n != t->st.kstate;
+
+	if (news && ev->n == KERNEL_DEAD && ev->text)
+		tui_item_text(t, IT_ERROR, ev->text);
+	/* TODO(i9-core): typed field (a restart is told in ev->text) */
+	else if (news && ev->text && strstr(ev->text, "restart"))
+		restart_notice(t, ev->text);
+	if (ev->n == KERNEL_STOPPED && t->o.session) {
+		int stopped = 0;
+		session_idle_deadline(t->o.session, &stopped);
+		t->st.idle_down = stopped;
+	} else if (ev->n != KERNEL_STOPPED)
+		t->st.idle_down = 0;
+	t->st.kstate = ev->n;
+}
+
+static void
+on_question(struct tui *t, const struct event *ev)
+{
+	tui_items_answer_close(t);
+	tui_item_text(t, IT_USER, ev->text ? ev->text : "");
+	t->st.busy = 1;
+	phase_set(t, PH_THINKING);
+	t->conv.question_text = 0;
+	t->v[P_CONV].follow = 1;
+}
+
+static void
+on_text(struct tui *t, const struct event *ev)
+{
+	if (!ev->text || !ev->len)
+		return;
+	tui_item_add(t, tui_items_answer(t), ev->text, ev->len);
+	t->conv.question_text = 1;
+	if (t->st.phase != PH_ANSWERING)
+		phase_set(t, PH_ANSWERING);
+}
+
+static void
+on_cell_start(struct tui *t, const struct event *ev)
+{
+	tui_items_answer_close(t);
+	if (ev->cell) {
+		if (!tui_items_has_cell(t, ev->cell->n))
+			tui_item_new(t, IT_CELL)->cell = ev->cell->n;
+		t->st.run_cell = ev->cell->n;
+		t->v[P_CELLS].sel = ev->cell->n;
+		t->v[P_CELLS].follow = 1;
+	}
+	t->st.busy = 1;
+	phase_set(t, PH_CELL);
+}
+
+/* The final answer: shown when no text streamed since the question. */
+static void
+on_answer(struct tui *t, const struct event *ev)
+{
+	if (!t->conv.question_text && ev->text && *ev->text)
+		tui_item_text(t, IT_ANSWER, ev->text);
+	tui_items_answer_close(t);
+}
+
+/* An error or a notice ends the answer being streamed. */
+static void
+on_message(struct tui *t, enum item_kind k, const char *text)
+{
+	tui_items_answer_close(t);
+	tui_item_text(t, k, text);
+}
+
+static void
+on_idle(struct tui *t)
+{
+	tui_items_answer_close(t);
+	t->st.busy = 0;
+	t->st.phase = PH_IDLE;
+	t->st.run_cell = 0;
+}
+
+void
+tui_event_apply(struct tui *t, const struct event *ev)
+{
+	switch (ev->type) {
+	case EV_SESSION:	on_session(t, ev); break;
+	case EV_KERNEL:		on_kernel(t, ev); break;
+	case EV_QUESTION:	on_question(t, ev); break;
+	case EV_TURN:		break;
+	case EV_REQUEST:
+		t->st.busy = 1;
+		phase_set(t, PH_THINKING);
+		break;
+	case EV_TEXT:		on_text(t, ev); break;
+	case EV_TOOL_CALL:	tui_items_answer_close(t); break;
+	case EV_CELL_START:	on_cell_start(t, ev); break;
+	case EV_STDOUT:
+	case EV_STDERR:
+	case EV_ARTIFACT:	break;	/* the panes read the notebook */
+	case EV_RESULT:
+		if (t->st.phase == PH_CELL)
+			phase_set(t, PH_THINKING);
+		break;
+	case EV_USAGE:
+		if (ev->total)
+			t->st.total = *ev->total;
+		break;
+	case EV_ANSWER:		on_answer(t, ev); break;
+	case EV_ERROR:
+		on_message(t, IT_ERROR, ev->text ? ev->text : "error");
+		break;
+	case EV_NOTICE:
+		on_message(t, IT_NOTICE, ev->text ? ev->text : "");
+		break;
+	case EV_IDLE:		on_idle(t); break;
+	}
+	tui_mark(t);
+}
+
+/* One item of the resumed notebook, in reading order (export_walk). */
+static void
+restore_item(void *arg, enum export_item k, const char *text,
+    const struct cell *c)
+{
+	struct tui *t = arg;
+	switch (k) {
+	case EXPORT_QUESTION:
+		tui_item_text(t, IT_USER, text ? text : "");
+		break;
+	case EXPORT_REPLY:
+		tui_item_text(t, IT_ANSWER, text ? text : "")->closed = 1;
+		break;
+	case EXPORT_CELL:
+		if (c != NULL)
+			tui_item_new(t, IT_CELL)->cell = c->n;
+		break;
+	}
+}
+
+void
+tui_event_restore(struct tui *t, const struct notebook *nb)
+{
+	export_walk(nb, restore_item, t);
+	t->st.total = *notebook_usage(nb);
+	t->v[P_CONV].follow = 1;
+	t->v[P_CELLS].follow = 1;
+	t->v[P_CELLS].sel = notebook_ncells(nb);
+	tui_mark(t);
+}

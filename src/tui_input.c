@@ -1,0 +1,687 @@
+/* tui_input: the notebook UI's keyboard and mouse: GNU readline in
+ * callback mode inside ncurses (TUI.md 3.1: ncurses reads the keys,
+ * readline edits the line from a byte queue and never touches the
+ * terminal), bracketed paste, and the keys of each pane and of the
+ * overlay. Keys change state and mark the screen; tui_draw shows it. */
+#include "tui_input.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <readline/history.h>
+#include <readline/readline.h>
+
+#include "terp/agent.h"
+#include "terp/sanitize.h"
+#include "terp/util.h"
+
+#include "tui_act.h"
+#include "tui_cells.h"
+#include "tui_cmd.h"
+#include "tui_draw.h"
+#include "tui_items.h"
+
+#ifndef READERR
+#define READERR (-2)
+#endif
+
+/* Readline's hooks (rl_getc_function, the line handler, completion
+ * display...) take no argument: they find the UI through this, set
+ * between tui_input_start and tui_input_end. */
+static struct tui *rl_ui;
+
+#ifndef READERR
+#define READERR (-2)
+#endif
+
+static void
+q_push(struct tui *t, int c)
+{
+	size_t next = (t->in.qt + 1) % sizeof t->in.q;
+	if (next == t->in.qh)
+		return;		/* full: drop (a human cannot type that fast) */
+	t->in.q[t->in.qt] = (unsigned char)c;
+	t->in.qt = next;
+}
+
+static void
+q_push_str(struct tui *t, const char *s)
+{
+	while (*s)
+		q_push(t, (unsigned char)*s++);
+}
+
+static int
+q_getc(FILE *f)
+{
+	struct tui *t = rl_ui;
+	(void)f;
+	if (t->in.qh == t->in.qt)
+		return READERR;
+	int c = t->in.q[t->in.qh];
+	t->in.qh = (t->in.qh + 1) % sizeof t->in.q;
+	return c;
+}
+
+static int
+q_avail(void)
+{
+	struct tui *t = rl_ui;
+	return t->in.qh != t->in.qt;
+}
+
+static void
+rl_redisplay_mark(void)
+{
+	struct tui *t = rl_ui;
+	tui_mark(t);
+}
+
+static int
+rl_newline_insert(int count, int key)
+{
+	(void)count;
+	(void)key;
+	rl_insert_text("\n");
+	return 0;
+}
+
+static const char *
+skip_ws(const char *s)
+{
+	while (*s == ' ' || *s == '\t')
+		s++;
+	return s;
+}
+
+static void
+on_line(char *line)
+{
+	struct tui *t = rl_ui;
+	if (!line) {
+		/* Ctrl-D on an empty line */
+		if (t->in.modal == M_SAVE_AS)
+			t->in.modal = M_NONE;
+		else
+			tui_cmd_quit(t);
+		tui_mark(t);
+		return;
+	}
+	if (t->in.modal == M_SAVE_AS) {
+		t->in.modal = M_NONE;
+		tui_act_save_name(t, skip_ws(line));
+		free(line);
+		return;
+	}
+	const char *s = skip_ws(line);
+	if (*s) {
+		HIST_ENTRY *last = history_length > 0 ?
+		    history_get(history_base + history_length - 1) : NULL;
+		if (!last || strcmp(last->line, line) != 0)
+			add_history(line);
+	}
+	tui_cmd_submit(t, s);
+	free(line);
+	tui_mark(t);
+}
+
+static void
+rl_show_matches(char **matches, int num, int max)
+{
+	tui_cmd_show_matches(rl_ui, matches, num, max);
+}
+
+static void
+rl_setup(struct tui *t)
+{
+	rl_readline_name = "terp";
+	rl_catch_signals = 0;
+	rl_catch_sigwinch = 0;
+	rl_prep_term_function = NULL;
+	rl_deprep_term_function = NULL;
+	rl_getc_function = q_getc;
+	rl_input_available_hook = q_avail;
+	rl_redisplay_function = rl_redisplay_mark;
+	t->in.rl_null = fopen("/dev/null", "w");
+	rl_outstream = t->in.rl_null;
+	rl_attempted_completion_function = tui_cmd_complete;
+	rl_completion_display_matches_hook = rl_show_matches;
+	rl_variable_bind("bell-style", "none");
+	rl_variable_bind("enable-bracketed-paste", "off");
+	rl_add_funmap_entry("terp-insert-newline", rl_newline_insert);
+	rl_bind_keyseq("\\e\\r", rl_newline_insert);
+	rl_bind_keyseq("\\e\\n", rl_newline_insert);
+	rl_callback_handler_install("", on_line);
+	rl_set_screen_size(1, COLS > 0 ? COLS : 80);
+
+	using_history();
+	stifle_history(2000);
+	read_history(t->in.history);
+}
+
+/* Ctrl-C on the input: drop the edit, as a shell does. */
+static void
+input_cancel(struct tui *t)
+{
+	t->in.qh = t->in.qt = 0;
+	rl_callback_sigcleanup();
+	rl_free_line_state();
+	rl_replace_line("", 0);
+	rl_point = rl_end = 0;
+	rl_callback_handler_remove();
+	rl_callback_handler_install("", on_line);
+	tui_mark(t);
+}
+
+/* ---- keys and mouse ---- */
+
+static void
+focus_set(struct tui *t, enum pane p)
+{
+	t->focus = p;
+	if (p != P_INPUT)
+		t->last_pane = p;
+	tui_mark(t);
+}
+
+static void
+focus_cycle(struct tui *t, int dir)
+{
+	int p = ((int)t->focus + dir + P_NPANES) % P_NPANES;
+	focus_set(t, (enum pane)p);
+}
+
+/* The pane PgUp/PgDn and the wheel act on from the input line. */
+static enum pane
+scroll_target(struct tui *t)
+{
+	if (t->focus != P_INPUT)
+		return t->focus;
+	return t->lay.compact ? tui_draw_shown_pane(t) : P_CONV;
+}
+
+#define SCROLL_TOP	(INT_MIN / 2)
+#define SCROLL_END	(INT_MAX / 2)
+
+static void
+pane_scroll(struct tui *t, enum pane p, int d)
+{
+	struct view *v = &t->v[p];
+	int h = t->lay.ph[p] > 2 ? t->lay.ph[p] - 1 : 1;
+	if (d == SCROLL_END) {
+		v->follow = 1;
+		if (p == P_CELLS)
+			v->sel = notebook_ncells(t->nb);
+		if (p == P_ARTS)
+			v->sel = notebook_nartifacts(t->nb) - 1;
+	} else if (d == SCROLL_TOP) {
+		v->follow = 0;
+		v->top = 0;
+		if (p == P_CELLS)
+			v->sel = 1;
+		if (p == P_ARTS)
+			v->sel = 0;
+	} else {
+		if (d == 1000)
+			d = h - 1;
+		if (d == -1000)
+			d = -(h - 1);
+		if (p == P_ARTS) {
+			v->sel += d > 0 ? 1 : -1;
+		} else {
+			v->top += d;
+			v->follow = 0;
+			if (p == P_CELLS)
+				v->sel_from_top = 1;
+		}
+	}
+	tui_mark(t);
+}
+
+static void
+sel_move(struct tui *t, enum pane p, int d)
+{
+	struct view *v = &t->v[p];
+	if (p == P_CELLS) {
+		int nc = notebook_ncells(t->nb);
+		v->sel += d;
+		if (v->sel < 1)
+			v->sel = 1;
+		if (v->sel > nc)
+			v->sel = nc;
+		v->ensure_sel = 1;
+	} else if (p == P_ARTS) {
+		v->sel += d;
+	} else
+		pane_scroll(t, p, d);
+	tui_mark(t);
+}
+
+/* A key when a pane (not the input) has the focus. Returns 0 when the
+ * key is not the pane's (it then goes to the input line). */
+static int
+pane_key(struct tui *t, int c)
+{
+	enum pane p = t->focus;
+	int sel = t->v[p].sel;
+
+	switch (c) {
+	case KEY_UP: case 'k':		sel_move(t, p, -1); return 1;
+	case KEY_DOWN: case 'j':	sel_move(t, p, 1); return 1;
+	case KEY_PPAGE: case 'b':	pane_scroll(t, p, -1000); return 1;
+	case KEY_NPAGE: case ' ':	pane_scroll(t, p, 1000); return 1;
+	case KEY_HOME: case 'g':	pane_scroll(t, p, SCROLL_TOP); return 1;
+	case KEY_END: case 'G':		pane_scroll(t, p, SCROLL_END); return 1;
+	case 27: case 'i':		focus_set(t, P_INPUT); return 1;
+	case '?':			tui_cmd_help(t); return 1;
+	case '\r': case '\n': case KEY_ENTER:
+		if (p == P_CELLS) {
+			tui_cells_toggle(t, sel);
+			t->v[p].ensure_sel = 1;
+		} else if (p == P_ARTS)
+			tui_act_preview(t, sel);
+		return 1;
+	}
+	if (p == P_CELLS && sel > 0) {
+		switch (c) {
+		case 'e': tui_act_edit(t, sel); return 1;
+		case 'r': tui_act_rerun(t, sel); return 1;
+		case 'y': tui_act_copy(t, sel); return 1;
+		}
+	}
+	if (p == P_ARTS) {
+		switch (c) {
+		case 'o': tui_act_open(t, sel); return 1;
+		case 's': tui_act_save_ask(t, sel); return 1;
+		}
+	}
+	return 0;
+}
+
+static void
+overlay_key(struct tui *t, int c)
+{
+	int h = t->lay.rows - t->lay.inrows - 2;
+	switch (c) {
+	case KEY_UP: case 'k':		t->ov.top--; break;
+	case KEY_DOWN: case 'j':	t->ov.top++; break;
+	case KEY_PPAGE: case 'b':	t->ov.top -= h > 1 ? h - 1 : 1; break;
+	case KEY_NPAGE: case ' ':	t->ov.top += h > 1 ? h - 1 : 1; break;
+	case KEY_HOME: case 'g':	t->ov.top = 0; break;
+	case KEY_END: case 'G':		t->ov.top = INT_MAX / 2; break;
+	case 'o':
+		if (t->ov.art >= 0)
+			tui_act_open(t, t->ov.art);
+		break;
+	case 's':
+		if (t->ov.art >= 0) {
+			int a = t->ov.art;
+			tui_overlay_close(t);
+			tui_act_save_ask(t, a);
+		}
+		break;
+	case 'q': case 27: case '?': case KEY_F(1): case '\r': case '\n':
+	case KEY_ENTER:
+		tui_overlay_close(t);
+		break;
+	}
+	tui_mark(t);
+}
+
+/* Keys readline binds by their ANSI sequences (so inputrc applies). */
+static int
+input_translate(struct tui *t, int c)
+{
+	switch (c) {
+	case KEY_LEFT:		q_push_str(t, "\033[D"); return 1;
+	case KEY_RIGHT:		q_push_str(t, "\033[C"); return 1;
+	case KEY_UP:		q_push_str(t, "\033[A"); return 1;
+	case KEY_DOWN:		q_push_str(t, "\033[B"); return 1;
+	case KEY_HOME:		q_push_str(t, "\033[H"); return 1;
+	case KEY_END:		q_push_str(t, "\033[F"); return 1;
+	case KEY_DC:		q_push_str(t, "\033[3~"); return 1;
+	case KEY_BACKSPACE:	q_push(t, 0x7f); return 1;
+	case KEY_ENTER:		q_push(t, '\r'); return 1;
+	case KEY_SLEFT:		q_push_str(t, "\033[1;2D"); return 1;
+	case KEY_SRIGHT:	q_push_str(t, "\033[1;2C"); return 1;
+	}
+	if (c >= 0 && c < 256) {
+		q_push(t, c);
+		return 1;
+	}
+	return 0;
+}
+
+/* The pane at screen row y, column x, or -1. */
+static int
+pane_at(const struct tui *t, int y, int x)
+{
+	for (int p = P_CONV; p < P_NPANES; p++)
+		if (t->lay.ph[p] && y >= t->lay.py[p] &&
+		    y < t->lay.py[p] + t->lay.ph[p] && x >= t->lay.px[p] &&
+		    x < t->lay.px[p] + t->lay.pw[p])
+			return p;
+	return -1;
+}
+
+/* A click in pane p at screen row y, column x: on the title (or a tab),
+ * focus; on a link to a cell, select the cell; on a cell or a file,
+ * select it. */
+static void
+mouse_click(struct tui *t, enum pane p, int y, int x)
+{
+	int row = y - t->lay.py[p] - 1;
+	if (row < 0) {
+		int q = tui_draw_tab_at(t, x);
+		focus_set(t, q >= 0 ? (enum pane)q : p);
+		return;
+	}
+	int tag = row < TAGROWS ? t->lay.tagmap[p][row] : -1;
+	if (p == P_CONV && tag > 0) {
+		t->v[P_CELLS].sel = tag;
+		t->v[P_CELLS].ensure_sel = 1;
+		focus_set(t, P_CELLS);
+		return;
+	}
+	focus_set(t, p);
+	if (p == P_CELLS && tag > 0) {
+		t->v[p].sel = tag;
+		t->v[p].follow = 0;
+	} else if (p == P_ARTS && tag >= 0)
+		t->v[p].sel = tag;
+}
+
+/* The wheel: 4 up, 5 down (ncurses has button 5 from mouse version 2). */
+static int
+mouse_wheel(const MEVENT *me)
+{
+	if (me->bstate & BUTTON4_PRESSED)
+		return -3;
+#if NCURSES_MOUSE_VERSION > 1
+	if (me->bstate & BUTTON5_PRESSED)
+		return 3;
+#endif
+	return 0;
+}
+
+static void
+mouse_event(struct tui *t)
+{
+	MEVENT me;
+	if (getmouse(&me) != OK)
+		return;
+	int wheel = mouse_wheel(&me);
+	if (t->ov.on) {
+		t->ov.top += wheel;
+		tui_mark(t);
+		return;
+	}
+	if (me.y >= t->lay.rows - t->lay.inrows) {
+		if (me.bstate & (BUTTON1_PRESSED | BUTTON1_RELEASED | BUTTON1_CLICKED))
+			focus_set(t, P_INPUT);
+		return;
+	}
+	int p = pane_at(t, me.y, me.x);
+	if (p < 0)
+		return;
+	if (wheel)
+		pane_scroll(t, (enum pane)p, wheel);
+	else if (me.bstate & (BUTTON1_PRESSED | BUTTON1_CLICKED))
+		mouse_click(t, (enum pane)p, me.y, me.x);
+}
+
+/* Hands the queued bytes to readline, so that a key that looks at the
+ * line (Tab, ?) sees what was typed before it in the same batch. */
+static void
+input_flush(struct tui *t)
+{
+	while (q_avail() && !t->quit)
+		rl_callback_read_char();
+}
+
+/* The answer to a question on the input line (quit? overwrite?). */
+static int
+modal_key(struct tui *t, int c)
+{
+	if (t->in.modal == M_CONFIRM_QUIT) {
+		if (c == 'y' || c == 'Y') {
+			agent_cancel(t->agent);
+			t->quit = 1;
+		}
+		t->in.modal = M_NONE;
+		tui_mark(t);
+		return 1;
+	}
+	if (t->in.modal == M_SAVE_CONFIRM) {
+		tui_act_save_confirm(t, c == 'y' || c == 'Y');
+		return 1;
+	}
+	return 0;
+}
+
+/* Keys that mean the same wherever the focus is. */
+static int
+global_key(struct tui *t, int c)
+{
+	switch (c) {
+	case 3:		/* Ctrl-C (raw mode: a byte, not a signal) */
+		if (t->agent && agent_busy(t->agent)) {
+			agent_cancel(t->agent);
+			tui_flash(t, "cancelling…");
+		} else if (t->ov.on)
+			tui_overlay_close(t);
+		else {
+			if (t->in.modal == M_SAVE_AS)
+				t->in.modal = M_NONE;
+			input_cancel(t);
+		}
+		return 1;
+	case 12:	/* Ctrl-L */
+		clearok(curscr, TRUE);
+		tui_mark(t);
+		return 1;
+	case KEY_F(1):
+		if (t->ov.on)
+			tui_overlay_close(t);
+		else
+			tui_cmd_help(t);
+		return 1;
+	}
+	return 0;
+}
+
+/* Shift-Tab, and Tab unless it completes a /command. */
+static int
+focus_key(struct tui *t, int c)
+{
+	if (c == KEY_BTAB) {
+		focus_cycle(t, -1);
+		return 1;
+	}
+	if (c == '\t' && (t->focus != P_INPUT || !rl_line_buffer ||
+	    rl_line_buffer[0] != '/')) {
+		focus_cycle(t, 1);
+		return 1;
+	}
+	return 0;
+}
+
+/* A key when a pane has the focus: the pane's own, or typing, which
+ * moves to the input line. Returns 1 when the key is done with. */
+static int
+pane_or_typing(struct tui *t, int c)
+{
+	if (pane_key(t, c))
+		return 1;
+	/* other control keys are dropped, but Ctrl-D, -U and -W edit */
+	if ((c < 32 && c != 4 && c != 21 && c != 23) || c >= 256)
+		return 1;
+	focus_set(t, P_INPUT);
+	return 0;
+}
+
+/* A key for the input line: paging, '?' on an empty line, or readline. */
+static void
+line_key(struct tui *t, int c)
+{
+	if (c == KEY_PPAGE || c == KEY_NPAGE) {
+		pane_scroll(t, scroll_target(t), c == KEY_PPAGE ? -1000 : 1000);
+		return;
+	}
+	if (c == '?' && rl_end == 0 && t->in.modal == M_NONE) {
+		tui_cmd_help(t);
+		return;
+	}
+	input_translate(t, c);
+}
+
+static void
+on_key(struct tui *t, int c)
+{
+	if (c < 0x80 || c >= 256)
+		input_flush(t);
+	if (c == KEY_RESIZE) {
+		tui_mark(t);
+		return;
+	}
+	if (c == KEY_MOUSE) {
+		mouse_event(t);
+		return;
+	}
+	if (modal_key(t, c) || global_key(t, c))
+		return;
+	if (t->ov.on) {
+		overlay_key(t, c);
+		return;
+	}
+	if (focus_key(t, c))
+		return;
+	if (t->focus != P_INPUT && pane_or_typing(t, c))
+		return;
+	line_key(t, c);
+}
+
+/* Bracketed paste: "\e[200~" ... "\e[201~" arrives byte by byte (ncurses
+ * does not know the sequence). Pasted newlines become part of the input
+ * instead of sending it. */
+static const char paste_start[] = "\033[200~", paste_end[] = "\033[201~";
+
+static void
+paste_flush_esc(struct tui *t)
+{
+	char tmp[8];
+	int n = t->in.nesc;
+	memcpy(tmp, t->in.esc, (size_t)n);
+	t->in.nesc = 0;
+	for (int i = 0; i < n; i++) {
+		if (t->in.paste)
+			buf_addc(&t->in.pastebuf, tmp[i] == '\r' ? '\n' : tmp[i]);
+		else
+			on_key(t, (unsigned char)tmp[i]);
+	}
+}
+
+/* The end marker of a paste: the text goes into the input line
+ * (sanitized, newlines kept), which gets the focus. */
+static void
+paste_done(struct tui *t)
+{
+	t->in.paste = 0;
+	if (t->focus != P_INPUT || t->ov.on) {
+		tui_overlay_close(t);
+		focus_set(t, P_INPUT);
+	}
+	if (t->in.modal != M_CONFIRM_QUIT && t->in.pastebuf.len) {
+		char *s = sanitize_str(t->in.pastebuf.data, t->in.pastebuf.len,
+		    SANITIZE_KEEP_NL | SANITIZE_EXPAND_TABS | SANITIZE_CR_AS_NL);
+		rl_insert_text(s);
+		free(s);
+	}
+	tui_mark(t);
+}
+
+static void
+feed_key(struct tui *t, int c)
+{
+	const char *want = t->in.paste ? paste_end : paste_start;
+	if (c < 256 && (t->in.nesc > 0 || c == 27)) {
+		if (c == (unsigned char)want[t->in.nesc]) {
+			t->in.esc[t->in.nesc++] = (char)c;
+			if (t->in.nesc == 6) {
+				t->in.nesc = 0;
+				if (!t->in.paste) {
+					t->in.paste = 1;
+					buf_reset(&t->in.pastebuf);
+				} else
+					paste_done(t);
+			}
+			return;
+		}
+		paste_flush_esc(t);
+	}
+	if (t->in.paste) {
+		if (c < 256)
+			buf_addc(&t->in.pastebuf, c == '\r' ? '\n' : (char)c);
+		return;
+	}
+	on_key(t, c);
+}
+
+void
+tui_input_on_tty(struct loop *l, int fd, int revents, void *arg)
+{
+	struct tui *t = arg;
+	(void)l;
+	(void)fd;
+	int c;
+	if (revents & (POLLHUP | POLLERR | POLLNVAL)) {
+		t->quit = 1;	/* the terminal went away */
+		return;
+	}
+	while ((c = wgetch(t->lay.inw)) != ERR)
+		feed_key(t, c);
+	if (t->in.nesc > 0 && !t->in.paste)
+		paste_flush_esc(t);	/* a lone Esc or Alt key */
+	input_flush(t);
+	tui_mark(t);
+}
+
+void
+tui_input_start(struct tui *t)
+{
+	buf_init(&t->in.pastebuf, 1024 * 1024);
+	if (t->o.history_path)
+		t->in.history = xstrdup(t->o.history_path);
+	else {
+		char *st = xdg_state_home();
+		char *dir = xasprintf("%s/terp", st);
+		mkdir_p(dir, 0700);
+		t->in.history = xasprintf("%s/history", dir);
+		free(dir);
+		free(st);
+	}
+	rl_ui = t;
+	rl_setup(t);
+}
+
+void
+tui_input_end(struct tui *t)
+{
+	rl_callback_handler_remove();
+	if (t->in.history && write_history(t->in.history) != 0) {
+		/* not fatal: the session still ends cleanly */
+	}
+	if (t->in.rl_null) {
+		fclose(t->in.rl_null);
+		t->in.rl_null = NULL;
+	}
+	rl_outstream = NULL;
+	rl_ui = NULL;
+	free(t->in.history);
+	t->in.history = NULL;
+	buf_free(&t->in.pastebuf);
+	free(t->in.save_name);
+	t->in.save_name = NULL;
+}

@@ -1,0 +1,184 @@
+/* tui_items: the conversation pane's model: the items (questions,
+ * answers as they stream, links to cells, notices, errors), their text
+ * sanitized as it arrives, and their wrapped lines cached by version
+ * and width; plus the status bar's transient message. */
+#include "tui_items.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "terp/buf.h"
+#include "terp/sanitize.h"
+#include "terp/tui_mdlite.h"
+#include "terp/tui_span.h"
+#include "terp/util.h"
+
+#include "tui_cells.h"
+
+struct item *
+tui_item_new(struct tui *t, enum item_kind k)
+{
+	size_t sz = sizeof *t->conv.items;
+
+	if (t->conv.nitems == ITEMS_MAX) {
+		buf_free(&t->conv.items[0].text);
+		tui_tlines_free(&t->conv.items[0].lines);
+		memmove(t->conv.items, t->conv.items + 1,
+		    (size_t)(t->conv.nitems - 1) * sz);
+		t->conv.nitems--;
+	}
+	if (t->conv.nitems == t->conv.citems) {
+		t->conv.citems = t->conv.citems ? t->conv.citems * 2 : 64;
+		t->conv.items = xrealloc(t->conv.items, (size_t)t->conv.citems * sz);
+	}
+	struct item *it = &t->conv.items[t->conv.nitems++];
+	memset(it, 0, sizeof *it);
+	it->kind = k;
+	buf_init(&it->text, ITEM_TEXT_MAX);
+	tui_tlines_init(&it->lines);
+	it->version = 1;
+	tui_mark(t);
+	return it;
+}
+
+/* Appends raw text (from the model, the sandbox or the user) sanitized. */
+void
+tui_item_add(struct tui *t, struct item *it, const char *s, size_t n)
+{
+	sanitize_append(&it->text, s, n,
+	    SANITIZE_KEEP_NL | SANITIZE_EXPAND_TABS | SANITIZE_CR_AS_NL, NULL);
+	it->version++;
+	tui_mark(t);
+}
+
+struct item *
+tui_item_text(struct tui *t, enum item_kind k, const char *s)
+{
+	struct item *it = tui_item_new(t, k);
+	tui_item_add(t, it, s, strlen(s));
+	return it;
+}
+
+void
+tui_items_clear(struct tui *t)
+{
+	for (int i = 0; i < t->conv.nitems; i++) {
+		buf_free(&t->conv.items[i].text);
+		tui_tlines_free(&t->conv.items[i].lines);
+	}
+	t->conv.nitems = 0;
+	t->v[P_CONV].top = 0;
+	t->v[P_CONV].follow = 1;
+	tui_mark(t);
+}
+
+void
+tui_flash(struct tui *t, const char *fmt, ...)
+{
+	va_list ap;
+	char tmp[512];
+
+	va_start(ap, fmt);
+	vsnprintf(tmp, sizeof tmp, fmt, ap);
+	va_end(ap);
+	free(t->st.flash);
+	t->st.flash = sanitize_str(tmp, strlen(tmp), 0);
+	t->st.flash_until = now_ms() + 4000;
+	tui_mark(t);
+}
+
+struct item *
+tui_items_answer(struct tui *t)
+{
+	if (t->conv.nitems > 0) {
+		struct item *it = &t->conv.items[t->conv.nitems - 1];
+		if (it->kind == IT_ANSWER && !it->closed)
+			return it;
+	}
+	return tui_item_new(t, IT_ANSWER);
+}
+
+void
+tui_items_answer_close(struct tui *t)
+{
+	if (t->conv.nitems > 0 && t->conv.items[t->conv.nitems - 1].kind == IT_ANSWER)
+		t->conv.items[t->conv.nitems - 1].closed = 1;
+}
+
+/* Whether the cell's item is already in the conversation. */
+int
+tui_items_has_cell(struct tui *t, int n)
+{
+	for (int i = t->conv.nitems - 1; i >= 0 && i >= t->conv.nitems - 50; i--)
+		if (t->conv.items[i].kind == IT_CELL && t->conv.items[i].cell == n)
+			return 1;
+	return 0;
+}
+
+/* The wrapped lines of one conversation item (cached by version, width). */
+const struct tlines *
+tui_item_lines(struct tui *t, struct item *it, int w)
+{
+	if (it->kind != IT_CELL && it->cver == it->version && it->cw == w)
+		return &it->lines;
+	tui_tlines_free(&it->lines);
+	tui_tlines_init(&it->lines);
+	const char *s = buf_str(&it->text);
+	size_t n = it->text.len;
+	switch (it->kind) {
+	case IT_USER:
+		tui_tlines_add(&it->lines, 0);
+		tui_tlines_wrap(&it->lines, s, n, w, R_USER, "› ", R_USER_MARK, 0);
+		break;
+	case IT_ANSWER: {
+		while (n > 0 && s[n - 1] == '\n')
+			n--;
+		struct span_doc d;
+		tui_span_doc_init(&d);
+		tui_mdlite_render(&d, s, n, w - 2 > 10 ? w - 2 : 10);
+		tui_tlines_spans(&it->lines, &d, -1, "  ", R_ASSIST, R_THEME, 0);
+		tui_span_doc_free(&d);
+		break;
+	}
+	case IT_CELL:
+		tui_cells_link(t, tui_tlines_add(&it->lines, it->cell), it->cell);
+		break;
+	case IT_NOTICE:
+		tui_tlines_wrap(&it->lines, s, n, w, R_NOTICE, "  · ", R_NOTICE, 0);
+		break;
+	case IT_ERROR:
+		tui_tlines_wrap(&it->lines, s, n, w, R_ERROR, "  ✗ ", R_ERROR, 0);
+		break;
+	case IT_INFO:
+		while (n > 0 && s[n - 1] == '\n')
+			n--;
+		tui_tlines_wrap(&it->lines, s, n, w, R_TEXT, "  ", R_TEXT, 0);
+		break;
+	}
+	it->cver = it->version;
+	it->cw = w;
+	return &it->lines;
+}
+
+void
+tui_show_err(struct tui *t, const char *what, char *err)
+{
+	char *m = xasprintf("%s: %s", what, err ? err : "failed");
+	tui_item_text(t, IT_ERROR, m);
+	tui_flash(t, "%s", m);
+	free(m);
+	free(err);
+}
+
+void
+tui_items_free(struct tui *t)
+{
+	tui_items_clear(t);
+	free(t->conv.items);
+	t->conv.items = NULL;
+	t->conv.citems = 0;
+	free(t->st.flash);
+	t->st.flash = NULL;
+}

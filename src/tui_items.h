@@ -1,0 +1,43 @@
+/* tui_items: the conversation's items and the status bar's transient
+ * message (tui_items.c). Every change marks the screen dirty. */
+#ifndef TERP_TUI_ITEMS_H
+#define TERP_TUI_ITEMS_H
+
+#include <stddef.h>
+
+#include "terp/tui_tlines.h"
+
+#include "tui_priv.h"
+
+/* A new empty item at the end (the oldest goes beyond ITEMS_MAX); the
+ * conversation owns it, and the pointer is valid until the next new
+ * item. */
+struct item *tui_item_new(struct tui *t, enum item_kind k);
+/* Appends s[0..n) (from the model, the sandbox or the user: sanitized
+ * here) to the item's text. */
+void tui_item_add(struct tui *t, struct item *it, const char *s, size_t n);
+/* tui_item_new with text s. */
+struct item *tui_item_text(struct tui *t, enum item_kind k, const char *s);
+/* The item's lines at width w, cached until its text or w changes (the
+ * item owns them). */
+const struct tlines *tui_item_lines(struct tui *t, struct item *it, int w);
+
+/* The answer being streamed: the last item when it is an open answer,
+ * else a new one. */
+struct item *tui_items_answer(struct tui *t);
+/* No more text goes to the last answer. */
+void tui_items_answer_close(struct tui *t);
+/* Whether the conversation links to cell n (among the last items). */
+int tui_items_has_cell(struct tui *t, int n);
+/* /clear: empties the pane (the notebook keeps everything). */
+void tui_items_clear(struct tui *t);
+void tui_items_free(struct tui *t);
+
+/* A message on the status bar for a few seconds (sanitized). */
+void tui_flash(struct tui *t, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* Shows "what: err" in the conversation and on the status bar; frees
+ * err (NULL: "failed"). */
+void tui_show_err(struct tui *t, const char *what, char *err);
+
+#endif

@@ -1,0 +1,159 @@
+/* tui_style: the notebook UI's look on this terminal: the theme's roles
+ * turned into curses attributes and colour pairs (tui_colorpair.c), the
+ * explicit colours of thumbnail cells, and whether the terminal shows
+ * UTF-8 (block symbols, box lines) or only ASCII. */
+#include "tui_style.h"
+
+#include <stdlib.h>
+
+#include "terp/tui_colorpair.h"
+#include "terp/tui_theme.h"
+
+/* Each TUI role drawn with a theme role, plus attributes of its own. */
+static const struct {
+	enum theme_role	 theme;
+	attr_t		 extra;
+} role_map[R_NROLES] = {
+	[R_TEXT]	= { THEME_NORMAL, 0 },
+	[R_DIM]		= { THEME_CONV_NOTICE, 0 },
+	[R_USER]	= { THEME_CONV_USER, 0 },
+	[R_USER_MARK]	= { THEME_CONV_USER, A_BOLD },
+	[R_ASSIST]	= { THEME_CONV_ASSISTANT, 0 },
+	[R_NOTICE]	= { THEME_CONV_NOTICE, 0 },
+	[R_ERROR]	= { THEME_CELL_ERROR, A_BOLD },
+	[R_LINK]	= { THEME_ARTIFACT_NAME, 0 },
+	[R_CELL_HDR]	= { THEME_CELL_HEADER, 0 },
+	[R_STDOUT]	= { THEME_CELL_STDOUT, 0 },
+	[R_STDERR]	= { THEME_CELL_STDERR, 0 },
+	[R_VALUE]	= { THEME_CELL_VALUE, 0 },
+	[R_TRACE]	= { THEME_CELL_ERROR, 0 },
+	[R_GOOD]	= { THEME_CELL_OK, 0 },
+	[R_RUNNING]	= { THEME_STATUS_BUSY, 0 },
+	[R_FAIL]	= { THEME_CELL_ERROR, A_BOLD },
+	[R_TITLE]	= { THEME_PANE_TITLE, 0 },
+	[R_TITLE_FOCUS]	= { THEME_PANE_FOCUS, 0 },
+	[R_BORDER]	= { THEME_PANE_BORDER, 0 },
+	[R_STATUS]	= { THEME_STATUS_BAR, 0 },
+	[R_STATUS_KEY]	= { THEME_STATUS_BAR, A_BOLD },
+	[R_SEL]		= { THEME_SELECTION, 0 },
+	[R_PROMPT]	= { THEME_INPUT_PROMPT, 0 },
+	[R_INPUT]	= { THEME_INPUT, 0 },
+	[R_HIDDEN]	= { THEME_CONV_NOTICE, 0 },
+	[R_HEADING]	= { THEME_MD_HEADING, 0 },
+};
+
+/* Colour pairs for explicit fg/bg (thumbnails), from tui_colorpair.c. */
+static int
+pair_for(struct tui *t, int fg, int bg)
+{
+	if (!t->sty.cp)
+		return 0;
+	return tui_colorpair_get(t->sty.cp, fg, bg);
+}
+
+/* Loads the theme and sets up colours. Returns 0, or -1 with *err
+ * (caller frees) when the theme file had problems (the built-in look
+ * fills in). */
+int
+tui_style_init(struct tui *t, char **err)
+{
+	struct theme th;
+	int rc = 0;
+
+	if (t->o.theme)
+		rc = tui_theme_load(&th, t->o.theme, err);
+	else {
+		/* default.theme when installed, else the same built in */
+		char *ignored = NULL;
+		if (tui_theme_load(&th, "default", &ignored) < 0)
+			tui_theme_init_builtin(&th);
+		free(ignored);
+	}
+
+	t->sty.colors = 0;
+	t->sty.ncolors = 0;
+	if (!t->o.no_color && has_colors() && start_color() == OK) {
+		use_default_colors();
+		t->sty.ncolors = tui_theme_ncolors(COLORS);
+		t->sty.colors = t->sty.ncolors > 0;
+	}
+	if (t->sty.colors) {
+		tui_colorpair_apply_theme(&th, t->sty.ncolors);
+		t->sty.cp = tui_colorpair_new(COLORPAIR_FIRST_DYNAMIC, COLOR_PAIRS - 1);
+	}
+	for (int r = 0; r < R_NROLES; r++) {
+		unsigned long at;
+		int pair;
+		tui_colorpair_role(&th, role_map[r].theme, t->sty.ncolors, &at, &pair);
+		t->sty.role_attr[r] = (attr_t)at | role_map[r].extra;
+		t->sty.role_pair[r] = t->sty.colors ? pair : 0;
+		if (!t->sty.colors && (r == R_STATUS || r == R_SEL || r == R_STATUS_KEY))
+			t->sty.role_attr[r] |= A_REVERSE;
+	}
+	for (int r = 0; r < THEME_NROLES; r++) {
+		unsigned long at;
+		int pair;
+		tui_colorpair_role(&th, (enum theme_role)r, t->sty.ncolors, &at, &pair);
+		t->sty.theme_attr[r] = (attr_t)at;
+		t->sty.theme_pair[r] = t->sty.colors ? pair : 0;
+	}
+	return rc;
+}
+
+void
+tui_style_seg(struct tui *t, WINDOW *w, const struct tseg *g, int over)
+{
+	int pair;
+	attr_t a;
+
+	if (over >= 0) {
+		a = t->sty.role_attr[over];
+		pair = t->sty.role_pair[over];
+	} else if (g->fg >= 0 || g->bg >= 0) {
+		a = A_NORMAL;
+		pair = pair_for(t, g->fg, g->bg);
+	} else if (g->role >= R_THEME && g->role < R_THEME + THEME_NROLES) {
+		a = t->sty.theme_attr[g->role - R_THEME];
+		pair = t->sty.theme_pair[g->role - R_THEME];
+	} else {
+		a = t->sty.role_attr[g->role];
+		pair = t->sty.role_pair[g->role];
+	}
+	wattr_set(w, a, 0, &pair);
+}
+
+int
+tui_style_utf8(void)
+{
+	return MB_CUR_MAX > 1;
+}
+
+/* The style of a whole role (padding, borders, the prompt). */
+void
+tui_style_role(struct tui *t, WINDOW *w, int role)
+{
+	tui_style_seg(t, w, NULL, role);
+}
+
+void
+tui_style_frame(struct tui *t)
+{
+	if (t->sty.cp)
+		tui_colorpair_frame(t->sty.cp);
+}
+
+void
+tui_style_thumb_opts(const struct tui *t, struct thumb_opts *to)
+{
+	to->symbols = tui_style_utf8() ? THUMB_SYM_QUAD : THUMB_SYM_ASCII;
+	to->palette = !t->sty.colors ? THUMB_PAL_MONO :
+	    t->sty.ncolors >= 256 ? THUMB_PAL_256 :
+	    t->sty.ncolors >= 16 ? THUMB_PAL_16 : THUMB_PAL_8;
+}
+
+void
+tui_style_free(struct tui *t)
+{
+	tui_colorpair_free(t->sty.cp);
+	t->sty.cp = NULL;
+}
