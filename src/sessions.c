@@ -13,6 +13,7 @@
 #include "terp/journal.h"
 #include "terp/resume.h"
 #include "terp/session.h"
+#include "terp/store.h"
 #include "terp/util.h"
 
 /* Where the sandbox-facing folders of a session live when the session
@@ -34,17 +35,17 @@ sessions_list(struct cli *c)
 	char *err = NULL, *text;
 	int n;
 
-	if (journal_list(c->sessions_dir, &l, &n, &err) < 0)
+	if (resume_list(c->sessions_dir, &l, &n, &err) < 0)
 		return fail(err);
 	if (n == 0) {
 		fprintf(stderr, "terp: no sessions yet (%s)\n", c->sessions_dir);
-		journal_list_free(l, n);
+		resume_list_free(l, n);
 		return 0;
 	}
 	text = resume_list_text(l, n);
 	fputs(text, stdout);
 	free(text);
-	journal_list_free(l, n);
+	resume_list_free(l, n);
 	return fflush(stdout) == 0 ? 0 : 1;
 }
 
@@ -72,12 +73,12 @@ int
 sessions_delete(struct cli *c)
 {
 	char *err = NULL;
-	int base = journal_id_valid(c->delete_id) == 0 &&
+	int base = store_id_valid(c->delete_id) == 0 &&
 	    has_sandbox_base(c->sessions_dir, c->delete_id);
 
-	if (journal_delete(c->sessions_dir, c->delete_id, &err) < 0)
+	if (store_delete(c->sessions_dir, c->delete_id, &err) < 0)
 		return fail(err);
-	if (base && journal_delete(SANDBOX_SESSIONS, c->delete_id, &err) < 0) {
+	if (base && store_delete(SANDBOX_SESSIONS, c->delete_id, &err) < 0) {
 		fprintf(stderr, "terp: warning: %s\n", err);
 		free(err);
 	}
@@ -92,7 +93,7 @@ sessions_export(struct cli *c)
 	char *path, *err = NULL;
 	int rc = 0;
 
-	if ((path = journal_path(c->sessions_dir, c->export_id)) == NULL)
+	if ((path = store_journal_path(c->sessions_dir, c->export_id)) == NULL)
 		return fail(xasprintf("not a session id: '%s'", c->export_id));
 	memset(&meta, 0, sizeof meta);
 	nb = notebook_new();
