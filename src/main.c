@@ -411,12 +411,12 @@ main(int argc, char **argv)
 	parse(&c, argc, argv);
 	/* These need neither a model nor a sandbox. */
 	if (c.list)
-		return sessions_list(&c);
+		return cli_sessions_list(&c);
 	if (c.delete_id)
-		return sessions_delete(&c);
+		return cli_sessions_delete(&c);
 	if (c.export_id)
-		return sessions_export(&c);
-	if (c.resume && sessions_resume(&c) < 0)
+		return cli_sessions_export(&c);
+	if (c.resume && cli_sessions_resume(&c) < 0)
 		return 1;
 	if (c.mode != CLI_EXEC && llm_config_resolve(&c.llm, &err) < 0) {
 		fprintf(stderr, "terp: %s\n", err);

@@ -1,4 +1,4 @@
-/* sessions: the session-management commands of the command line:
+/* cli_sessions: the session-management commands of the command line:
  * `terp --list`, `--delete ID`, `--export ID FILE`, and the preparation
  * of `--resume [ID]` before a frontend runs. A frontend of its own:
  * it prints, main only dispatches. */
@@ -29,7 +29,7 @@ fail(char *err)
 }
 
 int
-sessions_list(struct cli *c)
+cli_sessions_list(struct cli *c)
 {
 	struct journal_meta *l;
 	char *err = NULL, *text;
@@ -70,7 +70,7 @@ has_sandbox_base(const char *sessions_dir, const char *id)
 }
 
 int
-sessions_delete(struct cli *c)
+cli_sessions_delete(struct cli *c)
 {
 	char *err = NULL;
 	int base = store_id_valid(c->delete_id) == 0 &&
@@ -86,7 +86,7 @@ sessions_delete(struct cli *c)
 }
 
 int
-sessions_export(struct cli *c)
+cli_sessions_export(struct cli *c)
 {
 	struct notebook *nb;
 	struct journal_meta meta;
@@ -129,7 +129,7 @@ same_file(const char **files, int n, const char *path)
 }
 
 int
-sessions_resume(struct cli *c)
+cli_sessions_resume(struct cli *c)
 {
 	char *err = NULL;
 	const char **files;
@@ -168,7 +168,7 @@ sessions_resume(struct cli *c)
 }
 
 void
-sessions_opts(struct cli *c, struct session_opts *o)
+cli_sessions_opts(struct cli *c, struct session_opts *o)
 {
 	memset(o, 0, sizeof *o);
 	o->sessions_dir = c->sessions_dir;
