@@ -152,7 +152,7 @@ exec_run(struct cli *c)
 	} else {
 		nb = notebook_new();
 	}
-	sessions_opts(c, &so);
+	cli_sessions_opts(c, &so);
 	so.emit = exec_event;
 	so.arg = &x;
 	x.session = session_new(x.loop, nb, &so, &warn, &err);

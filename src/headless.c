@@ -157,7 +157,7 @@ headless_run(struct cli *c)
 		loop_free(h.loop);
 		return 1;
 	}
-	sessions_opts(c, &so);
+	cli_sessions_opts(c, &so);
 	so.emit = headless_event;
 	so.arg = &h;
 	h.session = session_new(h.loop, nb, &so, &warn, &err);

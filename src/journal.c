@@ -3,18 +3,15 @@
  * kill -9) loses nothing written. Against power loss the file is also
  * fdatasync'ed at a question's edges (question, answer, error, idle), not
  * at every cell: a sync costs ~0.1 ms here and a turn's budget is small.
- * The loader replays the lines into a fresh notebook. */
+ * The loader replays the lines into a fresh notebook. Where the file
+ * lives and its lock are store.c's; data-file fingerprints datafile.c's. */
 #include "terp/journal.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -22,12 +19,13 @@
 #include <cjson/cJSON.h>
 
 #include "terp/buf.h"
+#include "terp/datafile.h"
 #include "terp/digest.h"
 #include "terp/kernel.h"
 #include "terp/sanitize.h"
+#include "terp/store.h"
 #include "terp/util.h"
 
-#define JOURNAL_NAME	"notebook.jsonl"
 #define JOURNAL_VERSION	1
 /* The longest line the loader accepts; longer ones count as corrupt. */
 #define LINE_MAX_BYTES	(16u << 20)
@@ -35,11 +33,6 @@
 #define TEXT_FLUSH	8192
 /* Request bodies up to this size are kept whole; larger ones by hash. */
 #define SENT_BODY_MAX	(64u << 10)
-/* Data files up to this size are hashed whole. */
-#define FP_WHOLE_MAX	(64ull << 20)
-#define FP_PIECE	(1u << 20)
-#define FP_PIECES	16
-#define DELETE_DEPTH	128
 
 struct journal {
 	char		 *id, *dir, *path;
@@ -513,187 +506,10 @@ journal_failed(const struct journal *j)
 	return j->failed;
 }
 
-/* ---- ids, paths, files ------------------------------------------- */
-
-char *
-journal_sessions_dir(void)
-{
-	char *st = xdg_state_home();
-	char *d = xasprintf("%s/terp/sessions", st);
-	free(st);
-	return d;
-}
-
-char *
-journal_new_id(void)
-{
-	time_t t = time(NULL);
-	struct tm tm;
-	unsigned char r[2] = { 0, 0 };
-	char stamp[32];
-
-	localtime_r(&t, &tm);
-	strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tm);
-	if (getrandom(r, sizeof r, GRND_NONBLOCK) != (ssize_t)sizeof r) {
-		uint64_t x = (uint64_t)now_us() ^ (uint64_t)getpid() << 16;
-		r[0] = (unsigned char)x;
-		r[1] = (unsigned char)(x >> 8);
-	}
-	return xasprintf("%s-%02x%02x", stamp, r[0], r[1]);
-}
-
-int
-journal_id_valid(const char *id)
-{
-	size_t n;
-
-	if (id == NULL || (n = strlen(id)) == 0 || n > 64)
-		return -1;
-	if (strcmp(id, ".") == 0 || strcmp(id, "..") == 0 || id[0] == '.')
-		return -1;
-	for (const char *p = id; *p; p++) {
-		char c = *p;
-		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-		    (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.'))
-			return -1;
-	}
-	if (strstr(id, "..") != NULL)
-		return -1;
-	return 0;
-}
-
-char *
-journal_path(const char *sessions_dir, const char *id)
-{
-	if (journal_id_valid(id) < 0)
-		return NULL;
-	return xasprintf("%s/%s/%s", sessions_dir, id, JOURNAL_NAME);
-}
-
-void
-journal_file_free(struct journal_file *f)
-{
-	free(f->path);
-	free(f->fingerprint);
-	memset(f, 0, sizeof *f);
-}
-
-static int
-read_at(int fd, void *p, size_t n, off_t off)
-{
-	size_t got = 0;
-
-	while (got < n) {
-		ssize_t k = pread(fd, (char *)p + got, n - got, off + (off_t)got);
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0)
-			return -1;
-		got += (size_t)k;
-	}
-	return 0;
-}
-
-int
-journal_fingerprint(const char *path, struct journal_file *f, char **err)
-{
-	char real[PATH_MAX];
-	struct stat st;
-	struct sha256 h;
-	unsigned char d[32];
-	char hex[65], *piece;
-	int fd, rc = 0;
-
-	memset(f, 0, sizeof *f);
-	if (realpath(path, real) == NULL) {
-		*err = xasprintf("%s: %s", path, strerror(errno));
-		return -1;
-	}
-	if ((fd = open(real, O_RDONLY | O_CLOEXEC)) < 0 || fstat(fd, &st) < 0) {
-		*err = xasprintf("%s: %s", path, strerror(errno));
-		if (fd >= 0)
-			close(fd);
-		return -1;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		*err = xasprintf("%s: not a regular file", path);
-		close(fd);
-		return -1;
-	}
-	sha256_init(&h);
-	piece = xmalloc(FP_PIECE);
-	if ((uint64_t)st.st_size <= FP_WHOLE_MAX) {
-		for (off_t off = 0; off < st.st_size; off += FP_PIECE) {
-			size_t n = (size_t)(st.st_size - off < FP_PIECE ?
-			    st.st_size - off : FP_PIECE);
-			if ((rc = read_at(fd, piece, n, off)) < 0)
-				break;
-			sha256_add(&h, piece, n);
-		}
-	} else {
-		/* big files: the size and 16 evenly spread 1 MiB pieces,
-		 * first and last included; cheap, and catches any append,
-		 * truncation or rewrite that is not surgical */
-		uint64_t size = (uint64_t)st.st_size;
-		unsigned char le[8];
-		for (int i = 0; i < 8; i++)
-			le[i] = (unsigned char)(size >> (8 * i));
-		sha256_add(&h, le, 8);
-		for (int i = 0; i < FP_PIECES && rc == 0; i++) {
-			off_t off = (off_t)((size - FP_PIECE) / (FP_PIECES - 1) *
-			    (uint64_t)i);
-			if ((rc = read_at(fd, piece, FP_PIECE, off)) == 0)
-				sha256_add(&h, piece, FP_PIECE);
-		}
-	}
-	free(piece);
-	close(fd);
-	if (rc < 0) {
-		*err = xasprintf("%s: read failed", path);
-		return -1;
-	}
-	sha256_done(&h, d);
-	sha256_hex(d, hex);
-	f->path = xstrdup(real);
-	f->size = (uint64_t)st.st_size;
-	f->mtime = (int64_t)st.st_mtim.tv_sec;
-	f->fingerprint = xasprintf("%s:%s", (uint64_t)st.st_size <= FP_WHOLE_MAX ?
-	    "sha256" : "sampled-sha256", hex);
-	return 0;
-}
-
-int
-journal_file_check(const struct journal_file *f, char **why)
-{
-	struct journal_file now;
-	char *err = NULL;
-	int rc = 0;
-
-	if (journal_fingerprint(f->path, &now, &err) < 0) {
-		if (why != NULL)
-			*why = xasprintf("%s is gone (%s)", f->path, err);
-		free(err);
-		return 2;
-	}
-	if (now.size != f->size) {
-		if (why != NULL)
-			*why = xasprintf("%s changed: it was %llu bytes, now %llu",
-			    f->path, (unsigned long long)f->size,
-			    (unsigned long long)now.size);
-		rc = 1;
-	} else if (f->fingerprint == NULL ||
-	    strcmp(now.fingerprint, f->fingerprint) != 0) {
-		if (why != NULL)
-			*why = xasprintf("%s changed since the session started "
-			    "(same size, different contents)", f->path);
-		rc = 1;
-	}
-	journal_file_free(&now);
-	return rc;
-}
+/* ---- data files -------------------------------------------------- */
 
 static cJSON *
-file_json(const struct journal_file *f)
+file_json(const struct datafile *f)
 {
 	cJSON *o = cJSON_CreateObject();
 	add_str(o, "path", f->path);
@@ -712,7 +528,7 @@ journal_alloc(const char *sessions_dir, const char *id, struct notebook *nb)
 
 	j->id = xstrdup(id);
 	j->dir = xasprintf("%s/%s", sessions_dir, id);
-	j->path = xasprintf("%s/%s", j->dir, JOURNAL_NAME);
+	j->path = store_journal_path(sessions_dir, id);	/* id checked */
 	j->fd = -1;
 	j->nb = nb;
 	j->live_from = 1;
@@ -739,17 +555,8 @@ journal_free(struct journal *j)
 static int
 open_locked(struct journal *j, int flags, char **err)
 {
-	j->fd = open(j->path, O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW |
-	    flags, 0600);
-	if (j->fd < 0) {
-		*err = xasprintf("cannot open %s: %s", j->path, strerror(errno));
-		return -1;
-	}
-	if (flock(j->fd, LOCK_EX | LOCK_NB) < 0) {
-		*err = xasprintf("session %s is open in another terp", j->id);
-		return -1;
-	}
-	return 0;
+	j->fd = store_open_locked(j->path, j->id, flags, err);
+	return j->fd < 0 ? -1 : 0;
 }
 
 struct journal *
@@ -766,7 +573,7 @@ journal_create(const char *sessions_dir, const char *given_id,
 		return NULL;
 	}
 	if (given_id != NULL) {
-		if (journal_id_valid(given_id) < 0) {
+		if (store_id_valid(given_id) < 0) {
 			*err = xasprintf("not a session id: %s", given_id);
 			return NULL;
 		}
@@ -779,7 +586,7 @@ journal_create(const char *sessions_dir, const char *given_id,
 		}
 	}
 	for (int tries = 0; j == NULL; tries++) {
-		id = journal_new_id();
+		id = store_new_id();
 		j = journal_alloc(sessions_dir, id, nb);
 		free(id);
 		if (mkdir(j->dir, 0700) == 0)
@@ -807,16 +614,16 @@ journal_create(const char *sessions_dir, const char *given_id,
 	}
 	files = cJSON_AddArrayToObject(o, "data");
 	for (int i = 0; info != NULL && i < info->ndata; i++) {
-		struct journal_file f;
+		struct datafile f;
 		char *e = NULL;
-		if (journal_fingerprint(info->data_files[i], &f, &e) < 0) {
+		if (datafile_fingerprint(info->data_files[i], &f, &e) < 0) {
 			/* recorded all the same: resume will say it is gone */
 			free(e);
 			memset(&f, 0, sizeof f);
 			f.path = xstrdup(info->data_files[i]);
 		}
 		cJSON_AddItemToArray(files, file_json(&f));
-		journal_file_free(&f);
+		datafile_free(&f);
 	}
 	if (put(j, o, 1) < 0) {
 		*err = xstrdup(j->failed);
@@ -856,7 +663,7 @@ journal_reopen(const char *sessions_dir, const char *id, struct notebook *nb,
 	struct journal *j;
 	int rfd;
 
-	if (journal_id_valid(id) < 0) {
+	if (store_id_valid(id) < 0) {
 		*err = xasprintf("not a session id: %s", id);
 		return NULL;
 	}
@@ -919,14 +726,14 @@ journal_close(struct journal *j)
 int
 journal_add_data(struct journal *j, const char *path, char **err)
 {
-	struct journal_file f;
+	struct datafile f;
 	cJSON *o;
 
-	if (journal_fingerprint(path, &f, err) < 0)
+	if (datafile_fingerprint(path, &f, err) < 0)
 		return -1;
 	o = rec("data");
 	cJSON_AddItemToObject(o, "file", file_json(&f));
-	journal_file_free(&f);
+	datafile_free(&f);
 	if (put(j, o, 1) < 0) {
 		*err = xstrdup(j->failed);
 		return -1;
@@ -943,7 +750,7 @@ journal_meta_free(struct journal_meta *m)
 	free(m->provider);
 	free(m->model);
 	for (int i = 0; i < m->nfiles; i++)
-		journal_file_free(&m->files[i]);
+		datafile_free(&m->files[i]);
 	free(m->files);
 	free(m->first_question);
 	memset(m, 0, sizeof *m);
@@ -973,14 +780,14 @@ jdup(const cJSON *o, const char *k)
 static void
 meta_add_file(struct journal_meta *m, const cJSON *f)
 {
-	struct journal_file *jf;
+	struct datafile *jf;
 
 	if (!cJSON_IsObject(f) || jstr(f, "path") == NULL)
 		return;
 	/* a file staged again replaces its earlier record */
 	for (int i = 0; i < m->nfiles; i++)
 		if (strcmp(m->files[i].path, jstr(f, "path")) == 0) {
-			journal_file_free(&m->files[i]);
+			datafile_free(&m->files[i]);
 			jf = &m->files[i];
 			goto fill;
 		}
@@ -1374,148 +1181,8 @@ journal_load(const char *path, struct notebook *nb, struct journal_meta *meta,
 	return scan(path, nb, meta, err);
 }
 
-/* ---- listing and deleting ----------------------------------------- */
-
-static int
-by_recent(const void *a, const void *b)
-{
-	const struct journal_meta *x = a, *y = b;
-
-	if (x->last_active != y->last_active)
-		return x->last_active < y->last_active ? 1 : -1;
-	return strcmp(y->id, x->id);
-}
-
 int
-journal_list(const char *sessions_dir, struct journal_meta **out, int *n,
-    char **err)
+journal_read_meta(const char *path, struct journal_meta *meta, char **err)
 {
-	DIR *d = opendir(sessions_dir);
-	struct dirent *e;
-	int cap = 0;
-
-	*out = NULL;
-	*n = 0;
-	if (d == NULL) {
-		if (errno == ENOENT)
-			return 0;
-		*err = xasprintf("cannot list %s: %s", sessions_dir,
-		    strerror(errno));
-		return -1;
-	}
-	while ((e = readdir(d)) != NULL) {
-		struct journal_meta m;
-		struct stat st;
-		char *path, *e2 = NULL;
-
-		if (journal_id_valid(e->d_name) < 0 ||
-		    fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
-		    !S_ISDIR(st.st_mode))
-			continue;
-		path = journal_path(sessions_dir, e->d_name);
-		if (scan(path, NULL, &m, &e2) < 0) {
-			free(e2);
-			free(path);
-			journal_meta_free(&m);
-			continue;
-		}
-		free(path);
-		if (*n == cap) {
-			cap = cap ? cap * 2 : 16;
-			*out = xrealloc(*out, (size_t)cap * sizeof **out);
-		}
-		(*out)[(*n)++] = m;
-	}
-	closedir(d);
-	if (*n > 0)
-		qsort(*out, (size_t)*n, sizeof **out, by_recent);
-	return 0;
-}
-
-void
-journal_list_free(struct journal_meta *list, int n)
-{
-	for (int i = 0; i < n; i++)
-		journal_meta_free(&list[i]);
-	free(list);
-}
-
-/* Removes name under dfd: files and symlinks are unlinked (a link is
- * never followed), folders emptied through descriptors opened with
- * O_NOFOLLOW, so nothing outside the tree can be reached even if the
- * sandbox planted links in its workspace. */
-static int
-rm_at(int dfd, const char *name, int depth)
-{
-	DIR *d;
-	struct dirent *e;
-	int fd, rc = 0;
-
-	if (unlinkat(dfd, name, 0) == 0 || errno == ENOENT)
-		return 0;
-	if (errno != EISDIR && errno != EPERM)
-		return -1;
-	if (depth > DELETE_DEPTH) {
-		errno = ELOOP;
-		return -1;
-	}
-	fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	(void)fchmod(fd, 0700);	/* code may have made folders read-only */
-	if ((d = fdopendir(fd)) == NULL) {
-		close(fd);
-		return -1;
-	}
-	while ((e = readdir(d)) != NULL) {
-		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-			continue;
-		if (rm_at(fd, e->d_name, depth + 1) < 0)
-			rc = -1;
-	}
-	closedir(d);
-	if (rc == 0 && unlinkat(dfd, name, AT_REMOVEDIR) < 0)
-		rc = -1;
-	return rc;
-}
-
-int
-journal_delete(const char *sessions_dir, const char *id, char **err)
-{
-	char *path;
-	int dfd, fd;
-	struct stat st;
-
-	if (journal_id_valid(id) < 0) {
-		*err = xasprintf("not a session id: '%s'", id);
-		return -1;
-	}
-	dfd = open(sessions_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd < 0 || fstatat(dfd, id, &st, AT_SYMLINK_NOFOLLOW) < 0) {
-		*err = xasprintf("no session %s", id);
-		if (dfd >= 0)
-			close(dfd);
-		return -1;
-	}
-	path = journal_path(sessions_dir, id);
-	if (S_ISDIR(st.st_mode) &&
-	    (fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) >= 0) {
-		int busy = flock(fd, LOCK_EX | LOCK_NB) < 0;
-		close(fd);
-		if (busy) {
-			*err = xasprintf("session %s is open in another terp", id);
-			free(path);
-			close(dfd);
-			return -1;
-		}
-	}
-	free(path);
-	if (rm_at(dfd, id, 0) < 0) {
-		*err = xasprintf("cannot delete session %s: %s", id,
-		    strerror(errno));
-		close(dfd);
-		return -1;
-	}
-	close(dfd);
-	return 0;
+	return scan(path, NULL, meta, err);
 }

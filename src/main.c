@@ -6,14 +6,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "terp/cli.h"
 #include "terp/config.h"
-#include "terp/journal.h"
+#include "terp/store.h"
 #include "terp/util.h"
 #include "terp/tui.h"
 
@@ -159,22 +157,6 @@ read_stdin(void)
 	return s;
 }
 
-/* Sortable and unique enough: 20261129-153012-a1b2. */
-static char *
-new_session_id(void)
-{
-	char date[32];
-	unsigned short r = 0;
-	time_t t = time(NULL);
-	struct tm tm;
-
-	localtime_r(&t, &tm);
-	strftime(date, sizeof date, "%Y%m%d-%H%M%S", &tm);
-	if (getrandom(&r, sizeof r, 0) != sizeof r)
-		r = (unsigned short)(getpid() ^ (unsigned)now_us());
-	return xasprintf("%s-%04x", date, r);
-}
-
 /* The settings file's non-model keys, applied before the flags so that
  * flags win (llm_config_resolve reads the model's keys itself). */
 static void
@@ -216,7 +198,7 @@ apply_config(struct cli *c)
 static int
 is_session(const struct cli *c, const char *id)
 {
-	char *path = journal_path(c->sessions_dir, id);
+	char *path = store_journal_path(c->sessions_dir, id);
 	int yes = path != NULL && access(path, F_OK) == 0;
 
 	free(path);
@@ -259,7 +241,7 @@ parse(struct cli *c, int argc, char **argv)
 	kernel_opts_default(&c->kopts);
 	agent_opts_default(&c->aopts);
 	c->idle_ms = IDLE_DEFAULT_MS;
-	c->sessions_dir = journal_sessions_dir();
+	c->sessions_dir = store_sessions_dir();
 	apply_config(c);
 	c->mode = CLI_TUI;
 	if (argc > 1 && strcmp(argv[1], "exec") == 0) {
@@ -387,7 +369,7 @@ static int
 make_session(struct cli *c)
 {
 	if (c->session_id == NULL)	/* a resume has its own */
-		c->session_id = new_session_id();
+		c->session_id = store_new_id();
 	c->session_dir = xasprintf("%s/%s", c->sessions_dir, c->session_id);
 	/* The session folder is private (0700; kernel.c lets the sandbox's
 	 * uid through it as root). As root the folders above it let others
@@ -429,12 +411,12 @@ main(int argc, char **argv)
 	parse(&c, argc, argv);
 	/* These need neither a model nor a sandbox. */
 	if (c.list)
-		return sessions_list(&c);
+		return cli_sessions_list(&c);
 	if (c.delete_id)
-		return sessions_delete(&c);
+		return cli_sessions_delete(&c);
 	if (c.export_id)
-		return sessions_export(&c);
-	if (c.resume && sessions_resume(&c) < 0)
+		return cli_sessions_export(&c);
+	if (c.resume && cli_sessions_resume(&c) < 0)
 		return 1;
 	if (c.mode != CLI_EXEC && llm_config_resolve(&c.llm, &err) < 0) {
 		fprintf(stderr, "terp: %s\n", err);

@@ -1,5 +1,6 @@
-/* resume: session listing text and the preparation of a resumed session
- * (journal -> notebook, data files re-checked, notes). */
+/* resume: the session listing (store's folders, each journal's head)
+ * and its text, and the preparation of a resumed session (journal ->
+ * notebook, data files re-checked, notes). */
 #include "terp/resume.h"
 
 #include <stdio.h>
@@ -8,8 +9,46 @@
 #include <time.h>
 
 #include "terp/buf.h"
+#include "terp/datafile.h"
 #include "terp/sanitize.h"
+#include "terp/store.h"
 #include "terp/util.h"
+
+int
+resume_list(const char *sessions_dir, struct journal_meta **out, int *n,
+    char **err)
+{
+	struct store_entry *l;
+	int nl;
+
+	*out = NULL;
+	*n = 0;
+	if (store_list(sessions_dir, &l, &nl, err) < 0)
+		return -1;
+	if (nl > 0)
+		*out = xcalloc((size_t)nl, sizeof **out);
+	for (int i = 0; i < nl; i++) {
+		char *path = store_journal_path(sessions_dir, l[i].id), *e = NULL;
+
+		if (journal_read_meta(path, &(*out)[*n], &e) < 0) {
+			free(e);
+			journal_meta_free(&(*out)[*n]);
+		} else {
+			(*n)++;
+		}
+		free(path);
+	}
+	store_list_free(l, nl);
+	return 0;
+}
+
+void
+resume_list_free(struct journal_meta *list, int n)
+{
+	for (int i = 0; i < n; i++)
+		journal_meta_free(&list[i]);
+	free(list);
+}
 
 static void
 fmt_time(char *b, size_t len, int64_t t)
@@ -83,19 +122,19 @@ resume_prepare(const char *sessions_dir, const char *id, struct resume *r,
 	if (id == NULL) {
 		struct journal_meta *l;
 		int n;
-		if (journal_list(sessions_dir, &l, &n, err) < 0)
+		if (resume_list(sessions_dir, &l, &n, err) < 0)
 			return -1;
 		if (n == 0) {
 			*err = xstrdup("there is no session to resume");
-			journal_list_free(l, n);
+			resume_list_free(l, n);
 			return -1;
 		}
 		r->id = xstrdup(l[0].id);
-		journal_list_free(l, n);
+		resume_list_free(l, n);
 	} else {
 		r->id = xstrdup(id);
 	}
-	if ((path = journal_path(sessions_dir, r->id)) == NULL) {
+	if ((path = store_journal_path(sessions_dir, r->id)) == NULL) {
 		*err = xasprintf("not a session id: %s", r->id);
 		return -1;
 	}
@@ -117,7 +156,7 @@ resume_prepare(const char *sessions_dir, const char *id, struct resume *r,
 	r->data_files = xcalloc((size_t)r->meta.nfiles + 1, sizeof *r->data_files);
 	for (int i = 0; i < r->meta.nfiles; i++) {
 		char *why = NULL;
-		int st = journal_file_check(&r->meta.files[i], &why);
+		int st = datafile_check(&r->meta.files[i], &why);
 		if (st != 2)
 			r->data_files[r->ndata++] = r->meta.files[i].path;
 		if (st != 0) {

@@ -100,7 +100,7 @@ tui_session_run(struct cli *c)
 	} else {
 		nb = notebook_new();
 	}
-	sessions_opts(c, &so);
+	cli_sessions_opts(c, &so);
 	so.emit = tui_session_event;
 	tui_sess = session_new(l, nb, &so, &warn, &err);
 	if (tui_sess == NULL) {

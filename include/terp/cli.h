@@ -28,7 +28,7 @@ struct cli {
 	char			*session_dir;
 	char			*sessions_dir;	/* $XDG_STATE_HOME/terp/sessions */
 
-	/* session management (sessions.c) */
+	/* session management (cli_sessions.c) */
 	int			 list;		/* --list */
 	const char		*delete_id;	/* --delete ID */
 	const char		*export_id;	/* --export ID FILE */
@@ -47,17 +47,17 @@ struct cli {
 int exec_run(struct cli *c);
 /* --list, --delete ID, --export ID FILE: print to stdout or say why
  * not on stderr. Return the exit status (0, or 1 on failure). */
-int sessions_list(struct cli *c);
-int sessions_delete(struct cli *c);
-int sessions_export(struct cli *c);
+int cli_sessions_list(struct cli *c);
+int cli_sessions_delete(struct cli *c);
+int cli_sessions_export(struct cli *c);
 /* --resume: loads the session into c->res, prints its warnings, and
  * makes the session id, folder and data files those of the resumed
  * session (data files given on the command line are added). Returns 0,
  * or -1 after printing why. */
-int sessions_resume(struct cli *c);
+int cli_sessions_resume(struct cli *c);
 /* The session options of c for a frontend's session_new. */
 struct session_opts;
-void sessions_opts(struct cli *c, struct session_opts *o);
+void cli_sessions_opts(struct cli *c, struct session_opts *o);
 
 /* Runs `terp -p`: one question, headless. Returns 0 answered, 1 failed,
  * 5 turn cap, 130 interrupted. */

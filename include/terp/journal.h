@@ -1,23 +1,17 @@
 /* journal: notebooks that last. An event consumer that appends every
  * notebook change to $XDG_STATE_HOME/terp/sessions/<id>/notebook.jsonl
  * as it happens (one JSON object per line, one write(2) each, fsync at
- * the boundaries that matter), the loader that rebuilds a notebook from
- * that file after a crash, and the session listing and deletion. */
+ * the boundaries that matter), and the loader that rebuilds a notebook
+ * from that file after a crash. The file's place, id and lock are
+ * store.h's. */
 #ifndef TERP_JOURNAL_H
 #define TERP_JOURNAL_H
 
 #include <stdint.h>
 
+#include "terp/datafile.h"
 #include "terp/event.h"
 #include "terp/notebook.h"
-
-/* A data file as it was when it was staged. */
-struct journal_file {
-	char		*path;		/* absolute host path */
-	uint64_t	 size;
-	int64_t		 mtime;		/* unix seconds */
-	char		*fingerprint;	/* "sha256:HEX" or "sampled-sha256:HEX" */
-};
 
 /* What a journal says about its session, besides the notebook. */
 struct journal_meta {
@@ -25,7 +19,7 @@ struct journal_meta {
 	int64_t			 started;	/* unix seconds */
 	int64_t			 last_active;	/* unix seconds (file mtime) */
 	char			*provider, *model;	/* may be NULL */
-	struct journal_file	*files;
+	struct datafile		*files;
 	int			 nfiles;
 	int			 nquestions;
 	char			*first_question;	/* may be NULL */
@@ -54,15 +48,6 @@ struct journal_info {
 };
 
 struct journal;
-
-/* $XDG_STATE_HOME/terp/sessions: a new string the caller frees. */
-char *journal_sessions_dir(void);
-/* A fresh session id, sortable by time: "20261129-153012-ab12" (local
- * time and 16 random bits). A new string. */
-char *journal_new_id(void);
-/* 0 when id is a plain session id (letters, digits, '-', '_', '.'; no
- * '/', not "." or ".."), else -1. */
-int journal_id_valid(const char *id);
 
 /* Creates sessions_dir/<id>/notebook.jsonl (a new id when id is NULL;
  * the folder may exist already when id is given) and writes the meta
@@ -104,9 +89,6 @@ const char *journal_dir(const struct journal *j);
 /* The first write error, or NULL while all is well (owned). */
 const char *journal_failed(const struct journal *j);
 
-/* Path of a session's journal: a new string. NULL when id is invalid. */
-char *journal_path(const char *sessions_dir, const char *id);
-
 /* Rebuilds nb (empty, from notebook_new) and meta from the journal at
  * path. A last line cut short by a crash is ignored (meta->torn);
  * corrupt lines elsewhere are skipped and counted (meta->skipped).
@@ -118,26 +100,11 @@ char *journal_path(const char *sessions_dir, const char *id);
 int journal_load(const char *path, struct notebook *nb,
     struct journal_meta *meta, char **err);
 
-/* Lists the sessions under sessions_dir, most recently active first.
- * *out is a new array of *n metas (notebooks are not built); free it
- * with journal_list_free. A missing sessions_dir is an empty list.
- * Returns 0 or -1 with *err. */
-int journal_list(const char *sessions_dir, struct journal_meta **out, int *n,
+/* Reads only what the journal at path says about its session (meta;
+ * no notebook is built, and only the lines that feed meta are parsed):
+ * for listings. Returns 0 or -1 with *err; meta must be freed with
+ * journal_meta_free either way. */
+int journal_read_meta(const char *path, struct journal_meta *meta,
     char **err);
-void journal_list_free(struct journal_meta *list, int n);
-
-/* Removes session id's folder recursively, never following a symlink.
- * Refuses invalid ids and sessions in use. Returns 0 or -1 with *err. */
-int journal_delete(const char *sessions_dir, const char *id, char **err);
-
-/* Fingerprints a data file: sha256 of the contents up to 64 MiB, and
- * of its size and sampled 1 MiB pieces beyond that. Fills f (strings
- * new; free with journal_file_free). Returns 0 or -1 with *err. */
-int journal_fingerprint(const char *path, struct journal_file *f, char **err);
-void journal_file_free(struct journal_file *f);
-/* Compares a recorded data file with what is on disk now: 0 unchanged,
- * 1 changed, 2 gone (or unreadable). *why (may be NULL) gets a new
- * one-line explanation when not 0. */
-int journal_file_check(const struct journal_file *f, char **why);
 
 #endif

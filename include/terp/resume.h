@@ -8,6 +8,15 @@
 #include "terp/journal.h"
 #include "terp/notebook.h"
 
+/* Lists the sessions under sessions_dir, most recently active first
+ * (store_list's order), with what each journal's head says (notebooks
+ * are not built; unreadable journals are left out). *out is a new
+ * array of *n metas; free it with resume_list_free. A missing
+ * sessions_dir is an empty list. Returns 0 or -1 with *err. */
+int resume_list(const char *sessions_dir, struct journal_meta **out, int *n,
+    char **err);
+void resume_list_free(struct journal_meta *list, int n);
+
 /* The table `terp --list` prints: one line per session, most recent
  * first (id, started, last active, questions, data files, the first
  * question cut to fit). A new string; "" when there are none. */

@@ -9,6 +9,7 @@
 
 #include "terp/export.h"
 #include "terp/journal.h"
+#include "terp/store.h"
 #include "terp/util.h"
 
 static struct journal *j;
@@ -101,7 +102,7 @@ main(int argc, char **argv)
 	notebook_add_message(nb, msg("assistant", "The total is **42**."));
 	emit(EV_ANSWER, NULL, NULL, "The total is **42**.");
 	emit(EV_IDLE, NULL, NULL, NULL);
-	path = journal_path(argv[1], journal_id(j));
+	path = store_journal_path(argv[1], journal_id(j));
 	printf("%s\n", journal_id(j));
 	journal_close(j);
 

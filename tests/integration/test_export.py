@@ -12,8 +12,8 @@ import sys
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-LIBOBJS = ["journal", "export", "digest", "notebook", "outcap", "util", "buf",
-           "sanitize"]
+LIBOBJS = ["journal", "store", "datafile", "export", "digest", "notebook",
+           "outcap", "util", "buf", "sanitize"]
 
 
 def pkg_libs(*pkgs):

@@ -13,6 +13,8 @@
 #include "terp/digest.h"
 #include "terp/journal.h"
 #include "terp/kernel.h"
+#include "terp/resume.h"
+#include "terp/store.h"
 #include "terp/util.h"
 
 static char *
@@ -257,7 +259,7 @@ Test(journal, events_read_back_equal)
 	c->state_lost = 1;
 	emit(j, EV_RESULT, c, NULL, 0);
 	cr_assert_null(journal_failed(j));
-	path = journal_path(dir, journal_id(j));
+	path = store_journal_path(dir, journal_id(j));
 	journal_close(j);
 
 	cr_assert_eq(journal_load(path, nb2, &m, &err), 0, "%s", err);
@@ -271,7 +273,7 @@ Test(journal, events_read_back_equal)
 	cr_assert_eq(m.nfiles, 1);
 	cr_assert_eq(m.files[0].size, 19);
 	cr_assert(strncmp(m.files[0].fingerprint, "sha256:", 7) == 0);
-	cr_assert_eq(journal_file_check(&m.files[0], NULL), 0);
+	cr_assert_eq(datafile_check(&m.files[0], NULL), 0);
 	cr_assert_eq(strlen(m.id), strlen("20261129-153012-ab12"));
 	journal_meta_free(&m);
 	notebook_free(nb);
@@ -304,7 +306,7 @@ Test(journal, large_output_stored_once_as_head_and_tail)
 	}
 	c->status = CELL_OK;
 	emit(j, EV_RESULT, c, NULL, 0);
-	path = journal_path(dir, journal_id(j));
+	path = store_journal_path(dir, journal_id(j));
 	journal_close(j);
 	cr_assert_eq(stat(path, &st), 0);
 	cr_assert_lt(st.st_size, CELL_OUT_HEAD + CELL_OUT_TAIL + 16384,
@@ -335,7 +337,7 @@ Test(journal, torn_last_line_ignored_and_cut_on_resume)
 	cr_assert_not_null(j, "%s", err);
 	play_question(j, nb, "first?", "/tmp/p.png");
 	id = xstrdup(journal_id(j));
-	path = journal_path(dir, id);
+	path = store_journal_path(dir, id);
 	journal_close(j);
 	fd = open(path, O_WRONLY | O_APPEND);
 	cr_assert_eq(write_all(fd, torn, sizeof torn - 1), 0);
@@ -384,7 +386,7 @@ Test(journal, corrupt_middle_line_skipped_with_count)
 
 	cr_assert_not_null(j, "%s", err);
 	play_question(j, nb, "q?", "/tmp/p.png");
-	path = journal_path(dir, journal_id(j));
+	path = store_journal_path(dir, journal_id(j));
 	journal_close(j);
 	s = slurp(path, &len);
 	/* after the meta line: a line of garbage and a "turn" line whose
@@ -424,7 +426,7 @@ Test(journal, crash_mid_cell_is_repaired)
 	    "call_9");
 	emit(j, EV_CELL_START, c, NULL, 0);
 	out(j, c, 0, "started\n", 8);
-	path = journal_path(dir, journal_id(j));
+	path = store_journal_path(dir, journal_id(j));
 	/* no close: as if killed (the lock goes with the process) */
 	cr_assert_eq(journal_load(path, nb2, &m, &err), 0, "%s", err);
 	cr_assert_eq(notebook_ncells(nb2), 1);
@@ -463,7 +465,7 @@ Test(journal, message_completed_in_place_is_rewritten)
 	emit(j, EV_TURN, NULL, NULL, 0);
 	cJSON_ReplaceItemInObject(a, "content", cJSON_CreateString("Hello."));
 	emit(j, EV_ANSWER, NULL, "Hello.", 6);
-	path = journal_path(dir, journal_id(j));
+	path = store_journal_path(dir, journal_id(j));
 	journal_close(j);
 	cr_assert_eq(journal_load(path, nb2, &m, &err), 0, "%s", err);
 	assert_notebooks_equal(nb, nb2);
@@ -513,7 +515,7 @@ make_session(const char *dir, const char *q, time_t mtime)
 	id = xstrdup(journal_id(j));
 	journal_close(j);
 	notebook_free(nb);
-	path = journal_path(dir, id);
+	path = store_journal_path(dir, id);
 	cr_assert_eq(utimes(path, tv), 0);
 	free(path);
 	return id;
@@ -530,7 +532,7 @@ Test(journal, list_sorted_by_last_activity)
 	char *junk = xasprintf("%s/not-a-session", dir);
 
 	cr_assert_eq(mkdir(junk, 0700), 0);	/* no journal: not listed */
-	cr_assert_eq(journal_list(dir, &l, &n, &err), 0, "%s", err);
+	cr_assert_eq(resume_list(dir, &l, &n, &err), 0, "%s", err);
 	cr_assert_eq(n, 3);
 	cr_assert_str_eq(l[0].id, recent);
 	cr_assert_str_eq(l[1].id, empty);
@@ -541,9 +543,9 @@ Test(journal, list_sorted_by_last_activity)
 	cr_assert_eq(l[1].nquestions, 0);
 	cr_assert_null(l[1].first_question);
 	cr_assert_str_eq(l[2].first_question, "Which month?");
-	journal_list_free(l, n);
+	resume_list_free(l, n);
 
-	cr_assert_eq(journal_list("/nonexistent/terp", &l, &n, &err), 0);
+	cr_assert_eq(resume_list("/nonexistent/terp", &l, &n, &err), 0);
 	cr_assert_eq(n, 0);
 	free(old);
 	free(recent);
@@ -567,18 +569,18 @@ Test(journal, delete_refuses_bad_ids_and_never_follows_links)
 	    "x..y" };
 
 	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
-		cr_assert_eq(journal_delete(dir, bad[i], &err), -1, "%s", bad[i]);
+		cr_assert_eq(store_delete(dir, bad[i], &err), -1, "%s", bad[i]);
 		free(err);
 		err = NULL;
 	}
-	cr_assert_eq(journal_delete(dir, "20200101-000000-0000", &err), -1);
+	cr_assert_eq(store_delete(dir, "20200101-000000-0000", &err), -1);
 	free(err);
 	err = NULL;
 	cr_assert_eq(symlink(outside, link), 0);
 	cr_assert_eq(mkdir_p(deep, 0700), 0);
 	free(write_data(deep, "f", "x"));
 	cr_assert_eq(chmod(ro, 0500), 0);	/* read-only folder inside */
-	cr_assert_eq(journal_delete(dir, id, &err), 0, "%s", err);
+	cr_assert_eq(store_delete(dir, id, &err), 0, "%s", err);
 	cr_assert_eq(lstat(sdir, &st), -1);
 	cr_assert_eq(stat(keep, &st), 0, "the link was followed");
 	free(id);
@@ -600,7 +602,7 @@ Test(journal, delete_and_reopen_refuse_a_session_in_use)
 	struct journal *j = journal_create(dir, NULL, NULL, nb, &err), *j2;
 
 	cr_assert_not_null(j, "%s", err);
-	cr_assert_eq(journal_delete(dir, journal_id(j), &err), -1);
+	cr_assert_eq(store_delete(dir, journal_id(j), &err), -1);
 	cr_assert_not_null(strstr(err, "another terp"), "%s", err);
 	free(err);
 	err = NULL;
@@ -619,15 +621,15 @@ Test(journal, delete_and_reopen_refuse_a_session_in_use)
 
 Test(journal, ids)
 {
-	char *a = journal_new_id();
-	cr_assert_eq(journal_id_valid(a), 0);
+	char *a = store_new_id();
+	cr_assert_eq(store_id_valid(a), 0);
 	cr_assert_eq(strlen(a), 20);
 	cr_assert_eq(a[8], '-');
 	cr_assert_eq(a[15], '-');
-	cr_assert_eq(journal_id_valid("20261129-153012-ab12"), 0);
-	cr_assert_eq(journal_id_valid("a/b"), -1);
-	cr_assert_eq(journal_id_valid(".."), -1);
-	cr_assert_null(journal_path("/x", "../y"));
+	cr_assert_eq(store_id_valid("20261129-153012-ab12"), 0);
+	cr_assert_eq(store_id_valid("a/b"), -1);
+	cr_assert_eq(store_id_valid(".."), -1);
+	cr_assert_null(store_journal_path("/x", "../y"));
 	free(a);
 }
 
@@ -635,9 +637,9 @@ Test(journal, fingerprint_detects_change_and_loss)
 {
 	char *dir = tmpdir(), *err = NULL, *why = NULL;
 	char *p = write_data(dir, "d.csv", "a,b\n1,2\n");
-	struct journal_file f;
+	struct datafile f;
 
-	cr_assert_eq(journal_fingerprint(p, &f, &err), 0, "%s", err);
+	cr_assert_eq(datafile_fingerprint(p, &f, &err), 0, "%s", err);
 	{
 		struct sha256 h;
 		unsigned char d[32];
@@ -652,20 +654,20 @@ Test(journal, fingerprint_detects_change_and_loss)
 	}
 	cr_assert_eq(f.size, 8);
 	cr_assert_eq(f.path[0], '/');
-	cr_assert_eq(journal_file_check(&f, &why), 0);
+	cr_assert_eq(datafile_check(&f, &why), 0);
 	free(write_data(dir, "d.csv", "a,b\n1,3\n"));	/* same size */
-	cr_assert_eq(journal_file_check(&f, &why), 1);
+	cr_assert_eq(datafile_check(&f, &why), 1);
 	cr_assert_not_null(strstr(why, "changed"), "%s", why);
 	free(why);
 	free(write_data(dir, "d.csv", "a,b\n1,3,4\n"));
-	cr_assert_eq(journal_file_check(&f, &why), 1);
+	cr_assert_eq(datafile_check(&f, &why), 1);
 	cr_assert_not_null(strstr(why, "bytes"), "%s", why);
 	free(why);
 	cr_assert_eq(unlink(p), 0);
-	cr_assert_eq(journal_file_check(&f, &why), 2);
+	cr_assert_eq(datafile_check(&f, &why), 2);
 	cr_assert_not_null(strstr(why, "gone"), "%s", why);
 	free(why);
-	journal_file_free(&f);
+	datafile_free(&f);
 	free(p);
 	rm_rf(dir);
 	free(dir);
@@ -771,7 +773,7 @@ Test(journal, replay_rebuilds_the_state_lost_last)
 	cr_assert_eq(cells[0], 1);
 	free(cells);
 	id = xstrdup(journal_id(j));
-	path = journal_path(dir, id);
+	path = store_journal_path(dir, id);
 	journal_close(j);
 
 	cr_assert_eq(journal_load(path, nb2, &m, &err), 0, "%s", err);

@@ -137,7 +137,7 @@ Test(resume, list_text)
 	struct journal_meta *l;
 	int n;
 
-	cr_assert_eq(journal_list(dir, &l, &n, &err), 0, "%s", err);
+	cr_assert_eq(resume_list(dir, &l, &n, &err), 0, "%s", err);
 	cr_assert_eq(n, 1);
 	t = resume_list_text(l, n);
 	cr_assert(strncmp(t, "ID ", 3) == 0, "%s", t);
@@ -147,7 +147,7 @@ Test(resume, list_text)
 	    "dollar of marketing..."), "%s", t);
 	cr_assert_null(strstr(t, "Second line"));
 	free(t);
-	journal_list_free(l, n);
+	resume_list_free(l, n);
 	t = resume_list_text(NULL, 0);
 	cr_assert_str_eq(t, "");
 	free(t);

@@ -1,4 +1,4 @@
-/* sessions: the session-management commands of the command line:
+/* cli_sessions: the session-management commands of the command line:
  * `terp --list`, `--delete ID`, `--export ID FILE`, and the preparation
  * of `--resume [ID]` before a frontend runs. A frontend of its own:
  * it prints, main only dispatches. */
@@ -13,6 +13,7 @@
 #include "terp/journal.h"
 #include "terp/resume.h"
 #include "terp/session.h"
+#include "terp/store.h"
 #include "terp/util.h"
 
 /* Where the sandbox-facing folders of a session live when the session
@@ -28,23 +29,23 @@ fail(char *err)
 }
 
 int
-sessions_list(struct cli *c)
+cli_sessions_list(struct cli *c)
 {
 	struct journal_meta *l;
 	char *err = NULL, *text;
 	int n;
 
-	if (journal_list(c->sessions_dir, &l, &n, &err) < 0)
+	if (resume_list(c->sessions_dir, &l, &n, &err) < 0)
 		return fail(err);
 	if (n == 0) {
 		fprintf(stderr, "terp: no sessions yet (%s)\n", c->sessions_dir);
-		journal_list_free(l, n);
+		resume_list_free(l, n);
 		return 0;
 	}
 	text = resume_list_text(l, n);
 	fputs(text, stdout);
 	free(text);
-	journal_list_free(l, n);
+	resume_list_free(l, n);
 	return fflush(stdout) == 0 ? 0 : 1;
 }
 
@@ -69,15 +70,15 @@ has_sandbox_base(const char *sessions_dir, const char *id)
 }
 
 int
-sessions_delete(struct cli *c)
+cli_sessions_delete(struct cli *c)
 {
 	char *err = NULL;
-	int base = journal_id_valid(c->delete_id) == 0 &&
+	int base = store_id_valid(c->delete_id) == 0 &&
 	    has_sandbox_base(c->sessions_dir, c->delete_id);
 
-	if (journal_delete(c->sessions_dir, c->delete_id, &err) < 0)
+	if (store_delete(c->sessions_dir, c->delete_id, &err) < 0)
 		return fail(err);
-	if (base && journal_delete(SANDBOX_SESSIONS, c->delete_id, &err) < 0) {
+	if (base && store_delete(SANDBOX_SESSIONS, c->delete_id, &err) < 0) {
 		fprintf(stderr, "terp: warning: %s\n", err);
 		free(err);
 	}
@@ -85,14 +86,14 @@ sessions_delete(struct cli *c)
 }
 
 int
-sessions_export(struct cli *c)
+cli_sessions_export(struct cli *c)
 {
 	struct notebook *nb;
 	struct journal_meta meta;
 	char *path, *err = NULL;
 	int rc = 0;
 
-	if ((path = journal_path(c->sessions_dir, c->export_id)) == NULL)
+	if ((path = store_journal_path(c->sessions_dir, c->export_id)) == NULL)
 		return fail(xasprintf("not a session id: '%s'", c->export_id));
 	memset(&meta, 0, sizeof meta);
 	nb = notebook_new();
@@ -128,7 +129,7 @@ same_file(const char **files, int n, const char *path)
 }
 
 int
-sessions_resume(struct cli *c)
+cli_sessions_resume(struct cli *c)
 {
 	char *err = NULL;
 	const char **files;
@@ -167,7 +168,7 @@ sessions_resume(struct cli *c)
 }
 
 void
-sessions_opts(struct cli *c, struct session_opts *o)
+cli_sessions_opts(struct cli *c, struct session_opts *o)
 {
 	memset(o, 0, sizeof *o);
 	o->sessions_dir = c->sessions_dir;
