@@ -15,8 +15,8 @@ struct rec {
 	struct buf	 calls;
 	struct usage	 u;
 	int		 nusage;
-	const struct llm_provider *p;
-	void		*dec;
+	const struct llm_codec *p;
+	struct llm_dec	*dec;
 	enum llm_dec_status st;
 };
 
@@ -51,14 +51,14 @@ r_event(void *arg, const struct sse_event *ev)
 
 	if (r->st != LLM_DEC_MORE)
 		return 1;
-	r->st = r->p->dec_event(r->dec, ev->type, ev->data, ev->len);
+	r->st = llm_dec_event(r->dec, ev->type, ev->data, ev->len);
 	return 0;
 }
 
 /* Runs stream through an SSE parser and a fresh decoder, cut after
  * `at` bytes. Fills r (caller frees with rec_free). */
 static void
-run(struct rec *r, const struct llm_provider *p, const char *stream,
+run(struct rec *r, const struct llm_codec *p, const char *stream,
     size_t at)
 {
 	struct sse *s;
@@ -68,7 +68,7 @@ run(struct rec *r, const struct llm_provider *p, const char *stream,
 	buf_init(&r->text, 1 << 20);
 	buf_init(&r->calls, 1 << 20);
 	r->p = p;
-	r->dec = p->dec_new(&sink, r);
+	r->dec = llm_dec_new(p, &sink, r);
 	r->st = LLM_DEC_MORE;
 	s = sse_new(1 << 16, 1 << 20, r_event, r);
 	if (at > len)
@@ -78,20 +78,30 @@ run(struct rec *r, const struct llm_provider *p, const char *stream,
 	sse_finish(s);
 	sse_free(s);
 	if (r->st == LLM_DEC_MORE)
-		r->st = p->dec_eof(r->dec);
+		r->st = llm_dec_eof(r->dec);
 }
 
 static void
 rec_free(struct rec *r)
 {
-	r->p->dec_free(r->dec);
+	llm_dec_free(r->dec);
 	buf_free(&r->text);
 	buf_free(&r->calls);
 }
 
 /* Every split of the stream gives the same text, calls and status. */
+/* The error message of a failed decoder; *retryable when asked. */
+static const char *
+dec_error(const struct llm_dec *d, int *retryable)
+{
+	const struct llm_error *e = llm_dec_error(d);
+	if (retryable != NULL)
+		*retryable = e->retryable;
+	return e->msg;
+}
+
 static void
-check(const struct llm_provider *p, const char *stream, const char *text,
+check(const struct llm_codec *p, const char *stream, const char *text,
     const char *calls, enum llm_dec_status st, const char *stop)
 {
 	size_t len = strlen(stream);
@@ -100,12 +110,12 @@ check(const struct llm_provider *p, const char *stream, const char *text,
 		struct rec r;
 		run(&r, p, stream, at);
 		cr_assert_eq(r.st, st, "status at split %zu: %d (%s)", at, r.st,
-		    r.st == LLM_DEC_ERROR ? p->dec_error(r.dec, NULL) : "");
+		    r.st == LLM_DEC_ERROR ? dec_error(r.dec, NULL) : "");
 		cr_assert_str_eq(buf_str(&r.text), text, "text at split %zu", at);
 		cr_assert_str_eq(buf_str(&r.calls), calls, "calls at split %zu: %s",
 		    at, buf_str(&r.calls));
 		if (stop != NULL)
-			cr_assert_str_eq(p->dec_stop_reason(r.dec), stop);
+			cr_assert_str_eq(llm_dec_stop_reason(r.dec), stop);
 		rec_free(&r);
 	}
 }
@@ -136,10 +146,10 @@ Test(openai_decode, two_tool_calls_args_split_in_escape_and_utf8)
 	    "data: [DONE]\n\n";
 	struct rec r;
 
-	check(&llm_openai_provider, s, "Let me check.",
+	check(&llm_openai_codec, s, "Let me check.",
 	    "[call_A|python_exec|{\"code\": \"print(\\\"caf\xc3\xa9\\\")\\n\"}]"
 	    "[call_B|python_exec|{\"code\": \"1+1\"}]", LLM_DEC_END, "tool_calls");
-	run(&r, &llm_openai_provider, s, 0);
+	run(&r, &llm_openai_codec, s, 0);
 	cr_assert_eq(r.nusage, 1);
 	cr_assert_eq(r.u.input_tokens, 149);
 	cr_assert_eq(r.u.output_tokens, 60);
@@ -160,7 +170,7 @@ Test(openai_decode, azure_filter_chunks)
 	    "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\" world\"},\"finish_reason\":\"stop\"}]}\n\n"
 	    "data: [DONE]\n\n";
 
-	check(&llm_azure_provider, s, "Hello world", "", LLM_DEC_END, "stop");
+	check(&llm_azure_codec, s, "Hello world", "", LLM_DEC_END, "stop");
 }
 
 Test(openai_decode, ollama_whole_calls_missing_index_and_id)
@@ -177,7 +187,7 @@ Test(openai_decode, ollama_whole_calls_missing_index_and_id)
 	    "\"function\":{\"name\":\"python_exec\",\"arguments\":{\"code\":\"c=3\"}}}]},"
 	    "\"finish_reason\":\"stop\"}]}\n\n";
 
-	check(&llm_ollama_provider, s, "",
+	check(&llm_ollama_codec, s, "",
 	    "[call_1|python_exec|{\"code\":\"a=1\"}]"
 	    "[call_2|python_exec|{\"code\":\"b=2\"}]"
 	    "[call_3|python_exec|{\"code\":\"c=3\"}]", LLM_DEC_END, "stop");
@@ -191,7 +201,7 @@ Test(openai_decode, duplicate_index_new_id_is_a_new_call)
 	    CH("{\"tool_calls\":[{\"index\":0,\"id\":\"x2\",\"function\":{\"name\":\"python_exec\",\"arguments\":\"\"}}]}")
 	    "data: [DONE]\n";
 
-	check(&llm_openai_provider, s, "",
+	check(&llm_openai_codec, s, "",
 	    "[x1|python_exec|{}][x2|python_exec|{}]", LLM_DEC_END, NULL);
 }
 
@@ -202,9 +212,9 @@ Test(openai_decode, error_inside_200_stream)
 	struct rec r;
 	int retry = 0;
 
-	check(&llm_openai_provider, s, "Hi", "", LLM_DEC_ERROR, NULL);
-	run(&r, &llm_openai_provider, s, 0);
-	cr_assert(strstr(llm_openai_provider.dec_error(r.dec, &retry),
+	check(&llm_openai_codec, s, "Hi", "", LLM_DEC_ERROR, NULL);
+	run(&r, &llm_openai_codec, s, 0);
+	cr_assert(strstr(dec_error(r.dec, &retry),
 	    "The server had an error") != NULL);
 	cr_assert_eq(retry, 1);
 	rec_free(&r);
@@ -214,12 +224,12 @@ Test(openai_decode, llama_error_field_and_flat_vllm_error)
 {
 	struct rec r;
 
-	run(&r, &llm_openai_provider, "error: {\"code\":400,\"message\":\"context too long\","
+	run(&r, &llm_openai_codec, "error: {\"code\":400,\"message\":\"context too long\","
 	    "\"type\":\"invalid_request_error\"}\n\ndata: [DONE]\n\n", 0);
 	cr_assert_eq(r.st, LLM_DEC_ERROR);
-	cr_assert(strstr(llm_openai_provider.dec_error(r.dec, NULL), "context too long"));
+	cr_assert(strstr(dec_error(r.dec, NULL), "context too long"));
 	rec_free(&r);
-	run(&r, &llm_openai_provider, "data: {\"object\":\"error\",\"message\":\"bad\","
+	run(&r, &llm_openai_codec, "data: {\"object\":\"error\",\"message\":\"bad\","
 	    "\"type\":\"BadRequestError\",\"code\":400}\n\n", 0);
 	cr_assert_eq(r.st, LLM_DEC_ERROR);
 	rec_free(&r);
@@ -230,16 +240,16 @@ Test(openai_decode, cut_stream_is_an_error_unless_finished)
 	struct rec r;
 
 	/* No finish_reason, no [DONE]: cut. The half call is not given. */
-	check(&llm_openai_provider, CH("{\"content\":\"par\"}")
+	check(&llm_openai_codec, CH("{\"content\":\"par\"}")
 	    CH("{\"tool_calls\":[{\"index\":0,\"id\":\"c\",\"function\":{\"name\":\"python_exec\",\"arguments\":\"{\\\"co\"}}]}"),
 	    "par", "", LLM_DEC_ERROR, NULL);
 	/* A finish_reason but no [DONE] (llama.cpp): complete. */
-	run(&r, &llm_openai_provider, "data: {\"choices\":[{\"index\":0,\"delta\":"
+	run(&r, &llm_openai_codec, "data: {\"choices\":[{\"index\":0,\"delta\":"
 	    "{\"content\":\"ok\"},\"finish_reason\":\"stop\"}]}\n\n", 0);
 	cr_assert_eq(r.st, LLM_DEC_END);
 	rec_free(&r);
 	/* Garbage data is an error, not a crash. */
-	run(&r, &llm_openai_provider, "data: {not json\n\n", 0);
+	run(&r, &llm_openai_codec, "data: {not json\n\n", 0);
 	cr_assert_eq(r.st, LLM_DEC_ERROR);
 	rec_free(&r);
 }
@@ -268,9 +278,9 @@ Test(anthropic_decode, tool_use_stream_with_ping_and_cache_usage)
 	    AE("message_stop", "{\"type\":\"message_stop\"}");
 	struct rec r;
 
-	check(&llm_anthropic_provider, s, "I'll \xc3\xa9",
+	check(&llm_anthropic_codec, s, "I'll \xc3\xa9",
 	    "[toolu_1|python_exec|{\"code\": \"x = \\\"\\\"\"}]", LLM_DEC_END, "tool_use");
-	run(&r, &llm_anthropic_provider, s, 0);
+	run(&r, &llm_anthropic_codec, s, 0);
 	cr_assert_eq(r.nusage, 1);
 	cr_assert_eq(r.u.input_tokens, 377 + 10 + 2000);
 	cr_assert_eq(r.u.cached_tokens, 2000);
@@ -283,18 +293,18 @@ Test(anthropic_decode, overloaded_error_event)
 	struct rec r;
 	int retry = 0;
 
-	run(&r, &llm_anthropic_provider,
+	run(&r, &llm_anthropic_codec,
 	    AE("message_start", "{\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":1}}}")
 	    AE("error", "{\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}"), 0);
 	cr_assert_eq(r.st, LLM_DEC_ERROR);
-	cr_assert(strstr(llm_anthropic_provider.dec_error(r.dec, &retry), "Overloaded"));
+	cr_assert(strstr(dec_error(r.dec, &retry), "Overloaded"));
 	cr_assert_eq(retry, 1);
 	rec_free(&r);
 }
 
 Test(anthropic_decode, truncated_tool_block_is_dropped_and_eof_is_error)
 {
-	check(&llm_anthropic_provider,
+	check(&llm_anthropic_codec,
 	    AE("content_block_start", "{\"type\":\"content_block_start\",\"index\":0,\"content_block\":"
 	       "{\"type\":\"tool_use\",\"id\":\"t\",\"name\":\"python_exec\",\"input\":{}}}")
 	    AE("content_block_delta", "{\"type\":\"content_block_delta\",\"index\":0,\"delta\":"
@@ -302,7 +312,7 @@ Test(anthropic_decode, truncated_tool_block_is_dropped_and_eof_is_error)
 	    AE("message_delta", "{\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"max_tokens\"},\"usage\":{\"output_tokens\":9}}")
 	    AE("message_stop", "{\"type\":\"message_stop\"}"),
 	    "", "", LLM_DEC_END, "max_tokens");
-	check(&llm_anthropic_provider,
+	check(&llm_anthropic_codec,
 	    AE("content_block_start", "{\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}")
 	    AE("content_block_delta", "{\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"half\"}}"),
 	    "half", "", LLM_DEC_ERROR, NULL);

@@ -89,6 +89,7 @@ struct run {
 	struct llm	*m;
 	struct buf	 text, calls, notices;
 	char		*stop, *error;
+	struct llm_error err;	/* msg points to error */
 	int		 ended, after_end, cancel_on_text;
 	int		 ntext;
 };
@@ -131,12 +132,14 @@ c_done(void *arg, const char *stop)
 }
 
 static void
-c_error(void *arg, const char *msg)
+c_error(void *arg, const struct llm_error *e)
 {
 	struct run *r = arg;
 	r->after_end += r->ended;
 	r->ended = 1;
-	r->error = xstrdup(msg);
+	r->error = xstrdup(e->msg);
+	r->err = *e;
+	r->err.msg = r->error;
 }
 
 static const struct llm_cbs cbs = {
