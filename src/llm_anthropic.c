@@ -202,19 +202,15 @@ take_usage(struct llm_dec *d, const cJSON *u)
 {
 	struct tally *t = d->priv;
 	struct usage *out;
-	const cJSON *v;
 
 	if (!cJSON_IsObject(u))
 		return;
 	out = llm_dec_usage(d);
-	if (cJSON_IsNumber(v = get(u, "input_tokens")))
-		t->in = (long)v->valuedouble;
-	if (cJSON_IsNumber(v = get(u, "cache_read_input_tokens")))
-		t->cache_read = (long)v->valuedouble;
-	if (cJSON_IsNumber(v = get(u, "cache_creation_input_tokens")))
-		t->cache_write = (long)v->valuedouble;
-	if (cJSON_IsNumber(v = get(u, "output_tokens")))
-		out->output_tokens = (long)v->valuedouble;
+	llm_json_long(get(u, "input_tokens"), &t->in);
+	llm_json_long(get(u, "cache_read_input_tokens"), &t->cache_read);
+	llm_json_long(get(u, "cache_creation_input_tokens"), &t->cache_write);
+	llm_json_long(get(u, "output_tokens"), &out->output_tokens);
+	/* Each is below 2^53: the sum cannot overflow a 64-bit long. */
 	out->input_tokens = t->in + t->cache_read + t->cache_write;
 	out->cached_tokens = t->cache_read;
 }

@@ -53,15 +53,31 @@ jstr(const cJSON *o, const char *k)
 	return cJSON_IsString(v) ? v->valuestring : NULL;
 }
 
+int
+llm_json_long(const cJSON *v, long *out)
+{
+	/* A cast of a double out of long's range is undefined: the bound
+	 * is checked on the double first (2^53: still exact). */
+	if (!cJSON_IsNumber(v) || !(v->valuedouble > -9007199254740992.0 &&
+	    v->valuedouble < 9007199254740992.0))
+		return -1;
+	*out = (long)v->valuedouble;
+	return 0;
+}
+
 /* A code of any JSON type as text (new string), or NULL. */
 static char *
 jcode(const cJSON *o, const char *k)
 {
 	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+	long n;
+
 	if (cJSON_IsString(v))
 		return xstrdup(v->valuestring);
+	if (llm_json_long(v, &n) == 0)
+		return xasprintf("%ld", n);
 	if (cJSON_IsNumber(v))
-		return xasprintf("%ld", (long)v->valuedouble);
+		return xasprintf("%g", v->valuedouble);
 	return NULL;
 }
 
@@ -329,6 +345,8 @@ llm_status_message(const struct llm_config *cfg, long status, const char *body,
 
 /* ------------------------------------------------------------ decoder */
 
+static void stream_error(struct llm_dec *d, const char *data, size_t len);
+
 struct llm_dec *
 llm_dec_new(const struct llm_codec *c, const struct llm_sink *sink, void *arg)
 {
@@ -375,7 +393,7 @@ llm_dec_event(struct llm_dec *d, const char *type, const char *data, size_t len)
 		len--;
 	/* Anthropic's error event, old llama.cpp's "error:" field. */
 	if (strcmp(type, "error") == 0)
-		llm_dec_stream_error(d, data, len);
+		stream_error(d, data, len);
 	else
 		d->codec->event(d, type, data, len);
 	return d->st;
@@ -543,8 +561,9 @@ llm_dec_fail(struct llm_dec *d, enum llm_err kind, int retryable,
 	d->err.retryable = retryable;
 }
 
-void
-llm_dec_stream_error(struct llm_dec *d, const char *data, size_t len)
+/* An error the stream itself reported (body of any known shape). */
+static void
+stream_error(struct llm_dec *d, const char *data, size_t len)
 {
 	char *type = NULL, *msg = llm_error_body_message(data, len, &type);
 	enum llm_err k = llm_error_kind(200, data, len);
@@ -578,7 +597,7 @@ llm_dec_json(struct llm_dec *d, const char *data, size_t len)
 	if ((e != NULL && !cJSON_IsNull(e) && !cJSON_IsFalse(e)) ||
 	    (cJSON_IsString(o) && strcmp(o->valuestring, "error") == 0) ||
 	    (cJSON_IsString(t) && strcmp(t->valuestring, "error") == 0)) {
-		llm_dec_stream_error(d, data, len);
+		stream_error(d, data, len);
 		cJSON_Delete(j);
 		return NULL;
 	}

@@ -339,19 +339,17 @@ tool_delta(struct llm_dec *d, const cJSON *t)
 static void
 take_usage(struct llm_dec *d, const cJSON *u)
 {
-	const cJSON *v, *det;
+	const cJSON *det;
 	struct usage *t;
 
 	if (!cJSON_IsObject(u))
 		return;
 	t = llm_dec_usage(d);
-	if (cJSON_IsNumber(v = get(u, "prompt_tokens")))
-		t->input_tokens = (long)v->valuedouble;
-	if (cJSON_IsNumber(v = get(u, "completion_tokens")))
-		t->output_tokens = (long)v->valuedouble;
+	llm_json_long(get(u, "prompt_tokens"), &t->input_tokens);
+	llm_json_long(get(u, "completion_tokens"), &t->output_tokens);
 	det = get(u, "prompt_tokens_details");
-	if (cJSON_IsObject(det) && cJSON_IsNumber(v = get(det, "cached_tokens")))
-		t->cached_tokens = (long)v->valuedouble;
+	if (cJSON_IsObject(det))
+		llm_json_long(get(det, "cached_tokens"), &t->cached_tokens);
 }
 
 static void

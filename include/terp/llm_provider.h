@@ -204,8 +204,9 @@ void llm_dec_end(struct llm_dec *d, int close_open);
 /* Fails the reply with a message made of fmt. */
 void llm_dec_fail(struct llm_dec *d, enum llm_err kind, int retryable,
     const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-/* An error the stream itself reported (body of any known shape). */
-void llm_dec_stream_error(struct llm_dec *d, const char *data, size_t len);
+/* A JSON number as a long: 0, or -1 (out untouched) when v is not a
+ * number or is out of range (servers' numbers are not trusted). */
+int llm_json_long(const cJSON *v, long *out);
 /* The JSON of an event's data (caller deletes), or NULL: for empty data
  * (nothing to do), for data that is not JSON (the reply fails) and for
  * an error object of any shape (the reply fails with it). */

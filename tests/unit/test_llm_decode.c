@@ -616,3 +616,36 @@ Test(llm_errors, names_are_distinct)
 	cr_assert_str_eq(llm_err_name(LLM_ERR_CONTEXT), "context");
 	cr_assert_str_eq(llm_err_name((enum llm_err)99), "unknown");
 }
+
+/* Found by fuzz_llm_openai: numbers out of long's range (a cast that
+ * is undefined) in usage and error codes are ignored or kept as text. */
+Test(llm_errors, huge_numbers_from_the_server)
+{
+	struct rec r;
+	char *type, *m;
+	const char *err = "{\"error\":{\"message\":\"x\",\"code\":4e83}}";
+
+	run(&r, &llm_openai_codec, CH("{\"content\":\"a\"}")
+	    "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":4e83,"
+	    "\"completion_tokens\":-1e300,\"prompt_tokens_details\":{\"cached_tokens\":1e999}}}\n\n"
+	    "data: [DONE]\n\n", 0);
+	cr_assert_eq(r.st, LLM_DEC_END);
+	cr_assert_eq(r.nusage, 1);
+	cr_assert_eq(r.u.input_tokens, 0);
+	cr_assert_eq(r.u.output_tokens, 0);
+	cr_assert_eq(r.u.cached_tokens, 0);
+	rec_free(&r);
+	run(&r, &llm_anthropic_codec,
+	    AE("message_start", "{\"type\":\"message_start\",\"message\":{\"usage\":"
+	       "{\"input_tokens\":9e18,\"cache_read_input_tokens\":9e18,\"output_tokens\":3}}}")
+	    AE("message_stop", "{\"type\":\"message_stop\"}"), 0);
+	cr_assert_eq(r.st, LLM_DEC_END);
+	cr_assert_eq(r.u.output_tokens, 3);
+	rec_free(&r);
+	m = llm_error_body_message(err, strlen(err), &type);
+	cr_assert_str_eq(m, "x");
+	cr_assert_str_eq(type, "4e+83");
+	free(m);
+	free(type);
+	cr_assert_eq(llm_error_kind(400, err, strlen(err)), LLM_ERR_HTTP);
+}
