@@ -397,12 +397,10 @@ out:
 static void
 dec_eof(struct llm_dec *d)
 {
-	/* A finish_reason came but no [DONE]: complete enough. */
+	/* A finish_reason came but no [DONE] (llama.cpp): complete enough.
+	 * Without one the reply was cut (llm_dec_eof says so). */
 	if (d->stop != NULL)
 		llm_dec_end(d, 1);
-	else
-		llm_dec_fail(d, LLM_ERR_CUT, 1,
-		    "the stream ended before the reply was complete");
 }
 
 const struct llm_codec llm_openai_codec = {
