@@ -421,12 +421,12 @@ keep_partial_reply(struct agent *a)
 }
 
 static void
-m_error(void *arg, const char *msg)
+m_error(void *arg, const struct llm_error *e)
 {
 	struct agent *a = arg;
 
 	keep_partial_reply(a);
-	fail_question(a, msg, 1);
+	fail_question(a, e->msg, 1);
 }
 
 static const struct llm_cbs agent_llm_cbs = {

@@ -4,6 +4,7 @@
  * which is only ever called outside curl's own callbacks. */
 #include "terp/http.h"
 
+#include <assert.h>
 #include <curl/curl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -146,10 +147,14 @@ write_cb(char *p, size_t size, size_t nmemb, void *arg)
 		return n;
 	}
 	if (buf_add(&x->errbody, p, n) < 0) {
+		/* Keep what fits (it always does) and stop reading: an
+		 * error body past its bound says nothing more. */
 		size_t room = x->errbody.max - x->errbody.len;
-		buf_add(&x->errbody, p, room);
+		int r = buf_add(&x->errbody, p, room);
+		assert(r == 0);
+		(void)r;
 		x->errbody_full = 1;
-		return 0;	/* enough of it */
+		return 0;
 	}
 	return n;
 }
@@ -415,15 +420,4 @@ http_cancel(struct http_xfer *x)
 	if (x->h->depth == 0)
 		free_xfer(x);
 	/* else process() frees it once curl has returned */
-}
-
-int
-http_running(const struct http *h)
-{
-	int n = 0;
-
-	for (const struct http_xfer *x = h->xfers; x != NULL; x = x->next)
-		if (!x->cancelled)
-			n++;
-	return n;
 }

@@ -1,15 +1,16 @@
-/* llm_anthropic: the Anthropic Messages API. Pure encode (tool_use and
- * tool_result blocks, strict role alternation, prompt caching marks)
- * and a decoder for its named SSE events (PROTOCOLS.md 3.4). */
+/* llm_anthropic: the codec of the Anthropic Messages API: the request
+ * (tool_use and tool_result blocks, strict role alternation, prompt
+ * caching marks) and the reading of its named SSE events: message_start,
+ * then per content block content_block_start, _delta..., _stop, then
+ * message_delta and message_stop, with ping anywhere. What all APIs
+ * share is in llm_decode.c; llm_http.c does the transport. */
 #include <stdlib.h>
 #include <string.h>
 
-#include "terp/buf.h"
 #include "terp/llm_provider.h"
 #include "terp/util.h"
 
-#define ARGS_MAX	(4 * 1024 * 1024)
-#define MAX_BLOCKS	128
+#define MAX_BLOCKS	128	/* text and tool_use blocks of one reply */
 
 static const cJSON *
 get(const cJSON *o, const char *k)
@@ -186,237 +187,118 @@ prepare(const struct llm_config *cfg, const char *system,
 	return 0;
 }
 
-/* The decoder: blocks by index; a tool_use block's input arrives as
- * partial_json fragments and is handed over at content_block_stop. */
+/* The decoder: content blocks are slots by index; a tool_use block's
+ * input arrives as partial_json fragments and is handed over at its
+ * content_block_stop. */
 
-struct block {
-	int		 index;
-	int		 tool;		/* a tool_use block */
-	int		 open;
-	char		*id, *name;
-	struct buf	 json;
+/* Input token counts, kept apart: each event may update one of them
+ * (they are totals so far: overwrite, never add). */
+struct tally {
+	long	in, cache_read, cache_write;
 };
 
-struct dec {
-	const struct llm_sink	*sink;
-	void			*arg;
-	struct block		 b[MAX_BLOCKS];
-	int			 nb;
-	char			*stop;
-	char			*err;
-	int			 retryable;
-	struct usage		 usage;
-	long			 in, cache_read, cache_write;
-	int			 have_usage;
-	int			 ended;
-};
-
-static void *
-dec_new(const struct llm_sink *sink, void *arg)
-{
-	struct dec *d = xcalloc(1, sizeof *d);
-	d->sink = sink;
-	d->arg = arg;
-	return d;
-}
-
 static void
-dec_free(void *p)
+take_usage(struct llm_dec *d, const cJSON *u)
 {
-	struct dec *d = p;
-
-	if (d == NULL)
-		return;
-	for (int i = 0; i < d->nb; i++) {
-		free(d->b[i].id);
-		free(d->b[i].name);
-		buf_free(&d->b[i].json);
-	}
-	free(d->stop);
-	free(d->err);
-	free(d);
-}
-
-static enum llm_dec_status
-dec_fail(struct dec *d, int retryable, const char *fmt, const char *arg)
-{
-	free(d->err);
-	d->err = xasprintf(fmt, arg);
-	llm_one_line(d->err, 400);
-	d->retryable = retryable;
-	return LLM_DEC_ERROR;
-}
-
-static struct block *
-find_block(struct dec *d, int index)
-{
-	for (int i = 0; i < d->nb; i++)
-		if (d->b[i].index == index)
-			return &d->b[i];
-	return NULL;
-}
-
-static void
-take_usage(struct dec *d, const cJSON *u)
-{
-	const cJSON *v;
+	struct tally *t = d->priv;
+	struct usage *out;
 
 	if (!cJSON_IsObject(u))
 		return;
-	d->have_usage = 1;
-	/* Cumulative numbers: overwrite, never add. */
-	if (cJSON_IsNumber(v = get(u, "input_tokens")))
-		d->in = (long)v->valuedouble;
-	if (cJSON_IsNumber(v = get(u, "cache_read_input_tokens")))
-		d->cache_read = (long)v->valuedouble;
-	if (cJSON_IsNumber(v = get(u, "cache_creation_input_tokens")))
-		d->cache_write = (long)v->valuedouble;
-	if (cJSON_IsNumber(v = get(u, "output_tokens")))
-		d->usage.output_tokens = (long)v->valuedouble;
-	d->usage.input_tokens = d->in + d->cache_read + d->cache_write;
-	d->usage.cached_tokens = d->cache_read;
+	out = llm_dec_usage(d);
+	llm_json_long(get(u, "input_tokens"), &t->in);
+	llm_json_long(get(u, "cache_read_input_tokens"), &t->cache_read);
+	llm_json_long(get(u, "cache_creation_input_tokens"), &t->cache_write);
+	llm_json_long(get(u, "output_tokens"), &out->output_tokens);
+	/* Each is below 2^53: the sum cannot overflow a 64-bit long. */
+	out->input_tokens = t->in + t->cache_read + t->cache_write;
+	out->cached_tokens = t->cache_read;
 }
 
 static void
-close_block(struct dec *d, struct block *b)
+block_start(struct llm_dec *d, int index, const cJSON *cb)
 {
-	if (!b->open)
+	const char *bt = str(cb, "type");
+	int tool = bt != NULL && strcmp(bt, "tool_use") == 0;
+	struct llm_slot *s = llm_dec_slot_new(d, index, tool);
+
+	if (s == NULL) {
+		llm_dec_fail(d, LLM_ERR_BAD_REPLY, 0, "too many content blocks");
 		return;
-	b->open = 0;
-	if (b->tool)
-		d->sink->tool_call(d->arg, b->id ? b->id : "", b->name ? b->name : "",
-		    b->json.len ? buf_str(&b->json) : "{}");
+	}
+	if (tool) {
+		/* The empty "input": {} here is a placeholder. A missing id
+		 * stays empty (the agent names it), not numbered. */
+		llm_dec_slot_names(s, str(cb, "id"), str(cb, "name"));
+		if (s->id == NULL)
+			s->id = xstrdup("");
+	} else if (bt != NULL && strcmp(bt, "text") == 0) {
+		const char *tx = str(cb, "text");
+		if (tx != NULL)
+			llm_dec_text(d, tx, strlen(tx));
+	}
 }
 
-static enum llm_dec_status
-finalize(struct dec *d)
+static void
+block_delta(struct llm_dec *d, struct llm_slot *s, const cJSON *delta)
 {
-	d->ended = 1;
-	/* A block never closed was cut by max_tokens: its input is
-	 * incomplete, so it is dropped rather than run. */
-	if (d->have_usage && d->sink->usage != NULL)
-		d->sink->usage(d->arg, &d->usage);
-	return LLM_DEC_END;
+	const char *dt = str(delta, "type"), *p;
+
+	if (dt == NULL)
+		return;
+	if (strcmp(dt, "text_delta") == 0 && (p = str(delta, "text")) != NULL)
+		llm_dec_text(d, p, strlen(p));
+	else if (strcmp(dt, "input_json_delta") == 0 && s->tool &&
+	    (p = str(delta, "partial_json")) != NULL)
+		llm_dec_slot_args(d, s, p, strlen(p));
 }
 
-static enum llm_dec_status
-dec_event(void *p, const char *type, const char *data, size_t len)
+static void
+dec_event(struct llm_dec *d, const char *type, const char *data, size_t len)
 {
-	struct dec *d = p;
 	cJSON *j;
 	const char *t;
-	enum llm_dec_status st = LLM_DEC_MORE;
 	const cJSON *idx;
+	struct llm_slot *s;
 
-	if (d->ended)
-		return LLM_DEC_END;
 	if (strcmp(type, "ping") == 0)
-		return LLM_DEC_MORE;
-	j = cJSON_ParseWithLength(data, len);
-	if (j == NULL) {
-		if (len == 0)
-			return LLM_DEC_MORE;
-		return dec_fail(d, 0, "the model's stream is not JSON: %.80s", data);
-	}
+		return;
+	if ((j = llm_dec_json(d, data, len)) == NULL)
+		return;
 	t = str(j, "type");
 	if (t == NULL)
 		t = type;
 	idx = get(j, "index");
-	if (strcmp(t, "error") == 0 || strcmp(type, "error") == 0) {
-		char *etype = NULL, *msg = llm_error_body_message(data, len, &etype);
-		int retry = etype != NULL && (strcmp(etype, "overloaded_error") == 0 ||
-		    strcmp(etype, "api_error") == 0 ||
-		    strcmp(etype, "rate_limit_error") == 0);
-		st = dec_fail(d, retry, "the model's stream reported an error: %s", msg);
-		free(msg);
-		free(etype);
-	} else if (strcmp(t, "message_start") == 0) {
+	if (strcmp(t, "message_start") == 0) {
 		const cJSON *m = get(j, "message");
 		if (cJSON_IsObject(m))
 			take_usage(d, get(m, "usage"));
 	} else if (strcmp(t, "content_block_start") == 0 && cJSON_IsNumber(idx)) {
-		const cJSON *cb = get(j, "content_block");
-		const char *bt = str(cb, "type");
-		struct block *b;
-		if (d->nb == MAX_BLOCKS) {
-			st = dec_fail(d, 0, "too many content blocks%s", "");
-			goto out;
-		}
-		b = &d->b[d->nb++];
-		memset(b, 0, sizeof *b);
-		b->index = idx->valueint;
-		b->open = 1;
-		buf_init(&b->json, ARGS_MAX);
-		if (bt != NULL && strcmp(bt, "tool_use") == 0) {
-			b->tool = 1;
-			b->id = xstrdup(str(cb, "id") ? str(cb, "id") : "");
-			b->name = xstrdup(str(cb, "name") ? str(cb, "name") : "");
-			/* The empty "input": {} here is a placeholder. */
-		} else if (bt != NULL && strcmp(bt, "text") == 0) {
-			const char *tx = str(cb, "text");
-			if (tx != NULL && *tx)
-				d->sink->text(d->arg, tx, strlen(tx));
-		}
+		block_start(d, idx->valueint, get(j, "content_block"));
 	} else if (strcmp(t, "content_block_delta") == 0 && cJSON_IsNumber(idx)) {
-		struct block *b = find_block(d, idx->valueint);
-		const cJSON *delta = get(j, "delta");
-		const char *dt = str(delta, "type"), *s;
-		if (b == NULL || dt == NULL)
-			goto out;
-		if (strcmp(dt, "text_delta") == 0 && (s = str(delta, "text")) && *s)
-			d->sink->text(d->arg, s, strlen(s));
-		else if (strcmp(dt, "input_json_delta") == 0 && b->tool &&
-		    (s = str(delta, "partial_json")) != NULL &&
-		    buf_adds(&b->json, s) < 0)
-			st = dec_fail(d, 0, "tool input too big%s", "");
+		if ((s = llm_dec_slot_find(d, idx->valueint)) != NULL)
+			block_delta(d, s, get(j, "delta"));
 	} else if (strcmp(t, "content_block_stop") == 0 && cJSON_IsNumber(idx)) {
-		struct block *b = find_block(d, idx->valueint);
-		if (b != NULL)
-			close_block(d, b);
+		if ((s = llm_dec_slot_find(d, idx->valueint)) != NULL)
+			llm_dec_slot_close(d, s);
 	} else if (strcmp(t, "message_delta") == 0) {
-		const cJSON *delta = get(j, "delta");
-		const char *sr = str(delta, "stop_reason");
-		if (sr != NULL) {
-			free(d->stop);
-			d->stop = xstrdup(sr);
-		}
+		llm_dec_set_stop(d, str(get(j, "delta"), "stop_reason"));
 		take_usage(d, get(j, "usage"));
 	} else if (strcmp(t, "message_stop") == 0) {
-		st = finalize(d);
+		/* A block never closed was cut by max_tokens: its input is
+		 * incomplete, so it is dropped rather than run. */
+		llm_dec_end(d, 0);
 	}
 	/* Unknown event types are ignored: new ones may be added. */
-out:
 	cJSON_Delete(j);
-	return st;
 }
 
-static enum llm_dec_status
-dec_eof(void *p)
+static void
+dec_eof(struct llm_dec *d)
 {
-	struct dec *d = p;
-
-	if (d->ended)
-		return LLM_DEC_END;
-	return dec_fail(d, 1, "the stream ended before message_stop%s", "");
+	llm_dec_fail(d, LLM_ERR_CUT, 1, "the stream ended before message_stop");
 }
 
-static const char *
-dec_stop_reason(void *p)
-{
-	struct dec *d = p;
-	return d->stop ? d->stop : "end_turn";
-}
-
-static const char *
-dec_error(void *p, int *retryable)
-{
-	struct dec *d = p;
-	if (retryable != NULL)
-		*retryable = d->retryable;
-	return d->err ? d->err : "unknown stream error";
-}
-
-const struct llm_provider llm_anthropic_provider = {
-	"anthropic", prepare, dec_new, dec_event, dec_eof, dec_stop_reason,
-	dec_error, dec_free,
+const struct llm_codec llm_anthropic_codec = {
+	prepare, dec_event, dec_eof, "end_turn", MAX_BLOCKS, sizeof(struct tally),
 };

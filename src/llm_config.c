@@ -19,19 +19,6 @@
 
 #define KEY_MAX	4096
 
-static const char *const names[] = {
-	"openai", "azure", "anthropic", "ollama", "demo", NULL,
-};
-
-static int
-is_provider(const char *s, size_t n)
-{
-	for (int i = 0; names[i] != NULL; i++)
-		if (strlen(names[i]) == n && strncmp(names[i], s, n) == 0)
-			return 1;
-	return 0;
-}
-
 static const char *
 env(const char *k)
 {
@@ -54,7 +41,7 @@ split_model(struct llm_config *cfg)
 	char *colon;
 
 	if (cfg->model == NULL || (colon = strchr(cfg->model, ':')) == NULL ||
-	    !is_provider(cfg->model, (size_t)(colon - cfg->model)))
+	    !llm_is_provider(cfg->model, (size_t)(colon - cfg->model)))
 		return;
 	if (cfg->provider == NULL)
 		cfg->provider = xstrndup(cfg->model, (size_t)(colon - cfg->model));
@@ -223,7 +210,7 @@ llm_config_resolve(struct llm_config *cfg, char **err)
 		}
 	}
 	p = cfg->provider;
-	if (!is_provider(p, strlen(p))) {
+	if (!llm_is_provider(p, strlen(p))) {
 		*err = xasprintf("unknown provider '%s' (use openai, azure, "
 		    "anthropic, ollama or demo)", p);
 		goto out;

@@ -1,8 +1,9 @@
-/* llm_demo: the demo "model". It replays a recorded analysis (a JSON
- * script, examples/demo.json) through the real agent loop and the real
- * sandbox: for each request it finds the user's last question in the
- * script and returns the next recorded reply, streamed in small pieces
- * from loop timers like a real model. No network.
+/* llm_demo: the backend of the demo provider. It replays a recorded
+ * analysis (a JSON script, examples/demo.json, read once when the
+ * backend opens) through the real agent loop and the real sandbox: for
+ * each request it finds the user's last question in the script and
+ * returns the next recorded reply, streamed in small pieces from loop
+ * timers like a real model. No network.
  *
  * Script: {"delay_ms": N, "chunk": BYTES, "unknown": TEXT,
  *          "questions": [{"question": S, "keywords": [S...],
@@ -41,13 +42,15 @@ static const char fallback_unknown[] =
     "This is terp's demo: it only knows its recorded questions. To ask "
     "your own, configure a real model (see terp(1)).";
 
-struct llm_demo *
-llm_demo_new(struct loop *l, const struct llm_config *cfg, char **err)
+static void *
+demo_open(struct loop *l, const struct llm_config *cfg,
+    const struct llm_codec *codec, char **err)
 {
 	struct llm_demo *d;
 	char *text;
 	size_t len;
 	cJSON *j, *v;
+	(void)codec;
 
 	if (cfg->demo_script == NULL) {
 		*err = xstrdup("demo: no script (demo_script)");
@@ -75,11 +78,11 @@ llm_demo_new(struct loop *l, const struct llm_config *cfg, char **err)
 	return d;
 }
 
-void
-llm_demo_cancel(struct llm_demo *d)
+static void
+demo_cancel(void *p)
 {
-	if (d == NULL)
-		return;
+	struct llm_demo *d = p;
+
 	loop_timer_cancel(d->loop, d->timer);
 	d->timer = 0;
 	d->active = 0;
@@ -87,12 +90,12 @@ llm_demo_cancel(struct llm_demo *d)
 	d->text = NULL;
 }
 
-void
-llm_demo_free(struct llm_demo *d)
+static void
+demo_close(void *p)
 {
-	if (d == NULL)
-		return;
-	llm_demo_cancel(d);
+	struct llm_demo *d = p;
+
+	demo_cancel(d);
 	cJSON_Delete(d->script);
 	free(d);
 }
@@ -232,15 +235,20 @@ step(struct loop *l, void *arg)
 	d->cbs->text(d->arg, d->text + d->pos - n, n);
 }
 
-void
-llm_demo_request(struct llm_demo *d, const cJSON *messages,
-    const struct llm_cbs *cbs, void *arg)
+/* Finds the reply to the conversation's last question and streams it
+ * from loop timers; cbs is borrowed until done. */
+static int
+demo_request(void *p, const char *system, const cJSON *messages,
+    const struct llm_cbs *cbs, void *arg, char **err)
 {
+	struct llm_demo *d = p;
 	const cJSON *m, *last_user = NULL, *qs, *q, *found = NULL;
 	const char *asked = "", *text = NULL;
 	int after = 0, i = 0;
+	(void)system;
+	(void)err;
 
-	llm_demo_cancel(d);
+	demo_cancel(d);
 	cJSON_ArrayForEach(m, messages) {
 		const char *role = cJSON_GetStringValue(
 		    cJSON_GetObjectItemCaseSensitive(m, "role"));
@@ -295,4 +303,9 @@ llm_demo_request(struct llm_demo *d, const cJSON *messages,
 	d->pos = 0;
 	d->active = 1;
 	d->timer = loop_timer_add(d->loop, d->delay_ms, step, d);
+	return 0;
 }
+
+const struct llm_backend llm_demo_backend = {
+	demo_open, demo_request, demo_cancel, demo_close,
+};

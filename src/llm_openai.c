@@ -1,7 +1,13 @@
-/* llm_openai: OpenAI Chat Completions, Azure OpenAI (classic deployment
- * URLs and the v1 API) and OpenAI-compatible local servers (Ollama,
- * llama.cpp, vLLM). Pure encode and decode; llm.c does the transport.
- * The decoder follows PROTOCOLS.md 1.5 and tolerates 4.4's quirks. */
+/* llm_openai: the codec of OpenAI Chat Completions, Azure OpenAI
+ * (classic deployment URLs and the v1 API) and OpenAI-compatible local
+ * servers (Ollama, llama.cpp, vLLM): the request body, URL and headers,
+ * and the reading of the streamed chunks. What all APIs share (slots,
+ * usage, errors, UTF-8) is in llm_decode.c; llm_http.c does the
+ * transport. The chunk reader tolerates what real servers send besides
+ * the documented shape: tool calls without index or id, several calls
+ * numbered 0, names and ids repeated on every delta, arguments as a JSON
+ * object, choices that are null or empty, deltas missing (Azure's filter
+ * annotations), and a finish reason without the final [DONE]. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,7 +17,6 @@
 #include "terp/llm_provider.h"
 #include "terp/util.h"
 
-#define ARGS_MAX	(4 * 1024 * 1024)	/* one tool call's arguments */
 #define MAX_CALLS	64
 
 static const cJSON *
@@ -258,91 +263,17 @@ prep_local(const struct llm_config *c, const char *s, const cJSON *m,
 	return prepare(LLM_LOCAL, c, s, m, w, e);
 }
 
-/* The decoder. Tool calls are kept in slots until the reply ends:
- * arguments come in fragments cut anywhere (inside escapes, inside
- * UTF-8 sequences), so they are only handed over whole. */
+/* The decoder. Tool calls live in slots until the reply ends, keyed by
+ * index, but servers disagree on indexes, hence find_slot. */
 
-struct slot {
-	int		 index;		/* -1 when the server sent none */
-	char		*id, *name;
-	struct buf	 args;
-};
-
-struct dec {
-	const struct llm_sink	*sink;
-	void			*arg;
-	struct slot		 slots[MAX_CALLS];
-	int			 nslots;
-	char			*finish;
-	char			*err;
-	int			 retryable;
-	int			 have_usage;
-	struct usage		 usage;
-	int			 ended;
-};
-
-static void *
-dec_new(const struct llm_sink *sink, void *arg)
+/* The slot a tool call delta belongs to. */
+static struct llm_slot *
+find_slot(struct llm_dec *d, int index, const char *id, const char *name)
 {
-	struct dec *d = xcalloc(1, sizeof *d);
-	d->sink = sink;
-	d->arg = arg;
-	return d;
-}
-
-static void
-dec_free(void *p)
-{
-	struct dec *d = p;
-
-	if (d == NULL)
-		return;
-	for (int i = 0; i < d->nslots; i++) {
-		free(d->slots[i].id);
-		free(d->slots[i].name);
-		buf_free(&d->slots[i].args);
-	}
-	free(d->finish);
-	free(d->err);
-	free(d);
-}
-
-static enum llm_dec_status
-dec_fail(struct dec *d, int retryable, const char *fmt, const char *arg)
-{
-	free(d->err);
-	d->err = xasprintf(fmt, arg);
-	llm_one_line(d->err, 400);
-	d->retryable = retryable;
-	return LLM_DEC_ERROR;
-}
-
-static struct slot *
-new_slot(struct dec *d, int index)
-{
-	struct slot *s;
-
-	if (d->nslots == MAX_CALLS)
-		return NULL;
-	s = &d->slots[d->nslots++];
-	memset(s, 0, sizeof *s);
-	s->index = index;
-	buf_init(&s->args, ARGS_MAX);
-	return s;
-}
-
-/* Finds the slot a tool call delta belongs to (PROTOCOLS.md 6.3). */
-static struct slot *
-find_slot(struct dec *d, int index, const char *id, const char *name)
-{
-	struct slot *s = NULL;
+	struct llm_slot *s;
 
 	if (index >= 0) {
-		for (int i = d->nslots - 1; i >= 0; i--)
-			if (d->slots[i].index == index) {
-				s = &d->slots[i];
-				break;
-			}
+		s = llm_dec_slot_find(d, index);
 		/* A different id (or name) under a used index: servers that
 		 * number every call 0. */
 		if (s != NULL && ((id != NULL && s->id != NULL &&
@@ -350,23 +281,23 @@ find_slot(struct dec *d, int index, const char *id, const char *name)
 		    s->name != NULL && strcmp(name, s->name) != 0 &&
 		    s->args.len > 0)))
 			s = NULL;
-		return s != NULL ? s : new_slot(d, index);
+		return s != NULL ? s : llm_dec_slot_new(d, index, 1);
 	}
 	if (id != NULL) {
 		for (int i = 0; i < d->nslots; i++)
-			if (d->slots[i].id && strcmp(d->slots[i].id, id) == 0)
-				return &d->slots[i];
-		return new_slot(d, -1);
+			if (d->slot[i].id && strcmp(d->slot[i].id, id) == 0)
+				return &d->slot[i];
+		return llm_dec_slot_new(d, -1, 1);
 	}
 	/* Neither index nor id: a fragment of the last call, unless that
 	 * call is already whole and this delta names a tool again (old
 	 * Ollama sent whole calls without index or id). */
 	if (d->nslots > 0) {
-		s = &d->slots[d->nslots - 1];
+		s = &d->slot[d->nslots - 1];
 		if (name == NULL || s->args.len == 0 || !valid_json(buf_str(&s->args)))
 			return s;
 	}
-	return new_slot(d, -1);
+	return llm_dec_slot_new(d, -1, 1);
 }
 
 static const char *
@@ -375,12 +306,12 @@ nonempty(const char *s)
 	return s != NULL && *s != '\0' ? s : NULL;
 }
 
-static enum llm_dec_status
-tool_delta(struct dec *d, const cJSON *t)
+static void
+tool_delta(struct llm_dec *d, const cJSON *t)
 {
 	const cJSON *idx = get(t, "index"), *fn = get(t, "function"), *a;
 	const char *id = nonempty(str(t, "id")), *name = NULL;
-	struct slot *s;
+	struct llm_slot *s;
 
 	if (fn != NULL) {
 		name = nonempty(str(fn, "name"));
@@ -388,191 +319,98 @@ tool_delta(struct dec *d, const cJSON *t)
 			id = nonempty(str(fn, "id"));
 	}
 	s = find_slot(d, cJSON_IsNumber(idx) ? idx->valueint : -1, id, name);
-	if (s == NULL)
-		return dec_fail(d, 0, "too many tool calls in one reply%s", "");
-	if (id != NULL && s->id == NULL)
-		s->id = xstrdup(id);
-	if (name != NULL && s->name == NULL)
-		s->name = xstrdup(name);
+	if (s == NULL) {
+		llm_dec_fail(d, LLM_ERR_BAD_REPLY, 0,
+		    "too many tool calls in one reply");
+		return;
+	}
+	llm_dec_slot_names(s, id, name);
 	a = fn != NULL ? get(fn, "arguments") : NULL;
 	if (cJSON_IsString(a)) {
-		if (buf_adds(&s->args, a->valuestring) < 0)
-			return dec_fail(d, 0, "tool call arguments too big%s", "");
+		llm_dec_slot_args(d, s, a->valuestring, strlen(a->valuestring));
 	} else if (cJSON_IsObject(a)) {
 		/* Non-conformant proxies send an object. */
 		char *p = cJSON_PrintUnformatted(a);
-		int r = buf_adds(&s->args, p);
+		llm_dec_slot_args(d, s, p, strlen(p));
 		free(p);
-		if (r < 0)
-			return dec_fail(d, 0, "tool call arguments too big%s", "");
 	}
-	return LLM_DEC_MORE;
 }
 
 static void
-take_usage(struct dec *d, const cJSON *u)
+take_usage(struct llm_dec *d, const cJSON *u)
 {
-	const cJSON *v, *det;
+	const cJSON *det;
+	struct usage *t;
 
 	if (!cJSON_IsObject(u))
 		return;
-	d->have_usage = 1;
-	if (cJSON_IsNumber(v = get(u, "prompt_tokens")))
-		d->usage.input_tokens = (long)v->valuedouble;
-	if (cJSON_IsNumber(v = get(u, "completion_tokens")))
-		d->usage.output_tokens = (long)v->valuedouble;
+	t = llm_dec_usage(d);
+	llm_json_long(get(u, "prompt_tokens"), &t->input_tokens);
+	llm_json_long(get(u, "completion_tokens"), &t->output_tokens);
 	det = get(u, "prompt_tokens_details");
-	if (cJSON_IsObject(det) && cJSON_IsNumber(v = get(det, "cached_tokens")))
-		d->usage.cached_tokens = (long)v->valuedouble;
+	if (cJSON_IsObject(det))
+		llm_json_long(get(det, "cached_tokens"), &t->cached_tokens);
 }
 
-/* The reply is over: hand over the tool calls, whole, in order. */
-static enum llm_dec_status
-finalize(struct dec *d)
+static void
+dec_event(struct llm_dec *d, const char *type, const char *data, size_t len)
 {
-	if (d->ended)
-		return LLM_DEC_END;
-	d->ended = 1;
-	for (int i = 0; i < d->nslots; i++) {
-		struct slot *s = &d->slots[i];
-		char idbuf[32];
-		const char *id = s->id;
-		if (id == NULL) {
-			snprintf(idbuf, sizeof idbuf, "call_%d", i + 1);
-			id = idbuf;
-		}
-		d->sink->tool_call(d->arg, id, s->name ? s->name : "",
-		    s->args.len ? buf_str(&s->args) : "{}");
-	}
-	if (d->have_usage && d->sink->usage != NULL)
-		d->sink->usage(d->arg, &d->usage);
-	return LLM_DEC_END;
-}
-
-/* An error object of any shape: {"error":{...}}, {"error":"..."},
- * {"object":"error",...}. */
-static enum llm_dec_status
-stream_error(struct dec *d, const cJSON *j, const char *raw, size_t len)
-{
-	char *type = NULL, *msg;
-	int retry = 0;
-	enum llm_dec_status st;
-
-	msg = llm_error_body_message(raw, len, &type);
-	(void)j;
-	if (type != NULL)
-		retry = strstr(type, "overloaded") || strstr(type, "server_error") ||
-		    strstr(type, "unavailable") || strcmp(type, "500") == 0 ||
-		    strcmp(type, "502") == 0 || strcmp(type, "503") == 0;
-	st = dec_fail(d, retry, "the model's stream reported an error: %s", msg);
-	free(msg);
-	free(type);
-	return st;
-}
-
-static enum llm_dec_status
-dec_event(void *p, const char *type, const char *data, size_t len)
-{
-	struct dec *d = p;
-	const char *s = data;
 	cJSON *j;
-	const cJSON *choices, *c, *e;
-	enum llm_dec_status st = LLM_DEC_MORE;
+	const cJSON *choices, *c;
+	(void)type;
 
-	if (d->ended)
-		return LLM_DEC_END;
-	while (len > 0 && (*s == ' ' || *s == '\t' || *s == '\n' || *s == '\r')) {
-		s++;
-		len--;
+	if (len >= 6 && strncmp(data, "[DONE]", 6) == 0) {
+		/* The reply is over: the tool calls go, whole, in order. */
+		llm_dec_end(d, 1);
+		return;
 	}
-	if (strcmp(type, "error") == 0)
-		return stream_error(d, NULL, s, len);
-	if (len == 0)
-		return LLM_DEC_MORE;
-	if (len >= 6 && strncmp(s, "[DONE]", 6) == 0)
-		return finalize(d);
-	j = cJSON_ParseWithLength(s, len);
-	if (j == NULL)
-		return dec_fail(d, 0, "the model's stream is not JSON: %.80s", s);
-	e = get(j, "error");
-	if ((e != NULL && !cJSON_IsNull(e) && !cJSON_IsFalse(e)) ||
-	    (str(j, "object") && strcmp(str(j, "object"), "error") == 0)) {
-		st = stream_error(d, j, s, len);
-		cJSON_Delete(j);
-		return st;
-	}
+	if ((j = llm_dec_json(d, data, len)) == NULL)
+		return;
 	take_usage(d, get(j, "usage"));
 	choices = get(j, "choices");
 	cJSON_ArrayForEach(c, (cJSON_IsArray(choices) ? choices : NULL)) {
-		const cJSON *delta = get(c, "delta"), *tcs, *t, *fr, *idx;
+		const cJSON *delta = get(c, "delta"), *tcs, *t, *idx;
 		const char *txt;
 
 		idx = get(c, "index");
 		if (cJSON_IsNumber(idx) && idx->valueint != 0)
 			continue;	/* n is 1: only choice 0 */
 		if (cJSON_IsObject(delta)) {
-			if ((txt = str(delta, "content")) != NULL && *txt)
-				d->sink->text(d->arg, txt, strlen(txt));
-			if ((txt = str(delta, "refusal")) != NULL && *txt)
-				d->sink->text(d->arg, txt, strlen(txt));
+			if ((txt = str(delta, "content")) != NULL)
+				llm_dec_text(d, txt, strlen(txt));
+			if ((txt = str(delta, "refusal")) != NULL)
+				llm_dec_text(d, txt, strlen(txt));
 			tcs = get(delta, "tool_calls");
 			cJSON_ArrayForEach(t, (cJSON_IsArray(tcs) ? tcs : NULL)) {
-				if ((st = tool_delta(d, t)) != LLM_DEC_MORE)
+				tool_delta(d, t);
+				if (d->st != LLM_DEC_MORE)
 					goto out;
 			}
 		}
-		fr = get(c, "finish_reason");
-		if (cJSON_IsString(fr) && *fr->valuestring) {
-			free(d->finish);
-			d->finish = xstrdup(fr->valuestring);
-		}
+		/* Recorded, not obeyed: the usage chunk and [DONE] follow. */
+		llm_dec_set_stop(d, str(c, "finish_reason"));
 	}
 out:
 	cJSON_Delete(j);
-	return st;
 }
 
-static enum llm_dec_status
-dec_eof(void *p)
+static void
+dec_eof(struct llm_dec *d)
 {
-	struct dec *d = p;
-
-	if (d->ended)
-		return LLM_DEC_END;
-	/* A finish_reason came but no [DONE]: complete enough. */
-	if (d->finish != NULL)
-		return finalize(d);
-	return dec_fail(d, 1, "the stream ended before the reply was complete%s",
-	    "");
+	/* A finish_reason came but no [DONE] (llama.cpp): complete enough.
+	 * Without one the reply was cut (llm_dec_eof says so). */
+	if (d->stop != NULL)
+		llm_dec_end(d, 1);
 }
 
-static const char *
-dec_stop_reason(void *p)
-{
-	struct dec *d = p;
-	return d->finish ? d->finish : "stop";
-}
-
-static const char *
-dec_error(void *p, int *retryable)
-{
-	struct dec *d = p;
-	if (retryable != NULL)
-		*retryable = d->retryable;
-	return d->err ? d->err : "unknown stream error";
-}
-
-const struct llm_provider llm_openai_provider = {
-	"openai", prep_openai, dec_new, dec_event, dec_eof, dec_stop_reason,
-	dec_error, dec_free,
+const struct llm_codec llm_openai_codec = {
+	prep_openai, dec_event, dec_eof, "stop", MAX_CALLS, 0,
 };
 
-const struct llm_provider llm_azure_provider = {
-	"azure", prep_azure, dec_new, dec_event, dec_eof, dec_stop_reason,
-	dec_error, dec_free,
+const struct llm_codec llm_azure_codec = {
+	prep_azure, dec_event, dec_eof, "stop", MAX_CALLS, 0,
 };
 
-const struct llm_provider llm_ollama_provider = {
-	"ollama", prep_local, dec_new, dec_event, dec_eof, dec_stop_reason,
-	dec_error, dec_free,
+const struct llm_codec llm_ollama_codec = {
+	prep_local, dec_event, dec_eof, "stop", MAX_CALLS, 0,
 };

@@ -63,7 +63,4 @@ struct http_xfer *http_post(struct http *h, const struct http_req *req,
  * callback (the teardown then waits for curl to return). */
 void http_cancel(struct http_xfer *x);
 
-/* Number of transfers running (for tests). */
-int http_running(const struct http *h);
-
 #endif

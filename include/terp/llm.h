@@ -1,8 +1,10 @@
-/* llm: one small interface over the model providers. A provider encodes
- * the notebook's neutral conversation (notebook.h) into its own request,
- * streams the reply over http (libcurl multi inside terp's loop) and
- * decodes it into provider-neutral callbacks. A new provider is one new
- * file (llm_<name>.c) and one line in llm.c's table. */
+/* llm: one small interface over the model providers. A provider answers
+ * a request with the notebook's neutral conversation (notebook.h):
+ * either over HTTP, encoding it into its API's request and decoding the
+ * streamed reply (libcurl multi inside terp's loop), or locally (the
+ * recorded demo). Either way the reply comes back through the same
+ * provider-neutral callbacks. A new provider is one new file and one
+ * line in llm.c's table. */
 #ifndef TERP_LLM_H
 #define TERP_LLM_H
 
@@ -27,6 +29,45 @@ struct llm_config {
 	char	*demo_script;	/* the demo provider's recording */
 };
 
+/* The visible text of one reply is bounded: a reply that would pass
+ * this fails with LLM_ERR_BAD_REPLY before the byte that passes it is
+ * delivered, so a caller's buffer of this size always holds all that
+ * was shown. */
+#define LLM_REPLY_TEXT_MAX	(4u << 20)
+
+/* Why a request failed: a typed fact for the caller's control flow; the
+ * message is for people only. */
+enum llm_err {
+	LLM_ERR_NET,		/* no HTTP answer: DNS, connect, TLS, timeout */
+	LLM_ERR_HTTP,		/* the server refused the request, no kind below */
+	LLM_ERR_AUTH,		/* the key or its permissions (401, 403) */
+	LLM_ERR_RATE,		/* too many requests or tokens for now (429) */
+	LLM_ERR_QUOTA,		/* billing quota or spend limit: waiting won't help */
+	LLM_ERR_SERVER,		/* the server's own trouble (5xx, overloaded) */
+	LLM_ERR_CONTEXT,	/* the conversation exceeds the model's context */
+	LLM_ERR_CUT,		/* the stream ended before the reply was complete */
+	LLM_ERR_BAD_REPLY,	/* a reply that breaks its API or terp's bounds */
+	LLM_ERR_CANCELLED,	/* never delivered by llm (llm_cancel is silent);
+				 * for callers recording why a reply ended */
+};
+
+struct llm_error {
+	enum llm_err	 kind;
+	/* The response's HTTP status: 0 when none came, 200 (or another
+	 * 2xx) for an error reported inside a streamed reply. */
+	int		 http_status;
+	const char	*msg;		/* one line for people */
+	/* Asking again later may work (a rate limit, a cut stream), as
+	 * opposed to a wrong key, an exhausted quota or a too long
+	 * conversation. llm itself already retried what it could. */
+	int		 retryable;
+};
+
+/* The kind's name ("net", "http", "auth", "rate", "quota", "server",
+ * "context", "cut", "bad_reply", "cancelled"): stable, for records that
+ * must outlive a reordering of the enum. A static string. */
+const char *llm_err_name(enum llm_err kind);
+
 /* Neutral stream callbacks. Exactly one of done or error ends a request. */
 struct llm_cbs {
 	/* A piece of the model's visible text. */
@@ -41,8 +82,10 @@ struct llm_cbs {
 	/* Informational: "429 rate limited; retrying in 2.0 s (1/4)". */
 	void (*notice)(void *arg, const char *msg);
 	void (*done)(void *arg, const char *stop_reason);
-	/* One clear line: "401 Unauthorized: the API key was rejected". */
-	void (*error)(void *arg, const char *msg);
+	/* The kind, the HTTP status and one clear line ("401 Unauthorized:
+	 * the API key was rejected"); e and its strings are valid during
+	 * the call only. */
+	void (*error)(void *arg, const struct llm_error *e);
 };
 
 struct llm;
@@ -52,6 +95,8 @@ struct llm;
  * *err listing the options when no provider can be chosen. */
 int llm_config_resolve(struct llm_config *cfg, char **err);
 void llm_config_free(struct llm_config *cfg);
+/* Whether the n bytes at name are a provider of llm.c's table. */
+int llm_is_provider(const char *name, size_t n);
 
 /* Creates a provider client. cfg is copied. NULL with *err on failure. */
 struct llm *llm_new(struct loop *l, const struct llm_config *cfg, char **err);

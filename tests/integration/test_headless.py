@@ -385,6 +385,22 @@ def test_stream_cut_before_anything_is_retried(terp, fake):
     assert [a["text"] for a in r.of("answer")] == ["second try"]
 
 
+def test_reply_past_the_text_bound_is_an_error_not_a_silent_cut(terp, fake):
+    # The agent keeps 4 MiB of a reply: more must not be shown as if it
+    # were kept (before, the screen had it all and the answer was cut).
+    text = "a" * (4 << 20) + "b" * 1000
+    srv = fake([{"openai": {"text": text, "text_split": 1 << 16}}])
+    f, e = flags("openai", srv)
+    r = terp("-p", "q", "--json", "--max-retries", "0", *f, extra_env=e)
+    assert r.rc == 1, r.err[-500:]
+    shown = "".join(t["delta"] for t in r.of("text"))
+    assert 0 < len(shown) <= 4 << 20 and "b" not in shown
+    [err] = r.of("error")
+    assert "passed 4 MiB" in err["message"]
+    assert not r.of("answer")
+    assert len(srv.requests()) == 1
+
+
 @pytest.mark.parametrize("provider", ["openai", "anthropic"])
 def test_error_event_inside_a_200_stream(provider, terp, fake):
     if provider == "openai":

@@ -40,11 +40,11 @@ d_done(void *arg, const char *stop)
 }
 
 static void
-d_error(void *arg, const char *msg)
+d_error(void *arg, const struct llm_error *e)
 {
 	struct drun *r = arg;
 	r->ended = 1;
-	cr_assert_fail("demo error: %s", msg);
+	cr_assert_fail("demo error: %s", e->msg);
 }
 
 static const struct llm_cbs dcbs = {

@@ -138,7 +138,7 @@ Test(encode, azure_url_styles_and_auth)
 	free(u);
 	/* v1: the deployment goes in "model"; the key in api-key. */
 	memset(&w, 0, sizeof w);
-	cr_assert_eq(llm_azure_provider.prepare(&c, NULL, msgs, &w, &err), 0);
+	cr_assert_eq(llm_azure_codec.prepare(&c, NULL, msgs, &w, &err), 0);
 	cr_assert(strstr(w.body, "\"model\":\"dep1\""));
 	cr_assert_str_eq(w.headers[2], "api-key: k");
 	cr_assert_null(w.headers[3]);

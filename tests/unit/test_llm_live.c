@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -40,6 +41,9 @@ fake_start(struct fake *f, const char *script)
 	f->pid = fork();
 	cr_assert_geq(f->pid, 0);
 	if (f->pid == 0) {
+		/* A failed assertion ends the test process without
+		 * fake_stop: the server must not outlive it. */
+		prctl(PR_SET_PDEATHSIG, SIGTERM);
 		dup2(p[1], 1);
 		close(p[0]);
 		close(p[1]);
@@ -94,8 +98,10 @@ struct run {
 	struct llm	*m;
 	struct buf	 text, calls, notices;
 	char		*stop, *error;
+	struct llm_error err;	/* msg points to error */
 	int		 ended, after_end, cancel_on_text;
 	int		 ntext;
+	size_t		 text_bytes;
 };
 
 static void
@@ -104,6 +110,7 @@ c_text(void *arg, const char *s, size_t n)
 	struct run *r = arg;
 	r->after_end += r->ended;
 	r->ntext++;
+	r->text_bytes += n;
 	buf_add(&r->text, s, n);
 	if (r->cancel_on_text) {
 		llm_cancel(r->m);
@@ -136,12 +143,14 @@ c_done(void *arg, const char *stop)
 }
 
 static void
-c_error(void *arg, const char *msg)
+c_error(void *arg, const struct llm_error *e)
 {
 	struct run *r = arg;
 	r->after_end += r->ended;
 	r->ended = 1;
-	r->error = xstrdup(msg);
+	r->error = xstrdup(e->msg);
+	r->err = *e;
+	r->err.msg = r->error;
 }
 
 static const struct llm_cbs cbs = {
@@ -248,6 +257,9 @@ Test(llm_live, unavailable_forever_gives_up, .timeout = 20)
 	ask(&r, 10000);
 	cr_assert_str_eq(r.error, "503 Service Unavailable: engine overloaded "
 	    "(gave up after 3 retries)");
+	cr_assert_eq(r.err.kind, LLM_ERR_SERVER);
+	cr_assert_eq(r.err.http_status, 503);
+	cr_assert_eq(r.err.retryable, 1);
 	cr_assert_eq(fake_requests(&f, NULL), 4);
 	cr_assert(strstr(buf_str(&r.notices), "(3/3)") != NULL);
 	run_free(&r);
@@ -265,6 +277,9 @@ Test(llm_live, unauthorized_is_not_retried, .timeout = 20)
 	ask(&r, 10000);
 	cr_assert_str_eq(r.error, "401 Unauthorized: the API key was rejected by "
 	    "anthropic (invalid x-api-key)");
+	cr_assert_eq(r.err.kind, LLM_ERR_AUTH);
+	cr_assert_eq(r.err.http_status, 401);
+	cr_assert_eq(r.err.retryable, 0);
 	cr_assert_eq(fake_requests(&f, NULL), 1);
 	run_free(&r);
 	fake_stop(&f);
@@ -283,6 +298,8 @@ Test(llm_live, cut_after_output_is_reported_not_retried, .timeout = 20)
 	cr_assert_not_null(r.error);
 	cr_assert(strstr(r.error, "cut midway") != NULL, "%s", r.error);
 	cr_assert(strstr(r.error, "incomplete") != NULL, "%s", r.error);
+	cr_assert_eq(r.err.kind, LLM_ERR_CUT);
+	cr_assert_eq(r.err.http_status, 200);
 	cr_assert_eq(fake_requests(&f, NULL), 1);
 	run_free(&r);
 	fake_stop(&f);
@@ -343,6 +360,8 @@ Test(llm_live, error_inside_200_after_text_is_an_error, .timeout = 20)
 	ask(&r, 10000);
 	cr_assert_str_eq(buf_str(&r.text), "Hel");
 	cr_assert_str_eq(r.error, "the model's stream reported an error: The server had an error");
+	cr_assert_eq(r.err.kind, LLM_ERR_SERVER);
+	cr_assert_eq(r.err.http_status, 200);
 	cr_assert_eq(fake_requests(&f, NULL), 1);
 	run_free(&r);
 	fake_stop(&f);
@@ -420,6 +439,7 @@ Test(llm_live, silent_stream_hits_the_idle_timeout, .timeout = 20)
 	ask(&r, 15000);
 	cr_assert_str_eq(buf_str(&r.text), "x");
 	cr_assert(strstr(r.error, "no data from the server") != NULL, "%s", r.error);
+	cr_assert_eq(r.err.kind, LLM_ERR_CUT);
 	run_free(&r);
 	fake_stop(&f);
 }
@@ -437,7 +457,87 @@ Test(llm_live, connection_refused_is_retried_then_reported, .timeout = 20)
 	ask(&r, 10000);
 	cr_assert(strstr(r.error, "cannot reach http://127.0.0.1:") == r.error, "%s", r.error);
 	cr_assert(strstr(r.error, "(gave up after 1 retry)") != NULL, "%s", r.error);
+	cr_assert_eq(r.err.kind, LLM_ERR_NET);
+	cr_assert_eq(r.err.http_status, 0);
 	run_free(&r);
 	f.pid = 0;
+	fake_stop(&f);
+}
+
+/* One failed request, not retried although retries are allowed. */
+static void
+fails_once(const char *provider, const char *script, enum llm_err kind,
+    int status, const char *msg_part)
+{
+	struct fake f;
+	struct run r;
+
+	fake_start(&f, script);
+	run_init(&r, &f, provider, 3, 5000);
+	ask(&r, 10000);
+	cr_assert_not_null(r.error);
+	cr_assert_eq(r.err.kind, kind, "%s: %s", llm_err_name(r.err.kind), r.error);
+	cr_assert_eq(r.err.http_status, status);
+	cr_assert_eq(r.err.retryable, 0);
+	cr_assert(strstr(r.error, msg_part) != NULL, "%s", r.error);
+	cr_assert_eq(fake_requests(&f, NULL), 1);
+	cr_assert_str_eq(buf_str(&r.notices), "");
+	run_free(&r);
+	fake_stop(&f);
+}
+
+Test(llm_live, quota_spend_limit_and_context_are_not_retried, .timeout = 20)
+{
+	fails_once("openai", "{\"turns\":[{\"status\":429,\"body\":{\"error\":{"
+	    "\"message\":\"You exceeded your current quota, please check your plan and "
+	    "billing details.\",\"type\":\"insufficient_quota\",\"param\":null,"
+	    "\"code\":\"insufficient_quota\"}}}]}", LLM_ERR_QUOTA, 429, "quota exhausted");
+	fails_once("anthropic", "{\"turns\":[{\"status\":429,\"body\":{\"type\":\"error\","
+	    "\"error\":{\"type\":\"rate_limit_error\",\"message\":\"You have reached your "
+	    "specified API usage limits.\",\"details\":{\"error_code\":"
+	    "\"enforced_spend_limit_reached\"}}}}]}", LLM_ERR_QUOTA, 429, "usage limits");
+	fails_once("openai", "{\"turns\":[{\"status\":400,\"body\":{\"error\":{"
+	    "\"message\":\"This model's maximum context length is 128000 tokens. However, "
+	    "your messages resulted in 130512 tokens.\",\"type\":\"invalid_request_error\","
+	    "\"param\":\"messages\",\"code\":\"context_length_exceeded\"}}}]}",
+	    LLM_ERR_CONTEXT, 400, "maximum context length");
+	fails_once("anthropic", "{\"turns\":[{\"events\":[{\"event\":\"error\",\"data\":"
+	    "{\"type\":\"error\",\"error\":{\"type\":\"invalid_request_error\","
+	    "\"message\":\"prompt is too long: 208310 tokens > 200000 maximum\"}}}]}]}",
+	    LLM_ERR_CONTEXT, 200, "prompt is too long");
+}
+
+Test(llm_live, reply_text_past_its_bound_is_an_error, .timeout = 20)
+{
+	struct fake f;
+	struct run r;
+	size_t n = LLM_REPLY_TEXT_MAX + 1000;
+	char *text = xmalloc(n + 1), *script;
+
+	/* "é" in every 64 KiB piece: the bound must not cut a character
+	 * either (a UTF-8 carry never holds more than 3 bytes). */
+	memset(text, 'a', n);
+	text[n] = '\0';
+	for (size_t i = 100; i + 1 < n; i += 65536) {
+		text[i] = '\xc3';
+		text[i + 1] = '\xa9';
+	}
+	script = xasprintf("{\"turns\":[{\"openai\":{\"text\":\"%s\","
+	    "\"text_split\":65536}},{\"openai\":{\"text\":\"never\"}}]}", text);
+	free(text);
+	fake_start(&f, script);
+	free(script);
+	run_init(&r, &f, "openai", 3, 20000);
+	ask(&r, 50000);
+	cr_assert_null(r.stop);
+	cr_assert_not_null(r.error, "the reply went through whole");
+	cr_assert_eq(r.err.kind, LLM_ERR_BAD_REPLY);
+	cr_assert(strstr(r.error, "passed 4 MiB") != NULL, "%s", r.error);
+	cr_assert_leq(r.text_bytes, LLM_REPLY_TEXT_MAX);
+	cr_assert_gt(r.text_bytes, LLM_REPLY_TEXT_MAX - 70000);
+	cr_assert_eq(fake_requests(&f, NULL), 1);
+	cr_assert_eq(llm_busy(r.m), 0);
+	cr_assert_eq(r.after_end, 0);
+	run_free(&r);
 	fake_stop(&f);
 }
