@@ -25,6 +25,7 @@
 #include "terp/buf.h"
 #include "terp/cgroup.h"
 #include "terp/digest.h"
+#include "terp/kernel_chan.h"
 #include "terp/kernel_frame.h"
 #include "terp/diskuse.h"
 #include "terp/sandbox.h"
@@ -36,7 +37,6 @@
 
 #define STDERR_KEEP	4096		/* bwrap's own messages, for setup errors */
 #define CODE_MAX	(64u << 20)	/* a cell's code */
-#define OUTQ_MAX	(512u << 20)	/* commands not written yet (JSON may be 6x) */
 #define RESULT_TEXT_MAX	(256u << 10)	/* each text of a result (the driver cuts at 64K) */
 #define REPORTS_PER_CELL 20		/* "artifact x not copied" lines; then a count */
 #define NAME_TRIES	1000		/* chart.png, chart-2.png ... chart-1000.png */
@@ -89,11 +89,7 @@ struct kernel {
 
 	struct kframe_reader	 evr;		/* the driver's events */
 	struct buf		 statusbuf, bwrap_err;
-	/* Commands go out through a queue drained on POLLOUT: the sandbox
-	 * can stop reading (or shrink its pipe) and terp must not block. */
-	struct buf		 outq;
-	size_t			 outq_off;	/* written so far */
-	int			 cur_unsent;	/* the running cell is still in outq */
+	struct kernel_chan	 chan;		/* terp's commands to the driver */
 	char			 carry[2][4];	/* cut UTF-8 sequences */
 	size_t			 ncarry[2];
 
@@ -126,9 +122,24 @@ struct kernel {
 static void kernel_on_ev(struct loop *l, int fd, int revents, void *arg);
 static void kernel_on_out(struct loop *l, int fd, int revents, void *arg);
 static void kernel_on_status(struct loop *l, int fd, int revents, void *arg);
-static void kernel_on_cmd(struct loop *l, int fd, int revents, void *arg);
 static void kernel_begin_death(struct kernel *k);
 static void kernel_next(struct kernel *k);
+
+static void
+chan_broken(void *arg)
+{
+	kernel_begin_death(arg);
+}
+
+/* Whether the running cell's command is still (partly) in the queue:
+ * the driver has not taken it. The exec command is the last one queued
+ * while a cell runs (reset needs no cell running), so what is pending
+ * is part of it. */
+static int
+cell_unsent(const struct kernel *k)
+{
+	return k->cur != 0 && kernel_chan_pending(&k->chan) > 0;
+}
 
 /* Ends the whole sandbox: closing the launcher's life pipe makes it kill
  * everything under it (a SIGKILL of the launcher alone could leave
@@ -411,7 +422,7 @@ kernel_new(struct loop *l, const struct kernel_opts *o, const struct kernel_cbs 
 	k->uid = 0;		/* as root, taken with the folders (take_uid) */
 	k->uid_lock = -1;
 	kframe_reader_init(&k->evr, KFRAME_MAX);
-	buf_init(&k->outq, OUTQ_MAX);
+	kernel_chan_init(&k->chan, l, chan_broken, k);
 	buf_init(&k->statusbuf, 64 * 1024);
 	buf_init(&k->bwrap_err, STDERR_KEEP);
 	return k;
@@ -903,11 +914,7 @@ cell_cleanup(struct kernel *k)
 static void
 watch_all(struct kernel *k)
 {
-	buf_reset(&k->outq);
-	k->outq_off = 0;
-	k->cur_unsent = 0;
-	/* Paused until a command waits (events 0); see cmd_flush. */
-	loop_watch(k->loop, k->p.cmd_fd, 0, kernel_on_cmd, k);
+	kernel_chan_attach(&k->chan, k->p.cmd_fd);
 	loop_watch(k->loop, k->p.ev_fd, POLLIN, kernel_on_ev, k);
 	loop_watch(k->loop, k->p.out_fd, POLLIN, kernel_on_out, k);
 	loop_watch(k->loop, k->p.err_fd, POLLIN, kernel_on_out, k);
@@ -918,8 +925,7 @@ watch_all(struct kernel *k)
 static void
 unwatch_all(struct kernel *k)
 {
-	if (k->p.cmd_fd >= 0)
-		loop_unwatch(k->loop, k->p.cmd_fd);
+	kernel_chan_detach(&k->chan);
 	if (k->p.ev_fd >= 0)
 		loop_unwatch(k->loop, k->p.ev_fd);
 	if (k->p.out_fd >= 0)
@@ -1479,7 +1485,7 @@ on_result(struct kernel *k, const struct kframe *f)
 
 	/* Only the running cell's, once (cur is 0 after), and only once
 	 * the driver has the cell: anything else is stale or forged. */
-	if (!f->has_id || k->cur == 0 || f->id != k->cur || k->cur_unsent)
+	if (!f->has_id || k->cur == 0 || f->id != k->cur || cell_unsent(k))
 		return;
 	drain_all(k);
 	memset(&r, 0, sizeof r);
@@ -1558,7 +1564,7 @@ handle_frame(struct kernel *k, const char *line, size_t len)
 		on_result(k, &f);
 		break;
 	case KF_ARTIFACT:
-		if (k->cur != 0 && !k->cur_unsent && f.has_id && f.id == k->cur)
+		if (k->cur != 0 && !cell_unsent(k) && f.has_id && f.id == k->cur)
 			art_begin(k, &f);
 		break;
 	case KF_CHUNK:
@@ -1647,73 +1653,6 @@ kernel_on_status(struct loop *l, int fd, int revents, void *arg)
 		loop_unwatch(l, fd);
 }
 
-/* Writes what the command pipe takes now; the rest waits for POLLOUT.
- * Never blocks: the sandbox may stop reading (a cell that forged its
- * result and sleeps) or shrink the pipe, and the loop must go on. */
-static void
-cmd_flush(struct kernel *k)
-{
-	if (k->dying || k->p.cmd_fd < 0)
-		return;
-	while (k->outq_off < k->outq.len) {
-		ssize_t n = write(k->p.cmd_fd, k->outq.data + k->outq_off,
-		    k->outq.len - k->outq_off);
-		if (n > 0) {
-			k->outq_off += (size_t)n;
-			continue;
-		}
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0 && errno == EAGAIN) {
-			loop_watch(k->loop, k->p.cmd_fd, POLLOUT, kernel_on_cmd, k);
-			return;
-		}
-		/* EPIPE: the driver is gone. */
-		loop_watch(k->loop, k->p.cmd_fd, 0, kernel_on_cmd, k);
-		kernel_begin_death(k);
-		return;
-	}
-	if (k->outq.cap > (1u << 20)) {
-		buf_free(&k->outq);	/* a big cell's room is not kept */
-		buf_init(&k->outq, OUTQ_MAX);
-	}
-	buf_reset(&k->outq);
-	k->outq_off = 0;
-	k->cur_unsent = 0;
-	loop_watch(k->loop, k->p.cmd_fd, 0, kernel_on_cmd, k);
-}
-
-static void
-kernel_on_cmd(struct loop *l, int fd, int revents, void *arg)
-{
-	cmd_flush(arg);
-}
-
-/* Queues a command (one JSON line). Returns 0, or -1 when the queue is
- * full: the driver has not read for OUTQ_MAX bytes. */
-static int
-send_cmd(struct kernel *k, cJSON *cmd)
-{
-	char *s = cJSON_PrintUnformatted(cmd);
-	size_t len;
-	int rc;
-
-	if (s == NULL)
-		fatal("out of memory (cJSON)");
-	len = strlen(s);
-	s[len] = '\n';	/* replaces the NUL: we queue len + 1 bytes */
-	if (k->outq_off > 0) {
-		buf_consume(&k->outq, k->outq_off);
-		k->outq_off = 0;
-	}
-	rc = buf_add(&k->outq, s, len + 1);
-	free(s);
-	if (rc < 0)
-		return -1;
-	cmd_flush(k);
-	return 0;
-}
-
 static void
 signal_python(struct kernel *k, int sig)
 {
@@ -1754,7 +1693,7 @@ stop_cell(struct kernel *k, enum stop_cause why)
 		return;
 	if (k->stop == STOP_NONE)
 		k->stop = why;
-	if (k->cur_unsent) {
+	if (cell_unsent(k)) {
 		/* The driver has not taken the cell although it looked idle:
 		 * code of an earlier cell still runs (it may have forged its
 		 * end), or the command pipe was shrunk or is not read. An
@@ -1811,10 +1750,9 @@ kernel_next(struct kernel *k)
 	 * the cell: a driver that never takes it times out all the same. */
 	if (k->o->timeout_ms > 0)
 		k->timeout_timer = loop_timer_add(k->loop, k->o->timeout_ms, on_timeout, k);
-	k->cur_unsent = 1;
-	if (send_cmd(k, cmd) < 0)
+	if (kernel_chan_send(&k->chan, cmd) < 0)
 		kill_sandbox(k, xasprintf("the sandbox stopped reading terp's commands (over %u MiB waiting)",
-		    OUTQ_MAX >> 20), 0);
+		    KERNEL_CHAN_MAX >> 20), 0);
 	cJSON_Delete(cmd);
 	free(p->code);
 	free(p);
@@ -1993,6 +1931,7 @@ kernel_begin_death(struct kernel *k)
 	k->death_since = now_ms();
 	if (k->p.ev_fd >= 0)
 		loop_unwatch(k->loop, k->p.ev_fd);
+	kernel_chan_detach(&k->chan);	/* nothing more goes out */
 	/* Not killed yet: let bwrap report the exit code (os._exit(3) is
 	 * "exited with code 3", not "killed"); on_death_poll kills it when
 	 * it lingers. */
@@ -2040,7 +1979,7 @@ kernel_reset(struct kernel *k, char **err)
 	}
 	cmd = cJSON_CreateObject();
 	cJSON_AddStringToObject(cmd, "op", "reset");
-	if (send_cmd(k, cmd) < 0) {
+	if (kernel_chan_send(&k->chan, cmd) < 0) {
 		cJSON_Delete(cmd);
 		*err = xstrdup("the Python session is not answering");
 		return -1;
@@ -2105,7 +2044,7 @@ kernel_free(struct kernel *k)
 		free(k->written[i].name);
 	free(k->written);
 	kframe_reader_free(&k->evr);
-	buf_free(&k->outq);
+	kernel_chan_free(&k->chan);
 	free(k->kill_why);
 	buf_free(&k->statusbuf);
 	buf_free(&k->bwrap_err);
