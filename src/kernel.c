@@ -25,6 +25,7 @@
 #include "terp/buf.h"
 #include "terp/cgroup.h"
 #include "terp/digest.h"
+#include "terp/kernel_artifact.h"
 #include "terp/kernel_chan.h"
 #include "terp/kernel_frame.h"
 #include "terp/diskuse.h"
@@ -38,8 +39,6 @@
 #define STDERR_KEEP	4096		/* bwrap's own messages, for setup errors */
 #define CODE_MAX	(64u << 20)	/* a cell's code */
 #define RESULT_TEXT_MAX	(256u << 10)	/* each text of a result (the driver cuts at 64K) */
-#define REPORTS_PER_CELL 20		/* "artifact x not copied" lines; then a count */
-#define NAME_TRIES	1000		/* chart.png, chart-2.png ... chart-1000.png */
 #define DEATH_POLL_MS	5
 #define DEATH_WAIT_MS	2000
 #define DISK_EVERY_MS	100	/* disk check interval, at least... */
@@ -82,7 +81,6 @@ struct kernel {
 	uint64_t		 disk_timer;
 	uint64_t		 disk_allow, files_allow;	/* this launch's limits */
 	char			*kill_why;	/* why terp itself killed the sandbox */
-	int			 out_dirfd;
 	struct cgroup		*cg;		/* NULL: rlimits only */
 	int			 cg_tried;
 	long			 oom_at_launch;
@@ -101,20 +99,7 @@ struct kernel {
 	enum stop_cause		 stop;
 	struct pending		*queue;
 
-	/* the artifact being received; every name here is terp's except
-	 * art_shown, the sandbox's name made safe to print */
-	int			 art_fd;
-	char			*art_shown, *art_path, *art_tmp;
-	uint64_t		 art_size, art_got;
-	int			 art_cell;
-	struct written {
-		char		*name;		/* in out_dir */
-		uint64_t	 size;
-	}			*written;	/* files terp wrote this session */
-	int			 nwritten;
-	struct kframe_usage	 use;		/* counted against the caps */
-	int			 reports;	/* not-copied lines this cell */
-	int			 unreported;	/* ... and those beyond the cap */
+	struct kernel_artifacts	*art;		/* the artifacts cells save */
 
 	char			*stopped_why;	/* kernel_stop's reason until relaunch */
 };
@@ -124,6 +109,9 @@ static void kernel_on_out(struct loop *l, int fd, int revents, void *arg);
 static void kernel_on_status(struct loop *l, int fd, int revents, void *arg);
 static void kernel_begin_death(struct kernel *k);
 static void kernel_next(struct kernel *k);
+static void artifact_note(void *arg, const char *line);
+static void artifact_copied(void *arg, int cell, const char *name,
+    const char *host_path, uint64_t bytes);
 
 static void
 chan_broken(void *arg)
@@ -416,13 +404,21 @@ kernel_new(struct loop *l, const struct kernel_opts *o, const struct kernel_cbs 
 	k->arg = arg;
 	k->p.pid = -1;
 	k->p.cmd_fd = k->p.ev_fd = k->p.out_fd = k->p.err_fd = k->p.status_fd = -1;
-	k->out_dirfd = -1;
-	k->art_fd = -1;
 	k->exit_code = -1;
 	k->uid = 0;		/* as root, taken with the folders (take_uid) */
 	k->uid_lock = -1;
 	kframe_reader_init(&k->evr, KFRAME_MAX);
 	kernel_chan_init(&k->chan, l, chan_broken, k);
+	{
+		struct kframe_caps caps = {
+			.size_max = o->artifact_max,
+			.per_cell = o->artifacts_per_cell,
+			.per_session = o->artifacts_per_session,
+			.session_bytes = o->artifact_bytes,
+		};
+		k->art = kernel_artifact_new(o->out_dir, &caps, artifact_copied,
+		    artifact_note, k);
+	}
 	buf_init(&k->statusbuf, 64 * 1024);
 	buf_init(&k->bwrap_err, STDERR_KEEP);
 	return k;
@@ -1023,16 +1019,8 @@ kernel_start(struct kernel *k, char **err)
 	}
 	if (k->workspace == NULL && prepare_dirs(k, err) < 0)
 		return -1;
-	if (k->out_dirfd < 0) {
-		/* The output folder is the user's: created if missing, and
-		 * everything goes through this fd with O_EXCL/O_NOFOLLOW. */
-		if (mkdir_p(k->o->out_dir, 0755) < 0 ||
-		    (k->out_dirfd = open(k->o->out_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
-			*err = xasprintf("cannot use the output folder %s: %s", k->o->out_dir,
-			    strerror(errno));
-			return -1;
-		}
-	}
+	if (kernel_artifact_open(k->art, err) < 0)
+		return -1;
 	for (int i = 0; i < k->o->ndata; i++) {
 		char *p = stage_file(k, k->o->data_files[i], err);
 		if (p == NULL)
@@ -1040,278 +1028,6 @@ kernel_start(struct kernel *k, char **err)
 		free(p);
 	}
 	return launch(k, err);
-}
-
-/* ------------------------------------------------------------ artifacts */
-
-/* The frames of an artifact (artifact, chunk..., artifact_end) are
- * claims: terp checks their order, counts them against the caps, picks
- * the host name itself and writes through a hidden temporary file that
- * is unlinked whenever the artifact is abandoned. Every artifact not
- * copied is reported in the cell's stderr, which reaches the user and
- * the model alike. */
-
-static void emit_output(struct kernel *k, int stream, const char *p, size_t n);
-static void drain_all(struct kernel *k);
-
-/* "terp: artifact NAME not copied: WHY" in the running cell's stderr;
- * past REPORTS_PER_CELL lines only counted (art_report_rest). */
-static void
-art_report(struct kernel *k, const char *shown, const char *why)
-{
-	char *msg;
-
-	if (k->cur == 0)
-		return;		/* no cell to tell: a stray (forged) frame */
-	if (k->reports >= REPORTS_PER_CELL) {
-		k->unreported++;
-		return;
-	}
-	k->reports++;
-	drain_all(k);	/* after what the cell printed before */
-	msg = xasprintf("terp: artifact %s not copied: %s\n", shown, why);
-	emit_output(k, 1, msg, strlen(msg));
-	free(msg);
-}
-
-static void
-art_report_rest(struct kernel *k)
-{
-	char *msg;
-
-	if (k->cur == 0 || k->unreported == 0)
-		return;
-	msg = xasprintf("terp: %d more artifacts not copied (not listed)\n", k->unreported);
-	emit_output(k, 1, msg, strlen(msg));
-	free(msg);
-	k->unreported = 0;
-}
-
-/* Drops the artifact being received: its temporary file is unlinked,
- * and when why is set the cell is told. */
-static void
-art_abandon(struct kernel *k, const char *why)
-{
-	if (k->art_fd >= 0)
-		close(k->art_fd);
-	if (k->art_tmp != NULL && k->out_dirfd >= 0)
-		(void)unlinkat(k->out_dirfd, k->art_tmp, 0);
-	if (why != NULL && k->art_shown != NULL && k->art_cell == k->cur)
-		art_report(k, k->art_shown, why);
-	k->art_fd = -1;
-	free(k->art_shown);
-	free(k->art_path);
-	free(k->art_tmp);
-	k->art_shown = k->art_path = k->art_tmp = NULL;
-	k->art_size = k->art_got = 0;
-}
-
-static void
-art_fail_errno(struct kernel *k, const char *what, int err)
-{
-	char *why;
-
-	if (err == ENOSPC || err == EDQUOT)
-		why = xasprintf("the output folder is full (%s)", strerror(err));
-	else if (err == EFBIG)
-		why = xasprintf("it is over the output folder's file size limit (%s)",
-		    strerror(err));
-	else
-		why = xasprintf("cannot %s it in the output folder: %s", what, strerror(err));
-	art_abandon(k, why);
-	free(why);
-}
-
-/* Index in k->written of a file terp wrote this session, or -1. */
-static int
-written_index(const struct kernel *k, const char *name)
-{
-	for (int i = 0; i < k->nwritten; i++)
-		if (strcmp(k->written[i].name, name) == 0)
-			return i;
-	return -1;
-}
-
-static char *
-cap_reason(const struct kernel *k, enum kframe_refusal r, uint64_t size)
-{
-	char a[32], b[32];
-
-	switch (r) {
-	case KF_TOO_LARGE:
-		fmt_bytes(a, sizeof a, size);
-		fmt_bytes(b, sizeof b, k->o->artifact_max);
-		return xasprintf("too large (%s; the limit is %s)", a, b);
-	case KF_CELL_CAP:
-		return xasprintf("cap reached (%d artifacts per cell)", k->o->artifacts_per_cell);
-	case KF_SESSION_CAP:
-		return xasprintf("cap reached (%d artifact files per session)",
-		    k->o->artifacts_per_session);
-	case KF_BYTES_CAP:
-		fmt_bytes(a, sizeof a, k->o->artifact_bytes);
-		return xasprintf("cap reached (%s of artifacts per session)", a);
-	case KF_ADMIT:
-		break;
-	}
-	return xstrdup("refused");
-}
-
-/* Chooses the host name: the sanitized name; when a file of that name
- * exists that terp did not write in this session, name-2.ext and so on.
- * A file terp wrote in this session is replaced (through a temp file and
- * rename, never by writing into the existing inode). */
-static void
-art_begin(struct kernel *k, const struct kframe *f)
-{
-	struct kframe_caps caps = {
-		.size_max = k->o->artifact_max,
-		.per_cell = k->o->artifacts_per_cell,
-		.per_session = k->o->artifacts_per_session,
-		.session_bytes = k->o->artifact_bytes,
-	};
-	const char *problem;
-	char *host, *why;
-	enum kframe_refusal r;
-	uint64_t size;
-	int w = -1;
-
-	art_abandon(k, "incomplete: another artifact started before it ended");
-	if (f->name == NULL || k->out_dirfd < 0)
-		return;
-	k->art_cell = k->cur;
-	k->art_shown = kframe_display_name(f->name);
-	if ((problem = kframe_name_problem(f->name)) != NULL) {
-		art_abandon(k, problem);
-		return;
-	}
-	if (!f->has_size || f->size < 0) {
-		art_abandon(k, "the sandbox gave no valid size");
-		return;
-	}
-	size = (uint64_t)f->size;
-	/* The caps that hold whatever the name: checked before the search
-	 * for a free name, so that a flood past the cap costs nothing. */
-	if ((r = kframe_admit(&caps, &k->use, size, 1, UINT64_MAX)) != KF_ADMIT) {
-		why = cap_reason(k, r, size);
-		art_abandon(k, why);
-		free(why);
-		return;
-	}
-	host = kframe_host_name(f->name);
-	for (int i = 1; i <= NAME_TRIES; i++) {
-		struct stat st;
-		char *cand = kframe_host_candidate(host, i);
-		if (fstatat(k->out_dirfd, cand, &st, AT_SYMLINK_NOFOLLOW) < 0) {
-			k->art_path = cand;
-			break;
-		}
-		if (S_ISREG(st.st_mode) && (w = written_index(k, cand)) >= 0) {
-			k->art_path = cand;
-			break;
-		}
-		free(cand);
-	}
-	free(host);
-	if (k->art_path == NULL) {
-		art_abandon(k, "no free name for it in the output folder");
-		return;
-	}
-	r = kframe_admit(&caps, &k->use, size, w >= 0, w >= 0 ? k->written[w].size : 0);
-	if (r != KF_ADMIT) {
-		why = cap_reason(k, r, size);
-		art_abandon(k, why);
-		free(why);
-		return;
-	}
-	k->use.cell++;
-	k->art_size = size;
-	k->art_tmp = xasprintf(".terp-%d-%s.part", (int)getpid(), k->art_path);
-	(void)unlinkat(k->out_dirfd, k->art_tmp, 0);
-	k->art_fd = openat(k->out_dirfd, k->art_tmp,
-	    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-	if (k->art_fd < 0) {
-		int e = errno;
-		free(k->art_tmp);	/* not ours: never unlink it */
-		k->art_tmp = NULL;
-		art_fail_errno(k, "create", e);
-	}
-}
-
-static void
-art_chunk(struct kernel *k, const struct kframe *f)
-{
-	size_t n;
-	char *data;
-
-	if (k->art_fd < 0 || f->data == NULL)
-		return;		/* "chunk" outside an artifact: ignored */
-	data = base64_decode(f->data, f->data_len, &n);
-	if (data == NULL) {
-		art_abandon(k, "the sandbox sent data that is not base64");
-		return;
-	}
-	if (n > k->art_size - k->art_got) {
-		free(data);
-		art_abandon(k, "it grew while it was copied (still being written?)");
-		return;
-	}
-	if (write_all(k->art_fd, data, n) < 0) {
-		int e = errno;
-		free(data);
-		art_fail_errno(k, "write", e);
-		return;
-	}
-	k->art_got += n;
-	free(data);
-}
-
-static void
-art_end(struct kernel *k, const struct kframe *f)
-{
-	char *host;
-	int w, fd;
-
-	if (k->art_fd < 0)
-		return;		/* "artifact_end" outside an artifact: ignored */
-	if (f->reason != NULL) {
-		/* The driver's own account (a read error, a cap): shown, not trusted. */
-		char *r = kframe_display_name(f->reason);
-		art_abandon(k, r);
-		free(r);
-		return;
-	}
-	if (k->art_got != k->art_size || !f->has_size || (uint64_t)f->size != k->art_got) {
-		art_abandon(k, "it changed while it was copied (still being written?)");
-		return;
-	}
-	fd = k->art_fd;
-	k->art_fd = -1;
-	if (close(fd) < 0) {
-		art_fail_errno(k, "write", errno);
-		return;
-	}
-	if (renameat(k->out_dirfd, k->art_tmp, k->out_dirfd, k->art_path) < 0) {
-		art_fail_errno(k, "rename", errno);
-		return;
-	}
-	free(k->art_tmp);
-	k->art_tmp = NULL;
-	if ((w = written_index(k, k->art_path)) >= 0) {
-		k->use.bytes -= k->written[w].size < k->use.bytes ? k->written[w].size : k->use.bytes;
-	} else {
-		k->written = xrealloc(k->written, (size_t)(k->nwritten + 1) * sizeof *k->written);
-		w = k->nwritten++;
-		k->written[w].name = xstrdup(k->art_path);
-		k->use.files++;
-	}
-	k->written[w].size = k->art_got;
-	k->use.bytes += k->art_got;
-	if (k->cb.artifact) {
-		host = xasprintf("%s/%s", k->o->out_dir, k->art_path);
-		k->cb.artifact(k->arg, k->art_cell, k->art_path, host, k->art_got);
-		free(host);
-	}
-	art_abandon(k, NULL);
 }
 
 /* ------------------------------------------------------------ output */
@@ -1423,6 +1139,26 @@ drain_all(struct kernel *k)
 	}
 }
 
+/* A line about the cell's artifacts, after what the cell printed. */
+static void
+artifact_note(void *arg, const char *line)
+{
+	struct kernel *k = arg;
+
+	drain_all(k);
+	emit_output(k, 1, line, strlen(line));
+}
+
+static void
+artifact_copied(void *arg, int cell, const char *name, const char *host_path,
+    uint64_t bytes)
+{
+	struct kernel *k = arg;
+
+	if (k->cb.artifact)
+		k->cb.artifact(k->arg, cell, name, host_path, bytes);
+}
+
 /* ------------------------------------------------------------ cells */
 
 static void
@@ -1441,8 +1177,7 @@ finish_cell(struct kernel *k, struct kernel_result *r)
 	cell_cleanup(k);
 
 	cancel_timers(k);
-	art_abandon(k, "incomplete: the cell ended before terp had all of it");
-	art_report_rest(k);
+	kernel_artifact_cell_end(k->art);
 	flush_carry(k);
 	r->duration_us = now_us() - k->cur_start;
 	r->duration_ms = r->duration_us / 1000;
@@ -1565,22 +1300,17 @@ handle_frame(struct kernel *k, const char *line, size_t len)
 		break;
 	case KF_ARTIFACT:
 		if (k->cur != 0 && !cell_unsent(k) && f.has_id && f.id == k->cur)
-			art_begin(k, &f);
+			kernel_artifact_begin(k->art, &f);
 		break;
 	case KF_CHUNK:
-		art_chunk(k, &f);
+		kernel_artifact_chunk(k->art, &f);
 		break;
 	case KF_ARTIFACT_END:
-		art_end(k, &f);
+		kernel_artifact_end(k->art, &f);
 		break;
 	case KF_ARTIFACT_SKIP:
-		if (k->cur != 0 && f.has_id && f.id == k->cur) {
-			char *name = kframe_display_name(f.name ? f.name : "?");
-			char *r = kframe_display_name(f.reason ? f.reason : "refused");
-			art_report(k, name, r);
-			free(name);
-			free(r);
-		}
+		if (k->cur != 0 && f.has_id && f.id == k->cur)
+			kernel_artifact_skip(k->art, &f);
 		break;
 	default:
 		break;	/* "reset", "pong" and unknown events need nothing */
@@ -1740,7 +1470,7 @@ kernel_next(struct kernel *k)
 	k->cur = p->n;
 	k->cur_start = now_us();
 	k->stop = STOP_NONE;
-	k->use.cell = k->reports = k->unreported = 0;
+	kernel_artifact_cell_start(k->art, p->n);
 	set_state(k, KERNEL_BUSY, NULL);
 	cmd = cJSON_CreateObject();
 	cJSON_AddStringToObject(cmd, "op", "exec");
@@ -1850,7 +1580,7 @@ finish_death(struct kernel *k, int wstatus)
 	loop_timer_cancel(k->loop, k->death_timer);
 	k->death_timer = 0;
 	drain_all(k);
-	art_abandon(k, "incomplete: the session ended while it was copied");
+	kernel_artifact_abandon(k->art, "incomplete: the session ended while it was copied");
 	if (starting && !k->o->no_sandbox && k->exit_code < 0) {
 		/* bwrap failed in its own setup: its stderr says why. */
 		char *why = sandbox_explain(buf_str(&k->bwrap_err));
@@ -1953,7 +1683,7 @@ stop_now(struct kernel *k)
 	unwatch_all(k);
 	cgroup_kill(k->cg);
 	sandbox_kill(&k->p);
-	art_abandon(k, NULL);
+	kernel_artifact_abandon(k->art, NULL);
 	free(k->kill_why);
 	k->kill_why = NULL;
 	while ((p = k->queue) != NULL) {
@@ -2038,11 +1768,7 @@ kernel_free(struct kernel *k)
 	free(k->binds);
 	free(k->kill_why);
 	uidpool_release(k->uid_lock);	/* the uid is free again */
-	if (k->out_dirfd >= 0)
-		close(k->out_dirfd);
-	for (int i = 0; i < k->nwritten; i++)
-		free(k->written[i].name);
-	free(k->written);
+	kernel_artifact_free(k->art);
 	kframe_reader_free(&k->evr);
 	kernel_chan_free(&k->chan);
 	free(k->kill_why);
