@@ -1,21 +1,18 @@
-/* kernel: the host side of a sandboxed Python session. It owns the
- * session's workspace, launches the sandbox (sandbox.c), speaks the
- * driver's line protocol (src/driver.py), streams output, enforces the
- * per-cell time limit, notices death, restarts, and copies artifacts to
- * the output folder. Every byte from the sandbox is hostile: frames are
- * size-capped and validated, names are sanitized, files are created
- * with O_EXCL under names terp chooses. */
+/* kernel: the host side of a sandboxed Python session, its lifecycle:
+ * start, run cells, the interrupt ladder, death, restart, stop. It
+ * launches the sandbox (sandbox.c) in the session's folders
+ * (workspace.c), reads the driver's frames (kernel_frame.c) and hands
+ * artifacts to kernel_artifact.c, writes commands through kernel_chan.c,
+ * streams output, and reports everything through the callbacks. Every
+ * byte from the sandbox is hostile: a frame out of order is ignored,
+ * garbage on the channel ends the sandbox. */
 #include "terp/kernel.h"
 
-#include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <ftw.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -24,15 +21,13 @@
 
 #include "terp/buf.h"
 #include "terp/cgroup.h"
-#include "terp/digest.h"
 #include "terp/kernel_artifact.h"
 #include "terp/kernel_chan.h"
 #include "terp/kernel_frame.h"
-#include "terp/diskuse.h"
 #include "terp/sandbox.h"
 #include "terp/sanitize.h"
-#include "terp/uidpool.h"
 #include "terp/util.h"
+#include "terp/workspace.h"
 
 #include "driver_py.h"
 
@@ -64,22 +59,14 @@ struct kernel {
 	struct sandbox_proc	 p;
 	pid_t			 init_pid;	/* bwrap's init in the host ns */
 	pid_t			 py_pid;
-	uid_t			 uid;
 	int			 exit_code;	/* from --json-status-fd, -1 unknown */
 	int			 we_killed;
 	int			 dying;
 	uint64_t		 death_timer;
 	int64_t			 death_since;
 
-	char			*workspace, *datadir;
-	int			 uid_lock;	/* holds uid (uidpool), -1: none */
-	struct kernel_bind {		/* data files bound read-only by fd */
-		int	 fd;
-		char	*name;
-	}			*binds;
-	int			 nbinds;
+	struct workspace	*ws;		/* the session's folders */
 	uint64_t		 disk_timer;
-	uint64_t		 disk_allow, files_allow;	/* this launch's limits */
 	char			*kill_why;	/* why terp itself killed the sandbox */
 	struct cgroup		*cg;		/* NULL: rlimits only */
 	int			 cg_tried;
@@ -162,14 +149,6 @@ kernel_opts_default(struct kernel_opts *o)
 	o->disk = 4ULL << 30;
 }
 
-uint64_t
-kernel_disk_files(uint64_t disk)
-{
-	uint64_t n = disk / (32 * 1024);
-
-	return n < 4096 ? 4096 : n > 200000 ? 200000 : n;
-}
-
 const char *
 kernel_state_name(enum kernel_state s)
 {
@@ -192,206 +171,6 @@ set_state(struct kernel *k, enum kernel_state st, const char *msg)
 		k->cb.state(k->arg, st, msg ? msg : kernel_state_name(st));
 }
 
-/* Whether every folder from / down to path (itself included) lets
- * other users search it: bwrap, running as the sandbox's uid, resolves
- * the paths of its bind sources (even those it gets as fds) before it
- * mounts them. */
-static int
-traversable(const char *path)
-{
-	char *p = xstrdup(path), *s;
-	struct stat st;
-	int ok = 1;
-
-	for (s = p + strlen(p); ok && s > p; ) {
-		*s = '\0';
-		if (stat(p, &st) < 0 || !(st.st_mode & S_IXOTH))
-			ok = 0;
-		while (s > p && *--s != '/')
-			;
-	}
-	free(p);
-	return ok;
-}
-
-/* The folder that holds the sandbox-facing workspace/ and data/.
- * Without root the sandbox runs as us: the session folder itself,
- * 0700. As root it runs as k->uid, which must get through every folder
- * above its bind sources (see traversable) but nobody else may: the
- * base is root-owned, group k->uid, 0710, and sits in the session
- * folder when the folders above it let others search them, else (a
- * home like /root is 0700) under /var/lib/terp/sessions, with a link
- * from the session folder. A session made by an older terp keeps the
- * base its link names. */
-static char *
-sandbox_base(struct kernel *k, char **err)
-{
-	const char *sd = k->o->session_dir;
-	const char *id = strrchr(sd, '/');
-	char *base = NULL, *link, *parent, target[4096];
-	ssize_t n;
-
-	if (k->uid == 0)
-		return xstrdup(sd);
-	id = id ? id + 1 : sd;
-	link = xasprintf("%s/sandbox", sd);
-	parent = xstrndup(sd, (size_t)(id - sd > 1 ? id - sd - 1 : 1));
-	n = readlink(link, target, sizeof target - 1);
-	if (n > 0) {
-		char *old = xasprintf("/var/lib/terp/sessions/%s", id);
-		target[n] = '\0';
-		if (strcmp(target, old) == 0)
-			base = old;
-		else
-			free(old);
-	}
-	if (base == NULL && traversable(parent)) {
-		base = xstrdup(sd);
-	} else if (base == NULL) {
-		/* 0711: the sandbox uid (a different one per session) must
-		 * get through, but nobody can list the sessions. */
-		if (mkdir_p("/var/lib/terp/sessions", 0711) < 0) {
-			*err = xasprintf("cannot create /var/lib/terp/sessions: %s", strerror(errno));
-			goto out;
-		}
-		chmod("/var/lib/terp", 0711);
-		chmod("/var/lib/terp/sessions", 0711);
-		base = xasprintf("/var/lib/terp/sessions/%s", id);
-		if (mkdir(base, 0700) < 0 && errno != EEXIST) {
-			*err = xasprintf("cannot create %s: %s", base, strerror(errno));
-			free(base);
-			base = NULL;
-			goto out;
-		}
-		if (symlink(base, link) < 0 && errno != EEXIST) {
-			/* only a convenience for people looking at the session */
-		}
-	}
-	/* root:uid 0710: the sandbox uid may pass, nobody else may even
-	 * look; a /workspace the sandbox makes 0777 stays out of reach. */
-	if (chown(base, 0, (gid_t)k->uid) < 0 || chmod(base, 0710) < 0) {
-		*err = xasprintf("cannot protect %s: %s", base, strerror(errno));
-		free(base);
-		base = NULL;
-	}
-out:
-	free(link);
-	free(parent);
-	return base;
-}
-
-/* A resumed session's folder still holds the files staged by the run
- * before; they may be stale (the user changed the file since), and
- * staging again under the same name needs the name free. The data
- * folder is terp's alone (the sandbox sees it read-only), so its
- * entries are removed, never followed. */
-static void
-clear_datadir(struct kernel *k)
-{
-	DIR *d = opendir(k->datadir);
-	struct dirent *e;
-
-	if (d == NULL)
-		return;
-	while ((e = readdir(d)) != NULL) {
-		if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
-			(void)unlinkat(dirfd(d), e->d_name, 0);
-	}
-	closedir(d);
-}
-
-/* nftw has no argument for its callback: the uid being handed over. */
-static uid_t chown_uid;
-
-static int
-chown_entry(const char *path, const struct stat *st, int flag, struct FTW *f)
-{
-	(void)st;
-	(void)flag;
-	(void)f;
-	(void)lchown(path, chown_uid, chown_uid);
-	return 0;
-}
-
-/* As root: a uid of our own for this session's sandboxes, held until
- * kernel_free (uidpool.h). */
-static int
-take_uid(struct kernel *k, char **err)
-{
-	struct uidpool pool;
-
-	if (k->uid != 0 || getuid() != 0 || k->o->no_sandbox)
-		return 0;
-	uidpool_default(&pool);
-	return uidpool_take(&pool, &k->uid, &k->uid_lock, err);
-}
-
-static int
-prepare_dirs(struct kernel *k, char **err)
-{
-	const char *sd = k->o->session_dir;
-	char *base;
-
-	if (take_uid(k, err) < 0)
-		return -1;
-	/* The session folder stays ours and private. */
-	if (mkdir_p(sd, 0700) < 0 || chmod(sd, 0700) < 0) {
-		*err = xasprintf("cannot create the session folder %s: %s", sd,
-		    strerror(errno));
-		return -1;
-	}
-	if ((base = sandbox_base(k, err)) == NULL)
-		return -1;
-	k->workspace = xasprintf("%s/workspace", base);
-	/* Without bwrap, Python sees the data files where the sandbox
-	 * would: in the workspace. */
-	k->datadir = k->o->no_sandbox ? xasprintf("%s/data", k->workspace) :
-	    xasprintf("%s/data", base);
-	free(base);
-	if (mkdir_p(k->workspace, 0700) < 0 || mkdir_p(k->datadir, 0700) < 0) {
-		*err = xasprintf("cannot create the session folder %s: %s", k->workspace,
-		    strerror(errno));
-		return -1;
-	}
-	/* As root, group k->uid may list the data folder; the files in it
-	 * are bind mount points or copies readable by that group only. */
-	if (k->uid != 0 && (chown(k->datadir, 0, (gid_t)k->uid) < 0 ||
-	    chmod(k->datadir, 0750) < 0)) {
-		*err = xasprintf("cannot protect %s: %s", k->datadir, strerror(errno));
-		return -1;
-	}
-	clear_datadir(k);
-	{
-		char *wsd = xasprintf("%s/data", k->workspace);
-		char *wso = xasprintf("%s/out", k->workspace);
-		mkdir(wsd, 0755);
-		mkdir(wso, 0755);
-		if (k->uid != 0) {
-			/* lchown: the workspace's content may be the sandbox's
-			 * doing from an earlier run; never follow its links. */
-			if (lchown(k->workspace, k->uid, k->uid) < 0 ||
-			    lchown(wsd, k->uid, k->uid) < 0 ||
-			    lchown(wso, k->uid, k->uid) < 0) {
-				*err = xasprintf("cannot hand the workspace to the sandbox user: %s",
-				    strerror(errno));
-				free(wsd);
-				free(wso);
-				return -1;
-			}
-			/* A resumed session's workspace holds files an earlier
-			 * run's sandbox made under another uid (one per run as
-			 * root): hand them over too, or a replayed cell cannot
-			 * write its chart again. No sandbox runs yet; links are
-			 * changed, never followed (FTW_PHYS). */
-			chown_uid = k->uid;
-			(void)nftw(k->workspace, chown_entry, 16, FTW_PHYS | FTW_MOUNT);
-		}
-		free(wsd);
-		free(wso);
-	}
-	return 0;
-}
-
 struct kernel *
 kernel_new(struct loop *l, const struct kernel_opts *o, const struct kernel_cbs *cb,
     void *arg)
@@ -405,8 +184,7 @@ kernel_new(struct loop *l, const struct kernel_opts *o, const struct kernel_cbs 
 	k->p.pid = -1;
 	k->p.cmd_fd = k->p.ev_fd = k->p.out_fd = k->p.err_fd = k->p.status_fd = -1;
 	k->exit_code = -1;
-	k->uid = 0;		/* as root, taken with the folders (take_uid) */
-	k->uid_lock = -1;
+	k->ws = workspace_new(o->session_dir, o->no_sandbox, o->disk, o->disk_files);
 	kframe_reader_init(&k->evr, KFRAME_MAX);
 	kernel_chan_init(&k->chan, l, chan_broken, k);
 	{
@@ -432,12 +210,6 @@ kernel_probe(const struct kernel_opts *o, char **err)
 	return sandbox_probe(err);
 }
 
-const char *
-kernel_workspace(const struct kernel *k)
-{
-	return k->workspace;
-}
-
 enum kernel_state
 kernel_state(const struct kernel *k)
 {
@@ -450,378 +222,33 @@ kernel_busy(const struct kernel *k)
 	return k->cur != 0 || k->queue != NULL;
 }
 
-/* ------------------------------------------------------------ staging */
-
-/* A file name that is safe on both sides: letters, digits, '.', '-',
- * '_'; no leading dot; at most 100 bytes. New string. */
-static char *
-safe_name(const char *in)
-{
-	size_t n = strlen(in), j = 0;
-	char *s = xmalloc(n + 8);
-
-	for (size_t i = 0; i < n && j < 100; i++) {
-		unsigned char c = (unsigned char)in[i];
-		if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-		    (c >= '0' && c <= '9') || c == '-' || c == '_' ||
-		    (c == '.' && j > 0))
-			s[j++] = (char)c;
-		else if (c == '/')
-			s[j++] = '_';
-		else if (c < 0x80 || (c & 0xC0) == 0xC0)
-			s[j++] = '_';
-	}
-	if (j == 0)
-		s[j++] = '_';
-	s[j] = '\0';
-	return s;
-}
-
-/* Copies in to out, both regular files, keeping holes: only the data
- * segments (SEEK_DATA/SEEK_HOLE) are copied, so a sparse file costs
- * what it holds. copy_file_range first: in-kernel, and reflinks where
- * the file system can. */
-static int
-copy_fd(int in, int out)
-{
-	char b[1 << 16];
-	struct stat st;
-	off_t pos = 0, end;
-
-	if (fstat(in, &st) < 0)
-		return -1;
-	while (pos < st.st_size) {
-		off_t data = lseek(in, pos, SEEK_DATA), hole;
-		if (data < 0) {
-			if (errno == ENXIO)
-				break;		/* only a hole is left */
-			data = pos;		/* no SEEK_DATA here: copy all */
-			hole = st.st_size;
-		} else if ((hole = lseek(in, data, SEEK_HOLE)) < 0) {
-			hole = st.st_size;
-		}
-		end = hole;
-		pos = data;
-		while (pos < end) {
-			off_t o_in = pos, o_out = pos;
-			ssize_t r = copy_file_range(in, &o_in, out, &o_out,
-			    (size_t)(end - pos < (1 << 30) ? end - pos : (1 << 30)), 0);
-			if (r > 0) {
-				pos += r;
-				continue;
-			}
-			if (r == 0)
-				break;
-			if (errno != EXDEV && errno != EINVAL && errno != ENOSYS &&
-			    errno != EOPNOTSUPP)
-				return -1;
-			/* By hand. */
-			r = pread(in, b, (size_t)(end - pos < (off_t)sizeof b ? end - pos : (off_t)sizeof b), pos);
-			if (r < 0 && errno == EINTR)
-				continue;
-			if (r <= 0)
-				return r < 0 ? -1 : 0;
-			if (pwrite(out, b, (size_t)r, pos) != r)
-				return -1;
-			pos += r;
-		}
-		pos = end;
-	}
-	return ftruncate(out, st.st_size);
-}
-
-/* Opens a data file: without blocking (a FIFO's open would wait for a
- * writer), through symlinks to the real file, which must be regular.
- * Returns the fd, or -1 with a one-line *err. */
-static int
-data_open(const char *path, struct stat *st, char **err)
-{
-	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-	const char *what;
-
-	if (fd < 0) {
-		*err = xasprintf("cannot read data file %s: %s", path, strerror(errno));
-		return -1;
-	}
-	if (fstat(fd, st) < 0) {
-		*err = xasprintf("cannot read data file %s: %s", path, strerror(errno));
-		close(fd);
-		return -1;
-	}
-	if (S_ISREG(st->st_mode))
-		return fd;
-	close(fd);
-	what = S_ISDIR(st->st_mode) ? "a folder" : S_ISFIFO(st->st_mode) ? "a FIFO" :
-	    S_ISSOCK(st->st_mode) ? "a socket" : S_ISCHR(st->st_mode) ? "a character device" :
-	    S_ISBLK(st->st_mode) ? "a block device" : "not a regular file";
-	*err = xasprintf("data file %s is %s; give a regular file", path, what);
-	return -1;
-}
-
 int
 kernel_check_data(const char *path, char **err)
 {
-	struct stat st;
-	int fd = data_open(path, &st, err);
-
-	if (fd < 0)
-		return -1;
-	close(fd);
-	return 0;
-}
-
-/* Whether the sandbox's uid can read the open file st: itself without
- * root; as root (the sandbox runs as k->uid) only what others may read. */
-static int
-sandbox_can_read(const struct kernel *k, const struct stat *st)
-{
-	if (k->uid == 0)
-		return 1;
-	if (st->st_uid == k->uid)
-		return (st->st_mode & S_IRUSR) != 0;
-	if (st->st_gid == (gid_t)k->uid)
-		return (st->st_mode & S_IRGRP) != 0;
-	return (st->st_mode & S_IROTH) != 0;
-}
-
-/* Whether bwrap, as the sandbox's uid, can bind the open file fd: it
- * resolves the file's path (see traversable), so the path must still
- * name it and every folder on it must let the sandbox uid through. */
-static int
-bindable(const struct kernel *k, int fd, const struct stat *st)
-{
-	char link[64], path[4096];
-	ssize_t n;
-
-	if (k->o->no_sandbox || st->st_nlink == 0 || !sandbox_can_read(k, st))
-		return 0;
-	if (k->uid == 0)
-		return 1;
-	snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
-	if ((n = readlink(link, path, sizeof path - 1)) <= 0 || path[0] != '/')
-		return 0;
-	path[n] = '\0';
-	{
-		char *slash = strrchr(path, '/');
-		if (slash == path)
-			return 1;
-		*slash = '\0';
-	}
-	return traversable(path);
-}
-
-/* A free name in the data folder for base: name, name-2.ext, ...,
- * created empty with O_EXCL (a bind's mount point, or a copy's target
- * when out is not NULL: then left open for writing in *out). */
-static char *
-data_claim(struct kernel *k, const char *base, int *out, char **err)
-{
-	char *name = safe_name(base), *cand = NULL;
-	const char *dot = strrchr(name, '.');
-	int stem = dot && dot != name ? (int)(dot - name) : (int)strlen(name);
-	mode_t mode = k->uid != 0 ? 0440 : 0400;
-	int failed = 0;
-
-	for (int i = 1; i < 1000 && !failed; i++) {
-		char *path;
-		int fd;
-
-		free(cand);
-		cand = i == 1 ? xstrdup(name) :
-		    xasprintf("%.*s-%d%s", stem, name, i, dot && dot != name ? dot : "");
-		path = xasprintf("%s/%s", k->datadir, cand);
-		fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
-		free(path);
-		if (fd < 0 && errno == EEXIST)
-			continue;
-		if (fd < 0) {
-			*err = xasprintf("cannot stage %s: %s", base, strerror(errno));
-			failed = 1;
-			break;
-		}
-		/* Readable by the sandbox uid's group only (as root). */
-		if (k->uid != 0 && fchown(fd, 0, (gid_t)k->uid) < 0) {
-			*err = xasprintf("cannot stage %s: %s", base, strerror(errno));
-			close(fd);
-			failed = 1;
-			break;
-		}
-		if (out)
-			*out = fd;
-		else
-			close(fd);
-		free(name);
-		return cand;
-	}
-	if (!failed)
-		*err = xasprintf("too many data files named %s", base);
-	free(name);
-	free(cand);
-	return NULL;
-}
-
-/* Puts host_path into the session's data folder. Before the sandbox
- * starts, a file the sandbox uid can read is bound read-only by its fd
- * (no copy, no disk, constant time whatever its size). A sandbox that
- * runs already cannot get a new mount: the file is hard-linked there
- * when it can be, else copied (holes kept), readable by the sandbox uid
- * only; so is a file the sandbox uid could not read itself. */
-static char *
-stage_file(struct kernel *k, const char *host_path, char **err)
-{
-	const char *base = strrchr(host_path, '/');
-	struct stat st;
-	char *name, *r;
-	int in, out = -1;
-
-	base = base ? base + 1 : host_path;
-	if ((in = data_open(host_path, &st, err)) < 0)
-		return NULL;
-	if (k->p.pid <= 0 && k->nbinds < SANDBOX_MAX_BINDS && bindable(k, in, &st)) {
-		if ((name = data_claim(k, base, NULL, err)) == NULL) {
-			close(in);
-			return NULL;
-		}
-		k->binds = xrealloc(k->binds, (size_t)(k->nbinds + 1) * sizeof *k->binds);
-		k->binds[k->nbinds].fd = in;
-		k->binds[k->nbinds].name = name;
-		k->nbinds++;
-		return k->o->no_sandbox ? xasprintf("%s/%s", k->datadir, name) :
-		    xasprintf("/workspace/data/%s", name);
-	}
-	if ((name = data_claim(k, base, &out, err)) == NULL) {
-		close(in);
-		return NULL;
-	}
-	{
-		char link[64], *dest = xasprintf("%s/%s", k->datadir, name);
-		int linked = 0;
-		snprintf(link, sizeof link, "/proc/self/fd/%d", in);
-		if (sandbox_can_read(k, &st)) {
-			/* The link replaces the empty file we claimed. */
-			char *tmp = xasprintf("%s/.%s.link", k->datadir, name);
-			if (linkat(AT_FDCWD, link, AT_FDCWD, tmp, AT_SYMLINK_FOLLOW) == 0) {
-				linked = rename(tmp, dest) == 0;
-				if (!linked)
-					unlink(tmp);
-			}
-			free(tmp);
-		}
-		if (!linked && copy_fd(in, out) < 0) {
-			*err = xasprintf("cannot copy %s into the session: %s", host_path,
-			    strerror(errno));
-			close(out);
-			close(in);
-			unlink(dest);
-			free(dest);
-			free(name);
-			return NULL;
-		}
-		close(out);
-		free(dest);
-	}
-	close(in);
-	r = k->o->no_sandbox ? xasprintf("%s/%s", k->datadir, name) :
-	    xasprintf("/workspace/data/%s", name);
-	free(name);
-	return r;
+	return workspace_check_data(path, err);
 }
 
 char *
 kernel_stage(struct kernel *k, const char *host_path, char **err)
 {
-	if (k->workspace == NULL && prepare_dirs(k, err) < 0)
-		return NULL;
-	return stage_file(k, host_path, err);
-}
-
-/* A bound file that is no longer linked (deleted since) has no path
- * bwrap could resolve: it becomes a copy before the next launch. */
-static int
-unbind_deleted(struct kernel *k, char **err)
-{
-	for (int i = 0; i < k->nbinds; i++) {
-		struct stat st;
-		char *dest;
-		int out;
-
-		if (fstat(k->binds[i].fd, &st) < 0 || st.st_nlink > 0)
-			continue;
-		dest = xasprintf("%s/%s", k->datadir, k->binds[i].name);
-		out = open(dest, O_WRONLY | O_TRUNC | O_NOFOLLOW | O_CLOEXEC);
-		if (out < 0 || copy_fd(k->binds[i].fd, out) < 0) {
-			*err = xasprintf("cannot copy the deleted data file %s: %s",
-			    k->binds[i].name, strerror(errno));
-			if (out >= 0)
-				close(out);
-			free(dest);
-			return -1;
-		}
-		close(out);
-		free(dest);
-		close(k->binds[i].fd);
-		free(k->binds[i].name);
-		k->binds[i--] = k->binds[--k->nbinds];
-	}
-	return 0;
+	return workspace_stage(k->ws, host_path, k->p.pid > 0, err);
 }
 
 /* ------------------------------------------------------------ disk */
 
-/* The workspace is a folder of the host's disk, so its size is bounded
- * by measuring (diskuse.h): on a timer while the sandbox lives and at
+/* The workspace is a folder of the host's disk: its size is bounded by
+ * measuring (workspace.h) on a timer while the sandbox lives and at
  * each cell's end. Over the limit, terp kills the sandbox: that stops
  * every writer, threads and background processes included. The
  * overshoot is what the sandbox writes between two checks: at most
  * write speed x the interval (DISK_EVERY_MS, longer when a check is
  * costly), and each file stays under --max-file-size. */
 
-static uint64_t
-files_limit(const struct kernel *k)
+/* The sandbox's first process: its deleted-but-open files count. */
+static pid_t
+disk_root(const struct kernel *k)
 {
-	return k->o->disk_files ? k->o->disk_files : kernel_disk_files(k->o->disk);
-}
-
-/* Measures the workspace and the deleted files the sandbox still holds
- * open; limits of 0 measure everything. Returns the cost in us. */
-static int64_t
-disk_measure(struct kernel *k, uint64_t max_bytes, uint64_t max_files,
-    struct diskuse *u)
-{
-	int64_t t0 = now_us();
-	pid_t root = k->init_pid > 0 ? k->init_pid : k->py_pid;
-	struct stat st;
-
-	memset(u, 0, sizeof *u);
-	if (k->workspace == NULL || diskuse_tree(k->workspace, max_bytes, max_files, u) < 0)
-		return now_us() - t0;
-	if (!u->stopped && root > 0 && stat(k->workspace, &st) == 0) {
-		pid_t *pids = xmalloc(1024 * sizeof *pids);
-		int n = sandbox_descendants(root, pids, 1024);
-		for (int i = 0; i < n; i++)
-			diskuse_deleted_open(pids[i], st.st_dev, u);
-		free(pids);
-	}
-	return now_us() - t0;
-}
-
-/* This launch's limits: --disk, or what the workspace holds already
- * when that is more (a session stopped for its disk use restarts and
- * may delete, but not grow). */
-static void
-disk_baseline(struct kernel *k)
-{
-	struct diskuse u;
-
-	k->disk_allow = k->o->disk;
-	k->files_allow = files_limit(k);
-	if (k->o->disk == 0)
-		return;
-	disk_measure(k, 0, 0, &u);
-	if (u.bytes > k->disk_allow)
-		k->disk_allow = u.bytes;
-	if (u.inodes > k->files_allow)
-		k->files_allow = u.inodes;
+	return k->init_pid > 0 ? k->init_pid : k->py_pid;
 }
 
 static void on_disk_timer(struct loop *l, void *arg);
@@ -845,31 +272,17 @@ disk_schedule(struct kernel *k, int64_t ms)
 static int
 disk_check(struct kernel *k)
 {
-	struct diskuse u;
-	char lim[32], got[32];
+	char *why;
 	int64_t cost;
 
 	if (k->o->disk == 0 || k->p.pid <= 0 || k->dying)
 		return 0;
-	cost = disk_measure(k, k->disk_allow, k->files_allow, &u);
-	if (!u.too_deep && u.bytes <= k->disk_allow && u.inodes <= k->files_allow) {
+	if ((why = workspace_disk_check(k->ws, disk_root(k), &cost)) == NULL) {
 		disk_schedule(k, cost * 20 / 1000);
 		return 0;
 	}
-	fmt_bytes(lim, sizeof lim, k->o->disk);
-	fmt_bytes(got, sizeof got, u.bytes);
 	free(k->kill_why);
-	if (u.too_deep)
-		k->kill_why = xstrdup("the sandbox was stopped: its workspace nests folders "
-		    "more than 256 deep");
-	else if (u.bytes > k->disk_allow)
-		k->kill_why = xasprintf("the sandbox was stopped: the workspace holds more "
-		    "than the session's disk limit of %s (%s%s); delete files to go on",
-		    lim, u.stopped ? "over " : "", got);
-	else
-		k->kill_why = xasprintf("the sandbox was stopped: the workspace holds more "
-		    "than %llu files, the session's limit; delete files to go on",
-		    (unsigned long long)files_limit(k));
+	k->kill_why = why;
 	/* The launcher kills the whole sandbox when its life pipe closes. */
 	loop_timer_cancel(k->loop, k->disk_timer);
 	k->disk_timer = 0;
@@ -941,21 +354,17 @@ launch(struct kernel *k, char **err)
 	int rc;
 
 	memset(&s, 0, sizeof s);
-	if (unbind_deleted(k, err) < 0)
+	s.nbinds = workspace_binds(k->ws, bind_fds, bind_names, SANDBOX_MAX_BINDS, err);
+	if (s.nbinds < 0)
 		return -1;
-	for (int i = 0; i < k->nbinds; i++) {
-		bind_fds[i] = k->binds[i].fd;
-		bind_names[i] = k->binds[i].name;
-	}
 	s.bind_fds = bind_fds;
 	s.bind_names = bind_names;
-	s.nbinds = k->nbinds;
 	s.python = k->o->python ? k->o->python : "/usr/bin/python3";
-	s.workspace = k->workspace;
-	s.datadir = k->datadir;
+	s.workspace = workspace_dir(k->ws);
+	s.datadir = workspace_datadir(k->ws);
 	s.driver = (const char *)driver_py;
 	s.driver_len = sizeof driver_py;
-	s.uid = k->uid;
+	s.uid = workspace_uid(k->ws);
 	s.memory = k->o->memory;
 	s.nproc = k->o->nproc;
 	s.fsize = k->o->fsize;
@@ -987,7 +396,7 @@ launch(struct kernel *k, char **err)
 	k->py_pid = -1;
 	free(k->kill_why);
 	k->kill_why = NULL;
-	disk_baseline(k);
+	workspace_disk_baseline(k->ws, disk_root(k));
 	rc = sandbox_launch(&s, &k->p, err);
 	if (rc < 0)
 		return -1;
@@ -1017,12 +426,12 @@ kernel_start(struct kernel *k, char **err)
 		*err = xstrdup("the Python session is running already");
 		return -1;
 	}
-	if (k->workspace == NULL && prepare_dirs(k, err) < 0)
+	if (workspace_prepare(k->ws, err) < 0)
 		return -1;
 	if (kernel_artifact_open(k->art, err) < 0)
 		return -1;
 	for (int i = 0; i < k->o->ndata; i++) {
-		char *p = stage_file(k, k->o->data_files[i], err);
+		char *p = workspace_stage(k->ws, k->o->data_files[i], k->p.pid > 0, err);
 		if (p == NULL)
 			return -1;
 		free(p);
@@ -1761,21 +1170,14 @@ kernel_free(struct kernel *k)
 		return;
 	stop_now(k);
 	cgroup_destroy(k->cg);
-	for (int i = 0; i < k->nbinds; i++) {
-		close(k->binds[i].fd);
-		free(k->binds[i].name);
-	}
-	free(k->binds);
 	free(k->kill_why);
-	uidpool_release(k->uid_lock);	/* the uid is free again */
+	workspace_free(k->ws);		/* the uid is free again */
 	kernel_artifact_free(k->art);
 	kframe_reader_free(&k->evr);
 	kernel_chan_free(&k->chan);
 	free(k->kill_why);
 	buf_free(&k->statusbuf);
 	buf_free(&k->bwrap_err);
-	free(k->workspace);
-	free(k->datadir);
 	free(k->stopped_why);
 	free(k);
 }
