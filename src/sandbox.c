@@ -39,7 +39,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "terp/filter.h"
+#include "terp/sandbox_filter.h"
 #include "terp/loop.h"
 #include "terp/util.h"
 
@@ -880,7 +880,7 @@ sandbox_launch(const struct sandbox_spec *s, struct sandbox_proc *p, char **err)
 			    s->workspace, strerror(errno));
 			goto out;
 		}
-		if (filter_build(&sa, &sb, err) < 0)
+		if (sandbox_filter_build(&sa, &sb, err) < 0)
 			goto out;
 		src[FD_STATUS] = bst[1];
 		src[FD_SECA] = sa;
