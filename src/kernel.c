@@ -20,7 +20,7 @@
 #include <cjson/cJSON.h>
 
 #include "terp/buf.h"
-#include "terp/cgroup.h"
+#include "terp/sandbox_cgroup.h"
 #include "terp/kernel_artifact.h"
 #include "terp/kernel_chan.h"
 #include "terp/kernel_frame.h"
@@ -68,7 +68,7 @@ struct kernel {
 	struct workspace	*ws;		/* the session's folders */
 	uint64_t		 disk_timer;
 	char			*kill_why;	/* why terp itself killed the sandbox */
-	struct cgroup		*cg;		/* NULL: rlimits only */
+	struct sandbox_cgroup	*cg;		/* NULL: rlimits only */
 	int			 cg_tried;
 	long			 oom_at_launch;
 
@@ -378,11 +378,11 @@ launch(struct kernel *k, char **err)
 		const char *id = strrchr(k->o->session_dir, '/');
 		k->cg_tried = 1;
 		snprintf(name, sizeof name, "terp-%.40s-%d", id ? id + 1 : "session", (int)getpid());
-		k->cg = cgroup_create(name, k->o->memory, k->o->nproc, &why);
+		k->cg = sandbox_cgroup_create(name, k->o->memory, k->o->nproc, &why);
 		free(why);	/* rlimits only: the common case on many machines */
 	}
-	s.cgroup_procs_fd = cgroup_procs_fd(k->cg);
-	k->oom_at_launch = cgroup_oom_kills(k->cg);
+	s.cgroup_procs_fd = sandbox_cgroup_procs_fd(k->cg);
+	k->oom_at_launch = sandbox_cgroup_oom_kills(k->cg);
 
 	kframe_reader_reset(&k->evr);
 	buf_reset(&k->statusbuf);
@@ -946,7 +946,7 @@ death_reason(struct kernel *k, int wstatus)
 	if (k->we_killed)
 		return xasprintf("the cell ignored the interrupt for %.1f s and was killed",
 		    (double)k->o->grace_ms / 1000.0);
-	if (k->cg && cgroup_oom_kills(k->cg) > k->oom_at_launch) {
+	if (k->cg && sandbox_cgroup_oom_kills(k->cg) > k->oom_at_launch) {
 		char *m = memory_reason(k);
 		char *r = xasprintf("the Python process was killed: %s", m);
 		free(m);
@@ -1090,7 +1090,7 @@ stop_now(struct kernel *k)
 	loop_timer_cancel(k->loop, k->disk_timer);
 	k->disk_timer = 0;
 	unwatch_all(k);
-	cgroup_kill(k->cg);
+	sandbox_cgroup_kill(k->cg);
 	sandbox_kill(&k->p);
 	kernel_artifact_abandon(k->art, NULL);
 	free(k->kill_why);
@@ -1169,7 +1169,7 @@ kernel_free(struct kernel *k)
 	if (k == NULL)
 		return;
 	stop_now(k);
-	cgroup_destroy(k->cg);
+	sandbox_cgroup_destroy(k->cg);
 	free(k->kill_why);
 	workspace_free(k->ws);		/* the uid is free again */
 	kernel_artifact_free(k->art);
