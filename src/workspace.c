@@ -15,9 +15,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "terp/diskuse.h"
+#include "terp/workspace_usage.h"
 #include "terp/sandbox.h"
-#include "terp/uidpool.h"
+#include "terp/sandbox_uid.h"
 #include "terp/util.h"
 
 struct workspace {
@@ -27,7 +27,7 @@ struct workspace {
 
 	char		*dir, *datadir;		/* NULL until prepared */
 	uid_t		 uid;			/* the sandbox's; 0: terp's own */
-	int		 uid_lock;		/* holds uid (uidpool), -1: none */
+	int		 uid_lock;		/* holds uid (sandbox_uid), -1: none */
 	struct workspace_bind {			/* data files bound read-only by fd */
 		int	 fd;
 		char	*name;
@@ -61,7 +61,7 @@ workspace_free(struct workspace *w)
 		free(w->binds[i].name);
 	}
 	free(w->binds);
-	uidpool_release(w->uid_lock);	/* the uid is free again */
+	sandbox_uid_release(w->uid_lock);	/* the uid is free again */
 	free(w->dir);
 	free(w->datadir);
 	free(w);
@@ -209,16 +209,16 @@ chown_entry(const char *path, const struct stat *st, int flag, struct FTW *f)
 }
 
 /* As root: a uid of our own for this session's sandboxes, held until
- * workspace_free (uidpool.h). */
+ * workspace_free (sandbox_uid.h). */
 static int
 take_uid(struct workspace *w, char **err)
 {
-	struct uidpool pool;
+	struct sandbox_uid_pool pool;
 
 	if (w->uid != 0 || getuid() != 0 || w->no_sandbox)
 		return 0;
-	uidpool_default(&pool);
-	return uidpool_take(&pool, &w->uid, &w->uid_lock, err);
+	sandbox_uid_default(&pool);
+	return sandbox_uid_take(&pool, &w->uid, &w->uid_lock, err);
 }
 
 int
@@ -616,7 +616,7 @@ workspace_binds(struct workspace *w, int *fds, const char **names, int max, char
 /* ------------------------------------------------------------ disk */
 
 /* The workspace is a folder of the host's disk, so its size is bounded
- * by measuring (diskuse.h); kernel.c measures on a timer while the
+ * by measuring (workspace_usage.h); kernel.c measures on a timer while the
  * sandbox lives and at each cell's end, and kills the sandbox when it
  * is over the limit. */
 
@@ -636,19 +636,19 @@ files_limit(const struct workspace *w)
  * open; limits of 0 measure everything. Returns the cost in us. */
 static int64_t
 disk_measure(struct workspace *w, pid_t root, uint64_t max_bytes, uint64_t max_files,
-    struct diskuse *u)
+    struct workspace_usage *u)
 {
 	int64_t t0 = now_us();
 	struct stat st;
 
 	memset(u, 0, sizeof *u);
-	if (w->dir == NULL || diskuse_tree(w->dir, max_bytes, max_files, u) < 0)
+	if (w->dir == NULL || workspace_usage_tree(w->dir, max_bytes, max_files, u) < 0)
 		return now_us() - t0;
 	if (!u->stopped && root > 0 && stat(w->dir, &st) == 0) {
 		pid_t *pids = xmalloc(1024 * sizeof *pids);
 		int n = sandbox_descendants(root, pids, 1024);
 		for (int i = 0; i < n; i++)
-			diskuse_deleted_open(pids[i], st.st_dev, u);
+			workspace_usage_deleted_open(pids[i], st.st_dev, u);
 		free(pids);
 	}
 	return now_us() - t0;
@@ -657,7 +657,7 @@ disk_measure(struct workspace *w, pid_t root, uint64_t max_bytes, uint64_t max_f
 void
 workspace_disk_baseline(struct workspace *w, pid_t root)
 {
-	struct diskuse u;
+	struct workspace_usage u;
 
 	w->disk_allow = w->disk;
 	w->files_allow = files_limit(w);
@@ -673,7 +673,7 @@ workspace_disk_baseline(struct workspace *w, pid_t root)
 char *
 workspace_disk_check(struct workspace *w, pid_t root, int64_t *cost_us)
 {
-	struct diskuse u;
+	struct workspace_usage u;
 	char lim[32], got[32];
 
 	*cost_us = disk_measure(w, root, w->disk_allow, w->files_allow, &u);
