@@ -25,6 +25,7 @@
 #include "terp/kernel_chan.h"
 #include "terp/kernel_frame.h"
 #include "terp/sandbox.h"
+#include "terp/sandbox_tree.h"
 #include "terp/sanitize.h"
 #include "terp/util.h"
 #include "terp/workspace.h"
@@ -309,7 +310,7 @@ cell_cleanup(struct kernel *k)
 	if (k->p.pid <= 0 || k->dying)
 		return;
 	if (k->py_pid > 0)
-		sandbox_kill_strays(k->init_pid > 0 ? k->init_pid : k->py_pid, k->py_pid,
+		sandbox_tree_kill_strays(k->init_pid > 0 ? k->init_pid : k->py_pid, k->py_pid,
 		    STRAY_WAIT_MS);
 	/* From the loop, not from here: a kill now could end in
 	 * finish_death, which finishes this very cell a second time. */
@@ -694,7 +695,7 @@ handle_frame(struct kernel *k, const char *line, size_t len)
 		if (k->state != KERNEL_STARTING)
 			break;
 		if (!k->o->no_sandbox && k->init_pid > 0)
-			k->py_pid = sandbox_python_pid(k->init_pid);
+			k->py_pid = sandbox_tree_python(k->init_pid);
 		set_state(k, k->loaded ? KERNEL_READY : KERNEL_LOADING,
 		    k->loaded ? NULL : "loading pandas, numpy, matplotlib");
 		kernel_next(k);
@@ -798,7 +799,7 @@ signal_python(struct kernel *k, int sig)
 	if (k->init_pid == 0 && k->p.status_fd >= 0)
 		kernel_on_status(k->loop, k->p.status_fd, POLLIN, k);
 	if (k->py_pid <= 0 && k->init_pid > 0)
-		k->py_pid = sandbox_python_pid(k->init_pid);
+		k->py_pid = sandbox_tree_python(k->init_pid);
 	if (k->py_pid > 0) {
 		/* A pidfd pins the process: no signal to a recycled pid. */
 		int pfd = (int)syscall(SYS_pidfd_open, k->py_pid, 0);

@@ -17,6 +17,7 @@
 
 #include "terp/workspace_usage.h"
 #include "terp/sandbox.h"
+#include "terp/sandbox_tree.h"
 #include "terp/sandbox_uid.h"
 #include "terp/util.h"
 
@@ -646,7 +647,7 @@ disk_measure(struct workspace *w, pid_t root, uint64_t max_bytes, uint64_t max_f
 		return now_us() - t0;
 	if (!u->stopped && root > 0 && stat(w->dir, &st) == 0) {
 		pid_t *pids = xmalloc(1024 * sizeof *pids);
-		int n = sandbox_descendants(root, pids, 1024);
+		int n = sandbox_tree_list(root, pids, 1024);
 		for (int i = 0; i < n; i++)
 			workspace_usage_deleted_open(pids[i], st.st_dev, u);
 		free(pids);
