@@ -35,8 +35,8 @@
 #define STDERR_KEEP	4096		/* bwrap's own messages, for setup errors */
 #define CODE_MAX	(64u << 20)	/* a cell's code */
 #define RESULT_TEXT_MAX	(256u << 10)	/* each text of a result (the driver cuts at 64K) */
-#define DEATH_POLL_MS	5
-#define DEATH_WAIT_MS	2000
+#define DEATH_WAIT_MS	2000	/* after the channel closed, before the kill */
+#define DEATH_POLL_MS	5	/* without pidfds only: how often to look */
 #define DISK_EVERY_MS	100	/* disk check interval, at least... */
 #define DISK_EVERY_MAX	1000	/* ...and at most; 20 times a check's cost between */
 #define STRAY_WAIT_MS	2000	/* for processes killed at a cell's end to go */
@@ -184,6 +184,7 @@ kernel_new(struct loop *l, const struct kernel_opts *o, const struct kernel_cbs 
 	k->arg = arg;
 	k->p.pid = -1;
 	k->p.cmd_fd = k->p.ev_fd = k->p.out_fd = k->p.err_fd = k->p.status_fd = -1;
+	k->p.life_fd = k->p.pid_fd = -1;
 	k->exit_code = -1;
 	k->ws = workspace_new(o->session_dir, o->no_sandbox, o->disk, o->disk_files);
 	kframe_reader_init(&k->evr, KFRAME_MAX);
@@ -344,6 +345,8 @@ unwatch_all(struct kernel *k)
 		loop_unwatch(k->loop, k->p.err_fd);
 	if (k->p.status_fd >= 0)
 		loop_unwatch(k->loop, k->p.status_fd);
+	if (k->p.pid_fd >= 0)
+		loop_unwatch(k->loop, k->p.pid_fd);
 }
 
 static int
@@ -1037,31 +1040,62 @@ finish_death(struct kernel *k, int wstatus)
 	free(msg);
 }
 
+/* Reaps the sandbox's first process when it has exited and finishes
+ * the death. Returns 1 when it did. */
+static int
+reap_death(struct kernel *k)
+{
+	int status = -1;
+	pid_t r = 0;
+
+	if (k->p.status_fd >= 0)
+		kernel_on_status(k->loop, k->p.status_fd, POLLIN, k);
+	if (k->p.pid > 0) {
+		r = waitpid(k->p.pid, &status, WNOHANG);
+		if (r == 0 || (r < 0 && errno == EINTR))
+			return 0;	/* still running */
+	}
+	/* Reaped, or not ours to wait for any more (status -1: unknown). */
+	if (r != k->p.pid)
+		status = -1;
+	k->p.pid = -1;
+	if (k->p.status_fd >= 0)
+		kernel_on_status(k->loop, k->p.status_fd, POLLIN, k);
+	finish_death(k, status);
+	return 1;
+}
+
+/* The pidfd: the process exited. */
 static void
-on_death_poll(struct loop *l, void *arg)
+on_death_exit(struct loop *l, int fd, int revents, void *arg)
+{
+	reap_death(arg);
+}
+
+/* DEATH_WAIT_MS after the channel closed, the sandbox still runs: it is
+ * killed, and its exit comes through the pidfd. Without pidfds this
+ * timer also looks every DEATH_POLL_MS. */
+static void
+on_death_timer(struct loop *l, void *arg)
 {
 	struct kernel *k = arg;
-	int status;
-	pid_t r;
+	int64_t waited = now_ms() - k->death_since;
 
 	k->death_timer = 0;
-	if (k->p.status_fd >= 0)
-		kernel_on_status(l, k->p.status_fd, POLLIN, k);
-	r = waitpid(k->p.pid, &status, WNOHANG);
-	if (r == k->p.pid) {
-		k->p.pid = -1;
-		if (k->p.status_fd >= 0)
-			kernel_on_status(l, k->p.status_fd, POLLIN, k);
-		finish_death(k, status);
+	if (reap_death(k))
 		return;
-	}
-	if (now_ms() - k->death_since > DEATH_WAIT_MS && k->p.pid > 0)
+	if (waited >= DEATH_WAIT_MS)
 		kill(k->p.pid, SIGKILL);
-	k->death_timer = loop_timer_add(l, DEATH_POLL_MS, on_death_poll, k);
+	if (k->p.pid_fd < 0)
+		k->death_timer = loop_timer_add(l, DEATH_POLL_MS, on_death_timer, k);
+	else if (waited < DEATH_WAIT_MS)
+		k->death_timer = loop_timer_add(l, DEATH_WAIT_MS - waited, on_death_timer, k);
 }
 
 /* The channel closed, broke, or we killed the sandbox: wait for the
- * process to go (it will: the driver is gone), then report and restart. */
+ * process to go (it will: the driver is gone), then report and restart.
+ * Not killed yet: bwrap reports the exit code (os._exit(3) is "exited
+ * with code 3", not "killed"); on_death_timer kills it when it lingers. */
 static void
 kernel_begin_death(struct kernel *k)
 {
@@ -1072,10 +1106,14 @@ kernel_begin_death(struct kernel *k)
 	if (k->p.ev_fd >= 0)
 		loop_unwatch(k->loop, k->p.ev_fd);
 	kernel_chan_detach(&k->chan);	/* nothing more goes out */
-	/* Not killed yet: let bwrap report the exit code (os._exit(3) is
-	 * "exited with code 3", not "killed"); on_death_poll kills it when
-	 * it lingers. */
-	on_death_poll(k->loop, k);
+	if (reap_death(k))
+		return;
+	if (k->p.pid_fd >= 0) {
+		loop_watch(k->loop, k->p.pid_fd, POLLIN, on_death_exit, k);
+		k->death_timer = loop_timer_add(k->loop, DEATH_WAIT_MS, on_death_timer, k);
+	} else {
+		k->death_timer = loop_timer_add(k->loop, DEATH_POLL_MS, on_death_timer, k);
+	}
 }
 
 /* ------------------------------------------------------------ control */

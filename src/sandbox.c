@@ -297,6 +297,7 @@ sandbox_launch(const struct sandbox_spec *s, struct sandbox_proc *p, char **err)
 	memset(p, 0, sizeof *p);
 	p->pid = -1;
 	p->cmd_fd = p->ev_fd = p->out_fd = p->err_fd = p->status_fd = p->life_fd = -1;
+	p->pid_fd = -1;
 	for (int i = 0; i < SANDBOX_FD_MAX; i++)
 		src[i] = -1;
 
@@ -403,6 +404,8 @@ sandbox_launch(const struct sandbox_spec *s, struct sandbox_proc *p, char **err)
 		goto out;
 	}
 	p->pid = pid;
+	/* Our child, not reaped yet: the pid cannot name another process. */
+	p->pid_fd = (int)syscall(SYS_pidfd_open, pid, 0);
 	p->cmd_fd = cmd[1]; cmd[1] = -1;
 	p->ev_fd = ev[0]; ev[0] = -1;
 	p->out_fd = out[0]; out[0] = -1;
@@ -442,37 +445,33 @@ sandbox_close_fds(struct sandbox_proc *p)
 	close_fd(&p->err_fd);
 	close_fd(&p->status_fd);
 	close_fd(&p->life_fd);
+	close_fd(&p->pid_fd);
 }
 
-/* Waits up to ms for our child pid to exit. Returns its wait status, or
- * -1 when it is still running. The pidfd makes this a wait, not a poll. */
+/* Waits up to ms for our child p->pid to exit. Returns its wait
+ * status, or -1 when it is still running. The pidfd makes this a wait,
+ * not a poll. */
 static int
-wait_child(pid_t pid, int ms)
+wait_child(const struct sandbox_proc *p, int ms)
 {
-	int status, pfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	int status;
 	int64_t end = now_ms() + ms;
 
 	for (;;) {
-		pid_t r = waitpid(pid, &status, WNOHANG);
+		pid_t r = waitpid(p->pid, &status, WNOHANG);
 		int left = (int)(end - now_ms());
-		if (r == pid || (r < 0 && errno != EINTR)) {
-			if (pfd >= 0)
-				close(pfd);
-			return r == pid ? status : 0;
-		}
+		if (r == p->pid || (r < 0 && errno != EINTR))
+			return r == p->pid ? status : 0;
 		if (left <= 0)
-			break;
-		if (pfd >= 0) {
-			struct pollfd pf = { .fd = pfd, .events = POLLIN };
+			return -1;
+		if (p->pid_fd >= 0) {
+			struct pollfd pf = { .fd = p->pid_fd, .events = POLLIN };
 			poll(&pf, 1, left);
 		} else {
 			struct timespec ts = { 0, 2 * 1000 * 1000 };
 			nanosleep(&ts, NULL);
 		}
 	}
-	if (pfd >= 0)
-		close(pfd);
-	return -1;
 }
 
 int
@@ -485,7 +484,7 @@ sandbox_kill(struct sandbox_proc *p)
 			/* The launcher kills bwrap and everything under it,
 			 * then exits; a launcher that does not is killed. */
 			close_fd(&p->life_fd);
-			status = wait_child(p->pid, 2000);
+			status = wait_child(p, 2000);
 		}
 		if (status == -1) {
 			kill(p->pid, SIGKILL);

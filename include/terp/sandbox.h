@@ -49,6 +49,8 @@ struct sandbox_proc {
 	int	out_fd, err_fd;	/* the cell's stdout / stderr */
 	int	status_fd;	/* bwrap's --json-status-fd, or -1 */
 	int	life_fd;	/* closing it makes the launcher kill everything */
+	int	pid_fd;		/* a pidfd of pid, readable once it exited;
+				 * -1 where the kernel has no pidfd_open */
 };
 
 /* Forks the launcher, which forks and execs bwrap and stays its parent
