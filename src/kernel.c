@@ -1245,9 +1245,8 @@ kernel_free(struct kernel *k)
 {
 	if (k == NULL)
 		return;
-	stop_now(k);
+	stop_now(k);			/* no sandbox process is left */
 	sandbox_cgroup_destroy(k->cg);
-	free(k->kill_why);
 	workspace_free(k->ws);		/* the uid is free again */
 	kernel_artifact_free(k->art);
 	kframe_reader_free(&k->evr);
