@@ -367,47 +367,48 @@ unwatch_all(struct kernel *k)
 		loop_unwatch(k->loop, k->p.pid_fd);
 }
 
-static int
-launch(struct kernel *k, char **err)
+/* The sandbox's settings from the options; binds and cgroup apart. */
+static void
+spec_fill(const struct kernel *k, struct sandbox_spec *s)
 {
-	struct sandbox_spec s;
-	int bind_fds[SANDBOX_MAX_BINDS];
-	const char *bind_names[SANDBOX_MAX_BINDS];
-	int rc;
+	memset(s, 0, sizeof *s);
+	s->python = k->o->python ? k->o->python : "/usr/bin/python3";
+	s->workspace = workspace_dir(k->ws);
+	s->datadir = workspace_datadir(k->ws);
+	s->driver = (const char *)driver_py;
+	s->driver_len = sizeof driver_py;
+	s->uid = workspace_uid(k->ws);
+	s->memory = k->o->memory;
+	s->nproc = k->o->nproc;
+	s->fsize = k->o->fsize;
+	s->nofile = k->o->nofile;
+	s->artifact_max = k->o->artifact_max;
+	s->no_sandbox = k->o->no_sandbox;
+	s->network = k->o->network;
+	s->preload = getenv("TERP_NO_PRELOAD") == NULL;
+	s->cgroup_procs_fd = -1;
+}
 
-	/* One sandbox at a time: the last one is reaped. */
-	assert(k->p.pid <= 0 && !k->dying);
-	memset(&s, 0, sizeof s);
-	s.nbinds = workspace_binds(k->ws, bind_fds, bind_names, SANDBOX_MAX_BINDS, err);
-	if (s.nbinds < 0)
-		return -1;
-	s.bind_fds = bind_fds;
-	s.bind_names = bind_names;
-	s.python = k->o->python ? k->o->python : "/usr/bin/python3";
-	s.workspace = workspace_dir(k->ws);
-	s.datadir = workspace_datadir(k->ws);
-	s.driver = (const char *)driver_py;
-	s.driver_len = sizeof driver_py;
-	s.uid = workspace_uid(k->ws);
-	s.memory = k->o->memory;
-	s.nproc = k->o->nproc;
-	s.fsize = k->o->fsize;
-	s.nofile = k->o->nofile;
-	s.artifact_max = k->o->artifact_max;
-	s.no_sandbox = k->o->no_sandbox;
-	s.network = k->o->network;
-	s.preload = getenv("TERP_NO_PRELOAD") == NULL;
-	if (!k->cg_tried && !k->o->no_sandbox) {
-		char *why = NULL, name[64];
-		const char *id = strrchr(k->o->session_dir, '/');
-		k->cg_tried = 1;
-		snprintf(name, sizeof name, "terp-%.40s-%d", id ? id + 1 : "session", (int)getpid());
-		k->cg = sandbox_cgroup_create(name, k->o->memory, k->o->nproc, &why);
-		free(why);	/* rlimits only: the common case on many machines */
-	}
-	s.cgroup_procs_fd = sandbox_cgroup_procs_fd(k->cg);
-	k->oom_at_launch = sandbox_cgroup_oom_kills(k->cg);
+/* The session's cgroup, tried once: without one, rlimits only, the
+ * common case on many machines. */
+static void
+cgroup_once(struct kernel *k)
+{
+	char *why = NULL, name[64];
+	const char *id = strrchr(k->o->session_dir, '/');
 
+	if (k->cg_tried || k->o->no_sandbox)
+		return;
+	k->cg_tried = 1;
+	snprintf(name, sizeof name, "terp-%.40s-%d", id ? id + 1 : "session", (int)getpid());
+	k->cg = sandbox_cgroup_create(name, k->o->memory, k->o->nproc, &why);
+	free(why);
+}
+
+/* Nothing of the last sandbox's is left in what a launch starts with. */
+static void
+launch_reset(struct kernel *k)
+{
 	kframe_reader_reset(&k->evr);
 	buf_reset(&k->statusbuf);
 	buf_reset(&k->bwrap_err);
@@ -420,9 +421,29 @@ launch(struct kernel *k, char **err)
 	k->py_pid = -1;
 	free(k->kill_why);
 	k->kill_why = NULL;
+}
+
+static int
+launch(struct kernel *k, char **err)
+{
+	struct sandbox_spec s;
+	int bind_fds[SANDBOX_MAX_BINDS];
+	const char *bind_names[SANDBOX_MAX_BINDS];
+
+	/* One sandbox at a time: the last one is reaped. */
+	assert(k->p.pid <= 0 && !k->dying);
+	spec_fill(k, &s);
+	s.nbinds = workspace_binds(k->ws, bind_fds, bind_names, SANDBOX_MAX_BINDS, err);
+	if (s.nbinds < 0)
+		return -1;
+	s.bind_fds = bind_fds;
+	s.bind_names = bind_names;
+	cgroup_once(k);
+	s.cgroup_procs_fd = sandbox_cgroup_procs_fd(k->cg);
+	k->oom_at_launch = sandbox_cgroup_oom_kills(k->cg);
+	launch_reset(k);
 	workspace_disk_baseline(k->ws, disk_root(k));
-	rc = sandbox_launch(&s, &k->p, err);
-	if (rc < 0)
+	if (sandbox_launch(&s, &k->p, err) < 0)
 		return -1;
 	if (k->o->no_sandbox)
 		k->py_pid = k->p.pid;

@@ -274,33 +274,172 @@ close_fd(int *fd)
 	*fd = -1;
 }
 
-int
-sandbox_launch(const struct sandbox_spec *s, struct sandbox_proc *p, char **err)
+/* Everything a launch opens on terp's side, closed in one place. Pipes
+ * are [read, write]; src maps the fd numbers the sandbox sees to ours. */
+struct launch {
+	int		 cmd[2], ev[2], out[2], errp[2];
+	int		 st[2];		/* launcher -> terp: status lines */
+	int		 bst[2];	/* bwrap -> launcher: status lines */
+	int		 life[2];	/* terp holds [1]; its close ends all */
+	int		 ep[2];		/* set-up errors, one line */
+	int		 devnull, drv, pw, gr, ho, ws, dd, sa, sb;
+	int		 src[SANDBOX_FD_MAX];
+	int		 nsrc;
+	struct argv	 argv, argv_net, envp;
+};
+
+static void
+launch_init(struct launch *L)
+{
+	int *pipes[] = { L->cmd, L->ev, L->out, L->errp, L->st, L->bst, L->life, L->ep };
+
+	memset(L, 0, sizeof *L);
+	for (size_t i = 0; i < sizeof pipes / sizeof pipes[0]; i++)
+		pipes[i][0] = pipes[i][1] = -1;
+	L->devnull = L->drv = L->pw = L->gr = L->ho = L->ws = L->dd = L->sa = L->sb = -1;
+	for (int i = 0; i < SANDBOX_FD_MAX; i++)
+		L->src[i] = -1;
+	L->nsrc = SANDBOX_FD_ALIVE + 1;
+}
+
+static void
+launch_close(struct launch *L)
+{
+	int *pipes[] = { L->cmd, L->ev, L->out, L->errp, L->st, L->bst, L->life, L->ep };
+	int *fds[] = { &L->devnull, &L->drv, &L->pw, &L->gr, &L->ho, &L->ws, &L->dd,
+	    &L->sa, &L->sb };
+
+	for (size_t i = 0; i < sizeof pipes / sizeof pipes[0]; i++) {
+		close_fd(&pipes[i][0]);
+		close_fd(&pipes[i][1]);
+	}
+	for (size_t i = 0; i < sizeof fds / sizeof fds[0]; i++)
+		close_fd(fds[i]);
+	av_free(&L->argv);
+	av_free(&L->argv_net);
+	av_free(&L->envp);
+}
+
+/* Opens what the sandbox gets and maps it into L->src. */
+static int
+launch_open(struct launch *L, const struct sandbox_spec *s, char **err)
 {
 	static const char passwd[] = "sandbox:x:1000:1000:terp sandbox:/workspace:/usr/sbin/nologin\n";
 	static const char group[] = "sandbox:x:1000:\n";
 	static const char hosts[] = "127.0.0.1 localhost\n::1 localhost\n";
-	int cmd[2] = { -1, -1 }, ev[2] = { -1, -1 }, out[2] = { -1, -1 };
-	int errp[2] = { -1, -1 }, st[2] = { -1, -1 }, ep[2] = { -1, -1 };
-	int bst[2] = { -1, -1 }, life[2] = { -1, -1 };
-	int src[SANDBOX_FD_MAX];
-	int nsrc = SANDBOX_FD_ALIVE + 1;
-	int devnull = -1, drv = -1, pw = -1, gr = -1, ho = -1, ws = -1, dd = -1;
-	int sa = -1, sb = -1;
-	struct argv argv = { 0 }, argv_net = { 0 }, envp = { 0 };
+
+	if (pipe_pair(L->cmd) < 0 || pipe_pair(L->ev) < 0 || pipe_pair(L->out) < 0 ||
+	    pipe_pair(L->errp) < 0 || pipe_pair(L->ep) < 0 ||
+	    (L->devnull = open("/dev/null", O_RDWR | O_CLOEXEC)) < 0 ||
+	    (L->drv = memfd_with("terp-driver", s->driver, s->driver_len)) < 0) {
+		*err = xasprintf("cannot set up the sandbox's pipes: %s", strerror(errno));
+		return -1;
+	}
+	L->src[0] = L->devnull;
+	L->src[1] = L->out[1];
+	L->src[2] = L->errp[1];
+	L->src[SANDBOX_FD_CMD] = L->cmd[0];
+	L->src[SANDBOX_FD_EV] = L->ev[1];
+	L->src[SANDBOX_FD_DRIVER] = L->drv;
+	L->src[SANDBOX_FD_ERRPIPE] = L->ep[1];
+	if (s->no_sandbox)
+		return 0;
+	if (pipe_pair(L->st) < 0 || pipe_pair(L->bst) < 0 || pipe_pair(L->life) < 0 ||
+	    (L->pw = memfd_with("passwd", passwd, sizeof passwd - 1)) < 0 ||
+	    (L->gr = memfd_with("group", group, sizeof group - 1)) < 0 ||
+	    (L->ho = memfd_with("hosts", hosts, sizeof hosts - 1)) < 0) {
+		*err = xasprintf("cannot set up the sandbox: %s", strerror(errno));
+		return -1;
+	}
+	/* O_PATH fds opened here, by us: no symlink race on host paths.
+	 * (bwrap still resolves their paths as the sandbox uid: the folders
+	 * must let it through, see workspace.c.) */
+	L->ws = open(s->workspace, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	L->dd = open(s->datadir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (L->ws < 0 || L->dd < 0) {
+		*err = xasprintf("cannot open the session workspace %s: %s",
+		    s->workspace, strerror(errno));
+		return -1;
+	}
+	if (sandbox_filter_build(&L->sa, &L->sb, err) < 0)
+		return -1;
+	L->src[SANDBOX_FD_STATUS] = L->bst[1];
+	L->src[SANDBOX_FD_SECA] = L->sa;
+	L->src[SANDBOX_FD_SECB] = L->sb;
+	L->src[SANDBOX_FD_WS] = L->ws;
+	L->src[SANDBOX_FD_DATA] = L->dd;
+	L->src[SANDBOX_FD_PASSWD] = L->pw;
+	L->src[SANDBOX_FD_GROUP] = L->gr;
+	L->src[SANDBOX_FD_HOSTS] = L->ho;
+	for (int i = 0; i < s->nbinds; i++)
+		L->src[SANDBOX_FD_BIND0 + i] = s->bind_fds[i];
+	L->nsrc = SANDBOX_FD_BIND0 + s->nbinds;
+	return 0;
+}
+
+/* The command and the environment of the exec step. */
+static void
+launch_argv(struct launch *L, const struct sandbox_spec *s)
+{
+	if (s->no_sandbox) {
+		direct_argv(s, &L->argv);
+		sandbox_env(s, &L->envp);
+		return;
+	}
+	bwrap_argv(s, 0, &L->argv);
+	if (!s->network && s->uid != 0 && geteuid() == 0)
+		bwrap_argv(s, 1, &L->argv_net);
+	/* bwrap itself gets only PATH: its environment is readable inside
+	 * as /proc/1/environ. Python's is in bwrap's --setenv list. */
+	av_add(&L->envp, "PATH=/usr/bin:/bin");
+}
+
+/* In the forked child: the exec step (no sandbox) or the launcher. */
+static void __attribute__((noreturn))
+launch_child(struct launch *L, const struct sandbox_spec *s, pid_t terp)
+{
+	struct sandbox_launcher_args a = {
+		.spec = s, .src = L->src, .nsrc = L->nsrc, .argv = L->argv.v,
+		.argv_net = L->argv_net.v, .envp = L->envp.v,
+		/* bwrap writes bst[1] (its fd 5), the launcher reads bst[0]
+		 * and passes the lines on through st[1]. */
+		.life = L->life[0], .st_out = L->st[1], .st_in = L->bst[0],
+		.errfd = L->ep[1], .terp = terp,
+	};
+
+	if (s->no_sandbox) {
+		a.nsrc = SANDBOX_FD_ERRPIPE + 1;
+		a.argv_net = NULL;
+		sandbox_launcher_exec(&a);
+	}
+	close(L->life[1]);
+	close(L->st[0]);
+	sandbox_launcher_run(&a);
+}
+
+/* Takes *fd into *to (non-blocking, as struct sandbox_proc says). */
+static void
+hand_over(int *fd, int *to)
+{
+	*to = *fd;
+	*fd = -1;
+	if (*to >= 0)
+		fd_set_nonblock(*to);
+}
+
+int
+sandbox_launch(const struct sandbox_spec *s, struct sandbox_proc *p, char **err)
+{
+	struct launch L;
 	char msg[512];
-	pid_t terp = getpid();
+	pid_t terp = getpid(), pid;
 	ssize_t n;
-	pid_t pid;
 	int rc = -1;
 
 	memset(p, 0, sizeof *p);
 	p->pid = -1;
 	p->cmd_fd = p->ev_fd = p->out_fd = p->err_fd = p->status_fd = p->life_fd = -1;
 	p->pid_fd = -1;
-	for (int i = 0; i < SANDBOX_FD_MAX; i++)
-		src[i] = -1;
-
 	if (!s->no_sandbox && access(bwrap_path(), X_OK) < 0)
 		return sandbox_probe(err);
 	if (s->nbinds < 0 || s->nbinds > SANDBOX_MAX_BINDS) {
@@ -308,97 +447,23 @@ sandbox_launch(const struct sandbox_spec *s, struct sandbox_proc *p, char **err)
 		    SANDBOX_MAX_BINDS);
 		return -1;
 	}
-	if (pipe_pair(cmd) < 0 || pipe_pair(ev) < 0 || pipe_pair(out) < 0 ||
-	    pipe_pair(errp) < 0 || pipe_pair(ep) < 0 ||
-	    (devnull = open("/dev/null", O_RDWR | O_CLOEXEC)) < 0 ||
-	    (drv = memfd_with("terp-driver", s->driver, s->driver_len)) < 0) {
-		*err = xasprintf("cannot set up the sandbox's pipes: %s", strerror(errno));
+	launch_init(&L);
+	if (launch_open(&L, s, err) < 0)
 		goto out;
-	}
-	src[0] = devnull;
-	src[1] = out[1];
-	src[2] = errp[1];
-	src[SANDBOX_FD_CMD] = cmd[0];
-	src[SANDBOX_FD_EV] = ev[1];
-	src[SANDBOX_FD_DRIVER] = drv;
-	src[SANDBOX_FD_ERRPIPE] = ep[1];
-	if (!s->no_sandbox) {
-		if (pipe_pair(st) < 0 || pipe_pair(bst) < 0 || pipe_pair(life) < 0 ||
-		    (pw = memfd_with("passwd", passwd, sizeof passwd - 1)) < 0 ||
-		    (gr = memfd_with("group", group, sizeof group - 1)) < 0 ||
-		    (ho = memfd_with("hosts", hosts, sizeof hosts - 1)) < 0) {
-			*err = xasprintf("cannot set up the sandbox: %s", strerror(errno));
-			goto out;
-		}
-		/* O_PATH fds opened here, by us: no symlink race on host
-		 * paths. (bwrap still resolves their paths as the sandbox
-		 * uid: the folders must let it through, see workspace.c.) */
-		ws = open(s->workspace, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		dd = open(s->datadir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		if (ws < 0 || dd < 0) {
-			*err = xasprintf("cannot open the session workspace %s: %s",
-			    s->workspace, strerror(errno));
-			goto out;
-		}
-		if (sandbox_filter_build(&sa, &sb, err) < 0)
-			goto out;
-		src[SANDBOX_FD_STATUS] = bst[1];
-		src[SANDBOX_FD_SECA] = sa;
-		src[SANDBOX_FD_SECB] = sb;
-		src[SANDBOX_FD_WS] = ws;
-		src[SANDBOX_FD_DATA] = dd;
-		src[SANDBOX_FD_PASSWD] = pw;
-		src[SANDBOX_FD_GROUP] = gr;
-		src[SANDBOX_FD_HOSTS] = ho;
-		for (int i = 0; i < s->nbinds; i++)
-			src[SANDBOX_FD_BIND0 + i] = s->bind_fds[i];
-		nsrc = SANDBOX_FD_BIND0 + s->nbinds;
-		bwrap_argv(s, 0, &argv);
-		if (!s->network && s->uid != 0 && geteuid() == 0)
-			bwrap_argv(s, 1, &argv_net);
-	} else {
-		direct_argv(s, &argv);
-	}
-	sandbox_env(s, &envp);
-	if (!s->no_sandbox) {
-		/* bwrap itself gets only PATH: its environment is readable
-		 * inside as /proc/1/environ. */
-		av_free(&envp);
-		memset(&envp, 0, sizeof envp);
-		av_add(&envp, "PATH=/usr/bin:/bin");
-	}
-
-	pid = fork();
-	if (pid < 0) {
+	launch_argv(&L, s);
+	if ((pid = fork()) < 0) {
 		*err = xasprintf("fork: %s", strerror(errno));
 		goto out;
 	}
-	if (pid == 0) {
-		struct sandbox_launcher_args a = {
-			.spec = s, .src = src, .nsrc = nsrc, .argv = argv.v,
-			.argv_net = argv_net.v, .envp = envp.v,
-			/* bwrap writes bst[1] (its fd 5), the launcher reads
-			 * bst[0] and passes the lines on through st[1]. */
-			.life = life[0], .st_out = st[1], .st_in = bst[0],
-			.errfd = ep[1], .terp = terp,
-		};
-		if (s->no_sandbox) {
-			a.nsrc = SANDBOX_FD_ERRPIPE + 1;
-			a.argv_net = NULL;
-			sandbox_launcher_exec(&a);
-		}
-		close(life[1]);
-		close(st[0]);
-		sandbox_launcher_run(&a);
-	}
-
+	if (pid == 0)
+		launch_child(&L, s, terp);
 	/* The error pipe closes on a successful exec (and in the launcher
 	 * once bwrap is forked). */
-	close_fd(&ep[1]);
-	n = read(ep[0], msg, sizeof msg - 1);
+	close_fd(&L.ep[1]);
+	n = read(L.ep[0], msg, sizeof msg - 1);
 	if (n > 0) {
 		msg[n] = '\0';
-		close_fd(&life[1]);
+		close_fd(&L.life[1]);
 		waitpid(pid, NULL, 0);
 		*err = xasprintf("cannot start the sandbox: %s", msg);
 		goto out;
@@ -406,33 +471,16 @@ sandbox_launch(const struct sandbox_spec *s, struct sandbox_proc *p, char **err)
 	p->pid = pid;
 	/* Our child, not reaped yet: the pid cannot name another process. */
 	p->pid_fd = (int)syscall(SYS_pidfd_open, pid, 0);
-	p->cmd_fd = cmd[1]; cmd[1] = -1;
-	p->ev_fd = ev[0]; ev[0] = -1;
-	p->out_fd = out[0]; out[0] = -1;
-	p->err_fd = errp[0]; errp[0] = -1;
-	p->status_fd = st[0]; st[0] = -1;
-	p->life_fd = life[1]; life[1] = -1;
-	fd_set_nonblock(p->ev_fd);
-	fd_set_nonblock(p->out_fd);
-	fd_set_nonblock(p->err_fd);
-	fd_set_nonblock(p->cmd_fd);
-	if (p->status_fd >= 0)
-		fd_set_nonblock(p->status_fd);
+	hand_over(&L.cmd[1], &p->cmd_fd);
+	hand_over(&L.ev[0], &p->ev_fd);
+	hand_over(&L.out[0], &p->out_fd);
+	hand_over(&L.errp[0], &p->err_fd);
+	hand_over(&L.st[0], &p->status_fd);
+	p->life_fd = L.life[1];		/* blocking: only ever closed */
+	L.life[1] = -1;
 	rc = 0;
 out:
-	close_fd(&cmd[0]); close_fd(&cmd[1]);
-	close_fd(&ev[0]); close_fd(&ev[1]);
-	close_fd(&out[0]); close_fd(&out[1]);
-	close_fd(&errp[0]); close_fd(&errp[1]);
-	close_fd(&st[0]); close_fd(&st[1]);
-	close_fd(&bst[0]); close_fd(&bst[1]);
-	close_fd(&life[0]); close_fd(&life[1]);
-	close_fd(&ep[0]); close_fd(&ep[1]);
-	close_fd(&devnull); close_fd(&drv); close_fd(&pw); close_fd(&gr);
-	close_fd(&ho); close_fd(&ws); close_fd(&dd); close_fd(&sa); close_fd(&sb);
-	av_free(&argv);
-	av_free(&argv_net);
-	av_free(&envp);
+	launch_close(&L);
 	return rc;
 }
 
