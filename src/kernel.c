@@ -29,6 +29,7 @@
 #include "terp/sandbox_tree.h"
 #include "terp/sanitize.h"
 #include "terp/util.h"
+#include "terp/utf8carry.h"
 #include "terp/workspace.h"
 
 #include "driver_py.h"
@@ -77,8 +78,7 @@ struct kernel {
 	struct kframe_reader	 evr;		/* the driver's events */
 	struct buf		 statusbuf, bwrap_err;
 	struct kernel_chan	 chan;		/* terp's commands to the driver */
-	char			 carry[2][4];	/* cut UTF-8 sequences */
-	size_t			 ncarry[2];
+	struct utf8carry	 carry[2];	/* cut UTF-8 sequences */
 
 	/* the running cell */
 	int			 cur;		/* 0: none */
@@ -412,7 +412,7 @@ launch_reset(struct kernel *k)
 	kframe_reader_reset(&k->evr);
 	buf_reset(&k->statusbuf);
 	buf_reset(&k->bwrap_err);
-	k->ncarry[0] = k->ncarry[1] = 0;
+	k->carry[0].n = k->carry[1].n = 0;
 	k->exit_code = -1;
 	k->we_killed = 0;
 	k->dying = 0;
@@ -486,47 +486,39 @@ kernel_start(struct kernel *k, char **err)
 
 /* ------------------------------------------------------------ output */
 
-/* TODO(i9): utf8carry. src/utf8carry.c (branch i9-llm, not merged
- * here yet) holds this carry logic once for the llm decoders; emit_output
- * and flush_carry should use it. */
+struct out_to {
+	struct kernel	*k;
+	int		 cell, stream;
+};
+
+static void
+out_emit(void *arg, const char *p, size_t n)
+{
+	struct out_to *o = arg;
+
+	o->k->cb.output(o->k->arg, o->cell, o->stream, p, n);
+}
+
+/* A read may end inside a UTF-8 sequence: the cut tail waits for the
+ * next read (utf8carry), so the frontends never see half a character. */
 static void
 emit_output(struct kernel *k, int stream, const char *p, size_t n)
 {
-	int cell = k->cur ? k->cur : k->last;
-	char tmp[8];
-	size_t cut;
+	struct out_to o = { k, k->cur ? k->cur : k->last, stream };
 
 	if (k->cb.output == NULL || n == 0)
 		return;
-	/* Complete a UTF-8 sequence cut at the end of the last read. */
-	if (k->ncarry[stream] > 0) {
-		size_t c = k->ncarry[stream], take = 0;
-		memcpy(tmp, k->carry[stream], c);
-		while (take < n && c + take < 4 && ((unsigned char)p[take] & 0xC0) == 0x80)
-			take++;
-		memcpy(tmp + c, p, take);
-		k->ncarry[stream] = 0;
-		k->cb.output(k->arg, cell, stream, tmp, c + take);
-		p += take;
-		n -= take;
-	}
-	cut = utf8_complete_prefix(p, n);
-	if (cut > 0)
-		k->cb.output(k->arg, cell, stream, p, cut);
-	if (n - cut > 0 && n - cut < 4) {
-		memcpy(k->carry[stream], p + cut, n - cut);
-		k->ncarry[stream] = n - cut;
-	}
+	utf8carry_feed(&k->carry[stream], p, n, out_emit, &o);
 }
 
 static void
 flush_carry(struct kernel *k)
 {
 	for (int s = 0; s < 2; s++) {
-		if (k->ncarry[s] > 0 && k->cb.output)
-			k->cb.output(k->arg, k->cur ? k->cur : k->last, s, k->carry[s],
-			    k->ncarry[s]);
-		k->ncarry[s] = 0;
+		struct out_to o = { k, k->cur ? k->cur : k->last, s };
+		if (k->cb.output)
+			utf8carry_flush(&k->carry[s], out_emit, &o);
+		k->carry[s].n = 0;
 	}
 }
 

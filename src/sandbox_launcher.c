@@ -26,6 +26,7 @@
 #include <string.h>
 #include <net/if.h>
 #include <sys/ioctl.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -170,6 +171,17 @@ sandbox_launcher_exec(struct sandbox_launcher_args *a)
 		set_limit(RLIMIT_NOFILE, (rlim_t)s->nofile);
 	set_limit(RLIMIT_MEMLOCK, 64 * 1024);
 	set_limit(RLIMIT_MSGQUEUE, 0);
+
+	/* 3b. As the init of our own pid namespace (root), bwrap must find
+	 * that namespace's processes in /proc: it reads its child's
+	 * namespaces as /proc/<pid>/ns by the pid it knows (2), which in the
+	 * host's /proc is another process, or none where the host itself
+	 * runs in a pid namespace (bwrap then fails to start). A /proc of
+	 * our own, in a mount namespace of our own, is the right one. Where
+	 * the mount is refused (some containers), go on as before. */
+	if (getpid() == 1 && unshare(CLONE_NEWNS) == 0 &&
+	    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == 0)
+		(void)mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
 
 	/* 4. as root, a network namespace we control; then never run the
 	 * sandbox as host root (bwrap started by root keeps every
