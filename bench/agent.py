@@ -174,6 +174,19 @@ def vmhwm_kb(pid):
     return None
 
 
+def cpu_ns(pid):
+    """CPU time of all threads of pid so far, in ns (schedstat: exact,
+    where /proc/PID/stat counts in clock ticks); None when gone."""
+    total = 0
+    try:
+        for tid in os.listdir("/proc/%d/task" % pid):
+            with open("/proc/%d/task/%s/schedstat" % (pid, tid)) as f:
+                total += int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+    return total
+
+
 def sandbox_python(pid):
     """The pid of the deepest descendant of pid (bwrap, its init, then
     the sandbox's Python), or None."""
@@ -202,6 +215,7 @@ def run_terp(turns, tmp):
             "--model", "fake", "--base-url", "http://127.0.0.1:%d/v1" % srv.port,
             "--max-turns", str(turns + 2), "--out", os.path.join(tmp, "out")]
     events, pending, hwm, py_hwm, py_pid = [], b"", None, None, None
+    cpu0 = cpu1 = None
     t0 = time.perf_counter()
     p = subprocess.Popen(args, stdout=subprocess.PIPE, env=env, cwd=tmp, bufsize=0)
     fd = p.stdout.fileno()
@@ -219,6 +233,11 @@ def run_terp(turns, tmp):
                 events.append(ev)
                 if ev["type"] in ("turn", "answer"):
                     hwm = vmhwm_kb(p.pid) or hwm
+                # terp's own CPU over the loop: turns 2 .. turns + 1.
+                if ev["type"] == "turn" and ev["n"] == 2:
+                    cpu0 = cpu_ns(p.pid)
+                if ev["type"] == "turn" and ev["n"] == turns + 2:
+                    cpu1 = cpu_ns(p.pid)
                 if ev["type"] == "turn" and ev["n"] == 2:
                     py_pid = sandbox_python(p.pid)
                 if ev["type"] == "turn" and py_pid:
@@ -248,6 +267,7 @@ def run_terp(turns, tmp):
             "over_us": med(over), "over_p99_us": pct(over, 99),
             "over_first20_us": med(over[:20]), "over_last20_us": med(over[-20:]),
             "over_first50_us": med(over[:50]), "over_last50_us": med(over[-50:]),
+            "cpu_us": (cpu1 - cpu0) / 1e3 / turns if cpu0 and cpu1 else None,
             "last_request_bytes": timings[-1]["bytes"],
             "total_s": t1 - t0, "hwm_kb": hwm, "maxrss_kb": ru.ru_maxrss, "sandbox_hwm_kb": py_hwm}
 
@@ -289,8 +309,13 @@ def run_peer(turns, tmp):
     tool = [{"type": "function", "function": {"name": "python_exec", "parameters": {
         "type": "object", "properties": {"code": {"type": "string"}}, "required": ["code"]}}}]
     walls, cells, text = [], [], ""
+    cpu0 = cpu1 = None
     try:
         for i in range(turns + 2):
+            if i == 1:
+                cpu0 = time.process_time_ns()
+            if i == turns + 1:
+                cpu1 = time.process_time_ns()
             t = time.perf_counter()
             body = json.dumps({"model": "fake", "stream": True, "messages": msgs,
                                "tools": tool})
@@ -324,7 +349,8 @@ def run_peer(turns, tmp):
     over = [walls[i] - timings[i]["us"] - cells[i] for i in range(1, turns + 1)]
     return {"wall_us": med(walls[1:]), "server_us": med([x["us"] for x in timings[1:turns + 1]]),
             "cell_us": med(cells[1:]), "over_us": med(over), "over_p99_us": pct(over, 99),
-            "over_first20_us": med(over[:20]), "over_last20_us": med(over[-20:])}
+            "over_first20_us": med(over[:20]), "over_last20_us": med(over[-20:]),
+            "cpu_us": (cpu1 - cpu0) / 1e3 / turns if cpu0 and cpu1 else None}
 
 
 def main():
@@ -359,6 +385,8 @@ def main():
         print("  %-26s %9.0f %9.0f %9.0f %9.0f %9.0f %5.0f/%-5.0f" % (
             name, r["wall_us"], r["server_us"], r["cell_us"], r["over_us"], r["over_p99_us"],
             r["over_first20_us"], r["over_last20_us"]))
+    print("  own CPU per turn (the harness alone, not the model or the kernel): terp %s us,"
+          " peer %s us" % tuple("%.0f" % r["cpu_us"] if r["cpu_us"] else "-" for r in (t, p)))
     print("  last request body: %d bytes; terp wall time for the session: %.2f s"
           % (t["last_request_bytes"], t["total_s"]))
     print("  peak RSS of terp over the session: %s KB (VmHWM), %d KB (wait4 ru_maxrss);"
@@ -376,8 +404,9 @@ def main():
               % (m["hwm_kb"] / 1024.0, m["maxrss_kb"] / 1024.0,
                  m["last_request_bytes"] // 1024, m["total_s"]))
         print("  overhead per turn: median %.0f us, p99 %.0f us; first 50 turns %.0f us, "
-              "last 50 %.0f us" % (m["over_us"], m["over_p99_us"], m["over_first50_us"],
-                                   m["over_last50_us"]))
+              "last 50 %.0f us; terp's CPU per turn %s us"
+              % (m["over_us"], m["over_p99_us"], m["over_first50_us"], m["over_last50_us"],
+                 "%.0f" % m["cpu_us"] if m["cpu_us"] else "-"))
         print("target: %.1f MB < %.0f MB: %s" % (m["hwm_kb"] / 1024.0, MEM_TARGET_MB,
               "ok" if m["hwm_kb"] / 1024.0 < MEM_TARGET_MB else "MISS"))
     if a.json:

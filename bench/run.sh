@@ -79,6 +79,9 @@ if t["cpu_tree"]["median"] is not None:
         "floor " + ms(f["cpu_tree"]["median"]), x(rc), "", None)
 row("cold start CPU, wait4 (median)", ms(t["cpu_wait4"]["median"]),
     "floor " + ms(f["cpu_wait4"]["median"]), "", "", None)
+n = c["terp_nopreload"]
+row("cold start, TERP_NO_PRELOAD=1 (median)", ms(n["exit"]["median"]),
+    "floor " + ms(f["exit"]["median"]), x(n["exit"]["median"] / f["exit"]["median"]), "", None)
 jc = k["jupyter_cold"]["first_ms"]
 tf = t["first"]["median"]
 row("cold start to first result (median)", ms(tf), "Jupyter " + ms(jc), x(tf / jc),
@@ -93,6 +96,9 @@ row("agent overhead per turn (median)", us(at["over_us"]), "Python " + us(ap["ov
 r = at["over_p99_us"] / ap["over_p99_us"]
 row("agent overhead per turn (p99)", us(at["over_p99_us"]), "Python " + us(ap["over_p99_us"]),
     x(r), "<= 0.5x peer", r <= 0.5)
+if at.get("cpu_us") and ap.get("cpu_us"):
+    row("agent: harness's own CPU per turn", us(at["cpu_us"]), "Python " + us(ap["cpu_us"]),
+        x(at["cpu_us"] / ap["cpu_us"]), "", None)
 tr, jr, pf = k["terp_rt"], k["jupyter_rt"], k["pipe_floor_rt"]
 jb = min(jr["median_us"], jr["raw_median_us"])
 row("round trip `x += 1` (median)", us(tr["median_us"]), "Jupyter " + us(jb),
