@@ -218,3 +218,8 @@ build/pyenv-harness: tests/integration/pyenv_harness.c $(LIBOBJS)
 build/bench-startup: bench/startup.c $(LIBOBJS)
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(T_CFLAGS) $(CFLAGS) -o $@ $< $(LIBOBJS) $(T_LIBS)
+
+# LD_PRELOAD shim that lets terp run under valgrind (bench/vgshim.c).
+build/vgshim.so: bench/vgshim.c
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) -O2 -Wall -Wextra -shared -fPIC -o $@ $< -ldl

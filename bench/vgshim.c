@@ -8,9 +8,13 @@
  * handed to bwrap, which runs natively (valgrind does not follow exec
  * with --trace-children=no): nothing is weakened in the sandbox.
  * A diagnosis tool, never linked into terp.
- *   cc -O2 -shared -fPIC -o build/vgshim.so bench/vgshim.c -ldl
- *   LD_PRELOAD=$PWD/build/vgshim.so valgrind --tool=callgrind \
- *       --trace-children=no ./terp exec -c 'print(1)' */
+ *   make build/vgshim.so
+ *   LD_PRELOAD=$PWD/build/vgshim.so prlimit --nofile=1024:1024 \
+ *       valgrind --tool=callgrind \
+ *       --trace-children=no ./terp exec -c 'print(1)'
+ * prlimit: valgrind keeps the real fd limit and hands it to the sandbox,
+ * whose driver needs its fds under 1024 (select). Valgrind 3.19 does not
+ * know pidfd_open: terp takes its fallback (a poll) there. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
