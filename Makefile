@@ -202,7 +202,7 @@ build/egress-bench: tests/integration/egress_harness.c $(LIBOBJS)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(T_CFLAGS) $(CFLAGS) -o $@ $< $(LIBOBJS) $(T_LIBS)
 
-bench-egress: need-deps build/egress-bench
+bench-egress: build/egress-bench
 	$(Q)$(PYTHON) bench/egress.py
 
 .PHONY: bench-egress
