@@ -2055,6 +2055,36 @@ spec_parse(const char *spec, struct hostport *hp, char **err)
 }
 
 int
+egress_rule_check(const char *spec, char **err)
+{
+	struct hostport hp;
+
+	return spec_parse(spec, &hp, err);
+}
+
+int
+egress_rules_cover(const char *const *allow, const char *host, unsigned port)
+{
+	struct hostport want, r;
+	const char *why;
+	char tmp[300];
+	int n;
+
+	/* A bare IPv6 address goes in brackets, so that hp_parse does not
+	 * take its last group for a port. */
+	n = snprintf(tmp, sizeof tmp, strchr(host, ':') ? "[%s]" : "%s", host);
+	if (n < 0 || (size_t)n >= sizeof tmp || hp_parse(tmp, (size_t)n, &want, 0, &why) < 0)
+		return 0;
+	for (const char *const *a = allow; a != NULL && *a != NULL; a++) {
+		if (hp_parse(*a, strlen(*a), &r, 1, &why) < 0)
+			continue;
+		if (hp_names(&r, &want) && allow_port(r.port, port))
+			return 1;
+	}
+	return 0;
+}
+
+int
 egress_allow(struct egress *e, const char *spec, char **err)
 {
 	struct hostport hp;

@@ -8,10 +8,13 @@ the sandbox (include/terp/egress.h has the whole picture). It never parses
 a byte: every request, however it was relayed inside the sandbox, reaches
 the proxy as one more client and is checked there.
 
-    python3 egress_fwd.py SOCKET [--listen 127.0.0.1:PORT] [--copy]
+    python3 egress_fwd.py SOCKET [--listen 127.0.0.1:PORT | --fd N] [--copy]
 
-(--copy: copy through Python even where splice is there; for the tests)
 prints the port it listens on (one line) once it accepts connections.
+--fd N: serve the listening socket inherited as fd N instead (terp's
+driver makes it before any cell runs, so no request can come too early,
+and starts this with -I -S, stdout on /dev/null). --copy: copy through
+Python even where splice is there (for the tests).
 One thread, one selector, a bounded pipe (or buffer) per direction:
 reading stops while the other side's is full; half-closes passed on.
 """
@@ -154,13 +157,17 @@ class Pipe:
             d.close()
 
 
-def serve(sock_path, host="127.0.0.1", port=0, ready=None):
+def serve(sock_path, host="127.0.0.1", port=0, ready=None, fd=None):
     """Runs forever. ready(port) is called once the socket listens."""
     sel = selectors.DefaultSelector()
-    ls = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    ls.bind((host, port))
-    ls.listen(128)
+    if fd is not None:
+        ls = socket.socket(fileno=fd)
+        ls.listen(128)
+    else:
+        ls = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        ls.bind((host, port))
+        ls.listen(128)
     ls.setblocking(False)
     sel.register(ls, selectors.EVENT_READ, None)
     if ready is not None:
@@ -192,27 +199,32 @@ def serve(sock_path, host="127.0.0.1", port=0, ready=None):
                 Pipe(sel, c, u)
 
 
+USAGE = "usage: egress_fwd.py SOCKET [--listen HOST:PORT | --fd N] [--copy]\n"
+
+
 def main(argv):
     global SPLICE
     if "--copy" in argv:
         SPLICE = False
         argv = [a for a in argv if a != "--copy"]
     if not argv or argv[0].startswith("-"):
-        sys.stderr.write("usage: egress_fwd.py SOCKET [--listen HOST:PORT] [--copy]\n")
+        sys.stderr.write(USAGE)
         return 2
-    host, port = "127.0.0.1", 0
+    host, port, fd = "127.0.0.1", 0, None
     if len(argv) == 3 and argv[1] == "--listen":
         host, _, p = argv[2].rpartition(":")
         port = int(p)
+    elif len(argv) == 3 and argv[1] == "--fd":
+        fd = int(argv[2])
     elif len(argv) != 1:
-        sys.stderr.write("usage: egress_fwd.py SOCKET [--listen HOST:PORT] [--copy]\n")
+        sys.stderr.write(USAGE)
         return 2
 
     def ready(p):
         sys.stdout.write("%d\n" % p)
         sys.stdout.flush()
 
-    serve(argv[0], host, port, ready)
+    serve(argv[0], host, port, ready, fd)
     return 0
 
 

@@ -150,6 +150,16 @@ void egress_set_max_up(struct egress *e, uint64_t max_up);
 /* Bytes sent to upstreams so far in this session. */
 uint64_t egress_bytes_up(const struct egress *e);
 
+/* Checks an allow or deny rule's syntax without a proxy (for the
+ * command line). Returns 0, or -1 with *err. Pure. */
+int egress_rule_check(const char *spec, char **err);
+
+/* Whether the allow rules (NULL-terminated, or NULL) let a request for
+ * host (a name or an address, IPv6 without brackets) on port through,
+ * as the proxy would decide by the name alone (before resolving it).
+ * Malformed rules count as absent. Pure. */
+int egress_rules_cover(const char *const *allow, const char *host, unsigned port);
+
 /* Why an address may not be reached unless allowed by itself: NULL for a
  * public unicast address, else a word: "loopback", "private",
  * "link-local", "cgnat", "multicast", "unspecified", "metadata",
