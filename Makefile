@@ -134,7 +134,7 @@ demo:
 
 bench:
 	$(Q)sh scripts/deps.sh --if-missing bench
-	$(Q)$(MAKE) --no-print-directory terp
+	$(Q)$(MAKE) --no-print-directory terp build/egress-bench
 	$(Q)sh bench/run.sh
 
 run-unit: build/unit-tests
@@ -204,7 +204,7 @@ build/egress-bench: tests/integration/egress_harness.c $(LIBOBJS)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(T_CFLAGS) $(CFLAGS) -o $@ $< $(LIBOBJS) $(T_LIBS)
 
-bench-egress: need-deps build/egress-bench
+bench-egress: terp build/egress-bench
 	$(Q)$(PYTHON) bench/egress.py
 
 .PHONY: bench-egress

@@ -1,7 +1,8 @@
 #!/bin/sh
 # bench/run.sh: every benchmark, each with its peer measured in the same
 # run (kernel: a Jupyter kernel; agent: a minimal Python harness over
-# ipykernel; thumbs: chafa), then a compact summary. `make bench` runs it.
+# ipykernel; thumbs: chafa; egress: a direct connection), then a compact
+# summary. `make bench` runs it.
 # Usage: sh bench/run.sh [--quick]   (--quick: fewer runs, for a smoke test)
 set -eu
 cd "$(dirname "$0")/.."
@@ -12,8 +13,9 @@ trap 'rm -rf "$W"' EXIT
 
 if [ "${1:-}" = "--quick" ]; then
 	KARGS="--runs 5 --jruns 2 --iters 300"; AARGS="--turns 50"; TARGS="40 5"
+	EARGS="--runs 2 --iters 200 --mb 20"
 else
-	KARGS=""; AARGS=""; TARGS=""
+	KARGS=""; AARGS=""; TARGS=""; EARGS=""
 fi
 
 echo "== terp $(./terp --version 2>/dev/null | head -1), $(nproc) CPUs, $(uname -sr)"
@@ -27,12 +29,16 @@ echo
 # shellcheck disable=SC2086
 sh bench/thumbs.sh $TARGS | tee "$W/thumbs.txt"
 echo
+# shellcheck disable=SC2086
+"$PY" bench/egress.py $EARGS --json "$W/egress.json"
+echo
 
 "$PY" - "$W" <<'PYEOF'
 import json, sys
 w = sys.argv[1]
 k = json.load(open(w + "/kernel.json"))
 a = json.load(open(w + "/agent.json"))
+e = json.load(open(w + "/egress.json"))
 rows = []
 for line in open(w + "/thumbs.txt"):
     f = line.split()
@@ -67,6 +73,15 @@ if rows:
     print("%-38s %9.2f ms %9.2f ms %6.1fx" % ("thumbnail, whole process (mean)", tm, cm, cm / tm))
     print("%-38s %12s %12.1f" % ("thumbnail RMS error 0-255, photo/chart",
           "%.1f/%.1f" % (pe, he), ce))
+s = e["sandbox"]
+print("%-38s %9.0f us %9.0f us %7s %s" % ("egress: first byte, sandbox vs direct",
+      s["ttfb_us_median"], e["direct2"]["ttfb_us_median"], "",
+      ok(s["ttfb_added_us"] <= 1000) + " (<= 1 ms added)"))
+print("%-38s %6.0f MiB/s %6.0f MiB/s %6.0f%% %s" % ("egress: download, sandbox vs direct",
+      s["mib_s_median"], e["direct2"]["mib_s_median"], 100 * s["throughput_ratio"],
+      ok(s["throughput_ratio"] >= 0.8) + " (>= 80 %)"))
+print("%-38s %9.2f s %12s" % ("egress: relay CPU per GiB (proxy+fwd)",
+      e["fwd"]["relay_cpu_s_per_gib"], ""))
 print("peers: Jupyter = ipykernel via jupyter_client (faster of two clients);")
 print("agent = a minimal Python loop over the same fake model + ipykernel; thumbs = chafa.")
 PYEOF
