@@ -101,7 +101,12 @@ struct kernel_cbs {
 	/* Every egress ledger event (egress.h: one END per attempt, OPEN
 	 * and PROGRESS for allowed ones), attributed to cell (the running
 	 * one, else the last). May be NULL. Refused and failed attempts
-	 * also get a line on the cell's stderr from terp. */
+	 * also get a line on the cell's stderr from terp.
+	 * TODO(i10-core): the ledger as a notebook event, written to the
+	 * journal, shown under the cell ("host ✓ 2.1 MB ↓ · x ✗ not
+	 * allowed"), listed by /net, as --json "net" events, and summed up
+	 * in the tool result sent to the model (then the stderr lines may
+	 * go, or stay for `terp exec`). */
 	void (*net)(void *arg, int cell, const struct egress_event *ev);
 	/* A package the cell installed into the session's site directory
 	 * (pip install from a cell): name and version as pip recorded them
@@ -156,7 +161,9 @@ char *kernel_python_label(const struct kernel *k);
 /* Changes the egress rules of the running session (the notebook's
  * /allow and /deny; egress.h has the syntax). Returns 0, or -1 with *err
  * (also when the session started without egress: the forwarder exists
- * only when hosts were allowed at the start). */
+ * only when hosts were allowed at the start).
+ * TODO(i10-core): the /allow and /deny commands, recorded in the
+ * journal and applied again on --resume. */
 int kernel_egress_allow(struct kernel *k, const char *spec, char **err);
 int kernel_egress_deny(struct kernel *k, const char *spec, char **err);
 
