@@ -41,7 +41,7 @@ OBJS	:= $(SRCS:src/%.c=build/obj/%.o)
 LIBOBJS	:= $(filter-out build/obj/main.o,$(OBJS))
 SANOBJS	:= $(LIBOBJS:build/obj/%=build/san/%)
 UNIT	:= $(sort $(wildcard tests/unit/*.c))
-GEN	:= build/gen/driver_py.h
+GEN	:= build/gen/driver_py.h build/gen/egress_fwd_py.h
 
 ifeq ($(V),1)
 Q :=
@@ -80,9 +80,11 @@ have-criterion:
 	is missing (the unit tests' library); run make unit, which installs it, \
 	or make deps" >&2; exit 1; }
 
-$(GEN): src/driver.py
+# The Python that runs inside the sandbox, as C arrays named after the
+# file (driver_py, egress_fwd_py).
+build/gen/%_py.h: src/%.py
 	@mkdir -p $(dir $@)
-	$(Q){ echo 'static const unsigned char driver_py[] = {'; \
+	$(Q){ echo 'static const unsigned char $*_py[] = {'; \
 	  od -An -v -tx1 $< | sed 's/\([0-9a-f][0-9a-f]\)/0x\1,/g'; \
 	  echo '};'; } > $@.tmp && mv $@.tmp $@
 
@@ -132,7 +134,7 @@ demo:
 
 bench:
 	$(Q)sh scripts/deps.sh --if-missing bench
-	$(Q)$(MAKE) --no-print-directory terp
+	$(Q)$(MAKE) --no-print-directory terp build/egress-bench
 	$(Q)sh bench/run.sh
 
 run-unit: build/unit-tests
@@ -202,7 +204,7 @@ build/egress-bench: tests/integration/egress_harness.c $(LIBOBJS)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(T_CFLAGS) $(CFLAGS) -o $@ $< $(LIBOBJS) $(T_LIBS)
 
-bench-egress: build/egress-bench
+bench-egress: terp build/egress-bench
 	$(Q)$(PYTHON) bench/egress.py
 
 .PHONY: bench-egress

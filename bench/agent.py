@@ -213,7 +213,8 @@ def run_terp(turns, tmp):
                 "OPENAI_API_KEY": "sk-bench"})
     args = [TERP, "-p", "Count to %d." % turns, "--json", "--provider", "openai",
             "--model", "fake", "--base-url", "http://127.0.0.1:%d/v1" % srv.port,
-            "--max-turns", str(turns + 2), "--out", os.path.join(tmp, "out")]
+            "--max-turns", str(turns + 2), "--out", os.path.join(tmp, "out"),
+            "--python", "/usr/bin/python3"]     # deps.sh's, whatever PATH says
     events, pending, hwm, py_hwm, py_pid = [], b"", None, None, None
     cpu0 = cpu1 = None
     t0 = time.perf_counter()

@@ -1,18 +1,27 @@
 #!/usr/bin/env python3
 """bench/egress.py: what terp's egress proxy costs on loopback.
 
-Three paths to the same upstream (a plain TCP server on 127.0.0.1, in its
-own process):
+Paths to the same upstream (a plain TCP server on 127.0.0.1, in its own
+process):
   direct   client -> upstream
   proxy    client -> egress proxy (Unix socket, CONNECT) -> upstream
   fwd      client -> egress_fwd.py (127.0.0.1) -> proxy -> upstream, the
-           whole in-sandbox path (minus the namespace)
+           in-sandbox path without the sandbox; the forwarder hands each
+           connection over to the proxy (its default)
+  relay    the same with the forwarder relaying the bytes (--relay, the
+           forwarder's old way), for comparison
+  sandbox  a cell in `terp exec --allow-host 127.0.0.1:PORT`: the client
+           inside the sandbox, through the forwarder terp's driver starts
+           and the proxy in terp's loop (the whole thing; needs ./terp)
 Measures time to first byte (connect, CONNECT and its 200 where there is
 a proxy, one request byte, the first response byte) and the throughput of
-a download. Targets (issue 10): <= 1 ms added to the first byte, >= 80 %
+a download, and the CPU time the relays (proxy and forwarder) spend per
+GiB moved. Targets (issue 10): <= 1 ms added to the first byte, >= 80 %
 of direct throughput. Uses build/egress-bench (make build/egress-bench).
+Wall-clock figures follow the machine's load; CPU per GiB does not.
 
-Usage: bench/egress.py [--iters N] [--mb N] [--runs N] [--json FILE]
+Usage: bench/egress.py [--iters N] [--mb N] [--runs N] [--no-sandbox]
+                       [--json FILE]
 """
 import argparse
 import json
@@ -74,10 +83,84 @@ def start_proxy(tmp, port):
     return p, sock
 
 
-def start_fwd(sock):
-    p = subprocess.Popen([sys.executable, str(FWD), sock],
+def start_fwd(sock, *mode):
+    p = subprocess.Popen([sys.executable, str(FWD), sock, *mode],
                          stdout=subprocess.PIPE, text=True)
     return p, int(p.stdout.readline())
+
+
+# The client side of ttfb() and download() as a cell: it runs inside
+# terp's sandbox, through the forwarder on 127.0.0.1:3128.
+CELL = r"""
+import json, socket, statistics, sys, time
+PORT, ITERS, RUNS, MB = %d, %d, %d, %d
+def open_conn():
+    s = socket.create_connection(("127.0.0.1", 3128))
+    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    s.sendall(b"CONNECT 127.0.0.1:%%d HTTP/1.1\r\n\r\n" %% PORT)
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = s.recv(4096)
+        if not chunk:
+            sys.exit("closed: %%r" %% data)
+        data += chunk
+    if not data.startswith(b"HTTP/1.1 200"):
+        sys.exit("refused: %%r" %% data)
+    return s
+def ttfb(n):
+    out = []
+    for _ in range(n):
+        t0 = time.perf_counter_ns()
+        s = open_conn()
+        s.sendall(b"T")
+        assert s.recv(1) == b"x"
+        out.append(time.perf_counter_ns() - t0)
+        s.close()
+    return out
+def download():
+    view = memoryview(bytearray(1 << 20))
+    t0 = time.perf_counter()
+    s = open_conn()
+    s.sendall(b"D")
+    got = 0
+    while True:
+        n = s.recv_into(view)
+        if n == 0:
+            break
+        got += n
+    dt = time.perf_counter() - t0
+    s.close()
+    assert got == MB << 20, got
+    return (MB << 20) / dt
+ttfb(50)
+lat = ttfb(ITERS)
+thr = [download() for _ in range(RUNS)]
+print("BENCH " + json.dumps({"lat": lat, "thr": thr}))
+"""
+
+
+def run_sandbox(port, a, tmp):
+    """The sandbox path: latencies (ns) and throughputs (B/s), and the
+    CPU the terp process (its proxy among the rest) spent meanwhile."""
+    terp = ROOT / "terp"
+    if not os.access(terp, os.X_OK):
+        sys.exit("egress.py: build terp first (make), or pass --no-sandbox")
+    env = {"PATH": "/usr/bin:/bin", "HOME": tmp, "XDG_STATE_HOME": tmp + "/state",
+           "XDG_CACHE_HOME": tmp + "/cache", "LANG": "C.UTF-8", "TERP_NO_PRELOAD": "1"}
+    os.chmod(tmp, 0o711)
+    p = subprocess.Popen([str(terp), "exec", "--json", "--timeout", "0",
+                          "--allow-host", "127.0.0.1:%d" % port,
+                          "-c", CELL % (port, a.iters, a.runs, a.mb)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         env=env, cwd=tmp)
+    out, err = p.communicate()
+    text = "".join(json.loads(l).get("text", "") for l in out.splitlines()
+                   if '"stdout"' in l)
+    for line in text.splitlines():
+        if line.startswith("BENCH "):
+            r = json.loads(line[6:])
+            return r["lat"], r["thr"]
+    sys.exit("egress.py: the sandbox run failed: %s %s" % (out[-2000:], err[-2000:]))
 
 
 def cpu_s(pid):
@@ -154,6 +237,8 @@ def main():
     ap.add_argument("--mb", type=int, default=100)
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--json")
+    ap.add_argument("--no-sandbox", action="store_true",
+                    help="skip the path through terp's sandbox")
     a = ap.parse_args()
     if not HARNESS.exists():
         sys.exit("egress.py: build it first: make build/egress-bench")
@@ -161,8 +246,9 @@ def main():
     up, port = start_upstream(a.mb)
     px, sock = start_proxy(tmp, port)
     fw, fport = start_fwd(sock)
+    rl, rport = start_fwd(sock, "--relay")
     paths = {"direct": ("direct", None), "proxy": ("proxy", sock),
-             "fwd": ("fwd", fport)}
+             "fwd": ("fwd", fport), "relay": ("fwd", rport)}
     res = {}
     try:
         for name, path in paths.items():
@@ -176,17 +262,29 @@ def main():
         cpu = {n: 0.0 for n in paths}
         for _ in range(a.runs):
             for name, path in paths.items():
-                c0 = cpu_s(px.pid) + cpu_s(fw.pid)
+                c0 = cpu_s(px.pid) + cpu_s(fw.pid) + cpu_s(rl.pid)
                 thr[name].append(download(path, port, a.mb))
-                cpu[name] += cpu_s(px.pid) + cpu_s(fw.pid) - c0
+                cpu[name] += cpu_s(px.pid) + cpu_s(fw.pid) + cpu_s(rl.pid) - c0
         for n in paths:
             res[n] = {"ttfb_us_median": statistics.median(lat[n]) / 1000,
                       "ttfb_us_p90": sorted(lat[n])[len(lat[n]) * 9 // 10] / 1000,
                       "mib_s_best": max(thr[n]) / (1 << 20),
                       "mib_s_median": statistics.median(thr[n]) / (1 << 20),
                       "relay_cpu_s_per_gib": cpu[n] / (a.runs * a.mb / 1024)}
+        if not a.no_sandbox:
+            # direct again right after: the load may have moved
+            dlat = ttfb(paths["direct"], port, a.iters)
+            dthr = [download(paths["direct"], port, a.mb) for _ in range(a.runs)]
+            lat_s, thr_s = run_sandbox(port, a, tempfile.mkdtemp(prefix="terp-egress-sbx."))
+            res["direct2"] = {"ttfb_us_median": statistics.median(dlat) / 1000,
+                              "mib_s_median": statistics.median(dthr) / (1 << 20)}
+            res["sandbox"] = {"ttfb_us_median": statistics.median(lat_s) / 1000,
+                              "ttfb_us_p90": sorted(lat_s)[len(lat_s) * 9 // 10] / 1000,
+                              "mib_s_best": max(thr_s) / (1 << 20),
+                              "mib_s_median": statistics.median(thr_s) / (1 << 20),
+                              "relay_cpu_s_per_gib": float("nan")}
     finally:
-        for p in (fw, px, up):
+        for p in (rl, fw, px, up):
             p.kill()
             p.wait()
     d = res["direct"]
@@ -194,13 +292,19 @@ def main():
           % (a.iters, a.runs, a.mb, os.cpu_count()))
     print("  %-7s %14s %12s %16s %10s %14s" % ("path", "TTFB median", "added",
           "download median", "of direct", "relay CPU/GiB"))
-    for n in paths:
+    for n in list(paths) + (["sandbox"] if "sandbox" in res else []):
         r = res[n]
-        r["ttfb_added_us"] = r["ttfb_us_median"] - d["ttfb_us_median"]
-        r["throughput_ratio"] = r["mib_s_median"] / d["mib_s_median"]
-        print("  %-7s %11.0f us %9.0f us %11.0f MiB/s %9.0f %% %12.2f s"
+        # the sandbox is compared with the direct run made just before it
+        base = res["direct2"] if n == "sandbox" else d
+        r["ttfb_added_us"] = r["ttfb_us_median"] - base["ttfb_us_median"]
+        r["throughput_ratio"] = r["mib_s_median"] / base["mib_s_median"]
+        print("  %-7s %11.0f us %9.0f us %11.0f MiB/s %9.0f %% %12s"
               % (n, r["ttfb_us_median"], r["ttfb_added_us"], r["mib_s_median"],
-                 100 * r["throughput_ratio"], r["relay_cpu_s_per_gib"]))
+                 100 * r["throughput_ratio"],
+                 "%.2f s" % r["relay_cpu_s_per_gib"] if n != "sandbox" else "-"))
+    if "sandbox" in res:
+        print("  (sandbox: against a direct run just before it, %.0f us and %.0f MiB/s)"
+              % (res["direct2"]["ttfb_us_median"], res["direct2"]["mib_s_median"]))
     print("  targets: <= 1000 us added, >= 80 % of direct")
     print("  relay CPU: the proxy's and the forwarder's CPU time per GiB moved;")
     print("  the wall-clock figures move with the machine's load (now %.1f)"

@@ -90,7 +90,9 @@ class Env:
 def run_terp(env, cells, extra_env=None):
     """Runs terp exec --json over cells; returns (events, t_launch, t_exit)
     where every event carries "_t", its arrival time (perf_counter)."""
-    args = [TERP, "exec", "--json", "--out", env.out]
+    # The sandbox runs the Python make gave pandas and numpy (deps.sh),
+    # whatever python3 on PATH is: the one the peer's kernel runs in.
+    args = [TERP, "exec", "--json", "--python", "/usr/bin/python3", "--out", env.out]
     for c in cells:
         args += ["-c", c]
     e = dict(env.env)

@@ -118,6 +118,15 @@ for n in ("proxy", "fwd"):
     v = e[n]["ttfb_added_us"]
     row("egress: time to first byte added, %s" % n, us(v),
         "direct " + us(e["direct"]["ttfb_us_median"]), "", "<= 1000 us", v <= 1000)
+if "sandbox" in e:
+    sb = e["sandbox"]
+    row("egress: first byte added, a cell in terp", us(sb["ttfb_added_us"]),
+        "direct " + us(e["direct2"]["ttfb_us_median"]), "", "<= 1000 us",
+        sb["ttfb_added_us"] <= 1000)
+    row("egress: download, a cell in terp", "%.0f MiB/s" % sb["mib_s_median"],
+        "direct %.0f MiB/s" % e["direct2"]["mib_s_median"],
+        "%.0f %%" % (100 * sb["throughput_ratio"]), ">= 80 % of direct",
+        sb["throughput_ratio"] >= 0.8)
 for n in ("proxy", "fwd"):
     v = e[n]["throughput_ratio"]
     row("egress: download throughput, %s" % n, "%.0f MiB/s" % e[n]["mib_s_median"],

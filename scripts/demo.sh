@@ -73,9 +73,12 @@ trap 'rm -f "$BEFORE"' EXIT
 LC_ALL=C ls -A "$OUT" 2>/dev/null >"$BEFORE" || :
 
 # Two questions in one session: the follow-up reuses the loaded dataframe.
+# The demo runs the Python that `make` gave pandas and matplotlib
+# (scripts/deps.sh installs Debian's for /usr/bin/python3), whatever
+# environment is active or python3 on PATH is.
 rc=0
 # shellcheck disable=SC2086
-./terp $PROVIDER -p "$Q1" -p "$Q2" "$DATA" || rc=$?
+./terp $PROVIDER --python /usr/bin/python3 -p "$Q1" -p "$Q2" "$DATA" || rc=$?
 
 # terp never overwrites a file in ./out, so the names that are new are
 # exactly this run's.

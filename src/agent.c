@@ -593,6 +593,9 @@ system_prompt(struct agent *a)
 	if (a->o.system_prompt)
 		return xstrdup(a->o.system_prompt);
 	buf_init(&b, 1 << 20);
+	/* TODO(i10-core): "pandas, numpy and matplotlib are installed" below
+	 * becomes kernel_python_info() (the user's Python and what it has;
+	 * NULL until the sandbox reported it) plus a line on pip and egress. */
 	buf_adds(&b,
 	    "You are a careful data analyst working in a Python notebook.\n"
 	    "You have one tool, python_exec(code), which runs Python 3 in a persistent "

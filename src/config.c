@@ -18,7 +18,7 @@ const char *const config_keys[] = {
 	"max_retries", "max_tokens", "connect_timeout", "idle_timeout",
 	"demo_script",
 	"theme", "memory", "disk", "timeout", "max_turns", "tool_output_limit",
-	"network", "out", "cpus",
+	"network", "out", "cpus", "python", "allow_hosts", "egress_max",
 	NULL,
 };
 

@@ -315,6 +315,200 @@ def _send_one(cell, dfd, name, rel):
         os.close(fd)
 
 
+# ---------------------------------------------------------------- environment
+
+# The common data packages (import name, distribution name), as terp's
+# pyenv.c lists them: the host checks the answer against its own list.
+_PROBE_PKGS = [("pandas", "pandas"), ("numpy", "numpy"), ("polars", "polars"),
+               ("pyarrow", "pyarrow"), ("duckdb", "duckdb"), ("scipy", "scipy"),
+               ("sklearn", "scikit_learn"), ("statsmodels", "statsmodels"),
+               ("matplotlib", "matplotlib"), ("seaborn", "seaborn"),
+               ("openpyxl", "openpyxl")]
+
+
+def _probe():
+    """What this interpreter has, as pyenv_probe_script answers: found,
+    not imported (find_spec), versions from the *.dist-info names, first
+    on sys.path wins. Before the session's site directory joins sys.path:
+    the answer describes the user's environment and is cached for it."""
+    dists = {}
+    for p in sys.path:
+        try:
+            names = os.listdir(p or ".")
+        except OSError:
+            continue
+        for e in names:
+            for suf in (".dist-info", ".egg-info"):
+                if e.endswith(suf):
+                    n, _, v = e[:-len(suf)].partition("-")
+                    n = n.lower().replace("-", "_").replace(".", "_")
+                    dists.setdefault(n, v.split("-")[0])
+    found = {}
+    for mod, dist in _PROBE_PKGS:
+        found[mod] = dists.get(dist, "") if _have(mod) else None
+    return {"terp_pyenv_probe": 1, "version": sys.version.split()[0], "packages": found}
+
+
+# The session's own site directory: pip installs there (PIP_TARGET, which
+# also gets past PEP 668's "externally managed" marker, and works inside
+# a venv), never into the user's environment (bound read-only). It goes
+# last on sys.path: what the environment has wins, so a dependency pip
+# fetched again (--target installs every one) cannot shadow the numpy
+# that pandas was built against.
+SITE = None
+_site_stamp = None
+_site_dists = set()
+EGRESS = os.environ.get("TERP_EGRESS") == "1"
+
+
+def _site_state():
+    try:
+        st = os.stat(SITE)
+        return (st.st_mtime_ns, st.st_ino)
+    except (OSError, TypeError):
+        return None
+
+
+def _dists_in(d):
+    try:
+        return {e for e in os.listdir(d) if e.endswith(".dist-info")}
+    except OSError:
+        return set()
+
+
+def _setup_site():
+    global SITE, _site_stamp, _site_dists
+    base = os.environ.get("TERP_SITE_DIR")
+    if not base:
+        return
+    d = os.path.join(base, "python%d.%d" % sys.version_info[:2])
+    try:
+        os.makedirs(d, exist_ok=True)
+    except OSError:
+        return
+    SITE = d
+    if d not in sys.path:
+        sys.path.append(d)
+    os.environ["PIP_TARGET"] = d
+    _site_stamp = _site_state()
+    _site_dists = _dists_in(d)
+
+
+def _site_before_cell():
+    """A package the last cell installed imports now: the import system's
+    cached directory listings are dropped when the folder changed."""
+    global _site_stamp
+    if SITE is None:
+        return
+    now = _site_state()
+    if now != _site_stamp:
+        _site_stamp = now
+        import importlib
+        importlib.invalidate_caches()
+
+
+def _site_after_cell(cell):
+    """Tells terp what the cell installed (new *.dist-info entries)."""
+    global _site_dists
+    if SITE is None or _site_state() == _site_stamp:
+        return
+    now = _dists_in(SITE)
+    new = sorted(now - _site_dists)
+    _site_dists = now
+    pkgs = []
+    for e in new[:256]:
+        name, _, ver = e[:-len(".dist-info")].partition("-")
+        pkgs.append([name, ver])
+    if pkgs:
+        send({"ev": "installed", "id": cell, "packages": pkgs})
+
+
+def _start_forwarder():
+    """The in-sandbox end of egress: egress_fwd.py relays every
+    connection to 127.0.0.1:PORT to terp's proxy through the socket
+    bound in. The listening socket is made here, before any cell runs,
+    and handed over: a first cell's request cannot come too early."""
+    if not EGRESS:
+        return
+    import socket
+    port = int(os.environ.get("TERP_EGRESS_PORT", "3128"))
+    try:
+        ls = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        ls.bind(("127.0.0.1", port))
+        ls.listen(128)
+    except OSError as e:
+        print("terp: egress is not available: %s" % e, file=sys.stderr)
+        return
+    pid = os.fork()
+    if pid == 0:
+        try:
+            # Its own process group (a cell's killpg does not reach it),
+            # no Ctrl-C, nothing on the cell's output pipes.
+            os.setpgid(0, 0)
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+            nul = os.open(os.devnull, os.O_RDWR)
+            for fd in (0, 1, 2):
+                os.dup2(nul, fd)
+            os.dup2(ls.fileno(), 3)
+            os.set_inheritable(3, True)
+            os.execv(sys.executable, [sys.executable, "-I", "-S",
+                                      "/run/terp/egress_fwd.py",
+                                      "/run/terp/egress.sock", "--fd", "3"])
+        finally:
+            os._exit(127)
+    ls.close()
+
+
+# With no egress, a cell that starts pip or looks up a name is told why
+# it cannot work and which setting changes that, once per cell, on its
+# stderr (pip itself fails at once: PIP_NO_INDEX).
+_NO_NET = ("terp: this sandbox has no network access, so %s; the user can "
+           "allow hosts with --allow-host HOST (or /allow HOST in the notebook)\n")
+_told = set()
+
+
+def _tell(what):
+    if what in _told:
+        return
+    _told.add(what)
+    try:
+        os.write(ERR_SAVED, (_NO_NET % what).encode())
+    except OSError:
+        pass
+
+
+def _words(args):
+    out = []
+    for a in args:
+        if isinstance(a, (list, tuple)):
+            out += _words(a)
+        elif isinstance(a, (str, bytes, os.PathLike)):
+            a = os.fsdecode(a)
+            out += a.replace("/", " ").split()
+    return out
+
+
+def _audit(event, args):
+    # Runs for every audited event of every thread: cheap, and never
+    # raises (an exception here would be the caller's).
+    if not _running:
+        return
+    try:
+        if event in ("subprocess.Popen", "os.system", "os.posix_spawn", "os.exec",
+                     "os.spawn"):
+            w = _words(args[:2])
+            if "install" in w and any(x == "pip" or x.startswith("pip3") for x in w):
+                _tell("pip cannot download packages")
+        elif event == "socket.getaddrinfo":
+            host = args[0]
+            if isinstance(host, bytes):
+                host = host.decode("ascii", "replace")
+            if host and host not in ("localhost", "127.0.0.1", "::1", "0.0.0.0"):
+                _tell("%s cannot be reached" % host[:100])
+    except Exception:
+        pass
+
+
 # ---------------------------------------------------------------- cells
 
 def _fresh_namespace():
@@ -430,6 +624,8 @@ def _run(cell, code):
     err = None
     _restore_stdio()
     _patch_pyplot()
+    _site_before_cell()
+    _told.clear()
     _running = True
     try:
         tree = ast.parse(code, filename=fname, mode="exec")
@@ -459,6 +655,10 @@ def _run(cell, code):
         print("terp: saving figures failed: %s" % e, file=sys.stderr)
         _flush()
     _send_artifacts(cell)
+    try:
+        _site_after_cell(cell)
+    except Exception:  # a record, never a failure
+        pass
     msg = {"ev": "result", "id": cell, "status": status}
     if value is not None:
         msg["value"] = _cut(value, "repr")
@@ -475,16 +675,31 @@ PRELOAD_SWITCH = 0.0001
 PRELOAD_IDLE = 0.01
 
 
+def _have(mod):
+    """Whether a top-level module is there, without importing it."""
+    try:
+        import importlib.util
+        spec = importlib.util.find_spec(mod)
+        return spec is not None and spec.origin is not None
+    except Exception:
+        return False
+
+
 def _preload():
+    # The user's environment may lack any of these: what is missing is
+    # not imported (the model was told, see _probe), never an error.
     sys.setswitchinterval(PRELOAD_SWITCH)
     t0 = time.monotonic()
     try:
-        import numpy  # noqa: F401
-        import pandas  # noqa: F401
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot  # noqa: F401  (builds the font cache too)
-        _patch_pyplot()
+        if _have("numpy"):
+            import numpy  # noqa: F401
+        if _have("pandas"):
+            import pandas  # noqa: F401
+        if _have("matplotlib"):
+            import matplotlib
+            matplotlib.use("Agg")
+            import matplotlib.pyplot  # noqa: F401  (builds the font cache too)
+            _patch_pyplot()
         send({"ev": "loaded", "ms": int((time.monotonic() - t0) * 1000)})
     except BaseException as e:
         send({"ev": "loaded", "error": "%s: %s" % (type(e).__name__, e)})
@@ -551,7 +766,17 @@ def main():
     global ns, _preload_pending
     os.makedirs(OUT_DIR, exist_ok=True)
     _close_all(_scan_out()[1])  # what is already there is not new
-    send({"ev": "ready", "pid": os.getpid(), "python": sys.version.split()[0]})
+    ready = {"ev": "ready", "pid": os.getpid(), "python": sys.version.split()[0]}
+    if os.environ.get("TERP_PROBE") == "1":
+        try:
+            ready["probe"] = _probe()
+        except Exception:
+            pass
+    _setup_site()
+    _start_forwarder()
+    if not EGRESS:
+        sys.addaudithook(_audit)
+    send(ready)
     _preload_pending = os.environ.get("TERP_PRELOAD", "1") == "1"
     for line in _lines(_read_command):
         try:

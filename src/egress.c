@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <time.h>
@@ -118,6 +119,7 @@ struct conn {
 	int64_t		 t_wall;
 	int		 cell;
 	int		 ended;		/* END reported */
+	int		 first;		/* no byte read yet: may pass a socket */
 	int		 is_connect;
 	const char	*doom;		/* END code when the reaper closes it */
 	char		 method[17];
@@ -1655,6 +1657,85 @@ conn_decide(struct conn *c, size_t hend)
 	resolve_start(c);
 }
 
+/* Whether fd, handed over by a client, may stand for one: a connected
+ * TCP stream socket (what the forwarder accepted in the sandbox's own
+ * network namespace), nothing else. */
+static int
+passable(int fd)
+{
+	struct stat st;
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof ss;
+	int type = 0, dom = 0, acc = 1;
+	socklen_t l1 = sizeof type, l2 = sizeof dom, l3 = sizeof acc;
+
+	return fstat(fd, &st) == 0 && S_ISSOCK(st.st_mode) &&
+	    getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &l1) == 0 && type == SOCK_STREAM &&
+	    getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &dom, &l2) == 0 &&
+	    (dom == AF_INET || dom == AF_INET6) &&
+	    getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &acc, &l3) == 0 && acc == 0 &&
+	    getpeername(fd, (struct sockaddr *)&ss, &sl) == 0;
+}
+
+/* A client's first read, with room for one descriptor. The in-sandbox
+ * forwarder does not relay bytes: it hands the connection it accepted
+ * over to us (SCM_RIGHTS, with one NUL byte and nothing else) and is
+ * done, so the data path has one hop less and no Python in it. The
+ * handed socket then is the client, checked like any other; a NUL with
+ * anything but a connected TCP socket is refused. Only the first read
+ * takes descriptors: later reads (recv) make the kernel close any sent.
+ * Returns recv's result, or -1 with errno EAGAIN once the client was
+ * swapped (its request comes through the loop) or refused. */
+static ssize_t
+first_read(struct conn *c, size_t room)
+{
+	union {
+		struct cmsghdr	h;
+		char		b[CMSG_SPACE(sizeof(int))];
+	} cm;
+	struct iovec iov = { c->head, room };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
+	    .msg_control = cm.b, .msg_controllen = sizeof cm.b };
+	struct cmsghdr *h;
+	ssize_t n;
+	int pfd = -1;
+
+	n = recvmsg(c->cfd, &mh, MSG_CMSG_CLOEXEC);
+	if (n < 0)
+		return n;
+	c->first = 0;
+	for (h = CMSG_FIRSTHDR(&mh); h != NULL; h = CMSG_NXTHDR(&mh, h)) {
+		if (h->cmsg_level != SOL_SOCKET || h->cmsg_type != SCM_RIGHTS ||
+		    h->cmsg_len < CMSG_LEN(sizeof(int)))
+			continue;
+		if (pfd >= 0)
+			close(pfd);
+		memcpy(&pfd, CMSG_DATA(h), sizeof pfd);
+	}
+	if (pfd < 0)
+		return n;
+	if (n != 1 || c->head[0] != '\0' || (mh.msg_flags & MSG_CTRUNC) ||
+	    !passable(pfd)) {
+		close(pfd);
+		conn_reply(c, 400, EGRESS_REFUSED, "bad-request", "bad request",
+		    "a connection handed over must be a connected TCP socket, "
+		    "sent alone with one NUL byte");
+		errno = EAGAIN;
+		return -1;
+	}
+	loop_unwatch(c->e->l, c->cfd);
+	close(c->cfd);
+	c->cfd = pfd;
+	fd_set_nonblock(pfd);
+	{
+		int one = 1;
+		(void)setsockopt(pfd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+	}
+	conn_update(c);
+	errno = EAGAIN;
+	return -1;
+}
+
 static void
 head_read(struct conn *c)
 {
@@ -1669,7 +1750,10 @@ head_read(struct conn *c)
 			    "16384 bytes");
 			return;
 		}
-		n = recv(c->cfd, c->head + c->hlen, room, 0);
+		if (c->first)
+			n = first_read(c, room);
+		else
+			n = recv(c->cfd, c->head + c->hlen, room, 0);
 		if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK &&
 		    errno != EINTR)) {
 			conn_close(c);	/* gone before asking: no attempt */
@@ -1803,6 +1887,7 @@ conn_new(struct egress *e, int fd)
 	c->ufd = -1;
 	c->c2u.pr = c->c2u.pw = c->u2c.pr = c->u2c.pw = -1;
 	c->st = CS_HEAD;
+	c->first = 1;
 	c->head = xmalloc(EGRESS_HEAD_MAX);
 	c->t_wall = wall_ms();
 	c->cell = e->cell;
@@ -2050,6 +2135,36 @@ spec_parse(const char *spec, struct hostport *hp, char **err)
 		set_err(err, xasprintf("egress: %s: %s (expected HOST, HOST:PORT, "
 		    "*.DOMAIN or an address)", spec ? spec : "(null)", why));
 		return -1;
+	}
+	return 0;
+}
+
+int
+egress_rule_check(const char *spec, char **err)
+{
+	struct hostport hp;
+
+	return spec_parse(spec, &hp, err);
+}
+
+int
+egress_rules_cover(const char *const *allow, const char *host, unsigned port)
+{
+	struct hostport want, r;
+	const char *why;
+	char tmp[300];
+	int n;
+
+	/* A bare IPv6 address goes in brackets, so that hp_parse does not
+	 * take its last group for a port. */
+	n = snprintf(tmp, sizeof tmp, strchr(host, ':') ? "[%s]" : "%s", host);
+	if (n < 0 || (size_t)n >= sizeof tmp || hp_parse(tmp, (size_t)n, &want, 0, &why) < 0)
+		return 0;
+	for (const char *const *a = allow; a != NULL && *a != NULL; a++) {
+		if (hp_parse(*a, strlen(*a), &r, 1, &why) < 0)
+			continue;
+		if (hp_names(&r, &want) && allow_port(r.port, port))
+			return 1;
 	}
 	return 0;
 }

@@ -2,19 +2,31 @@
 """egress_fwd: terp's in-sandbox egress forwarder (stdlib only).
 
 The sandbox has its own network namespace with only `lo`. This listens on
-127.0.0.1:PORT inside it and relays every accepted connection, byte for
-byte, to terp's egress proxy, reached through the Unix socket bound into
-the sandbox (include/terp/egress.h has the whole picture). It never parses
-a byte: every request, however it was relayed inside the sandbox, reaches
-the proxy as one more client and is checked there.
+127.0.0.1:PORT inside it and gives every accepted connection to terp's
+egress proxy, reached through the Unix socket bound into the sandbox
+(include/terp/egress.h has the whole picture). It never parses a byte:
+every request, however it was relayed inside the sandbox, reaches the
+proxy as one more client and is checked there.
 
-    python3 egress_fwd.py SOCKET [--listen 127.0.0.1:PORT] [--copy]
+    python3 egress_fwd.py SOCKET [--listen 127.0.0.1:PORT | --fd N]
+                                 [--relay | --copy]
 
-(--copy: copy through Python even where splice is there; for the tests)
 prints the port it listens on (one line) once it accepts connections.
-One thread, one selector, a bounded pipe (or buffer) per direction:
-reading stops while the other side's is full; half-closes passed on.
+--fd N: serve the listening socket inherited as fd N instead (terp's
+driver makes it before any cell runs, so no request can come too early,
+and starts this with -I -S, stdout on /dev/null).
+
+By default each accepted connection is handed over whole: its socket
+goes to the proxy over the Unix socket (SCM_RIGHTS, with one NUL byte),
+and the proxy reads and writes it directly. The bytes then take one hop
+less and never pass through Python: on loopback that is what makes the
+in-sandbox path cost about what the proxy alone costs (bench/egress.py).
+--relay relays the bytes instead (socket -> pipe -> socket with splice,
+one thread, one selector, a bounded pipe per direction: reading stops
+while the other side's is full, half-closes passed on); --copy relays
+through Python's own buffers (where splice is missing; for the tests).
 """
+import array
 import fcntl
 import os
 import selectors
@@ -154,13 +166,63 @@ class Pipe:
             d.close()
 
 
-def serve(sock_path, host="127.0.0.1", port=0, ready=None):
-    """Runs forever. ready(port) is called once the socket listens."""
-    sel = selectors.DefaultSelector()
-    ls = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    ls.bind((host, port))
+def listener(host, port, fd):
+    if fd is not None:
+        ls = socket.socket(fileno=fd)
+    else:
+        ls = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        ls.bind((host, port))
     ls.listen(128)
+    return ls
+
+
+def hand_over(sock_path, c):
+    """Gives the accepted connection c to the proxy and forgets it."""
+    u = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        c.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        u.connect(sock_path)
+        u.sendmsg([b"\0"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS,
+                              array.array("i", [c.fileno()]))])
+    except OSError:
+        pass            # the proxy is gone: the client sees its connection close
+    finally:
+        u.close()
+        c.close()
+
+
+def serve_pass(sock_path, host="127.0.0.1", port=0, ready=None, fd=None):
+    """Runs forever, handing every connection over. Blocking: a Unix
+    connect waits while the proxy's backlog is full, which is the
+    backpressure wanted."""
+    ls = listener(host, port, fd)
+    ls.setblocking(True)
+    if ready is not None:
+        ready(ls.getsockname()[1])
+    while True:
+        try:
+            c, _addr = ls.accept()
+        except InterruptedError:
+            continue
+        except OSError:
+            # EMFILE and the like: wait for one to go instead of spinning
+            select_one(ls)
+            continue
+        hand_over(sock_path, c)
+
+
+def select_one(ls):
+    sel = selectors.DefaultSelector()
+    sel.register(ls, selectors.EVENT_READ)
+    sel.select(0.1)
+    sel.close()
+
+
+def serve(sock_path, host="127.0.0.1", port=0, ready=None, fd=None):
+    """Relays forever. ready(port) is called once the socket listens."""
+    sel = selectors.DefaultSelector()
+    ls = listener(host, port, fd)
     ls.setblocking(False)
     sel.register(ls, selectors.EVENT_READ, None)
     if ready is not None:
@@ -192,27 +254,37 @@ def serve(sock_path, host="127.0.0.1", port=0, ready=None):
                 Pipe(sel, c, u)
 
 
+USAGE = "usage: egress_fwd.py SOCKET [--listen HOST:PORT | --fd N] [--relay | --copy]\n"
+
+
 def main(argv):
     global SPLICE
+    run = serve_pass
+    if "--relay" in argv:
+        run = serve
+        argv = [a for a in argv if a != "--relay"]
     if "--copy" in argv:
         SPLICE = False
+        run = serve
         argv = [a for a in argv if a != "--copy"]
     if not argv or argv[0].startswith("-"):
-        sys.stderr.write("usage: egress_fwd.py SOCKET [--listen HOST:PORT] [--copy]\n")
+        sys.stderr.write(USAGE)
         return 2
-    host, port = "127.0.0.1", 0
+    host, port, fd = "127.0.0.1", 0, None
     if len(argv) == 3 and argv[1] == "--listen":
         host, _, p = argv[2].rpartition(":")
         port = int(p)
+    elif len(argv) == 3 and argv[1] == "--fd":
+        fd = int(argv[2])
     elif len(argv) != 1:
-        sys.stderr.write("usage: egress_fwd.py SOCKET [--listen HOST:PORT] [--copy]\n")
+        sys.stderr.write(USAGE)
         return 2
 
     def ready(p):
         sys.stdout.write("%d\n" % p)
         sys.stdout.flush()
 
-    serve(argv[0], host, port, ready)
+    run(argv[0], host, port, ready, fd)
     return 0
 
 

@@ -10,6 +10,7 @@
 
 #include <assert.h>
 #include <errno.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +26,8 @@
 #include "terp/kernel_artifact.h"
 #include "terp/kernel_chan.h"
 #include "terp/kernel_frame.h"
+#include "terp/kernel_net.h"
+#include "terp/pyenv.h"
 #include "terp/sandbox.h"
 #include "terp/sandbox_tree.h"
 #include "terp/sanitize.h"
@@ -33,6 +36,7 @@
 #include "terp/workspace.h"
 
 #include "driver_py.h"
+#include "egress_fwd_py.h"
 
 #define STDERR_KEEP	4096		/* bwrap's own messages, for setup errors */
 #define CODE_MAX	(64u << 20)	/* a cell's code */
@@ -42,6 +46,7 @@
 #define DISK_EVERY_MS	100	/* disk check interval, at least... */
 #define DISK_EVERY_MAX	1000	/* ...and at most; 20 times a check's cost between */
 #define STRAY_WAIT_MS	2000	/* for processes killed at a cell's end to go */
+#define INSTALLED_MAX	256	/* packages one "installed" frame may name */
 
 struct pending {
 	int		 n;
@@ -91,6 +96,19 @@ struct kernel {
 	struct kernel_artifacts	*art;		/* the artifacts cells save */
 
 	char			*stopped_why;	/* kernel_stop's reason until relaunch */
+
+	/* The interpreter's packages (pyenv.h), from the cache or from the
+	 * driver's "ready"; probe_line is the prompt's sentence. */
+	struct pyenv_probe	 probe;
+	int			 have_probe;
+	char			*probe_line;
+
+	/* Egress: the proxy (NULL without allowed hosts), and the
+	 * forwarder the driver started, spared when a cell's strays die
+	 * for as long as its pidfd says it is the same process. */
+	struct kernel_net	*net;
+	pid_t			 fwd_pid;
+	int			 fwd_pidfd;
 };
 
 static void kernel_on_ev(struct loop *l, int fd, int revents, void *arg);
@@ -190,6 +208,173 @@ set_state(struct kernel *k, enum kernel_state st, const char *msg)
 		k->cb.state(k->arg, st, msg ? msg : kernel_state_name(st));
 }
 
+/* ------------------------------------------------------------ python */
+
+static void
+probe_set(struct kernel *k, const struct pyenv_probe *p)
+{
+	k->probe = *p;
+	k->have_probe = 1;
+	free(k->probe_line);
+	k->probe_line = pyenv_prompt_line(p);
+}
+
+/* A runner that runs nothing: with it pyenv_probe answers from its
+ * cache or not at all. The interpreter is probed inside the sandbox
+ * (the driver's "ready"), never on the host. */
+static int
+run_none(void *ctx, char *const argv[], size_t max, char **out, size_t *outlen,
+    char **err)
+{
+	*out = NULL;
+	*err = xstrdup("not probed yet");
+	return -1;
+}
+
+/* A runner that "runs" the probe by handing over the driver's answer. */
+static int
+run_answer(void *ctx, char *const argv[], size_t max, char **out, size_t *outlen,
+    char **err)
+{
+	const char *text = ctx;
+	size_t n = strlen(text);
+
+	if (n > max) {
+		*err = xstrdup("its answer to the probe was too long");
+		return -1;
+	}
+	*out = xstrdup(text);
+	*outlen = n;
+	return 0;
+}
+
+static void
+probe_cached(struct kernel *k)
+{
+	struct pyenv_probe p;
+	char *err = NULL;
+
+	if (k->o->pyenv != NULL && k->o->probe_cache != NULL &&
+	    pyenv_probe(k->o->pyenv, k->o->probe_cache, run_none, NULL, &p, &err) == 0)
+		probe_set(k, &p);
+	free(err);
+}
+
+/* The driver's "probe" in its "ready" frame: what its interpreter has,
+ * found before any cell ran and before the session's own site
+ * directory joined sys.path. Checked like any frame (pyenv_probe_parse
+ * admits only known packages and plain version strings), then cached. */
+static void
+probe_from_ready(struct kernel *k, const struct kframe *f)
+{
+	const cJSON *j = cJSON_GetObjectItemCaseSensitive(f->json, "probe");
+	struct pyenv_probe p;
+	char *text, *err = NULL;
+	int rc;
+
+	if (k->have_probe || !cJSON_IsObject(j) || (text = cJSON_PrintUnformatted(j)) == NULL)
+		return;
+	if (k->o->pyenv != NULL)
+		rc = pyenv_probe(k->o->pyenv, k->o->probe_cache, run_answer, text, &p, &err);
+	else
+		rc = pyenv_probe_parse(text, strlen(text), &p, &err);
+	if (rc == 0)
+		probe_set(k, &p);
+	free(err);
+	free(text);
+}
+
+const char *
+kernel_python_info(const struct kernel *k)
+{
+	return k->have_probe ? k->probe_line : NULL;
+}
+
+char *
+kernel_python_label(const struct kernel *k)
+{
+	if (k->o->pyenv != NULL)
+		return pyenv_label(k->o->pyenv, k->have_probe ? &k->probe : NULL);
+	if (k->have_probe)
+		return xasprintf("Python %s", k->probe.version);
+	return NULL;
+}
+
+/* ------------------------------------------------------------ egress */
+
+static void emit_output(struct kernel *k, int stream, const char *p, size_t n);
+static void drain_all(struct kernel *k);
+
+static void
+net_event(void *arg, int cell, const struct egress_event *ev)
+{
+	struct kernel *k = arg;
+
+	if (k->cb.net)
+		k->cb.net(k->arg, cell, ev);
+}
+
+/* terp's line about a refused attempt, after what the cell printed so
+ * far, like the artifact notes. */
+static void
+net_note(void *arg, int cell, const char *line)
+{
+	struct kernel *k = arg;
+
+	drain_all(k);
+	emit_output(k, 1, line, strlen(line));
+}
+
+static int
+has_allow(const struct kernel_opts *o)
+{
+	return o->allow_hosts != NULL && o->allow_hosts[0] != NULL;
+}
+
+/* The session's proxy, once: its socket goes beside the workspace. */
+static int
+net_start(struct kernel *k, char **err)
+{
+	static const struct kernel_net_cbs cbs = { .event = net_event, .note = net_note };
+
+	if (!has_allow(k->o))
+		return 0;
+	if (k->o->no_sandbox || k->o->network) {
+		*err = xstrdup("--allow-host needs the sandbox's own network: it has no "
+		    "meaning with --network or --no-sandbox");
+		return -1;
+	}
+	if (k->net == NULL &&
+	    (k->net = kernel_net_new(k->loop, k->o->allow_hosts, k->o->egress_max, &cbs,
+	    k, err)) == NULL)
+		return -1;
+	return kernel_net_start(k->net, workspace_base(k->ws), workspace_uid(k->ws), err);
+}
+
+int
+kernel_egress_allow(struct kernel *k, const char *spec, char **err)
+{
+	if (k->net == NULL) {
+		/* TODO(i10-core): /allow in a session started without egress:
+		 * start the proxy and restart the sandbox (its forwarder and
+		 * proxy variables exist only from the start), saying so. */
+		*err = xstrdup("this session started without egress; start terp with "
+		    "--allow-host HOST");
+		return -1;
+	}
+	return kernel_net_allow(k->net, spec, err);
+}
+
+int
+kernel_egress_deny(struct kernel *k, const char *spec, char **err)
+{
+	if (k->net == NULL)
+		return 0;	/* nothing gets out anyway */
+	return kernel_net_deny(k->net, spec, err);
+}
+
+/* ------------------------------------------------------------ new */
+
 struct kernel *
 kernel_new(struct loop *l, const struct kernel_opts *o, const struct kernel_cbs *cb,
     void *arg)
@@ -204,6 +389,8 @@ kernel_new(struct loop *l, const struct kernel_opts *o, const struct kernel_cbs 
 	k->p.cmd_fd = k->p.ev_fd = k->p.out_fd = k->p.err_fd = k->p.status_fd = -1;
 	k->p.life_fd = k->p.pid_fd = -1;
 	k->exit_code = -1;
+	k->fwd_pidfd = -1;
+	probe_cached(k);
 	k->ws = workspace_new(o->session_dir, o->no_sandbox, o->disk, o->disk_files);
 	kframe_reader_init(&k->evr, KFRAME_MAX);
 	kernel_chan_init(&k->chan, l, chan_broken, k);
@@ -320,6 +507,42 @@ on_disk_timer(struct loop *l, void *arg)
 	disk_check(k);
 }
 
+/* Whether the forwarder found at "ready" still runs: its pidfd turns
+ * readable when it exits, so a recycled pid is never spared. */
+static int
+fwd_alive(const struct kernel *k)
+{
+	struct pollfd pf = { .fd = k->fwd_pidfd, .events = POLLIN };
+
+	return k->fwd_pid > 0 && k->fwd_pidfd >= 0 && poll(&pf, 1, 0) == 0;
+}
+
+static void
+fwd_forget(struct kernel *k)
+{
+	if (k->fwd_pidfd >= 0)
+		close(k->fwd_pidfd);
+	k->fwd_pidfd = -1;
+	k->fwd_pid = 0;
+}
+
+/* At "ready", before any cell ran: the driver's only child is the
+ * forwarder it started (egress_fwd.py). */
+static void
+fwd_find(struct kernel *k)
+{
+	pid_t kids[4];
+
+	fwd_forget(k);
+	if (k->net == NULL || k->py_pid <= 0 || k->o->no_sandbox)
+		return;
+	if (sandbox_tree_children(k->py_pid, kids, 4) != 1)
+		return;
+	k->fwd_pidfd = (int)syscall(SYS_pidfd_open, kids[0], 0);
+	if (k->fwd_pidfd >= 0)
+		k->fwd_pid = kids[0];
+}
+
 /* At a cell's end: the processes it left behind go (they are not
  * bounded by the cell's time limit otherwise), and the disk is
  * checked. The driver's Python stays. */
@@ -328,9 +551,11 @@ cell_cleanup(struct kernel *k)
 {
 	if (k->p.pid <= 0 || k->dying)
 		return;
-	if (k->py_pid > 0)
-		sandbox_tree_kill_strays(k->init_pid > 0 ? k->init_pid : k->py_pid, k->py_pid,
+	if (k->py_pid > 0) {
+		pid_t keep[2] = { k->py_pid, fwd_alive(k) ? k->fwd_pid : 0 };
+		sandbox_tree_kill_strays(k->init_pid > 0 ? k->init_pid : k->py_pid, keep, 2,
 		    STRAY_WAIT_MS);
+	}
 	/* From the loop, not from here: a kill now could end in
 	 * finish_death, which finishes this very cell a second time. */
 	loop_timer_cancel(k->loop, k->disk_timer);
@@ -387,6 +612,14 @@ spec_fill(const struct kernel *k, struct sandbox_spec *s)
 	s->network = k->o->network;
 	s->preload = getenv("TERP_NO_PRELOAD") == NULL;
 	s->cgroup_procs_fd = -1;
+	s->pyenv = k->o->pyenv;
+	s->setenv = k->o->sandbox_env;
+	s->probe = !k->have_probe;
+	if (k->net != NULL) {
+		s->egress_sock = kernel_net_socket(k->net);
+		s->fwd = (const char *)egress_fwd_py;
+		s->fwd_len = sizeof egress_fwd_py;
+	}
 }
 
 /* The session's cgroup, tried once: without one, rlimits only, the
@@ -419,6 +652,7 @@ launch_reset(struct kernel *k)
 	k->loaded = 0;
 	k->init_pid = k->o->no_sandbox ? -1 : 0;
 	k->py_pid = -1;
+	fwd_forget(k);
 	free(k->kill_why);
 	k->kill_why = NULL;
 }
@@ -472,6 +706,8 @@ kernel_start(struct kernel *k, char **err)
 		return -1;
 	}
 	if (workspace_prepare(k->ws, err) < 0)
+		return -1;
+	if (net_start(k, err) < 0)
 		return -1;
 	if (kernel_artifact_open(k->art, err) < 0)
 		return -1;
@@ -720,6 +956,50 @@ kill_sandbox(struct kernel *k, char *why, int as_stop)
 	kernel_begin_death(k);
 }
 
+/* A package name or version as the record may keep it: 1 to 100 bytes
+ * of letters, digits and ".-_+!". */
+static int
+pkg_word_ok(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n == 0 || n > 100)
+		return 0;
+	for (; *s; s++)
+		if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
+		    (*s >= '0' && *s <= '9') || strchr(".-_+!", *s)))
+			return 0;
+	return 1;
+}
+
+/* {"ev":"installed","id":N,"packages":[[name, version], ...]}: what pip
+ * put into the session's site directory during the cell. */
+static void
+on_installed(struct kernel *k, const struct kframe *f)
+{
+	const cJSON *list = cJSON_GetObjectItemCaseSensitive(f->json, "packages");
+	const cJSON *p;
+	int n = 0;
+
+	if (!cJSON_IsArray(list) || k->cb.installed == NULL)
+		return;
+	cJSON_ArrayForEach(p, list) {
+		const char *name, *ver;
+		if (n++ >= INSTALLED_MAX)
+			break;
+		if (!cJSON_IsArray(p) || cJSON_GetArraySize(p) != 2)
+			continue;
+		name = cJSON_GetStringValue(cJSON_GetArrayItem(p, 0));
+		ver = cJSON_GetStringValue(cJSON_GetArrayItem(p, 1));
+		if (name == NULL || ver == NULL || !pkg_word_ok(name) || !pkg_word_ok(ver))
+			continue;
+		/* TODO(i10-core): journal it, so that --resume --replay
+		 * reinstalls these (pip install name==version, through the
+		 * same egress rules) before replaying the cells. */
+		k->cb.installed(k->arg, k->cur, name, ver);
+	}
+}
+
 /* One line from the driver. Order is checked here: "ready" only while
  * starting, "result" and "artifact" only for the running cell (by id),
  * "chunk" and "artifact_end" only inside an artifact; anything else is
@@ -741,6 +1021,8 @@ handle_frame(struct kernel *k, const char *line, size_t len)
 			break;
 		if (!k->o->no_sandbox && k->init_pid > 0)
 			k->py_pid = sandbox_tree_python(k->init_pid);
+		fwd_find(k);
+		probe_from_ready(k, &f);
 		set_state(k, k->loaded ? KERNEL_READY : KERNEL_LOADING,
 		    k->loaded ? NULL : "loading pandas, numpy, matplotlib");
 		kernel_next(k);
@@ -766,6 +1048,10 @@ handle_frame(struct kernel *k, const char *line, size_t len)
 	case KF_ARTIFACT_SKIP:
 		if (k->cur != 0 && f.has_id && f.id == k->cur)
 			kernel_artifact_skip(k->art, &f);
+		break;
+	case KF_INSTALLED:
+		if (k->cur != 0 && !cell_unsent(k) && f.has_id && f.id == k->cur)
+			on_installed(k, &f);
 		break;
 	default:
 		break;	/* "reset", "pong" and unknown events need nothing */
@@ -927,6 +1213,8 @@ kernel_next(struct kernel *k)
 	k->cur_start = now_us();
 	k->stop = STOP_NONE;
 	kernel_artifact_cell_start(k->art, p->n);
+	if (k->net != NULL)
+		kernel_net_cell(k->net, p->n);
 	set_state(k, KERNEL_BUSY, NULL);
 	cmd = cJSON_CreateObject();
 	cJSON_AddStringToObject(cmd, "op", "exec");
@@ -1261,6 +1549,9 @@ kernel_free(struct kernel *k)
 	stop_now(k);			/* no sandbox process is left */
 	sandbox_cgroup_destroy(k->cg);
 	workspace_free(k->ws);		/* the uid is free again */
+	kernel_net_free(k->net);	/* after the sandbox: no client is left */
+	fwd_forget(k);
+	free(k->probe_line);
 	kernel_artifact_free(k->art);
 	kframe_reader_free(&k->evr);
 	kernel_chan_free(&k->chan);

@@ -101,6 +101,7 @@ static const struct {
 	{ "artifact_skip", KF_ARTIFACT_SKIP },
 	{ "reset", KF_RESET },
 	{ "pong", KF_PONG },
+	{ "installed", KF_INSTALLED },
 };
 
 static const char *

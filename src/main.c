@@ -11,6 +11,9 @@
 
 #include "terp/cli.h"
 #include "terp/config.h"
+#include "terp/egress.h"
+#include "terp/pipindex.h"
+#include "terp/pyenv.h"
 #include "terp/store.h"
 #include "terp/util.h"
 #include "terp/tui.h"
@@ -24,10 +27,42 @@ enum {
 	OPT_PROVIDER, OPT_MODEL, OPT_BASE_URL, OPT_MAX_TURNS, OPT_MAX_RETRIES,
 	OPT_TOOL_LIMIT, OPT_SYSTEM, OPT_THEME, OPT_STOP, OPT_VERSION,
 	OPT_LIST, OPT_DELETE, OPT_EXPORT, OPT_RESUME, OPT_REPLAY, OPT_IDLE,
-	OPT_MAX_SESSION, OPT_DISK,
+	OPT_MAX_SESSION, OPT_DISK, OPT_PYTHON, OPT_ALLOW_HOST, OPT_EGRESS_MAX,
 };
 
 #define IDLE_DEFAULT_MS	(30 * 60 * 1000)
+
+/* What main keeps for the session's whole life (kernel_opts points at
+ * it): the interpreter's choice and its resolution, the allow rules, and
+ * the variables passed into the sandbox. */
+static struct {
+	const char	*python;	/* --python, else the config's */
+	const char	*python_from;	/* how it was given, for messages */
+	struct pyenv	 pe;
+	char		**allow;	/* NULL-terminated */
+	size_t		 nallow;
+	char		*sandbox_env[4];
+	int		 version;	/* --version */
+} m;
+
+static void
+allow_add(const char *spec)
+{
+	m.allow = xrealloc(m.allow, (m.nallow + 2) * sizeof *m.allow);
+	m.allow[m.nallow++] = xstrdup(spec);
+	m.allow[m.nallow] = NULL;
+}
+
+/* allow_hosts = a, b c: comma or space separated. */
+static void
+allow_add_list(const char *list)
+{
+	char *copy = xstrdup(list), *save = NULL;
+
+	for (char *t = strtok_r(copy, ", \t", &save); t; t = strtok_r(NULL, ", \t", &save))
+		allow_add(t);
+	free(copy);
+}
 
 static const struct option long_opts[] = {
 	{ "prompt", required_argument, NULL, 'p' },
@@ -44,6 +79,9 @@ static const struct option long_opts[] = {
 	{ "max-artifact-size", required_argument, NULL, OPT_ARTMAX },
 	{ "no-sandbox", no_argument, NULL, OPT_NO_SANDBOX },
 	{ "network", no_argument, NULL, OPT_NETWORK },
+	{ "python", required_argument, NULL, OPT_PYTHON },
+	{ "allow-host", required_argument, NULL, OPT_ALLOW_HOST },
+	{ "egress-max", required_argument, NULL, OPT_EGRESS_MAX },
 	{ "provider", required_argument, NULL, OPT_PROVIDER },
 	{ "model", required_argument, NULL, OPT_MODEL },
 	{ "base-url", required_argument, NULL, OPT_BASE_URL },
@@ -95,6 +133,12 @@ usage(FILE *fp)
 	    "      --max-file-size SIZE largest file the code may write (1G)\n"
 	    "      --max-open-files N   open files in the sandbox (1024)\n"
 	    "      --max-artifact-size SIZE  largest artifact copied out (64M)\n"
+	    "      --python PATH        the Python to run (a venv, conda env or interpreter;\n"
+	    "                           default: $VIRTUAL_ENV, $CONDA_PREFIX, python3 on PATH)\n"
+	    "      --allow-host HOST[:PORT]  let the sandbox reach HOST through terp's\n"
+	    "                           proxy (repeat; *.DOMAIN, an address; default ports\n"
+	    "                           80 and 443); nothing else is reachable\n"
+	    "      --egress-max SIZE    bytes the session may send out (default 10M)\n"
 	    "      --network            give the sandbox the host's network (off by default)\n"
 	    "      --no-sandbox         run Python without isolation (not recommended)\n"
 	    "      --theme NAME         TUI colour theme (default, light, mono)\n"
@@ -191,6 +235,14 @@ apply_config(struct cli *c)
 		    strcmp(v, "1") == 0 || strcmp(v, "yes") == 0;
 	if ((v = config_get(&cf, "out")))
 		c->kopts.out_dir = xstrdup(v);
+	if ((v = config_get(&cf, "python")) && *v) {
+		m.python = xstrdup(v);
+		m.python_from = "python = in the config";
+	}
+	if ((v = config_get(&cf, "allow_hosts")))
+		allow_add_list(v);
+	if ((v = config_get(&cf, "egress_max")))
+		c->kopts.egress_max = opt_size("egress_max (config)", v);
 	config_free(&cf);
 }
 
@@ -286,6 +338,20 @@ parse(struct cli *c, int argc, char **argv)
 		case OPT_ARTMAX: c->kopts.artifact_max = opt_size("--max-artifact-size", optarg); break;
 		case OPT_NO_SANDBOX: c->kopts.no_sandbox = 1; break;
 		case OPT_NETWORK: c->kopts.network = 1; break;
+		case OPT_PYTHON:
+			m.python = optarg;
+			m.python_from = "--python";
+			break;
+		case OPT_ALLOW_HOST: {
+			char *err = NULL;
+			if (egress_rule_check(optarg, &err) < 0) {
+				fprintf(stderr, "terp: --allow-host %s\n", err);
+				exit(2);
+			}
+			allow_add(optarg);
+			break;
+		}
+		case OPT_EGRESS_MAX: c->kopts.egress_max = opt_size("--egress-max", optarg); break;
 		case OPT_PROVIDER: c->llm.provider = xstrdup(optarg); break;
 		case OPT_MODEL: c->llm.model = xstrdup(optarg); break;
 		case OPT_BASE_URL: c->llm.base_url = xstrdup(optarg); break;
@@ -329,13 +395,26 @@ parse(struct cli *c, int argc, char **argv)
 			c->max_ms = ms;
 			break;
 		case 'h': usage(stdout); exit(0);
-		case OPT_VERSION: printf("terp %s\n", TERP_VERSION); exit(0);
+		case OPT_VERSION: m.version = 1; break;
 		default: usage(stderr); exit(2);
 		}
 	}
+	if (m.version)
+		return;
 	c->kopts.data_files = (const char **)argv + optind;
 	c->kopts.ndata = argc - optind;
 	parse_sessions(c);
+	for (size_t i = 0; i < m.nallow; i++) {
+		char *err = NULL;
+		if (egress_rule_check(m.allow[i], &err) < 0) {
+			fprintf(stderr, "terp: allow_hosts in the config: %s\n", err);
+			exit(2);
+		}
+	}
+	if (m.nallow > 0 && (c->kopts.network || c->kopts.no_sandbox))
+		usage_error("%s: the sandbox's own network is what the proxy guards; "
+		    "it has no meaning with --network or --no-sandbox", "--allow-host");
+	c->kopts.allow_hosts = (const char *const *)m.allow;
 	for (int i = 0; i < c->kopts.ndata; i++) {
 		char *err = NULL;
 		/* Opened without blocking: a FIFO or a folder is refused here,
@@ -363,6 +442,142 @@ parse(struct cli *c, int argc, char **argv)
 		c->cells = xmalloc(sizeof *c->cells);
 		c->cells[c->ncells++] = read_stdin();
 	}
+}
+
+/* Resolves the interpreter into m.pe (0), or prints why not (-1). */
+static int
+resolve_python(void)
+{
+	struct pyenv_choice ch = { .python = m.python, .python_from = m.python_from };
+	char *err = NULL;
+
+	if (pyenv_resolve(&ch, &m.pe, &err) < 0) {
+		fprintf(stderr, "terp: %s\n", err);
+		free(err);
+		return -1;
+	}
+	return 0;
+}
+
+/* Runs nothing: pyenv_probe then answers from its cache or not at all. */
+static int
+run_none(void *ctx, char *const argv[], size_t max, char **out, size_t *outlen,
+    char **err)
+{
+	*out = NULL;
+	*err = xstrdup("not probed");
+	return -1;
+}
+
+/* terp --version: terp's, and the Python a session would run. Runs
+ * nothing: the version comes from the probe's cache, else from the
+ * standard library's folder name. */
+static int
+print_version(void)
+{
+	char *cache = pyenv_cache_dir(NULL), *label, *err = NULL;
+	struct pyenv_choice ch = { .python = m.python, .python_from = m.python_from };
+	struct pyenv_probe p;
+	int have = 0;
+
+	printf("terp %s\n", TERP_VERSION);
+	if (pyenv_resolve(&ch, &m.pe, &err) < 0) {
+		printf("python: %s\n", err);
+		free(err);
+		free(cache);
+		return 0;
+	}
+	if (cache != NULL) {
+		have = pyenv_probe(&m.pe, cache, run_none, NULL, &p, &err) == 0;
+		free(err);
+	}
+	label = pyenv_label(&m.pe, have ? &p : NULL);
+	printf("%s\n", label);
+	free(label);
+	free(cache);
+	pyenv_free(&m.pe);
+	return 0;
+}
+
+/* The index the user configured for pip on the host, offered: passed
+ * into the sandbox when its host is allowed (and the URL holds no
+ * credentials), else the exact flag to add is named. */
+static void
+offer_pip_index(struct cli *c)
+{
+	struct pipindex pi;
+	char *idx = NULL, *extra = NULL;
+
+	pipindex_find(NULL, m.pe.kind == PYENV_VENV ? m.pe.prefix : NULL, &pi);
+	for (size_t i = 0; i < pi.n; i++) {
+		char host[256], rule[300];
+		unsigned port;
+		int cred;
+
+		if (pipindex_url_host(pi.u[i].url, host, sizeof host, &port, &cred) < 0)
+			continue;
+		if (!egress_rules_cover((const char *const *)m.allow, host, port)) {
+			snprintf(rule, sizeof rule, strchr(host, ':') ? "[%s]" : "%s", host);
+			if (port != 80 && port != 443)
+				snprintf(rule + strlen(rule), sizeof rule - strlen(rule), ":%u", port);
+			if (c->mode != CLI_TUI)
+				fprintf(stderr, "terp: pip's index %s (%s) is not reachable from the "
+				    "sandbox; to let pip use it there, add --allow-host %s\n",
+				    host, pi.u[i].from, rule);
+			/* TODO(i10-core): the notebook shows this offer too. */
+			continue;
+		}
+		if (cred) {
+			if (c->mode != CLI_TUI)
+				fprintf(stderr, "terp: pip's index %s (%s) holds credentials, "
+				    "which never enter the sandbox: pip there does not use it\n",
+				    host, pi.u[i].from);
+			continue;
+		}
+		if (!pi.u[i].extra && idx == NULL) {
+			idx = xasprintf("PIP_INDEX_URL=%s", pi.u[i].url);
+		} else if (pi.u[i].extra) {
+			char *e = extra ? xasprintf("%s %s", extra, pi.u[i].url) :
+			    xasprintf("PIP_EXTRA_INDEX_URL=%s", pi.u[i].url);
+			free(extra);
+			extra = e;
+		}
+	}
+	pipindex_free(&pi);
+	if (idx != NULL)
+		m.sandbox_env[0] = idx;
+	if (extra != NULL)
+		m.sandbox_env[idx ? 1 : 0] = extra;
+	c->kopts.sandbox_env = (const char *const *)m.sandbox_env;
+}
+
+/* The interpreter the session runs: resolved, reachable by the
+ * sandbox's uid, named on stderr when it is not the system's. */
+static int
+setup_python(struct cli *c)
+{
+	char *err = NULL;
+
+	if (resolve_python() < 0)
+		return -1;
+	if (!c->kopts.no_sandbox && geteuid() == 0 && pyenv_check_reach(&m.pe, &err) < 0) {
+		/* Chosen by nobody in particular: say how to pick another. */
+		fprintf(stderr, "terp: %s%s\n", err, m.pe.source == PYENV_FROM_PATH ?
+		    " (it is python3 on PATH; --python /usr/bin/python3 picks the "
+		    "system's)" : "");
+		free(err);
+		return -1;
+	}
+	c->kopts.pyenv = &m.pe;
+	c->kopts.python = m.pe.exec;
+	c->kopts.probe_cache = pyenv_cache_dir(NULL);
+	/* The one line saying which Python runs, when it is not the obvious
+	 * one. TODO(i10-core): the TUI's status bar names it
+	 * (kernel_python_label). */
+	if (m.pe.kind != PYENV_SYSTEM && c->mode != CLI_TUI)
+		fprintf(stderr, "terp: %s\n", m.pe.reason);
+	offer_pip_index(c);
+	return 0;
 }
 
 static int
@@ -409,6 +624,8 @@ main(int argc, char **argv)
 	int rc;
 
 	parse(&c, argc, argv);
+	if (m.version)
+		return print_version();
 	/* These need neither a model nor a sandbox. */
 	if (c.list)
 		return cli_sessions_list(&c);
@@ -425,6 +642,8 @@ main(int argc, char **argv)
 	}
 	if (check_sandbox(&c) < 0)
 		return 4;
+	if (setup_python(&c) < 0)
+		return 2;
 	if (make_session(&c) < 0)
 		return 1;
 	switch (c.mode) {

@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "terp/pyenv.h"
 #include "terp/sandbox_filter.h"
 #include "terp/sandbox_launcher.h"
 #include "terp/util.h"
@@ -93,11 +94,39 @@ av_free(struct argv *a)
 	free(a->v);
 }
 
+/* Sets KEY=VALUE in env, replacing an earlier KEY (the interpreter's
+ * PATH replaces terp's). */
+static void
+av_setenv(struct argv *env, const char *kv)
+{
+	const char *eq = strchr(kv, '=');
+	size_t n = eq ? (size_t)(eq - kv) + 1 : strlen(kv);
+
+	for (int i = 0; i < env->n; i++) {
+		if (strncmp(env->v[i], kv, n) == 0) {
+			free(env->v[i]);
+			env->v[i] = xstrdup(kv);
+			return;
+		}
+	}
+	av_add(env, kv);
+}
+
+static const char *
+spec_python(const struct sandbox_spec *s)
+{
+	return s->pyenv != NULL ? s->pyenv->exec : s->python;
+}
+
 /* The environment the Python process gets; nothing of terp's. */
 static void
 sandbox_env(const struct sandbox_spec *s, struct argv *env)
 {
-	char b[64];
+	static const char *const proxy_vars[] = {
+		"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy",
+		"https_proxy", "all_proxy", "PIP_PROXY", NULL
+	};
+	char b[96];
 
 	av_add(env, "PATH=/usr/bin:/bin");
 	av_addf(env, "HOME=%s", s->no_sandbox ? s->workspace : "/workspace");
@@ -117,6 +146,44 @@ sandbox_env(const struct sandbox_spec *s, struct argv *env)
 	av_add(env, b);
 	av_add(env, s->preload ? "TERP_PRELOAD=1" : "TERP_PRELOAD=0");
 	av_addf(env, "TERP_OUT_DIR=%s/out", s->no_sandbox ? s->workspace : "/workspace");
+	if (s->no_sandbox)
+		av_addf(env, "TERP_SITE_DIR=%s/.terp/site", s->workspace);
+	else
+		av_add(env, "TERP_SITE_DIR=" SANDBOX_SITE_DIR);
+	if (s->probe)
+		av_add(env, "TERP_PROBE=1");
+	/* pip: no questions, no version check, no cache (/tmp is a small
+	 * tmpfs and gone with the sandbox), one try: a refusal of the
+	 * proxy is final, and pip's retries would wait 8 s for nothing.
+	 * PIP_TARGET (the session's site directory) comes from the driver,
+	 * which knows the version. */
+	av_add(env, "PIP_DISABLE_PIP_VERSION_CHECK=1");
+	av_add(env, "PIP_NO_INPUT=1");
+	av_add(env, "PIP_NO_CACHE_DIR=1");
+	av_add(env, "PIP_RETRIES=0");
+	av_add(env, "PIP_ROOT_USER_ACTION=ignore");
+	if (s->egress_sock != NULL && !s->no_sandbox) {
+		/* NO_PROXY stays unset: 127.0.0.1 inside is the sandbox's
+		 * own loopback, and the host's is reached, when allowed,
+		 * through the proxy like any other address. */
+		for (int i = 0; proxy_vars[i]; i++) {
+			snprintf(b, sizeof b, "%s=http://127.0.0.1:%d", proxy_vars[i],
+			    SANDBOX_EGRESS_PORT);
+			av_add(env, b);
+		}
+		av_add(env, "TERP_EGRESS=1");
+	} else {
+		/* Nothing can be downloaded: pip fails at once instead of
+		 * trying, and the driver says which setting to change. */
+		av_add(env, "PIP_NO_INDEX=1");
+		av_add(env, "TERP_EGRESS=0");
+	}
+	if (s->pyenv != NULL)
+		for (size_t i = 0; s->pyenv->env != NULL && s->pyenv->env[i] != NULL; i++)
+			av_setenv(env, s->pyenv->env[i]);
+	for (size_t i = 0; s->setenv != NULL && s->setenv[i] != NULL; i++)
+		if (strchr(s->setenv[i], '=') != NULL)
+			av_setenv(env, s->setenv[i]);
 }
 
 /* A tmpfs cap: memory / div, within [lo, hi] MiB. */
@@ -163,11 +230,11 @@ bwrap_argv(const struct sandbox_spec *s, int own_net, struct argv *a)
 	static const char *etc[] = {
 		"/etc/ld.so.cache", "/etc/alternatives", "/etc/localtime",
 		"/etc/matplotlibrc", "/etc/fonts", "/etc/python3",
-		"/etc/python3.11", "/etc/mime.types", "/etc/ssl/certs", NULL
+		"/etc/mime.types", "/etc/ssl/certs", NULL
 	};
 	static const char *roots[] = { "bin", "sbin", "lib", "lib64", "lib32", "libx32", NULL };
 	struct argv env = { 0 };
-	char fd[16], size[32];
+	char fd[16], size[32], etcpy[32];
 
 	av_add(a, bwrap_path());
 	/* --unshare-all, spelt out, with the user namespace mandatory. */
@@ -198,6 +265,13 @@ bwrap_argv(const struct sandbox_spec *s, int own_net, struct argv *a)
 		bind_root_dir(a, roots[i]);
 	for (int i = 0; etc[i]; i++)
 		av_add3(a, "--ro-bind-try", etc[i], etc[i]);
+	/* Debian's sitecustomize and sysconfig for this version of Python. */
+	if (s->pyenv != NULL && s->pyenv->major > 0)
+		snprintf(etcpy, sizeof etcpy, "/etc/python%d.%d", s->pyenv->major,
+		    s->pyenv->minor);
+	else
+		snprintf(etcpy, sizeof etcpy, "/etc/python3.11");
+	av_add3(a, "--ro-bind-try", etcpy, etcpy);
 	snprintf(fd, sizeof fd, "%d", SANDBOX_FD_PASSWD);
 	av_add3(a, "--ro-bind-data", fd, "/etc/passwd");
 	snprintf(fd, sizeof fd, "%d", SANDBOX_FD_GROUP);
@@ -230,8 +304,25 @@ bwrap_argv(const struct sandbox_spec *s, int own_net, struct argv *a)
 		snprintf(dest, sizeof dest, "/workspace/data/%s", s->bind_names[i]);
 		av_add3(a, "--ro-bind-fd", fd, dest);
 	}
+	/* The interpreter's prefixes, read-only where they are on the host
+	 * (after /tmp's tmpfs, so a venv under /tmp shows through it), and
+	 * the symlinks met on the way to it. pyenv chose them: nothing of
+	 * $HOME but the environment itself. */
+	if (s->pyenv != NULL) {
+		for (size_t i = 0; i < s->pyenv->nbinds; i++)
+			av_add3(a, "--ro-bind", s->pyenv->binds[i].host,
+			    s->pyenv->binds[i].sandbox);
+		for (size_t i = 0; i < s->pyenv->nlinks; i++)
+			av_add3(a, "--symlink", s->pyenv->links[i].target,
+			    s->pyenv->links[i].path);
+	}
 	snprintf(fd, sizeof fd, "%d", SANDBOX_FD_DRIVER);
 	av_add3(a, "--ro-bind-data", fd, "/run/terp/driver.py");
+	if (s->egress_sock != NULL) {
+		av_add3(a, "--ro-bind", s->egress_sock, SANDBOX_EGRESS_SOCK);
+		snprintf(fd, sizeof fd, "%d", SANDBOX_FD_FWD);
+		av_add3(a, "--ro-bind-data", fd, SANDBOX_EGRESS_FWD);
+	}
 	/* After every bind: the tmpfs root itself becomes read-only. */
 	av_add2(a, "--remount-ro", "/");
 	av_add2(a, "--chdir", "/workspace");
@@ -242,7 +333,7 @@ bwrap_argv(const struct sandbox_spec *s, int own_net, struct argv *a)
 	snprintf(fd, sizeof fd, "%d", SANDBOX_FD_SECB);
 	av_add2(a, "--add-seccomp-fd", fd);
 	av_add(a, "--");
-	av_add(a, s->python);
+	av_add(a, spec_python(s));
 	av_add(a, "-I");
 	av_add(a, "-u");
 	av_add(a, "/run/terp/driver.py");
@@ -254,7 +345,7 @@ direct_argv(const struct sandbox_spec *s, struct argv *a)
 	char path[32];
 
 	snprintf(path, sizeof path, "/proc/self/fd/%d", SANDBOX_FD_DRIVER);
-	av_add(a, s->python);
+	av_add(a, spec_python(s));
 	av_add(a, "-I");
 	av_add(a, "-u");
 	av_add(a, path);
@@ -282,7 +373,7 @@ struct launch {
 	int		 bst[2];	/* bwrap -> launcher: status lines */
 	int		 life[2];	/* terp holds [1]; its close ends all */
 	int		 ep[2];		/* set-up errors, one line */
-	int		 devnull, drv, pw, gr, ho, ws, dd, sa, sb;
+	int		 devnull, drv, pw, gr, ho, ws, dd, sa, sb, fwd;
 	int		 src[SANDBOX_FD_MAX];
 	int		 nsrc;
 	struct argv	 argv, argv_net, envp;
@@ -297,6 +388,7 @@ launch_init(struct launch *L)
 	for (size_t i = 0; i < sizeof pipes / sizeof pipes[0]; i++)
 		pipes[i][0] = pipes[i][1] = -1;
 	L->devnull = L->drv = L->pw = L->gr = L->ho = L->ws = L->dd = L->sa = L->sb = -1;
+	L->fwd = -1;
 	for (int i = 0; i < SANDBOX_FD_MAX; i++)
 		L->src[i] = -1;
 	L->nsrc = SANDBOX_FD_ALIVE + 1;
@@ -307,7 +399,7 @@ launch_close(struct launch *L)
 {
 	int *pipes[] = { L->cmd, L->ev, L->out, L->errp, L->st, L->bst, L->life, L->ep };
 	int *fds[] = { &L->devnull, &L->drv, &L->pw, &L->gr, &L->ho, &L->ws, &L->dd,
-	    &L->sa, &L->sb };
+	    &L->sa, &L->sb, &L->fwd };
 
 	for (size_t i = 0; i < sizeof pipes / sizeof pipes[0]; i++) {
 		close_fd(&pipes[i][0]);
@@ -363,6 +455,12 @@ launch_open(struct launch *L, const struct sandbox_spec *s, char **err)
 	}
 	if (sandbox_filter_build(&L->sa, &L->sb, err) < 0)
 		return -1;
+	if (s->egress_sock != NULL &&
+	    (L->fwd = memfd_with("terp-egress-fwd", s->fwd, s->fwd_len)) < 0) {
+		*err = xasprintf("cannot set up the sandbox: %s", strerror(errno));
+		return -1;
+	}
+	L->src[SANDBOX_FD_FWD] = L->fwd;
 	L->src[SANDBOX_FD_STATUS] = L->bst[1];
 	L->src[SANDBOX_FD_SECA] = L->sa;
 	L->src[SANDBOX_FD_SECB] = L->sb;

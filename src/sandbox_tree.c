@@ -141,7 +141,7 @@ sandbox_tree_python(pid_t init)
 }
 
 int
-sandbox_tree_kill_strays(pid_t init, pid_t keep, int wait_ms)
+sandbox_tree_kill_strays(pid_t init, const pid_t *keep, int nkeep, int wait_ms)
 {
 	enum { MAX = 1024 };
 	pid_t *all = xmalloc(MAX * sizeof *all);
@@ -160,10 +160,12 @@ sandbox_tree_kill_strays(pid_t init, pid_t keep, int wait_ms)
 		int n = sandbox_tree_list(init, all, MAX), found = 0;
 		for (int i = 1; i < n; i++) {
 			pid_t pp = 0, want = 0;
-			int pfd;
+			int pfd, kept = 0;
 			char st;
 
-			if (all[i] == keep)
+			for (int k = 0; k < nkeep; k++)
+				kept |= keep[k] > 0 && all[i] == keep[k];
+			if (kept)
 				continue;
 			/* Pin it, then check it is still the process we saw (a
 			 * live child of a sandbox process): no signal to a pid

@@ -27,6 +27,7 @@ struct workspace {
 	uint64_t	 disk, disk_files;	/* the session's limits (0: default) */
 
 	char		*dir, *datadir;		/* NULL until prepared */
+	char		*base;			/* holds dir and datadir */
 	uid_t		 uid;			/* the sandbox's; 0: terp's own */
 	int		 uid_lock;		/* holds uid (sandbox_uid), -1: none */
 	struct workspace_bind {			/* data files bound read-only by fd */
@@ -65,6 +66,7 @@ workspace_free(struct workspace *w)
 	sandbox_uid_release(w->uid_lock);	/* the uid is free again */
 	free(w->dir);
 	free(w->datadir);
+	free(w->base);
 	free(w);
 }
 
@@ -72,6 +74,12 @@ const char *
 workspace_dir(const struct workspace *w)
 {
 	return w->dir;
+}
+
+const char *
+workspace_base(const struct workspace *w)
+{
+	return w->base;
 }
 
 const char *
@@ -245,7 +253,7 @@ workspace_prepare(struct workspace *w, char **err)
 	 * would: in the workspace. */
 	w->datadir = w->no_sandbox ? xasprintf("%s/data", w->dir) :
 	    xasprintf("%s/data", base);
-	free(base);
+	w->base = base;
 	if (mkdir_p(w->dir, 0700) < 0 || mkdir_p(w->datadir, 0700) < 0) {
 		*err = xasprintf("cannot create the session folder %s: %s", w->dir,
 		    strerror(errno));

@@ -11,22 +11,29 @@
  *
  *   host                                  sandbox (own net namespace: lo only)
  *   ----                                  ----------------------------------
- *   egress (this module)                  egress_fwd.py, started beside the
- *     listens on <session>/egress.sock  <-- driver, listens on 127.0.0.1:PORT
- *     (0600, owned by the session uid)      and relays every accepted
- *                                           connection byte for byte to the
+ *   egress (this module)                  egress_fwd.py, started by the
+ *     listens on <session>/egress.sock  <-- driver, listens on 127.0.0.1:3128
+ *     (0600, owned by the session uid)      and hands every accepted
+ *                                           connection over to the proxy
  *   bwrap --ro-bind <sock> /run/terp/egress.sock   (connect() works on a
  *                                           read-only bind of a socket)
  *
  *   env in the sandbox: HTTP_PROXY, HTTPS_PROXY, ALL_PROXY, PIP_PROXY and
- *   their lower-case forms = http://127.0.0.1:PORT, NO_PROXY unset.
+ *   their lower-case forms = http://127.0.0.1:3128, NO_PROXY unset.
+ *
+ * The hand-over: the forwarder sends the accepted socket itself over the
+ * Unix socket (SCM_RIGHTS, with one NUL byte and nothing else); the proxy
+ * then reads and writes that socket as its client, so the bytes take no
+ * detour through the forwarder. Only a client's first read takes a
+ * descriptor, and only a connected TCP socket; anything else is refused.
+ * (The forwarder can still relay bytes instead: --relay, --copy.)
  *
  * The forwarder is deliberately dumb: it never parses a byte, so whatever
  * the cell does (a relay of its own, a CONNECT inside a CONNECT, a raw
- * socket to the forwarder's port) arrives here as one more client and is
- * checked like any other. A client that ignores the proxy settings meets
- * the empty namespace and fails, as it should: the namespace, not the
- * proxy variables, is the boundary.
+ * socket to the forwarder's port, a hand-over of its own) arrives here as
+ * one more client and is checked like any other. A client that ignores
+ * the proxy settings meets the empty namespace and fails, as it should:
+ * the namespace, not the proxy variables, is the boundary.
  *
  * Resolution uses glibc's getaddrinfo_a (in libc since 2.34) with a
  * SIGEV_THREAD notification that only writes a byte to a socketpair the
@@ -149,6 +156,16 @@ void egress_set_max_up(struct egress *e, uint64_t max_up);
 
 /* Bytes sent to upstreams so far in this session. */
 uint64_t egress_bytes_up(const struct egress *e);
+
+/* Checks an allow or deny rule's syntax without a proxy (for the
+ * command line). Returns 0, or -1 with *err. Pure. */
+int egress_rule_check(const char *spec, char **err);
+
+/* Whether the allow rules (NULL-terminated, or NULL) let a request for
+ * host (a name or an address, IPv6 without brackets) on port through,
+ * as the proxy would decide by the name alone (before resolving it).
+ * Malformed rules count as absent. Pure. */
+int egress_rules_cover(const char *const *allow, const char *host, unsigned port);
 
 /* Why an address may not be reached unless allowed by itself: NULL for a
  * public unicast address, else a word: "loopback", "private",

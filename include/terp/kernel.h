@@ -12,6 +12,9 @@
 #include "terp/loop.h"
 #include "terp/notebook.h"
 
+struct egress_event;
+struct pyenv;
+
 enum kernel_state {
 	KERNEL_STOPPED,
 	KERNEL_STARTING,	/* sandbox launched, driver not ready yet */
@@ -45,6 +48,19 @@ struct kernel_opts {
 	int		 artifacts_per_cell;
 	int		 artifacts_per_session;
 	uint64_t	 artifact_bytes;
+	/* The user's interpreter (pyenv.h), resolved by the caller, which
+	 * keeps it for the kernel's life: the sandbox binds what it needs
+	 * and runs pyenv->exec. NULL: python above, with /usr only. */
+	const struct pyenv *pyenv;
+	const char	*probe_cache;	/* pyenv_probe's cache folder, or NULL */
+	/* Egress (kernel_net.h): HOST[:PORT] rules, NULL-terminated; NULL
+	 * or none: no proxy, no forwarder, and pip fails at once saying so.
+	 * Needs the sandbox's own network (not network, not no_sandbox). */
+	const char *const *allow_hosts;
+	uint64_t	 egress_max;	/* bytes sent out per session; 0: 10 MiB */
+	/* More KEY=VALUE for the sandbox's environment (the user's pip
+	 * index, passed on when its host is allowed), NULL-terminated. */
+	const char *const *sandbox_env;
 };
 
 /* Fills opts with the defaults (4 GiB, 120 s, 3 s grace, 256 procs,
@@ -82,6 +98,21 @@ struct kernel_cbs {
 	void (*artifact)(void *arg, int cell, const char *name,
 	    const char *host_path, uint64_t bytes);
 	void (*state)(void *arg, enum kernel_state st, const char *msg);
+	/* Every egress ledger event (egress.h: one END per attempt, OPEN
+	 * and PROGRESS for allowed ones), attributed to cell (the running
+	 * one, else the last). May be NULL. Refused and failed attempts
+	 * also get a line on the cell's stderr from terp.
+	 * TODO(i10-core): the ledger as a notebook event, written to the
+	 * journal, shown under the cell ("host ✓ 2.1 MB ↓ · x ✗ not
+	 * allowed"), listed by /net, as --json "net" events, and summed up
+	 * in the tool result sent to the model (then the stderr lines may
+	 * go, or stay for `terp exec`). */
+	void (*net)(void *arg, int cell, const struct egress_event *ev);
+	/* A package the cell installed into the session's site directory
+	 * (pip install from a cell): name and version as pip recorded them
+	 * (letters, digits, ".-_+!"; checked). May be NULL. The sandbox
+	 * reports it: a claim, fine for a record, not for a decision. */
+	void (*installed)(void *arg, int cell, const char *name, const char *version);
 };
 
 struct kernel;
@@ -116,6 +147,25 @@ int kernel_restart(struct kernel *k, char **err);
 /* Stages another data file into the running session. Returns the path
  * the code sees (new string) or NULL with *err. */
 char *kernel_stage(struct kernel *k, const char *host_path, char **err);
+
+/* What the session's Python has, for the system prompt: the probe's
+ * sentence (pyenv_prompt_line: version, the common data packages there
+ * and not, a note when charts are unavailable), or NULL until known
+ * (the cache had no answer and the sandbox has not reported yet). Owned
+ * by k, valid until the next call into the kernel. */
+const char *kernel_python_info(const struct kernel *k);
+/* "Python 3.11.2 (virtualenv /home/u/proj/.venv)" for a status line
+ * (new string), or NULL without a pyenv and before the probe. */
+char *kernel_python_label(const struct kernel *k);
+
+/* Changes the egress rules of the running session (the notebook's
+ * /allow and /deny; egress.h has the syntax). Returns 0, or -1 with *err
+ * (also when the session started without egress: the forwarder exists
+ * only when hosts were allowed at the start).
+ * TODO(i10-core): the /allow and /deny commands, recorded in the
+ * journal and applied again on --resume. */
+int kernel_egress_allow(struct kernel *k, const char *spec, char **err);
+int kernel_egress_deny(struct kernel *k, const char *spec, char **err);
 
 enum kernel_state kernel_state(const struct kernel *k);
 const char *kernel_state_name(enum kernel_state s);

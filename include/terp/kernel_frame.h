@@ -52,6 +52,7 @@ enum kframe_type {
 	KF_ARTIFACT_SKIP,	/* id, name, reason: the driver refused it */
 	KF_RESET,
 	KF_PONG,
+	KF_INSTALLED,		/* id, "packages": [[name, version]...] (in json) */
 };
 
 /* One parsed frame. Each field is set only when it is present with the

@@ -12,8 +12,21 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+struct pyenv;
+
+/* Where the sandbox finds terp's egress proxy: the socket bound in, the
+ * forwarder's source, and the loopback port the forwarder listens on in
+ * the sandbox's own network namespace (which holds nothing else, so a
+ * fixed port is free). */
+#define SANDBOX_EGRESS_SOCK	"/run/terp/egress.sock"
+#define SANDBOX_EGRESS_FWD	"/run/terp/egress_fwd.py"
+#define SANDBOX_EGRESS_PORT	3128
+/* The session's own site directory (the driver adds pythonX.Y): pip
+ * installs there (PIP_TARGET), the driver puts it on sys.path. */
+#define SANDBOX_SITE_DIR	"/workspace/.terp/site"
+
 struct sandbox_spec {
-	const char	*python;	/* /usr/bin/python3 */
+	const char	*python;	/* /usr/bin/python3; with pyenv: pyenv->exec */
 	const char	*workspace;	/* host dir -> /workspace (read-write) */
 	const char	*datadir;	/* host dir -> /workspace/data (read-only) */
 	const char	*driver;	/* the driver's source */
@@ -36,6 +49,21 @@ struct sandbox_spec {
 	const int	*bind_fds;
 	const char *const *bind_names;
 	int		 nbinds;	/* at most SANDBOX_MAX_BINDS */
+	/* The user's interpreter (pyenv.h): its prefixes bound read-only
+	 * where they are on the host, the symlinks on the way recreated,
+	 * its variables (VIRTUAL_ENV, PATH) set. NULL: python with /usr. */
+	const struct pyenv *pyenv;
+	/* Egress: the proxy's socket on the host (bound read-only at
+	 * SANDBOX_EGRESS_SOCK; connect() works through a read-only bind)
+	 * and the forwarder's source, which the driver starts; the proxy
+	 * variables point at it. NULL: no egress, and pip is told so. */
+	const char	*egress_sock;
+	const char	*fwd;
+	size_t		 fwd_len;
+	/* More KEY=VALUE for the sandbox's environment, set after terp's
+	 * own (the user's pip index when its host is allowed). */
+	const char *const *setenv;
+	int		 probe;		/* the driver reports its packages in "ready" */
 };
 
 #define SANDBOX_MAX_BINDS	32

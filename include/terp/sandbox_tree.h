@@ -21,10 +21,10 @@ int sandbox_tree_list(pid_t root, pid_t *out, int max);
 pid_t sandbox_tree_python(pid_t init);
 
 /* Kills every process under the sandbox's init except init itself and
- * keep (the driver's Python): children a cell left running, daemons
- * that double-forked (they were reparented to init). Repeats until a
- * pass finds nothing, then waits for them to exit (at most wait_ms).
- * Returns how many it killed. */
-int sandbox_tree_kill_strays(pid_t init, pid_t keep, int wait_ms);
+ * the nkeep pids in keep (the driver's Python, the egress forwarder):
+ * children a cell left running, daemons that double-forked (they were
+ * reparented to init). Repeats until a pass finds nothing, then waits
+ * for them to exit (at most wait_ms). Returns how many it killed. */
+int sandbox_tree_kill_strays(pid_t init, const pid_t *keep, int nkeep, int wait_ms);
 
 #endif

@@ -35,6 +35,10 @@ int workspace_prepare(struct workspace *w, char **err);
  * and the uid the sandbox runs as (0: terp's own). Valid after
  * workspace_prepare; owned by w. */
 const char *workspace_dir(const struct workspace *w);
+/* The folder that holds workspace/ and data/: terp's, the sandbox's uid
+ * may pass through but not write (root:uid 0710 as root; the session
+ * folder, 0700, otherwise). Sockets the sandbox gets go there. */
+const char *workspace_base(const struct workspace *w);
 const char *workspace_datadir(const struct workspace *w);
 uid_t workspace_uid(const struct workspace *w);
 

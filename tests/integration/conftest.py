@@ -65,12 +65,19 @@ def traversable(path):
 
 
 def private_env(base, environ=None):
-    """environ (default: this process's) with no API keys and HOME and
-    the XDG folders inside base."""
+    """environ (default: this process's) with no API keys, PATH
+    /usr/bin:/bin, and HOME and the XDG folders inside base."""
     src = os.environ if environ is None else environ
     e = {k: v for k, v in src.items()
          if not k.endswith("_API_KEY") and not k.startswith(("OPENAI_", "AZURE_", "ANTHROPIC_"))}
     base = Path(base)
+    # The sandbox runs python3 on PATH (pyenv.c): the system's, which
+    # has what the tests need (a pyenv shim under a 0700 /root would be
+    # refused as root, an activated venv would lack pandas). Tests that want
+    # another Python say so.
+    e["PATH"] = "/usr/bin:/bin"
+    e.pop("VIRTUAL_ENV", None)
+    e.pop("CONDA_PREFIX", None)
     e["XDG_STATE_HOME"] = str(base / "state")
     e["XDG_CONFIG_HOME"] = str(base / "config")
     e["HOME"] = str(base / "home")

@@ -10,6 +10,7 @@ stays refused when only the name is allowed.
 
 Timeouts below (HANG) only stop a hung test; nothing is measured against
 the clock and nothing sleeps to synchronise."""
+import array
 import http.server
 import json
 import os
@@ -643,7 +644,7 @@ def fwd():
         f.wait()
 
 
-@pytest.mark.parametrize("mode", [[], ["--copy"]], ids=["splice", "copy"])
+@pytest.mark.parametrize("mode", [[], ["--relay"], ["--copy"]], ids=["pass", "splice", "copy"])
 def test_forwarder_relays_http_and_connect(proxy, fwd, servers, http_upstream, mode):
     echo = servers(Echo)
     p = proxy("--allow", "127.0.0.1:%d" % echo.port,
@@ -716,3 +717,98 @@ def test_chained_connect_through_a_relay_is_checked(proxy, fwd, servers, wrap):
     # allowed here on the echo server's port only.
     assert refused(p, "127.0.0.1:%d" % fport)[0] == "port"
     assert echo.accepted == 0
+
+
+# ---- connections handed over (SCM_RIGHTS), as the forwarder does -----------
+
+def hand(p, fd, data=b"\0"):
+    """Sends data with fd attached over a new connection to the proxy;
+    returns that connection."""
+    u = dial(p)
+    u.sendmsg([data], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [fd]))])
+    return u
+
+
+def test_a_handed_over_tcp_socket_is_the_client(proxy, servers):
+    """The proxy speaks on the socket handed to it, not on the Unix
+    connection that brought it (which it closes)."""
+    echo = servers(Echo)
+    p = proxy("--allow", "127.0.0.1:%d" % echo.port)
+    ls = socket.socket()
+    ls.bind(("127.0.0.1", 0))
+    ls.listen(1)
+    t = socket.create_connection(ls.getsockname(), timeout=HANG)
+    peer, _ = ls.accept()
+    peer.settimeout(HANG)
+    u = hand(p, t.fileno())
+    t.close()                   # the proxy holds the only other copy
+    assert read_all(u) == b""   # the bringer gets nothing and is closed
+    u.close()
+    peer.sendall(("CONNECT 127.0.0.1:%d HTTP/1.1\r\n\r\n" % echo.port).encode())
+    st, _, rest = read_head(peer)
+    assert st == 200 and rest == b""
+    peer.sendall(b"ping")
+    assert recv_exactly(peer, 4) == b"ping"
+    peer.close()
+    ls.close()
+    ev = p.end()
+    assert (ev["verdict"], ev["code"], ev["method"]) == ("allowed", "done", "CONNECT")
+
+
+def test_handed_over_socket_carries_the_request(proxy, fwd, servers):
+    """The forwarder's way, checked end to end: after the hand-over the
+    proxy answers on the client's own socket, and the forwarder holds
+    nothing."""
+    echo = servers(Echo)
+    p = proxy("--allow", "127.0.0.1:%d" % echo.port)
+    port = fwd(p)
+    s = socket.create_connection(("127.0.0.1", port), timeout=HANG)
+    s.sendall(("CONNECT 127.0.0.1:%d HTTP/1.1\r\n\r\n" % echo.port).encode())
+    st, _, rest = read_head(s)
+    assert st == 200 and rest == b""
+    s.sendall(b"ping")
+    assert recv_exactly(s, 4) == b"ping"
+    s.close()
+    assert p.end()["code"] == "done"
+
+
+@pytest.mark.parametrize("what", ["pipe", "unix", "listener", "extra-bytes"])
+def test_anything_but_a_connected_tcp_socket_alone_is_refused(proxy, what):
+    p = proxy("--allow", "127.0.0.1:9")
+    keep = []
+    data = b"\0"
+    if what == "pipe":
+        r, w = os.pipe()
+        keep += [r, w]
+        fd = r
+    elif what == "unix":
+        a, b = socket.socketpair()
+        keep += [a, b]
+        fd = a.fileno()
+    elif what == "listener":
+        ls = socket.socket()
+        ls.bind(("127.0.0.1", 0))
+        ls.listen(1)
+        keep.append(ls)
+        fd = ls.fileno()
+    else:
+        c = socket.create_connection(("127.0.0.1", servers_port(keep)), timeout=HANG)
+        keep.append(c)
+        fd = c.fileno()
+        data = b"\0CONNECT"
+    u = hand(p, fd, data)
+    status, hdrs, _ = read_head(u)
+    assert (status, hdrs["x-terp-egress"]) == (400, "bad-request")
+    u.close()
+    assert p.end()["code"] == "bad-request"
+    for k in keep:
+        k.close() if hasattr(k, "close") else os.close(k)
+
+
+def servers_port(keep):
+    """A listening TCP socket to connect to (kept open in keep)."""
+    ls = socket.socket()
+    ls.bind(("127.0.0.1", 0))
+    ls.listen(1)
+    keep.append(ls)
+    return ls.getsockname()[1]

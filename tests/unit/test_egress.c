@@ -3,6 +3,7 @@
  * through tests/integration/test_egress.py. */
 #include <arpa/inet.h>
 #include <criterion/criterion.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "terp/egress.h"
@@ -107,4 +108,48 @@ Test(egress, other_families)
 	memset(&sa, 0, sizeof sa);
 	sa.sa_family = AF_UNIX;
 	cr_expect_str_eq(egress_addr_class(&sa), "reserved");
+}
+
+/* The command line's check of --allow-host, and whether the rules cover
+ * a host (for the pip index terp offers). */
+Test(egress, rule_syntax)
+{
+	const char *good[] = { "example.invalid", "example.invalid:8080", "*.example.invalid",
+		"127.0.0.1", "127.0.0.1:8000", "[::1]:443", "[2001:db8::1]", NULL };
+	const char *bad[] = { "", "a b", "example.invalid:0", "example.invalid:70000",
+		"127.1", "[::1", "x:y:z:1", NULL };
+	char *err = NULL;
+
+	for (int i = 0; good[i]; i++) {
+		cr_expect_eq(egress_rule_check(good[i], &err), 0, "%s: %s", good[i], err ? err : "");
+		free(err);
+		err = NULL;
+	}
+	for (int i = 0; bad[i]; i++) {
+		cr_expect_eq(egress_rule_check(bad[i], &err), -1, "%s accepted", bad[i]);
+		cr_expect(err != NULL && strstr(err, "expected HOST") != NULL, "%s: %s",
+		    bad[i], err ? err : "(none)");
+		free(err);
+		err = NULL;
+	}
+}
+
+Test(egress, rules_cover)
+{
+	const char *const rules[] = { "idx.example.invalid", "files.example.invalid:8443",
+		"*.mirror.example.invalid", "10.0.0.5:3141", "[2001:db8::7]", "not a rule", NULL };
+
+	cr_expect(egress_rules_cover(rules, "idx.example.invalid", 443));
+	cr_expect(egress_rules_cover(rules, "IDX.example.invalid", 80));
+	cr_expect(!egress_rules_cover(rules, "idx.example.invalid", 8080));
+	cr_expect(egress_rules_cover(rules, "files.example.invalid", 8443));
+	cr_expect(!egress_rules_cover(rules, "files.example.invalid", 443));
+	cr_expect(egress_rules_cover(rules, "a.mirror.example.invalid", 443));
+	cr_expect(!egress_rules_cover(rules, "mirror.example.invalid", 443));
+	cr_expect(egress_rules_cover(rules, "10.0.0.5", 3141));
+	cr_expect(!egress_rules_cover(rules, "10.0.0.5", 443));
+	cr_expect(egress_rules_cover(rules, "2001:db8::7", 443));
+	cr_expect(!egress_rules_cover(rules, "2001:db8::8", 443));
+	cr_expect(!egress_rules_cover(rules, "other.example.invalid", 443));
+	cr_expect(!egress_rules_cover(NULL, "idx.example.invalid", 443));
 }
