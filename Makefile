@@ -144,7 +144,7 @@ run-unit: build/unit-tests
 
 # The test programs of modules not in ./terp yet are built here, not by
 # the tests themselves (one make at a time).
-HARNESSES := build/egress-harness build/pyenv-harness
+HARNESSES := build/egress-harness build/pyenv-harness build/aca-harness
 
 run-integration: terp $(HARNESSES)
 	$(Q)$(PYTHON) -m pytest -q tests/integration
@@ -225,3 +225,11 @@ build/bench-startup: bench/startup.c $(LIBOBJS)
 build/vgshim.so: bench/vgshim.c
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) -O2 -Wall -Wextra -shared -fPIC -o $@ $< -ldl
+
+# The session pool backend alone (src/kernel_aca.c) against tests/fake_aca.py,
+# printing its callbacks as JSON: built under ASan+UBSan for
+# tests/integration/test_aca.py.
+build/aca-harness: tests/integration/aca_harness.c $(SANOBJS)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  LD-SAN  $@")
+	$(Q)$(CC) $(T_CFLAGS) -O1 -g $(SAN) -o $@ $< $(SANOBJS) $(T_LIBS)

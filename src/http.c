@@ -6,9 +6,12 @@
 
 #include <assert.h>
 #include <curl/curl.h>
+#include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include "terp/buf.h"
 #include "terp/util.h"
@@ -30,6 +33,9 @@ struct http_xfer {
 	struct http_xfer	*next;
 	CURL			*easy;
 	struct curl_slist	*hdrs;
+	curl_mime		*mime;
+	int			 part_fd;	/* an upload's file (borrowed) */
+	uint64_t		 part_size, part_off;
 	struct http_cbs		 cbs;
 	void			*arg;
 	long			 status;
@@ -72,6 +78,7 @@ free_xfer(struct http_xfer *x)
 	if (x->added)
 		curl_multi_remove_handle(x->h->multi, x->easy);
 	curl_easy_cleanup(x->easy);
+	curl_mime_free(x->mime);	/* after the handle that used it */
 	curl_slist_free_all(x->hdrs);
 	buf_free(&x->errbody);
 	for (int i = 0; i < H_N; i++)
@@ -157,6 +164,42 @@ write_cb(char *p, size_t size, size_t nmemb, void *arg)
 		return 0;
 	}
 	return n;
+}
+
+/* An upload's bytes, read at their offset (curl may rewind through
+ * seek_cb). Bytes going out count as activity for the idle timer. */
+static size_t
+part_read_cb(char *p, size_t size, size_t nitems, void *arg)
+{
+	struct http_xfer *x = arg;
+	size_t want = size * nitems;
+	ssize_t n;
+
+	if (x->cancelled)
+		return CURL_READFUNC_ABORT;
+	if (x->part_off >= x->part_size)
+		return 0;
+	if (want > x->part_size - x->part_off)
+		want = (size_t)(x->part_size - x->part_off);
+	do
+		n = pread(x->part_fd, p, want, (off_t)x->part_off);
+	while (n < 0 && errno == EINTR);
+	if (n <= 0)
+		return CURL_READFUNC_ABORT;	/* an error, or the file shrank */
+	x->part_off += (uint64_t)n;
+	x->last_ms = now_ms();
+	return (size_t)n;
+}
+
+static int
+part_seek_cb(void *arg, curl_off_t off, int origin)
+{
+	struct http_xfer *x = arg;
+
+	if (origin != SEEK_SET || off < 0 || (uint64_t)off > x->part_size)
+		return CURL_SEEKFUNC_FAIL;
+	x->part_off = (uint64_t)off;
+	return CURL_SEEKFUNC_OK;
 }
 
 static size_t
@@ -376,11 +419,31 @@ http_post(struct http *h, const struct http_req *req,
 		x->hdrs = curl_slist_append(x->hdrs, *p);
 	x->hdrs = curl_slist_append(x->hdrs, "Expect:");
 	curl_easy_setopt(x->easy, CURLOPT_URL, req->url);
-	curl_easy_setopt(x->easy, CURLOPT_POST, 1L);
-	curl_easy_setopt(x->easy, CURLOPT_POSTFIELDSIZE_LARGE,
-	    (curl_off_t)req->body_len);
-	curl_easy_setopt(x->easy, CURLOPT_COPYPOSTFIELDS,
-	    req->body ? req->body : "");
+	if (req->method != NULL && strcmp(req->method, "GET") == 0) {
+		curl_easy_setopt(x->easy, CURLOPT_HTTPGET, 1L);
+	} else if (req->part != NULL) {
+		curl_mimepart *mp;
+
+		x->part_fd = req->part->fd;
+		x->part_size = req->part->size;
+		x->mime = curl_mime_init(x->easy);
+		mp = curl_mime_addpart(x->mime);
+		curl_mime_name(mp, req->part->field);
+		curl_mime_filename(mp, req->part->filename);
+		curl_mime_type(mp, "application/octet-stream");
+		curl_mime_data_cb(mp, (curl_off_t)x->part_size, part_read_cb,
+		    part_seek_cb, NULL, x);
+		curl_easy_setopt(x->easy, CURLOPT_MIMEPOST, x->mime);
+	} else {
+		curl_easy_setopt(x->easy, CURLOPT_POST, 1L);
+		curl_easy_setopt(x->easy, CURLOPT_POSTFIELDSIZE_LARGE,
+		    (curl_off_t)req->body_len);
+		curl_easy_setopt(x->easy, CURLOPT_COPYPOSTFIELDS,
+		    req->body ? req->body : "");
+	}
+	if (req->method != NULL && strcmp(req->method, "GET") != 0 &&
+	    strcmp(req->method, "POST") != 0)
+		curl_easy_setopt(x->easy, CURLOPT_CUSTOMREQUEST, req->method);
 	curl_easy_setopt(x->easy, CURLOPT_HTTPHEADER, x->hdrs);
 	curl_easy_setopt(x->easy, CURLOPT_ACCEPT_ENCODING, "");
 	curl_easy_setopt(x->easy, CURLOPT_NOSIGNAL, 1L);

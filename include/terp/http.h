@@ -1,4 +1,4 @@
-/* http: streaming HTTP POSTs over libcurl's multi interface, driven by
+/* http: streaming HTTP requests over libcurl's multi interface, driven by
  * terp's poll loop (loop.h): curl's sockets become loop watches and its
  * timeout a loop timer, so nothing ever blocks. Knows nothing of models
  * or JSON: bytes in, bytes out. */
@@ -6,8 +6,19 @@
 #define TERP_HTTP_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "terp/loop.h"
+
+/* One file sent as a multipart/form-data part (an upload). The bytes are
+ * read with pread from offset 0 while the transfer runs, so the fd is
+ * borrowed until done and its file must not shrink meanwhile. */
+struct http_part {
+	const char	*field;		/* the form field, e.g. "file" */
+	const char	*filename;	/* the name sent with the part */
+	int		 fd;
+	uint64_t	 size;		/* bytes sent */
+};
 
 struct http_req {
 	const char		*url;
@@ -17,6 +28,9 @@ struct http_req {
 	long			 connect_timeout_ms;	/* 0: libcurl's default */
 	long			 idle_timeout_ms;	/* silent this long fails; 0: never */
 	size_t			 max_error_body;	/* kept of a non-2xx body (64 KiB if 0) */
+	const char		*method;	/* NULL: POST; "GET": no body; others
+						 * as given, with the body */
+	const struct http_part	*part;		/* a multipart POST instead of body */
 };
 
 /* How a transfer ended. Strings are valid during the done call only. */
@@ -53,8 +67,11 @@ struct http *http_new(struct loop *l);
 /* Cancels every transfer silently and frees. Not from a callback. */
 void http_free(struct http *h);
 
-/* Starts a POST; req's strings are copied, cbs and arg borrowed until
- * done. Returns the transfer, or NULL with *err (caller frees). */
+/* Starts a request: a POST of req->body unless req->method or req->part
+ * say otherwise. Silence counts from the last byte either way (an
+ * upload's bytes going out count too). req's strings are copied; cbs,
+ * arg and req->part's fd are borrowed until done. Returns the transfer,
+ * or NULL with *err (caller frees). */
 struct http_xfer *http_post(struct http *h, const struct http_req *req,
     const struct http_cbs *cbs, void *arg, char **err);
 
