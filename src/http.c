@@ -23,7 +23,7 @@ struct http {
 	struct http_xfer	*xfers;		/* live transfers */
 };
 
-enum { H_CTYPE, H_RETRY, H_RETRY_MS, H_SHOULD, H_REQID, H_N };
+enum { H_CTYPE, H_RETRY, H_RETRY_MS, H_SHOULD, H_REQID, H_LOCATION, H_N };
 
 struct http_xfer {
 	struct http		*h;
@@ -47,7 +47,7 @@ struct http_xfer {
 
 static const char *const hnames[H_N] = {
 	"content-type", "retry-after", "retry-after-ms", "x-should-retry",
-	"x-request-id",
+	"x-request-id", "location",
 };
 
 static void process(struct http *h);
@@ -119,6 +119,7 @@ finish(struct http_xfer *x, CURLcode code)
 	r.retry_after_ms = x->hv[H_RETRY_MS];
 	r.should_retry = x->hv[H_SHOULD];
 	r.request_id = x->hv[H_REQID];
+	r.location = x->hv[H_LOCATION];
 	/* Out of the multi handle first: done may start a new transfer. */
 	curl_multi_remove_handle(x->h->multi, x->easy);
 	x->added = 0;
@@ -376,11 +377,21 @@ http_post(struct http *h, const struct http_req *req,
 		x->hdrs = curl_slist_append(x->hdrs, *p);
 	x->hdrs = curl_slist_append(x->hdrs, "Expect:");
 	curl_easy_setopt(x->easy, CURLOPT_URL, req->url);
-	curl_easy_setopt(x->easy, CURLOPT_POST, 1L);
-	curl_easy_setopt(x->easy, CURLOPT_POSTFIELDSIZE_LARGE,
-	    (curl_off_t)req->body_len);
-	curl_easy_setopt(x->easy, CURLOPT_COPYPOSTFIELDS,
-	    req->body ? req->body : "");
+	if (req->method != NULL && (strcmp(req->method, "GET") == 0 ||
+	    strcmp(req->method, "DELETE") == 0)) {
+		curl_easy_setopt(x->easy, CURLOPT_HTTPGET, 1L);
+	} else {
+		curl_easy_setopt(x->easy, CURLOPT_POST, 1L);
+		curl_easy_setopt(x->easy, CURLOPT_POSTFIELDSIZE_LARGE,
+		    (curl_off_t)req->body_len);
+		curl_easy_setopt(x->easy, CURLOPT_COPYPOSTFIELDS,
+		    req->body ? req->body : "");
+	}
+	if (req->method != NULL && strcmp(req->method, "GET") != 0 &&
+	    strcmp(req->method, "POST") != 0)
+		curl_easy_setopt(x->easy, CURLOPT_CUSTOMREQUEST, req->method);
+	if (req->ca_file != NULL)
+		curl_easy_setopt(x->easy, CURLOPT_CAINFO, req->ca_file);
 	curl_easy_setopt(x->easy, CURLOPT_HTTPHEADER, x->hdrs);
 	curl_easy_setopt(x->easy, CURLOPT_ACCEPT_ENCODING, "");
 	curl_easy_setopt(x->easy, CURLOPT_NOSIGNAL, 1L);

@@ -10,6 +10,7 @@
 #include "terp/loop.h"
 
 struct http_req {
+	const char		*method;	/* NULL: "POST"; "GET", "PUT", "DELETE" */
 	const char		*url;
 	const char *const	*headers;	/* "Name: value", NULL-terminated */
 	const char		*body;		/* copied by http_post */
@@ -17,6 +18,7 @@ struct http_req {
 	long			 connect_timeout_ms;	/* 0: libcurl's default */
 	long			 idle_timeout_ms;	/* silent this long fails; 0: never */
 	size_t			 max_error_body;	/* kept of a non-2xx body (64 KiB if 0) */
+	const char		*ca_file;	/* CA bundle for https; NULL: the system's */
 };
 
 /* How a transfer ended. Strings are valid during the done call only. */
@@ -33,6 +35,7 @@ struct http_result {
 	const char	*retry_after_ms;
 	const char	*should_retry;	/* x-should-retry */
 	const char	*request_id;	/* x-request-id, request-id, apim-request-id */
+	const char	*location;	/* a redirect's target (not followed) */
 };
 
 struct http_cbs {
@@ -53,8 +56,9 @@ struct http *http_new(struct loop *l);
 /* Cancels every transfer silently and frees. Not from a callback. */
 void http_free(struct http *h);
 
-/* Starts a POST; req's strings are copied, cbs and arg borrowed until
- * done. Returns the transfer, or NULL with *err (caller frees). */
+/* Starts a request (a POST unless req->method says otherwise; a GET or
+ * DELETE sends no body); req's strings are copied, cbs and arg borrowed
+ * until done. Returns the transfer, or NULL with *err (caller frees). */
 struct http_xfer *http_post(struct http *h, const struct http_req *req,
     const struct http_cbs *cbs, void *arg, char **err);
 
