@@ -12,8 +12,9 @@ trap 'rm -rf "$W"' EXIT
 
 if [ "${1:-}" = "--quick" ]; then
 	KARGS="--runs 5 --jruns 2 --iters 300"; AARGS="--turns 50"; TARGS="40 5"
+	JARGS="--iters 100"
 else
-	KARGS=""; AARGS=""; TARGS=""
+	KARGS=""; AARGS=""; TARGS=""; JARGS=""
 fi
 
 echo "== terp $(./terp --version 2>/dev/null | head -1), $(nproc) CPUs, $(uname -sr)"
@@ -26,6 +27,9 @@ echo
 echo
 # shellcheck disable=SC2086
 sh bench/thumbs.sh $TARGS | tee "$W/thumbs.txt"
+echo
+# shellcheck disable=SC2086
+"$PY" bench/jupyter_backend.py $JARGS --json "$W/jupyter.json"
 echo
 
 "$PY" - "$W" <<'PYEOF'

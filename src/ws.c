@@ -8,6 +8,8 @@
 #include "terp/ws.h"
 
 #include <curl/curl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <openssl/evp.h>
 #include <stdlib.h>
 #include <string.h>
@@ -107,6 +109,24 @@ leave(struct ws *w)
 static void update_watch(struct ws *w);
 static void on_io(struct loop *l, int fd, int revents, void *arg);
 
+/* Acknowledges at once what was read. Servers that leave Nagle on for
+ * their WebSockets (Jupyter Server does: tornado's default) hold a
+ * message written right after another until the first is acknowledged,
+ * and a delayed ACK makes that 40 ms per cell. Linux resets the flag as
+ * it goes, hence after every read. */
+static void
+quickack(struct ws *w)
+{
+#ifdef TCP_QUICKACK
+	int one = 1;
+
+	if (w->fd >= 0)
+		(void)setsockopt(w->fd, IPPROTO_TCP, TCP_QUICKACK, &one, sizeof one);
+#else
+	(void)w;
+#endif
+}
+
 static ssize_t
 recv_cb(wslay_event_context_ptr ctx, uint8_t *p, size_t len, int flags,
     void *arg)
@@ -140,6 +160,7 @@ recv_cb(wslay_event_context_ptr ctx, uint8_t *p, size_t len, int flags,
 		wslay_event_set_error(ctx, WSLAY_ERR_CALLBACK_FAILURE);
 		return -1;
 	}
+	quickack(w);
 	return (ssize_t)n;
 }
 

@@ -150,7 +150,13 @@ class Channels(websocket.WebSocketHandler):
             self.send(h, "iopub", "display_data",
                       {"data": {"image/png": base64.b64encode(PNG).decode()},
                        "metadata": {"filename": "../../../etc/evil.png"}})
-        self.send(h, "shell", "execute_reply", {"status": "ok", "execution_count": 1})
+        ue = {}
+        if code == "x += 1":
+            # as a kernel answers the out/ fingerprint (bench/jupyter_backend.py)
+            ue = {k: {"status": "ok", "data": {"text/plain": "0"}}
+                  for k in m["content"].get("user_expressions", {})}
+        self.send(h, "shell", "execute_reply", {"status": "ok", "execution_count": 1,
+                                                "user_expressions": ue})
         self.send(h, "iopub", "status", {"execution_state": "idle"})
 
 

@@ -64,19 +64,21 @@ def jupyter_env(base):
 class Server:
     """A Jupyter Server on 127.0.0.1:port, ready when it says it runs."""
 
-    def __init__(self, base, port=None, token=TOKEN):
+    def __init__(self, base, port=None, token=TOKEN, tls=None):
         self.base = Path(base)
         self.root = self.base / "root"
         self.root.mkdir(parents=True, exist_ok=True)
         self.port = port or free_port()
         self.token = token
-        self.url = "http://127.0.0.1:%d" % self.port
+        self.url = "%s://127.0.0.1:%d" % ("https" if tls else "http", self.port)
         self.log = []
+        extra = ["--ServerApp.certfile=" + str(tls[0]), "--ServerApp.keyfile=" + str(tls[1])] \
+            if tls else []
         self.p = subprocess.Popen(
             [PY, "-m", "jupyter_server", "--ServerApp.token=" + token,
              "--ServerApp.port=%d" % self.port, "--ServerApp.port_retries=0",
              "--ServerApp.ip=127.0.0.1", "--ServerApp.root_dir=" + str(self.root),
-             "--ServerApp.open_browser=False", "--allow-root"],
+             "--ServerApp.open_browser=False", "--allow-root", *extra],
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
             env=jupyter_env(self.base), start_new_session=True)
         ready = threading.Event()
@@ -255,6 +257,15 @@ def test_analysis_chart_and_out_files(harness_bin, server, tmp_path, sales):
     assert staged == {"ev": "staged", "path": "data/more.csv"}
     r = h.cell(7, "pd.read_csv('data/more.csv').a.sum() + len(df)")
     assert r["status"] == "ok" and r["value"] == "7", r
+
+    # A file over the 4 MiB upload chunk goes up in chunks, whole.
+    big = tmp_path / "big.bin"
+    blob = os.urandom(9 << 20)
+    big.write_bytes(blob)
+    h.send(op="stage", path=str(big))
+    assert h.until(lambda e: e["ev"] in ("staged", "error"))["path"] == "data/big.bin"
+    r = h.cell(8, "import hashlib\nhashlib.sha256(open('data/big.bin', 'rb').read()).hexdigest()")
+    assert r["value"] == repr(__import__("hashlib").sha256(blob).hexdigest()), r
     h.quit()
     # The kernel is shut down when the backend is freed.
     assert server.rest("GET", "/api/kernels") == []
@@ -489,6 +500,31 @@ def test_stop_then_run_starts_a_new_kernel(harness_bin, server, tmp_path):
     ids = [k["id"] for k in server.rest("GET", "/api/kernels")]
     assert old not in ids
     h.quit()
+
+
+def test_https_and_wss_with_the_servers_ca(harness_bin, tmp_path):
+    """REST over https and the kernel channels over wss (TLS by libcurl,
+    as for the model APIs), checked against the CA given; without it the
+    self-signed certificate is refused in one line."""
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    r = subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
+                        "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+                        "-keyout", str(key), "-out", str(cert)], capture_output=True)
+    assert r.returncode == 0, r.stderr
+    s = Server(tmp_path / "srv", tls=(cert, key))
+    try:
+        h = Harness(harness_bin, s.url, tmp_path / "out", "--ca", str(cert))
+        h.state("ready")
+        r = h.cell(1, "print('over tls')\n6 * 7")
+        assert r["value"] == "42" and r["out"] == "over tls\n", r
+        h.quit()
+        h = Harness(harness_bin, s.url, tmp_path / "out")
+        dead = h.state("dead")
+        assert dead["msg"].startswith("cannot reach the Jupyter server at jupyter 127.0.0.1:")
+        assert "certificate" in dead["msg"] and "\n" not in dead["msg"], dead
+        h.quit()
+    finally:
+        s.stop()
 
 
 # ---------------------------------------------------------------- hostile server
