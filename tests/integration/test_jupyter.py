@@ -466,6 +466,12 @@ def test_no_token_one_line(harness_bin, server, tmp_path):
     h.quit()
 
 
+def test_redirect_to_login_is_a_refused_token(harness_bin, fake, tmp_path):
+    h = Harness(harness_bin, fake, tmp_path / "out", token="to-login")
+    assert h.state("dead")["msg"] == TOKEN_LINE
+    h.quit()
+
+
 def test_missing_kernel_lists_kernelspecs(harness_bin, server, tmp_path):
     h = Harness(harness_bin, server.url, tmp_path / "out", "--kernel", "nope")
     dead = h.state("dead")
