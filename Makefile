@@ -22,9 +22,10 @@ PYTHON	?= $(or $(firstword $(foreach p,python3 /usr/bin/python3,$(shell $(p) -c 
 	   'import pytest, matplotlib, nbformat, sys; print(sys.executable)' 2>/dev/null))),python3)
 
 CC	?= cc
-PKGS	:= ncursesw libcurl libcjson libpng libseccomp readline
+PKGS	:= ncursesw libcurl libcjson libpng libseccomp readline libcrypto
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+# wslay (WebSocket framing, src/ws.c): Debian ships no pkg-config file.
+PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lwslay
 
 WARN	:= -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
 	   -Wno-unused-parameter
@@ -71,9 +72,10 @@ all:
 # Without the libraries (a direct `make terp` or `make install` on a fresh
 # machine) stop with one line, before the compiler's pages of errors.
 have-libs:
-	@pkg-config --exists $(PKGS) 2>/dev/null || { echo "terp: the libraries \
-	to build with are missing (pkg-config: $(PKGS)); run make deps, or make, \
-	which installs them" >&2; exit 1; }
+	@pkg-config --exists $(PKGS) 2>/dev/null && echo '#include <wslay/wslay.h>' | \
+	$(CC) -E -x c - >/dev/null 2>&1 || \
+	{ echo "terp: the libraries to build with are missing (pkg-config: $(PKGS); \
+	wslay); run make deps, or make, which installs them" >&2; exit 1; }
 
 have-criterion:
 	@pkg-config --exists criterion 2>/dev/null || { echo "terp: criterion \
@@ -144,7 +146,8 @@ run-unit: build/unit-tests
 
 # The test programs of modules not in ./terp yet are built here, not by
 # the tests themselves (one make at a time).
-HARNESSES := build/egress-harness build/pyenv-harness build/aca-harness
+HARNESSES := build/egress-harness build/pyenv-harness build/aca-harness \
+    build/jupyter-harness
 
 run-integration: terp $(HARNESSES)
 	$(Q)$(PYTHON) -m pytest -q tests/integration
@@ -233,3 +236,15 @@ build/aca-harness: tests/integration/aca_harness.c $(SANOBJS)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  LD-SAN  $@")
 	$(Q)$(CC) $(T_CFLAGS) -O1 -g $(SAN) -o $@ $< $(SANOBJS) $(T_LIBS)
+
+# The Jupyter server backend alone (src/kernel_jupyter.c), driven by
+# commands on stdin and printing its callbacks as JSON lines: built under
+# ASan+UBSan for tests/integration/test_jupyter.py, optimised for
+# bench/jupyter_backend.py.
+build/jupyter-harness: tests/integration/jupyter_harness.c $(SANOBJS)
+	@$(if $(Q),echo "  LD-SAN  $@")
+	$(Q)$(CC) $(T_CFLAGS) -O1 -g $(SAN) -o $@ $< $(SANOBJS) $(T_LIBS)
+
+build/jupyter-bench: tests/integration/jupyter_harness.c $(LIBOBJS)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(T_CFLAGS) $(CFLAGS) -o $@ $< $(LIBOBJS) $(T_LIBS)

@@ -17,8 +17,9 @@ trap 'rm -rf "$W"' EXIT
 if [ "${1:-}" = "--quick" ]; then
 	KARGS="--runs 7 --jruns 2 --iters 300"; AARGS="--turns 50"; UARGS="--runs 3"
 	EARGS="--iters 300 --mb 20 --runs 3"; NARGS="100 100 5"; TARGS="40 5"
+	JARGS="--iters 100"
 else
-	KARGS=""; AARGS=""; UARGS=""; EARGS=""; NARGS=""; TARGS=""
+	KARGS=""; AARGS=""; UARGS=""; EARGS=""; NARGS=""; TARGS=""; JARGS=""
 fi
 
 echo "== terp $(./terp --version 2>/dev/null | head -1), $(nproc) CPUs, $(uname -sr)," \
@@ -43,6 +44,9 @@ echo
 # shellcheck disable=SC2086
 sh bench/thumbs.sh $TARGS | tee "$W/thumbs.txt"
 echo
+# shellcheck disable=SC2086
+"$PY" bench/jupyter_backend.py $JARGS --json "$W/jupyter.json"
+echo
 
 "$PY" - "$W" <<'PYEOF'
 import json, re, sys
@@ -51,6 +55,7 @@ k = json.load(open(w + "/kernel.json"))
 u = json.load(open(w + "/tui.json"))
 a = json.load(open(w + "/agent.json"))
 e = json.load(open(w + "/egress.json"))
+jb = json.load(open(w + "/jupyter.json"))
 nt = re.search(r"per turn .*median ([0-9.]+) us", open(w + "/numtrace.txt").read())
 thumbs = [f for f in (l.split() for l in open(w + "/thumbs.txt"))
           if len(f) >= 9 and f[1] in ("quad", "half")]
@@ -135,6 +140,9 @@ for n in ("proxy", "fwd"):
 if nt:
     v = float(nt.group(1))
     row("number tracing per turn (100 cells)", us(v), "", "", "< 1000 us", v < 1000)
+v = jb["server"]["median_us"]
+row("Jupyter backend round trip (median)", us(v["terp"]), "tornado " + us(v["peer"]),
+    x(jb["ratio"]), "<= 1.1x peer", jb["ratio"] <= 1.10)
 if thumbs:
     n = len(thumbs)
     tm = sum(float(r[2]) for r in thumbs) / n

@@ -15,21 +15,22 @@ set -e
 # terp runs the sandbox's Python as /usr/bin/python3 (the distribution's,
 # which these packages install into), so that is the one checked.
 PY=/usr/bin/python3
-LIBS="ncursesw libcurl libcjson libpng libseccomp readline"
+LIBS="ncursesw libcurl libcjson libpng libseccomp readline libcrypto"
 
 pkgs() {
 	case $1 in
 	build) echo build-essential pkg-config libncurses-dev \
 	    libcurl4-openssl-dev libcjson-dev libpng-dev libseccomp-dev \
-	    libreadline-dev bubblewrap python3 python3-pandas python3-numpy \
-	    python3-matplotlib ;;
+	    libreadline-dev libssl-dev libwslay-dev bubblewrap python3 \
+	    python3-pandas python3-numpy python3-matplotlib ;;
 	# procps: pgrep and ps; ipykernel: nbconvert --execute needs a kernel;
 	# venv, pip, setuptools, wheel: the tests build virtualenvs and wheels.
 	check) echo libcriterion-dev python3-pytest tmux procps \
 	    python3-nbformat python3-jupyter-client python3-ipykernel \
 	    jupyter-nbconvert python3-venv python3-pip python3-setuptools \
-	    python3-wheel ;;
-	bench) echo chafa python3-jupyter-client python3-ipykernel ;;
+	    python3-wheel python3-jupyter-server ;;
+	bench) echo chafa python3-jupyter-client python3-ipykernel \
+	    python3-jupyter-server ;;
 	fuzz) echo clang libclang-rt-dev ;;
 	esac
 }
@@ -55,14 +56,15 @@ have() {
 	case $1 in
 	build)
 		cmds cc pkg-config && pkg-config --exists $LIBS 2>/dev/null &&
+		    [ -f /usr/include/wslay/wslay.h ] &&
 		    [ -x /usr/bin/bwrap ] && py_has pandas numpy matplotlib ;;
 	check)
 		pkg-config --exists criterion 2>/dev/null && cmds tmux pgrep ps &&
 		    [ -x /usr/bin/jupyter-nbconvert ] &&
 		    py_has pytest nbformat nbconvert jupyter_client ipykernel \
-			ensurepip pip setuptools wheel ;;
+			ensurepip pip setuptools wheel jupyter_server ;;
 	bench)
-		cmds chafa && py_has jupyter_client ipykernel ;;
+		cmds chafa && py_has jupyter_client ipykernel jupyter_server ;;
 	fuzz)
 		# clang alone is not enough: libFuzzer's runtime is its own package.
 		cmds clang || return 1

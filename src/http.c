@@ -26,7 +26,7 @@ struct http {
 	struct http_xfer	*xfers;		/* live transfers */
 };
 
-enum { H_CTYPE, H_RETRY, H_RETRY_MS, H_SHOULD, H_REQID, H_N };
+enum { H_CTYPE, H_RETRY, H_RETRY_MS, H_SHOULD, H_REQID, H_LOCATION, H_N };
 
 struct http_xfer {
 	struct http		*h;
@@ -53,7 +53,7 @@ struct http_xfer {
 
 static const char *const hnames[H_N] = {
 	"content-type", "retry-after", "retry-after-ms", "x-should-retry",
-	"x-request-id",
+	"x-request-id", "location",
 };
 
 static void process(struct http *h);
@@ -126,6 +126,7 @@ finish(struct http_xfer *x, CURLcode code)
 	r.retry_after_ms = x->hv[H_RETRY_MS];
 	r.should_retry = x->hv[H_SHOULD];
 	r.request_id = x->hv[H_REQID];
+	r.location = x->hv[H_LOCATION];
 	/* Out of the multi handle first: done may start a new transfer. */
 	curl_multi_remove_handle(x->h->multi, x->easy);
 	x->added = 0;
@@ -419,7 +420,8 @@ http_post(struct http *h, const struct http_req *req,
 		x->hdrs = curl_slist_append(x->hdrs, *p);
 	x->hdrs = curl_slist_append(x->hdrs, "Expect:");
 	curl_easy_setopt(x->easy, CURLOPT_URL, req->url);
-	if (req->method != NULL && strcmp(req->method, "GET") == 0) {
+	if (req->method != NULL && (strcmp(req->method, "GET") == 0 ||
+	    strcmp(req->method, "DELETE") == 0)) {
 		curl_easy_setopt(x->easy, CURLOPT_HTTPGET, 1L);
 	} else if (req->part != NULL) {
 		curl_mimepart *mp;
@@ -444,6 +446,8 @@ http_post(struct http *h, const struct http_req *req,
 	if (req->method != NULL && strcmp(req->method, "GET") != 0 &&
 	    strcmp(req->method, "POST") != 0)
 		curl_easy_setopt(x->easy, CURLOPT_CUSTOMREQUEST, req->method);
+	if (req->ca_file != NULL)
+		curl_easy_setopt(x->easy, CURLOPT_CAINFO, req->ca_file);
 	curl_easy_setopt(x->easy, CURLOPT_HTTPHEADER, x->hdrs);
 	curl_easy_setopt(x->easy, CURLOPT_ACCEPT_ENCODING, "");
 	curl_easy_setopt(x->easy, CURLOPT_NOSIGNAL, 1L);

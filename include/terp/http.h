@@ -21,6 +21,8 @@ struct http_part {
 };
 
 struct http_req {
+	const char		*method;	/* NULL: "POST"; "GET" and "DELETE" send
+						 * no body; others as given, with it */
 	const char		*url;
 	const char *const	*headers;	/* "Name: value", NULL-terminated */
 	const char		*body;		/* copied by http_post */
@@ -28,9 +30,8 @@ struct http_req {
 	long			 connect_timeout_ms;	/* 0: libcurl's default */
 	long			 idle_timeout_ms;	/* silent this long fails; 0: never */
 	size_t			 max_error_body;	/* kept of a non-2xx body (64 KiB if 0) */
-	const char		*method;	/* NULL: POST; "GET": no body; others
-						 * as given, with the body */
 	const struct http_part	*part;		/* a multipart POST instead of body */
+	const char		*ca_file;	/* CA bundle for https; NULL: the system's */
 };
 
 /* How a transfer ended. Strings are valid during the done call only. */
@@ -47,6 +48,7 @@ struct http_result {
 	const char	*retry_after_ms;
 	const char	*should_retry;	/* x-should-retry */
 	const char	*request_id;	/* x-request-id, request-id, apim-request-id */
+	const char	*location;	/* a redirect's target (not followed) */
 };
 
 struct http_cbs {
@@ -68,7 +70,7 @@ struct http *http_new(struct loop *l);
 void http_free(struct http *h);
 
 /* Starts a request: a POST of req->body unless req->method or req->part
- * say otherwise. Silence counts from the last byte either way (an
+ * say otherwise (a GET or DELETE sends no body). Silence counts from the last byte either way (an
  * upload's bytes going out count too). req's strings are copied; cbs,
  * arg and req->part's fd are borrowed until done. Returns the transfer,
  * or NULL with *err (caller frees). */

@@ -1,0 +1,2525 @@
+/* kernel_jupyter: the Jupyter server backend. Its life, all on the loop:
+ *
+ *   start: GET /api/kernelspecs (reachable? token? kernel?) -> PUT the session folders
+ *          (terp-<id>/, data/, out/) -> POST /api/kernels with the
+ *          session folder as the kernel's cwd (or GET the kernel to
+ *          attach to) -> WebSocket to its channels -> kernel_info
+ *          handshake -> a silent execute that checks the cwd -> ready
+ *   queue: cells, uploads and resets run one at a time, in order; a
+ *          cell is done when its execute_reply came and iopub went idle
+ *          for it; then out/ is listed (only when the fingerprint the
+ *          reply carries changed) and new or changed files are fetched
+ *   trouble: a dropped WebSocket is reopened once with the same session
+ *          id (the server replays what it buffered); a kernel the server
+ *          no longer has (404) is replaced and the state reported lost.
+ *
+ * What the server sends is bounded (ws.c skips messages over max_msg,
+ * REST bodies have caps), type-checked field by field, and names from
+ * it never become host paths: artifacts get names terp picks
+ * (kernel_frame.h's rules, as the local sandbox's do). */
+#include "terp/kernel_jupyter.h"
+
+#include <cjson/cJSON.h>
+#include <curl/curl.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "terp/buf.h"
+#include "terp/digest.h"
+#include "terp/http.h"
+#include "terp/kernel_frame.h"
+#include "terp/util.h"
+#include "terp/ws.h"
+
+#define REST_BODY_MAX	(1u << 20)	/* an ordinary REST answer */
+#define LIST_BODY_MAX	(8u << 20)	/* a listing of out/ */
+#define SPECS_BODY_MAX	(4u << 20)	/* the list of kernelspecs */
+#define UPLOAD_CHUNK	(4u << 20)	/* raw bytes per contents PUT */
+#define CODE_MAX	(8u << 20)
+#define FP_MAX		64		/* the out/ fingerprint's text */
+#define CWD_MAX		4096
+#define NOTES_PER_CELL	20
+#define SPECS_SHOWN	20
+#define FREE_DELETE_MS	3000
+#define CHECK_MS	3000	/* a cell the kernel has not taken: is it there? */
+#define NAME_TRIES	1000
+
+#define ISOLATION_LINE \
+	"The code runs on the Jupyter server with whatever isolation that server gives " \
+	"(often none: it can read and write what the server's user can, and reach the " \
+	"network); terp's sandbox does not apply there."
+
+/* An expression the kernel evaluates after each cell (user_expressions):
+ * a fingerprint of out/, so that the folder is listed over REST only
+ * when something in it changed. Only a hint: a kernel that lies hides
+ * its own files, nothing more. */
+#define OUT_FP_EXPR \
+	"str(hash(tuple(sorted((e.name, e.stat(follow_symlinks=False).st_size, " \
+	"e.stat(follow_symlinks=False).st_mtime_ns) for e in __import__('os').scandir('out')))))"
+#define CWD_EXPR "__import__('os').getcwd()"
+
+enum op_type { OP_CELL, OP_UPLOAD, OP_RESET };
+
+struct op {
+	struct op	*next;
+	enum op_type	 type;
+	int		 n;		/* cell */
+	char		*code;
+	char		*host_path;	/* upload */
+	char		*name;		/* its name in data/ */
+};
+
+enum phase {
+	PH_OFF,		/* not started, or stopped */
+	PH_STARTING,	/* the start sequence is running */
+	PH_READY,	/* ready or running a cell */
+	PH_DEAD,
+};
+
+/* Steps of the start sequence (and of a reconnect). */
+enum step {
+	ST_NONE,
+	ST_PROBE,
+	ST_MKDIR,
+	ST_ATTACH,	/* GET /api/kernels/<id> */
+	ST_CREATE,
+	ST_WS,
+	ST_INFO,	/* kernel_info_request sent */
+	ST_CWD,		/* the silent cwd check sent */
+};
+
+enum stop { STOP_NONE, STOP_USER, STOP_TIMEOUT };
+
+struct seen {
+	char		*name;		/* a server name in out/ (checked) */
+	uint64_t	 size;
+	char		*mtime;
+};
+
+struct written {
+	char		*name;		/* host name in out_dir */
+	uint64_t	 size;
+};
+
+struct jreq;
+typedef void (*jreq_done)(struct jupyter *j, struct jreq *q, const struct http_result *r);
+
+struct jreq {
+	struct jupyter	*j;
+	struct jreq	*next;
+	struct http_xfer *x;
+	struct buf	 body;
+	int		 over;		/* the body passed its bound */
+	jreq_done	 done;
+	int		 i;		/* per-request context */
+	char		*s;
+};
+
+struct cur {
+	int		 active;
+	int		 n;
+	char		 msg_id[40];
+	int64_t		 start_us;
+	int		 got_reply, got_idle;
+	char		*reply_status;
+	char		*value;
+	char		*ename, *evalue, *traceback;
+	char		*fp;		/* the out/ fingerprint, when the reply had one */
+	enum stop	 stop;
+	int		 fetching;	/* listing or downloading out/ */
+	int		 looked;	/* out/ was checked for this cell */
+	int		 notes, unnoted;
+	int		 figs;
+	int		 lost_reply;	/* the connection dropped mid-cell */
+	int		 started;	/* the kernel said something about it */
+	char		*code;		/* kept until started: it may be sent again */
+};
+
+struct jupyter {
+	struct loop		*loop;
+	const struct jupyter_opts *o;
+	struct kernel_cbs	 cb;
+	void			*arg;
+	struct http		*http;
+	struct jreq		*reqs;
+	struct jreq		*dispatching;	/* the request whose done runs */
+	struct ws		*ws;
+
+	char			*base;		/* http(s)://host[:port][/base], no trailing '/' */
+	char			*where;
+	char			*auth;		/* "Authorization: token T" or NULL */
+	char			*session;	/* "terp-<id>" */
+	char			*kernel_id;
+	char			*deleting;	/* a kernel whose DELETE is in flight */
+	char			 ws_session[40];
+	int			 out_dirfd;
+
+	enum phase		 phase;
+	enum kernel_state	 state;
+	enum step		 step;
+	int			 gen;		/* bumped when a sequence is abandoned */
+	int			 reconnecting;	/* a dropped socket being reopened */
+	int			 lost;		/* state was lost since the last ready */
+	int			 restarted;	/* the next ready follows a restart */
+	char			*ready_note;	/* said with the next ready */
+	int			 kernel_dead;	/* the server said "dead" */
+	int			 restarting_by_us;
+	char			 info_id[40], ctl_id[40];
+	int			 ctl_kind;	/* 0 none, 1 cwd check, 2 reset */
+	char			*stopped_why;
+
+	struct op		*queue;
+	struct op		*op;		/* an upload or reset in progress */
+	struct cur		 cur;
+	char			*last_fp;
+	uint64_t		 timeout_timer, grace_timer, start_timer, check_timer;
+	char			*pending_note;	/* a failed upload, for the next cell */
+
+	/* Upload in progress. */
+	int			 up_fd;
+	uint64_t		 up_size, up_off;
+	int			 up_chunk;
+
+	/* out/ and artifacts. */
+	struct seen		*seen;
+	int			 nseen;
+	struct written		*written;
+	int			 nwritten;
+	struct kframe_usage	 use;
+	cJSON			*fetch_list;	/* names still to download */
+	int			 fetch_i;
+	int			 figs_total;
+};
+
+static void pump(struct jupyter *j);
+static void start_sequence(struct jupyter *j);
+static void cell_maybe_done(struct jupyter *j);
+static void finish_cell(struct jupyter *j, enum cell_status st, const char *reason, int lost);
+static void lose_connection(struct jupyter *j, const char *why);
+static void go_dead(struct jupyter *j, const char *msg);
+static void send_kernel_info(struct jupyter *j);
+static void fetch_next(struct jupyter *j);
+static void cancel_requests(struct jupyter *j);
+static void on_check(struct loop *l, void *arg);
+static void on_start_timeout(struct loop *l, void *arg);
+
+/* ------------------------------------------------------------ small helpers */
+
+void
+jupyter_opts_default(struct jupyter_opts *o)
+{
+	memset(o, 0, sizeof *o);
+	o->timeout_ms = 120000;
+	o->grace_ms = 3000;
+	o->connect_timeout_ms = 20000;
+	o->max_msg = 16u << 20;
+	o->artifact_max = 64u << 20;
+	o->artifacts_per_cell = 64;
+	o->artifacts_per_session = 1000;
+	o->artifact_bytes = 1ull << 30;
+	o->out_files_max = 1000;
+}
+
+static void
+random_bytes(unsigned char *p, size_t n)
+{
+	if (getrandom(p, n, 0) != (ssize_t)n) {
+		for (size_t i = 0; i < n; i++)
+			p[i] = (unsigned char)(now_us() >> (i % 8 * 7));
+	}
+}
+
+/* A version 4 UUID into out[37]. */
+static void
+new_uuid(char out[37])
+{
+	unsigned char b[16];
+
+	random_bytes(b, sizeof b);
+	b[6] = (unsigned char)((b[6] & 0x0f) | 0x40);
+	b[8] = (unsigned char)((b[8] & 0x3f) | 0x80);
+	snprintf(out, 37, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+	    b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11],
+	    b[12], b[13], b[14], b[15]);
+}
+
+static const char *
+jstr(const cJSON *o, const char *key)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+	return cJSON_IsString(v) && v->valuestring != NULL ? v->valuestring : NULL;
+}
+
+static const cJSON *
+jobj(const cJSON *o, const char *key)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+	return cJSON_IsObject(v) ? v : NULL;
+}
+
+/* Removes ANSI escape sequences (CSI and OSC, as IPython colours its
+ * tracebacks) so that the traceback reads as the local one does; what
+ * is left is still sanitized where it is shown. */
+static char *
+strip_ansi(const char *s)
+{
+	size_t n = strlen(s), o = 0;
+	char *r = xmalloc(n + 1);
+
+	for (size_t i = 0; i < n; i++) {
+		if (s[i] == '\x1b' && i + 1 < n && s[i + 1] == '[') {
+			i += 2;
+			while (i < n && !((unsigned char)s[i] >= 0x40 && (unsigned char)s[i] <= 0x7e))
+				i++;
+			continue;
+		}
+		if (s[i] == '\x1b' && i + 1 < n && s[i + 1] == ']') {
+			i += 2;
+			while (i < n && s[i] != '\a' && !(s[i] == '\x1b' && i + 1 < n && s[i + 1] == '\\'))
+				i++;
+			if (i < n && s[i] == '\x1b')
+				i++;
+			continue;
+		}
+		r[o++] = s[i];
+	}
+	r[o] = '\0';
+	return r;
+}
+
+/* A path under the server's root with every component percent-encoded. */
+static char *
+api_path(const char *prefix, const char *path, const char *query)
+{
+	struct buf b;
+	const char *p = path, *e;
+
+	buf_init(&b, 1u << 20);
+	buf_adds(&b, prefix);
+	while (p != NULL && *p != '\0') {
+		char *esc;
+		e = strchr(p, '/');
+		size_t n = e ? (size_t)(e - p) : strlen(p);
+		esc = curl_easy_escape(NULL, p, (int)n);
+		if (esc == NULL)
+			fatal("out of memory (curl_easy_escape)");
+		buf_adds(&b, esc);
+		curl_free(esc);
+		if (e == NULL)
+			break;
+		buf_addc(&b, '/');
+		p = e + 1;
+	}
+	if (query != NULL)
+		buf_adds(&b, query);
+	return buf_take(&b);
+}
+
+/* ------------------------------------------------------------ callbacks out */
+
+/* The one place that calls the state callback. kernel.h's state
+ * callback is gaining typed restarted/state_lost flags; when it does,
+ * only this function changes (pass the flags instead of relying on the
+ * message's words). */
+static void
+emit_state(struct jupyter *j, enum kernel_state st, const char *msg, int restarted,
+    int state_lost)
+{
+	j->state = st;
+	(void)restarted;
+	(void)state_lost;
+	if (j->cb.state != NULL)
+		j->cb.state(j->arg, st, msg ? msg : kernel_state_name(st));
+}
+
+static void
+emit_output(struct jupyter *j, int cell, int stream, const char *p, size_t n)
+{
+	if (j->cb.output != NULL && n > 0)
+		j->cb.output(j->arg, cell, stream, p, n);
+}
+
+/* "terp: ..." on the running cell's stderr (bounded per cell). */
+static void
+note(struct jupyter *j, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void
+note(struct jupyter *j, const char *fmt, ...)
+{
+	va_list ap;
+	char *m, *line;
+
+	if (!j->cur.active)
+		return;
+	if (j->cur.notes >= NOTES_PER_CELL) {
+		j->cur.unnoted++;
+		return;
+	}
+	j->cur.notes++;
+	va_start(ap, fmt);
+	if (vasprintf(&m, fmt, ap) < 0)
+		fatal("out of memory");
+	va_end(ap);
+	line = xasprintf("terp: %s\n", m);
+	emit_output(j, j->cur.n, 1, line, strlen(line));
+	free(line);
+	free(m);
+}
+
+/* ------------------------------------------------------------ REST */
+
+static int
+on_rest_body(void *arg, const char *p, size_t n)
+{
+	struct jreq *q = arg;
+
+	if (buf_add(&q->body, p, n) < 0) {
+		q->over = 1;
+		return 1;
+	}
+	return 0;
+}
+
+static void
+free_req(struct jreq *q)
+{
+	struct jreq **pp;
+
+	for (pp = &q->j->reqs; *pp != NULL; pp = &(*pp)->next) {
+		if (*pp == q) {
+			*pp = q->next;
+			break;
+		}
+	}
+	buf_free(&q->body);
+	free(q->s);
+	free(q);
+}
+
+static void
+on_rest_done(void *arg, const struct http_result *r)
+{
+	struct jreq *q = arg;
+	struct jupyter *j = q->j;
+
+	q->x = NULL;
+	/* done may abandon every request (cancel_requests): this one is
+	 * left for us to free. */
+	j->dispatching = q;
+	q->done(j, q, r);
+	j->dispatching = NULL;
+	free_req(q);
+}
+
+/* Starts method on base+path (path already escaped). body may be NULL.
+ * done runs once with the answer; the request is freed after it. */
+static struct jreq *
+rest(struct jupyter *j, const char *method, const char *path, const char *body,
+    size_t max, jreq_done done)
+{
+	static const struct http_cbs cbs = { on_rest_body, on_rest_done };
+	const char *hdrs[5];
+	struct http_req req;
+	struct jreq *q;
+	char *url, *err = NULL;
+	int nh = 0;
+
+	q = xcalloc(1, sizeof *q);
+	q->j = j;
+	q->done = done;
+	q->i = j->gen;	/* an answer for an abandoned sequence is ignored */
+	buf_init(&q->body, max);
+	if (j->auth != NULL)
+		hdrs[nh++] = j->auth;
+	hdrs[nh++] = "Accept: application/json";
+	if (body != NULL)
+		hdrs[nh++] = "Content-Type: application/json";
+	hdrs[nh] = NULL;
+	url = xasprintf("%s%s", j->base, path);
+	memset(&req, 0, sizeof req);
+	req.method = method;
+	req.url = url;
+	req.headers = hdrs;
+	req.body = body;
+	req.body_len = body ? strlen(body) : 0;
+	req.connect_timeout_ms = j->o->connect_timeout_ms;
+	req.max_error_body = 16384;
+	req.ca_file = j->o->ca_file;
+	q->next = j->reqs;
+	j->reqs = q;
+	q->x = http_post(j->http, &req, &cbs, q, &err);
+	free(url);
+	if (q->x == NULL) {
+		/* Only a malformed URL gets here; checked at start. */
+		struct http_result r;
+		memset(&r, 0, sizeof r);
+		r.curl_code = 3;
+		r.error = err;
+		j->dispatching = q;
+		done(j, q, &r);
+		j->dispatching = NULL;
+		free_req(q);
+		free(err);
+		return NULL;
+	}
+	return q;
+}
+
+static void
+cancel_requests(struct jupyter *j)
+{
+	struct jreq **pp = &j->reqs, *q;
+
+	while ((q = *pp) != NULL) {
+		if (q == j->dispatching) {
+			pp = &q->next;
+			continue;
+		}
+		if (q->x != NULL)
+			http_cancel(q->x);
+		q->x = NULL;
+		free_req(q);
+	}
+}
+
+/* 1 when r is the server refusing our credentials. */
+static int
+auth_refused(const struct http_result *r)
+{
+	return r->status == 401 || r->status == 403 ||
+	    ((r->status == 301 || r->status == 302 || r->status == 303 || r->status == 307) &&
+	    r->location != NULL && strstr(r->location, "login") != NULL);
+}
+
+/* One line for a failed REST call, or NULL when it succeeded. */
+static char *
+rest_problem(struct jupyter *j, const struct http_result *r, const char *what)
+{
+	if (r->curl_code != 0 && r->status == 0)
+		return xasprintf("cannot reach the Jupyter server at %s: %s", j->where,
+		    r->error ? r->error : "no answer");
+	if (auth_refused(r))
+		return xstrdup("the Jupyter server refused the token: check --jupyter-token / JUPYTER_TOKEN");
+	if (r->status >= 300 && r->status < 400)
+		return xasprintf("the Jupyter server at %s redirected %s (HTTP %ld): is the URL's base path right?",
+		    j->where, what, r->status);
+	if (r->status < 200 || r->status >= 300)
+		return xasprintf("the Jupyter server answered %s with HTTP %ld", what, r->status);
+	if (r->curl_code != 0)
+		return xasprintf("%s failed: %s", what, r->error ? r->error : "transfer error");
+	return NULL;
+}
+
+/* ------------------------------------------------------------ kernel messages */
+
+/* An ISO 8601 UTC time for a message header. */
+static void
+iso_now(char out[64])
+{
+	struct timespec ts;
+	struct tm tm;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	gmtime_r(&ts.tv_sec, &tm);
+	snprintf(out, 64, "%04d-%02d-%02dT%02d:%02d:%02d.%06dZ", tm.tm_year + 1900,
+	    tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+	    (int)(ts.tv_nsec / 1000 % 1000000));
+}
+
+/* Sends a message on channel; content is consumed. Writes its msg_id
+ * into id[40]. Returns 0, or -1 when the socket cannot take it. */
+static int
+send_msg(struct jupyter *j, const char *type, const char *channel, cJSON *content,
+    char id[40])
+{
+	cJSON *m = cJSON_CreateObject(), *h = cJSON_CreateObject();
+	char date[64], *txt, *err = NULL;
+	int r;
+
+	new_uuid(id);
+	iso_now(date);
+	cJSON_AddStringToObject(h, "msg_id", id);
+	cJSON_AddStringToObject(h, "session", j->ws_session);
+	cJSON_AddStringToObject(h, "username", "terp");
+	cJSON_AddStringToObject(h, "date", date);
+	cJSON_AddStringToObject(h, "msg_type", type);
+	cJSON_AddStringToObject(h, "version", "5.3");
+	cJSON_AddItemToObject(m, "header", h);
+	cJSON_AddItemToObject(m, "parent_header", cJSON_CreateObject());
+	cJSON_AddItemToObject(m, "metadata", cJSON_CreateObject());
+	cJSON_AddItemToObject(m, "content", content);
+	cJSON_AddStringToObject(m, "channel", channel);
+	cJSON_AddItemToObject(m, "buffers", cJSON_CreateArray());
+	txt = cJSON_PrintUnformatted(m);
+	cJSON_Delete(m);
+	if (txt == NULL)
+		fatal("out of memory (cJSON)");
+	r = ws_send(j->ws, txt, strlen(txt), &err);
+	free(txt);
+	free(err);
+	return r;
+}
+
+static cJSON *
+execute_content(const char *code, int silent, const char *expr_name, const char *expr)
+{
+	cJSON *c = cJSON_CreateObject(), *ue = cJSON_CreateObject();
+
+	cJSON_AddStringToObject(c, "code", code);
+	cJSON_AddBoolToObject(c, "silent", silent);
+	cJSON_AddBoolToObject(c, "store_history", !silent);
+	if (expr != NULL)
+		cJSON_AddStringToObject(ue, expr_name, expr);
+	cJSON_AddItemToObject(c, "user_expressions", ue);
+	cJSON_AddBoolToObject(c, "allow_stdin", 0);
+	/* terp queues cells itself and sends one at a time. */
+	cJSON_AddBoolToObject(c, "stop_on_error", 0);
+	return c;
+}
+
+/* The text/plain of a user expression's result in an execute_reply, or
+ * NULL when it failed or is not there. */
+static const char *
+user_expr_text(const cJSON *content, const char *name)
+{
+	const cJSON *ue = jobj(content, "user_expressions"), *e, *data;
+	const char *st;
+
+	if (ue == NULL || (e = jobj(ue, name)) == NULL)
+		return NULL;
+	if ((st = jstr(e, "status")) == NULL || strcmp(st, "ok") != 0)
+		return NULL;
+	if ((data = jobj(e, "data")) == NULL)
+		return NULL;
+	return jstr(data, "text/plain");
+}
+
+/* ------------------------------------------------------------ artifacts */
+
+static int
+written_index(const struct jupyter *j, const char *name)
+{
+	for (int i = 0; i < j->nwritten; i++)
+		if (strcmp(j->written[i].name, name) == 0)
+			return i;
+	return -1;
+}
+
+static char *
+cap_reason(const struct jupyter *j, enum kframe_refusal r, uint64_t size)
+{
+	char a[32], b[32];
+
+	switch (r) {
+	case KF_TOO_LARGE:
+		fmt_bytes(a, sizeof a, size);
+		fmt_bytes(b, sizeof b, j->o->artifact_max);
+		return xasprintf("too large (%s; the limit is %s)", a, b);
+	case KF_CELL_CAP:
+		return xasprintf("cap reached (%d artifacts per cell)", j->o->artifacts_per_cell);
+	case KF_SESSION_CAP:
+		return xasprintf("cap reached (%d artifact files per session)",
+		    j->o->artifacts_per_session);
+	case KF_BYTES_CAP:
+		fmt_bytes(a, sizeof a, j->o->artifact_bytes);
+		return xasprintf("cap reached (%s of artifacts per session)", a);
+	case KF_ADMIT:
+		break;
+	}
+	return xstrdup("refused");
+}
+
+static struct kframe_caps
+caps_of(const struct jupyter *j)
+{
+	struct kframe_caps c = {
+		.size_max = j->o->artifact_max,
+		.per_cell = j->o->artifacts_per_cell,
+		.per_session = j->o->artifacts_per_session,
+		.session_bytes = j->o->artifact_bytes,
+	};
+	return c;
+}
+
+/* Writes data[0..n) as an artifact of the running cell for the server's
+ * name want (any bytes: only the host name terp derives from it is
+ * used), through a hidden temporary file and a rename. Problems go to
+ * the cell's stderr. */
+static void
+art_write(struct jupyter *j, const char *want, const char *data, size_t n)
+{
+	struct kframe_caps caps = caps_of(j);
+	enum kframe_refusal r;
+	char *host, *path = NULL, *tmp, *shown, *why;
+	int w = -1, fd;
+
+	shown = kframe_display_name(want);
+	if ((why = (char *)kframe_name_problem(want)) != NULL) {
+		note(j, "artifact %s not copied: %s", shown, why);
+		free(shown);
+		return;
+	}
+	if ((r = kframe_admit(&caps, &j->use, n, 1, UINT64_MAX)) != KF_ADMIT) {
+		why = cap_reason(j, r, n);
+		note(j, "artifact %s not copied: %s", shown, why);
+		free(why);
+		free(shown);
+		return;
+	}
+	host = kframe_host_name(want);
+	for (int i = 1; i <= NAME_TRIES; i++) {
+		struct stat st;
+		char *cand = kframe_host_candidate(host, i);
+		if (fstatat(j->out_dirfd, cand, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+			path = cand;
+			break;
+		}
+		if (S_ISREG(st.st_mode) && (w = written_index(j, cand)) >= 0) {
+			path = cand;
+			break;
+		}
+		free(cand);
+	}
+	free(host);
+	if (path == NULL) {
+		note(j, "artifact %s not copied: no free name for it in the output folder", shown);
+		free(shown);
+		return;
+	}
+	r = kframe_admit(&caps, &j->use, n, w >= 0, w >= 0 ? j->written[w].size : 0);
+	if (r != KF_ADMIT) {
+		why = cap_reason(j, r, n);
+		note(j, "artifact %s not copied: %s", shown, why);
+		free(why);
+		free(shown);
+		free(path);
+		return;
+	}
+	j->use.cell++;
+	tmp = xasprintf(".terp-%d-%s.part", (int)getpid(), path);
+	(void)unlinkat(j->out_dirfd, tmp, 0);
+	fd = openat(j->out_dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+	if (fd < 0 || write_all(fd, data, n) < 0 || close(fd) < 0 ||
+	    renameat(j->out_dirfd, tmp, j->out_dirfd, path) < 0) {
+		int e = errno;
+		if (fd >= 0) {
+			(void)unlinkat(j->out_dirfd, tmp, 0);
+		}
+		note(j, "artifact %s not copied: cannot write it in the output folder: %s", shown,
+		    strerror(e));
+		free(tmp);
+		free(shown);
+		free(path);
+		return;
+	}
+	free(tmp);
+	if (w >= 0) {
+		j->use.bytes -= j->written[w].size < j->use.bytes ? j->written[w].size : j->use.bytes;
+	} else {
+		j->written = xrealloc(j->written, (size_t)(j->nwritten + 1) * sizeof *j->written);
+		w = j->nwritten++;
+		j->written[w].name = xstrdup(path);
+		j->use.files++;
+	}
+	j->written[w].size = n;
+	j->use.bytes += n;
+	if (j->cb.artifact != NULL) {
+		char *hp = xasprintf("%s/%s", j->o->out_dir, path);
+		j->cb.artifact(j->arg, j->cur.n, path, hp, n);
+		free(hp);
+	}
+	free(shown);
+	free(path);
+}
+
+/* Decodes base64 that may be wrapped in lines (Python's encodebytes, as
+ * the contents API and some kernels send it). NULL when it is not. */
+static char *
+b64_lines_decode(const char *b64, size_t *n)
+{
+	size_t len = strlen(b64), o = 0;
+	char *clean = xmalloc(len + 1), *data;
+
+	for (size_t i = 0; i < len; i++)
+		if (b64[i] != '\n' && b64[i] != '\r')
+			clean[o++] = b64[i];
+	clean[o] = '\0';
+	data = base64_decode(clean, o, n);
+	free(clean);
+	return data;
+}
+
+/* A base64 image/png from display_data or execute_result. */
+static void
+art_image(struct jupyter *j, const char *b64)
+{
+	size_t n;
+	char *data, name[64];
+
+	j->cur.figs++;
+	j->figs_total++;
+	snprintf(name, sizeof name, "figure-%d-%d.png", j->cur.n, j->figs_total);
+	data = b64_lines_decode(b64, &n);
+	if (data == NULL) {
+		note(j, "artifact %s not copied: the server sent an image that is not base64", name);
+		return;
+	}
+	if (n < 8 || memcmp(data, "\x89PNG\r\n\x1a\n", 8) != 0) {
+		note(j, "artifact %s not copied: the server's image/png is not a PNG", name);
+		free(data);
+		return;
+	}
+	art_write(j, name, data, n);
+	free(data);
+}
+
+/* ------------------------------------------------------------ out/ */
+
+static int
+seen_index(const struct jupyter *j, const char *name)
+{
+	for (int i = 0; i < j->nseen; i++)
+		if (strcmp(j->seen[i].name, name) == 0)
+			return i;
+	return -1;
+}
+
+static void
+fetch_end(struct jupyter *j)
+{
+	cJSON_Delete(j->fetch_list);
+	j->fetch_list = NULL;
+	j->fetch_i = 0;
+	j->cur.fetching = 0;
+	cell_maybe_done(j);
+}
+
+static void
+on_file(struct jupyter *j, struct jreq *q, const struct http_result *r)
+{
+	cJSON *doc;
+	const char *fmt, *content;
+	char *p, *data;
+	size_t n;
+
+	if (!j->cur.active || !j->cur.fetching || q->i != j->gen)
+		return;
+	if (q->over) {
+		char b[32];
+		fmt_bytes(b, sizeof b, j->o->artifact_max);
+		note(j, "artifact out/%s not copied: too large (the limit is %s)", q->s, b);
+		fetch_next(j);
+		return;
+	}
+	if ((p = rest_problem(j, r, "a file download")) != NULL) {
+		note(j, "artifact out/%s not copied: %s", q->s, p);
+		free(p);
+		fetch_next(j);
+		return;
+	}
+	doc = cJSON_ParseWithLength(buf_str(&q->body), q->body.len);
+	if (doc == NULL || (content = jstr(doc, "content")) == NULL ||
+	    (fmt = jstr(doc, "format")) == NULL) {
+		note(j, "artifact out/%s not copied: the server's answer is not a file model", q->s);
+		cJSON_Delete(doc);
+		fetch_next(j);
+		return;
+	}
+	if (strcmp(fmt, "base64") == 0) {
+		data = b64_lines_decode(content, &n);
+	} else if (strcmp(fmt, "text") == 0) {
+		data = xstrdup(content);
+		n = strlen(content);
+	} else {
+		data = NULL;
+	}
+	if (data == NULL) {
+		note(j, "artifact out/%s not copied: the server sent data that is not base64", q->s);
+	} else {
+		art_write(j, q->s, data, n);
+		free(data);
+	}
+	cJSON_Delete(doc);
+	fetch_next(j);
+}
+
+static void
+fetch_next(struct jupyter *j)
+{
+	const cJSON *name;
+	char *rel, *path;
+	struct jreq *q;
+
+	if (j->fetch_list == NULL || j->fetch_i >= cJSON_GetArraySize(j->fetch_list)) {
+		fetch_end(j);
+		return;
+	}
+	name = cJSON_GetArrayItem(j->fetch_list, j->fetch_i++);
+	rel = xasprintf("%s/out/%s", j->session, name->valuestring);
+	path = api_path("/api/contents/", rel, "?type=file&format=base64&content=1");
+	free(rel);
+	q = rest(j, "GET", path, NULL, (size_t)(j->o->artifact_max / 3 * 4 + 65536), on_file);
+	free(path);
+	if (q != NULL) {
+		q->i = j->gen;
+		q->s = xstrdup(name->valuestring);
+	}
+}
+
+/* Parses a listing of out/ and queues the new or changed files. */
+static void
+on_listing(struct jupyter *j, struct jreq *q, const struct http_result *r)
+{
+	cJSON *doc;
+	const cJSON *list, *e;
+	char *p;
+	int looked = 0, more = 0;
+
+	if (!j->cur.active || !j->cur.fetching || q->i != j->gen)
+		return;
+	if (q->over) {
+		note(j, "the listing of out/ is over %u MiB; files not fetched", LIST_BODY_MAX >> 20);
+		fetch_end(j);
+		return;
+	}
+	if ((p = rest_problem(j, r, "the listing of out/")) != NULL) {
+		if (r->status != 404)	/* no out/ (removed by the code): nothing to fetch */
+			note(j, "files in out/ not fetched: %s", p);
+		free(p);
+		fetch_end(j);
+		return;
+	}
+	doc = cJSON_ParseWithLength(buf_str(&q->body), q->body.len);
+	list = doc ? cJSON_GetObjectItemCaseSensitive(doc, "content") : NULL;
+	if (!cJSON_IsArray(list)) {
+		note(j, "files in out/ not fetched: the server's listing is malformed");
+		cJSON_Delete(doc);
+		fetch_end(j);
+		return;
+	}
+	j->fetch_list = cJSON_CreateArray();
+	cJSON_ArrayForEach(e, list) {
+		const char *name, *type, *mtime;
+		const cJSON *sz;
+		uint64_t size;
+		int s;
+		char *shown;
+
+		if (looked >= j->o->out_files_max) {
+			more = 1;
+			break;
+		}
+		looked++;
+		if (!cJSON_IsObject(e) || (name = jstr(e, "name")) == NULL ||
+		    (type = jstr(e, "type")) == NULL)
+			continue;
+		if (strcmp(type, "file") != 0)
+			continue;	/* folders and notebooks are not artifacts */
+		shown = kframe_display_name(name);
+		if (kframe_name_problem(name) != NULL || strchr(name, '/') != NULL ||
+		    strcmp(name, ".") == 0 || strcmp(name, "..") == 0) {
+			note(j, "artifact %s not copied: the server gave a name that is not a plain file name",
+			    shown);
+			free(shown);
+			continue;
+		}
+		sz = cJSON_GetObjectItemCaseSensitive(e, "size");
+		mtime = jstr(e, "last_modified");
+		size = cJSON_IsNumber(sz) && sz->valuedouble >= 0 && sz->valuedouble < 9e15 ?
+		    (uint64_t)sz->valuedouble : UINT64_MAX;
+		s = seen_index(j, name);
+		if (s >= 0 && j->seen[s].size == size && mtime != NULL && j->seen[s].mtime != NULL &&
+		    strcmp(j->seen[s].mtime, mtime) == 0 && size != UINT64_MAX) {
+			free(shown);
+			continue;	/* unchanged since the last look */
+		}
+		if (s < 0) {
+			j->seen = xrealloc(j->seen, (size_t)(j->nseen + 1) * sizeof *j->seen);
+			s = j->nseen++;
+			j->seen[s].name = xstrdup(name);
+			j->seen[s].mtime = NULL;
+		}
+		j->seen[s].size = size;
+		free(j->seen[s].mtime);
+		j->seen[s].mtime = mtime ? xstrndup(mtime, 64) : NULL;
+		if (size != UINT64_MAX && size > j->o->artifact_max) {
+			char *why = cap_reason(j, KF_TOO_LARGE, size);
+			note(j, "artifact %s not copied: %s", shown, why);
+			free(why);
+			free(shown);
+			continue;
+		}
+		free(shown);
+		cJSON_AddItemToArray(j->fetch_list, cJSON_CreateString(name));
+	}
+	if (more)
+		note(j, "out/ has more than %d entries; the rest were not looked at",
+		    j->o->out_files_max);
+	cJSON_Delete(doc);
+	j->fetch_i = 0;
+	fetch_next(j);
+}
+
+static void
+fetch_out(struct jupyter *j)
+{
+	char *rel = xasprintf("%s/out", j->session);
+	char *path = api_path("/api/contents/", rel, "?content=1");
+	struct jreq *q;
+
+	free(rel);
+	j->cur.fetching = 1;
+	q = rest(j, "GET", path, NULL, LIST_BODY_MAX, on_listing);
+	free(path);
+	if (q != NULL)
+		q->i = j->gen;
+}
+
+/* ------------------------------------------------------------ cells */
+
+static void
+cur_clear(struct cur *c)
+{
+	free(c->reply_status);
+	free(c->value);
+	free(c->ename);
+	free(c->evalue);
+	free(c->traceback);
+	free(c->fp);
+	free(c->code);
+	memset(c, 0, sizeof *c);
+}
+
+static void
+cancel_cell_timers(struct jupyter *j)
+{
+	loop_timer_cancel(j->loop, j->timeout_timer);
+	loop_timer_cancel(j->loop, j->grace_timer);
+	loop_timer_cancel(j->loop, j->check_timer);
+	j->timeout_timer = j->grace_timer = j->check_timer = 0;
+}
+
+/* The kernel went away under the running cell. A cell it never took is
+ * queued again (first) to run on the next kernel; one it ran ends with
+ * reason, its state lost. */
+static void
+cell_gone(struct jupyter *j, const char *reason)
+{
+	if (!j->cur.active)
+		return;
+	if (!j->cur.started && j->cur.code != NULL) {
+		struct op *p = xcalloc(1, sizeof *p);
+		p->type = OP_CELL;
+		p->n = j->cur.n;
+		p->code = j->cur.code;
+		j->cur.code = NULL;
+		p->next = j->queue;
+		j->queue = p;
+		cancel_cell_timers(j);
+		cur_clear(&j->cur);
+		return;
+	}
+	finish_cell(j, CELL_CRASHED, reason, 1);
+}
+
+/* Reports the running cell's result and moves on. */
+static void
+finish_cell(struct jupyter *j, enum cell_status st, const char *reason, int lost)
+{
+	struct kernel_result r;
+	struct cur c;
+	int64_t us;
+
+	if (!j->cur.active)
+		return;
+	cancel_cell_timers(j);
+	if (j->cur.unnoted > 0) {
+		char *m = xasprintf("terp: %d more notes on this cell (not listed)\n", j->cur.unnoted);
+		emit_output(j, j->cur.n, 1, m, strlen(m));
+		free(m);
+	}
+	c = j->cur;
+	memset(&j->cur, 0, sizeof j->cur);
+	cJSON_Delete(j->fetch_list);
+	j->fetch_list = NULL;
+	us = now_us() - c.start_us;
+	memset(&r, 0, sizeof r);
+	r.status = st;
+	r.duration_us = us;
+	r.duration_ms = us / 1000;
+	r.value = c.value;
+	r.ename = c.ename;
+	r.evalue = c.evalue;
+	r.traceback = c.traceback;
+	r.reason = reason;
+	r.state_lost = lost;
+	if (j->phase == PH_READY && j->state == KERNEL_BUSY)
+		emit_state(j, KERNEL_READY, NULL, 0, 0);
+	if (j->cb.result != NULL)
+		j->cb.result(j->arg, c.n, &r);
+	cur_clear(&c);
+}
+
+/* Ends every queued cell without running it (a restart or a stop drops
+ * them; each still gets its one result). Uploads stay queued: the
+ * session folder outlives the kernel, so they go up with the next one. */
+static void
+drop_queue(struct jupyter *j, const char *why)
+{
+	struct op **pp = &j->queue, *p;
+
+	while ((p = *pp) != NULL) {
+		if (p->type == OP_UPLOAD) {
+			pp = &p->next;
+			continue;
+		}
+		*pp = p->next;
+		if (p->type == OP_CELL && j->cb.result != NULL) {
+			struct kernel_result r;
+			memset(&r, 0, sizeof r);
+			r.status = CELL_INTERRUPTED;
+			r.reason = why;
+			j->cb.result(j->arg, p->n, &r);
+		}
+		free(p->code);
+		free(p->host_path);
+		free(p->name);
+		free(p);
+	}
+}
+
+/* The running cell's outcome once its reply and its idle are in, and
+ * out/ was looked at. */
+static void
+cell_maybe_done(struct jupyter *j)
+{
+	struct cur *c = &j->cur;
+	enum cell_status st = CELL_OK;
+	char *reason = NULL;
+
+	if (!c->active || !c->got_reply || !c->got_idle || c->fetching)
+		return;
+	if (!c->looked) {
+		/* out/ is listed when the fingerprint the reply carries is
+		 * missing (an error, a non-Python kernel) or changed. */
+		c->looked = 1;
+		if (c->fp == NULL || j->last_fp == NULL || strcmp(c->fp, j->last_fp) != 0) {
+			free(j->last_fp);
+			j->last_fp = c->fp ? xstrdup(c->fp) : NULL;
+			fetch_out(j);
+			return;
+		}
+	}
+	if (c->ename != NULL || (c->reply_status && strcmp(c->reply_status, "ok") != 0))
+		st = CELL_ERROR;
+	if (c->stop == STOP_USER && st == CELL_ERROR) {
+		st = CELL_INTERRUPTED;
+		reason = xstrdup("interrupted; the session kept its state");
+	} else if (c->stop == STOP_TIMEOUT && st == CELL_ERROR) {
+		st = CELL_TIMEOUT;
+		reason = xasprintf("the cell ran past its time limit of %lld s and was interrupted; the session kept its state",
+		    (long long)(j->o->timeout_ms / 1000));
+	} else if (c->lost_reply) {
+		st = CELL_INTERRUPTED;
+		reason = xstrdup("the connection to the Jupyter server dropped during the cell and its result was lost; the session kept its state");
+	}
+	if (st == CELL_ERROR && c->ename == NULL) {
+		c->ename = xstrdup(c->reply_status && strcmp(c->reply_status, "aborted") == 0 ?
+		    "Aborted" : "Error");
+		c->evalue = xstrdup("the kernel reported an error without details");
+	}
+	finish_cell(j, st, reason, 0);
+	free(reason);
+	pump(j);
+}
+
+static void restart_kernel(struct jupyter *j, const char *cell_reason, enum cell_status st);
+
+static void
+on_grace(struct loop *l, void *arg)
+{
+	struct jupyter *j = arg;
+	char *why;
+	(void)l;
+
+	j->grace_timer = 0;
+	if (!j->cur.active)
+		return;
+	why = xasprintf("the cell ignored the interrupt for %.1f s; the kernel was restarted and its state (variables, imports) was lost",
+	    (double)j->o->grace_ms / 1000.0);
+	restart_kernel(j, why, j->cur.stop == STOP_TIMEOUT ? CELL_TIMEOUT : CELL_INTERRUPTED);
+	free(why);
+}
+
+static void
+on_interrupt_done(struct jupyter *j, struct jreq *q, const struct http_result *r)
+{
+	char *p;
+
+	if (q->i != j->gen || !j->cur.active)
+		return;
+	if ((p = rest_problem(j, r, "the interrupt")) != NULL) {
+		note(j, "%s", p);
+		free(p);
+	}
+}
+
+static void
+interrupt_cell(struct jupyter *j, enum stop why)
+{
+	char *path;
+	struct jreq *q;
+
+	if (!j->cur.active || j->cur.stop != STOP_NONE)
+		return;
+	j->cur.stop = why;
+	path = api_path("/api/kernels/", j->kernel_id, "/interrupt");
+	q = rest(j, "POST", path, "{}", REST_BODY_MAX, on_interrupt_done);
+	free(path);
+	if (q != NULL)
+		q->i = j->gen;
+	loop_timer_cancel(j->loop, j->grace_timer);
+	j->grace_timer = loop_timer_add(j->loop, j->o->grace_ms > 0 ? j->o->grace_ms : 1,
+	    on_grace, j);
+}
+
+static void
+on_timeout(struct loop *l, void *arg)
+{
+	struct jupyter *j = arg;
+	(void)l;
+
+	j->timeout_timer = 0;
+	interrupt_cell(j, STOP_TIMEOUT);
+}
+
+static void replace_kernel(struct jupyter *j);
+
+static void
+on_check_done(struct jupyter *j, struct jreq *q, const struct http_result *r)
+{
+	if (q->i != j->gen || !j->cur.active || j->cur.started)
+		return;
+	if (r->status == 404) {
+		/* Culled or lost while idle (the server says nothing on the
+		 * socket when it shuts a kernel down). */
+		replace_kernel(j);
+		return;
+	}
+	j->check_timer = loop_timer_add(j->loop, CHECK_MS, on_check, j);
+}
+
+/* The cell was sent but the kernel has not said a word about it: is
+ * the kernel still there? */
+static void
+on_check(struct loop *l, void *arg)
+{
+	struct jupyter *j = arg;
+	struct jreq *q;
+	char *path;
+	(void)l;
+
+	j->check_timer = 0;
+	if (!j->cur.active || j->cur.started || j->phase != PH_READY || j->kernel_id == NULL)
+		return;
+	path = api_path("/api/kernels/", j->kernel_id, NULL);
+	q = rest(j, "GET", path, NULL, REST_BODY_MAX, on_check_done);
+	free(path);
+	if (q != NULL)
+		q->i = j->gen;
+}
+
+static void
+send_cell(struct jupyter *j, struct op *p)
+{
+	char *note_text = j->pending_note;
+
+	j->pending_note = NULL;
+	cur_clear(&j->cur);
+	j->cur.active = 1;
+	j->cur.n = p->n;
+	j->cur.code = p->code;
+	p->code = NULL;
+	j->cur.start_us = now_us();
+	j->use.cell = 0;
+	emit_state(j, KERNEL_BUSY, NULL, 0, 0);
+	if (note_text != NULL) {
+		note(j, "%s", note_text);
+		free(note_text);
+	}
+	if (send_msg(j, "execute_request", "shell",
+	    execute_content(j->cur.code, 0, "terp_out", OUT_FP_EXPR), j->cur.msg_id) < 0) {
+		lose_connection(j, "cannot send on the kernel's WebSocket");
+		return;
+	}
+	if (j->o->timeout_ms > 0)
+		j->timeout_timer = loop_timer_add(j->loop, j->o->timeout_ms, on_timeout, j);
+	j->check_timer = loop_timer_add(j->loop, CHECK_MS, on_check, j);
+}
+
+/* ------------------------------------------------------------ uploads */
+
+static void upload_chunk(struct jupyter *j);
+
+static void
+upload_end(struct jupyter *j, char *problem)
+{
+	struct op *p = j->op;
+
+	if (j->up_fd >= 0)
+		close(j->up_fd);
+	j->up_fd = -1;
+	if (problem != NULL && p != NULL) {
+		char *m = xasprintf("data file %s was not uploaded to the Jupyter server: %s",
+		    p->name, problem);
+		if (j->pending_note == NULL)
+			j->pending_note = m;
+		else
+			free(m);
+	}
+	free(problem);
+	if (p != NULL) {
+		free(p->host_path);
+		free(p->name);
+		free(p->code);
+		free(p);
+	}
+	j->op = NULL;
+	pump(j);
+}
+
+static void
+on_upload(struct jupyter *j, struct jreq *q, const struct http_result *r)
+{
+	char *p;
+
+	if (q->i != j->gen || j->op == NULL)
+		return;
+	if ((p = rest_problem(j, r, "the upload")) != NULL) {
+		upload_end(j, p);
+		return;
+	}
+	if (j->up_chunk == -1 || j->up_chunk == 0) {
+		upload_end(j, NULL);
+		return;
+	}
+	j->up_chunk++;
+	upload_chunk(j);
+}
+
+static void
+upload_chunk(struct jupyter *j)
+{
+	struct op *p = j->op;
+	size_t want = j->up_size - j->up_off > UPLOAD_CHUNK ? UPLOAD_CHUNK :
+	    (size_t)(j->up_size - j->up_off);
+	char *raw = xmalloc(want ? want : 1), *b64, *rel, *path, *body;
+	ssize_t got = 0;
+	cJSON *m;
+	struct jreq *q;
+
+	while ((size_t)got < want) {
+		ssize_t r = pread(j->up_fd, raw + got, want - (size_t)got, (off_t)(j->up_off + (uint64_t)got));
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0) {
+			free(raw);
+			upload_end(j, xasprintf("cannot read %s: %s", p->host_path,
+			    r < 0 ? strerror(errno) : "it shrank"));
+			return;
+		}
+		got += r;
+	}
+	j->up_off += want;
+	if (j->up_chunk > 0 && j->up_off >= j->up_size)
+		j->up_chunk = -1;	/* the last chunk */
+	b64 = base64_encode(raw, want, NULL);
+	free(raw);
+	m = cJSON_CreateObject();
+	cJSON_AddStringToObject(m, "type", "file");
+	cJSON_AddStringToObject(m, "format", "base64");
+	cJSON_AddStringToObject(m, "content", b64);
+	free(b64);
+	if (j->up_chunk != 0)
+		cJSON_AddNumberToObject(m, "chunk", j->up_chunk);
+	body = cJSON_PrintUnformatted(m);
+	cJSON_Delete(m);
+	rel = xasprintf("%s/data/%s", j->session, p->name);
+	path = api_path("/api/contents/", rel, NULL);
+	free(rel);
+	q = rest(j, "PUT", path, body, REST_BODY_MAX, on_upload);
+	free(path);
+	free(body);
+	if (q != NULL)
+		q->i = j->gen;
+}
+
+static void
+start_upload(struct jupyter *j, struct op *p)
+{
+	struct stat st;
+
+	j->op = p;
+	j->up_fd = open(p->host_path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	if (j->up_fd < 0) {
+		upload_end(j, xasprintf("cannot open %s: %s", p->host_path, strerror(errno)));
+		return;
+	}
+	if (fstat(j->up_fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		upload_end(j, xasprintf("%s is not a regular file", p->host_path));
+		return;
+	}
+	j->up_size = (uint64_t)st.st_size;
+	j->up_off = 0;
+	/* Larger files go up in chunks (the contents API's "chunk": 1, 2,
+	 * ..., -1 for the last), so no request holds the whole file. */
+	j->up_chunk = j->up_size > UPLOAD_CHUNK ? 1 : 0;
+	upload_chunk(j);
+}
+
+/* ------------------------------------------------------------ the queue */
+
+static void
+pump(struct jupyter *j)
+{
+	struct op *p;
+
+	while (j->phase == PH_READY && !j->cur.active && j->op == NULL && j->ctl_kind == 0 &&
+	    (p = j->queue) != NULL) {
+		j->queue = p->next;
+		p->next = NULL;
+		switch (p->type) {
+		case OP_CELL:
+			send_cell(j, p);
+			free(p->code);
+			free(p);
+			return;
+		case OP_UPLOAD:
+			start_upload(j, p);
+			return;
+		case OP_RESET:
+			j->ctl_kind = 2;
+			free(p);
+			if (send_msg(j, "execute_request", "shell",
+			    execute_content("%reset -f", 1, NULL, NULL), j->ctl_id) < 0) {
+				j->ctl_kind = 0;
+				lose_connection(j, "cannot send on the kernel's WebSocket");
+			}
+			return;
+		}
+	}
+}
+
+/* ------------------------------------------------------------ messages */
+
+static void
+on_execute_reply(struct jupyter *j, const cJSON *content)
+{
+	const char *st = jstr(content, "status"), *fp;
+
+	j->cur.got_reply = 1;
+	free(j->cur.reply_status);
+	j->cur.reply_status = xstrdup(st ? st : "error");
+	fp = user_expr_text(content, "terp_out");
+	free(j->cur.fp);
+	j->cur.fp = fp != NULL && strlen(fp) <= FP_MAX ? xstrdup(fp) : NULL;
+	cell_maybe_done(j);
+}
+
+static void
+on_cwd_reply(struct jupyter *j, const cJSON *content)
+{
+	const char *cwd = user_expr_text(content, "cwd");
+	size_t n = cwd ? strlen(cwd) : 0;
+	char *want = xasprintf("/%s'", j->session);
+
+	/* The repr of a str: '...'. Only compared, never used as a path. */
+	if (cwd != NULL && (n < strlen(want) + 1 || n > CWD_MAX ||
+	    strcmp(cwd + n - strlen(want), want) != 0)) {
+		free(j->ready_note);
+		j->ready_note = xasprintf("the kernel's working directory is not the session folder %s (the server ignored it); data files are under %s/data on the server",
+		    j->session, j->session);
+	}
+	free(want);
+}
+
+static void
+became_ready(struct jupyter *j)
+{
+	char *msg;
+
+	loop_timer_cancel(j->loop, j->start_timer);
+	j->start_timer = 0;
+	j->step = ST_NONE;
+	j->phase = PH_READY;
+	j->reconnecting = 0;
+	if (j->restarted && j->lost)
+		msg = xasprintf("restarted the Jupyter kernel; its state (variables, imports) was lost%s%s",
+		    j->ready_note ? "; " : "", j->ready_note ? j->ready_note : "");
+	else if (j->restarted)
+		msg = xasprintf("reconnected to the Jupyter kernel; its state was kept%s%s",
+		    j->ready_note ? "; " : "", j->ready_note ? j->ready_note : "");
+	else
+		msg = xasprintf("connected to the Jupyter kernel at %s%s%s", j->where,
+		    j->ready_note ? "; " : "", j->ready_note ? j->ready_note : "");
+	emit_state(j, j->cur.active ? KERNEL_BUSY : KERNEL_READY, msg, j->restarted, j->lost);
+	free(msg);
+	free(j->ready_note);
+	j->ready_note = NULL;
+	j->restarted = j->lost = 0;
+	if (j->cur.active && !j->cur.got_reply) {
+		/* The kernel answered kernel_info after the cell (the shell
+		 * channel is in order), yet the cell's reply never came: it
+		 * was lost with the old connection. */
+		j->cur.lost_reply = 1;
+		j->cur.got_reply = j->cur.got_idle = 1;
+		cell_maybe_done(j);
+	} else if (j->cur.active) {
+		cell_maybe_done(j);
+	}
+	pump(j);
+}
+
+static void
+on_kernel_status(struct jupyter *j, const char *es, const char *parent)
+{
+	if (j->cur.active && parent != NULL && strcmp(parent, j->cur.msg_id) == 0)
+		j->cur.started = 1;
+	if (strcmp(es, "idle") == 0 && j->cur.active && parent != NULL &&
+	    strcmp(parent, j->cur.msg_id) == 0) {
+		j->cur.got_idle = 1;
+		cell_maybe_done(j);
+		return;
+	}
+	if (strcmp(es, "dead") == 0) {
+		j->kernel_dead = 1;
+		if (j->cur.active)
+			finish_cell(j, CELL_CRASHED,
+			    "the Jupyter kernel died and the server could not restart it; its state was lost", 1);
+		go_dead(j, "the Jupyter kernel died and the server could not restart it");
+		return;
+	}
+	if (strcmp(es, "restarting") == 0 && !j->restarting_by_us && j->phase == PH_READY) {
+		/* The server restarts a kernel that died (autorestart). */
+		if (j->cur.active)
+			finish_cell(j, CELL_CRASHED,
+			    "the Jupyter kernel died (the server restarted it); its state (variables, imports) was lost", 1);
+		j->phase = PH_STARTING;
+		j->restarted = j->lost = 1;
+		emit_state(j, KERNEL_STARTING, "the Jupyter kernel died; the server is restarting it",
+		    1, 1);
+		send_kernel_info(j);
+	}
+}
+
+static void
+on_ws_message(void *arg, const char *p, size_t n, int binary)
+{
+	struct jupyter *j = arg;
+	cJSON *m;
+	const cJSON *hdr, *phdr, *content;
+	const char *type, *parent, *channel;
+
+	if (binary)
+		return;		/* only the v1 subprotocol sends these; not asked for */
+	m = cJSON_ParseWithLength(p, n);
+	if (m == NULL || !cJSON_IsObject(m) || (hdr = jobj(m, "header")) == NULL ||
+	    (type = jstr(hdr, "msg_type")) == NULL || (content = jobj(m, "content")) == NULL) {
+		cJSON_Delete(m);
+		return;		/* not a kernel message: ignored */
+	}
+	phdr = jobj(m, "parent_header");
+	parent = phdr ? jstr(phdr, "msg_id") : NULL;
+	channel = jstr(m, "channel");
+
+	if (strcmp(type, "status") == 0) {
+		const char *es = jstr(content, "execution_state");
+		if (es != NULL)
+			on_kernel_status(j, es, parent);
+		cJSON_Delete(m);
+		return;
+	}
+	if (strcmp(type, "kernel_info_reply") == 0 && j->step == ST_INFO &&
+	    parent != NULL && strcmp(parent, j->info_id) == 0) {
+		j->step = ST_CWD;
+		j->ctl_kind = 1;
+		if (send_msg(j, "execute_request", "shell",
+		    execute_content("", 1, "cwd", CWD_EXPR), j->ctl_id) < 0) {
+			j->ctl_kind = 0;
+			lose_connection(j, "cannot send on the kernel's WebSocket");
+		}
+		cJSON_Delete(m);
+		return;
+	}
+	if (strcmp(type, "execute_reply") == 0 && j->ctl_kind != 0 && parent != NULL &&
+	    strcmp(parent, j->ctl_id) == 0) {
+		int kind = j->ctl_kind;
+		j->ctl_kind = 0;
+		if (kind == 1) {
+			on_cwd_reply(j, content);
+			cJSON_Delete(m);
+			became_ready(j);
+			return;
+		}
+		cJSON_Delete(m);
+		pump(j);
+		return;
+	}
+	if (!j->cur.active || parent == NULL || strcmp(parent, j->cur.msg_id) != 0) {
+		cJSON_Delete(m);
+		return;		/* someone else's, or late */
+	}
+	j->cur.started = 1;
+	if (strcmp(type, "execute_reply") == 0 && (channel == NULL || strcmp(channel, "shell") == 0)) {
+		on_execute_reply(j, content);
+	} else if (strcmp(type, "stream") == 0) {
+		const char *name = jstr(content, "name"), *text = jstr(content, "text");
+		if (name != NULL && text != NULL)
+			emit_output(j, j->cur.n, strcmp(name, "stderr") == 0 ? 1 : 0, text, strlen(text));
+	} else if (strcmp(type, "execute_result") == 0 || strcmp(type, "display_data") == 0 ||
+	    strcmp(type, "update_display_data") == 0) {
+		const cJSON *data = jobj(content, "data");
+		const char *png = data ? jstr(data, "image/png") : NULL;
+		const char *txt = data ? jstr(data, "text/plain") : NULL;
+		if (png != NULL) {
+			art_image(j, png);
+		} else if (strcmp(type, "execute_result") == 0 && txt != NULL) {
+			free(j->cur.value);
+			j->cur.value = xstrdup(txt);
+		} else if (txt != NULL) {
+			/* display(df) and the like: shown as it prints. */
+			emit_output(j, j->cur.n, 0, txt, strlen(txt));
+			emit_output(j, j->cur.n, 0, "\n", 1);
+		}
+	} else if (strcmp(type, "error") == 0) {
+		const char *en = jstr(content, "ename"), *ev = jstr(content, "evalue");
+		const cJSON *tb = cJSON_GetObjectItemCaseSensitive(content, "traceback"), *line;
+		struct buf b;
+		free(j->cur.ename);
+		free(j->cur.evalue);
+		free(j->cur.traceback);
+		j->cur.ename = xstrdup(en ? en : "Error");
+		j->cur.evalue = xstrdup(ev ? ev : "");
+		j->cur.traceback = NULL;
+		buf_init(&b, 1u << 20);
+		if (cJSON_IsArray(tb)) {
+			cJSON_ArrayForEach(line, tb) {
+				if (!cJSON_IsString(line))
+					continue;
+				if (buf_adds(&b, line->valuestring) < 0 || buf_addc(&b, '\n') < 0)
+					break;
+			}
+		}
+		if (b.len > 0) {
+			char *plain = strip_ansi(buf_str(&b));
+			j->cur.traceback = plain;
+		}
+		buf_free(&b);
+	}
+	cJSON_Delete(m);
+}
+
+static void
+on_ws_dropped(void *arg, uint64_t size)
+{
+	struct jupyter *j = arg;
+	char a[32], b[32];
+
+	fmt_bytes(a, sizeof a, size);
+	fmt_bytes(b, sizeof b, j->o->max_msg);
+	note(j, "a message from the Jupyter server (over %s) was skipped: the limit is %s", a, b);
+}
+
+/* ------------------------------------------------------------ the start sequence */
+
+/* Abandons whatever runs: requests, the socket, the running cell (it
+ * ends with reason, its state lost) and the queued cells. */
+static void
+teardown(struct jupyter *j, enum cell_status st, const char *reason)
+{
+	loop_timer_cancel(j->loop, j->start_timer);
+	j->start_timer = 0;
+	j->gen++;
+	cancel_requests(j);
+	if (j->ws != NULL) {
+		ws_free(j->ws);
+		j->ws = NULL;
+	}
+	j->step = ST_NONE;
+	j->ctl_kind = 0;
+	j->reconnecting = 0;
+	j->restarting_by_us = 0;
+	if (j->cur.active)
+		finish_cell(j, st, reason, 1);
+	if (j->op != NULL) {
+		/* An upload cut short goes again with the next start. */
+		struct op *p = j->op;
+		j->op = NULL;
+		if (j->up_fd >= 0)
+			close(j->up_fd);
+		j->up_fd = -1;
+		if (p->type == OP_UPLOAD) {
+			p->next = j->queue;
+			j->queue = p;
+		} else {
+			free(p);
+		}
+	}
+	drop_queue(j, "not run: the Jupyter session stopped");
+}
+
+static void
+go_dead(struct jupyter *j, const char *msg)
+{
+	teardown(j, CELL_CRASHED, msg);
+	j->phase = PH_DEAD;
+	emit_state(j, KERNEL_DEAD, msg, 0, 0);
+}
+
+static void
+send_kernel_info(struct jupyter *j)
+{
+	j->step = ST_INFO;
+	if (send_msg(j, "kernel_info_request", "shell", cJSON_CreateObject(), j->info_id) < 0)
+		lose_connection(j, "cannot send on the kernel's WebSocket");
+}
+
+static void
+on_ws_open(void *arg)
+{
+	struct jupyter *j = arg;
+
+	send_kernel_info(j);
+}
+
+static void create_kernel(struct jupyter *j);
+
+static void
+on_ws_closed(void *arg, const struct ws_end *e)
+{
+	struct jupyter *j = arg;
+	int was = j->step;
+
+	j->ws = NULL;
+	if (j->phase == PH_OFF || j->phase == PH_DEAD)
+		return;
+	if (j->restarting_by_us)
+		return;		/* on_restarted opens a new one */
+	if (was == ST_WS && e->http_status != 0) {
+		struct http_result r;
+		char *p;
+		if (e->http_status == 404 && !j->reconnecting) {
+			go_dead(j, "the Jupyter server has no such kernel any more");
+			return;
+		}
+		if (e->http_status == 404) {
+			/* Gone while we reconnected: a new kernel, state lost. */
+			free(j->kernel_id);
+			j->kernel_id = NULL;
+			cell_gone(j, "the Jupyter kernel is gone (the server culled or lost it); its state was lost");
+			j->restarted = j->lost = 1;
+			create_kernel(j);
+			return;
+		}
+		memset(&r, 0, sizeof r);
+		r.status = e->http_status;
+		r.location = e->location;
+		p = rest_problem(j, &r, "the WebSocket upgrade");
+		go_dead(j, p);
+		free(p);
+		return;
+	}
+	lose_connection(j, e->error);
+}
+
+static void
+open_ws(struct jupyter *j)
+{
+	static const struct ws_cbs cbs = { on_ws_open, on_ws_message, on_ws_dropped, on_ws_closed };
+	struct ws_opts wo;
+	const char *hdrs[2] = { j->auth, NULL };
+	char *path, *url, *err = NULL;
+
+	j->step = ST_WS;
+	path = api_path("/api/kernels/", j->kernel_id, NULL);
+	url = xasprintf("%s%s/channels?session_id=%s", j->base, path, j->ws_session);
+	free(path);
+	memset(&wo, 0, sizeof wo);
+	wo.url = url;
+	wo.headers = j->auth ? hdrs : NULL;
+	wo.ca_file = j->o->ca_file;
+	wo.connect_timeout_ms = j->o->connect_timeout_ms;
+	wo.max_msg = (size_t)j->o->max_msg;
+	j->ws = ws_open(j->loop, &wo, &cbs, j, &err);
+	free(url);
+	if (j->ws == NULL) {
+		go_dead(j, err);
+		free(err);
+	}
+}
+
+/* The kernelspecs' names, shown: "python3, ir" (bounded). */
+static char *
+spec_names(const cJSON *specs)
+{
+	const cJSON *s;
+	struct buf b;
+	int n = 0;
+
+	buf_init(&b, 4096);
+	cJSON_ArrayForEach(s, specs) {
+		char *shown;
+		if (s->string == NULL)
+			continue;
+		if (n == SPECS_SHOWN) {
+			buf_adds(&b, ", ...");
+			break;
+		}
+		shown = kframe_display_name(s->string);
+		buf_printf(&b, "%s%s", n ? ", " : "", shown);
+		free(shown);
+		n++;
+	}
+	return buf_take(&b);
+}
+
+static void
+on_created(struct jupyter *j, struct jreq *q, const struct http_result *r)
+{
+	cJSON *doc;
+	const char *id;
+	char *p;
+
+	if (q->i != j->gen)
+		return;
+	if ((p = rest_problem(j, r, "the request to start a kernel")) != NULL || q->over) {
+		go_dead(j, p ? p : "the Jupyter server's answer to starting a kernel is too long");
+		free(p);
+		return;
+	}
+	doc = cJSON_ParseWithLength(buf_str(&q->body), q->body.len);
+	id = doc ? jstr(doc, "id") : NULL;
+	if (id == NULL || strlen(id) > 128 || strspn(id, "0123456789abcdefABCDEF-") != strlen(id)) {
+		cJSON_Delete(doc);
+		go_dead(j, "the Jupyter server's answer to starting a kernel has no usable kernel id");
+		return;
+	}
+	free(j->kernel_id);
+	j->kernel_id = xstrdup(id);
+	cJSON_Delete(doc);
+	open_ws(j);
+}
+
+static void
+create_kernel(struct jupyter *j)
+{
+	cJSON *b = cJSON_CreateObject();
+	char *body;
+	struct jreq *q;
+
+	j->step = ST_CREATE;
+	j->kernel_dead = 0;
+	if (j->o->kernel_name != NULL)
+		cJSON_AddStringToObject(b, "name", j->o->kernel_name);
+	/* The kernel's working directory: the session folder, so the code
+	 * finds data/ and out/ where the local sandbox has them. */
+	cJSON_AddStringToObject(b, "path", j->session);
+	body = cJSON_PrintUnformatted(b);
+	cJSON_Delete(b);
+	q = rest(j, "POST", "/api/kernels", body, REST_BODY_MAX, on_created);
+	free(body);
+	if (q != NULL)
+		q->i = j->gen;
+}
+
+/* The server no longer has our kernel: a new one, the state lost. */
+static void
+replace_kernel(struct jupyter *j)
+{
+	j->gen++;
+	cancel_requests(j);
+	if (j->ws != NULL) {
+		ws_free(j->ws);
+		j->ws = NULL;
+	}
+	free(j->kernel_id);
+	j->kernel_id = NULL;
+	cell_gone(j, "the Jupyter kernel is gone (the server culled or lost it); its state was lost");
+	j->ctl_kind = 0;
+	j->restarted = j->lost = 1;
+	j->phase = PH_STARTING;
+	free(j->last_fp);
+	j->last_fp = NULL;
+	emit_state(j, KERNEL_STARTING,
+	    "the Jupyter kernel is gone (the server culled or lost it); starting a new one", 1, 1);
+	loop_timer_cancel(j->loop, j->start_timer);
+	j->start_timer = loop_timer_add(j->loop, j->o->connect_timeout_ms * 6, on_start_timeout, j);
+	create_kernel(j);
+}
+
+static void
+on_attach(struct jupyter *j, struct jreq *q, const struct http_result *r)
+{
+	char *p;
+
+	if (q->i != j->gen)
+		return;
+	if (r->status == 404) {
+		/* Culled, or the server restarted: a new kernel. */
+		free(j->kernel_id);
+		j->kernel_id = NULL;
+		cell_gone(j, "the Jupyter kernel is gone (the server culled or lost it); its state was lost");
+		j->restarted = j->lost = 1;
+		create_kernel(j);
+		return;
+	}
+	if ((p = rest_problem(j, r, "the kernel's status")) != NULL) {
+		if (j->reconnecting) {
+			char *m = xasprintf("lost the connection to the Jupyter server and could not reconnect: %s", p);
+			go_dead(j, m);
+			free(m);
+		} else {
+			go_dead(j, p);
+		}
+		free(p);
+		return;
+	}
+	open_ws(j);
+}
+
+static void
+attach_kernel(struct jupyter *j)
+{
+	char *path = api_path("/api/kernels/", j->kernel_id, NULL);
+	struct jreq *q;
+
+	j->step = ST_ATTACH;
+	q = rest(j, "GET", path, NULL, REST_BODY_MAX, on_attach);
+	free(path);
+	if (q != NULL)
+		q->i = j->gen;
+}
+
+static void
+on_mkdir(struct jupyter *j, struct jreq *q, const struct http_result *r)
+{
+	char *p, *rel, *path;
+	struct jreq *n;
+	static const char *const sub[] = { "", "/data", "/out" };
+
+	if (q->i != j->gen)
+		return;
+	if ((p = rest_problem(j, r, "creating the session folder")) != NULL) {
+		char *m = r->status == 404 || r->status == 405 ?
+		    xasprintf("the Jupyter server has no contents API (%s), so terp cannot stage data files or fetch out/ there", p) :
+		    xstrdup(p);
+		go_dead(j, m);
+		free(m);
+		free(p);
+		return;
+	}
+	if (q->s != NULL && q->s[0] != '\0' && strcmp(q->s, "/out") == 0) {
+		if (j->kernel_id != NULL)
+			attach_kernel(j);
+		else
+			create_kernel(j);
+		return;
+	}
+	{
+		int next = strcmp(q->s, "") == 0 ? 1 : 2;
+		rel = xasprintf("%s%s", j->session, sub[next]);
+		path = api_path("/api/contents/", rel, NULL);
+		free(rel);
+		n = rest(j, "PUT", path, "{\"type\":\"directory\"}", REST_BODY_MAX, on_mkdir);
+		free(path);
+		if (n != NULL) {
+			n->i = j->gen;
+			n->s = xstrdup(sub[next]);
+		}
+	}
+}
+
+/* The probe: GET /api/kernelspecs needs the token (GET /api does not),
+ * and says whether the kernel asked for exists. */
+static void
+on_probe(struct jupyter *j, struct jreq *q, const struct http_result *r)
+{
+	char *p, *path;
+	struct jreq *n;
+	cJSON *doc;
+	const cJSON *specs;
+
+	if (q->i != j->gen)
+		return;
+	if ((p = rest_problem(j, r, "GET /api/kernelspecs")) != NULL) {
+		if (r->status == 404) {
+			free(p);
+			p = xasprintf("%s does not look like a Jupyter server (no /api/kernelspecs): is the URL's base path right?",
+			    j->where);
+		}
+		go_dead(j, p);
+		free(p);
+		return;
+	}
+	doc = q->over ? NULL : cJSON_ParseWithLength(buf_str(&q->body), q->body.len);
+	specs = doc ? jobj(doc, "kernelspecs") : NULL;
+	if (specs == NULL) {
+		cJSON_Delete(doc);
+		go_dead(j, q->over ? "the Jupyter server's list of kernelspecs is over 4 MiB" :
+		    "the Jupyter server's list of kernelspecs is malformed");
+		return;
+	}
+	if (j->o->kernel_name != NULL &&
+	    cJSON_GetObjectItemCaseSensitive(specs, j->o->kernel_name) == NULL) {
+		char *names = spec_names(specs), *want = kframe_display_name(j->o->kernel_name);
+		p = *names ? xasprintf("the Jupyter server has no kernel named '%s'; it has: %s", want, names) :
+		    xasprintf("the Jupyter server has no kernel named '%s' (and lists no kernelspecs)", want);
+		free(names);
+		free(want);
+		cJSON_Delete(doc);
+		go_dead(j, p);
+		free(p);
+		return;
+	}
+	cJSON_Delete(doc);
+	j->step = ST_MKDIR;
+	path = api_path("/api/contents/", j->session, NULL);
+	n = rest(j, "PUT", path, "{\"type\":\"directory\"}", REST_BODY_MAX, on_mkdir);
+	free(path);
+	if (n != NULL) {
+		n->i = j->gen;
+		n->s = xstrdup("");
+	}
+}
+
+static void
+on_start_timeout(struct loop *l, void *arg)
+{
+	struct jupyter *j = arg;
+	char *m;
+	(void)l;
+
+	j->start_timer = 0;
+	if (j->phase != PH_STARTING)
+		return;
+	m = xasprintf("the Jupyter kernel was not ready after %ld s", (long)(j->o->connect_timeout_ms * 6 / 1000));
+	go_dead(j, m);
+	free(m);
+}
+
+/* Runs the whole sequence: probe, folders, kernel, socket, handshake. */
+static void
+start_sequence(struct jupyter *j)
+{
+	struct jreq *q;
+
+	j->gen++;
+	j->phase = PH_STARTING;
+	j->step = ST_PROBE;
+	loop_timer_cancel(j->loop, j->start_timer);
+	/* Kernels on a cluster (Enterprise Gateway) can take a while. */
+	j->start_timer = loop_timer_add(j->loop, j->o->connect_timeout_ms * 6, on_start_timeout, j);
+	q = rest(j, "GET", "/api/kernelspecs", NULL, SPECS_BODY_MAX, on_probe);
+	if (q != NULL)
+		q->i = j->gen;
+}
+
+/* The WebSocket broke: reopen it once with the same session id (the
+ * server replays what it buffered meanwhile). A second failure, or a
+ * kernel that is gone, is reported. */
+static void
+lose_connection(struct jupyter *j, const char *why)
+{
+	char *m;
+
+	if (j->ws != NULL) {
+		ws_free(j->ws);
+		j->ws = NULL;
+	}
+	if (j->reconnecting || j->phase != PH_READY || j->kernel_id == NULL) {
+		m = xasprintf("lost the connection to the Jupyter server: %s", why ? why : "closed");
+		go_dead(j, m);
+		free(m);
+		return;
+	}
+	j->gen++;
+	j->reconnecting = 1;
+	j->restarted = 1;
+	j->phase = PH_STARTING;
+	m = xasprintf("lost the connection to the Jupyter server (%s); reconnecting", why ? why : "closed");
+	emit_state(j, KERNEL_STARTING, m, 0, 0);
+	free(m);
+	loop_timer_cancel(j->loop, j->start_timer);
+	j->start_timer = loop_timer_add(j->loop, j->o->connect_timeout_ms * 6, on_start_timeout, j);
+	attach_kernel(j);
+}
+
+/* ------------------------------------------------------------ restart */
+
+static void
+on_restarted(struct jupyter *j, struct jreq *q, const struct http_result *r)
+{
+	char *p;
+
+	if (q->i != j->gen)
+		return;
+	j->restarting_by_us = 0;
+	if (r->status == 404) {
+		free(j->kernel_id);
+		j->kernel_id = NULL;
+		if (j->ws != NULL) {
+			ws_free(j->ws);
+			j->ws = NULL;
+		}
+		create_kernel(j);
+		return;
+	}
+	if ((p = rest_problem(j, r, "the restart")) != NULL) {
+		go_dead(j, p);
+		free(p);
+		return;
+	}
+	if (j->ws == NULL || !ws_is_open(j->ws))
+		open_ws(j);
+	else
+		send_kernel_info(j);
+}
+
+/* Restarts the kernel through REST; the running cell (if any) ends with
+ * st and cell_reason, its state lost. */
+static void
+restart_kernel(struct jupyter *j, const char *cell_reason, enum cell_status st)
+{
+	char *path;
+	struct jreq *q;
+
+	if (j->cur.active)
+		finish_cell(j, st, cell_reason, 1);
+	j->gen++;
+	cancel_requests(j);
+	if (j->op != NULL) {
+		/* An upload in flight: cancelled, retried after the restart. */
+		struct op *p = j->op;
+		j->op = NULL;
+		if (j->up_fd >= 0)
+			close(j->up_fd);
+		j->up_fd = -1;
+		p->next = j->queue;
+		j->queue = p;
+	}
+	j->ctl_kind = 0;
+	j->phase = PH_STARTING;
+	j->restarted = j->lost = 1;
+	j->restarting_by_us = 1;
+	free(j->last_fp);
+	j->last_fp = NULL;
+	emit_state(j, KERNEL_STARTING, "restarting the Jupyter kernel", 1, 1);
+	loop_timer_cancel(j->loop, j->start_timer);
+	j->start_timer = loop_timer_add(j->loop, j->o->connect_timeout_ms * 6, on_start_timeout, j);
+	path = api_path("/api/kernels/", j->kernel_id, "/restart");
+	q = rest(j, "POST", path, "{}", REST_BODY_MAX, on_restarted);
+	free(path);
+	if (q != NULL)
+		q->i = j->gen;
+}
+
+/* ------------------------------------------------------------ API */
+
+struct jupyter *
+jupyter_new(struct loop *l, const struct jupyter_opts *opts, const struct kernel_cbs *cbs,
+    void *arg)
+{
+	struct jupyter *j = xcalloc(1, sizeof *j);
+
+	j->loop = l;
+	j->o = opts;
+	j->cb = *cbs;
+	j->arg = arg;
+	j->out_dirfd = -1;
+	j->up_fd = -1;
+	j->phase = PH_OFF;
+	j->state = KERNEL_STOPPED;
+	return j;
+}
+
+static int
+session_name_ok(const char *s)
+{
+	size_t n = strlen(s);
+	return n > 0 && n <= 64 && strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") == n;
+}
+
+int
+jupyter_start(struct jupyter *j, char **err)
+{
+	const char *u = j->o->url;
+	size_t n;
+
+	if (j->phase == PH_STARTING || j->phase == PH_READY) {
+		*err = xstrdup("the Jupyter session is running already");
+		return -1;
+	}
+	if (j->base == NULL) {
+		if (u == NULL) {
+			*err = xstrdup("no Jupyter server URL");
+			return -1;
+		}
+		if (strncmp(u, "jupyter+", 8) == 0)
+			u += 8;
+		if (strncmp(u, "http://", 7) != 0 && strncmp(u, "https://", 8) != 0) {
+			*err = xasprintf("not a Jupyter server URL (http:// or https://): %s", u);
+			return -1;
+		}
+		if (strpbrk(u, "?#\r\n \t") != NULL) {
+			*err = xasprintf("the Jupyter server URL has a query, fragment or space: %s", u);
+			return -1;
+		}
+		j->base = xstrdup(u);
+		n = strlen(j->base);
+		while (n > 0 && j->base[n - 1] == '/')
+			j->base[--n] = '\0';
+		j->where = xasprintf("jupyter %s", strstr(j->base, "://") + 3);
+		if (j->o->token != NULL && j->o->token[0] != '\0') {
+			if (strpbrk(j->o->token, "\r\n") != NULL) {
+				*err = xstrdup("the Jupyter token has a line break");
+				return -1;
+			}
+			j->auth = xasprintf("Authorization: token %s", j->o->token);
+		}
+		if (j->o->session != NULL) {
+			if (!session_name_ok(j->o->session)) {
+				*err = xstrdup("the Jupyter session name may only have letters, digits, '_' and '-' (at most 64)");
+				return -1;
+			}
+			j->session = xasprintf("terp-%s", j->o->session);
+		} else {
+			unsigned char b[6];
+			random_bytes(b, sizeof b);
+			j->session = xasprintf("terp-%02x%02x%02x%02x%02x%02x", b[0], b[1], b[2], b[3],
+			    b[4], b[5]);
+		}
+		if (j->o->kernel_id != NULL) {
+			if (strlen(j->o->kernel_id) > 128 ||
+			    strspn(j->o->kernel_id, "0123456789abcdefABCDEF-") != strlen(j->o->kernel_id)) {
+				*err = xstrdup("not a Jupyter kernel id");
+				return -1;
+			}
+			j->kernel_id = xstrdup(j->o->kernel_id);
+		}
+		new_uuid(j->ws_session);
+		j->http = http_new(j->loop);
+		for (int i = 0; i < j->o->ndata; i++) {
+			char *p = jupyter_stage(j, j->o->data_files[i], err);
+			if (p == NULL)
+				return -1;
+			free(p);
+		}
+	}
+	if (j->out_dirfd < 0) {
+		if (j->o->out_dir == NULL || mkdir_p(j->o->out_dir, 0755) < 0 ||
+		    (j->out_dirfd = open(j->o->out_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
+			*err = xasprintf("cannot use the output folder %s: %s",
+			    j->o->out_dir ? j->o->out_dir : "(none)", strerror(errno));
+			return -1;
+		}
+	}
+	if (j->kernel_dead) {
+		/* The server said "dead": a new kernel. */
+		free(j->kernel_id);
+		j->kernel_id = NULL;
+		j->restarted = j->lost = 1;
+	}
+	if (j->stopped_why != NULL) {
+		/* "restarted" tells the agent that the state is gone. */
+		char *m = xasprintf("starting a new Jupyter kernel; the last one was stopped (%s)",
+		    j->stopped_why);
+		j->restarted = j->lost = 1;
+		free(j->stopped_why);
+		j->stopped_why = NULL;
+		emit_state(j, KERNEL_STARTING, m, 1, 1);
+		free(m);
+	} else if (j->phase == PH_DEAD) {
+		emit_state(j, KERNEL_STARTING, "reconnecting to the Jupyter server", 0, 0);
+	} else {
+		emit_state(j, KERNEL_STARTING, "connecting to the Jupyter server", 0, 0);
+	}
+	start_sequence(j);
+	return 0;
+}
+
+int
+jupyter_run(struct jupyter *j, int n, const char *code, char **err)
+{
+	struct op *p, **pp;
+
+	if (strlen(code) > CODE_MAX) {
+		*err = xasprintf("the cell's code is over %u MiB", CODE_MAX >> 20);
+		return -1;
+	}
+	if (j->phase == PH_OFF || j->phase == PH_DEAD) {
+		/* Stopped (idle), or the connection died: the next cell
+		 * reconnects, as the local sandbox restarts. */
+		if (j->base == NULL) {
+			*err = xstrdup("the Jupyter session is not started");
+			return -1;
+		}
+		if (jupyter_start(j, err) < 0)
+			return -1;
+	}
+	p = xcalloc(1, sizeof *p);
+	p->type = OP_CELL;
+	p->n = n;
+	p->code = xstrdup(code);
+	for (pp = &j->queue; *pp != NULL; pp = &(*pp)->next)
+		;
+	*pp = p;
+	pump(j);
+	return 0;
+}
+
+void
+jupyter_interrupt(struct jupyter *j)
+{
+	interrupt_cell(j, STOP_USER);
+}
+
+int
+jupyter_reset(struct jupyter *j, char **err)
+{
+	struct op *p, **pp;
+
+	if (j->phase != PH_READY && j->phase != PH_STARTING) {
+		*err = xstrdup("the Jupyter session is not running");
+		return -1;
+	}
+	p = xcalloc(1, sizeof *p);
+	p->type = OP_RESET;
+	for (pp = &j->queue; *pp != NULL; pp = &(*pp)->next)
+		;
+	*pp = p;
+	pump(j);
+	return 0;
+}
+
+int
+jupyter_restart(struct jupyter *j, char **err)
+{
+	if (j->kernel_id == NULL || (j->phase != PH_READY && j->phase != PH_STARTING)) {
+		*err = xstrdup("the Jupyter kernel is not running");
+		return -1;
+	}
+	if (j->cur.active)
+		finish_cell(j, CELL_INTERRUPTED, "the session was restarted by request; its state was lost", 1);
+	drop_queue(j, "not run: the session was restarted");
+	restart_kernel(j, NULL, CELL_INTERRUPTED);
+	return 0;
+}
+
+char *
+jupyter_stage(struct jupyter *j, const char *host_path, char **err)
+{
+	struct stat st;
+	const char *base;
+	struct op *p, **pp;
+	int fd;
+
+	fd = open(host_path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0) {
+		*err = xasprintf("cannot open %s: %s", host_path, strerror(errno));
+		return NULL;
+	}
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		*err = xasprintf("%s is not a regular file", host_path);
+		return NULL;
+	}
+	close(fd);
+	base = strrchr(host_path, '/');
+	base = base ? base + 1 : host_path;
+	p = xcalloc(1, sizeof *p);
+	p->type = OP_UPLOAD;
+	p->host_path = xstrdup(host_path);
+	p->name = kframe_host_name(base);
+	for (pp = &j->queue; *pp != NULL; pp = &(*pp)->next)
+		;
+	*pp = p;
+	pump(j);
+	return xasprintf("data/%s", p->name);
+}
+
+static void
+delete_kernel_sync(struct jupyter *j, const char *id)
+{
+	CURL *e;
+	struct curl_slist *h = NULL;
+	char *path, *url;
+
+	if (id == NULL || j->base == NULL || j->o->keep_kernel)
+		return;
+	e = curl_easy_init();
+	if (e == NULL)
+		return;
+	path = api_path("/api/kernels/", id, NULL);
+	url = xasprintf("%s%s", j->base, path);
+	free(path);
+	if (j->auth != NULL)
+		h = curl_slist_append(h, j->auth);
+	curl_easy_setopt(e, CURLOPT_URL, url);
+	curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, "DELETE");
+	curl_easy_setopt(e, CURLOPT_HTTPHEADER, h);
+	curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)FREE_DELETE_MS);
+	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, NULL);
+	if (j->o->ca_file != NULL)
+		curl_easy_setopt(e, CURLOPT_CAINFO, j->o->ca_file);
+	{
+		FILE *null = fopen("/dev/null", "w");
+		if (null != NULL)
+			curl_easy_setopt(e, CURLOPT_WRITEDATA, null);
+		(void)curl_easy_perform(e);
+		if (null != NULL)
+			fclose(null);
+	}
+	curl_easy_cleanup(e);
+	curl_slist_free_all(h);
+	free(url);
+}
+
+static void
+on_deleted(struct jupyter *j, struct jreq *q, const struct http_result *r)
+{
+	(void)q;
+	(void)r;
+	free(j->deleting);
+	j->deleting = NULL;
+}
+
+void
+jupyter_stop(struct jupyter *j, const char *reason)
+{
+	struct jreq *q;
+	char *path;
+
+	if (j->phase == PH_OFF)
+		return;
+	teardown(j, CELL_INTERRUPTED, "the Jupyter session was stopped; its state was lost");
+	free(j->stopped_why);
+	j->stopped_why = xstrdup(reason && *reason ? reason : "by request");
+	if (j->kernel_id != NULL && !j->o->keep_kernel) {
+		path = api_path("/api/kernels/", j->kernel_id, NULL);
+		q = rest(j, "DELETE", path, NULL, REST_BODY_MAX, on_deleted);
+		free(path);
+		free(j->deleting);
+		j->deleting = j->kernel_id;
+		j->kernel_id = NULL;
+		(void)q;
+	}
+	free(j->last_fp);
+	j->last_fp = NULL;
+	j->phase = PH_OFF;
+	emit_state(j, KERNEL_STOPPED, j->stopped_why, 0, 0);
+}
+
+void
+jupyter_free(struct jupyter *j)
+{
+	struct op *p;
+
+	if (j == NULL)
+		return;
+	j->cb.state = NULL;
+	j->cb.result = NULL;
+	j->cb.output = NULL;
+	j->cb.artifact = NULL;
+	loop_timer_cancel(j->loop, j->start_timer);
+	cancel_cell_timers(j);
+	cancel_requests(j);
+	if (j->ws != NULL)
+		ws_free(j->ws);
+	delete_kernel_sync(j, j->kernel_id);
+	delete_kernel_sync(j, j->deleting);
+	while ((p = j->queue) != NULL) {
+		j->queue = p->next;
+		free(p->code);
+		free(p->host_path);
+		free(p->name);
+		free(p);
+	}
+	if (j->op != NULL) {
+		free(j->op->host_path);
+		free(j->op->name);
+		free(j->op);
+	}
+	if (j->up_fd >= 0)
+		close(j->up_fd);
+	cur_clear(&j->cur);
+	http_free(j->http);
+	if (j->out_dirfd >= 0)
+		close(j->out_dirfd);
+	for (int i = 0; i < j->nseen; i++) {
+		free(j->seen[i].name);
+		free(j->seen[i].mtime);
+	}
+	free(j->seen);
+	for (int i = 0; i < j->nwritten; i++)
+		free(j->written[i].name);
+	free(j->written);
+	cJSON_Delete(j->fetch_list);
+	free(j->base);
+	free(j->where);
+	free(j->auth);
+	free(j->session);
+	free(j->kernel_id);
+	free(j->deleting);
+	free(j->ready_note);
+	free(j->stopped_why);
+	free(j->last_fp);
+	free(j->pending_note);
+	free(j);
+}
+
+enum kernel_state
+jupyter_state(const struct jupyter *j)
+{
+	return j->state;
+}
+
+int
+jupyter_busy(const struct jupyter *j)
+{
+	return j->cur.active || j->queue != NULL || j->op != NULL;
+}
+
+const char *
+jupyter_isolation(const struct jupyter *j)
+{
+	(void)j;
+	return ISOLATION_LINE;
+}
+
+const char *
+jupyter_where(const struct jupyter *j)
+{
+	return j->where ? j->where : "jupyter";
+}
+
+const char *
+jupyter_kernel_id(const struct jupyter *j)
+{
+	return j->kernel_id;
+}
+
+const char *
+jupyter_session_dir(const struct jupyter *j)
+{
+	return j->session;
+}
