@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "terp/agent.h"
+#include "terp/answer_trace.h"
 #include "terp/cli.h"
 #include "terp/llm.h"
 #include "terp/printer.h"
@@ -24,6 +25,9 @@ struct headless {
 	int		 status;
 	int		 answered;
 	int		 interrupted;
+	struct answer_tracer *tracer;	/* the cells' numbers (issue 11) */
+	char		*question;	/* the one being answered */
+	int		 untraced;	/* answers with an untraced number */
 };
 
 /* Asks the next question, or ends the run after the last one (or after
@@ -47,10 +51,44 @@ ask_next(struct headless *h)
 	}
 }
 
+static void headless_event_1(struct headless *h, const struct event *ev);
+
+/* The answer's numbers traced to the session's cells (the model's and
+ * the hand-run ones, all finished by now), leaving out the question's:
+ * the event goes on with them, and -p says how many were found. */
 static void
 headless_event(void *arg, const struct event *ev)
 {
 	struct headless *h = arg;
+	struct answer_trace tr;
+	struct event tev;
+	char *sum;
+
+	if (ev->type == EV_QUESTION) {
+		free(h->question);
+		h->question = xstrdup(ev->text ? ev->text : "");
+	}
+	if (ev->type != EV_ANSWER || ev->trace != NULL) {
+		headless_event_1(h, ev);
+		return;
+	}
+	answer_tracer_sync(h->tracer, agent_notebook(h->agent), 0);
+	answer_tracer_trace(h->tracer, ev->text, h->question, &tr);
+	tev = *ev;
+	tev.trace = &tr;
+	headless_event_1(h, &tev);
+	if (tr.traced < tr.n)
+		h->untraced++;
+	if (!h->cli->json && (sum = answer_trace_summary(&tr)) != NULL) {
+		fprintf(stderr, "terp: %s\n", sum);
+		free(sum);
+	}
+	answer_trace_free(&tr);
+}
+
+static void
+headless_event_1(struct headless *h, const struct event *ev)
+{
 
 	session_record(h->session, ev);	/* saved before it is shown */
 	h->sink(h->sink_arg, ev);
@@ -142,6 +180,7 @@ headless_run(struct cli *c)
 
 	memset(&h, 0, sizeof h);
 	h.cli = c;
+	h.tracer = answer_tracer_new();
 	h.loop = loop_new();
 	if (c->resume) {
 		nb = c->res.nb;		/* the conversation goes on */
@@ -192,6 +231,11 @@ headless_run(struct cli *c)
 		h.status = 130;
 	else if (!h.answered && h.status == 0)
 		h.status = 1;
+	else if (h.status == 0 && h.untraced > 0 && c->strict_numbers) {
+		fprintf(stderr, "terp: --strict-numbers: %d answer%s a number "
+		    "not in any output\n", h.untraced, h.untraced == 1 ? " has" : "s have");
+		h.status = HEADLESS_UNTRACED;
+	}
 	print_usage(&h);
 	agent_free(h.agent);
 	session_free(h.session);	/* the journal is synced and closed */
@@ -199,5 +243,7 @@ headless_run(struct cli *c)
 	notebook_free(nb);
 	free(h.sink_arg);
 	loop_free(h.loop);
+	answer_tracer_free(h.tracer);
+	free(h.question);
 	return h.status;
 }

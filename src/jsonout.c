@@ -7,6 +7,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "terp/answer_trace.h"
 #include "terp/buf.h"
 #include "terp/kernel.h"
 #include "terp/sanitize.h"
@@ -202,6 +203,8 @@ jsonout_event(void *arg, const struct event *ev)
 	case EV_ANSWER:
 		o = obj("answer");
 		add_str(o, "text", ev->text);
+		if (ev->trace)
+			cJSON_AddItemToObject(o, "numbers", answer_trace_json(ev->trace));
 		break;
 	case EV_ERROR:
 		o = obj("error");

@@ -27,7 +27,7 @@ enum {
 	OPT_PROVIDER, OPT_MODEL, OPT_BASE_URL, OPT_MAX_TURNS, OPT_MAX_RETRIES,
 	OPT_TOOL_LIMIT, OPT_SYSTEM, OPT_THEME, OPT_STOP, OPT_VERSION,
 	OPT_LIST, OPT_DELETE, OPT_EXPORT, OPT_RESUME, OPT_REPLAY, OPT_IDLE,
-	OPT_MAX_SESSION, OPT_DISK, OPT_PYTHON, OPT_ALLOW_HOST, OPT_EGRESS_MAX,
+	OPT_MAX_SESSION, OPT_STRICT_NUMBERS, OPT_DISK, OPT_PYTHON, OPT_ALLOW_HOST, OPT_EGRESS_MAX,
 };
 
 #define IDLE_DEFAULT_MS	(30 * 60 * 1000)
@@ -68,6 +68,7 @@ static const struct option long_opts[] = {
 	{ "prompt", required_argument, NULL, 'p' },
 	{ "code", required_argument, NULL, 'c' },
 	{ "json", no_argument, NULL, OPT_JSON },
+	{ "strict-numbers", no_argument, NULL, OPT_STRICT_NUMBERS },
 	{ "out", required_argument, NULL, OPT_OUT },
 	{ "memory", required_argument, NULL, OPT_MEMORY },
 	{ "disk", required_argument, NULL, OPT_DISK },
@@ -122,6 +123,7 @@ usage(FILE *fp)
 	    "      --model NAME         model (or provider:model); Azure: the deployment\n"
 	    "      --base-url URL       the provider's endpoint\n"
 	    "      --max-turns N        model calls per question (default 20)\n"
+	    "      --strict-numbers     (-p) exit 6 when an answer has a number no cell printed\n"
 	    "      --max-retries N      retries of a failed model request (default 4)\n"
 	    "      --tool-output-limit BYTES  tool result size sent to the model (4096)\n"
 	    "      --system FILE        replace the built-in system prompt\n"
@@ -319,6 +321,7 @@ parse(struct cli *c, int argc, char **argv)
 			break;
 		case OPT_STOP: c->stop_on_error = 1; break;
 		case OPT_JSON: c->json = 1; break;
+		case OPT_STRICT_NUMBERS: c->strict_numbers = 1; break;
 		case OPT_OUT: c->kopts.out_dir = optarg; break;
 		case OPT_MEMORY: c->kopts.memory = opt_size("--memory", optarg); break;
 		case OPT_DISK: c->kopts.disk = opt_size("--disk", optarg); break;
