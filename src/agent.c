@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 
 #include "terp/buf.h"
+#include "terp/cost.h"
 #include "terp/llm.h"
 #include "terp/outcap.h"
 #include "terp/sanitize.h"
@@ -50,6 +51,7 @@ struct agent {
 	int			 hand_running;	/* cells run by hand in flight */
 	struct buf		 notes;		/* things to tell the model next */
 	int			 failed;
+	struct usage		 last_usage;	/* the last model call's, priced */
 };
 
 static void agent_next_call(struct agent *a);
@@ -261,9 +263,11 @@ static void
 m_usage(void *arg, const struct usage *u)
 {
 	struct agent *a = arg;
-	struct event ev = { .type = EV_USAGE, .usage = u };
+	struct event ev = { .type = EV_USAGE, .usage = &a->last_usage };
 
-	notebook_add_usage(a->nb, u);
+	a->last_usage = *u;
+	cost_price_usage(a->o.prices, llm_model(a->llm), &a->last_usage);
+	notebook_add_usage(a->nb, &a->last_usage);
 	ev.total = notebook_usage(a->nb);
 	emit(a, &ev);
 }
@@ -635,6 +639,12 @@ agent_turn(struct agent *a)
 		    a->o.max_turns);
 		fail_question(a, msg, 5);
 		free(msg);
+		return;
+	}
+	if ((sys = cost_over_budget(a->o.prices, llm_model(a->llm), a->o.max_cost,
+	    notebook_usage(a->nb), &a->last_usage)) != NULL) {
+		fail_question(a, sys, COST_EXIT);
+		free(sys);
 		return;
 	}
 	a->turn++;

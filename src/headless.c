@@ -9,6 +9,7 @@
 #include "terp/agent.h"
 #include "terp/answer_trace.h"
 #include "terp/cli.h"
+#include "terp/cost.h"
 #include "terp/llm.h"
 #include "terp/printer.h"
 #include "terp/session.h"
@@ -161,11 +162,13 @@ static void
 print_usage(struct headless *h)
 {
 	const struct usage *u = notebook_usage(agent_notebook(h->agent));
+	char cost[32];
 
 	if (h->cli->json || (u->input_tokens == 0 && u->output_tokens == 0))
 		return;
-	fprintf(stderr, "terp: tokens: %ld in (%ld cached), %ld out\n",
-	    u->input_tokens, u->cached_tokens, u->output_tokens);
+	fprintf(stderr, "terp: tokens: %ld in (%ld cached), %ld out%s%s\n",
+	    u->input_tokens, u->cached_tokens, u->output_tokens,
+	    u->priced ? "; cost " : "", u->priced ? cost_fmt(u->cost, cost, sizeof cost) : "");
 }
 
 int
@@ -224,7 +227,9 @@ headless_run(struct cli *c)
 		headless_event(&h, &e);
 		free(err);
 		h.status = 1;
-	} else {
+	} else if (!loop_stopped(h.loop)) {
+		/* a question can end within agent_start (its first model
+		 * call refused by --max-cost): loop_run would forget that */
 		loop_run(h.loop);
 	}
 	if (h.interrupted)

@@ -199,6 +199,10 @@ jsonout_event(void *arg, const struct event *ev)
 			cJSON_AddNumberToObject(o, "total_input_tokens", (double)ev->total->input_tokens);
 			cJSON_AddNumberToObject(o, "total_output_tokens", (double)ev->total->output_tokens);
 		}
+		if (ev->usage->priced)	/* dollars (cost.h) */
+			cJSON_AddNumberToObject(o, "cost", ev->usage->cost);
+		if (ev->total && ev->total->priced)
+			cJSON_AddNumberToObject(o, "total_cost", ev->total->cost);
 		break;
 	case EV_ANSWER:
 		o = obj("answer");

@@ -64,7 +64,8 @@ void cli_sessions_opts(struct cli *c, struct session_opts *o);
 #define HEADLESS_UNTRACED	6
 
 /* Runs `terp -p`: one question, headless. Returns 0 answered, 1 failed,
- * 5 turn cap, 6 an untraced number with --strict-numbers, 130
+ * 5 turn cap, 6 an untraced number with --strict-numbers, 7 --max-cost
+ * stopped a question (COST_EXIT), 130
  * interrupted. */
 int headless_run(struct cli *c);
 

@@ -14,7 +14,7 @@ import pytest
 from conftest import ROOT, _state_sessions
 
 sys.path.insert(0, str(ROOT / "tests"))
-from fake_model import FakeModel  # noqa: E402
+from fake_model import FakeModel, read_log  # noqa: E402
 
 KEY = "sk-terp-test-0123456789"
 SALES = ROOT / "examples" / "sales.csv"
@@ -26,8 +26,10 @@ def fake(tmp_path):
     servers = []
 
     def start(turns):
-        srv = FakeModel({"turns": turns}, str(tmp_path / ("m%d.jsonl" % len(servers))))
+        log = tmp_path / ("m%d.jsonl" % len(servers))
+        srv = FakeModel({"turns": turns}, str(log))
         srv.url = "http://127.0.0.1:%d/v1" % srv.start()
+        srv.requests = lambda: read_log(str(log))
         servers.append(srv)
         return srv
 
@@ -218,3 +220,90 @@ def test_exports_keep_the_annotations(terp, fake, tmp_path, env):
     mds = ["".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown"]
     (ans,) = [m for m in mds if "East leads" in m]
     assert "Numbers: 8 of 9 traced" in ans and "- 12.5%: not in any output" in ans, ans
+
+
+# ---------------------------------------------------------------- cost (part 3)
+
+# 800 fresh input tokens at $1000, 200 cached at $500, 100 output at
+# $2000 per million: $1.10 a call.
+USAGE = {"prompt_tokens": 1000, "completion_tokens": 100, "total_tokens": 1100,
+         "prompt_tokens_details": {"cached_tokens": 200}}
+
+
+def priced(env, *lines):
+    d = Path(env["XDG_CONFIG_HOME"]) / "terp"
+    d.mkdir(parents=True, exist_ok=True)
+    (d / "config").write_text("".join(l + "\n" for l in lines))
+
+
+def test_cost_in_usage_events_and_on_stderr(terp, fake, env):
+    priced(env, "price = fake-model 1000 2000 500", "price = other 1 1")
+    turns = [call("print(6 * 7)", usage=USAGE), say("It is 42.", usage=USAGE)]
+    r = ask(terp, fake(turns), ["six times seven?"], flags=["--model", "fake-model",
+                                                            "--json"])
+    assert r.rc == 0, r
+    us = r.of("usage")
+    assert [u["cost"] for u in us] == [pytest.approx(1.1), pytest.approx(1.1)], us
+    assert [u["total_cost"] for u in us] == [pytest.approx(1.1), pytest.approx(2.2)], us
+    # the journal keeps the cost: a resumed session goes on from $2.20
+    r = ask(terp, fake([say("Still 42.", usage=USAGE)]), ["again?"],
+            flags=["--model", "fake-model", "--json", "--resume"])
+    assert r.rc == 0, r
+    assert [u["total_cost"] for u in r.of("usage")] == [pytest.approx(3.3)], r
+    r = ask(terp, fake(turns), ["six times seven?"], flags=["--model", "fake-model"])
+    assert r.rc == 0, r
+    assert "terp: tokens: 2000 in (400 cached), 200 out; cost $2.20\n" in r.err, r
+    # an unpriced model: tokens, no cost
+    r = ask(terp, fake(turns), ["six times seven?"], flags=["--model", "unpriced",
+                                                            "--json"])
+    assert r.rc == 0, r
+    assert all("cost" not in u and "total_cost" not in u for u in r.of("usage")), r
+
+
+def test_max_cost_stops_the_question_before_the_call_that_would_pass_it(terp, fake, env):
+    priced(env, "price = fake-model 1000 2000 500")
+    srv = fake([call("print(1)", "a", usage=USAGE), call("print(2)", "b", usage=USAGE),
+                say("done", usage=USAGE)])
+    r = ask(terp, srv, ["go"], flags=["--model", "fake-model", "--max-cost", "2.00",
+                                      "--json"])
+    assert r.rc == 7, r
+    # the first call cost $1.10; a second like it would make $2.20
+    assert len(srv.requests()) == 1
+    (e,) = r.of("error")
+    assert e["message"] == ("stopped: the next model call would take the session past "
+                            "--max-cost $2.00 (spent $1.10, the last call cost $1.10)"), e
+    assert not r.of("answer")
+    # within budget: the same script answers
+    srv = fake([call("print(1)", "a", usage=USAGE), call("print(2)", "b", usage=USAGE),
+                say("done", usage=USAGE)])
+    r = ask(terp, srv, ["go"], flags=["--model", "fake-model", "--max-cost", "3.50"])
+    assert r.rc == 0, r
+    assert len(srv.requests()) == 3
+
+
+def test_max_cost_without_a_price_is_refused_before_any_call(terp, fake, env):
+    srv = fake([say("done", usage=USAGE)])
+    r = ask(terp, srv, ["go"], flags=["--model", "unpriced", "--max-cost", "1"])
+    assert r.rc == 7, r
+    assert srv.requests() == []
+    assert "--max-cost: no price is known for model 'unpriced'; add a line " \
+        "'price = unpriced INPUT OUTPUT [CACHED]'" in r.err, r
+
+
+def test_builtin_prices_are_opt_in(terp, fake, env):
+    u = {"prompt_tokens": 1000000, "completion_tokens": 0, "total_tokens": 1000000}
+    r = ask(terp, fake([say("ok", usage=u)]), ["hi"],
+            flags=["--model", "gpt-4o-2024-08-06", "--json"])
+    assert r.rc == 0 and "cost" not in r.of("usage")[0], r
+    priced(env, "builtin_prices = on")
+    r = ask(terp, fake([say("ok", usage=u)]), ["hi"],
+            flags=["--model", "gpt-4o-2024-08-06", "--json"])
+    assert r.rc == 0, r
+    assert r.of("usage")[0]["cost"] == pytest.approx(2.5), r
+
+
+def test_a_bad_price_line_is_a_usage_error(terp, env):
+    priced(env, "price = fake-model 1.0 lots")
+    r = terp("-p", "hi")
+    assert r.rc == 2, r
+    assert ":1: price: 'lots' is not a price" in r.err, r
