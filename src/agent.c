@@ -632,7 +632,7 @@ system_prompt(struct agent *a)
 static void
 agent_turn(struct agent *a)
 {
-	char *sys, *err = NULL;
+	char *sys, *why, *err = NULL;
 
 	if (a->turn >= a->o.max_turns) {
 		char *msg = xasprintf("stopped after %d model calls (--max-turns) without a final answer",
@@ -641,10 +641,11 @@ agent_turn(struct agent *a)
 		free(msg);
 		return;
 	}
-	if ((sys = cost_over_budget(a->o.prices, llm_model(a->llm), a->o.max_cost,
+	/* --max-cost: before the call, with the last call as its estimate */
+	if ((why = cost_over_budget(a->o.prices, llm_model(a->llm), a->o.max_cost,
 	    notebook_usage(a->nb), &a->last_usage)) != NULL) {
-		fail_question(a, sys, COST_EXIT);
-		free(sys);
+		fail_question(a, why, COST_EXIT);
+		free(why);
 		return;
 	}
 	a->turn++;

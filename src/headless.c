@@ -52,7 +52,7 @@ ask_next(struct headless *h)
 	}
 }
 
-static void headless_event_1(struct headless *h, const struct event *ev);
+static void headless_dispatch(struct headless *h, const struct event *ev);
 
 /* The answer's numbers traced to the session's cells (the model's and
  * the hand-run ones, all finished by now), leaving out the question's:
@@ -70,14 +70,14 @@ headless_event(void *arg, const struct event *ev)
 		h->question = xstrdup(ev->text ? ev->text : "");
 	}
 	if (ev->type != EV_ANSWER || ev->trace != NULL) {
-		headless_event_1(h, ev);
+		headless_dispatch(h, ev);
 		return;
 	}
 	answer_tracer_sync(h->tracer, agent_notebook(h->agent), 0);
 	answer_tracer_trace(h->tracer, ev->text, h->question, &tr);
 	tev = *ev;
 	tev.trace = &tr;
-	headless_event_1(h, &tev);
+	headless_dispatch(h, &tev);
 	if (tr.traced < tr.n)
 		h->untraced++;
 	if (!h->cli->json && (sum = answer_trace_summary(&tr)) != NULL) {
@@ -88,9 +88,8 @@ headless_event(void *arg, const struct event *ev)
 }
 
 static void
-headless_event_1(struct headless *h, const struct event *ev)
+headless_dispatch(struct headless *h, const struct event *ev)
 {
-
 	session_record(h->session, ev);	/* saved before it is shown */
 	h->sink(h->sink_arg, ev);
 	switch (session_event(h->session, ev)) {
