@@ -188,6 +188,7 @@ restore_item(void *arg, enum export_item k, const char *text,
     const struct cell *c)
 {
 	struct tui *t = arg;
+	tui_trace_restore(t, k, text, c);	/* the reply before: an answer? */
 	switch (k) {
 	case EXPORT_QUESTION:
 		tui_item_text(t, IT_USER, text ? text : "");
@@ -205,7 +206,9 @@ restore_item(void *arg, enum export_item k, const char *text,
 void
 tui_event_restore(struct tui *t, const struct notebook *nb)
 {
+	tui_trace_restore_begin(t, nb);
 	export_walk(nb, restore_item, t);
+	tui_trace_restore_end(t);
 	t->st.total = *notebook_usage(nb);
 	t->v[P_CONV].follow = 1;
 	t->v[P_CELLS].follow = 1;

@@ -21,6 +21,10 @@ struct tui_trace {
 	char			*question;
 	struct answer_trace	 last;		/* the last answer's numbers */
 	size_t			 next;		/* what `n` shows next */
+	/* restoring: the last reply, answer unless a model cell follows */
+	const struct notebook	*nb;		/* the resumed one (borrowed) */
+	char			*reply;
+	int			 upto;		/* the last cell walked */
 };
 
 static struct tui_trace *
@@ -41,6 +45,7 @@ tui_trace_free(struct tui *t)
 	answer_tracer_free(t->trace->tracer);
 	answer_trace_free(&t->trace->last);
 	free(t->trace->question);
+	free(t->trace->reply);
 	free(t->trace);
 	t->trace = NULL;
 }
@@ -88,8 +93,9 @@ marked(const struct answer_trace *tr)
 	return buf_take(&b);
 }
 
-void
-tui_trace_answer(struct tui *t, const char *answer)
+static void
+trace_answer(struct tui *t, const struct notebook *nb, const char *answer,
+    int upto)
 {
 	struct tui_trace *s = state(t);
 	struct item *it, *info, tmp;
@@ -98,7 +104,7 @@ tui_trace_answer(struct tui *t, const char *answer)
 
 	answer_trace_free(&s->last);
 	s->next = 0;
-	answer_tracer_sync(s->tracer, t->nb, 0);
+	answer_tracer_sync(s->tracer, nb, upto);
 	answer_tracer_trace(s->tracer, answer, s->question, &s->last);
 	n = t->conv.nitems;
 	if (s->last.n == 0 || n == 0 || t->conv.items[n - 1].kind != IT_ANSWER)
@@ -118,6 +124,54 @@ tui_trace_answer(struct tui *t, const char *answer)
 	tmp = *it;
 	*it = *info;
 	*info = tmp;
+}
+
+void
+tui_trace_answer(struct tui *t, const char *answer)
+{
+	trace_answer(t, t->nb, answer, 0);
+}
+
+void
+tui_trace_restore_begin(struct tui *t, const struct notebook *nb)
+{
+	state(t)->nb = nb;
+}
+
+void
+tui_trace_restore(struct tui *t, enum export_item k, const char *text,
+    const struct cell *c)
+{
+	struct tui_trace *s = state(t);
+
+	if (s->reply && !(k == EXPORT_CELL && c && c->author == CELL_BY_MODEL))
+		trace_answer(t, s->nb, s->reply, s->upto);
+	free(s->reply);
+	s->reply = NULL;
+	switch (k) {
+	case EXPORT_QUESTION:
+		tui_trace_question(t, text);
+		break;
+	case EXPORT_REPLY:
+		s->reply = xstrdup(text ? text : "");
+		break;
+	case EXPORT_CELL:
+		if (c && c->n > s->upto)
+			s->upto = c->n;
+		break;
+	}
+}
+
+void
+tui_trace_restore_end(struct tui *t)
+{
+	struct tui_trace *s = state(t);
+
+	if (s->reply)
+		trace_answer(t, s->nb, s->reply, s->upto);
+	free(s->reply);
+	s->reply = NULL;
+	s->nb = NULL;
 }
 
 /* Line `line` (1-based) of text, sanitized and cut: a new string. */

@@ -3,6 +3,7 @@ the real binary through tmux, the real sandbox, examples/sales.csv and
 a scripted fake model (tests/fake_model.py) on 127.0.0.1."""
 import os
 import re
+import subprocess
 import sys
 
 import pytest
@@ -30,27 +31,41 @@ SCRIPT = {"turns": [
 ]}
 
 
+def environ(tmp_path):
+    return {"TERM": "tmux-256color", "LANG": "C.UTF-8",
+            "XDG_STATE_HOME": str(tmp_path / "state"),
+            "XDG_CONFIG_HOME": str(tmp_path / "config"),
+            "HOME": str(tmp_path), "OPENAI_API_KEY": "test-key", "PATH": "/usr/bin:/bin"}
+
+
 @pytest.fixture
-def tui(tmp_path):
+def model(tmp_path):
     srv = FakeModel(SCRIPT, str(tmp_path / "log.jsonl"))
     port = srv.start()
     (tmp_path / "config" / "terp").mkdir(parents=True)
     (tmp_path / "config" / "terp" / "config").write_text("price = fake-model 1000 2000\n")
-    env = {"TERM": "tmux-256color", "LANG": "C.UTF-8",
-           "XDG_STATE_HOME": str(tmp_path / "state"),
-           "XDG_CONFIG_HOME": str(tmp_path / "config"),
-           "HOME": str(tmp_path), "OPENAI_API_KEY": "test-key"}
-    cmd = ("%s --provider openai --model fake-model --base-url "
-           "http://127.0.0.1:%d/v1 --out %s %s" % (TERP, port, tmp_path / "out", SALES))
-    t = Tmux(cmd, 160, 45, env, cwd=str(tmp_path))
-    t.wait(r"│ ready", timeout=30)
-    yield t
-    t.close()
+    yield ["--provider", "openai", "--model", "fake-model", "--base-url",
+           "http://127.0.0.1:%d/v1" % port, "--out", str(tmp_path / "out")]
     srv.stop()
 
 
+@pytest.fixture
+def tui(tmp_path, model):
+    started = []
+
+    def start(*args):
+        t = Tmux(" ".join([TERP, *model, *args]), 160, 45, environ(tmp_path),
+                 cwd=str(tmp_path))
+        started.append(t)
+        t.wait(r"│ ready", timeout=30)
+        return t
+    yield start
+    for t in started:
+        t.close()
+
+
 def test_answer_marks_its_numbers_and_lists_their_sources(tui):
-    t = tui
+    t = tui(SALES)
     t.text("Revenue by region?")
     t.keys("Enter")
     s = t.wait(r"returns fell 12\.5%", timeout=60)
@@ -93,3 +108,20 @@ def test_answer_marks_its_numbers_and_lists_their_sources(tui):
     t.text("/trace")
     t.keys("Enter")
     t.wait(r"¹ 4242\.5  cell \[2\], line 1: 4242\.5", timeout=30)
+
+
+def test_a_resumed_notebook_shows_its_answers_traced(tui, model, tmp_path):
+    """terp -p answers; the notebook resumed in the UI shows the same
+    header and marks, traced against the cells before the answer."""
+    r = subprocess.run([TERP, *model, "-p", "Revenue by region?", SALES],
+                       env=environ(tmp_path), cwd=str(tmp_path), capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "terp: 2 of 3 numbers traced; not in any output: 12.5%" in r.stderr
+    t = tui("--resume")
+    s = t.screen()
+    assert s.index("2 of 3 numbers traced") < s.index("East leads with 2,748,435.15¹"), s
+    assert "returns fell 12.5% (not in any output)" in s, s
+    t.text("/trace")
+    t.keys("Enter")
+    t.wait(r"² 2,270,303\.71  cell \[1\], line 3: north\s+2270303\.71", timeout=30)
