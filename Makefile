@@ -192,9 +192,11 @@ clean:
 
 # Number tracing benchmark (issue 11): us per cell indexed and per
 # answer traced over 100 cells of 4 KB pandas-style output.
-build/bench-numtrace: bench/numtrace.c build/obj/numtrace.o build/obj/util.o
+build/bench-numtrace: bench/numtrace.c build/obj/numtrace.o build/obj/util.o \
+    build/obj/answer_trace.o build/obj/notebook.o build/obj/outcap.o \
+    build/obj/buf.o build/obj/sanitize.o
 	@mkdir -p $(dir $@)
-	$(Q)$(CC) $(T_CFLAGS) $(CFLAGS) -o $@ $^ -lm
+	$(Q)$(CC) $(T_CFLAGS) $(CFLAGS) -o $@ $^ $(T_LIBS)
 
 # The egress proxy alone (src/egress.c) on a Unix socket, printing its
 # ledger as JSON: built under ASan+UBSan for tests/integration/test_egress.py,

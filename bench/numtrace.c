@@ -3,7 +3,10 @@
  * with month labels, describe() tables, series), one cell at a time as
  * a session would, then traces 100 answers of ~10 numbers each (rounded,
  * percent and magnitude forms, a date, a year, a cell reference and one
- * invented number). Prints microseconds per cell added and per answer.
+ * invented number). Prints microseconds per cell added and per answer,
+ * then the same session as terp runs it (answer_trace.c over a
+ * notebook: each turn a cell's output captured, the tracer synced, one
+ * answer traced against the question).
  *   build/bench-numtrace [CELLS [ANSWERS [RUNS]]]   (default 100 100 21) */
 #include <stdarg.h>
 #include <stdio.h>
@@ -11,11 +14,12 @@
 #include <string.h>
 #include <time.h>
 
+#include "terp/answer_trace.h"
 #include "terp/numtrace.h"
 
 #define MAXVALS	1024
 
-struct cell {
+struct bcell {
 	char	 text[8192];
 	size_t	 len;
 	double	 vals[MAXVALS];	/* numbers printed, for the answers */
@@ -43,7 +47,7 @@ now_sec(void)
 }
 
 static void
-add(struct cell *c, const char *fmt, ...)
+add(struct bcell *c, const char *fmt, ...)
 {
 	va_list ap;
 	int k;
@@ -56,7 +60,7 @@ add(struct cell *c, const char *fmt, ...)
 }
 
 static double
-keep(struct cell *c, double v)
+keep(struct bcell *c, double v)
 {
 	if (c->nvals < MAXVALS)
 		c->vals[c->nvals++] = v;
@@ -65,7 +69,7 @@ keep(struct cell *c, double v)
 
 /* One cell's output, ~4 KB, in one of three pandas shapes. */
 static void
-make_cell(struct cell *c, int k)
+make_cell(struct bcell *c, int k)
 {
 	c->len = 0;
 	c->nvals = 0;
@@ -110,7 +114,7 @@ make_cell(struct cell *c, int k)
 
 /* An answer quoting ten numbers of recent cells in various roundings. */
 static void
-make_answer(char *out, size_t size, const struct cell *cells, int ncells,
+make_answer(char *out, size_t size, const struct bcell *cells, int ncells,
     int a)
 {
 	size_t len = 0;
@@ -121,7 +125,7 @@ make_answer(char *out, size_t size, const struct cell *cells, int ncells,
 	    "from 2023 to 2024:\n\n", ncells);
 	for (int i = 0; i < 10; i++) {
 		int ci = ncells - 1 - (int)(rnd() * rnd() * ncells);
-		const struct cell *c = &cells[ci];
+		const struct bcell *c = &cells[ci];
 		double v = c->vals[(int)(rnd() * c->nvals)];
 
 		switch ((a + i) % 5) {
@@ -171,7 +175,7 @@ main(int argc, char **argv)
 	int ncells = argc > 1 ? atoi(argv[1]) : 100;
 	int nans = argc > 2 ? atoi(argv[2]) : 100;
 	int reps = argc > 3 ? atoi(argv[3]) : 21;
-	struct cell *cells = calloc((size_t)ncells, sizeof *cells);
+	struct bcell *cells = calloc((size_t)ncells, sizeof *cells);
 	char (*answers)[4096] = calloc((size_t)nans, sizeof *answers);
 	double *add_us = calloc((size_t)reps, sizeof(double));
 	double *match_us = calloc((size_t)reps, sizeof(double));
@@ -234,6 +238,34 @@ main(int argc, char **argv)
 	    match_us[0], reps);
 	printf("per turn (one cell added, one answer traced): median %.1f us\n",
 	    add_us[reps / 2] + match_us[reps / 2]);
+
+	/* The wiring: a notebook, one cell and one answer a turn. */
+	for (int r = 0; r < reps; r++) {
+		struct notebook *nb = notebook_new();
+		struct answer_tracer *tr = answer_tracer_new();
+		double spent = 0;
+
+		for (int k = 0; k < ncells; k++) {
+			struct cell *c = notebook_add_cell(nb, CELL_BY_MODEL, "x", NULL);
+			struct answer_trace at;
+
+			outcap_add(&c->out[0], cells[k].text, cells[k].len);
+			c->status = CELL_OK;
+			t0 = now_sec();
+			answer_tracer_sync(tr, nb, 0);
+			answer_tracer_trace(tr, answers[k % nans],
+			    "What changed in 2024?", &at);
+			spent += now_sec() - t0;
+			answer_trace_free(&at);
+		}
+		match_us[r] = spent * 1e6 / ncells;
+		answer_tracer_free(tr);
+		notebook_free(nb);
+	}
+	qsort(match_us, (size_t)reps, sizeof *match_us, dbl_cmp);
+	printf("session turn through answer_trace (cell synced from the notebook, "
+	    "answer traced): median %.1f us, best %.1f us\n", match_us[reps / 2],
+	    match_us[0]);
 	numtrace_index_free(idx);
 	free(cells);
 	free(answers);

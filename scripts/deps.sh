@@ -28,7 +28,7 @@ pkgs() {
 	check) echo libcriterion-dev python3-pytest tmux procps \
 	    python3-nbformat python3-jupyter-client python3-ipykernel \
 	    jupyter-nbconvert python3-venv python3-pip python3-setuptools \
-	    python3-wheel python3-jupyter-server ;;
+	    python3-wheel python3-jupyter-server python3-sklearn ;;
 	bench) echo chafa python3-jupyter-client python3-ipykernel \
 	    python3-jupyter-server ;;
 	fuzz) echo clang libclang-rt-dev ;;

@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 
 #include "terp/buf.h"
+#include "terp/cost.h"
 #include "terp/llm.h"
 #include "terp/outcap.h"
 #include "terp/sanitize.h"
@@ -50,6 +51,7 @@ struct agent {
 	int			 hand_running;	/* cells run by hand in flight */
 	struct buf		 notes;		/* things to tell the model next */
 	int			 failed;
+	struct usage		 last_usage;	/* the last model call's, priced */
 };
 
 static void agent_next_call(struct agent *a);
@@ -261,9 +263,11 @@ static void
 m_usage(void *arg, const struct usage *u)
 {
 	struct agent *a = arg;
-	struct event ev = { .type = EV_USAGE, .usage = u };
+	struct event ev = { .type = EV_USAGE, .usage = &a->last_usage };
 
-	notebook_add_usage(a->nb, u);
+	a->last_usage = *u;
+	cost_price_usage(a->o.prices, llm_model(a->llm), &a->last_usage);
+	notebook_add_usage(a->nb, &a->last_usage);
 	ev.total = notebook_usage(a->nb);
 	emit(a, &ev);
 }
@@ -604,6 +608,10 @@ system_prompt(struct agent *a)
 	    "Rules:\n"
 	    "- Use python_exec for every computation. Never estimate or do arithmetic in "
 	    "your head; print the numbers you report.\n"
+	    "- Print every figure your answer will state (counts, totals, means, "
+	    "percentages, differences) in a cell's output first, at the precision you "
+	    "will write it or finer: each number in the answer is checked against the "
+	    "outputs, and one no cell printed is flagged to the user.\n"
 	    "- The value of a cell's last expression is shown, as in Jupyter.\n"
 	    "- Save charts as PNG files under /workspace/out/ (plt.savefig); they are shown "
 	    "to the user. Files you write under /workspace are kept.\n"
@@ -624,13 +632,20 @@ system_prompt(struct agent *a)
 static void
 agent_turn(struct agent *a)
 {
-	char *sys, *err = NULL;
+	char *sys, *why, *err = NULL;
 
 	if (a->turn >= a->o.max_turns) {
 		char *msg = xasprintf("stopped after %d model calls (--max-turns) without a final answer",
 		    a->o.max_turns);
 		fail_question(a, msg, 5);
 		free(msg);
+		return;
+	}
+	/* --max-cost: before the call, with the last call as its estimate */
+	if ((why = cost_over_budget(a->o.prices, llm_model(a->llm), a->o.max_cost,
+	    notebook_usage(a->nb), &a->last_usage)) != NULL) {
+		fail_question(a, why, COST_EXIT);
+		free(why);
 		return;
 	}
 	a->turn++;

@@ -19,6 +19,7 @@ const char *const config_keys[] = {
 	"demo_script",
 	"theme", "memory", "disk", "timeout", "max_turns", "tool_output_limit",
 	"network", "out", "cpus", "python", "allow_hosts", "egress_max",
+	"price", "builtin_prices", "max_cost",
 	NULL,
 };
 

@@ -13,6 +13,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "terp/answer_trace.h"
 #include "terp/buf.h"
 #include "terp/digest.h"
 #include "terp/sanitize.h"
@@ -25,6 +26,7 @@ struct walker {
 	char			*done;		/* per cell: emitted */
 	export_walk_fn		 emit;
 	void			*arg;
+	int			 final;		/* the reply emitted is an answer */
 };
 
 static const char *
@@ -115,9 +117,11 @@ walk(struct walker *w)
 			w->emit(w->arg, EXPORT_QUESTION,
 			    content ? question_text(content) : "", NULL);
 		} else if (strcmp(role, "assistant") == 0) {
+			calls = cJSON_GetObjectItemCaseSensitive(m, "tool_calls");
+			w->final = cJSON_GetArraySize(array_or_null(calls)) == 0;
 			if (content != NULL && content[0] != '\0')
 				w->emit(w->arg, EXPORT_REPLY, content, NULL);
-			calls = cJSON_GetObjectItemCaseSensitive(m, "tool_calls");
+			w->final = 0;
 			cJSON_ArrayForEach(call, array_or_null(calls)) {
 				const struct cell *c = cell_by_call(w->nb,
 				    jstr(call, "id"));
@@ -140,6 +144,59 @@ export_walk(const struct notebook *nb, export_walk_fn fn, void *arg)
 	struct walker w = { .nb = nb, .emit = fn, .arg = arg };
 
 	walk(&w);
+}
+
+/* ---- the answers' numbers ------------------------------------------ */
+
+/* Traces each final answer against the cells walked before it (the
+ * session's at that point), as -p and the TUI did when it came. */
+struct export_nums {
+	const struct walker	*w;
+	struct answer_tracer	*t;
+	char			*question;
+	int			 upto;		/* the last cell walked */
+};
+
+static void
+nums_init(struct export_nums *x, const struct walker *w)
+{
+	memset(x, 0, sizeof *x);
+	x->w = w;
+	x->t = answer_tracer_new();
+}
+
+static void
+nums_free(struct export_nums *x)
+{
+	answer_tracer_free(x->t);
+	free(x->question);
+}
+
+/* Follows the walk; for a final answer, appends its footnote list to b. */
+static void
+nums_item(struct export_nums *x, enum export_item k, const char *text,
+    const struct cell *c, struct buf *b)
+{
+	struct answer_trace tr;
+
+	if (k == EXPORT_CELL) {
+		if (c->n > x->upto)
+			x->upto = c->n;
+		return;
+	}
+	if (k == EXPORT_QUESTION) {
+		free(x->question);
+		x->question = xstrdup(text);
+		return;
+	}
+	if (!x->w->final || x->upto == 0)
+		return;
+	answer_tracer_sync(x->t, x->w->nb, x->upto);
+	answer_tracer_trace(x->t, text, x->question, &tr);
+	if (tr.n > 0 && b->len > 0 && buf_str(b)[b->len - 1] != '\n')
+		buf_addc(b, '\n');	/* the list is a block of its own */
+	answer_trace_footnotes(&tr, b);
+	answer_trace_free(&tr);
 }
 
 /* ---- text helpers ------------------------------------------------- */
@@ -398,6 +455,7 @@ add_code(struct nbw *w, const struct notebook *nb, const struct cell *c)
 struct ipynb_walk {
 	struct nbw		 w;
 	const struct notebook	*nb;
+	struct export_nums	 nums;
 };
 
 static void
@@ -408,11 +466,14 @@ ipynb_item(void *arg, enum export_item k, const char *text, const struct cell *c
 	char *fixed;
 
 	if (k == EXPORT_CELL) {
+		nums_item(&iw->nums, k, text, c, NULL);
 		add_code(&iw->w, iw->nb, c);
 		return;
 	}
 	fixed = utf8_fix(text, strlen(text));
 	buf_init(&b, (size_t)-1);
+	if (k == EXPORT_QUESTION)
+		nums_item(&iw->nums, k, fixed, c, NULL);
 	if (k == EXPORT_QUESTION) {
 		/* a quoted block, each line prefixed */
 		buf_adds(&b, "**Question:**\n\n");
@@ -426,6 +487,7 @@ ipynb_item(void *arg, enum export_item k, const char *text, const struct cell *c
 		}
 	} else {
 		buf_adds(&b, fixed);
+		nums_item(&iw->nums, k, fixed, c, &b);
 	}
 	add_markdown(&iw->w, buf_str(&b));
 	buf_free(&b);
@@ -464,7 +526,9 @@ export_ipynb_string(const struct notebook *nb)
 	cJSON_AddNumberToObject(u, "output_tokens", (double)us->output_tokens);
 	cJSON_AddNumberToObject(u, "cached_tokens", (double)us->cached_tokens);
 	iw.w.cells = cJSON_AddArrayToObject(doc, "cells");
+	nums_init(&iw.nums, &w);
 	walk(&w);
+	nums_free(&iw.nums);
 	s = cJSON_Print(doc);
 	cJSON_Delete(doc);
 	if (s == NULL)
@@ -631,6 +695,7 @@ add_md_text(struct buf *b, const char *s)
 struct md_walk {
 	struct buf		 b;
 	const struct notebook	*nb;
+	struct export_nums	 nums;
 	char			*dir;	/* absolute folder of the .md */
 };
 
@@ -718,11 +783,13 @@ md_item(void *arg, enum export_item k, const char *text, const struct cell *c)
 	char *t;
 
 	if (k == EXPORT_CELL) {
+		nums_item(&mw->nums, k, text, c, NULL);
 		md_cell(mw, c);
 		return;
 	}
 	t = md_clean(text, strlen(text));
 	if (k == EXPORT_QUESTION) {
+		nums_item(&mw->nums, k, t, c, NULL);
 		buf_adds(&mw->b, "## Question\n\n");
 		for (char *p = t; *p != '\0'; ) {
 			char *nl = strchr(p, '\n');
@@ -735,7 +802,9 @@ md_item(void *arg, enum export_item k, const char *text, const struct cell *c)
 		buf_addc(&mw->b, '\n');
 	} else {
 		buf_adds(&mw->b, t);
-		buf_adds(&mw->b, "\n\n");
+		buf_adds(&mw->b, "\n");
+		nums_item(&mw->nums, k, t, c, &mw->b);
+		buf_adds(&mw->b, "\n");
 	}
 	free(t);
 }
@@ -753,7 +822,9 @@ export_markdown(const struct notebook *nb, const char *path, char **err)
 	free(abs);
 	buf_init(&mw.b, (size_t)-1);
 	buf_adds(&mw.b, "# terp notebook\n\n");
+	nums_init(&mw.nums, &w);
 	walk(&w);
+	nums_free(&mw.nums);
 	rc = write_atomic(path, buf_str(&mw.b), mw.b.len, err);
 	buf_free(&mw.b);
 	free(mw.dir);

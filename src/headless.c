@@ -7,7 +7,9 @@
 #include <string.h>
 
 #include "terp/agent.h"
+#include "terp/answer_trace.h"
 #include "terp/cli.h"
+#include "terp/cost.h"
 #include "terp/llm.h"
 #include "terp/printer.h"
 #include "terp/session.h"
@@ -24,6 +26,9 @@ struct headless {
 	int		 status;
 	int		 answered;
 	int		 interrupted;
+	struct answer_tracer *tracer;	/* the cells' numbers (issue 11) */
+	char		*question;	/* the one being answered */
+	int		 untraced;	/* answers with an untraced number */
 };
 
 /* Asks the next question, or ends the run after the last one (or after
@@ -47,11 +52,44 @@ ask_next(struct headless *h)
 	}
 }
 
+static void headless_dispatch(struct headless *h, const struct event *ev);
+
+/* The answer's numbers traced to the session's cells (the model's and
+ * the hand-run ones, all finished by now), leaving out the question's:
+ * the event goes on with them, and -p says how many were found. */
 static void
 headless_event(void *arg, const struct event *ev)
 {
 	struct headless *h = arg;
+	struct answer_trace tr;
+	struct event tev;
+	char *sum;
 
+	if (ev->type == EV_QUESTION) {
+		free(h->question);
+		h->question = xstrdup(ev->text ? ev->text : "");
+	}
+	if (ev->type != EV_ANSWER || ev->trace != NULL) {
+		headless_dispatch(h, ev);
+		return;
+	}
+	answer_tracer_sync(h->tracer, agent_notebook(h->agent), 0);
+	answer_tracer_trace(h->tracer, ev->text, h->question, &tr);
+	tev = *ev;
+	tev.trace = &tr;
+	headless_dispatch(h, &tev);
+	if (tr.traced < tr.n)
+		h->untraced++;
+	if (!h->cli->json && (sum = answer_trace_summary(&tr)) != NULL) {
+		fprintf(stderr, "terp: %s\n", sum);
+		free(sum);
+	}
+	answer_trace_free(&tr);
+}
+
+static void
+headless_dispatch(struct headless *h, const struct event *ev)
+{
 	session_record(h->session, ev);	/* saved before it is shown */
 	h->sink(h->sink_arg, ev);
 	switch (session_event(h->session, ev)) {
@@ -123,11 +161,13 @@ static void
 print_usage(struct headless *h)
 {
 	const struct usage *u = notebook_usage(agent_notebook(h->agent));
+	char cost[32];
 
 	if (h->cli->json || (u->input_tokens == 0 && u->output_tokens == 0))
 		return;
-	fprintf(stderr, "terp: tokens: %ld in (%ld cached), %ld out\n",
-	    u->input_tokens, u->cached_tokens, u->output_tokens);
+	fprintf(stderr, "terp: tokens: %ld in (%ld cached), %ld out%s%s\n",
+	    u->input_tokens, u->cached_tokens, u->output_tokens,
+	    u->priced ? "; cost " : "", u->priced ? cost_fmt(u->cost, cost, sizeof cost) : "");
 }
 
 int
@@ -142,6 +182,7 @@ headless_run(struct cli *c)
 
 	memset(&h, 0, sizeof h);
 	h.cli = c;
+	h.tracer = answer_tracer_new();
 	h.loop = loop_new();
 	if (c->resume) {
 		nb = c->res.nb;		/* the conversation goes on */
@@ -185,13 +226,20 @@ headless_run(struct cli *c)
 		headless_event(&h, &e);
 		free(err);
 		h.status = 1;
-	} else {
+	} else if (!loop_stopped(h.loop)) {
+		/* a question can end within agent_start (its first model
+		 * call refused by --max-cost): loop_run would forget that */
 		loop_run(h.loop);
 	}
 	if (h.interrupted)
 		h.status = 130;
 	else if (!h.answered && h.status == 0)
 		h.status = 1;
+	else if (h.status == 0 && h.untraced > 0 && c->strict_numbers) {
+		fprintf(stderr, "terp: --strict-numbers: %d answer%s a number "
+		    "not in any output\n", h.untraced, h.untraced == 1 ? " has" : "s have");
+		h.status = HEADLESS_UNTRACED;
+	}
 	print_usage(&h);
 	agent_free(h.agent);
 	session_free(h.session);	/* the journal is synced and closed */
@@ -199,5 +247,7 @@ headless_run(struct cli *c)
 	notebook_free(nb);
 	free(h.sink_arg);
 	loop_free(h.loop);
+	answer_tracer_free(h.tracer);
+	free(h.question);
 	return h.status;
 }

@@ -418,6 +418,8 @@ journal_event(void *arg, const struct event *ev)
 		cJSON_AddNumberToObject(o, "in", (double)ev->usage->input_tokens);
 		cJSON_AddNumberToObject(o, "out", (double)ev->usage->output_tokens);
 		cJSON_AddNumberToObject(o, "cached", (double)ev->usage->cached_tokens);
+		if (ev->usage->priced)	/* dollars, as priced then (cost.h) */
+			cJSON_AddNumberToObject(o, "cost", ev->usage->cost);
 		break;
 	case EV_ANSWER:
 		o = rec("answer");
@@ -951,9 +953,15 @@ apply(const cJSON *o, struct notebook *nb, struct journal_meta *m, int first)
 	}
 	if (strcmp(t, "usage") == 0) {
 		struct usage u = {
-			(long)jnum(o, "in", 0), (long)jnum(o, "out", 0),
-			(long)jnum(o, "cached", 0),
+			.input_tokens = (long)jnum(o, "in", 0),
+			.output_tokens = (long)jnum(o, "out", 0),
+			.cached_tokens = (long)jnum(o, "cached", 0),
 		};
+		double cost = jnum(o, "cost", -1);
+		if (cost >= 0 && cost < 1e9) {
+			u.cost = cost;
+			u.priced = 1;
+		}
 		notebook_add_usage(nb, &u);
 		return 0;
 	}

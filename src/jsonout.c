@@ -7,6 +7,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "terp/answer_trace.h"
 #include "terp/buf.h"
 #include "terp/kernel.h"
 #include "terp/sanitize.h"
@@ -198,10 +199,16 @@ jsonout_event(void *arg, const struct event *ev)
 			cJSON_AddNumberToObject(o, "total_input_tokens", (double)ev->total->input_tokens);
 			cJSON_AddNumberToObject(o, "total_output_tokens", (double)ev->total->output_tokens);
 		}
+		if (ev->usage->priced)	/* dollars (cost.h) */
+			cJSON_AddNumberToObject(o, "cost", ev->usage->cost);
+		if (ev->total && ev->total->priced)
+			cJSON_AddNumberToObject(o, "total_cost", ev->total->cost);
 		break;
 	case EV_ANSWER:
 		o = obj("answer");
 		add_str(o, "text", ev->text);
+		if (ev->trace)
+			cJSON_AddItemToObject(o, "numbers", answer_trace_json(ev->trace));
 		break;
 	case EV_ERROR:
 		o = obj("error");

@@ -11,6 +11,7 @@
 
 #include "terp/cli.h"
 #include "terp/config.h"
+#include "terp/cost.h"
 #include "terp/egress.h"
 #include "terp/pipindex.h"
 #include "terp/pyenv.h"
@@ -27,7 +28,7 @@ enum {
 	OPT_PROVIDER, OPT_MODEL, OPT_BASE_URL, OPT_MAX_TURNS, OPT_MAX_RETRIES,
 	OPT_TOOL_LIMIT, OPT_SYSTEM, OPT_THEME, OPT_STOP, OPT_VERSION,
 	OPT_LIST, OPT_DELETE, OPT_EXPORT, OPT_RESUME, OPT_REPLAY, OPT_IDLE,
-	OPT_MAX_SESSION, OPT_DISK, OPT_PYTHON, OPT_ALLOW_HOST, OPT_EGRESS_MAX,
+	OPT_MAX_SESSION, OPT_STRICT_NUMBERS, OPT_MAX_COST, OPT_DISK, OPT_PYTHON, OPT_ALLOW_HOST, OPT_EGRESS_MAX,
 };
 
 #define IDLE_DEFAULT_MS	(30 * 60 * 1000)
@@ -68,6 +69,8 @@ static const struct option long_opts[] = {
 	{ "prompt", required_argument, NULL, 'p' },
 	{ "code", required_argument, NULL, 'c' },
 	{ "json", no_argument, NULL, OPT_JSON },
+	{ "strict-numbers", no_argument, NULL, OPT_STRICT_NUMBERS },
+	{ "max-cost", required_argument, NULL, OPT_MAX_COST },
 	{ "out", required_argument, NULL, OPT_OUT },
 	{ "memory", required_argument, NULL, OPT_MEMORY },
 	{ "disk", required_argument, NULL, OPT_DISK },
@@ -122,6 +125,9 @@ usage(FILE *fp)
 	    "      --model NAME         model (or provider:model); Azure: the deployment\n"
 	    "      --base-url URL       the provider's endpoint\n"
 	    "      --max-turns N        model calls per question (default 20)\n"
+	    "      --strict-numbers     (-p) exit 6 when an answer has a number no cell printed\n"
+	    "      --max-cost DOLLARS   stop a question that would take the session past it\n"
+	    "                           (exit 7; prices: price = lines in the config)\n"
 	    "      --max-retries N      retries of a failed model request (default 4)\n"
 	    "      --tool-output-limit BYTES  tool result size sent to the model (4096)\n"
 	    "      --system FILE        replace the built-in system prompt\n"
@@ -201,6 +207,49 @@ read_stdin(void)
 	return s;
 }
 
+/* A dollar amount > 0. */
+static double
+opt_cost(const char *name, const char *v)
+{
+	char *end;
+	double d;
+
+	errno = 0;
+	d = strtod(v, &end);
+	if (errno || *end || end == v || !(d > 0) || d > 1e9 ||
+	    strspn(v, "0123456789.") != strlen(v))
+		usage_error("invalid amount for %s (dollars, e.g. 0.50)", name);
+	return d;
+}
+
+/* The config's `price = MODEL INPUT OUTPUT [CACHED]` lines (each one
+ * counts, unlike other keys), builtin_prices and max_cost. The table
+ * lives as long as the process. */
+static void
+apply_prices(struct cli *c, const struct config *cf)
+{
+	static struct cost_table *t;
+	const char *v;
+
+	t = cost_table_new();
+	for (int i = 0; i < cf->n; i++) {
+		char *err = NULL;
+		if (strcmp(cf->e[i].key, "price") != 0)
+			continue;
+		if (cost_table_add(t, cf->e[i].value, &err) < 0) {
+			fprintf(stderr, "terp: %s:%d: %s\n", cf->path ? cf->path : "config",
+			    cf->e[i].line, err);
+			exit(2);
+		}
+	}
+	if ((v = config_get(cf, "builtin_prices")))
+		cost_table_use_builtin(t, strcmp(v, "on") == 0 || strcmp(v, "true") == 0 ||
+		    strcmp(v, "1") == 0 || strcmp(v, "yes") == 0);
+	if ((v = config_get(cf, "max_cost")))
+		c->aopts.max_cost = opt_cost("max_cost (config)", v);
+	c->aopts.prices = t;
+}
+
 /* The settings file's non-model keys, applied before the flags so that
  * flags win (llm_config_resolve reads the model's keys itself). */
 static void
@@ -243,6 +292,7 @@ apply_config(struct cli *c)
 		allow_add_list(v);
 	if ((v = config_get(&cf, "egress_max")))
 		c->kopts.egress_max = opt_size("egress_max (config)", v);
+	apply_prices(c, &cf);
 	config_free(&cf);
 }
 
@@ -319,6 +369,8 @@ parse(struct cli *c, int argc, char **argv)
 			break;
 		case OPT_STOP: c->stop_on_error = 1; break;
 		case OPT_JSON: c->json = 1; break;
+		case OPT_STRICT_NUMBERS: c->strict_numbers = 1; break;
+		case OPT_MAX_COST: c->aopts.max_cost = opt_cost("--max-cost", optarg); break;
 		case OPT_OUT: c->kopts.out_dir = optarg; break;
 		case OPT_MEMORY: c->kopts.memory = opt_size("--memory", optarg); break;
 		case OPT_DISK: c->kopts.disk = opt_size("--disk", optarg); break;

@@ -42,6 +42,7 @@
 #include "tui_items.h"
 #include "tui_style.h"
 #include "tui_thumbs.h"
+#include "tui_trace.h"
 
 /* The one terminal, the one UI: the public entry points (tui_on_event
  * with a NULL arg, tui_restore, the fatal hook) have no handle to pass. */
@@ -231,6 +232,7 @@ static void
 state_free(struct tui *t)
 {
 	tui_items_free(t);
+	tui_trace_free(t);
 	tui_cells_free(t);
 	tui_thumbs_clear(t);
 	tui_overlay_free(t);

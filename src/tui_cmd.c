@@ -24,6 +24,7 @@
 #include "tui_act.h"
 #include "tui_draw.h"
 #include "tui_items.h"
+#include "tui_trace.h"
 
 struct cmd_entry;
 typedef void cmd_fn(struct tui *t, const struct cmd_entry *c,
@@ -47,7 +48,7 @@ struct cmd_entry {
 
 static cmd_fn cmd_help, cmd_load, cmd_files, cmd_py, cmd_rerun, cmd_reset,
     cmd_restart, cmd_replay, cmd_model, cmd_sent, cmd_clear, cmd_export,
-    cmd_save, cmd_quit;
+    cmd_save, cmd_quit, cmd_trace;
 
 /* In the order /help lists them and Tab offers them. */
 static const struct cmd_entry cmds[] = {
@@ -69,6 +70,8 @@ static const struct cmd_entry cmds[] = {
 	{ "model", { NULL }, "/model NAME", "switch the model", 0, cmd_model },
 	{ "sent", { NULL }, "/sent [N]", "what left the machine for the model; "
 	    "N shows request N in full", 0, cmd_sent },
+	{ "trace", { NULL }, "/trace", "the last answer's numbers and the cell "
+	    "output line each came from", 0, cmd_trace },
 	{ "clear", { NULL }, "/clear", "clear the conversation pane (the "
 	    "notebook keeps everything)", 0, cmd_clear },
 	{ "export", { NULL }, "/export FILE", "write the notebook as FILE: "
@@ -103,6 +106,7 @@ static const struct keyhelp key_help[] = {
 	{ "Enter (file)", "preview the file full-screen (charts as block thumbnails)" },
 	{ "o (file)", "open the file with xdg-open" },
 	{ "s (file)", "save a copy under a name you give" },
+	{ "n (conversation)", "the next number of the last answer: its source on the status bar, its cell selected" },
 	{ "Esc / i", "back to the input line" },
 	{ "Ctrl-L", "redraw the screen" },
 	{ "? / F1", "this help (q or Esc closes)" },
@@ -348,6 +352,14 @@ cmd_model(struct tui *t, const struct cmd_entry *c, const char *arg)
 		tui_item_text(t, IT_NOTICE, m);
 		free(m);
 	}
+}
+
+static void
+cmd_trace(struct tui *t, const struct cmd_entry *c, const char *arg)
+{
+	(void)c;
+	(void)arg;
+	tui_trace_list(t);
 }
 
 static void

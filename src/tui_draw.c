@@ -12,6 +12,7 @@
 #include <readline/readline.h>
 
 #include "terp/buf.h"
+#include "terp/cost.h"
 #include "terp/kernel.h"
 #include "terp/llm.h"
 #include "terp/sanitize.h"
@@ -493,6 +494,10 @@ status_tokens(struct tui *t, struct tline *l)
 	fmt_tokens(b, sizeof b, t->st.total.output_tokens);
 	snprintf(tmp, sizeof tmp, " │ tokens %s in · %s out", a, b);
 	tui_tline_adds(l, R_STATUS, tmp);
+	if (t->st.total.priced) {	/* the session's cost (cost.h) */
+		snprintf(tmp, sizeof tmp, " · %s", cost_fmt(t->st.total.cost, a, sizeof a));
+		tui_tline_adds(l, R_STATUS, tmp);
+	}
 }
 
 /* The key hint at the right end, when it fits. */

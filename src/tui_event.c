@@ -12,6 +12,7 @@
 #include "terp/util.h"
 
 #include "tui_items.h"
+#include "tui_trace.h"
 
 /* The status bar's step and its clock start again. */
 static void
@@ -143,7 +144,10 @@ tui_event_apply(struct tui *t, const struct event *ev)
 	switch (ev->type) {
 	case EV_SESSION:	on_session(t, ev); break;
 	case EV_KERNEL:		on_kernel(t, ev); break;
-	case EV_QUESTION:	on_question(t, ev); break;
+	case EV_QUESTION:
+		on_question(t, ev);
+		tui_trace_question(t, ev->text);
+		break;
 	case EV_TURN:		break;
 	case EV_REQUEST:
 		t->st.busy = 1;
@@ -163,7 +167,10 @@ tui_event_apply(struct tui *t, const struct event *ev)
 		if (ev->total)
 			t->st.total = *ev->total;
 		break;
-	case EV_ANSWER:		on_answer(t, ev); break;
+	case EV_ANSWER:
+		on_answer(t, ev);
+		tui_trace_answer(t, ev->text);
+		break;
 	case EV_ERROR:
 		on_message(t, IT_ERROR, ev->text ? ev->text : "error");
 		break;
@@ -181,6 +188,7 @@ restore_item(void *arg, enum export_item k, const char *text,
     const struct cell *c)
 {
 	struct tui *t = arg;
+	tui_trace_restore(t, k, text, c);	/* the reply before: an answer? */
 	switch (k) {
 	case EXPORT_QUESTION:
 		tui_item_text(t, IT_USER, text ? text : "");
@@ -198,7 +206,9 @@ restore_item(void *arg, enum export_item k, const char *text,
 void
 tui_event_restore(struct tui *t, const struct notebook *nb)
 {
+	tui_trace_restore_begin(t, nb);
 	export_walk(nb, restore_item, t);
+	tui_trace_restore_end(t);
 	t->st.total = *notebook_usage(nb);
 	t->v[P_CONV].follow = 1;
 	t->v[P_CELLS].follow = 1;

@@ -22,6 +22,7 @@
 #include "tui_cmd.h"
 #include "tui_draw.h"
 #include "tui_items.h"
+#include "tui_trace.h"
 
 #ifndef READERR
 #define READERR (-2)
@@ -282,6 +283,10 @@ pane_key(struct tui *t, int c)
 			t->v[p].ensure_sel = 1;
 		} else if (p == P_ARTS)
 			tui_act_preview(t, sel);
+		return 1;
+	}
+	if (p == P_CONV && c == 'n') {
+		tui_trace_next(t);
 		return 1;
 	}
 	if (p == P_CELLS && sel > 0) {

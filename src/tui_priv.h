@@ -91,7 +91,11 @@ enum phase { PH_IDLE, PH_THINKING, PH_ANSWERING, PH_CELL };
 /* The UI's state, passed to every function of the tui_*.c files as
  * `struct tui *t`. Each part says which file writes it; the others
  * only read it. */
+struct tui_trace;
+
 struct tui {
+	/* the answers' numbers (tui_trace.c); NULL until the first */
+	struct tui_trace	*trace;
 	/* set up by tui_run (tui.c) */
 	struct loop		*loop;
 	struct agent		*agent;

@@ -13,11 +13,14 @@
 #include "terp/notebook.h"
 
 struct llm;
+struct cost_table;
 
 struct agent_opts {
 	int		 max_turns;		/* model calls per question (20) */
 	size_t		 tool_output_limit;	/* bytes per tool result (4096) */
 	const char	*system_prompt;		/* NULL: the built-in one */
+	const struct cost_table *prices;	/* NULL: none (cost.h) */
+	double		 max_cost;		/* dollars per session; 0: none */
 };
 
 void agent_opts_default(struct agent_opts *o);

@@ -20,6 +20,7 @@ struct cli {
 	int			 ncells;
 	int			 stop_on_error;
 	int			 json;
+	int			 strict_numbers;	/* --strict-numbers */
 	const char		*theme;
 	struct kernel_opts	 kopts;
 	struct agent_opts	 aopts;
@@ -59,8 +60,13 @@ int cli_sessions_resume(struct cli *c);
 struct session_opts;
 void cli_sessions_opts(struct cli *c, struct session_opts *o);
 
+/* `terp -p --strict-numbers`: an answer had a number no cell printed. */
+#define HEADLESS_UNTRACED	6
+
 /* Runs `terp -p`: one question, headless. Returns 0 answered, 1 failed,
- * 5 turn cap, 130 interrupted. */
+ * 5 turn cap, 6 an untraced number with --strict-numbers, 7 --max-cost
+ * stopped a question (COST_EXIT), 130
+ * interrupted. */
 int headless_run(struct cli *c);
 
 /* Shared by the headless frontends (frontend.c). */

@@ -28,6 +28,8 @@ enum event_type {
 	EV_IDLE,	/* the question (or the cell run by hand) is over */
 };
 
+struct answer_trace;
+
 struct event {
 	enum event_type		 type;
 	const struct cell	*cell;
@@ -37,6 +39,9 @@ struct event {
 	const char		*id, *name;
 	int			 n;
 	const struct usage	*usage, *total;
+	/* EV_ANSWER: its numbers traced to the cells (answer_trace.h),
+	 * set by the frontend that traced it; NULL when not traced. */
+	const struct answer_trace *trace;
 };
 
 typedef void (*event_fn)(void *arg, const struct event *ev);

@@ -55,6 +55,8 @@ struct artifact {
 
 struct usage {
 	long	input_tokens, output_tokens, cached_tokens;
+	double	cost;		/* dollars (cost.h); 0 when not priced */
+	int	priced;		/* the model had a price (totals: any call) */
 };
 
 struct notebook;

@@ -13,7 +13,7 @@ import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 LIBOBJS = ["journal", "store", "datafile", "export", "digest", "notebook",
-           "outcap", "util", "buf", "sanitize"]
+           "outcap", "util", "buf", "sanitize", "answer_trace", "numtrace"]
 
 
 def pkg_libs(*pkgs):
@@ -84,7 +84,9 @@ def test_ipynb_validates_and_holds_the_session(exported):
     kinds = [c.cell_type for c in nb.cells]
     assert kinds == ["markdown", "code", "code", "code", "markdown"]
     assert "What is the total of a?" in nb.cells[0].source
-    assert nb.cells[-1].source == "The total is **42**."
+    # the answer keeps its numbers' sources (issue 11)
+    assert nb.cells[-1].source == ("The total is **42**.\n\nNumbers: 1 of 1 traced\n"
+                                   "- 42: cell [1], line 1\n")
     cells = code_cells(nb)
     assert [c.execution_count for c in cells] == [1, 2, 3]
     assert [stdout_of(c) for c in cells] == ["42\n", "42007\n", "3\n"]

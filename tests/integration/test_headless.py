@@ -761,7 +761,7 @@ def test_json_event_schema(terp, fake, tmp_path):
         "artifact": {"cell", "name", "path", "bytes"},
         "usage": {"input_tokens", "output_tokens", "cached_tokens",
                   "total_input_tokens", "total_output_tokens"},
-        "answer": {"text"},
+        "answer": {"text", "numbers"},
         "question": {"text"},
         "request": {"what", "bytes"},
         "kernel": {"state", "message"},

@@ -95,7 +95,7 @@ static void
 play_question(struct journal *j, struct notebook *nb, const char *q,
     const char *artifact_path)
 {
-	struct usage u = { 120, 30, 7 };
+	struct usage u = { .input_tokens = 120, .output_tokens = 30, .cached_tokens = 7 };
 	struct event ev = { .type = EV_USAGE, .usage = &u };
 	struct cell *c;
 	const struct artifact *a;

@@ -1,0 +1,34 @@
+/* tui_trace: the answers' numbers in the notebook UI (issue 11, part
+ * 2): each traced number of an answer marked with its index (¹ ² ³),
+ * an untraced one followed by "(not in any output)", a line above the
+ * answer saying "7 of 8 numbers traced", `n` in the conversation pane
+ * showing the next number's source (and selecting its cell), `/trace`
+ * listing them all with the output line each came from. */
+#ifndef TERP_TUI_TRACE_H
+#define TERP_TUI_TRACE_H
+
+#include "terp/export.h"
+
+#include "tui_priv.h"
+
+/* Events: the question (its numbers are not claims) and the answer
+ * (after on_answer has put its item last). */
+void tui_trace_question(struct tui *t, const char *question);
+void tui_trace_answer(struct tui *t, const char *answer);
+/* A resumed notebook nb (borrowed until tui_trace_restore_end), item
+ * by item as export_walk gives them, before the item is shown; then
+ * tui_trace_restore_end. A reply is an answer
+ * when no cell of the model follows it; it is traced against the cells
+ * walked so far, as when it came. */
+void tui_trace_restore_begin(struct tui *t, const struct notebook *nb);
+void tui_trace_restore(struct tui *t, enum export_item k, const char *text,
+    const struct cell *c);
+void tui_trace_restore_end(struct tui *t);
+/* /trace: the last answer's numbers and their sources, as an item. */
+void tui_trace_list(struct tui *t);
+/* `n` in the conversation: the next number of the last answer, its
+ * source on the status bar and its cell selected. */
+void tui_trace_next(struct tui *t);
+void tui_trace_free(struct tui *t);
+
+#endif

@@ -1,0 +1,127 @@
+"""The notebook UI's traced numbers and cost (issue 11, parts 2 and 3):
+the real binary through tmux, the real sandbox, examples/sales.csv and
+a scripted fake model (tests/fake_model.py) on 127.0.0.1."""
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from tui_tmux import Tmux
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "tests"))
+from fake_model import FakeModel  # noqa: E402
+
+TERP = os.path.join(ROOT, "terp")
+SALES = os.path.join(ROOT, "examples", "sales.csv")
+
+CODE = ("import pandas as pd\n"
+        "df = pd.read_csv('/workspace/data/sales.csv')\n"
+        "print(df.groupby('region').revenue.sum().round(2))")
+
+USAGE = {"prompt_tokens": 1000, "completion_tokens": 100, "total_tokens": 1100}
+
+SCRIPT = {"turns": [
+    {"openai": {"tool_calls": [{"id": "c1", "code": CODE}], "usage": USAGE}},
+    {"openai": {"text": "East leads with 2,748,435.15, north has 2,270,303.71; "
+                        "returns fell 12.5%.", "usage": USAGE}},
+    {"openai": {"text": "Your cell printed 4242.5.", "usage": USAGE}, "repeat": True},
+]}
+
+
+def environ(tmp_path):
+    return {"TERM": "tmux-256color", "LANG": "C.UTF-8",
+            "XDG_STATE_HOME": str(tmp_path / "state"),
+            "XDG_CONFIG_HOME": str(tmp_path / "config"),
+            "HOME": str(tmp_path), "OPENAI_API_KEY": "test-key", "PATH": "/usr/bin:/bin"}
+
+
+@pytest.fixture
+def model(tmp_path):
+    srv = FakeModel(SCRIPT, str(tmp_path / "log.jsonl"))
+    port = srv.start()
+    (tmp_path / "config" / "terp").mkdir(parents=True)
+    (tmp_path / "config" / "terp" / "config").write_text("price = fake-model 1000 2000\n")
+    yield ["--provider", "openai", "--model", "fake-model", "--base-url",
+           "http://127.0.0.1:%d/v1" % port, "--out", str(tmp_path / "out")]
+    srv.stop()
+
+
+@pytest.fixture
+def tui(tmp_path, model):
+    started = []
+
+    def start(*args):
+        t = Tmux(" ".join([TERP, *model, *args]), 160, 45, environ(tmp_path),
+                 cwd=str(tmp_path))
+        started.append(t)
+        t.wait(r"│ ready", timeout=30)
+        return t
+    yield start
+    for t in started:
+        t.close()
+
+
+def test_answer_marks_its_numbers_and_lists_their_sources(tui):
+    t = tui(SALES)
+    t.text("Revenue by region?")
+    t.keys("Enter")
+    s = t.wait(r"returns fell 12\.5%", timeout=60)
+    t.wait(r"│ ready", timeout=30)
+    s = t.screen()
+    # the header above the answer, the marks in it, the untraced flagged
+    head = s.index("2 of 3 numbers traced; not in any output: 12.5%")
+    assert head < s.index("East leads with 2,748,435.15¹"), s
+    assert "north has 2,270,303.71²" in s, s
+    assert "returns fell 12.5% (not in any output)" in s, s
+    # the cost of the two calls: 2 x (1000 x $1000 + 100 x $2000) / 1M
+    assert "$2.40" in s, s
+
+    # /trace: each number with the output line it came from
+    t.text("/trace")
+    t.keys("Enter")
+    s = t.wait(r"Numbers of the last answer: 2 of 3 traced", timeout=30)
+    assert re.search(r"¹ 2,748,435\.15  cell \[1\], line 2: east\s+2748435\.15", s), s
+    assert re.search(r"² 2,270,303\.71  cell \[1\], line 3: north\s+2270303\.71", s), s
+    assert "✗ 12.5%  not in any output" in s, s
+
+    # n in the conversation pane: the next number's source, one key away
+    t.keys("Tab")
+    t.keys("n")
+    s = t.wait(r"¹ 2,748,435\.15 — cell \[1\], line 2: east", timeout=30)
+    t.keys("n")
+    t.wait(r"² 2,270,303\.71 — cell \[1\], line 3: north", timeout=30)
+    t.keys("n")
+    t.wait(r"✗ 12\.5% — not in any output", timeout=30)
+
+    # a number only a cell run by hand printed is traced to that cell
+    t.keys("Escape")
+    t.text("/py print(4242.5)")
+    t.keys("Enter")
+    t.wait(r"\[2\] you · ok", timeout=30)
+    t.text("What did my cell print?")
+    t.keys("Enter")
+    s = t.wait(r"Your cell printed 4242\.5¹", timeout=60)
+    assert "1 of 1 number traced · n: where each came from" in s, s
+    t.text("/trace")
+    t.keys("Enter")
+    t.wait(r"¹ 4242\.5  cell \[2\], line 1: 4242\.5", timeout=30)
+
+
+def test_a_resumed_notebook_shows_its_answers_traced(tui, model, tmp_path):
+    """terp -p answers; the notebook resumed in the UI shows the same
+    header and marks, traced against the cells before the answer."""
+    r = subprocess.run([TERP, *model, "-p", "Revenue by region?", SALES],
+                       env=environ(tmp_path), cwd=str(tmp_path), capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "terp: 2 of 3 numbers traced; not in any output: 12.5%" in r.stderr
+    t = tui("--resume")
+    s = t.screen()
+    assert s.index("2 of 3 numbers traced") < s.index("East leads with 2,748,435.15¹"), s
+    assert "returns fell 12.5% (not in any output)" in s, s
+    t.text("/trace")
+    t.keys("Enter")
+    t.wait(r"² 2,270,303\.71  cell \[1\], line 3: north\s+2270303\.71", timeout=30)
