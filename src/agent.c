@@ -617,7 +617,10 @@ system_prompt(struct agent *a)
 	} else {
 		buf_adds(&b, "No data files were given.\n");
 	}
-	buf_adds(&b, "The working directory is /workspace.\n");
+	if (kernel_prompt_note(a->k) != NULL)	/* a remote session: its own paths */
+		buf_printf(&b, "%s\n", kernel_prompt_note(a->k));
+	else
+		buf_adds(&b, "The working directory is /workspace.\n");
 	return buf_take(&b);
 }
 

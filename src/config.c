@@ -19,6 +19,8 @@ const char *const config_keys[] = {
 	"demo_script",
 	"theme", "memory", "disk", "timeout", "max_turns", "tool_output_limit",
 	"network", "out", "cpus", "python", "allow_hosts", "egress_max",
+	"sandbox", "sandbox_token_cmd", "sandbox_token_env", "jupyter_kernel",
+	"ssh_terp",
 	NULL,
 };
 

@@ -28,6 +28,7 @@ enum {
 	OPT_TOOL_LIMIT, OPT_SYSTEM, OPT_THEME, OPT_STOP, OPT_VERSION,
 	OPT_LIST, OPT_DELETE, OPT_EXPORT, OPT_RESUME, OPT_REPLAY, OPT_IDLE,
 	OPT_MAX_SESSION, OPT_DISK, OPT_PYTHON, OPT_ALLOW_HOST, OPT_EGRESS_MAX,
+	OPT_SANDBOX, OPT_SANDBOX_TOKEN_ENV, OPT_SANDBOX_TOKEN_CMD, OPT_JUPYTER_KERNEL,
 };
 
 #define IDLE_DEFAULT_MS	(30 * 60 * 1000)
@@ -82,6 +83,10 @@ static const struct option long_opts[] = {
 	{ "python", required_argument, NULL, OPT_PYTHON },
 	{ "allow-host", required_argument, NULL, OPT_ALLOW_HOST },
 	{ "egress-max", required_argument, NULL, OPT_EGRESS_MAX },
+	{ "sandbox", required_argument, NULL, OPT_SANDBOX },
+	{ "sandbox-token-env", required_argument, NULL, OPT_SANDBOX_TOKEN_ENV },
+	{ "sandbox-token-cmd", required_argument, NULL, OPT_SANDBOX_TOKEN_CMD },
+	{ "jupyter-kernel", required_argument, NULL, OPT_JUPYTER_KERNEL },
 	{ "provider", required_argument, NULL, OPT_PROVIDER },
 	{ "model", required_argument, NULL, OPT_MODEL },
 	{ "base-url", required_argument, NULL, OPT_BASE_URL },
@@ -141,6 +146,13 @@ usage(FILE *fp)
 	    "      --egress-max SIZE    bytes the session may send out (default 10M)\n"
 	    "      --network            give the sandbox the host's network (off by default)\n"
 	    "      --no-sandbox         run Python without isolation (not recommended)\n"
+	    "      --sandbox WHERE      where the Python session runs: local (default),\n"
+	    "                           ssh://[user@]host[:port], jupyter+http[s]://host\n"
+	    "                           [:port][/base] or aca:<pool management endpoint>\n"
+	    "      --sandbox-token-env VAR   the remote's token is in VAR (default\n"
+	    "                           JUPYTER_TOKEN, TERP_ACA_TOKEN)\n"
+	    "      --sandbox-token-cmd CMD   the remote's token is CMD's output\n"
+	    "      --jupyter-kernel NAME     the Jupyter kernelspec (default: the server's)\n"
 	    "      --theme NAME         TUI colour theme (default, light, mono)\n"
 	    "  -h, --help               this help\n"
 	    "      --version            the version\n"
@@ -243,6 +255,16 @@ apply_config(struct cli *c)
 		allow_add_list(v);
 	if ((v = config_get(&cf, "egress_max")))
 		c->kopts.egress_max = opt_size("egress_max (config)", v);
+	if ((v = config_get(&cf, "sandbox")) && *v)
+		c->kopts.sandbox = xstrdup(v);
+	if ((v = config_get(&cf, "sandbox_token_cmd")) && *v)
+		c->kopts.sandbox_token_cmd = xstrdup(v);
+	if ((v = config_get(&cf, "sandbox_token_env")) && *v)
+		c->kopts.sandbox_token_env = xstrdup(v);
+	if ((v = config_get(&cf, "jupyter_kernel")) && *v)
+		c->kopts.jupyter_kernel = xstrdup(v);
+	if ((v = config_get(&cf, "ssh_terp")) && *v)
+		c->kopts.ssh_terp = xstrdup(v);
 	config_free(&cf);
 }
 
@@ -352,6 +374,10 @@ parse(struct cli *c, int argc, char **argv)
 			break;
 		}
 		case OPT_EGRESS_MAX: c->kopts.egress_max = opt_size("--egress-max", optarg); break;
+		case OPT_SANDBOX: c->kopts.sandbox = optarg; break;
+		case OPT_SANDBOX_TOKEN_ENV: c->kopts.sandbox_token_env = optarg; break;
+		case OPT_SANDBOX_TOKEN_CMD: c->kopts.sandbox_token_cmd = optarg; break;
+		case OPT_JUPYTER_KERNEL: c->kopts.jupyter_kernel = optarg; break;
 		case OPT_PROVIDER: c->llm.provider = xstrdup(optarg); break;
 		case OPT_MODEL: c->llm.model = xstrdup(optarg); break;
 		case OPT_BASE_URL: c->llm.base_url = xstrdup(optarg); break;
@@ -608,6 +634,8 @@ check_sandbox(struct cli *c)
 		free(err);
 		return -1;
 	}
+	if (kernel_opts_remote(&c->kopts))
+		return 0;	/* the remote's isolation is told when connecting */
 	if (c->kopts.no_sandbox)
 		fprintf(stderr, "terp: warning: --no-sandbox: the code runs without isolation, "
 		    "with your user's rights\n");
@@ -642,7 +670,7 @@ main(int argc, char **argv)
 	}
 	if (check_sandbox(&c) < 0)
 		return 4;
-	if (setup_python(&c) < 0)
+	if (!kernel_opts_remote(&c.kopts) && setup_python(&c) < 0)
 		return 2;
 	if (make_session(&c) < 0)
 		return 1;

@@ -37,6 +37,9 @@ struct event {
 	const char		*id, *name;
 	int			 n;
 	const struct usage	*usage, *total;
+	/* EV_SESSION: where the Python session runs (kernel_where) and, for
+	 * a remote one, the line on its isolation (else NULL). */
+	const char		*where, *isolation;
 };
 
 typedef void (*event_fn)(void *arg, const struct event *ev);
