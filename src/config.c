@@ -20,7 +20,7 @@ const char *const config_keys[] = {
 	"theme", "memory", "disk", "timeout", "max_turns", "tool_output_limit",
 	"network", "out", "cpus", "python", "allow_hosts", "egress_max",
 	"sandbox", "sandbox_token_cmd", "sandbox_token_env", "jupyter_kernel",
-	"ssh_terp",
+	"ssh_terp", "ssh_command",
 	NULL,
 };
 

@@ -13,6 +13,7 @@
 
 #include "terp/kernel_aca.h"
 #include "terp/kernel_jupyter.h"
+#include "terp/kernel_ssh.h"
 #include "terp/sanitize.h"
 #include "terp/util.h"
 
@@ -142,10 +143,8 @@ kernel_backend_check(const struct kernel_opts *o, char **err)
 		}
 		return aca_check_opts(&ao, err);
 	}
-	if (kind == KERNEL_SSH) {
-		*err = xstrdup("ssh:// sessions are not built yet");
-		return -1;
-	}
+	if (kind == KERNEL_SSH)
+		return kernel_ssh_check(o->sandbox, err);
 	return 0;
 }
 
@@ -381,10 +380,7 @@ kernel_backend_new(struct loop *l, const struct kernel_opts *o,
 	switch (kind) {
 	case KERNEL_JUPYTER: jupyter_build(l, o, cbs, arg, kb); break;
 	case KERNEL_ACA: aca_build(l, o, cbs, arg, kb); break;
-	default:
-		kb->ops = &failed_ops;
-		kb->b = xstrdup("ssh:// sessions are not built yet");
-		break;
+	default: kernel_ssh_build(l, o, &kb->inner, kb, kb); break;
 	}
 }
 

@@ -77,6 +77,7 @@ struct kernel_opts {
 	 * or NULL for a new one. */
 	const char	*sandbox_session;
 	const char	*ssh_terp;	/* the remote's terp command; NULL: "terp" */
+	const char	*ssh_command;	/* the ssh client and its options; NULL: "ssh" */
 };
 
 /* Fills opts with the defaults (4 GiB, 120 s, 3 s grace, 256 procs,
