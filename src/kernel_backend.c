@@ -244,8 +244,7 @@ static const struct kernel_ops jupyter_ops = {
 	"folder."
 
 static void
-jupyter_build(struct loop *l, const struct kernel_opts *o, const struct kernel_cbs *cbs,
-    void *arg, struct kernel_backend *kb)
+jupyter_build(struct loop *l, const struct kernel_opts *o, struct kernel_backend *kb)
 {
 	struct jupyter_opts *jo = xcalloc(1, sizeof *jo);
 	char *err = NULL;
@@ -308,8 +307,7 @@ static const struct kernel_ops aca_ops = {
 	"per session, managed by Azure); terp's local sandbox does not apply there."
 
 static void
-aca_build(struct loop *l, const struct kernel_opts *o, const struct kernel_cbs *cbs,
-    void *arg, struct kernel_backend *kb)
+aca_build(struct loop *l, const struct kernel_opts *o, struct kernel_backend *kb)
 {
 	struct aca_opts *ao = xcalloc(1, sizeof *ao);
 
@@ -378,8 +376,8 @@ kernel_backend_new(struct loop *l, const struct kernel_opts *o,
 	kb->inner.state = cb_state;
 	kb->inner.installed = cb_installed;
 	switch (kind) {
-	case KERNEL_JUPYTER: jupyter_build(l, o, cbs, arg, kb); break;
-	case KERNEL_ACA: aca_build(l, o, cbs, arg, kb); break;
+	case KERNEL_JUPYTER: jupyter_build(l, o, kb); break;
+	case KERNEL_ACA: aca_build(l, o, kb); break;
 	default: kernel_ssh_build(l, o, &kb->inner, kb, kb); break;
 	}
 }
