@@ -30,7 +30,7 @@ pkgs() {
 	    jupyter-nbconvert python3-venv python3-pip python3-setuptools \
 	    python3-wheel python3-jupyter-server openssh-server openssh-client ;;
 	bench) echo chafa python3-jupyter-client python3-ipykernel \
-	    python3-jupyter-server ;;
+	    python3-jupyter-server openssh-server openssh-client ;;
 	fuzz) echo clang libclang-rt-dev ;;
 	esac
 }
@@ -64,7 +64,8 @@ have() {
 		    py_has pytest nbformat nbconvert jupyter_client ipykernel \
 			ensurepip pip setuptools wheel jupyter_server ;;
 	bench)
-		cmds chafa && py_has jupyter_client ipykernel jupyter_server ;;
+		cmds chafa ssh ssh-keygen && [ -x /usr/sbin/sshd ] &&
+		    py_has jupyter_client ipykernel jupyter_server ;;
 	fuzz)
 		# clang alone is not enough: libFuzzer's runtime is its own package.
 		cmds clang || return 1

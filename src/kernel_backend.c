@@ -74,9 +74,9 @@ where_of(int kind, const char *spec)
 		free(clean);
 		return w;
 	}
-	if (kind == KERNEL_SSH) {
+	{	/* never a user name or password (user:pw@host) */
 		const char *at = strchr(p, '@');
-		if (at != NULL && at < p + strcspn(p, "/"))
+		if (at != NULL && at < p + strcspn(p, "/?#"))
 			p = at + 1;
 	}
 	end = p + strcspn(p, "/?#");

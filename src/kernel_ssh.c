@@ -124,7 +124,15 @@ parse_spec(const char *spec, char **user, char **host, char **port)
 		*user = xstrndup(p, (size_t)(at - p));
 		p = at + 1;
 	}
-	colon = memchr(p, ':', (size_t)(end - p));
+	if (*p == '[') {	/* [v6 address][:port] */
+		const char *close = memchr(p, ']', (size_t)(end - p));
+		if (close == NULL || close == p + 1 ||
+		    (close + 1 < end && close[1] != ':'))
+			goto bad;
+		colon = close + 1 < end ? close + 1 : NULL;
+	} else {
+		colon = memchr(p, ':', (size_t)(end - p));
+	}
 	if (colon != NULL) {
 		*port = xstrndup(colon + 1, (size_t)(end - colon - 1));
 		if (**port == '\0' || strspn(*port, "0123456789") != strlen(*port) ||
@@ -134,10 +142,18 @@ parse_spec(const char *spec, char **user, char **host, char **port)
 	}
 	if (end == p)
 		goto bad;
-	*host = xstrndup(p, (size_t)(end - p));
+	if (*p == '[') {	/* ssh takes the address without brackets */
+		p++;
+		end--;
+		*host = xstrndup(p, (size_t)(end - p));
+		if (strspn(*host, "0123456789abcdefABCDEF:.") != strlen(*host))
+			goto bad;
+	} else {
+		*host = xstrndup(p, (size_t)(end - p));
+	}
 	/* Names and addresses only: nothing ssh would take as an option. */
 	if ((*host)[0] == '-' || strspn(*host, "abcdefghijklmnopqrstuvwxyz"
-	    "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-_[]") != strlen(*host))
+	    "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-_:") != strlen(*host))
 		goto bad;
 	if (*user && ((*user)[0] == '-' || strspn(*user, "abcdefghijklmnopqrstuvwxyz"
 	    "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-_") != strlen(*user)))
