@@ -80,7 +80,7 @@ Test(kernel_backend, where)
 	struct {
 		const char *spec, *where;
 	} t[] = {
-		{ "ssh://me@box:2222", "ssh box" },
+		{ "ssh://me@box:2222", "ssh box:2222" },
 		{ "jupyter+http://127.0.0.1:9/base", "jupyter 127.0.0.1:9" },
 		{ "jupyter+https://u:secret@h.example.invalid/user/me", "jupyter h.example.invalid" },
 		{ "aca:http://127.0.0.1:9/subscriptions/s/resourceGroups/r/sessionPools/mypool?a=b",
