@@ -122,8 +122,9 @@ on_state(void *arg, enum kernel_state st, const char *msg)
 
 	if (st == KERNEL_STARTING && msg && strstr(msg, "restarted")) {
 		/* The model must know its variables are gone. */
-		buf_printf(&a->notes, "Note: %s. All variables and imports are gone; "
-		    "files under /workspace are kept.\n", msg);
+		const char *files = kernel_files_note(a->k);
+		buf_printf(&a->notes, "Note: %s. All variables and imports are gone%s%s.\n",
+		    msg, files ? "; " : "", files ? files : "");
 	}
 	emit(a, &ev);
 	if (st == KERNEL_DEAD && a->asking)

@@ -461,6 +461,12 @@ kernel_isolation(const struct kernel *k)
 }
 
 const char *
+kernel_files_note(const struct kernel *k)
+{
+	return k->remote.ops != NULL ? k->remote.files_note : "files under /workspace are kept";
+}
+
+const char *
 kernel_prompt_note(const struct kernel *k)
 {
 	return k->remote.note;

@@ -170,7 +170,11 @@ cb_state(void *arg, enum kernel_state st, const char *msg)
 {
 	struct kernel_backend *kb = arg;
 
-	if (!kb->in_start && kb->ndeferred == 0) {
+	/* Only a death inside start waits for the loop (a frontend that
+	 * stops the loop on it must do so from inside the loop); the other
+	 * states pass at once, as the local kernel's do (a "restarted" told
+	 * during start reaches the model with the question that caused it). */
+	if ((!kb->in_start || st != KERNEL_DEAD) && kb->ndeferred == 0) {
 		kb->outer.state(kb->outer_arg, st, msg);
 		return;
 	}
@@ -275,6 +279,7 @@ jupyter_build(struct loop *l, const struct kernel_opts *o, struct kernel_backend
 	kb->b = jupyter_new(l, jo, &kb->inner, kb);
 	kb->isolation = jupyter_isolation(kb->b);
 	kb->note = JUPYTER_NOTE;
+	kb->files_note = "files in the session's folder on the server are kept";
 	kb->opts = jo;
 }
 

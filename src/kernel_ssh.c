@@ -1156,4 +1156,7 @@ kernel_ssh_build(struct loop *l, const struct kernel_opts *o, const struct kerne
 	kb->b = s;
 	kb->isolation = SSH_ISOLATION;
 	kb->note = NULL;	/* the same /workspace as here */
+	/* A new connection is a new session folder there. */
+	kb->files_note = "files the code wrote under /workspace are gone too (the data "
+	    "files are staged again)";
 }

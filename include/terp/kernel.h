@@ -194,6 +194,10 @@ const char *kernel_isolation(const struct kernel *k);
 /* What the model must know about paths on a remote backend (it replaces
  * the local sandbox's /workspace), or NULL. Static string. */
 const char *kernel_prompt_note(const struct kernel *k);
+/* What a restart leaves of the files the code wrote, for the model's
+ * note after a restart ("files under /workspace are kept"), or NULL
+ * when the backend cannot say. Static string. */
+const char *kernel_files_note(const struct kernel *k);
 /* Whether opts->sandbox names a remote backend (a remote needs neither
  * bwrap nor a local Python). */
 int kernel_opts_remote(const struct kernel_opts *opts);

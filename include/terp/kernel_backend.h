@@ -38,10 +38,11 @@ struct kernel_backend {
 	char			*where;		/* "jupyter 127.0.0.1:8888" */
 	const char		*isolation;	/* one line, or NULL (static) */
 	const char		*note;		/* for the model's prompt, or NULL */
+	const char		*files_note;	/* what a restart does to files, or NULL */
 	char			*token;		/* kept for the backend's life; never shown */
 	void			*opts;		/* the backend's options (they outlive it) */
 
-	/* The callbacks go through here: a state the backend reports from
+	/* The callbacks go through here: a death the backend reports from
 	 * inside start (a missing token, a bad endpoint) is passed on from
 	 * the loop, after kernel_start returned, as the local kernel's
 	 * are, so that a frontend reacting to it acts inside the loop. */

@@ -190,3 +190,13 @@ def test_sandbox_from_the_config(terp, tmp_path, env):
         assert r.stdout_of(1) == "42\n"
     finally:
         p.close()
+
+
+def test_a_death_inside_start_ends_exec(terp):
+    """The pool backend says at once (inside start) that the token is
+    unusable: terp exec still ends with the one line, instead of waiting
+    on a loop that was told to stop before it ran."""
+    r = terp("exec", "--sandbox", "aca:http://127.0.0.1:9%s" % BASE, "-c", "print(1)",
+             extra_env={"TERP_ACA_TOKEN": "bad"}, timeout=120)
+    assert r.rc == 4, r
+    assert "terp: the environment variable TERP_ACA_TOKEN holds no token" in r.err, r

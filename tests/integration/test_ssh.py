@@ -21,6 +21,10 @@ import pytest
 
 from conftest import ROOT, TERP, children, wait_until
 
+import sys  # noqa: E402
+sys.path.insert(0, str(ROOT / "tests"))
+from fake_model import FakeModel, read_log  # noqa: E402
+
 SSHD = "/usr/sbin/sshd"
 REMOTE_TERP = "%s --python /usr/bin/python3" % TERP
 HANG = 180
@@ -146,8 +150,9 @@ def test_analysis_chart_and_error(terp, tmp_path, sshd):
 class Run:
     """terp exec --json as a process, its events read as they come."""
 
-    def __init__(self, env, cwd, *args):
-        self.p = subprocess.Popen([str(TERP), "exec", "--json", *map(str, args)],
+    def __init__(self, env, cwd, *args, mode="exec"):
+        pre = ["exec", "--json"] if mode == "exec" else ["--json"]
+        self.p = subprocess.Popen([str(TERP), *pre, *map(str, args)],
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                   text=True, env=env, cwd=cwd)
         self.events = []
@@ -235,6 +240,36 @@ def test_ssh_killed_mid_cell_loses_state_and_reconnects(env, tmp_path, sshd):
     assert any(m.startswith("restarted: reconnecting to box") for m in msgs), msgs
     assert "".join(e["text"] for e in r.of("stdout") if e["cell"] == 3) == "False\n"
     assert rc == 4
+
+
+def test_prompt_after_a_dropped_connection_tells_the_model(env, tmp_path, sshd):
+    """terp -p: the model's cell dies with the connection; the next
+    question reconnects, and the model is told that the variables and
+    the files the code wrote are gone (a new session folder there)."""
+    log = tmp_path / "model.jsonl"
+    srv = FakeModel({"turns": [
+        {"openai": {"text": "Waiting.", "tool_calls": [{"id": "c1", "code": "y = 2\n" + WAIT}]}},
+        {"openai": {"text": "The connection dropped."}},
+        {"openai": {"text": "Fine."}},
+    ]}, str(log))
+    port = srv.start()
+    e = dict(env, OPENAI_API_KEY="sk-terp-test-0123456789")
+    r = Run(e, tmp_path, "-p", "first", "-p", "second", "--provider", "openai",
+            "--base-url", "http://127.0.0.1:%d/v1" % port, *flags(sshd), mode="prompt")
+    r.printed(1, "waiting\n")
+    [ssh] = [p for p in children(r.p.pid)
+             if Path("/proc/%s/comm" % p).read_text().strip() == "ssh"]
+    os.kill(int(ssh), signal.SIGKILL)
+    rc = r.finish()
+    assert rc == 0, r.err
+    assert [a["text"] for a in r.of("answer")] == ["The connection dropped.", "Fine."]
+    reqs = read_log(str(log))
+    tool = reqs[1]["body"]["messages"][-1]["content"]
+    assert "status: crashed" in tool and "the connection to box dropped" in tool
+    second = reqs[2]["body"]["messages"][-1]["content"]
+    assert "restarted: reconnecting to box" in second, second
+    assert "All variables and imports are gone; files the code wrote under /workspace " \
+        "are gone too (the data files are staged again)." in second, second
 
 
 def one_line(r, want):
