@@ -17,9 +17,9 @@ trap 'rm -rf "$W"' EXIT
 if [ "${1:-}" = "--quick" ]; then
 	KARGS="--runs 7 --jruns 2 --iters 300"; AARGS="--turns 50"; UARGS="--runs 3"
 	EARGS="--iters 300 --mb 20 --runs 3"; NARGS="100 100 5"; TARGS="40 5"
-	JARGS="--iters 100"
+	JARGS="--iters 100"; SARGS="--iters 100 --calls 5"
 else
-	KARGS=""; AARGS=""; UARGS=""; EARGS=""; NARGS=""; TARGS=""; JARGS=""
+	KARGS=""; AARGS=""; UARGS=""; EARGS=""; NARGS=""; TARGS=""; JARGS=""; SARGS=""
 fi
 
 echo "== terp $(./terp --version 2>/dev/null | head -1), $(nproc) CPUs, $(uname -sr)," \
@@ -47,6 +47,9 @@ echo
 # shellcheck disable=SC2086
 "$PY" bench/jupyter_backend.py $JARGS --json "$W/jupyter.json"
 echo
+# shellcheck disable=SC2086
+"$PY" bench/ssh.py $SARGS --json "$W/ssh.json"
+echo
 
 "$PY" - "$W" <<'PYEOF'
 import json, re, sys
@@ -56,6 +59,7 @@ u = json.load(open(w + "/tui.json"))
 a = json.load(open(w + "/agent.json"))
 e = json.load(open(w + "/egress.json"))
 jb = json.load(open(w + "/jupyter.json"))
+sh = json.load(open(w + "/ssh.json"))
 nt = re.search(r"per turn .*median ([0-9.]+) us", open(w + "/numtrace.txt").read())
 thumbs = [f for f in (l.split() for l in open(w + "/thumbs.txt"))
           if len(f) >= 9 and f[1] in ("quad", "half")]
@@ -137,6 +141,11 @@ for n in ("proxy", "fwd"):
     row("egress: download throughput, %s" % n, "%.0f MiB/s" % e[n]["mib_s_median"],
         "direct %.0f MiB/s" % e["direct"]["mib_s_median"], "%.0f %%" % (100 * v),
         ">= 80 % of direct", v >= 0.8)
+so, sl, sc = sh["terp ssh"], sh["terp local"], sh["ssh python3 -c"]
+row("round trip over ssh to localhost (median)", ms(so["median_ms"]),
+    "ssh python3 -c " + ms(sc["median_ms"]), x(so["median_ms"] / sc["median_ms"]), "", None)
+row("round trip over ssh, against local (median)", ms(so["median_ms"]),
+    "local " + ms(sl["median_ms"]), x(so["median_ms"] / sl["median_ms"]), "", None)
 if nt:
     v = float(nt.group(1))
     row("number tracing per turn (100 cells)", us(v), "", "", "< 1000 us", v < 1000)

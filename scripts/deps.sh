@@ -28,9 +28,10 @@ pkgs() {
 	check) echo libcriterion-dev python3-pytest tmux procps \
 	    python3-nbformat python3-jupyter-client python3-ipykernel \
 	    jupyter-nbconvert python3-venv python3-pip python3-setuptools \
-	    python3-wheel python3-jupyter-server python3-sklearn ;;
+	    python3-wheel python3-jupyter-server python3-sklearn openssh-server \
+	    openssh-client ;;
 	bench) echo chafa python3-jupyter-client python3-ipykernel \
-	    python3-jupyter-server ;;
+	    python3-jupyter-server openssh-server openssh-client ;;
 	fuzz) echo clang libclang-rt-dev ;;
 	esac
 }
@@ -59,12 +60,13 @@ have() {
 		    [ -f /usr/include/wslay/wslay.h ] &&
 		    [ -x /usr/bin/bwrap ] && py_has pandas numpy matplotlib ;;
 	check)
-		pkg-config --exists criterion 2>/dev/null && cmds tmux pgrep ps &&
-		    [ -x /usr/bin/jupyter-nbconvert ] &&
+		pkg-config --exists criterion 2>/dev/null && cmds tmux pgrep ps ssh ssh-keygen &&
+		    [ -x /usr/bin/jupyter-nbconvert ] && [ -x /usr/sbin/sshd ] &&
 		    py_has pytest nbformat nbconvert jupyter_client ipykernel \
 			ensurepip pip setuptools wheel jupyter_server ;;
 	bench)
-		cmds chafa && py_has jupyter_client ipykernel jupyter_server ;;
+		cmds chafa ssh ssh-keygen && [ -x /usr/sbin/sshd ] &&
+		    py_has jupyter_client ipykernel jupyter_server ;;
 	fuzz)
 		# clang alone is not enough: libFuzzer's runtime is its own package.
 		cmds clang || return 1

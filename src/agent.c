@@ -124,8 +124,9 @@ on_state(void *arg, enum kernel_state st, const char *msg)
 
 	if (st == KERNEL_STARTING && msg && strstr(msg, "restarted")) {
 		/* The model must know its variables are gone. */
-		buf_printf(&a->notes, "Note: %s. All variables and imports are gone; "
-		    "files under /workspace are kept.\n", msg);
+		const char *files = kernel_files_note(a->k);
+		buf_printf(&a->notes, "Note: %s. All variables and imports are gone%s%s.\n",
+		    msg, files ? "; " : "", files ? files : "");
 	}
 	emit(a, &ev);
 	if (st == KERNEL_DEAD && a->asking)
@@ -625,7 +626,10 @@ system_prompt(struct agent *a)
 	} else {
 		buf_adds(&b, "No data files were given.\n");
 	}
-	buf_adds(&b, "The working directory is /workspace.\n");
+	if (kernel_prompt_note(a->k) != NULL)	/* a remote session: its own paths */
+		buf_printf(&b, "%s\n", kernel_prompt_note(a->k));
+	else
+		buf_adds(&b, "The working directory is /workspace.\n");
 	return buf_take(&b);
 }
 

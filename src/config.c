@@ -20,6 +20,8 @@ const char *const config_keys[] = {
 	"theme", "memory", "disk", "timeout", "max_turns", "tool_output_limit",
 	"network", "out", "cpus", "python", "allow_hosts", "egress_max",
 	"price", "builtin_prices", "max_cost",
+	"sandbox", "sandbox_token_cmd", "sandbox_token_env", "jupyter_kernel",
+	"ssh_terp", "ssh_command",
 	NULL,
 };
 

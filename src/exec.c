@@ -173,6 +173,8 @@ exec_run(struct cli *c)
 	session_attach(x.session, x.agent);
 	ev.text = c->session_id;
 	ev.name = c->session_dir;
+	ev.where = kernel_where(agent_kernel(x.agent));
+	ev.isolation = kernel_isolation(agent_kernel(x.agent));
 	exec_event(&x, &ev);
 	if (agent_start(x.agent, &err) < 0) {
 		if (c->json) {

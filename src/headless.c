@@ -220,6 +220,8 @@ headless_run(struct cli *c)
 	session_attach(h.session, h.agent);
 	ev.text = c->session_id;
 	ev.name = c->session_dir;
+	ev.where = kernel_where(agent_kernel(h.agent));
+	ev.isolation = kernel_isolation(agent_kernel(h.agent));
 	headless_event(&h, &ev);
 	if (agent_start(h.agent, &err) < 0) {
 		struct event e = { .type = EV_ERROR, .text = err, .len = strlen(err) };

@@ -145,6 +145,9 @@ jsonout_event(void *arg, const struct event *ev)
 		o = obj("session");
 		add_str(o, "id", ev->text);
 		add_str(o, "workspace", ev->name);
+		add_str(o, "sandbox", ev->where);
+		if (ev->isolation)
+			add_str(o, "isolation", ev->isolation);
 		break;
 	case EV_KERNEL:
 		o = obj("kernel");

@@ -24,6 +24,7 @@
 #include "terp/buf.h"
 #include "terp/sandbox_cgroup.h"
 #include "terp/kernel_artifact.h"
+#include "terp/kernel_backend.h"
 #include "terp/kernel_chan.h"
 #include "terp/kernel_frame.h"
 #include "terp/kernel_net.h"
@@ -57,6 +58,10 @@ struct pending {
 enum stop_cause { STOP_NONE, STOP_USER, STOP_TIMEOUT };
 
 struct kernel {
+	/* A remote backend (opts->sandbox): every public call goes to
+	 * remote.ops and nothing below is used. ops NULL: this sandbox. */
+	struct kernel_backend	 remote;
+
 	struct loop		*loop;
 	const struct kernel_opts *o;
 	struct kernel_cbs	 cb;
@@ -293,6 +298,8 @@ kernel_python_info(const struct kernel *k)
 char *
 kernel_python_label(const struct kernel *k)
 {
+	if (k->remote.ops != NULL)
+		return NULL;
 	if (k->o->pyenv != NULL)
 		return pyenv_label(k->o->pyenv, k->have_probe ? &k->probe : NULL);
 	if (k->have_probe)
@@ -354,6 +361,11 @@ net_start(struct kernel *k, char **err)
 int
 kernel_egress_allow(struct kernel *k, const char *spec, char **err)
 {
+	if (k->remote.ops != NULL) {
+		*err = xasprintf("egress rules are for the local sandbox; the session on "
+		    "%s reaches what that machine allows", k->remote.where);
+		return -1;
+	}
 	if (k->net == NULL) {
 		/* TODO(i10-core): /allow in a session started without egress:
 		 * start the proxy and restart the sandbox (its forwarder and
@@ -381,6 +393,11 @@ kernel_new(struct loop *l, const struct kernel_opts *o, const struct kernel_cbs 
 {
 	struct kernel *k = xcalloc(1, sizeof *k);
 
+	k->o = o;
+	if (kernel_opts_remote(o)) {
+		kernel_backend_new(l, o, cb, arg, &k->remote);
+		return k;
+	}
 	k->loop = l;
 	k->o = o;
 	k->cb = *cb;
@@ -412,20 +429,62 @@ kernel_new(struct loop *l, const struct kernel_opts *o, const struct kernel_cbs 
 int
 kernel_probe(const struct kernel_opts *o, char **err)
 {
+	if (o->sandbox != NULL && kernel_backend_check(o, err) < 0)
+		return -1;
+	if (kernel_opts_remote(o))
+		return 0;
 	if (o->no_sandbox)
 		return 0;
 	return sandbox_probe(err);
 }
 
+int
+kernel_opts_remote(const struct kernel_opts *o)
+{
+	char *err = NULL;
+	int kind = kernel_backend_kind(o->sandbox, &err);
+
+	free(err);
+	return kind != KERNEL_LOCAL;
+}
+
+const char *
+kernel_where(const struct kernel *k)
+{
+	return k->remote.ops != NULL ? k->remote.where : KERNEL_WHERE_LOCAL;
+}
+
+const char *
+kernel_isolation(const struct kernel *k)
+{
+	return k->remote.isolation;
+}
+
+const char *
+kernel_files_note(const struct kernel *k)
+{
+	return k->remote.ops != NULL ? k->remote.files_note : "files under /workspace are kept";
+}
+
+const char *
+kernel_prompt_note(const struct kernel *k)
+{
+	return k->remote.note;
+}
+
 enum kernel_state
 kernel_state(const struct kernel *k)
 {
+	if (k->remote.ops != NULL)
+		return k->remote.ops->state(k->remote.b);
 	return k->state;
 }
 
 int
 kernel_busy(const struct kernel *k)
 {
+	if (k->remote.ops != NULL)
+		return k->remote.ops->busy(k->remote.b);
 	return k->cur != 0 || k->queue != NULL;
 }
 
@@ -438,6 +497,8 @@ kernel_check_data(const char *path, char **err)
 char *
 kernel_stage(struct kernel *k, const char *host_path, char **err)
 {
+	if (k->remote.ops != NULL)
+		return k->remote.ops->stage(k->remote.b, host_path, err);
 	return workspace_stage(k->ws, host_path, k->p.pid > 0, err);
 }
 
@@ -701,6 +762,8 @@ launch(struct kernel *k, char **err)
 int
 kernel_start(struct kernel *k, char **err)
 {
+	if (k->remote.ops != NULL)
+		return kernel_backend_start(&k->remote, err);
 	if (k->state != KERNEL_STOPPED && k->state != KERNEL_DEAD) {
 		*err = xstrdup("the Python session is running already");
 		return -1;
@@ -1194,6 +1257,10 @@ on_timeout(struct loop *l, void *arg)
 void
 kernel_interrupt(struct kernel *k)
 {
+	if (k->remote.ops != NULL) {
+		k->remote.ops->interrupt(k->remote.b);
+		return;
+	}
 	check(k);
 	stop_cell(k, STOP_USER);
 }
@@ -1237,6 +1304,8 @@ kernel_run(struct kernel *k, int n, const char *code, char **err)
 {
 	struct pending *p, **pp;
 
+	if (k->remote.ops != NULL)
+		return k->remote.ops->run(k->remote.b, n, code, err);
 	check(k);
 	if (strlen(code) > CODE_MAX) {
 		*err = xasprintf("the cell's code is over %u MiB", CODE_MAX >> 20);
@@ -1483,6 +1552,8 @@ kernel_reset(struct kernel *k, char **err)
 {
 	cJSON *cmd;
 
+	if (k->remote.ops != NULL)
+		return k->remote.ops->reset(k->remote.b, err);
 	check(k);
 	if (k->cur != 0) {
 		*err = xstrdup("a cell is running; interrupt it first");
@@ -1508,6 +1579,8 @@ kernel_restart(struct kernel *k, char **err)
 {
 	int running = k->cur;
 
+	if (k->remote.ops != NULL)
+		return k->remote.ops->restart(k->remote.b, err);
 	check(k);
 	if (running) {
 		struct kernel_result r;
@@ -1524,6 +1597,10 @@ kernel_restart(struct kernel *k, char **err)
 void
 kernel_stop(struct kernel *k, const char *reason)
 {
+	if (k->remote.ops != NULL) {
+		k->remote.ops->stop(k->remote.b, reason);
+		return;
+	}
 	check(k);
 	if (k->state == KERNEL_STOPPED || k->state == KERNEL_DEAD)
 		return;
@@ -1546,6 +1623,11 @@ kernel_free(struct kernel *k)
 {
 	if (k == NULL)
 		return;
+	if (k->remote.ops != NULL) {
+		kernel_backend_free(&k->remote);
+		free(k);
+		return;
+	}
 	stop_now(k);			/* no sandbox process is left */
 	sandbox_cgroup_destroy(k->cg);
 	workspace_free(k->ws);		/* the uid is free again */

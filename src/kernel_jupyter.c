@@ -507,7 +507,7 @@ rest_problem(struct jupyter *j, const struct http_result *r, const char *what)
 		return xasprintf("cannot reach the Jupyter server at %s: %s", j->where,
 		    r->error ? r->error : "no answer");
 	if (auth_refused(r))
-		return xstrdup("the Jupyter server refused the token: check --jupyter-token / JUPYTER_TOKEN");
+		return xstrdup("the Jupyter server refused the token: check JUPYTER_TOKEN (or --sandbox-token-env, --sandbox-token-cmd)");
 	if (r->status >= 300 && r->status < 400)
 		return xasprintf("the Jupyter server at %s redirected %s (HTTP %ld): is the URL's base path right?",
 		    j->where, what, r->status);
@@ -1455,6 +1455,9 @@ static void
 became_ready(struct jupyter *j)
 {
 	char *msg;
+	/* Whether a cell was running across the reconnect: read before the
+	 * state callback, which may queue a new cell (and pump sends it). */
+	int was_active = j->cur.active;
 
 	loop_timer_cancel(j->loop, j->start_timer);
 	j->start_timer = 0;
@@ -1475,14 +1478,14 @@ became_ready(struct jupyter *j)
 	free(j->ready_note);
 	j->ready_note = NULL;
 	j->restarted = j->lost = 0;
-	if (j->cur.active && !j->cur.got_reply) {
+	if (was_active && j->cur.active && !j->cur.got_reply) {
 		/* The kernel answered kernel_info after the cell (the shell
 		 * channel is in order), yet the cell's reply never came: it
 		 * was lost with the old connection. */
 		j->cur.lost_reply = 1;
 		j->cur.got_reply = j->cur.got_idle = 1;
 		cell_maybe_done(j);
-	} else if (j->cur.active) {
+	} else if (was_active && j->cur.active) {
 		cell_maybe_done(j);
 	}
 	pump(j);

@@ -15,6 +15,8 @@
 #include "terp/egress.h"
 #include "terp/pipindex.h"
 #include "terp/pyenv.h"
+#include "terp/kernel_ssh.h"
+#include "terp/serve.h"
 #include "terp/store.h"
 #include "terp/util.h"
 #include "terp/tui.h"
@@ -28,7 +30,9 @@ enum {
 	OPT_PROVIDER, OPT_MODEL, OPT_BASE_URL, OPT_MAX_TURNS, OPT_MAX_RETRIES,
 	OPT_TOOL_LIMIT, OPT_SYSTEM, OPT_THEME, OPT_STOP, OPT_VERSION,
 	OPT_LIST, OPT_DELETE, OPT_EXPORT, OPT_RESUME, OPT_REPLAY, OPT_IDLE,
-	OPT_MAX_SESSION, OPT_STRICT_NUMBERS, OPT_MAX_COST, OPT_DISK, OPT_PYTHON, OPT_ALLOW_HOST, OPT_EGRESS_MAX,
+	OPT_MAX_SESSION, OPT_STRICT_NUMBERS, OPT_MAX_COST, OPT_DISK, OPT_PYTHON, OPT_ALLOW_HOST,
+	OPT_EGRESS_MAX, OPT_SANDBOX, OPT_SANDBOX_TOKEN_ENV, OPT_SANDBOX_TOKEN_CMD,
+	OPT_JUPYTER_KERNEL, OPT_SSH_COMMAND, OPT_SSH_TERP,
 };
 
 #define IDLE_DEFAULT_MS	(30 * 60 * 1000)
@@ -85,6 +89,12 @@ static const struct option long_opts[] = {
 	{ "python", required_argument, NULL, OPT_PYTHON },
 	{ "allow-host", required_argument, NULL, OPT_ALLOW_HOST },
 	{ "egress-max", required_argument, NULL, OPT_EGRESS_MAX },
+	{ "sandbox", required_argument, NULL, OPT_SANDBOX },
+	{ "sandbox-token-env", required_argument, NULL, OPT_SANDBOX_TOKEN_ENV },
+	{ "sandbox-token-cmd", required_argument, NULL, OPT_SANDBOX_TOKEN_CMD },
+	{ "jupyter-kernel", required_argument, NULL, OPT_JUPYTER_KERNEL },
+	{ "ssh-command", required_argument, NULL, OPT_SSH_COMMAND },
+	{ "ssh-terp", required_argument, NULL, OPT_SSH_TERP },
 	{ "provider", required_argument, NULL, OPT_PROVIDER },
 	{ "model", required_argument, NULL, OPT_MODEL },
 	{ "base-url", required_argument, NULL, OPT_BASE_URL },
@@ -114,6 +124,8 @@ usage(FILE *fp)
 	    "       terp -p QUESTION [OPTIONS] [DATA_FILE...]  answer one question, headless\n"
 	    "       terp exec [OPTIONS] [-c CODE]... [DATA_FILE...]  run cells, no model\n"
 	    "       terp --list | --delete ID | --export ID FILE   saved sessions\n"
+	    "       terp serve [OPTIONS]  one sandbox session over stdin/stdout (for\n"
+	    "                           --sandbox ssh://; run by ssh, not by hand)\n"
 	    "\n"
 	    "  -p, --prompt TEXT        the question (- reads it from stdin); repeat -p to\n"
 	    "                           ask follow-ups in the same session\n"
@@ -147,6 +159,15 @@ usage(FILE *fp)
 	    "      --egress-max SIZE    bytes the session may send out (default 10M)\n"
 	    "      --network            give the sandbox the host's network (off by default)\n"
 	    "      --no-sandbox         run Python without isolation (not recommended)\n"
+	    "      --sandbox WHERE      where the Python session runs: local (default),\n"
+	    "                           ssh://[user@]host[:port], jupyter+http[s]://host\n"
+	    "                           [:port][/base] or aca:<pool management endpoint>\n"
+	    "      --sandbox-token-env VAR   the remote's token is in VAR (default\n"
+	    "                           JUPYTER_TOKEN, TERP_ACA_TOKEN)\n"
+	    "      --sandbox-token-cmd CMD   the remote's token is CMD's output\n"
+	    "      --jupyter-kernel NAME     the Jupyter kernelspec (default: the server's)\n"
+	    "      --ssh-command CMD    the ssh client and options (default ssh)\n"
+	    "      --ssh-terp CMD       terp on the ssh host (default terp)\n"
 	    "      --theme NAME         TUI colour theme (default, light, mono)\n"
 	    "  -h, --help               this help\n"
 	    "      --version            the version\n"
@@ -293,6 +314,18 @@ apply_config(struct cli *c)
 	if ((v = config_get(&cf, "egress_max")))
 		c->kopts.egress_max = opt_size("egress_max (config)", v);
 	apply_prices(c, &cf);
+	if ((v = config_get(&cf, "sandbox")) && *v)
+		c->kopts.sandbox = xstrdup(v);
+	if ((v = config_get(&cf, "sandbox_token_cmd")) && *v)
+		c->kopts.sandbox_token_cmd = xstrdup(v);
+	if ((v = config_get(&cf, "sandbox_token_env")) && *v)
+		c->kopts.sandbox_token_env = xstrdup(v);
+	if ((v = config_get(&cf, "jupyter_kernel")) && *v)
+		c->kopts.jupyter_kernel = xstrdup(v);
+	if ((v = config_get(&cf, "ssh_terp")) && *v)
+		c->kopts.ssh_terp = xstrdup(v);
+	if ((v = config_get(&cf, "ssh_command")) && *v)
+		c->kopts.ssh_command = xstrdup(v);
 	config_free(&cf);
 }
 
@@ -346,7 +379,12 @@ parse(struct cli *c, int argc, char **argv)
 	c->sessions_dir = store_sessions_dir();
 	apply_config(c);
 	c->mode = CLI_TUI;
-	if (argc > 1 && strcmp(argv[1], "exec") == 0) {
+	if (argc > 1 && strcmp(argv[1], "serve") == 0) {
+		c->mode = CLI_SERVE;
+		argv[1] = argv[0];
+		argv++;
+		argc--;
+	} else if (argc > 1 && strcmp(argv[1], "exec") == 0) {
 		c->mode = CLI_EXEC;
 		argv[1] = argv[0];
 		argv++;
@@ -404,6 +442,12 @@ parse(struct cli *c, int argc, char **argv)
 			break;
 		}
 		case OPT_EGRESS_MAX: c->kopts.egress_max = opt_size("--egress-max", optarg); break;
+		case OPT_SANDBOX: c->kopts.sandbox = optarg; break;
+		case OPT_SANDBOX_TOKEN_ENV: c->kopts.sandbox_token_env = optarg; break;
+		case OPT_SANDBOX_TOKEN_CMD: c->kopts.sandbox_token_cmd = optarg; break;
+		case OPT_JUPYTER_KERNEL: c->kopts.jupyter_kernel = optarg; break;
+		case OPT_SSH_COMMAND: c->kopts.ssh_command = optarg; break;
+		case OPT_SSH_TERP: c->kopts.ssh_terp = optarg; break;
 		case OPT_PROVIDER: c->llm.provider = xstrdup(optarg); break;
 		case OPT_MODEL: c->llm.model = xstrdup(optarg); break;
 		case OPT_BASE_URL: c->llm.base_url = xstrdup(optarg); break;
@@ -453,6 +497,12 @@ parse(struct cli *c, int argc, char **argv)
 	}
 	if (m.version)
 		return;
+	if (c->mode == CLI_SERVE) {
+		if (optind < argc)
+			usage_error("%s: takes no data files (the terp that connects stages them)",
+			    "serve");
+		c->kopts.sandbox = NULL;	/* serve is the sandbox */
+	}
 	c->kopts.data_files = (const char **)argv + optind;
 	c->kopts.ndata = argc - optind;
 	parse_sessions(c);
@@ -469,6 +519,11 @@ parse(struct cli *c, int argc, char **argv)
 	c->kopts.allow_hosts = (const char *const *)m.allow;
 	for (int i = 0; i < c->kopts.ndata; i++) {
 		char *err = NULL;
+		/* host:/path with --sandbox ssh://: a file over there. */
+		if (strncmp(c->kopts.sandbox ? c->kopts.sandbox : "", "ssh://", 6) == 0 &&
+		    kernel_ssh_remote_path(c->kopts.data_files[i]) &&
+		    access(c->kopts.data_files[i], F_OK) != 0)
+			continue;
 		/* Opened without blocking: a FIFO or a folder is refused here,
 		 * in one line, instead of hanging or failing later. */
 		if (kernel_check_data(c->kopts.data_files[i], &err) < 0) {
@@ -660,6 +715,8 @@ check_sandbox(struct cli *c)
 		free(err);
 		return -1;
 	}
+	if (kernel_opts_remote(&c->kopts))
+		return 0;	/* the remote's isolation is told when connecting */
 	if (c->kopts.no_sandbox)
 		fprintf(stderr, "terp: warning: --no-sandbox: the code runs without isolation, "
 		    "with your user's rights\n");
@@ -685,6 +742,12 @@ main(int argc, char **argv)
 		return cli_sessions_delete(&c);
 	if (c.export_id)
 		return cli_sessions_export(&c);
+	if (c.mode == CLI_SERVE) {
+		/* Probed inside: its failure goes to the terp at the other end. */
+		if (setup_python(&c) < 0)
+			return 2;
+		return serve_run(&c);
+	}
 	if (c.resume && cli_sessions_resume(&c) < 0)
 		return 1;
 	if (c.mode != CLI_EXEC && llm_config_resolve(&c.llm, &err) < 0) {
@@ -694,7 +757,7 @@ main(int argc, char **argv)
 	}
 	if (check_sandbox(&c) < 0)
 		return 4;
-	if (setup_python(&c) < 0)
+	if (!kernel_opts_remote(&c.kopts) && setup_python(&c) < 0)
 		return 2;
 	if (make_session(&c) < 0)
 		return 1;

@@ -325,8 +325,16 @@ printer_event(void *arg, const struct event *ev)
 		}
 		fflush(p->out);
 		break;
-	case EV_USAGE:
 	case EV_SESSION:
+		if (ev->isolation) {	/* once, when connecting to a remote */
+			fputs("terp: the session runs on ", p->err);
+			put_clean(p->err, ev->where, strlen(ev->where), NULL);
+			fputs(". ", p->err);
+			put_clean(p->err, ev->isolation, strlen(ev->isolation), NULL);
+			fputc('\n', p->err);
+		}
+		break;
+	case EV_USAGE:
 	case EV_QUESTION:
 	case EV_REQUEST:
 	case EV_IDLE:

@@ -459,6 +459,8 @@ status_step(struct tui *t, struct tline *l, int done, int total,
 		snprintf(tmp, sizeof tmp, "answering");
 	else if (t->st.kstate == KERNEL_STOPPED && idle_stopped)
 		snprintf(tmp, sizeof tmp, "sandbox stopped (idle)");
+	else if (t->st.where)
+		snprintf(tmp, sizeof tmp, "%s on %.40s", kstate_text(t), t->st.where);
 	else
 		snprintf(tmp, sizeof tmp, "%s", kstate_text(t));
 	tui_tline_adds(l, total > 0 ? R_STATUS_KEY : R_STATUS, tmp);

@@ -53,6 +53,13 @@ on_session(struct tui *t, const struct event *ev)
 	free(t->st.workspace);
 	t->st.session_id = ev->text ? xstrdup(ev->text) : NULL;
 	t->st.workspace = ev->name ? xstrdup(ev->name) : NULL;
+	free(t->st.where);
+	t->st.where = ev->isolation && ev->where ? xstrdup(ev->where) : NULL;
+	if (ev->isolation) {	/* once, when connecting to a remote */
+		char *s = xasprintf("The session runs on %s. %s", ev->where, ev->isolation);
+		tui_item_text(t, IT_NOTICE, s);
+		free(s);
+	}
 }
 
 static void

@@ -124,7 +124,8 @@ tui_session_run(struct cli *c)
 	    NULL);
 	session_attach(tui_sess, a);
 	struct event ev = { .type = EV_SESSION, .text = c->session_id,
-		.name = c->session_dir };
+		.name = c->session_dir, .where = kernel_where(agent_kernel(a)),
+		.isolation = kernel_isolation(agent_kernel(a)) };
 	tui_session_event(NULL, &ev);
 	if (agent_start(a, &err) < 0) {
 		/* shown in the notebook; the UI still comes up */

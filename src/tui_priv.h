@@ -150,6 +150,7 @@ struct tui {
 		char		*flash;		/* transient status message */
 		int64_t		 flash_until;
 		char		*session_id, *workspace;
+		char		*where;		/* a remote session's (kernel_where) */
 		int		 idle_down;	/* the idle timeout stopped the sandbox */
 		int		 ticking;	/* a countdown is on the status bar */
 	} st;

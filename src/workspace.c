@@ -458,6 +458,12 @@ bindable(const struct workspace *w, int fd, const struct stat *st)
 	return traversable(path);
 }
 
+char *
+workspace_safe_name(const char *base)
+{
+	return safe_name(base);
+}
+
 /* A free name in the data folder for base: name, name-2.ext, ...,
  * created empty with O_EXCL (a bind's mount point, or a copy's target
  * when out is not NULL: then left open for writing in *out). */

@@ -10,7 +10,7 @@
 #include "terp/printer.h"
 #include "terp/resume.h"
 
-enum cli_mode { CLI_TUI, CLI_PROMPT, CLI_EXEC };
+enum cli_mode { CLI_TUI, CLI_PROMPT, CLI_EXEC, CLI_SERVE };
 
 struct cli {
 	enum cli_mode		 mode;

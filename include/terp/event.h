@@ -42,6 +42,9 @@ struct event {
 	/* EV_ANSWER: its numbers traced to the cells (answer_trace.h),
 	 * set by the frontend that traced it; NULL when not traced. */
 	const struct answer_trace *trace;
+	/* EV_SESSION: where the Python session runs (kernel_where) and, for
+	 * a remote one, the line on its isolation (else NULL). */
+	const char		*where, *isolation;
 };
 
 typedef void (*event_fn)(void *arg, const struct event *ev);

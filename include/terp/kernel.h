@@ -61,6 +61,23 @@ struct kernel_opts {
 	/* More KEY=VALUE for the sandbox's environment (the user's pip
 	 * index, passed on when its host is allowed), NULL-terminated. */
 	const char *const *sandbox_env;
+	/* Where the session runs (kernel_backend.h): NULL or "local": this
+	 * sandbox; ssh://[user@]host[:port], jupyter+http[s]://host[:port]
+	 * [/base] or aca:<pool management endpoint>. The fields above that
+	 * shape the local sandbox do not apply to a remote one. */
+	const char	*sandbox;
+	/* The remote's token: the first line of this command's output (run
+	 * with sh -c), else the environment variable named here (default
+	 * JUPYTER_TOKEN for a Jupyter server, TERP_ACA_TOKEN for a pool).
+	 * Never shown, never journaled. */
+	const char	*sandbox_token_cmd;
+	const char	*sandbox_token_env;
+	const char	*jupyter_kernel;	/* kernelspec name; NULL: the server's default */
+	/* A session pool's session identifier to reach again (--resume),
+	 * or NULL for a new one. */
+	const char	*sandbox_session;
+	const char	*ssh_terp;	/* the remote's terp command; NULL: "terp" */
+	const char	*ssh_command;	/* the ssh client and its options; NULL: "ssh" */
 };
 
 /* Fills opts with the defaults (4 GiB, 120 s, 3 s grace, 256 procs,
@@ -166,6 +183,24 @@ char *kernel_python_label(const struct kernel *k);
  * journal and applied again on --resume. */
 int kernel_egress_allow(struct kernel *k, const char *spec, char **err);
 int kernel_egress_deny(struct kernel *k, const char *spec, char **err);
+
+/* Where the session runs, for a status bar and the --json session
+ * event: "local sandbox", "ssh HOST", "jupyter HOST:PORT", "aca pool
+ * NAME" (no token, no identifier). Owned by k. */
+const char *kernel_where(const struct kernel *k);
+/* One line on what isolation the remote gives, to show once when
+ * connecting; NULL for the local sandbox. Static string. */
+const char *kernel_isolation(const struct kernel *k);
+/* What the model must know about paths on a remote backend (it replaces
+ * the local sandbox's /workspace), or NULL. Static string. */
+const char *kernel_prompt_note(const struct kernel *k);
+/* What a restart leaves of the files the code wrote, for the model's
+ * note after a restart ("files under /workspace are kept"), or NULL
+ * when the backend cannot say. Static string. */
+const char *kernel_files_note(const struct kernel *k);
+/* Whether opts->sandbox names a remote backend (a remote needs neither
+ * bwrap nor a local Python). */
+int kernel_opts_remote(const struct kernel_opts *opts);
 
 enum kernel_state kernel_state(const struct kernel *k);
 const char *kernel_state_name(enum kernel_state s);

@@ -47,6 +47,11 @@ uid_t workspace_uid(const struct workspace *w);
  * or -1 with a one-line *err (caller frees). */
 int workspace_check_data(const char *path, char **err);
 
+/* The name a data file named base gets in the data folder, when that
+ * name is free (letters, digits, '.', '-', '_'; no leading dot; at most
+ * 100 bytes). New string. */
+char *workspace_safe_name(const char *base);
+
 /* Puts host_path into the data folder under a free, safe name and
  * returns the path the code sees (new string), or NULL with *err.
  * running: a sandbox runs already, which cannot get a new mount, so the

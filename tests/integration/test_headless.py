@@ -751,7 +751,7 @@ def test_json_event_schema(terp, fake, tmp_path):
               "usage", "answer", "question", "request"):
         assert t in types, t
     want = {
-        "session": {"id", "workspace"},
+        "session": {"id", "workspace", "sandbox"},
         "turn": {"n"},
         "text": {"delta"},
         "tool_call": {"id", "name", "code"},

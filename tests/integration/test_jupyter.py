@@ -27,7 +27,7 @@ TOKEN = "terp-test-token"
 # and a loaded machine do not turn slowness into failures.
 WAIT = 180
 
-TOKEN_LINE = "the Jupyter server refused the token: check --jupyter-token / JUPYTER_TOKEN"
+TOKEN_LINE = "the Jupyter server refused the token: check JUPYTER_TOKEN (or --sandbox-token-env, --sandbox-token-cmd)"
 
 
 @pytest.fixture(scope="module")

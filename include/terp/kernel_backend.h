@@ -1,0 +1,83 @@
+/* kernel_backend: the Python session somewhere else than the local
+ * sandbox. kernel.c keeps its API (kernel.h) for every backend: when
+ * kernel_opts.sandbox names a remote one, kernel_new builds it here and
+ * every kernel_* call goes through this small table instead of the
+ * local sandbox's code. The backends (kernel_jupyter.c, kernel_aca.c,
+ * kernel_ssh.c) take struct kernel_cbs unchanged. */
+#ifndef TERP_KERNEL_BACKEND_H
+#define TERP_KERNEL_BACKEND_H
+
+#include "terp/kernel.h"
+#include "terp/loop.h"
+
+enum kernel_kind {
+	KERNEL_LOCAL,
+	KERNEL_SSH,
+	KERNEL_JUPYTER,
+	KERNEL_ACA,
+};
+
+/* The operations a backend gives; b is the backend's own object. */
+struct kernel_ops {
+	void		 (*free)(void *b);
+	int		 (*start)(void *b, char **err);
+	void		 (*stop)(void *b, const char *reason);
+	int		 (*run)(void *b, int n, const char *code, char **err);
+	void		 (*interrupt)(void *b);
+	int		 (*reset)(void *b, char **err);
+	int		 (*restart)(void *b, char **err);
+	char		*(*stage)(void *b, const char *host_path, char **err);
+	enum kernel_state (*state)(const void *b);
+	int		 (*busy)(const void *b);
+};
+
+/* A built backend: its table, its object, and what to say about it. */
+struct kernel_backend {
+	const struct kernel_ops	*ops;
+	void			*b;
+	char			*where;		/* "jupyter 127.0.0.1:8888" */
+	const char		*isolation;	/* one line, or NULL (static) */
+	const char		*note;		/* for the model's prompt, or NULL */
+	const char		*files_note;	/* what a restart does to files, or NULL */
+	char			*token;		/* kept for the backend's life; never shown */
+	void			*opts;		/* the backend's options (they outlive it) */
+
+	/* The callbacks go through here: a death the backend reports from
+	 * inside start (a missing token, a bad endpoint) is passed on from
+	 * the loop, after kernel_start returned, as the local kernel's
+	 * are, so that a frontend reacting to it acts inside the loop. */
+	struct loop		*loop;
+	struct kernel_cbs	 inner, outer;
+	void			*outer_arg;
+	int			 in_start;
+	int			 ndeferred;
+	struct {
+		enum kernel_state st;
+		char		*msg;
+	}			 deferred[4];
+	uint64_t		 defer_timer;
+};
+
+/* Which backend spec names (NULL, "" and "local": the local sandbox).
+ * Returns the kind, or -1 with a one-line *err (caller frees) saying
+ * what forms there are. */
+int kernel_backend_kind(const char *spec, char **err);
+
+/* Checks what can be checked without the network: the spec's form, a
+ * token where the backend needs one. Returns 0, or -1 with *err. */
+int kernel_backend_check(const struct kernel_opts *o, char **err);
+
+/* Builds the backend o->sandbox names (not local) into *kb; cbs and arg
+ * are handed to it. Connects nothing. A backend that cannot be built
+ * (a bad spec: kernel_backend_check says so first) fails at start. */
+void kernel_backend_new(struct loop *l, const struct kernel_opts *o,
+    const struct kernel_cbs *cbs, void *arg, struct kernel_backend *kb);
+/* Starts it (ops->start); the states it reports meanwhile come after. */
+int kernel_backend_start(struct kernel_backend *kb, char **err);
+/* Frees the backend (its session is shut down) and what kb holds. */
+void kernel_backend_free(struct kernel_backend *kb);
+
+/* "where" for the local sandbox's status line. */
+#define KERNEL_WHERE_LOCAL	"local sandbox"
+
+#endif

@@ -1,0 +1,417 @@
+/* kernel_backend: the table that puts the remote backends behind
+ * kernel.h. Parses --sandbox, finds the token (from the environment or
+ * a command; it is held here for the session's life and handed to the
+ * backend, never shown, never journaled), and adapts each backend's
+ * calls to struct kernel_ops. */
+#include "terp/kernel_backend.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "terp/kernel_aca.h"
+#include "terp/kernel_jupyter.h"
+#include "terp/kernel_ssh.h"
+#include "terp/sanitize.h"
+#include "terp/util.h"
+
+#define TOKEN_MAX	(16u << 10)	/* a token command's output */
+#define JUPYTER_TOKEN_ENV	"JUPYTER_TOKEN"
+#define ACA_TOKEN_ENV		"TERP_ACA_TOKEN"
+
+#define FORMS "--sandbox takes local, ssh://[user@]host[:port], " \
+	"jupyter+http[s]://host[:port][/base] or aca:<pool management endpoint>"
+
+int
+kernel_backend_kind(const char *spec, char **err)
+{
+	if (spec == NULL || *spec == '\0' || strcmp(spec, "local") == 0)
+		return KERNEL_LOCAL;
+	if (strncmp(spec, "ssh://", 6) == 0 && spec[6] != '\0' && spec[6] != '/')
+		return KERNEL_SSH;
+	if ((strncmp(spec, "jupyter+http://", 15) == 0 && spec[15] != '\0') ||
+	    (strncmp(spec, "jupyter+https://", 16) == 0 && spec[16] != '\0'))
+		return KERNEL_JUPYTER;
+	if (strncmp(spec, "aca:", 4) == 0 && spec[4] != '\0')
+		return KERNEL_ACA;
+	{
+		char *s = sanitize_str(spec, strnlen(spec, 200), 0);
+		*err = xasprintf("unknown sandbox %s: " FORMS, s);
+		free(s);
+	}
+	return -1;
+}
+
+/* The remote's name for a status line: the spec without its scheme,
+ * path, query or user, cut to 80 bytes and cleaned. */
+static char *
+where_of(int kind, const char *spec)
+{
+	const char *p = spec, *end;
+	char *host, *clean, *w;
+
+	if ((p = strstr(spec, "://")) != NULL)
+		p += 3;
+	else
+		p = spec + 4;		/* aca: */
+	if (kind == KERNEL_ACA) {
+		/* The pool's name is the last part of its endpoint. */
+		const char *q = strstr(p, "://");
+		const char *name;
+		size_t n;
+		q = q ? q + 3 : p;
+		n = strcspn(q, "?#");
+		while (n > 0 && q[n - 1] == '/')
+			n--;
+		name = q + n;
+		while (name > q && name[-1] != '/')
+			name--;
+		clean = sanitize_str(name, (size_t)(q + n - name) > 80 ? 80 :
+		    (size_t)(q + n - name), 0);
+		w = xasprintf("aca pool %s", *clean ? clean : "?");
+		free(clean);
+		return w;
+	}
+	{	/* never a user name or password (user:pw@host) */
+		const char *at = strchr(p, '@');
+		if (at != NULL && at < p + strcspn(p, "/?#"))
+			p = at + 1;
+	}
+	end = p + strcspn(p, "/?#");
+	host = xstrndup(p, (size_t)(end - p) > 80 ? 80 : (size_t)(end - p));
+	clean = sanitize_str(host, strlen(host), 0);
+	w = xasprintf("%s %s", kind == KERNEL_SSH ? "ssh" : "jupyter", clean);
+	free(host);
+	free(clean);
+	return w;
+}
+
+/* The output of sh -c cmd, first line, or NULL with *err. Runs at
+ * start-up, before the loop: the command (an `az` or a secret store)
+ * is the user's own. */
+static char *
+token_from_cmd(const char *cmd, char **err)
+{
+	FILE *fp = popen(cmd, "r");
+	char *buf;
+	size_t n;
+	int st;
+
+	if (fp == NULL) {
+		*err = xasprintf("cannot run the token command: %s", strerror(errno));
+		return NULL;
+	}
+	buf = xmalloc(TOKEN_MAX + 1);
+	n = fread(buf, 1, TOKEN_MAX, fp);
+	buf[n] = '\0';
+	st = pclose(fp);
+	if (st == -1 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+		free(buf);
+		*err = xstrdup("the token command failed (it is run with sh -c; its "
+		    "output is not shown)");
+		return NULL;
+	}
+	buf[strcspn(buf, "\r\n")] = '\0';
+	if (buf[0] == '\0') {
+		free(buf);
+		*err = xstrdup("the token command printed no token");
+		return NULL;
+	}
+	return buf;
+}
+
+int
+kernel_backend_check(const struct kernel_opts *o, char **err)
+{
+	int kind = kernel_backend_kind(o->sandbox, err);
+
+	if (kind < 0)
+		return -1;
+	if (kind == KERNEL_ACA) {
+		struct aca_opts ao;
+		aca_opts_default(&ao);
+		ao.endpoint = o->sandbox + 4;
+		ao.token_cmd = o->sandbox_token_cmd;
+		ao.token_env = o->sandbox_token_env ? o->sandbox_token_env : ACA_TOKEN_ENV;
+		if (ao.token_cmd == NULL && getenv(ao.token_env) == NULL) {
+			*err = xasprintf("no token for the session pool: set %s, or "
+			    "sandbox_token_cmd in the config (e.g. az account get-access-token "
+			    "--resource <audience> --query accessToken -o tsv)", ao.token_env);
+			return -1;
+		}
+		return aca_check_opts(&ao, err);
+	}
+	if (kind == KERNEL_SSH)
+		return kernel_ssh_check(o->sandbox, err);
+	return 0;
+}
+
+/* ------------------------------------------------------------ callbacks */
+
+static void
+on_deferred(struct loop *l, void *arg)
+{
+	struct kernel_backend *kb = arg;
+	int n = kb->ndeferred;
+
+	(void)l;
+	kb->defer_timer = 0;
+	kb->ndeferred = 0;
+	for (int i = 0; i < n; i++) {
+		kb->outer.state(kb->outer_arg, kb->deferred[i].st, kb->deferred[i].msg);
+		free(kb->deferred[i].msg);
+	}
+}
+
+static void
+cb_state(void *arg, enum kernel_state st, const char *msg)
+{
+	struct kernel_backend *kb = arg;
+
+	/* Only a death inside start waits for the loop (a frontend that
+	 * stops the loop on it must do so from inside the loop); the other
+	 * states pass at once, as the local kernel's do (a "restarted" told
+	 * during start reaches the model with the question that caused it). */
+	if ((!kb->in_start || st != KERNEL_DEAD) && kb->ndeferred == 0) {
+		kb->outer.state(kb->outer_arg, st, msg);
+		return;
+	}
+	if (kb->ndeferred == (int)(sizeof kb->deferred / sizeof kb->deferred[0])) {
+		/* keep the latest: the first ones were steps on the way */
+		free(kb->deferred[1].msg);
+		memmove(&kb->deferred[1], &kb->deferred[2],
+		    (size_t)(kb->ndeferred - 2) * sizeof kb->deferred[0]);
+		kb->ndeferred--;
+	}
+	kb->deferred[kb->ndeferred].st = st;
+	kb->deferred[kb->ndeferred].msg = msg ? xstrdup(msg) : NULL;
+	kb->ndeferred++;
+	if (kb->defer_timer == 0)
+		kb->defer_timer = loop_timer_add(kb->loop, 0, on_deferred, kb);
+}
+
+static void
+cb_output(void *arg, int cell, int stream, const char *p, size_t n)
+{
+	struct kernel_backend *kb = arg;
+	kb->outer.output(kb->outer_arg, cell, stream, p, n);
+}
+
+static void
+cb_result(void *arg, int cell, const struct kernel_result *r)
+{
+	struct kernel_backend *kb = arg;
+	kb->outer.result(kb->outer_arg, cell, r);
+}
+
+static void
+cb_artifact(void *arg, int cell, const char *name, const char *host_path, uint64_t bytes)
+{
+	struct kernel_backend *kb = arg;
+	kb->outer.artifact(kb->outer_arg, cell, name, host_path, bytes);
+}
+
+static void
+cb_installed(void *arg, int cell, const char *name, const char *version)
+{
+	struct kernel_backend *kb = arg;
+	if (kb->outer.installed)
+		kb->outer.installed(kb->outer_arg, cell, name, version);
+}
+
+/* ------------------------------------------------------------ jupyter */
+
+static void j_free(void *b) { jupyter_free(b); }
+static int j_start(void *b, char **err) { return jupyter_start(b, err); }
+
+static void j_stop(void *b, const char *r) { jupyter_stop(b, r); }
+static int j_run(void *b, int n, const char *c, char **err) { return jupyter_run(b, n, c, err); }
+static void j_interrupt(void *b) { jupyter_interrupt(b); }
+static int j_reset(void *b, char **err) { return jupyter_reset(b, err); }
+static int j_restart(void *b, char **err) { return jupyter_restart(b, err); }
+static char *j_stage(void *b, const char *p, char **err) { return jupyter_stage(b, p, err); }
+static enum kernel_state j_state(const void *b) { return jupyter_state(b); }
+static int j_busy(const void *b) { return jupyter_busy(b); }
+
+static const struct kernel_ops jupyter_ops = {
+	j_free, j_start, j_stop, j_run, j_interrupt, j_reset, j_restart, j_stage,
+	j_state, j_busy,
+};
+
+#define JUPYTER_NOTE \
+	"The Python session runs on a Jupyter server, not in /workspace: the working " \
+	"directory is the session's folder there, data files are under data/ (the paths " \
+	"above), and charts and other files go to out/ (e.g. plt.savefig('out/chart.png')): " \
+	"files there that are new or changed after a cell are copied to the user's output " \
+	"folder."
+
+static void
+jupyter_build(struct loop *l, const struct kernel_opts *o, struct kernel_backend *kb)
+{
+	struct jupyter_opts *jo = xcalloc(1, sizeof *jo);
+	char *err = NULL;
+
+	jupyter_opts_default(jo);
+	jo->url = o->sandbox;		/* the "jupyter+" prefix is accepted */
+	if (o->sandbox_token_cmd != NULL) {
+		kb->token = token_from_cmd(o->sandbox_token_cmd, &err);
+		free(err);	/* the server's 401 then says what to fix */
+	} else {
+		const char *v = getenv(o->sandbox_token_env ? o->sandbox_token_env :
+		    JUPYTER_TOKEN_ENV);
+		kb->token = v ? xstrdup(v) : NULL;
+	}
+	jo->token = kb->token;
+	jo->kernel_name = o->jupyter_kernel;
+	jo->out_dir = o->out_dir;
+	jo->data_files = o->data_files;
+	jo->ndata = o->ndata;
+	jo->timeout_ms = o->timeout_ms;
+	if (o->grace_ms > 0)
+		jo->grace_ms = o->grace_ms;
+	jo->artifact_max = o->artifact_max;
+	jo->artifacts_per_cell = o->artifacts_per_cell;
+	jo->artifacts_per_session = o->artifacts_per_session;
+	jo->artifact_bytes = o->artifact_bytes;
+	kb->ops = &jupyter_ops;
+	kb->b = jupyter_new(l, jo, &kb->inner, kb);
+	kb->isolation = jupyter_isolation(kb->b);
+	kb->note = JUPYTER_NOTE;
+	kb->files_note = "files in the session's folder on the server are kept";
+	kb->opts = jo;
+}
+
+/* ------------------------------------------------------------ aca */
+
+static void a_free(void *b) { aca_free(b); }
+static int a_start(void *b, char **err) { return aca_start(b, err); }
+static void a_stop(void *b, const char *r) { aca_stop(b, r); }
+static int a_run(void *b, int n, const char *c, char **err) { return aca_run(b, n, c, err); }
+static void a_interrupt(void *b) { aca_interrupt(b); }
+static int
+a_reset(void *b, char **err)
+{
+	(void)b;
+	*err = xstrdup("a session pool has no reset: restart gives a fresh session");
+	return -1;
+}
+static int a_restart(void *b, char **err) { return aca_restart(b, err); }
+static char *a_stage(void *b, const char *p, char **err) { return aca_stage(b, p, err); }
+static enum kernel_state a_state(const void *b) { return aca_state(b); }
+static int a_busy(const void *b) { return aca_busy(b); }
+
+static const struct kernel_ops aca_ops = {
+	a_free, a_start, a_stop, a_run, a_interrupt, a_reset, a_restart, a_stage,
+	a_state, a_busy,
+};
+
+#define ACA_ISOLATION \
+	"The code runs in the session pool's sandbox (a Hyper-V isolated container " \
+	"per session, managed by Azure); terp's local sandbox does not apply there."
+
+static void
+aca_build(struct loop *l, const struct kernel_opts *o, struct kernel_backend *kb)
+{
+	struct aca_opts *ao = xcalloc(1, sizeof *ao);
+
+	aca_opts_default(ao);
+	ao->endpoint = o->sandbox + 4;
+	ao->token_cmd = o->sandbox_token_cmd;
+	ao->token_env = o->sandbox_token_env ? o->sandbox_token_env : ACA_TOKEN_ENV;
+	ao->identifier = o->sandbox_session;
+	ao->out_dir = o->out_dir;
+	ao->data_files = o->data_files;
+	ao->ndata = o->ndata;
+	if (o->timeout_ms > 0 && o->timeout_ms < ao->timeout_ms)
+		ao->timeout_ms = o->timeout_ms;
+	ao->artifact_max = o->artifact_max;
+	ao->artifacts_per_cell = o->artifacts_per_cell;
+	ao->artifacts_per_session = o->artifacts_per_session;
+	ao->artifact_bytes = o->artifact_bytes;
+	kb->ops = &aca_ops;
+	kb->b = aca_new(l, ao, &kb->inner, kb);
+	kb->isolation = ACA_ISOLATION;
+	kb->note = aca_note();
+	kb->opts = ao;
+}
+
+/* ------------------------------------------------------------ failed */
+
+/* A backend that could not be built: every call says why (b is the
+ * reason, owned here). */
+static void f_free(void *b) { free(b); }
+static int f_start(void *b, char **err) { *err = xstrdup(b); return -1; }
+static void f_stop(void *b, const char *r) { (void)b; (void)r; }
+static int f_run(void *b, int n, const char *c, char **err) { (void)n; (void)c; return f_start(b, err); }
+static void f_interrupt(void *b) { (void)b; }
+static char *f_stage(void *b, const char *p, char **err) { (void)p; f_start(b, err); return NULL; }
+static enum kernel_state f_state(const void *b) { (void)b; return KERNEL_DEAD; }
+static int f_busy(const void *b) { (void)b; return 0; }
+
+static const struct kernel_ops failed_ops = {
+	f_free, f_start, f_stop, f_run, f_interrupt, f_start, f_start, f_stage,
+	f_state, f_busy,
+};
+
+/* ------------------------------------------------------------ public */
+
+void
+kernel_backend_new(struct loop *l, const struct kernel_opts *o,
+    const struct kernel_cbs *cbs, void *arg, struct kernel_backend *kb)
+{
+	char *err = NULL;
+	int kind = kernel_backend_kind(o->sandbox, &err);
+
+	memset(kb, 0, sizeof *kb);
+	if (kind < 0) {
+		kb->where = xstrdup("nowhere");
+		kb->ops = &failed_ops;
+		kb->b = err;
+		return;
+	}
+	kb->where = where_of(kind, o->sandbox);
+	kb->loop = l;
+	kb->outer = *cbs;
+	kb->outer_arg = arg;
+	kb->inner.output = cb_output;
+	kb->inner.result = cb_result;
+	kb->inner.artifact = cb_artifact;
+	kb->inner.state = cb_state;
+	kb->inner.installed = cb_installed;
+	switch (kind) {
+	case KERNEL_JUPYTER: jupyter_build(l, o, kb); break;
+	case KERNEL_ACA: aca_build(l, o, kb); break;
+	default: kernel_ssh_build(l, o, &kb->inner, kb, kb); break;
+	}
+}
+
+int
+kernel_backend_start(struct kernel_backend *kb, char **err)
+{
+	int rc;
+
+	kb->in_start = 1;
+	rc = kb->ops->start(kb->b, err);
+	kb->in_start = 0;
+	return rc;
+}
+
+void
+kernel_backend_free(struct kernel_backend *kb)
+{
+	if (kb->ops != NULL)
+		kb->ops->free(kb->b);
+	if (kb->defer_timer != 0)
+		loop_timer_cancel(kb->loop, kb->defer_timer);
+	for (int i = 0; i < kb->ndeferred; i++)
+		free(kb->deferred[i].msg);
+	free(kb->where);
+	free(kb->opts);
+	if (kb->token != NULL) {
+		explicit_bzero(kb->token, strlen(kb->token));
+		free(kb->token);
+	}
+	memset(kb, 0, sizeof *kb);
+}
