@@ -14,6 +14,7 @@
 #include "terp/store.h"
 #include "terp/util.h"
 #include "terp/tui.h"
+#include "terp/tui_theme.h"
 
 #define TERP_VERSION "0.1.0"
 #define STDIN_MAX (16u << 20)
@@ -416,6 +417,11 @@ main(int argc, char **argv)
 		return cli_sessions_delete(&c);
 	if (c.export_id)
 		return cli_sessions_export(&c);
+	/* a theme that cannot load: one line, before the screen is taken */
+	if (c.mode == CLI_TUI && c.theme && tui_theme_check(c.theme, &err) < 0) {
+		fprintf(stderr, "terp: %s\n", err);
+		return 2;
+	}
 	if (c.resume && cli_sessions_resume(&c) < 0)
 		return 1;
 	if (c.mode != CLI_EXEC && llm_config_resolve(&c.llm, &err) < 0) {
