@@ -805,7 +805,10 @@ agent_rerun(struct agent *a, int n, char **err)
 		*err = xasprintf("there is no cell [%d]", n);
 		return -1;
 	}
-	return agent_run_cell(a, c->code, err);
+	int m = agent_run_cell(a, c->code, err);
+	if (m > 0)
+		notebook_cell(a->nb, m)->rerun_of = n;
+	return m;
 }
 
 void
