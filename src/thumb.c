@@ -17,6 +17,11 @@
 #define THUMB_FLAT	8	/* channel range under which a cell is flat */
 #define THUMB_FLOOR	0.05	/* least ink share that lights a quadrant */
 #define THUMB_SPARSE	0.35	/* ink shares below this are blended */
+/* Mono: thin features this close to the background (grid lines, legend
+ * frames: matplotlib's grid is #b0b0b0, 0.31 away) are background, so
+ * that the series and the axes stand out; the lightest tab: colour
+ * (pink) is 0.38 away. */
+#define THUMB_FAINT	0.35
 
 /* Quadrant symbols by mask: bit 0 upper left, 1 upper right, 2 lower
  * left, 3 lower right. */
@@ -311,6 +316,31 @@ thumb_mean(const struct thumb_ctx *t, double m[3])
 		m[c] = t->ns ? sum[c] / t->ns : 0;
 }
 
+/* Mono: without colour a faint line weighs as much as a dark one, so a
+ * chart's grid would cover it in blocks. Samples close to the
+ * background become background before the cell is thresholded, when
+ * they are a thin feature (under half the cell); a faint area (a pastel
+ * bar) keeps its shade. */
+static void
+thumb_drop_faint(struct thumb_ctx *t)
+{
+	size_t faint = 0;
+
+	for (size_t i = 0; i < t->ns; i++) {
+		double c[3] = { t->s[i].c[0], t->s[i].c[1], t->s[i].c[2] };
+		double st = thumb_strength(t, c);
+		if (st > 0 && st < THUMB_FAINT)
+			faint++;
+	}
+	if (faint == 0 || faint * 2 >= t->ns)
+		return;
+	for (size_t i = 0; i < t->ns; i++) {
+		double c[3] = { t->s[i].c[0], t->s[i].c[1], t->s[i].c[2] };
+		if (thumb_strength(t, c) < THUMB_FAINT)
+			memcpy(t->s[i].c, t->paper, 3);
+	}
+}
+
 /* Chart mode (TUI.md variant B) on the samples in t->s. */
 static void
 thumb_cell_chart(struct thumb_ctx *t, struct thumb_cell *cell)
@@ -322,6 +352,8 @@ thumb_cell_chart(struct thumb_ctx *t, struct thumb_cell *cell)
 	int nreg = 4, small, mask = 0;
 	double sh[4], maxshare = 0;
 
+	if (t->ncolors == 0)
+		thumb_drop_faint(t);
 	for (size_t i = 0; i < t->ns; i++)
 		for (int c = 0; c < 3; c++) {
 			if (t->s[i].c[c] < lo[c])
