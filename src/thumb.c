@@ -50,6 +50,7 @@ struct thumb_ctx {
 	size_t			 stride;
 	const struct thumb_opts	*o;
 	int			 ncolors;	/* 256, 16, 8; 0 = mono */
+	double			 blend_floor;	/* least strength of sparse ink */
 	uint8_t			 paper[3];	/* the image's background */
 	struct thumb_px		*s;		/* one cell's samples */
 	size_t			 ns, cap;
@@ -180,13 +181,22 @@ thumb_snap_half(int mask, const double sh[4])
 	return bm;
 }
 
-/* How strongly sparse ink with the given share is drawn (0..1). */
+static double thumb_strength(const struct thumb_ctx *t, const double c[3]);
+
+/* How strongly sparse ink of colour ink with the given share is drawn
+ * (0..1). */
 static double
-thumb_blend(double share)
+thumb_blend(const struct thumb_ctx *t, double share, const double ink[3])
 {
 	/* Linear: a square root keeps lines bolder but doubles the pixel
-	 * error against the source (measured with bench/thumbs.sh). */
-	return share / THUMB_SPARSE;
+	 * error against the source (measured with bench/thumbs.sh). But a
+	 * strong colour (a series, an axis; not a faint grid line) never
+	 * under the floor: in a small thumbnail every line is sparse and
+	 * would fade to the paper. */
+	double k = share / THUMB_SPARSE;
+	if (k < t->blend_floor && thumb_strength(t, ink) >= THUMB_FAINT)
+		k = t->blend_floor;
+	return k;
 }
 
 static int
@@ -422,10 +432,11 @@ thumb_cell_chart(struct thumb_ctx *t, struct thumb_cell *cell)
 	double ink[3], paper[3], full[3];
 	/* With 8 or 16 colours there are no light tints to blend to: a
 	 * blended line would turn grey, so ink keeps its own colour. */
-	double k = maxshare < THUMB_SPARSE && t->ncolors > 16 ?
-	    thumb_blend(maxshare) : 1;
-	for (int c = 0; c < 3; c++) {
+	for (int c = 0; c < 3; c++)
 		full[c] = mean[small][c];
+	double k = maxshare < THUMB_SPARSE && t->ncolors > 16 ?
+	    thumb_blend(t, maxshare, full) : 1;
+	for (int c = 0; c < 3; c++) {
 		paper[c] = mean[!small][c];
 		/* Sparse ink (a thin line, a text smudge) is drawn lighter
 		 * rather than as a solid block. */
@@ -512,7 +523,8 @@ thumb_cell_photo(struct thumb_ctx *t, struct thumb_cell *cell)
 }
 
 /* The most common colour (in 4-bit-per-channel bins) of a coarse sample
- * of the image: what mono output treats as empty background. */
+ * of the image: what mono output treats as empty background, and what
+ * faint ink is measured against. */
 static void
 thumb_find_paper(struct thumb_ctx *t)
 {
@@ -571,9 +583,15 @@ thumb_render(const uint8_t *px, int w, int h, int channels, size_t stride,
 	th = xcalloc(1, sizeof *th);
 	th->palette = o->palette;
 	thumb_fit(w, h, o, &th->cols, &th->rows);
+	/* The more source pixels a cell covers, the thinner a chart's lines
+	 * are in it: from 12 pixels a cell on, sparse ink keeps up to 60%
+	 * of its colour (a 22-column thumbnail of an 800-pixel chart drew
+	 * its lines in tints next to white). */
+	double cellpx = (double)w / th->cols;
+	t.blend_floor = cellpx <= 12 ? 0 : cellpx >= 24 ? 0.6 :
+	    0.6 * (cellpx - 12) / 12;
 	th->cells = xcalloc((size_t)th->cols * th->rows, sizeof *th->cells);
-	if (t.ncolors == 0)
-		thumb_find_paper(&t);
+	thumb_find_paper(&t);
 
 	for (int y = 0; y < th->rows; y++) {
 		double y0 = (double)y * h / th->rows;
