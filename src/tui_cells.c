@@ -241,7 +241,14 @@ tui_cells_header(struct tui *t, struct tline *l, const struct cell *c)
 	char tmp[128];
 	snprintf(tmp, sizeof tmp, "[%d] ", c->n);
 	tui_tline_adds(l, R_CELL_HDR, tmp);
-	tui_tline_adds(l, R_DIM, c->author == CELL_BY_MODEL ? "model" : "you");
+	if (c->author == CELL_BY_MODEL)
+		tui_tline_adds(l, R_DIM, "model");
+	else
+		tui_tline_adds(l, R_USER, "you");
+	if (c->rerun_of > 0) {
+		snprintf(tmp, sizeof tmp, " · re-run of [%d]", c->rerun_of);
+		tui_tline_adds(l, R_USER, tmp);
+	}
 	tui_tline_adds(l, R_DIM, " · ");
 	if (c->status == CELL_RUNNING) {
 		static const char *spin[] = { "⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏" };
@@ -258,15 +265,35 @@ tui_cells_header(struct tui *t, struct tline *l, const struct cell *c)
 		tui_tline_adds(l, R_DIM, " · expanded");
 }
 
-/* The conversation line that links a model turn to its cell. */
+int
+tui_cells_by_user(const struct tui *t, int n)
+{
+	const struct cell *c = t->nb ? notebook_cell(t->nb, n) : NULL;
+
+	return c != NULL && c->author == CELL_BY_USER;
+}
+
+/* The conversation line that links a turn to its cell: the model's
+ * under its question ("▸ ran cell [3]"), the user's own in the user's
+ * colours ("› you ran cell [4] (re-run of [3])"). */
 void
 tui_cells_link(struct tui *t, struct tline *l, int n)
 {
 	const struct cell *c = t->nb ? notebook_cell(t->nb, n) : NULL;
 	char tmp[160];
-	tui_tline_adds(l, R_LINK, "  ▸ ");
-	snprintf(tmp, sizeof tmp, "ran cell [%d]", n);
-	tui_tline_adds(l, R_LINK, tmp);
+	if (c && c->author == CELL_BY_USER) {
+		tui_tline_adds(l, R_USER_MARK, "› ");
+		if (c->rerun_of > 0)
+			snprintf(tmp, sizeof tmp, "you ran cell [%d] (re-run of [%d])",
+			    n, c->rerun_of);
+		else
+			snprintf(tmp, sizeof tmp, "you ran cell [%d]", n);
+		tui_tline_adds(l, R_USER, tmp);
+	} else {
+		tui_tline_adds(l, R_LINK, "  ▸ ");
+		snprintf(tmp, sizeof tmp, "ran cell [%d]", n);
+		tui_tline_adds(l, R_LINK, tmp);
+	}
 	if (!c)
 		return;
 	if (c->status == CELL_RUNNING || c->status == CELL_PENDING) {

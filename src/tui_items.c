@@ -143,6 +143,9 @@ tui_item_lines(struct tui *t, struct item *it, int w)
 		break;
 	}
 	case IT_CELL:
+		/* the user's own cell is a block of its own, as a question */
+		if (tui_cells_by_user(t, it->cell))
+			tui_tlines_add(&it->lines, 0);
 		tui_cells_link(t, tui_tlines_add(&it->lines, it->cell), it->cell);
 		break;
 	case IT_NOTICE:

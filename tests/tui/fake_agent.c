@@ -216,7 +216,10 @@ agent_rerun(struct agent *a, int n, char **err)
 		*err = xstrdup("no such cell");
 		return -1;
 	}
-	return agent_run_cell(a, c->code, err);
+	int m = agent_run_cell(a, c->code, err);
+	if (m > 0)
+		notebook_cell(a->nb, m)->rerun_of = n;
+	return m;
 }
 
 void
@@ -286,6 +289,7 @@ main(int argc, char **argv)
 	tui_opts_default(&o);
 	o.provider_label = "fake";
 	o.history_path = getenv("FAKE_HISTORY");
+	o.theme = getenv("FAKE_THEME");
 	char *err = NULL;
 	int rc = tui_run(l, a, &o, &err);
 	if (rc < 0)
