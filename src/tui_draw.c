@@ -224,10 +224,9 @@ cells_total(struct tui *t, int w, int *start, int ncells)
 {
 	int total = 0;
 	for (int n = 1; n <= ncells; n++) {
-		const struct cell *c = notebook_cell(t->nb, n);
 		if (start)
 			start[n] = total;
-		total += 1 + (c ? tui_cells_body(t, c, w)->n : 0) + 1;
+		total += tui_cells_span(t, notebook_cell(t->nb, n), w);
 	}
 	if (start)
 		start[ncells + 1] = total;
@@ -286,6 +285,7 @@ draw_cells(struct tui *t)
 		return;
 	int nc = notebook_ncells(t->nb);
 	struct view *v = &t->v[p];
+	t->cells.fold_rows = h;		/* collapsed outputs fold to the pane */
 	int *start = xcalloc((size_t)nc + 2, sizeof *start);
 	int total = cells_total(t, w, start, nc);
 	cells_select(v, start, nc, h);

@@ -37,7 +37,7 @@ enum item_kind { IT_USER, IT_ANSWER, IT_CELL, IT_NOTICE, IT_ERROR, IT_INFO };
 #define ITEM_TEXT_MAX	(1024 * 1024)	/* per conversation item */
 #define ITEMS_MAX	4000		/* oldest dropped beyond this */
 #define OUT_SHOW_HEAD	3		/* collapsed output: head lines */
-#define OUT_SHOW_TAIL	5		/* and tail lines */
+#define OUT_SHOW_TAIL	5		/* and tail lines, at the least */
 #define CODE_SHOW	12		/* collapsed code lines */
 #define INPUT_ROWS_MAX	6
 #define FRAME_MS	16
@@ -59,7 +59,7 @@ struct item {
 };
 
 struct cblock {			/* cached body of one cell */
-	int		 valid, width, expanded, status, nart;
+	int		 valid, width, expanded, status, nart, fold;
 	uint64_t	 tot[2];
 	int		 has_value;
 	struct tlines	 lines;
@@ -120,6 +120,7 @@ struct tui {
 		int		 ncb;
 		int		*expanded;	/* by cell number */
 		int		 nexp;
+		int		 fold_rows;	/* a collapsed output's room */
 	} cells;
 
 	struct {		/* rendered thumbnails (tui_thumbs.c) */

@@ -133,6 +133,31 @@ def left_lines(s, w=75):
     return [l[:w].strip() for l in s.splitlines()]
 
 
+def test_streaming_output_fills_the_pane_before_it_folds(tui):
+    t = tui(100, 40)
+    ask(t, "run a long loop")
+    t.wait(r"running cell \[1\]")
+    # 22 rows in the cells pane: a dozen lines of output fit unfolded
+    s = t.wait_for(lambda s: left_lines(s).count("tick") >= 12)
+    assert "lines hidden" not in s, s
+    # and once they no longer fit, the fold keeps the pane full: header,
+    # code, head, marker, tail
+    s = t.wait(r"lines hidden")
+    assert "[1] model · running" in s, s
+    assert left_lines(s).count("tick") >= 12, s
+    t.keys("C-c")
+    t.wait(r"interrupted")
+
+
+def test_a_finished_output_is_not_folded_when_it_fits(tui):
+    t = tui(100, 40, FAKE_PNG="/nonexistent")
+    ask(t, "print 15 lines")
+    s = t.wait(r"online channel")
+    assert "lines hidden" not in s, s
+    for i in range(1, 16):
+        assert "output line %d" % i in left_lines(s), s
+
+
 # ---- item 9: the user's own cells ----
 
 def test_hand_run_cells_are_the_users_own_block(tui):

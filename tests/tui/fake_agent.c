@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include "terp/agent.h"
+#include "terp/buf.h"
 #include "terp/llm.h"
 #include "terp/session.h"
 #include "terp/tui.h"
@@ -66,7 +67,7 @@ tick(struct loop *l, void *arg)
 		return;
 	}
 	if (a->step == 7) {
-		const char *code = strstr(a->q, "long") ?
+		const char *code = strstr(a->q, "long loop") ?
 		    "import time\nx = 42\nwhile True:\n    print('tick')\n    time.sleep(0.1)" :
 		    strstr(a->q, "flood") ? "for i in range(10**6):\n    print(i)" :
 		    "import pandas as pd\ndf = pd.read_csv('/workspace/data/sales.csv')\nprint(df.head())\ndf.revenue.sum()";
@@ -76,7 +77,7 @@ tick(struct loop *l, void *arg)
 		a->lines = 0;
 		a->flood = strstr(a->q, "flood") != NULL;
 		ev(a, EV_CELL_START, NULL, a->c);
-		a->step = strstr(a->q, "long") ? 20 : 8;
+		a->step = strstr(a->q, "long loop") ? 20 : 8;
 		later(a, 50);
 		return;
 	}
@@ -97,8 +98,21 @@ tick(struct loop *l, void *arg)
 		}
 		if (!a->flood) {
 			const char *o = "  month channel  revenue\n0  2023-01  online  1200.5\n1  2023-01  retail   980.0\n";
+			/* "print N lines": a cell printing N numbered lines */
+			const char *pl = strstr(a->q, "print ");
+			int nl = pl ? atoi(pl + 6) : 0;
+			char *many = NULL;
+			if (nl > 0 && nl < 100000) {
+				struct buf mb;
+				buf_init(&mb, 1 << 20);
+				for (int i = 1; i <= nl; i++)
+					buf_printf(&mb, "output line %d\n", i);
+				many = buf_take(&mb);
+				o = many;
+			}
 			outcap_add(&a->c->out[0], o, strlen(o));
 			ev(a, EV_STDOUT, o, a->c);
+			free(many);
 			a->c->value = xstrdup("np.float64(2180.5)");
 			const char *png = getenv("FAKE_PNG");
 			struct stat st;
