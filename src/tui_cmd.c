@@ -11,9 +11,11 @@
 #include <string.h>
 #include <time.h>
 
+#include <cjson/cJSON.h>
 #include <readline/readline.h>
 
 #include "terp/agent.h"
+#include "terp/buf.h"
 #include "terp/export.h"
 #include "terp/kernel.h"
 #include "terp/llm.h"
@@ -217,6 +219,7 @@ cmd_load(struct tui *t, const struct cmd_entry *c, const char *arg)
 	loaded_add(t, arg, box);
 	char *m = xasprintf("loaded %s as %s", arg, box);
 	tui_item_text(t, IT_NOTICE, m);
+	tui_flash(t, "%s", m);
 	free(m);
 	free(box);
 }
@@ -346,8 +349,42 @@ cmd_model(struct tui *t, const struct cmd_entry *c, const char *arg)
 	else {
 		char *m = xasprintf("model set to %s", arg);
 		tui_item_text(t, IT_NOTICE, m);
+		tui_flash(t, "%s", m);
 		free(m);
 	}
+}
+
+/* A request body laid out one member a line, indented by two spaces
+ * (the bytes sent are the same JSON); NULL when it is not JSON. */
+static char *
+json_pretty(const char *body, size_t len)
+{
+	if (body == NULL)
+		return NULL;
+	cJSON *j = cJSON_ParseWithLength(body, len);
+	if (j == NULL)
+		return NULL;
+	char *p = cJSON_Print(j);
+	cJSON_Delete(j);
+	if (p == NULL)
+		return NULL;
+	/* cJSON indents with tabs and puts one after each colon; strings
+	 * hold no raw tab (JSON escapes them) */
+	struct buf b;
+	buf_init(&b, 2 * strlen(p) + 16);
+	int lead = 1;
+	for (const char *q = p; *q; q++) {
+		if (*q == '\n')
+			lead = 1;
+		else if (*q != '\t')
+			lead = 0;
+		if (*q == '\t')
+			buf_adds(&b, lead ? "  " : " ");
+		else
+			buf_addc(&b, *q);
+	}
+	free(p);
+	return buf_take(&b);
 }
 
 static void
@@ -369,10 +406,13 @@ cmd_sent(struct tui *t, const struct cmd_entry *c, const char *arg)
 		    what ? what : "", len);
 		tui_overlay_open(t, title);
 		free(title);
-		char *s = sanitize_str(body ? body : "", body ? len : 0,
+		char *pretty = json_pretty(body, len);
+		const char *show = pretty ? pretty : body ? body : "";
+		char *s = sanitize_str(show, pretty ? strlen(pretty) : body ? len : 0,
 		    SANITIZE_KEEP_NL | SANITIZE_EXPAND_TABS);
 		tui_tlines_wrap(&t->ov.lines, s, strlen(s), COLS, R_TEXT, " ", R_TEXT, 0);
 		free(s);
+		free(pretty);
 		return;
 	}
 	struct buf b;
@@ -502,10 +542,18 @@ run_command(struct tui *t, const char *line)
 	size_t end;
 	const struct cmd_entry *c = cmd_find(line, name, sizeof name, &end);
 
-	if (c == NULL)
+	if (c == NULL) {
 		tui_flash(t, "unknown command /%s (try /help)", name);
-	else
-		c->fn(t, c, skip_ws(line + end));
+		return;
+	}
+	/* no blanks after the argument: Tab completion leaves one after a
+	 * file name */
+	char *arg = xstrdup(skip_ws(line + end));
+	size_t n = strlen(arg);
+	while (n > 0 && (arg[n - 1] == ' ' || arg[n - 1] == '\t'))
+		arg[--n] = '\0';
+	c->fn(t, c, arg);
+	free(arg);
 }
 
 /* A line typed at the prompt: a command or a question. */
@@ -545,6 +593,11 @@ cmd_holds(struct tui *t, const char *s)
 void
 tui_cmd_submit(struct tui *t, const char *s)
 {
+	/* what the status bar said is about an earlier line */
+	if (*s) {
+		free(t->st.flash);
+		t->st.flash = NULL;
+	}
 	if (!*s || !cmd_holds(t, s)) {
 		cmd_line(t, s);
 		return;

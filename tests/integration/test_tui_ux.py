@@ -186,6 +186,38 @@ def buffer(t):
     return t.tmux("show-buffer", check=False)
 
 
+# ---- item 17: what the status bar says ----
+
+def test_a_new_command_clears_what_the_bar_said_before(tui, tmp_path):
+    t = tui()
+    ask(t, "/load nothing.csv")
+    s = t.wait(r"load: cannot read data file nothing\.csv")
+    assert "load: cannot read" in status(s)
+    (tmp_path / "second.csv").write_text("a,b\n1,2\n")
+    ask(t, "/load second.csv")
+    s = t.wait(r"loaded second\.csv as /workspace/data/second\.csv")
+    assert "cannot read" not in status(s), s
+    ask(t, "/model")
+    t.wait(r"model: fake-1")
+    ask(t, "/model gpt-4o")
+    s = t.wait(r"model set to gpt-4o")
+    assert "fake-1" not in status(s), s
+    assert "fake · gpt-4o" in status(s), s
+
+
+# ---- item 19: smaller ----
+
+def test_load_tab_completion_then_enter(tui, tmp_path):
+    t = tui()
+    (tmp_path / "second.csv").write_text("a,b\n1,2\n")
+    t.text("/load sec")
+    t.keys("Tab")
+    t.wait(r"› /load second\.csv")
+    t.keys("Enter")
+    s = t.wait(r"loaded second\.csv as|load: ")
+    assert "loaded second.csv as /workspace/data/second.csv" in s, s
+
+
 # ---- item 12: thumbnails ----
 
 def thumb_rows(s, x0, x1):

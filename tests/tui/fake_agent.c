@@ -1,6 +1,7 @@
 /* A fake core for developing the TUI before the real agent exists: it
  * implements agent.h with timers that stream a scripted answer, a cell
  * with output and an artifact. Development harness only (tests/). */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -261,16 +262,30 @@ int agent_restart(struct agent *a, char **err) { (void)a; (void)err; return 0; }
 char *
 agent_load(struct agent *a, const char *path, char **err)
 {
+	struct stat st;
 	(void)a;
-	(void)err;
+	if (stat(path, &st) < 0) {
+		*err = xasprintf("cannot read data file %s: No such file", path);
+		return NULL;
+	}
 	const char *b = strrchr(path, '/');
 	return xasprintf("/workspace/data/%s", b ? b + 1 : path);
 }
-int agent_set_model(struct agent *a, const char *m, char **err) { (void)a; (void)m; (void)err; return 0; }
+/* /model switches the fake model's name; agent_llm hands out a token
+ * pointer (the TUI only asks it for the names). */
+static char fake_model[64] = "fake-1";
+int
+agent_set_model(struct agent *a, const char *m, char **err)
+{
+	(void)a;
+	(void)err;
+	snprintf(fake_model, sizeof fake_model, "%s", m);
+	return 0;
+}
 struct notebook *agent_notebook(const struct agent *a) { return a->nb; }
 struct kernel *agent_kernel(const struct agent *a) { (void)a; return NULL; }
-struct llm *agent_llm(const struct agent *a) { (void)a; return NULL; }
-const char *llm_model(const struct llm *m) { (void)m; return "fake-1"; }
+struct llm *agent_llm(const struct agent *a) { return (struct llm *)(void *)(uintptr_t)a; }
+const char *llm_model(const struct llm *m) { (void)m; return fake_model; }
 const char *llm_provider(const struct llm *m) { (void)m; return "fake"; }
 char *
 kernel_data_path(const char *host)
