@@ -94,23 +94,25 @@ static const struct keyhelp key_help[] = {
 	{ "Ctrl-C", "cancel the model request or interrupt the running cell; else clear the input" },
 	{ "Ctrl-D", "on an empty line: quit (asks first when something runs)" },
 	{ "Tab / Shift-Tab", "next / previous pane (input, conversation, cells, files); completes /commands" },
-	{ "Up / Down", "input: history; panes: select the previous / next cell or file, scroll" },
-	{ "j / k", "in a pane: next / previous cell or file (scroll in the conversation)" },
+	{ "Up Down / j k", "input: history; pane: previous / next cell or file (the conversation scrolls)" },
 	{ "PgUp / PgDn", "scroll the focused pane (the conversation from the input line)" },
-	{ "Home g / End G", "top / bottom of the pane; End resumes following new output" },
-	{ "Enter (cell)", "expand / collapse the cell's full code and output" },
-	{ "e (cell)", "edit the cell's code in $VISUAL / $EDITOR and run the edited code" },
-	{ "r (cell)", "re-run the cell" },
-	{ "y (cell)", "copy the cell's code (clipboard, else a file in the session folder)" },
-	{ "Enter (file)", "preview the file full-screen (charts as block thumbnails)" },
-	{ "o (file)", "open the file with xdg-open" },
-	{ "s (file)", "save a copy under a name you give" },
-	{ "Esc / i", "back to the input line" },
+	{ "Home g / End G", "top / bottom of the pane; End follows new output again (also on the input line)" },
+	{ "Enter e r (cell)", "expand the cell / edit it in $VISUAL or $EDITOR and run it / re-run it" },
+	{ "y / Y (cell)", "copy the cell's code / its output; y in the conversation: the answer in view" },
+	{ "Enter o s (file)", "preview the file full-screen / open it with xdg-open / save a copy" },
+	{ "/ n N (pane)", "search conversation or cells (all output too); next / previous match; Esc ends" },
+	{ "z / f (pane)", "maximise the focused pane (z again restores) / hide or show the files pane" },
+	{ "m (pane)", "mouse capture off / on: off, the terminal selects text (while on: Shift-drag)" },
+	{ "Esc / i", "input line: to the last pane; pane: back to the input line (typing does too)" },
 	{ "Ctrl-L", "redraw the screen" },
 	{ "? / F1", "this help (q or Esc closes)" },
 	{ "mouse", "click focuses a pane and selects; the wheel scrolls" },
 	{ NULL, NULL }
 };
+
+#define COPY_HELP "Copies go to wl-copy, xclip or xsel; without one to the " \
+	"terminal's clipboard (OSC 52, which works over ssh; tmux needs " \
+	"set-clipboard on) and to a file in the session folder."
 
 /* One row of the help: keys (or usage) in a column, what wrapped. */
 static void
@@ -123,7 +125,7 @@ help_row(struct tui *t, const char *keys, const char *what, int w)
 	int kw = tui_tlines_width(k, strlen(k));
 	struct tlines tmp;
 	tui_tlines_init(&tmp);
-	tui_tlines_wrap(&tmp, what, strlen(what), w - kw, R_TEXT, NULL, 0, 0);
+	tui_tlines_wrap(&tmp, what, strlen(what), w - 1 - kw, R_TEXT, NULL, 0, 0);
 	for (int i = 0; i < tmp.n; i++) {
 		if (i > 0) {
 			l = tui_tlines_add(&t->ov.lines, 0);
@@ -153,6 +155,8 @@ tui_cmd_help(struct tui *t)
 	    "  The input line is GNU readline: your ~/.inputrc applies (emacs or vi mode).");
 	tui_tline_adds(tui_tlines_add(&t->ov.lines, 0), R_DIM,
 	    "  History is kept in $XDG_STATE_HOME/terp/history.");
+	tui_tlines_wrap(&t->ov.lines, COPY_HELP, strlen(COPY_HELP), w - 1,
+	    R_DIM, "  ", R_DIM, 0);
 }
 
 /* ---- the commands ---- */

@@ -118,6 +118,7 @@ on_answer(struct tui *t, const struct event *ev)
 	if (!t->conv.question_text && ev->text && *ev->text)
 		tui_item_text(t, IT_ANSWER, ev->text);
 	tui_items_answer_close(t);
+	tui_items_anchor_answer(t);
 }
 
 /* An error or a notice ends the answer being streamed. */

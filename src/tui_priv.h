@@ -83,7 +83,7 @@ struct view {			/* a scrollable list */
 
 #define TAGROWS 512		/* rows remembered for mouse clicks */
 
-enum modal { M_NONE, M_CONFIRM_QUIT, M_SAVE_AS, M_SAVE_CONFIRM };
+enum modal { M_NONE, M_CONFIRM_QUIT, M_SAVE_AS, M_SAVE_CONFIRM, M_SEARCH };
 
 /* What the status bar says the core is doing. */
 enum phase { PH_IDLE, PH_THINKING, PH_ANSWERING, PH_CELL };
@@ -113,7 +113,16 @@ struct tui {
 		struct item	*items;
 		int		 nitems, citems;
 		int		 question_text;	/* got text since the question */
+		/* an answer just ended: the pane shows its start when it
+		 * is taller than the pane (tui_draw.c), else -1 */
+		int		 anchor;
 	} conv;
+
+	struct {		/* `/` in a pane (tui_search.c) */
+		char		*pat;		/* NULL: no search */
+		enum pane	 pane;
+		int		 line;		/* the current match's line, -1 */
+	} srch;
 
 	struct {		/* the cells' bodies (tui_cells.c) */
 		struct cblock	*cb;
@@ -174,14 +183,22 @@ struct tui {
 		int		 nesc;
 		FILE		*rl_null;
 		char		*history;
+		int		 mouse;		/* the mouse is captured */
+		int		 copy_told;	/* the no-clipboard notice was shown */
+		char		*search_saved;	/* M_SEARCH: the line typed before */
+		int		 search_point;
 	} in;
 
 	struct {		/* the layout, computed per frame (tui_draw.c) */
 		int		 rows, cols, inrows;
 		int		 py[P_NPANES], px[P_NPANES], ph[P_NPANES], pw[P_NPANES];
 		int		 compact;	/* one pane at a time */
+		int		 zoom;		/* `z`: the focused pane alone */
+		int		 files_hidden;	/* `f`: no files pane */
 		WINDOW		*mainw, *inw;
 		int		 tagmap[P_NPANES][TAGROWS];	/* row -> tag */
+		const char	*hl;		/* the search pattern, while
+						 * its pane is drawn */
 	} lay;
 
 	struct {		/* colours and attributes (tui_style.c) */

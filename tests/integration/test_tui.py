@@ -130,10 +130,10 @@ def test_resize_to_40x12_and_back(tui):
     ask(t, "What month had the highest revenue?")
     t.wait(r"online channel")
     t.resize(40, 12)
-    s = t.wait(r"\[conversation\] cells  files")
+    s = t.wait(r"\[conversation\] cells 1  files 1")
     assert len(s.splitlines()[0]) <= 40
     t.keys("Tab", "Tab")
-    t.wait(r"conversation \[cells\] files")
+    t.wait(r"conversation \[cells 1\] files 1")
     t.keys("g")
     t.wait(r"\[1\] model")
     t.resize(25, 8)

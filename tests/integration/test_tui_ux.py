@@ -127,6 +127,76 @@ def test_an_unknown_theme_is_one_line_before_the_screen(tmp_path):
     assert not (tmp_path / "state" / "terp" / "sessions").exists()
 
 
+# ---- item 7: the answer gets the room ----
+
+def test_a_final_answer_is_fully_visible_at_80x24(tui):
+    t = tui(80, 24)
+    ask(t, "give me a long answer")
+    s = t.wait(r"That is the end of the answer\.")
+    conv = s.split("─ cells")[0]
+    # every line of the answer, from its heading to its last, above the
+    # cells pane
+    for want in ("Revenue per channel", "The online channel had the highest",
+                 "│ channel │ revenue │ share │", "│ retail  │ 980.0",
+                 "That is the end of the answer."):
+        assert want in conv, s
+    assert "End: follow" not in s, s
+
+
+def test_an_answer_taller_than_the_pane_shows_its_start_and_end_follows(tui):
+    t = tui(80, 20)
+    ask(t, "give me a long answer")
+    s = t.wait(r"End: follow")
+    # the answer starts at the top of the pane, not half scrolled off
+    assert s.splitlines()[1].strip().startswith("Revenue per channel"), s
+    assert "That is the end of the answer." not in s
+    # End on the (empty) input line follows again: the answer's end
+    t.keys("End")
+    s = t.wait(r"That is the end of the answer\.")
+    assert "End: follow" not in s, s
+
+
+def test_wrapped_text_keeps_a_right_margin(tui):
+    t = tui(80, 24)
+    # one long word: the wrap breaks it at the width itself
+    ask(t, "x" * 120)
+    t.wait(r"online channel")
+    s = t.screen()
+    convw = 80 - 24 - 1
+    rows = s.split("─ cells")[0].splitlines()[1:]
+    # the question wraps a column short of the files pane's border (a
+    # line cut short ends in "…" there)
+    assert sum(l.startswith("› x") or l.startswith("  xxx") for l in rows) == 3, s
+    for l in rows:
+        assert l[convw - 1] == " " or l[convw - 1] == "…", s
+
+
+def test_z_maximises_the_pane_and_f_hides_the_files(tui):
+    t = tui()
+    ask(t, "What month had the highest revenue?")
+    t.wait(r"online channel")
+    t.keys("Tab", "Tab")                 # the cells pane
+    t.wait(r"Enter expand")
+    t.keys("z")
+    s = t.wait(r"cells pane maximised")
+    assert s.splitlines()[0].startswith("─ cells 1 ─"), s
+    assert "─ conversation" not in s and "─ files" not in s, s
+    assert len(s.splitlines()[0]) == 100
+    t.keys("z")
+    s = t.wait(r"panes restored")
+    assert "─ conversation" in s and "─ files 1 ─" in s
+    t.keys("f")
+    s = t.wait(r"files pane hidden")
+    assert "─ files" not in s and "│" not in s.splitlines()[0], s
+    assert re.match(r"─ conversation ─{80,}", s.splitlines()[0]), s
+    # Tab skips the hidden pane: cells -> input
+    t.keys("Tab")
+    s = t.wait(r"Tab panes")
+    t.keys("Tab", "Tab", "f")            # conversation, cells; f shows it
+    s = t.wait(r"files pane shown")
+    assert "─ files 1 ─" in s
+
+
 # ---- item 8: folding by the room there is ----
 
 def left_lines(s, w=75):
@@ -186,7 +256,128 @@ def buffer(t):
     return t.tmux("show-buffer", check=False)
 
 
+def test_copy_code_output_and_answer_through_osc52(tui, tmp_path):
+    t = tui()
+    # tmux keeps what an application sets with OSC 52 as a buffer
+    t.tmux("set", "-s", "set-clipboard", "on")
+    ask(t, "What month had the highest revenue?")
+    t.wait(r"online channel")
+    t.keys("Tab", "Tab")                 # the cells pane, cell [1]
+    t.wait(r"Enter expand")
+    t.keys("y")
+    s = t.wait(r"copied the code of cell \[1\] \(terminal clipboard")
+    assert buffer(t).startswith("import pandas as pd\ndf = pd.read_csv("), buffer(t)
+    # once: where copies go without a clipboard tool
+    assert "no clipboard tool" in s
+    # the status line fits: it is cut with "…" at the width at worst
+    assert len(status(s)) <= 100
+    t.keys("Y")
+    t.wait(r"copied the output of cell \[1\]")
+    assert buffer(t) == ("  month channel  revenue\n0  2023-01  online  1200.5\n"
+                         "1  2023-01  retail   980.0\nnp.float64(2180.5)\n"), buffer(t)
+    t.keys("BTab")                       # the conversation
+    t.wait(r"y copy answer")
+    t.keys("y")
+    t.wait(r"copied the answer to question 1")
+    assert buffer(t).startswith("The **online** channel had the highest revenue"), buffer(t)
+    # without a session (the fake core) the copies land in the state folder
+    assert (tmp_path / "state" / "terp" / "cell-1.py").exists()
+
+
+def test_m_lets_the_terminal_have_the_mouse(tui):
+    t = tui()
+    flag = lambda: t.tmux("display", "-p", "-t", "t", "#{mouse_any_flag}").strip()
+    assert flag() == "1"
+    t.keys("Tab")
+    t.wait(r"y copy answer")
+    t.keys("m")
+    t.wait(r"mouse off: the terminal selects text")
+    assert flag() == "0"
+    t.keys("m")
+    t.wait(r"mouse on")
+    assert flag() == "1"
+
+
+def test_y_without_a_clipboard_writes_into_the_sessions_own_folder(real, tmp_path):
+    t = real()
+    t.tmux("set", "-s", "set-clipboard", "on")
+    ask(t, "/py print(41 + 1)")
+    t.wait(r"\[1\] you · ok")
+    t.keys("Tab", "Tab")
+    t.wait(r"Enter expand")
+    t.keys("y")
+    t.wait(r"copied the code of cell \[1\]")
+    root = tmp_path / "state" / "terp" / "sessions"
+    sessions = [p for p in root.iterdir() if p.is_dir()]
+    assert len(sessions) == 1
+    # in the session's folder, never in the folder of all sessions
+    assert not (root / "cell-1.py").exists(), sorted(os.listdir(root))
+    assert (sessions[0] / "cell-1.py").read_text() == "print(41 + 1)"
+    t.keys("Escape")                     # back to the input line
+    t.text("/quit")
+    t.keys("Enter")
+    t.wait(r"EXITED rc=0")
+
+
+# ---- item 11: search ----
+
+def test_search_the_cells_and_their_outputs(tui):
+    t = tui()
+    ask(t, "print 60 lines")
+    s = t.wait(r"online channel")
+    assert "output line 42" not in s     # folded away
+    t.keys("Tab", "Tab")
+    t.wait(r"Enter expand")
+    t.keys("/")
+    t.wait(r"\n/\s*\n")                  # the prompt
+    t.text("line 42")
+    t.keys("Enter")
+    s = t.wait(r"output line 42")
+    # the cell was expanded to show it (it was folded away), the view
+    # moved there, and the match is highlighted
+    assert "lines hidden" not in s and "End: follow" in s, s
+    e = t.screen(escapes=True)
+    assert re.search(r"\x1b\[7m[^\x1b]*line 42", e), e
+    assert "n/N next" in status(s)
+    # n: the only match again, round the end
+    t.keys("n")
+    t.wait(r"search went round the end")
+    # Esc ends the search: no highlight; the pane keeps the focus
+    t.keys("Escape")
+    t.wait_for(lambda s: "n/N next" not in status(s))
+    e = t.screen(escapes=True)
+    assert not re.search(r"\x1b\[7m[^\x1b]*line 42", e), e
+    # in the conversation, case ignored; N goes backwards
+    t.keys("BTab", "/")
+    t.wait(r"\n/\s*\n")
+    t.text("ONLINE")
+    t.keys("Enter")
+    t.wait(r"pattern not found: ONLINE")
+    t.keys("/")
+    t.text("online")
+    t.keys("Enter")
+    t.wait(r"n/N next")
+    e = t.screen(escapes=True)
+    assert re.search(r"\x1b\[7m[^\x1b]*online", e), e
+
+
 # ---- item 17: what the status bar says ----
+
+def test_key_hints_follow_the_focused_pane(tui):
+    t = tui()
+    ask(t, "What month had the highest revenue?")
+    t.wait(r"online channel")
+    assert "Tab panes" in status(t.screen())
+    t.keys("Tab")
+    s = t.wait(r"y copy answer")
+    assert "/ search" in status(s)
+    t.keys("Tab")
+    s = t.wait(r"Enter expand")
+    assert "Enter expand · e edit · r re-run · y/Y copy" in status(s), s
+    t.keys("Tab")
+    s = t.wait(r"Enter preview")
+    assert "o open · s save" in status(s), s
+
 
 def test_a_new_command_clears_what_the_bar_said_before(tui, tmp_path):
     t = tui()
@@ -207,6 +398,20 @@ def test_a_new_command_clears_what_the_bar_said_before(tui, tmp_path):
 
 # ---- item 19: smaller ----
 
+def test_esc_on_the_input_line_does_not_eat_the_next_key(tui):
+    t = tui()
+    t.text("abc")
+    t.wait(r"› abc")
+    t.keys("Escape")
+    # Esc leaves the input line for the last pane (Jupyter's command
+    # mode); typing goes back and keeps every key
+    t.wait(r"y copy answer")
+    t.text("x")
+    t.wait(r"› abcx")
+    t.text("d")
+    t.wait(r"› abcxd")
+
+
 def test_load_tab_completion_then_enter(tui, tmp_path):
     t = tui()
     (tmp_path / "second.csv").write_text("a,b\n1,2\n")
@@ -216,6 +421,15 @@ def test_load_tab_completion_then_enter(tui, tmp_path):
     t.keys("Enter")
     s = t.wait(r"loaded second\.csv as|load: ")
     assert "loaded second.csv as /workspace/data/second.csv" in s, s
+
+
+def test_a_cut_line_ends_in_an_ellipsis(tui):
+    t = tui()
+    ask(t, "/py x = '%s'" % ("a" * 150))
+    s = t.wait(r"\[1\] you · ok")
+    line = [l for l in s.splitlines() if "x = 'aaa" in l and "│ x" in l][0]
+    # the code line is cut at the cells pane's edge, and says so
+    assert line[:75].rstrip().endswith("…"), s
 
 
 # ---- item 12: thumbnails ----
@@ -235,3 +449,38 @@ ax.plot([1, 2, 3, 4, 5], [3, 1, 4, 1, 5]); ax.set_title('revenue')
 fig.savefig(%r, dpi=80)
 """ % path], check=True, stdin=subprocess.DEVNULL)
     return path
+
+
+def test_files_pane_thumbnail_fills_the_pane(tui, tall_chart):
+    t = tui(120, 40, FAKE_PNG=tall_chart)
+    ask(t, "What month had the highest revenue?")
+    t.wait(r"online channel")
+    s = t.screen()
+    x0 = s.splitlines()[0].index("│") + 1
+    rows = thumb_rows(s, x0, 120)
+    # the pane is 32 columns wide and 37 rows high: the chart takes its
+    # width (it was at most 6 rows, 18 columns)
+    assert len(rows) >= 9, s
+    assert max(len(r.rstrip()) for r in rows) >= 26, s
+    # zoomed, the chart gets the whole screen
+    t.keys("Tab", "Tab", "Tab", "z")
+    s = t.wait(r"files pane maximised")
+    rows = thumb_rows(s, 0, 120)
+    assert len(rows) >= 30, s
+
+
+def test_no_color_line_chart_shows_its_series_not_the_grid(tui):
+    t = tui(100, 32, NO_COLOR="1")
+    ask(t, "What month had the highest revenue?")
+    t.wait(r"online channel")
+    t.keys("Tab", "Tab", "Tab", "z")
+    s = t.wait(r"files pane maximised")
+    rows = thumb_rows(s, 0, 100)
+    # matplotlib's grid (8 vertical, 7 horizontal lines) is gone: no
+    # row and no column of the plot area is covered in blocks
+    inner = [r[12:88] for r in rows[2:-2]]
+    full = [r for r in inner if sum(ch != " " for ch in r) > 0.6 * len(r)]
+    assert len(full) <= 1, s
+    cols = [c for c in range(len(inner[0]))
+            if sum(r[c:c + 1] not in ("", " ") for r in inner) > 0.8 * len(inner)]
+    assert len(cols) <= 2, s

@@ -145,6 +145,15 @@ tick(struct loop *l, void *arg)
 		return;
 	}
 	if (a->step == 9) {
+		if (strstr(a->q, "long answer"))
+			ev(a, EV_TEXT, "## Revenue per channel\n\n"
+			    "The **online** channel had the highest revenue in "
+			    "every month of the year, ahead of retail and the "
+			    "partner shops, and its lead grew in the second half.\n\n"
+			    "| channel | revenue | share |\n|---|---|---|\n"
+			    "| online | 1200.5 | 55% |\n| retail | 980.0 | 45% |\n\n"
+			    "That is the end of the answer.\n", NULL);
+		else
 		ev(a, EV_TEXT, "The **online** channel had the highest revenue: "
 		    "`1200.5` in 2023-01.\n\n| channel | revenue |\n|---|---|\n| online | 1200.5 |\n", NULL);
 		a->tot.input_tokens += 1234;
