@@ -238,6 +238,121 @@ tlines_move(struct tlines *dst, struct tlines *src)
 	tui_tlines_init(src);
 }
 
+/* The order cell n's output came in, or NULL when none was seen. */
+static const struct corder *
+order_of(const struct tui *t, int n)
+{
+	return n > 0 && n < t->cells.nord ? &t->cells.ord[n] : NULL;
+}
+
+void
+tui_cells_note_output(struct tui *t, const struct cell *c, int st)
+{
+	if (c == NULL || c->n <= 0 || c->n > ORDER_CELLS_MAX)
+		return;
+	if (c->n >= t->cells.nord) {
+		int n = c->n + 16;
+		t->cells.ord = xrealloc(t->cells.ord, (size_t)n * sizeof *t->cells.ord);
+		memset(t->cells.ord + t->cells.nord, 0,
+		    (size_t)(n - t->cells.nord) * sizeof *t->cells.ord);
+		t->cells.nord = n;
+	}
+	struct corder *o = &t->cells.ord[c->n];
+	uint64_t end = c->out[st ? 1 : 0].total;
+	if (o->n > 0 && o->run[o->n - 1].st == st) {
+		o->run[o->n - 1].end = end;
+		return;
+	}
+	if (o->n >= ORDER_RUNS_MAX) {
+		o->over = 1;
+		return;
+	}
+	if (o->n == o->cap) {
+		o->cap = o->cap ? 2 * o->cap : 8;
+		o->run = xrealloc(o->run, (size_t)o->cap * sizeof *o->run);
+	}
+	o->run[o->n].st = st ? 1 : 0;
+	o->run[o->n].end = end;
+	o->n++;
+}
+
+/* Collapsed, the middle of ls's lines beyond `room` becomes a marker
+ * line, as add_block does with one text; dst takes the lines kept. */
+static void
+fold_lines(struct tlines *dst, struct tlines *ls, int w, int room, int ex,
+    int tag)
+{
+	if (room < 3)
+		room = 3;
+	if (ex || ls->n <= room) {
+		tlines_move(dst, ls);
+		return;
+	}
+	int head = (room - 1) / 3, tail = room - 1 - head;
+	for (int i = 0; i < ls->n; i++) {
+		if (i == head) {
+			char msg[96];
+			snprintf(msg, sizeof msg, "… %d lines hidden (Enter on the "
+			    "cell shows all) …", ls->n - head - tail);
+			tui_tlines_cut(dst, msg, strlen(msg), w, R_HIDDEN, "  ",
+			    R_BORDER, tag);
+		}
+		if (i < head || i >= ls->n - tail)
+			*tui_tlines_add(dst, ls->v[i].tag) = ls->v[i];
+		else
+			tui_tline_free(&ls->v[i]);
+	}
+	free(ls->v);
+	tui_tlines_init(ls);
+}
+
+/* stdout and stderr in the order they came (as Jupyter shows them),
+ * when both were written while this UI watched and every byte is
+ * still held; the collapsed whole folds in `room` lines. Returns 0
+ * when it cannot (the caller shows stdout, then stderr). */
+static int
+interleaved(struct tui *t, struct tlines *ls, const struct cell *c, int w,
+    int ex, int room)
+{
+	const struct corder *o = order_of(t, c->n);
+	if (o == NULL || o->over || o->n < 2 || outcap_dropped(&c->out[0]) ||
+	    outcap_dropped(&c->out[1]))
+		return 0;
+	/* every byte of both streams is in a run */
+	uint64_t last[2] = { 0, 0 };
+	for (int i = 0; i < o->n; i++)
+		last[o->run[i].st] = o->run[i].end;
+	if (last[0] != c->out[0].total || last[1] != c->out[1].total)
+		return 0;
+	size_t len[2];
+	char *raw[2] = { cell_output(c, 0, &len[0]), cell_output(c, 1, &len[1]) };
+	uint64_t from[2] = { 0, 0 };
+	struct tlines all;
+	tui_tlines_init(&all);
+	for (int i = 0; i < o->n; i++) {
+		int st = o->run[i].st;
+		uint64_t a = from[st], b = o->run[i].end;
+		from[st] = b;
+		if (b <= a || b > len[st])
+			continue;
+		char *s = sanitize_str(raw[st] + a, (size_t)(b - a),
+		    SANITIZE_KEEP_NL | SANITIZE_EXPAND_TABS | SANITIZE_CR_AS_NL);
+		size_t n = strlen(s);
+		while (n > 0 && s[n - 1] == '\n')
+			n--;
+		int role = st ? R_STDERR : R_STDOUT;
+		if (n > 0 && ex)
+			tui_tlines_wrap(&all, s, n, w, role, "  ", R_BORDER, c->n);
+		else if (n > 0)
+			tui_tlines_cut(&all, s, n, w, role, "  ", R_BORDER, c->n);
+		free(s);
+	}
+	free(raw[0]);
+	free(raw[1]);
+	fold_lines(ls, &all, w, room, ex, c->n);
+	return 1;
+}
+
 /* Everything of a cell below its header line. room: the pane's rows
  * (0: the fixed fold). */
 static void
@@ -274,13 +389,14 @@ cell_body(struct tui *t, struct tlines *ls, const struct cell *c, int w,
 	/* the outputs get what the header, the code, the lines after and
 	 * the blank line after the cell leave of the pane */
 	fold_rooms(c, room - 2 - ls->n - end.n, rooms);
-	for (int st = 0; st < 2; st++) {
-		char *o = cell_output(c, st, &n);
-		if (n)
-			add_sanitized(ls, o, n, w, st ? R_STDERR : R_STDOUT, "  ",
-			    ex, rooms[st], tag);
-		free(o);
-	}
+	if (!interleaved(t, ls, c, w, ex, rooms[0] + rooms[1]))
+		for (int st = 0; st < 2; st++) {
+			char *o = cell_output(c, st, &n);
+			if (n)
+				add_sanitized(ls, o, n, w, st ? R_STDERR : R_STDOUT,
+				    "  ", ex, rooms[st], tag);
+			free(o);
+		}
 	if (c->value)
 		add_sanitized(ls, c->value, strlen(c->value), w, R_VALUE, "  → ",
 		    ex, rooms[2], tag);
@@ -470,4 +586,9 @@ tui_cells_free(struct tui *t)
 	free(t->cells.expanded);
 	t->cells.expanded = NULL;
 	t->cells.nexp = 0;
+	for (int i = 0; i < t->cells.nord; i++)
+		free(t->cells.ord[i].run);
+	free(t->cells.ord);
+	t->cells.ord = NULL;
+	t->cells.nord = 0;
 }

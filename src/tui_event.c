@@ -11,6 +11,7 @@
 #include "terp/session.h"
 #include "terp/util.h"
 
+#include "tui_cells.h"
 #include "tui_items.h"
 
 /* The status bar's step and its clock start again. */
@@ -155,6 +156,9 @@ tui_event_apply(struct tui *t, const struct event *ev)
 	case EV_CELL_START:	on_cell_start(t, ev); break;
 	case EV_STDOUT:
 	case EV_STDERR:
+		/* the panes read the notebook; the order is the UI's own */
+		tui_cells_note_output(t, ev->cell, ev->type == EV_STDERR);
+		break;
 	case EV_ARTIFACT:	break;	/* the panes read the notebook */
 	case EV_RESULT:
 		if (t->st.phase == PH_CELL)

@@ -58,6 +58,18 @@ struct item {
 	struct tlines	 lines;
 };
 
+#define ORDER_RUNS_MAX	4096	/* stream switches kept per cell */
+#define ORDER_CELLS_MAX	(1 << 20)	/* cells whose order is kept */
+
+struct corder {			/* how a cell's stdout and stderr interleave */
+	int		 n, cap;
+	int		 over;		/* more switches than kept: stdout first */
+	struct orun {
+		int	 st;		/* 0 stdout, 1 stderr */
+		uint64_t end;		/* the stream's byte count at its end */
+	}		*run;
+};
+
 struct cblock {			/* cached body of one cell */
 	int		 valid, width, expanded, status, nart, fold;
 	uint64_t	 tot[2];
@@ -130,6 +142,9 @@ struct tui {
 		int		*expanded;	/* by cell number */
 		int		 nexp;
 		int		 fold_rows;	/* a collapsed output's room */
+		struct corder	*ord;		/* by cell number: the order
+						 * stdout and stderr came in */
+		int		 nord;
 	} cells;
 
 	struct {		/* rendered thumbnails (tui_thumbs.c) */

@@ -228,6 +228,22 @@ def test_a_finished_output_is_not_folded_when_it_fits(tui):
         assert "output line %d" % i in left_lines(s), s
 
 
+def test_stderr_keeps_its_place_among_stdout(tui):
+    t = tui(100, 40, FAKE_PNG="/nonexistent")
+    ask(t, "mixed streams")
+    s = t.wait(r"online channel")
+    rows = left_lines(s)
+    order = [next(i for i, l in enumerate(rows) if l == want) for want in (
+        "1  2023-01  retail   980.0", "UserWarning: the first warning",
+        "between the warnings", "UserWarning: the second warning",
+        "after the warnings")]
+    # as they were written (Jupyter's order), not stderr after all stdout
+    assert order == sorted(order), s
+    # stderr keeps its colour (yellow) in its place
+    e = t.screen(escapes=True)
+    assert re.search(r"\x1b\[33m(\x1b\[49m)?UserWarning: the first", e), e
+
+
 # ---- item 9: the user's own cells ----
 
 def test_hand_run_cells_are_the_users_own_block(tui):

@@ -114,6 +114,20 @@ tick(struct loop *l, void *arg)
 			outcap_add(&a->c->out[0], o, strlen(o));
 			ev(a, EV_STDOUT, o, a->c);
 			free(many);
+			/* "mixed streams": stderr between two pieces of stdout */
+			if (strstr(a->q, "mixed streams")) {
+				static const char *const mix[][2] = {
+					{ "1", "UserWarning: the first warning\n" },
+					{ "0", "between the warnings\n" },
+					{ "1", "UserWarning: the second warning\n" },
+					{ "0", "after the warnings\n" },
+				};
+				for (size_t i = 0; i < sizeof mix / sizeof mix[0]; i++) {
+					int e = mix[i][0][0] == '1';
+					outcap_add(&a->c->out[e], mix[i][1], strlen(mix[i][1]));
+					ev(a, e ? EV_STDERR : EV_STDOUT, mix[i][1], a->c);
+				}
+			}
 			a->c->value = xstrdup("np.float64(2180.5)");
 			const char *png = getenv("FAKE_PNG");
 			struct stat st;
