@@ -208,10 +208,12 @@ copy_text(struct tui *t, const char *text, const char *what, const char *name)
 		free(dir);
 		t->in.copy_told = 1;
 	}
+	/* short enough for the status bar at 80 columns; the notice above
+	 * names the folder */
 	if (sent)
-		tui_flash(t, "copied %s (terminal clipboard; also %s)", what, name);
+		tui_flash(t, "copied %s (OSC 52, %s)", what, name);
 	else
-		tui_flash(t, "%s is in %s", what, path);
+		tui_flash(t, "%s is in %s", what, name);
 	free(path);
 }
 
@@ -250,7 +252,7 @@ tui_act_copy_output(struct tui *t, int n)
 		    c->ename && c->evalue ? ": " : "", c->evalue ? c->evalue : "");
 	char what[64], name[64];
 	snprintf(what, sizeof what, "the output of cell [%d]", n);
-	snprintf(name, sizeof name, "cell-%d-output.txt", n);
+	snprintf(name, sizeof name, "out-%d.txt", n);
 	if (b.len == 0)
 		tui_flash(t, "cell [%d] has no output", n);
 	else

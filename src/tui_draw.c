@@ -721,8 +721,12 @@ draw_status(struct tui *t)
 		    (double)(now_ms() - t->st.step_ms) / 1000.0);
 		tui_tline_adds(&l, R_STATUS, tmp);
 	}
-	status_tokens(t, &l);
-	if (t->st.flash && now_ms() < t->st.flash_until) {
+	/* a message the bar has no room for pushes the token count out */
+	int flash = t->st.flash && now_ms() < t->st.flash_until;
+	if (!flash || tui_tline_width(&l) + 3 + tui_tlines_width(t->st.flash,
+	    strlen(t->st.flash)) + 24 <= t->lay.cols)
+		status_tokens(t, &l);
+	if (flash) {
 		tui_tline_adds(&l, R_STATUS, " │ ");
 		tui_tline_adds(&l, R_STATUS_KEY, t->st.flash);
 	}

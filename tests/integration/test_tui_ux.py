@@ -273,7 +273,7 @@ def buffer(t):
 
 
 def test_copy_code_output_and_answer_through_osc52(tui, tmp_path):
-    t = tui()
+    t = tui(80, 24)
     # tmux keeps what an application sets with OSC 52 as a buffer
     t.tmux("set", "-s", "set-clipboard", "on")
     ask(t, "What month had the highest revenue?")
@@ -281,20 +281,23 @@ def test_copy_code_output_and_answer_through_osc52(tui, tmp_path):
     t.keys("Tab", "Tab")                 # the cells pane, cell [1]
     t.wait(r"Enter expand")
     t.keys("y")
-    s = t.wait(r"copied the code of cell \[1\] \(terminal clipboard")
+    s = t.wait(r"copied the code of cell \[1\] \(OSC 52, cell-1\.py\)")
     assert buffer(t).startswith("import pandas as pd\ndf = pd.read_csv("), buffer(t)
     # once: where copies go without a clipboard tool
     assert "no clipboard tool" in s
-    # the status line fits: it is cut with "…" at the width at worst
-    assert len(status(s)) <= 100
+    # the message fits the status bar at 80 columns (the token count
+    # makes room)
+    assert status(s).rstrip().endswith("(OSC 52, cell-1.py)"), s
     t.keys("Y")
-    t.wait(r"copied the output of cell \[1\]")
+    s = t.wait(r"copied the output of cell \[1\] \(OSC 52, out-1\.txt\)")
+    assert "…" not in status(s), s
     assert buffer(t) == ("  month channel  revenue\n0  2023-01  online  1200.5\n"
                          "1  2023-01  retail   980.0\nnp.float64(2180.5)\n"), buffer(t)
     t.keys("BTab")                       # the conversation
     t.wait(r"y copy answer")
     t.keys("y")
-    t.wait(r"copied the answer to question 1")
+    s = t.wait(r"copied the answer to question 1 \(OSC 52, answer-1\.md\)")
+    assert "…" not in status(s), s
     assert buffer(t).startswith("The **online** channel had the highest revenue"), buffer(t)
     # without a session (the fake core) the copies land in the state folder
     assert (tmp_path / "state" / "terp" / "cell-1.py").exists()
