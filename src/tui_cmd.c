@@ -574,10 +574,19 @@ cmd_line(struct tui *t, const char *s)
 	}
 }
 
-/* Whether the line must wait for the running replay: questions and
- * the commands that run code or change the sandbox's state (the others,
- * /help, /files, /export..., do not disturb it). Lines already held
- * keep their order behind the first. */
+/* Whether a replay is running (and can go on). */
+static int
+replaying(const struct tui *t)
+{
+	return t->o.session && session_busy(t->o.session) &&
+	    t->st.kstate != KERNEL_DEAD;
+}
+
+/* Whether the line must wait for the running replay or question:
+ * questions and the commands that run code or change the sandbox's
+ * state (the others, /help, /files, /export..., do not disturb it), as
+ * Jupyter queues a cell run while another runs. Lines already held keep
+ * their order behind the first. */
 static int
 cmd_holds(struct tui *t, const char *s)
 {
@@ -590,8 +599,7 @@ cmd_holds(struct tui *t, const char *s)
 	}
 	if (t->cmd.nheld > 0)
 		return 1;
-	return t->o.session && session_busy(t->o.session) &&
-	    t->st.kstate != KERNEL_DEAD;
+	return replaying(t) || (t->agent && agent_busy(t->agent));
 }
 
 void
@@ -606,14 +614,34 @@ tui_cmd_submit(struct tui *t, const char *s)
 		cmd_line(t, s);
 		return;
 	}
+	int replay = replaying(t);
 	if (t->cmd.nheld == HELD_MAX) {
-		tui_flash(t, "too many lines held; wait for the replay to end");
+		tui_flash(t, "too many lines held; wait for the %s to end",
+		    replay ? "replay" : "question");
 		return;
 	}
 	t->cmd.held[t->cmd.nheld++] = xstrdup(s);
-	char *m = xasprintf("held until the replay is over: %s", s);
+	char *m = replay ? xasprintf("held until the replay is over: %s", s) :
+	    xasprintf("queued, runs when this one is done (Ctrl-C drops it): %s",
+	    s);
 	tui_item_text(t, IT_NOTICE, m);
 	free(m);
+}
+
+int
+tui_cmd_held_drop(struct tui *t)
+{
+	int n = t->cmd.nheld;
+
+	if (n == 0 || replaying(t))
+		return 0;
+	for (int i = 0; i < n; i++)
+		free(t->cmd.held[i]);
+	t->cmd.nheld = 0;
+	char *m = xasprintf("%d queued line%s dropped", n, n == 1 ? "" : "s");
+	tui_item_text(t, IT_NOTICE, m);
+	free(m);
+	return n;
 }
 
 /* Runs the oldest held line once the replay is over and the agent is
@@ -623,7 +651,7 @@ tui_cmd_held_run(struct tui *t)
 {
 	if (t->cmd.nheld == 0 || (t->agent && agent_busy(t->agent)))
 		return;
-	if (t->o.session && session_busy(t->o.session) && t->st.kstate != KERNEL_DEAD)
+	if (replaying(t))
 		return;
 	char *s = t->cmd.held[0];
 	memmove(t->cmd.held, t->cmd.held + 1,

@@ -533,6 +533,8 @@ global_key(struct tui *t, int c)
 	switch (c) {
 	case 3:		/* Ctrl-C (raw mode: a byte, not a signal) */
 		if (t->agent && agent_busy(t->agent)) {
+			/* as Jupyter's interrupt: what was queued does not run */
+			tui_cmd_held_drop(t);
 			agent_cancel(t->agent);
 			tui_flash(t, "cancelling…");
 		} else if (t->ov.on)

@@ -415,6 +415,32 @@ def test_a_new_command_clears_what_the_bar_said_before(tui, tmp_path):
     assert "fake · gpt-4o" in status(s), s
 
 
+def test_a_question_typed_while_another_runs_is_queued(tui, tmp_path):
+    go = tmp_path / "go"
+    t = tui(FAKE_GO=str(go), FAKE_PNG="/nonexistent")
+    ask(t, "run a long loop")
+    t.wait(r"running cell \[1\]")
+    ask(t, "What month had the highest revenue?")
+    s = t.wait(r"queued, runs when this one is done")
+    assert "already running" not in s and "busy" not in s, s
+    assert "1 held" in status(s), s
+    # the first ends; the queued question runs after it, by itself
+    go.write_text("")
+    s = t.wait(r"\[2\] model · ok")
+    assert "› What month had the highest revenue?" in s, s
+    assert "held" not in status(s), s
+    # Ctrl-C cancels the running question and drops what was queued
+    go.unlink()
+    ask(t, "run a long loop again")
+    t.wait(r"running cell \[3\]")
+    ask(t, "a question that never runs")
+    t.wait(r"queued, runs when")
+    t.keys("C-c")
+    s = t.wait(r"1 queued line dropped")
+    s = t.wait_for(lambda s: "ready" in status(s))
+    assert "› a question that never runs" not in s, s
+
+
 # ---- item 19: smaller ----
 
 def test_esc_on_the_input_line_does_not_eat_the_next_key(tui):

@@ -179,6 +179,15 @@ tick(struct loop *l, void *arg)
 		return;
 	}
 	if (a->step == 20) {	/* a long cell: ticks until cancelled */
+		/* or until the file FAKE_GO names appears (a test says go) */
+		const char *go = getenv("FAKE_GO");
+		struct stat st;
+		if (go && stat(go, &st) == 0) {
+			finish_cell(a, CELL_OK);
+			a->step = 9;
+			later(a, 50);
+			return;
+		}
 		outcap_add(&a->c->out[0], "tick\n", 5);
 		ev(a, EV_STDOUT, "tick\n", a->c);
 		later(a, 100);
