@@ -539,7 +539,7 @@ agent_session_dead(struct agent *a, const char *msg)
 	char *why = xasprintf("the question was stopped: %s",
 	    msg && *msg ? msg : "the Python session is not running");
 
-	if (llm_busy(a->llm)) {
+	if (a->llm && llm_busy(a->llm)) {
 		llm_cancel(a->llm);
 		keep_partial_reply(a);
 		fail_question(a, why, 1);

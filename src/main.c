@@ -425,9 +425,15 @@ main(int argc, char **argv)
 	if (c.resume && cli_sessions_resume(&c) < 0)
 		return 1;
 	if (c.mode != CLI_EXEC && llm_config_resolve(&c.llm, &err) < 0) {
-		fprintf(stderr, "terp: %s\n", err);
+		/* no model at all: the notebook still opens, for hand-run
+		 * cells, with a banner on how to add one (tui_data.c) */
+		int open_anyway = c.mode == CLI_TUI && c.llm.provider == NULL;
+		if (!open_anyway)
+			fprintf(stderr, "terp: %s\n", err);
 		free(err);
-		return 2;
+		err = NULL;
+		if (!open_anyway)
+			return 2;
 	}
 	if (check_sandbox(&c) < 0)
 		return 4;

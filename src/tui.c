@@ -35,6 +35,7 @@
 
 #include "tui_priv.h"
 #include "tui_cells.h"
+#include "tui_data.h"
 #include "tui_cmd.h"
 #include "tui_draw.h"
 #include "tui_event.h"
@@ -231,6 +232,7 @@ state_free(struct tui *t)
 	tui_overlay_free(t);
 	tui_cmd_free(t);
 	tui_search_free(t);
+	tui_data_free(t);
 	t->quit = 0;
 	t->agent = NULL;
 	t->nb = NULL;

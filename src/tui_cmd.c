@@ -24,6 +24,7 @@
 #include "terp/util.h"
 
 #include "tui_act.h"
+#include "tui_data.h"
 #include "tui_draw.h"
 #include "tui_items.h"
 
@@ -568,7 +569,11 @@ cmd_line(struct tui *t, const char *s)
 		run_command(t, s);
 	else if (*s) {
 		char *err = NULL;
-		if (agent_ask(t->agent, s, &err) < 0)
+		if (tui_data_no_model(t)) {
+			/* the question stays in the history; the banner again */
+			tui_item_text(t, IT_ERROR, TUI_NO_MODEL);
+			tui_flash(t, "no model is configured");
+		} else if (agent_ask(t->agent, s, &err) < 0)
 			tui_show_err(t, "ask", err);
 		t->v[P_CONV].follow = 1;
 	}

@@ -19,6 +19,7 @@
 #include "terp/util.h"
 
 #include "tui_cells.h"
+#include "tui_data.h"
 #include "tui_items.h"
 #include "tui_search.h"
 #include "tui_style.h"
@@ -67,6 +68,13 @@ conv_rows(struct tui *t, int h, int w)
 	    (t->st.busy && t->st.phase != PH_ANSWERING))
 		return base;
 	int q = t->conv.nitems - 1, need = 1;
+	if (t->conv.nitems == 0) {	/* the empty notebook's words */
+		struct tlines ls;
+		tui_tlines_init(&ls);
+		tui_data_empty(t, &ls, w);
+		need += ls.n;
+		tui_tlines_free(&ls);
+	}
 	while (q > 0 && t->conv.items[q].kind != IT_USER)
 		q--;
 	for (int i = q; i >= 0 && i < t->conv.nitems && need <= most; i++)
@@ -294,10 +302,13 @@ draw_conv(struct tui *t)
 		snprintf(extra, sizeof extra, "%d/%d  End: follow", v->top + h, total);
 	draw_title(t, p, NULL, extra);
 	if (t->conv.nitems == 0) {
-		draw_text(t, t->lay.mainw, y0, 0, w, R_DIM,
-		    "  Ask a question about your data and press Enter.");
-		draw_text(t, t->lay.mainw, y0 + 1, 0, w, R_DIM,
-		    "  /help lists the commands, ? or F1 the keys.");
+		/* how to start, the data, example questions */
+		struct tlines ls;
+		tui_tlines_init(&ls);
+		tui_data_empty(t, &ls, w);
+		for (int i = 0; i < ls.n && i < h; i++)
+			draw_line(t, t->lay.mainw, y0 + i, 0, w, &ls.v[i], -1);
+		tui_tlines_free(&ls);
 		return;
 	}
 	int line = 0, row = 0;

@@ -130,6 +130,13 @@ struct tui {
 		int		 anchor;
 	} conv;
 
+	struct {		/* the data files, described (tui_data.c) */
+		struct tdata {
+			char	*name, *shape, *cols;
+		}		*v;
+		int		 n, done;
+	} data;
+
 	struct {		/* `/` in a pane (tui_search.c) */
 		char		*pat;		/* NULL: no search */
 		enum pane	 pane;

@@ -71,11 +71,12 @@ def real(tmp_path):
     started = []
     traversable(str(tmp_path))
 
-    def start(*args, width=100, height=30, ready=True):
+    def start(*args, width=100, height=30, ready=True, provider="demo"):
         env = private_env(tmp_path, {"PATH": os.environ.get("PATH", "")})
         env.update({"TERM": "tmux-256color", "LANG": "C.UTF-8", "DISPLAY": "",
                     "WAYLAND_DISPLAY": ""})
-        t = Tmux("%s --provider demo %s" % (TERP, " ".join(args)), width, height,
+        flags = "--provider %s " % provider if provider else ""
+        t = Tmux("%s %s%s" % (TERP, flags, " ".join(args)), width, height,
                  env, cwd=str(tmp_path))
         started.append(t)
         if ready:
@@ -94,6 +95,11 @@ def ask(t, q):
 def status(s):
     """The status bar: the row above the one-row input line."""
     return s.splitlines()[-2]
+
+
+def words(text):
+    """A regex for text wherever the pane wraps it."""
+    return r"\s+".join(re.escape(w) for w in text.split())
 
 
 def left(s, w):
@@ -439,6 +445,39 @@ def test_a_question_typed_while_another_runs_is_queued(tui, tmp_path):
     s = t.wait(r"1 queued line dropped")
     s = t.wait_for(lambda s: "ready" in status(s))
     assert "› a question that never runs" not in s, s
+
+
+# ---- item 13: first contact ----
+
+SALES = os.path.join(ROOT, "examples", "sales.csv")
+
+
+def test_the_empty_notebook_shows_the_data_and_example_questions(real, tmp_path):
+    (tmp_path / "notes.tsv").write_text('a\tb\n1\t"two\nlines"\n3\t4\n')
+    t = real(SALES, str(tmp_path / "notes.tsv"), width=80, height=24)
+    s = t.screen()
+    # each file with rows x columns (a quoted newline is not a row) and
+    # its columns, and questions to start with
+    assert re.search(r"sales\.csv  288 rows × 6 columns · 11\.\d KiB", s), s
+    assert "month, channel, region, revenue" in s, s
+    assert re.search(r"notes\.tsv  2 rows × 2 columns · \d+ B", s), s
+    assert "› What does each column of sales.csv hold?" in s, s
+
+
+def test_without_a_model_the_notebook_opens_for_hand_run_cells(real):
+    t = real(SALES, provider=None, width=80, height=24)
+    s = t.screen()
+    assert re.search(words("No model is configured, so questions cannot be "
+                           "asked yet; /py CODE runs your own cells."), left(s, 55)), s
+    assert "OPENAI_API_KEY" in s and "288 rows × 6 columns" in s, s
+    assert status(s).startswith(" no model │"), s
+    ask(t, "/py print(len(open('/workspace/data/sales.csv').readlines()))")
+    s = t.wait(r"\[1\] you · ok")
+    assert "289" in s, s
+    ask(t, "which month was best?")
+    s = t.wait(r"│ no model is configured")
+    ask(t, "/quit")
+    t.wait(r"EXITED rc=0")
 
 
 # ---- item 19: smaller ----
