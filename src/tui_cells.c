@@ -306,6 +306,8 @@ fold_lines(struct tlines *dst, struct tlines *ls, int w, int room, int ex,
 	tui_tlines_init(ls);
 }
 
+#define INTERLEAVE_MAX	(256u * 1024)	/* collapsed output bytes, at most */
+
 /* stdout and stderr in the order they came (as Jupyter shows them),
  * when both were written while this UI watched and every byte is
  * still held; the collapsed whole folds in `room` lines. Returns 0
@@ -317,6 +319,10 @@ interleaved(struct tui *t, struct tlines *ls, const struct cell *c, int w,
 	const struct corder *o = order_of(t, c->n);
 	if (o == NULL || o->over || o->n < 2 || outcap_dropped(&c->out[0]) ||
 	    outcap_dropped(&c->out[1]))
+		return 0;
+	/* a flood, collapsed: every line would be laid out to keep a few;
+	 * the separate blocks fold without that */
+	if (!ex && c->out[0].total + c->out[1].total > INTERLEAVE_MAX)
 		return 0;
 	/* every byte of both streams is in a run */
 	uint64_t last[2] = { 0, 0 };
