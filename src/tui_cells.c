@@ -178,8 +178,9 @@ cell_files(struct tui *t, struct tlines *ls, const struct cell *c, int w,
 		if (!tui_thumbs_is_png(a->name))
 			continue;
 		const char *why;
-		int tc = w - 4 < 64 ? w - 4 : 64;
-		struct thumb *th = tui_thumbs_get(t, a->path, ex ? w - 4 : tc,
+		/* indented by 4, a column free at the right (the margin) */
+		int tc = w - 5 < 64 ? w - 5 : 64;
+		struct thumb *th = tui_thumbs_get(t, a->path, ex ? w - 5 : tc,
 		    ex ? 40 : 14, &why);
 		if (th)
 			tui_thumbs_lines(ls, th, 4, tag);

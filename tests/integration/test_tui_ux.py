@@ -177,6 +177,67 @@ def test_wrapped_text_keeps_a_right_margin(tui):
         assert l[convw - 1] == " " or l[convw - 1] == "…", s
 
 
+def cells_bg(e):
+    """Per row of a `capture-pane -e` screen, each column's background
+    (None: the terminal's own)."""
+    rows = []
+    for line in e.split("\n"):
+        bg, row, i = None, [], 0
+        while i < len(line):
+            m = re.match(r"\x1b\[([0-9;]*)m", line[i:])
+            if m:
+                ps = [int(x) if x else 0 for x in m.group(1).split(";")]
+                k = 0
+                while k < len(ps):
+                    p = ps[k]
+                    if p == 0 or p == 49:
+                        bg = None
+                    elif 40 <= p <= 47 or 100 <= p <= 107:
+                        bg = p
+                    elif p == 48 and k + 2 < len(ps) and ps[k + 1] == 5:
+                        bg = ps[k + 2]
+                        k += 2
+                    elif p == 38 and k + 2 < len(ps) and ps[k + 1] == 5:
+                        k += 2
+                    k += 1
+                i += m.end()
+                continue
+            row.append(bg)
+            i += 1
+        rows.append(row)
+    return rows
+
+
+@pytest.fixture(scope="module")
+def wide_chart(tmp_path_factory):
+    path = str(tmp_path_factory.mktemp("png") / "wide.png")
+    subprocess.run([sys.executable, "-c", """
+import matplotlib; matplotlib.use('Agg')
+import matplotlib.pyplot as plt
+fig, ax = plt.subplots(figsize=(12, 3))
+ax.plot(range(24), [i %% 5 for i in range(24)]); ax.grid(True)
+fig.savefig(%r, dpi=80)
+""" % path], check=True, stdin=subprocess.DEVNULL)
+    return path
+
+
+def test_a_cells_chart_keeps_the_right_margin(tui, wide_chart):
+    t = tui(80, 40, FAKE_PNG=wide_chart)
+    ask(t, "What month had the highest revenue?")
+    s = t.wait(r"online channel")
+    assert "▪ revenue.png" in s, s
+    convw = 80 - 24 - 1
+    rows = cells_bg(t.screen(escapes=True))
+    lines = s.splitlines()
+    top = next(i for i, l in enumerate(lines) if l.startswith("─ cells"))
+    chart = [y for y in range(top + 1, len(lines) - 2)
+             if sum(ch in BLOCKS for ch in lines[y][:convw]) >= 5]
+    assert len(chart) >= 3, s
+    # the chart is painted up to a column short of the border, no further
+    assert any(rows[y][convw - 2] is not None for y in chart), s
+    assert all(rows[y][convw - 1] is None for y in chart), s
+
+
 def test_z_maximises_the_pane_and_f_hides_the_files(tui):
     t = tui()
     ask(t, "What month had the highest revenue?")
