@@ -42,7 +42,8 @@ OBJS	:= $(SRCS:src/%.c=build/obj/%.o)
 LIBOBJS	:= $(filter-out build/obj/main.o,$(OBJS))
 SANOBJS	:= $(LIBOBJS:build/obj/%=build/san/%)
 UNIT	:= $(sort $(wildcard tests/unit/*.c))
-GEN	:= build/gen/driver_py.h build/gen/egress_fwd_py.h
+THEMES	:= $(sort $(wildcard themes/*.theme))
+GEN	:= build/gen/driver_py.h build/gen/egress_fwd_py.h build/gen/themes.h
 
 ifeq ($(V),1)
 Q :=
@@ -88,6 +89,22 @@ build/gen/%_py.h: src/%.py
 	@mkdir -p $(dir $@)
 	$(Q){ echo 'static const unsigned char $*_py[] = {'; \
 	  od -An -v -tx1 $< | sed 's/\([0-9a-f][0-9a-f]\)/0x\1,/g'; \
+	  echo '};'; } > $@.tmp && mv $@.tmp $@
+
+# The shipped themes, built in (tui_theme.c): a theme works from any
+# folder without make install. One byte array per file, then a table.
+build/gen/themes.h: $(THEMES)
+	@mkdir -p $(dir $@)
+	$(Q){ i=0; for f in $(THEMES); do \
+	  echo "static const unsigned char theme_file_$$i[] = {"; \
+	  od -An -v -tx1 $$f | sed 's/\([0-9a-f][0-9a-f]\)/0x\1,/g'; \
+	  echo '};'; i=$$((i + 1)); done; \
+	  echo 'static const struct theme_shipped {'; \
+	  echo '	const char *name; const unsigned char *text; size_t len;'; \
+	  echo '} theme_shipped[] = {'; \
+	  i=0; for f in $(THEMES); do n=$$(basename $$f .theme); \
+	  echo "	{ \"$$n\", theme_file_$$i, sizeof theme_file_$$i },"; \
+	  i=$$((i + 1)); done; \
 	  echo '};'; } > $@.tmp && mv $@.tmp $@
 
 build/obj/%.o: src/%.c $(GEN) | have-libs

@@ -544,7 +544,7 @@ agent_session_dead(struct agent *a, const char *msg)
 	char *why = xasprintf("the question was stopped: %s",
 	    msg && *msg ? msg : "the Python session is not running");
 
-	if (llm_busy(a->llm)) {
+	if (a->llm && llm_busy(a->llm)) {
 		llm_cancel(a->llm);
 		keep_partial_reply(a);
 		fail_question(a, why, 1);
@@ -827,7 +827,10 @@ agent_rerun(struct agent *a, int n, char **err)
 		*err = xasprintf("there is no cell [%d]", n);
 		return -1;
 	}
-	return agent_run_cell(a, c->code, err);
+	int m = agent_run_cell(a, c->code, err);
+	if (m > 0)
+		notebook_cell(a->nb, m)->rerun_of = n;
+	return m;
 }
 
 void

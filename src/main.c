@@ -20,6 +20,7 @@
 #include "terp/store.h"
 #include "terp/util.h"
 #include "terp/tui.h"
+#include "terp/tui_theme.h"
 
 #define TERP_VERSION "0.1.0"
 #define STDIN_MAX (16u << 20)
@@ -748,12 +749,23 @@ main(int argc, char **argv)
 			return 2;
 		return serve_run(&c);
 	}
+	/* a theme that cannot load: one line, before the screen is taken */
+	if (c.mode == CLI_TUI && c.theme && tui_theme_check(c.theme, &err) < 0) {
+		fprintf(stderr, "terp: %s\n", err);
+		return 2;
+	}
 	if (c.resume && cli_sessions_resume(&c) < 0)
 		return 1;
 	if (c.mode != CLI_EXEC && llm_config_resolve(&c.llm, &err) < 0) {
-		fprintf(stderr, "terp: %s\n", err);
+		/* no model at all: the notebook still opens, for hand-run
+		 * cells, with a banner on how to add one (tui_data.c) */
+		int open_anyway = c.mode == CLI_TUI && c.llm.provider == NULL;
+		if (!open_anyway)
+			fprintf(stderr, "terp: %s\n", err);
 		free(err);
-		return 2;
+		err = NULL;
+		if (!open_anyway)
+			return 2;
 	}
 	if (check_sandbox(&c) < 0)
 		return 4;

@@ -17,6 +17,11 @@
 #define THUMB_FLAT	8	/* channel range under which a cell is flat */
 #define THUMB_FLOOR	0.05	/* least ink share that lights a quadrant */
 #define THUMB_SPARSE	0.35	/* ink shares below this are blended */
+/* Mono: thin features this close to the background (grid lines, legend
+ * frames: matplotlib's grid is #b0b0b0, 0.31 away) are background, so
+ * that the series and the axes stand out; the lightest tab: colour
+ * (pink) is 0.38 away. */
+#define THUMB_FAINT	0.35
 
 /* Quadrant symbols by mask: bit 0 upper left, 1 upper right, 2 lower
  * left, 3 lower right. */
@@ -45,6 +50,7 @@ struct thumb_ctx {
 	size_t			 stride;
 	const struct thumb_opts	*o;
 	int			 ncolors;	/* 256, 16, 8; 0 = mono */
+	double			 blend_floor;	/* least strength of sparse ink */
 	uint8_t			 paper[3];	/* the image's background */
 	struct thumb_px		*s;		/* one cell's samples */
 	size_t			 ns, cap;
@@ -175,13 +181,22 @@ thumb_snap_half(int mask, const double sh[4])
 	return bm;
 }
 
-/* How strongly sparse ink with the given share is drawn (0..1). */
+static double thumb_strength(const struct thumb_ctx *t, const double c[3]);
+
+/* How strongly sparse ink of colour ink with the given share is drawn
+ * (0..1). */
 static double
-thumb_blend(double share)
+thumb_blend(const struct thumb_ctx *t, double share, const double ink[3])
 {
 	/* Linear: a square root keeps lines bolder but doubles the pixel
-	 * error against the source (measured with bench/thumbs.sh). */
-	return share / THUMB_SPARSE;
+	 * error against the source (measured with bench/thumbs.sh). But a
+	 * strong colour (a series, an axis; not a faint grid line) never
+	 * under the floor: in a small thumbnail every line is sparse and
+	 * would fade to the paper. */
+	double k = share / THUMB_SPARSE;
+	if (k < t->blend_floor && thumb_strength(t, ink) >= THUMB_FAINT)
+		k = t->blend_floor;
+	return k;
 }
 
 static int
@@ -311,6 +326,31 @@ thumb_mean(const struct thumb_ctx *t, double m[3])
 		m[c] = t->ns ? sum[c] / t->ns : 0;
 }
 
+/* Mono: without colour a faint line weighs as much as a dark one, so a
+ * chart's grid would cover it in blocks. Samples close to the
+ * background become background before the cell is thresholded, when
+ * they are a thin feature (under half the cell); a faint area (a pastel
+ * bar) keeps its shade. */
+static void
+thumb_drop_faint(struct thumb_ctx *t)
+{
+	size_t faint = 0;
+
+	for (size_t i = 0; i < t->ns; i++) {
+		double c[3] = { t->s[i].c[0], t->s[i].c[1], t->s[i].c[2] };
+		double st = thumb_strength(t, c);
+		if (st > 0 && st < THUMB_FAINT)
+			faint++;
+	}
+	if (faint == 0 || faint * 2 >= t->ns)
+		return;
+	for (size_t i = 0; i < t->ns; i++) {
+		double c[3] = { t->s[i].c[0], t->s[i].c[1], t->s[i].c[2] };
+		if (thumb_strength(t, c) < THUMB_FAINT)
+			memcpy(t->s[i].c, t->paper, 3);
+	}
+}
+
 /* Chart mode (TUI.md variant B) on the samples in t->s. */
 static void
 thumb_cell_chart(struct thumb_ctx *t, struct thumb_cell *cell)
@@ -322,6 +362,8 @@ thumb_cell_chart(struct thumb_ctx *t, struct thumb_cell *cell)
 	int nreg = 4, small, mask = 0;
 	double sh[4], maxshare = 0;
 
+	if (t->ncolors == 0)
+		thumb_drop_faint(t);
 	for (size_t i = 0; i < t->ns; i++)
 		for (int c = 0; c < 3; c++) {
 			if (t->s[i].c[c] < lo[c])
@@ -390,10 +432,11 @@ thumb_cell_chart(struct thumb_ctx *t, struct thumb_cell *cell)
 	double ink[3], paper[3], full[3];
 	/* With 8 or 16 colours there are no light tints to blend to: a
 	 * blended line would turn grey, so ink keeps its own colour. */
-	double k = maxshare < THUMB_SPARSE && t->ncolors > 16 ?
-	    thumb_blend(maxshare) : 1;
-	for (int c = 0; c < 3; c++) {
+	for (int c = 0; c < 3; c++)
 		full[c] = mean[small][c];
+	double k = maxshare < THUMB_SPARSE && t->ncolors > 16 ?
+	    thumb_blend(t, maxshare, full) : 1;
+	for (int c = 0; c < 3; c++) {
 		paper[c] = mean[!small][c];
 		/* Sparse ink (a thin line, a text smudge) is drawn lighter
 		 * rather than as a solid block. */
@@ -480,7 +523,8 @@ thumb_cell_photo(struct thumb_ctx *t, struct thumb_cell *cell)
 }
 
 /* The most common colour (in 4-bit-per-channel bins) of a coarse sample
- * of the image: what mono output treats as empty background. */
+ * of the image: what mono output treats as empty background, and what
+ * faint ink is measured against. */
 static void
 thumb_find_paper(struct thumb_ctx *t)
 {
@@ -539,9 +583,15 @@ thumb_render(const uint8_t *px, int w, int h, int channels, size_t stride,
 	th = xcalloc(1, sizeof *th);
 	th->palette = o->palette;
 	thumb_fit(w, h, o, &th->cols, &th->rows);
+	/* The more source pixels a cell covers, the thinner a chart's lines
+	 * are in it: from 12 pixels a cell on, sparse ink keeps up to 60%
+	 * of its colour (a 22-column thumbnail of an 800-pixel chart drew
+	 * its lines in tints next to white). */
+	double cellpx = (double)w / th->cols;
+	t.blend_floor = cellpx <= 12 ? 0 : cellpx >= 24 ? 0.6 :
+	    0.6 * (cellpx - 12) / 12;
 	th->cells = xcalloc((size_t)th->cols * th->rows, sizeof *th->cells);
-	if (t.ncolors == 0)
-		thumb_find_paper(&t);
+	thumb_find_paper(&t);
 
 	for (int y = 0; y < th->rows; y++) {
 		double y0 = (double)y * h / th->rows;

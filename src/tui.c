@@ -35,11 +35,13 @@
 
 #include "tui_priv.h"
 #include "tui_cells.h"
+#include "tui_data.h"
 #include "tui_cmd.h"
 #include "tui_draw.h"
 #include "tui_event.h"
 #include "tui_input.h"
 #include "tui_items.h"
+#include "tui_search.h"
 #include "tui_style.h"
 #include "tui_thumbs.h"
 #include "tui_trace.h"
@@ -47,7 +49,7 @@
 /* The one terminal, the one UI: the public entry points (tui_on_event
  * with a NULL arg, tui_restore, the fatal hook) have no handle to pass. */
 static struct tui tui_one = { .st.kstate = -1, .ov.art = -1,
-	.saved_stderr = -1, .err_fd = -1 };
+	.saved_stderr = -1, .err_fd = -1, .conv.anchor = -1, .srch.line = -1 };
 
 void
 tui_on_event(void *arg, const struct event *ev)
@@ -196,14 +198,8 @@ screen_start(struct tui *t, char **err)
 		free(terr);
 	}
 	tui_draw_start(t);
-	if (t->o.mouse) {
-		mousemask(BUTTON1_PRESSED | BUTTON1_CLICKED | BUTTON4_PRESSED
-#if NCURSES_MOUSE_VERSION > 1
-		    | BUTTON5_PRESSED
-#endif
-		    , NULL);
-		mouseinterval(0);
-	}
+	if (t->o.mouse)
+		tui_input_mouse(t, 1);
 	fputs("\033[?2004h", stdout);	/* bracketed paste */
 	fflush(stdout);
 	return scr;
@@ -237,6 +233,8 @@ state_free(struct tui *t)
 	tui_thumbs_clear(t);
 	tui_overlay_free(t);
 	tui_cmd_free(t);
+	tui_search_free(t);
+	tui_data_free(t);
 	t->quit = 0;
 	t->agent = NULL;
 	t->nb = NULL;

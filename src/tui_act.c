@@ -16,6 +16,8 @@
 #include <readline/readline.h>
 
 #include "terp/agent.h"
+#include "terp/buf.h"
+#include "terp/digest.h"
 #include "terp/sanitize.h"
 #include "terp/util.h"
 
@@ -24,17 +26,14 @@
 #include "tui_spawn.h"
 #include "tui_thumbs.h"
 
-/* The folder for files terp writes for the user in this session. */
+/* The folder for files terp writes for the user in this session: the
+ * session's own folder (EV_SESSION names it), never the folder of all
+ * sessions above it. */
 static char *
 session_dir(struct tui *t)
 {
-	if (t->st.workspace) {
-		char *d = xstrdup(t->st.workspace);
-		char *slash = strrchr(d, '/');
-		if (slash && slash != d)
-			*slash = 0;
-		return d;
-	}
+	if (t->st.workspace)
+		return xstrdup(t->st.workspace);
 	char *st = xdg_state_home();
 	char *d = xasprintf("%s/terp", st);
 	free(st);
@@ -136,31 +135,169 @@ tui_act_edit(struct tui *t, int n)
 	free(nc);
 }
 
+/* OSC 52 carries at most this much (base64 of it under 100 kB, what
+ * terminals commonly accept). */
+#define OSC52_MAX	(74 * 1024)
+
+/* Sets the terminal's clipboard with OSC 52: it goes through ssh and
+ * tmux (set-clipboard) to the terminal the user sits at. Returns 0 when
+ * sent (whether the terminal honours it cannot be known), -1 when the
+ * text is too long or the terminal is one that would show it. */
+static int
+osc52(const char *text)
+{
+	const char *term = getenv("TERM");
+	size_t n = strlen(text), blen;
+
+	if (n > OSC52_MAX || !term || !*term || strcmp(term, "dumb") == 0 ||
+	    strncmp(term, "linux", 5) == 0)
+		return -1;
+	char *b = base64_encode(text, n, &blen);
+	fputs("\033]52;c;", stdout);
+	fwrite(b, 1, blen, stdout);
+	fputs("\a", stdout);
+	fflush(stdout);
+	free(b);
+	return 0;
+}
+
+/* Writes text to name in the session folder (0600, never through a
+ * link). Returns the new path, or NULL with the reason flashed. */
+static char *
+copy_to_file(struct tui *t, const char *text, const char *name)
+{
+	char *dir = session_dir(t);
+	mkdir_p(dir, 0700);
+	char *path = xasprintf("%s/%s", dir, name);
+	free(dir);
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
+	    0600);
+	if (fd < 0 || write_all(fd, text, strlen(text)) < 0) {
+		tui_flash(t, "cannot write %s: %s", path, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		free(path);
+		return NULL;
+	}
+	close(fd);
+	return path;
+}
+
+/* Copies text ("the code of cell [3]"...): to the clipboard tool when
+ * there is one; else to the terminal's clipboard (OSC 52) and, as the
+ * terminal may ignore it, to the file `name` in the session folder. */
+static void
+copy_text(struct tui *t, const char *text, const char *what, const char *name)
+{
+	if (tui_spawn_clipboard(t, text) == 0) {
+		tui_flash(t, "copied %s to the clipboard", what);
+		return;
+	}
+	int sent = osc52(text) == 0;
+	char *path = copy_to_file(t, text, name);
+	if (!path)
+		return;
+	if (!t->in.copy_told) {
+		/* once: where copies go without a clipboard tool */
+		char *dir = session_dir(t);
+		char *m = xasprintf("no clipboard tool (wl-copy, xclip, xsel): "
+		    "copies go to the terminal's clipboard (OSC 52; in tmux "
+		    "set-clipboard on) and to files in %s", dir);
+		tui_item_text(t, IT_NOTICE, m);
+		free(m);
+		free(dir);
+		t->in.copy_told = 1;
+	}
+	/* short enough for the status bar at 80 columns; the notice above
+	 * names the folder */
+	if (sent)
+		tui_flash(t, "copied %s (OSC 52, %s)", what, name);
+	else
+		tui_flash(t, "%s is in %s", what, name);
+	free(path);
+}
+
 void
 tui_act_copy(struct tui *t, int n)
 {
 	const struct cell *c = notebook_cell(t->nb, n);
 	if (!c || !c->code)
 		return;
-	if (tui_spawn_clipboard(t, c->code) == 0) {
-		tui_flash(t, "copied the code of cell [%d] to the clipboard", n);
+	char what[64], name[64];
+	snprintf(what, sizeof what, "the code of cell [%d]", n);
+	snprintf(name, sizeof name, "cell-%d.py", n);
+	copy_text(t, c->code, what, name);
+}
+
+void
+tui_act_copy_output(struct tui *t, int n)
+{
+	const struct cell *c = notebook_cell(t->nb, n);
+	if (!c)
+		return;
+	struct buf b;
+	buf_init(&b, 4 * 1024 * 1024);
+	for (int st = 0; st < 2; st++) {
+		size_t len;
+		char *o = cell_output(c, st, &len);
+		buf_add(&b, o, len);
+		if (len && o[len - 1] != '\n')
+			buf_addc(&b, '\n');
+		free(o);
+	}
+	if (c->value)
+		buf_printf(&b, "%s\n", c->value);
+	if (c->ename || c->evalue)
+		buf_printf(&b, "%s%s%s\n", c->ename ? c->ename : "",
+		    c->ename && c->evalue ? ": " : "", c->evalue ? c->evalue : "");
+	char what[64], name[64];
+	snprintf(what, sizeof what, "the output of cell [%d]", n);
+	snprintf(name, sizeof name, "out-%d.txt", n);
+	if (b.len == 0)
+		tui_flash(t, "cell [%d] has no output", n);
+	else
+		copy_text(t, buf_str(&b), what, name);
+	buf_free(&b);
+}
+
+void
+tui_act_copy_answer(struct tui *t)
+{
+	int w = t->lay.pw[P_CONV] > 0 ? t->lay.pw[P_CONV] : t->lay.cols;
+	int h = t->lay.ph[P_CONV] > 1 ? t->lay.ph[P_CONV] - 1 : 1;
+	int top = t->v[P_CONV].top, line = 0, pick = -1, last = -1;
+
+	/* the last answer in view, else the last one */
+	for (int i = 0; i < t->conv.nitems; i++) {
+		struct item *it = &t->conv.items[i];
+		int n = tui_item_lines(t, it, w)->n;
+		if (it->kind == IT_ANSWER && it->text.len > 0) {
+			last = i;
+			if (line < top + h && line + n > top)
+				pick = i;
+		}
+		line += n;
+	}
+	if (pick < 0)
+		pick = last;
+	if (pick < 0) {
+		tui_flash(t, "no answer to copy yet");
 		return;
 	}
-	char *dir = session_dir(t);
-	mkdir_p(dir, 0700);
-	char *path = xasprintf("%s/cell-%d.py", dir, n);
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd >= 0 && write_all(fd, c->code, strlen(c->code)) == 0) {
-		char *m = xasprintf("no clipboard: the code of cell [%d] is in %s", n, path);
-		tui_item_text(t, IT_NOTICE, m);
-		tui_flash(t, "%s", m);
-		free(m);
-	} else
-		tui_flash(t, "cannot write %s: %s", path, strerror(errno));
-	if (fd >= 0)
-		close(fd);
-	free(path);
-	free(dir);
+	/* named by its question (the pane may have lost the first ones
+	 * to /clear: counted among those shown) */
+	int q = 0;
+	for (int i = 0; i <= pick; i++)
+		q += t->conv.items[i].kind == IT_USER;
+	char what[64], name[64];
+	if (q > 0) {
+		snprintf(what, sizeof what, "the answer to question %d", q);
+		snprintf(name, sizeof name, "answer-%d.md", q);
+	} else {
+		snprintf(what, sizeof what, "the answer");
+		snprintf(name, sizeof name, "answer.md");
+	}
+	copy_text(t, buf_str(&t->conv.items[pick].text), what, name);
 }
 
 void

@@ -10,8 +10,13 @@ void tui_act_rerun(struct tui *t, int n);
 /* Opens cell n's code in $EDITOR (the UI pauses) and runs the edited
  * code as a new cell, unless it is unchanged or the editor failed. */
 void tui_act_edit(struct tui *t, int n);
-/* The code to the clipboard, else to a file in the session folder. */
+/* Copies cell n's code (y), its output (Y: stdout, stderr, value,
+ * error) or the answer in view in the conversation (y there): to the
+ * clipboard tool (wl-copy, xclip, xsel), else to the terminal's
+ * clipboard with OSC 52 and to a file in the session folder. */
 void tui_act_copy(struct tui *t, int n);
+void tui_act_copy_output(struct tui *t, int n);
+void tui_act_copy_answer(struct tui *t);
 
 void tui_act_open(struct tui *t, int i);
 /* The overlay shows file i: a chart as a thumbnail, text (the first

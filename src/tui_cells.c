@@ -18,12 +18,24 @@
 #include "tui_style.h"
 #include "tui_thumbs.h"
 
-/* Appends text (sanitized) as lines; collapsed, only head and tail
- * lines are kept around a "... N lines hidden ..." marker, and each
- * line is cut at the width; expanded, everything is wrapped. */
+/* Lines in text[0..len) (a last line without '\n' counts). */
+static size_t
+count_lines(const char *text, size_t len)
+{
+	size_t nl = 0;
+
+	for (size_t i = 0; i < len; i++)
+		nl += text[i] == '\n';
+	return nl + (len > 0 && text[len - 1] != '\n');
+}
+
+/* Appends text (sanitized) as lines; collapsed, text longer than `room`
+ * lines keeps its head and tail around a "… N lines hidden …" marker
+ * (room - 1 lines of text, a third of them the head), and each line is
+ * cut at the width; expanded, everything is wrapped. */
 static void
 add_block(struct tlines *ls, const char *text, size_t len, int w, int role,
-    const char *prefix, int expanded, int head, int tail, int tag)
+    const char *prefix, int expanded, int room, int tag)
 {
 	while (len > 0 && text[len - 1] == '\n')
 		len--;
@@ -33,14 +45,14 @@ add_block(struct tlines *ls, const char *text, size_t len, int w, int role,
 		tui_tlines_wrap(ls, text, len, w, role, prefix, R_BORDER, tag);
 		return;
 	}
-	size_t nl = 1;
-	for (const char *p = text; (p = memchr(p, '\n', len - (size_t)(p - text)));
-	    p++)
-		nl++;
-	if (nl <= (size_t)(head + tail + 1)) {
+	size_t nl = count_lines(text, len);
+	if (room < 3)
+		room = 3;
+	if (nl <= (size_t)room) {
 		tui_tlines_cut(ls, text, len, w, role, prefix, R_BORDER, tag);
 		return;
 	}
+	int head = (room - 1) / 3, tail = room - 1 - head;
 	/* the head lines, the marker, the tail lines */
 	const char *p = text, *end = text + len;
 	for (int i = 0; i < head; i++) {
@@ -63,18 +75,52 @@ add_block(struct tlines *ls, const char *text, size_t len, int w, int role,
 
 static void
 add_sanitized(struct tlines *ls, const char *raw, size_t n, int w, int role,
-    const char *prefix, int expanded, int head, int tail, int tag)
+    const char *prefix, int expanded, int room, int tag)
 {
 	char *s = sanitize_str(raw, n,
 	    SANITIZE_KEEP_NL | SANITIZE_EXPAND_TABS | SANITIZE_CR_AS_NL);
-	add_block(ls, s, strlen(s), w, role, prefix, expanded, head, tail, tag);
+	add_block(ls, s, strlen(s), w, role, prefix, expanded, room, tag);
+	free(s);
+}
+
+/* A traceback keeps its last frames: what matters. */
+static void
+add_tail(struct tlines *ls, const char *raw, int w, int role,
+    const char *prefix, int tail, int tag)
+{
+	char *s = sanitize_str(raw, strlen(raw),
+	    SANITIZE_KEEP_NL | SANITIZE_EXPAND_TABS | SANITIZE_CR_AS_NL);
+	size_t len = strlen(s);
+	while (len > 0 && s[len - 1] == '\n')
+		len--;
+	size_t nl = count_lines(s, len);
+	if (nl > (size_t)tail + 1) {
+		char msg[64];
+		snprintf(msg, sizeof msg, "… %zu lines hidden …", nl - (size_t)tail);
+		tui_tlines_cut(ls, msg, strlen(msg), w, R_HIDDEN, prefix, R_BORDER, tag);
+		const char *q = s + len;
+		for (int i = 0; i < tail; i++) {
+			q--;
+			while (q > s && q[-1] != '\n')
+				q--;
+		}
+		tui_tlines_cut(ls, q, (size_t)(s + len - q), w, role, prefix,
+		    R_BORDER, tag);
+	} else if (len > 0)
+		tui_tlines_cut(ls, s, len, w, role, prefix, R_BORDER, tag);
 	free(s);
 }
 
 static int
-cell_expanded(struct tui *t, int n)
+cell_expanded(const struct tui *t, int n)
 {
 	return n > 0 && n < t->cells.nexp && t->cells.expanded[n];
+}
+
+int
+tui_cells_expanded(const struct tui *t, int n)
+{
+	return cell_expanded(t, n);
 }
 
 static int
@@ -126,14 +172,15 @@ cell_files(struct tui *t, struct tlines *ls, const struct cell *c, int w,
 		/* the name on one line: a newline in it is shown, not kept */
 		char *nm = sanitize_str(a->name, strlen(a->name), 0);
 		char *m = xasprintf("%s  %s", nm, sz);
-		add_sanitized(ls, m, strlen(m), w, R_LINK, "  ▪ ", 0, 1, 1, tag);
+		add_sanitized(ls, m, strlen(m), w, R_LINK, "  ▪ ", 0, 3, tag);
 		free(m);
 		free(nm);
 		if (!tui_thumbs_is_png(a->name))
 			continue;
 		const char *why;
-		int tc = w - 4 < 64 ? w - 4 : 64;
-		struct thumb *th = tui_thumbs_get(t, a->path, ex ? w - 4 : tc,
+		/* indented by 4, a column free at the right (the margin) */
+		int tc = w - 5 < 64 ? w - 5 : 64;
+		struct thumb *th = tui_thumbs_get(t, a->path, ex ? w - 5 : tc,
 		    ex ? 40 : 14, &why);
 		if (th)
 			tui_thumbs_lines(ls, th, 4, tag);
@@ -143,46 +190,224 @@ cell_files(struct tui *t, struct tlines *ls, const struct cell *c, int w,
 	}
 }
 
-/* Everything of a cell below its header line. */
+/* The rows each collapsed output of c (stdout, stderr, value) gets out
+ * of room, the rows left in the pane for them: all its lines when they
+ * fit, else shares filled from the shortest output up (each gets its
+ * lines or an equal part of what is left); never fewer than the old
+ * fixed fold (3 + 5 lines and a marker) for an output that long. */
 static void
-cell_body(struct tui *t, struct tlines *ls, const struct cell *c, int w)
+fold_rooms(const struct cell *c, int room, int out[3])
 {
-	int ex = cell_expanded(t, c->n), tag = c->n;
-	size_t n;
+	size_t nl[3] = { 0, 0, 0 };
+	const int least = OUT_SHOW_HEAD + OUT_SHOW_TAIL + 1;
+	int done[3] = { 0, 0, 0 }, left = room > 0 ? room : 0;
 
-	code_lines(ls, c->code ? c->code : "", w, ex, tag);
 	for (int st = 0; st < 2; st++) {
+		size_t n;
 		char *o = cell_output(c, st, &n);
-		if (n)
-			add_sanitized(ls, o, n, w, st ? R_STDERR : R_STDOUT, "  ",
-			    ex, OUT_SHOW_HEAD, OUT_SHOW_TAIL, tag);
+		while (n > 0 && o[n - 1] == '\n')
+			n--;
+		nl[st] = count_lines(o, n);
 		free(o);
 	}
 	if (c->value)
-		add_sanitized(ls, c->value, strlen(c->value), w, R_VALUE, "  → ",
-		    ex, OUT_SHOW_HEAD, OUT_SHOW_TAIL, tag);
+		nl[2] = count_lines(c->value, strlen(c->value));
+	for (int k = 3; k > 0; k--) {
+		int i = -1;
+		for (int j = 0; j < 3; j++)	/* the shortest not yet given */
+			if (!done[j] && (i < 0 || nl[j] < nl[i]))
+				i = j;
+		int share = left / k;
+		out[i] = nl[i] <= (size_t)share ? (int)nl[i] : share;
+		left -= out[i];
+		done[i] = 1;
+	}
+	for (int i = 0; i < 3; i++)
+		if ((size_t)out[i] < nl[i] && out[i] < least)
+			out[i] = least;
+}
+
+/* Appends the lines of src to dst, which takes them; src is empty after. */
+static void
+tlines_move(struct tlines *dst, struct tlines *src)
+{
+	for (int i = 0; i < src->n; i++) {
+		struct tline *l = tui_tlines_add(dst, src->v[i].tag);
+		*l = src->v[i];
+	}
+	free(src->v);
+	tui_tlines_init(src);
+}
+
+/* The order cell n's output came in, or NULL when none was seen. */
+static const struct corder *
+order_of(const struct tui *t, int n)
+{
+	return n > 0 && n < t->cells.nord ? &t->cells.ord[n] : NULL;
+}
+
+void
+tui_cells_note_output(struct tui *t, const struct cell *c, int st)
+{
+	if (c == NULL || c->n <= 0 || c->n > ORDER_CELLS_MAX)
+		return;
+	if (c->n >= t->cells.nord) {
+		int n = c->n + 16;
+		t->cells.ord = xrealloc(t->cells.ord, (size_t)n * sizeof *t->cells.ord);
+		memset(t->cells.ord + t->cells.nord, 0,
+		    (size_t)(n - t->cells.nord) * sizeof *t->cells.ord);
+		t->cells.nord = n;
+	}
+	struct corder *o = &t->cells.ord[c->n];
+	uint64_t end = c->out[st ? 1 : 0].total;
+	if (o->n > 0 && o->run[o->n - 1].st == st) {
+		o->run[o->n - 1].end = end;
+		return;
+	}
+	if (o->n >= ORDER_RUNS_MAX) {
+		o->over = 1;
+		return;
+	}
+	if (o->n == o->cap) {
+		o->cap = o->cap ? 2 * o->cap : 8;
+		o->run = xrealloc(o->run, (size_t)o->cap * sizeof *o->run);
+	}
+	o->run[o->n].st = st ? 1 : 0;
+	o->run[o->n].end = end;
+	o->n++;
+}
+
+/* Collapsed, the middle of ls's lines beyond `room` becomes a marker
+ * line, as add_block does with one text; dst takes the lines kept. */
+static void
+fold_lines(struct tlines *dst, struct tlines *ls, int w, int room, int ex,
+    int tag)
+{
+	if (room < 3)
+		room = 3;
+	if (ex || ls->n <= room) {
+		tlines_move(dst, ls);
+		return;
+	}
+	int head = (room - 1) / 3, tail = room - 1 - head;
+	for (int i = 0; i < ls->n; i++) {
+		if (i == head) {
+			char msg[96];
+			snprintf(msg, sizeof msg, "… %d lines hidden (Enter on the "
+			    "cell shows all) …", ls->n - head - tail);
+			tui_tlines_cut(dst, msg, strlen(msg), w, R_HIDDEN, "  ",
+			    R_BORDER, tag);
+		}
+		if (i < head || i >= ls->n - tail)
+			*tui_tlines_add(dst, ls->v[i].tag) = ls->v[i];
+		else
+			tui_tline_free(&ls->v[i]);
+	}
+	free(ls->v);
+	tui_tlines_init(ls);
+}
+
+#define INTERLEAVE_MAX	(256u * 1024)	/* collapsed output bytes, at most */
+
+/* stdout and stderr in the order they came (as Jupyter shows them),
+ * when both were written while this UI watched and every byte is
+ * still held; the collapsed whole folds in `room` lines. Returns 0
+ * when it cannot (the caller shows stdout, then stderr). */
+static int
+interleaved(struct tui *t, struct tlines *ls, const struct cell *c, int w,
+    int ex, int room)
+{
+	const struct corder *o = order_of(t, c->n);
+	if (o == NULL || o->over || o->n < 2 || outcap_dropped(&c->out[0]) ||
+	    outcap_dropped(&c->out[1]))
+		return 0;
+	/* a flood, collapsed: every line would be laid out to keep a few;
+	 * the separate blocks fold without that */
+	if (!ex && c->out[0].total + c->out[1].total > INTERLEAVE_MAX)
+		return 0;
+	/* every byte of both streams is in a run */
+	uint64_t last[2] = { 0, 0 };
+	for (int i = 0; i < o->n; i++)
+		last[o->run[i].st] = o->run[i].end;
+	if (last[0] != c->out[0].total || last[1] != c->out[1].total)
+		return 0;
+	size_t len[2];
+	char *raw[2] = { cell_output(c, 0, &len[0]), cell_output(c, 1, &len[1]) };
+	uint64_t from[2] = { 0, 0 };
+	struct tlines all;
+	tui_tlines_init(&all);
+	for (int i = 0; i < o->n; i++) {
+		int st = o->run[i].st;
+		uint64_t a = from[st], b = o->run[i].end;
+		from[st] = b;
+		if (b <= a || b > len[st])
+			continue;
+		char *s = sanitize_str(raw[st] + a, (size_t)(b - a),
+		    SANITIZE_KEEP_NL | SANITIZE_EXPAND_TABS | SANITIZE_CR_AS_NL);
+		size_t n = strlen(s);
+		while (n > 0 && s[n - 1] == '\n')
+			n--;
+		int role = st ? R_STDERR : R_STDOUT;
+		if (n > 0 && ex)
+			tui_tlines_wrap(&all, s, n, w, role, "  ", R_BORDER, c->n);
+		else if (n > 0)
+			tui_tlines_cut(&all, s, n, w, role, "  ", R_BORDER, c->n);
+		free(s);
+	}
+	free(raw[0]);
+	free(raw[1]);
+	fold_lines(ls, &all, w, room, ex, c->n);
+	return 1;
+}
+
+/* Everything of a cell below its header line. room: the pane's rows
+ * (0: the fixed fold). */
+static void
+cell_body(struct tui *t, struct tlines *ls, const struct cell *c, int w,
+    int room)
+{
+	int ex = cell_expanded(t, c->n), tag = c->n, rooms[3];
+	struct tlines end;
+	size_t n;
+
+	/* what comes after the outputs first, to know the outputs' room */
+	tui_tlines_init(&end);
 	if (c->ename || c->evalue) {
 		char *m = xasprintf("%s%s%s", c->ename ? c->ename : "",
 		    c->ename && c->evalue ? ": " : "", c->evalue ? c->evalue : "");
-		add_sanitized(ls, m, strlen(m), w, R_FAIL, "  ✗ ", 0, 2, 2, tag);
+		add_sanitized(&end, m, strlen(m), w, R_FAIL, "  ✗ ", 0, 5, tag);
 		free(m);
 		if (c->traceback && ex)
-			add_sanitized(ls, c->traceback, strlen(c->traceback), w,
-			    R_TRACE, "    ", 1, 0, 0, tag);
-		else if (c->traceback) {
-			/* the last frames are what matters */
-			add_sanitized(ls, c->traceback, strlen(c->traceback), w,
-			    R_TRACE, "    ", 0, 0, 4, tag);
-		}
+			add_sanitized(&end, c->traceback, strlen(c->traceback), w,
+			    R_TRACE, "    ", 1, 0, tag);
+		else if (c->traceback)
+			add_tail(&end, c->traceback, w, R_TRACE, "    ", 4, tag);
 	}
 	if (c->reason)
-		add_sanitized(ls, c->reason, strlen(c->reason), w, R_FAIL, "  ! ",
-		    ex, 2, 2, tag);
+		add_sanitized(&end, c->reason, strlen(c->reason), w, R_FAIL, "  ! ",
+		    ex, 5, tag);
 	if (c->state_lost) {
 		const char *m = "the session restarted: variables are gone";
-		tui_tlines_cut(ls, m, strlen(m), w, R_FAIL, "  ! ", R_BORDER, tag);
+		tui_tlines_cut(&end, m, strlen(m), w, R_FAIL, "  ! ", R_BORDER, tag);
 	}
-	cell_files(t, ls, c, w, ex);
+	cell_files(t, &end, c, w, ex);
+
+	code_lines(ls, c->code ? c->code : "", w, ex, tag);
+	/* the outputs get what the header, the code, the lines after and
+	 * the blank line after the cell leave of the pane */
+	fold_rooms(c, room - 2 - ls->n - end.n, rooms);
+	if (!interleaved(t, ls, c, w, ex, rooms[0] + rooms[1]))
+		for (int st = 0; st < 2; st++) {
+			char *o = cell_output(c, st, &n);
+			if (n)
+				add_sanitized(ls, o, n, w, st ? R_STDERR : R_STDOUT,
+				    "  ", ex, rooms[st], tag);
+			free(o);
+		}
+	if (c->value)
+		add_sanitized(ls, c->value, strlen(c->value), w, R_VALUE, "  → ",
+		    ex, rooms[2], tag);
+	tlines_move(ls, &end);
 }
 
 static struct cblock *
@@ -197,15 +422,17 @@ cell_block(struct tui *t, const struct cell *c, int w)
 	}
 	struct cblock *b = &t->cells.cb[c->n];
 	int ex = cell_expanded(t, c->n), nart = cell_nart(t, c);
-	if (b->valid && b->width == w && b->expanded == ex &&
+	int fold = t->cells.fold_rows;
+	if (b->valid && b->width == w && b->expanded == ex && b->fold == fold &&
 	    b->status == (int)c->status && b->nart == nart &&
 	    b->tot[0] == c->out[0].total && b->tot[1] == c->out[1].total &&
 	    b->has_value == (c->value != NULL))
 		return b;
 	tui_tlines_free(&b->lines);
 	tui_tlines_init(&b->lines);
-	cell_body(t, &b->lines, c, w);
+	cell_body(t, &b->lines, c, w, fold);
 	b->valid = 1;
+	b->fold = fold;
 	b->width = w;
 	b->expanded = ex;
 	b->status = (int)c->status;
@@ -241,7 +468,14 @@ tui_cells_header(struct tui *t, struct tline *l, const struct cell *c)
 	char tmp[128];
 	snprintf(tmp, sizeof tmp, "[%d] ", c->n);
 	tui_tline_adds(l, R_CELL_HDR, tmp);
-	tui_tline_adds(l, R_DIM, c->author == CELL_BY_MODEL ? "model" : "you");
+	if (c->author == CELL_BY_MODEL)
+		tui_tline_adds(l, R_DIM, "model");
+	else
+		tui_tline_adds(l, R_USER, "you");
+	if (c->rerun_of > 0) {
+		snprintf(tmp, sizeof tmp, " · re-run of [%d]", c->rerun_of);
+		tui_tline_adds(l, R_USER, tmp);
+	}
 	tui_tline_adds(l, R_DIM, " · ");
 	if (c->status == CELL_RUNNING) {
 		static const char *spin[] = { "⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏" };
@@ -258,15 +492,35 @@ tui_cells_header(struct tui *t, struct tline *l, const struct cell *c)
 		tui_tline_adds(l, R_DIM, " · expanded");
 }
 
-/* The conversation line that links a model turn to its cell. */
+int
+tui_cells_by_user(const struct tui *t, int n)
+{
+	const struct cell *c = t->nb ? notebook_cell(t->nb, n) : NULL;
+
+	return c != NULL && c->author == CELL_BY_USER;
+}
+
+/* The conversation line that links a turn to its cell: the model's
+ * under its question ("▸ ran cell [3]"), the user's own in the user's
+ * colours ("› you ran cell [4] (re-run of [3])"). */
 void
 tui_cells_link(struct tui *t, struct tline *l, int n)
 {
 	const struct cell *c = t->nb ? notebook_cell(t->nb, n) : NULL;
 	char tmp[160];
-	tui_tline_adds(l, R_LINK, "  ▸ ");
-	snprintf(tmp, sizeof tmp, "ran cell [%d]", n);
-	tui_tline_adds(l, R_LINK, tmp);
+	if (c && c->author == CELL_BY_USER) {
+		tui_tline_adds(l, R_USER_MARK, "› ");
+		if (c->rerun_of > 0)
+			snprintf(tmp, sizeof tmp, "you ran cell [%d] (re-run of [%d])",
+			    n, c->rerun_of);
+		else
+			snprintf(tmp, sizeof tmp, "you ran cell [%d]", n);
+		tui_tline_adds(l, R_USER, tmp);
+	} else {
+		tui_tline_adds(l, R_LINK, "  ▸ ");
+		snprintf(tmp, sizeof tmp, "ran cell [%d]", n);
+		tui_tline_adds(l, R_LINK, tmp);
+	}
 	if (!c)
 		return;
 	if (c->status == CELL_RUNNING || c->status == CELL_PENDING) {
@@ -322,6 +576,12 @@ tui_cells_body(struct tui *t, const struct cell *c, int w)
 	return &cell_block(t, c, w)->lines;
 }
 
+int
+tui_cells_span(struct tui *t, const struct cell *c, int w)
+{
+	return 1 + (c ? tui_cells_body(t, c, w)->n : 0) + 1;
+}
+
 void
 tui_cells_free(struct tui *t)
 {
@@ -333,4 +593,9 @@ tui_cells_free(struct tui *t)
 	free(t->cells.expanded);
 	t->cells.expanded = NULL;
 	t->cells.nexp = 0;
+	for (int i = 0; i < t->cells.nord; i++)
+		free(t->cells.ord[i].run);
+	free(t->cells.ord);
+	t->cells.ord = NULL;
+	t->cells.nord = 0;
 }

@@ -12,12 +12,22 @@
  * next call for the same cell). */
 const struct tlines *tui_cells_body(struct tui *t, const struct cell *c,
     int w);
+/* The lines cell c takes in the pane: its header, its body and the
+ * blank line after it. */
+int tui_cells_span(struct tui *t, const struct cell *c, int w);
+/* Whether cell n is expanded (Enter), and whether the user wrote it. */
+int tui_cells_expanded(const struct tui *t, int n);
+int tui_cells_by_user(const struct tui *t, int n);
+/* Output of stream st (0 stdout, 1 stderr) came for cell c (already in
+ * c->out): the pane shows the two streams in the order they came. */
+void tui_cells_note_output(struct tui *t, const struct cell *c, int st);
 /* Forgets every cached body (the terminal changed size). */
 void tui_cells_invalidate(struct tui *t);
 /* Appends c's header ("[3] model · ok · 0.42s") to l. */
 void tui_cells_header(struct tui *t, struct tline *l, const struct cell *c);
-/* Appends the conversation's link to cell n ("▸ ran cell [n] · ok ...")
- * to l. */
+/* Appends the conversation's link to cell n to l: "▸ ran cell [n] · ok
+ * ..." for the model's, "› you ran cell [n] (re-run of [m]) · ok ..."
+ * for the user's. */
 void tui_cells_link(struct tui *t, struct tline *l, int n);
 /* Expands or collapses cell n (the pane stops following new output). */
 void tui_cells_toggle(struct tui *t, int n);

@@ -11,9 +11,11 @@
 #include <string.h>
 #include <time.h>
 
+#include <cjson/cJSON.h>
 #include <readline/readline.h>
 
 #include "terp/agent.h"
+#include "terp/buf.h"
 #include "terp/export.h"
 #include "terp/kernel.h"
 #include "terp/llm.h"
@@ -22,6 +24,7 @@
 #include "terp/util.h"
 
 #include "tui_act.h"
+#include "tui_data.h"
 #include "tui_draw.h"
 #include "tui_items.h"
 #include "tui_trace.h"
@@ -95,24 +98,26 @@ static const struct keyhelp key_help[] = {
 	{ "Ctrl-C", "cancel the model request or interrupt the running cell; else clear the input" },
 	{ "Ctrl-D", "on an empty line: quit (asks first when something runs)" },
 	{ "Tab / Shift-Tab", "next / previous pane (input, conversation, cells, files); completes /commands" },
-	{ "Up / Down", "input: history; panes: select the previous / next cell or file, scroll" },
-	{ "j / k", "in a pane: next / previous cell or file (scroll in the conversation)" },
+	{ "Up Down / j k", "input: history; pane: previous / next cell or file (the conversation scrolls)" },
 	{ "PgUp / PgDn", "scroll the focused pane (the conversation from the input line)" },
-	{ "Home g / End G", "top / bottom of the pane; End resumes following new output" },
-	{ "Enter (cell)", "expand / collapse the cell's full code and output" },
-	{ "e (cell)", "edit the cell's code in $VISUAL / $EDITOR and run the edited code" },
-	{ "r (cell)", "re-run the cell" },
-	{ "y (cell)", "copy the cell's code (clipboard, else a file in the session folder)" },
-	{ "Enter (file)", "preview the file full-screen (charts as block thumbnails)" },
-	{ "o (file)", "open the file with xdg-open" },
-	{ "s (file)", "save a copy under a name you give" },
-	{ "n (conversation)", "the next number of the last answer: its source on the status bar, its cell selected" },
-	{ "Esc / i", "back to the input line" },
+	{ "Home g / End G", "top / bottom of the pane; End follows new output again (also on the input line)" },
+	{ "Enter e r (cell)", "expand the cell / edit it in $VISUAL or $EDITOR and run it / re-run it" },
+	{ "y / Y (cell)", "copy the cell's code / its output; y in the conversation: the answer in view" },
+	{ "Enter o s (file)", "preview the file full-screen / open it with xdg-open / save a copy" },
+	{ "/ n N (pane)", "search conversation or cells (all output too); next / previous match; Esc ends" },
+	{ "z / f (pane)", "maximise the focused pane (z again restores) / hide or show the files pane" },
+	{ "m (pane)", "mouse capture off / on: off, the terminal selects text (while on: Shift-drag)" },
+	{ "Esc / i", "input line: to the last pane; pane: back to the input line (typing does too)" },
+	{ "t (conversation)", "the next number of the last answer: its source on the status bar, its cell selected" },
 	{ "Ctrl-L", "redraw the screen" },
 	{ "? / F1", "this help (q or Esc closes)" },
 	{ "mouse", "click focuses a pane and selects; the wheel scrolls" },
 	{ NULL, NULL }
 };
+
+#define COPY_HELP "Copies go to wl-copy, xclip or xsel; without one to the " \
+	"terminal's clipboard (OSC 52, which works over ssh; tmux needs " \
+	"set-clipboard on) and to a file in the session folder."
 
 /* One row of the help: keys (or usage) in a column, what wrapped. */
 static void
@@ -125,7 +130,7 @@ help_row(struct tui *t, const char *keys, const char *what, int w)
 	int kw = tui_tlines_width(k, strlen(k));
 	struct tlines tmp;
 	tui_tlines_init(&tmp);
-	tui_tlines_wrap(&tmp, what, strlen(what), w - kw, R_TEXT, NULL, 0, 0);
+	tui_tlines_wrap(&tmp, what, strlen(what), w - 1 - kw, R_TEXT, NULL, 0, 0);
 	for (int i = 0; i < tmp.n; i++) {
 		if (i > 0) {
 			l = tui_tlines_add(&t->ov.lines, 0);
@@ -155,6 +160,8 @@ tui_cmd_help(struct tui *t)
 	    "  The input line is GNU readline: your ~/.inputrc applies (emacs or vi mode).");
 	tui_tline_adds(tui_tlines_add(&t->ov.lines, 0), R_DIM,
 	    "  History is kept in $XDG_STATE_HOME/terp/history.");
+	tui_tlines_wrap(&t->ov.lines, COPY_HELP, strlen(COPY_HELP), w - 1,
+	    R_DIM, "  ", R_DIM, 0);
 }
 
 /* ---- the commands ---- */
@@ -221,6 +228,7 @@ cmd_load(struct tui *t, const struct cmd_entry *c, const char *arg)
 	loaded_add(t, arg, box);
 	char *m = xasprintf("loaded %s as %s", arg, box);
 	tui_item_text(t, IT_NOTICE, m);
+	tui_flash(t, "%s", m);
 	free(m);
 	free(box);
 }
@@ -350,8 +358,42 @@ cmd_model(struct tui *t, const struct cmd_entry *c, const char *arg)
 	else {
 		char *m = xasprintf("model set to %s", arg);
 		tui_item_text(t, IT_NOTICE, m);
+		tui_flash(t, "%s", m);
 		free(m);
 	}
+}
+
+/* A request body laid out one member a line, indented by two spaces
+ * (the bytes sent are the same JSON); NULL when it is not JSON. */
+static char *
+json_pretty(const char *body, size_t len)
+{
+	if (body == NULL)
+		return NULL;
+	cJSON *j = cJSON_ParseWithLength(body, len);
+	if (j == NULL)
+		return NULL;
+	char *p = cJSON_Print(j);
+	cJSON_Delete(j);
+	if (p == NULL)
+		return NULL;
+	/* cJSON indents with tabs and puts one after each colon; strings
+	 * hold no raw tab (JSON escapes them) */
+	struct buf b;
+	buf_init(&b, 2 * strlen(p) + 16);
+	int lead = 1;
+	for (const char *q = p; *q; q++) {
+		if (*q == '\n')
+			lead = 1;
+		else if (*q != '\t')
+			lead = 0;
+		if (*q == '\t')
+			buf_adds(&b, lead ? "  " : " ");
+		else
+			buf_addc(&b, *q);
+	}
+	free(p);
+	return buf_take(&b);
 }
 
 static void
@@ -381,10 +423,13 @@ cmd_sent(struct tui *t, const struct cmd_entry *c, const char *arg)
 		    what ? what : "", len);
 		tui_overlay_open(t, title);
 		free(title);
-		char *s = sanitize_str(body ? body : "", body ? len : 0,
+		char *pretty = json_pretty(body, len);
+		const char *show = pretty ? pretty : body ? body : "";
+		char *s = sanitize_str(show, pretty ? strlen(pretty) : body ? len : 0,
 		    SANITIZE_KEEP_NL | SANITIZE_EXPAND_TABS);
 		tui_tlines_wrap(&t->ov.lines, s, strlen(s), COLS, R_TEXT, " ", R_TEXT, 0);
 		free(s);
+		free(pretty);
 		return;
 	}
 	struct buf b;
@@ -514,10 +559,18 @@ run_command(struct tui *t, const char *line)
 	size_t end;
 	const struct cmd_entry *c = cmd_find(line, name, sizeof name, &end);
 
-	if (c == NULL)
+	if (c == NULL) {
 		tui_flash(t, "unknown command /%s (try /help)", name);
-	else
-		c->fn(t, c, skip_ws(line + end));
+		return;
+	}
+	/* no blanks after the argument: Tab completion leaves one after a
+	 * file name */
+	char *arg = xstrdup(skip_ws(line + end));
+	size_t n = strlen(arg);
+	while (n > 0 && (arg[n - 1] == ' ' || arg[n - 1] == '\t'))
+		arg[--n] = '\0';
+	c->fn(t, c, arg);
+	free(arg);
 }
 
 /* A line typed at the prompt: a command or a question. */
@@ -528,16 +581,29 @@ cmd_line(struct tui *t, const char *s)
 		run_command(t, s);
 	else if (*s) {
 		char *err = NULL;
-		if (agent_ask(t->agent, s, &err) < 0)
+		if (tui_data_no_model(t)) {
+			/* the question stays in the history; the banner again */
+			tui_item_text(t, IT_ERROR, TUI_NO_MODEL);
+			tui_flash(t, "no model is configured");
+		} else if (agent_ask(t->agent, s, &err) < 0)
 			tui_show_err(t, "ask", err);
 		t->v[P_CONV].follow = 1;
 	}
 }
 
-/* Whether the line must wait for the running replay: questions and
- * the commands that run code or change the sandbox's state (the others,
- * /help, /files, /export..., do not disturb it). Lines already held
- * keep their order behind the first. */
+/* Whether a replay is running (and can go on). */
+static int
+replaying(const struct tui *t)
+{
+	return t->o.session && session_busy(t->o.session) &&
+	    t->st.kstate != KERNEL_DEAD;
+}
+
+/* Whether the line must wait for the running replay or question:
+ * questions and the commands that run code or change the sandbox's
+ * state (the others, /help, /files, /export..., do not disturb it), as
+ * Jupyter queues a cell run while another runs. Lines already held keep
+ * their order behind the first. */
 static int
 cmd_holds(struct tui *t, const char *s)
 {
@@ -550,25 +616,49 @@ cmd_holds(struct tui *t, const char *s)
 	}
 	if (t->cmd.nheld > 0)
 		return 1;
-	return t->o.session && session_busy(t->o.session) &&
-	    t->st.kstate != KERNEL_DEAD;
+	return replaying(t) || (t->agent && agent_busy(t->agent));
 }
 
 void
 tui_cmd_submit(struct tui *t, const char *s)
 {
+	/* what the status bar said is about an earlier line */
+	if (*s) {
+		free(t->st.flash);
+		t->st.flash = NULL;
+	}
 	if (!*s || !cmd_holds(t, s)) {
 		cmd_line(t, s);
 		return;
 	}
+	int replay = replaying(t);
 	if (t->cmd.nheld == HELD_MAX) {
-		tui_flash(t, "too many lines held; wait for the replay to end");
+		tui_flash(t, "too many lines held; wait for the %s to end",
+		    replay ? "replay" : "question");
 		return;
 	}
 	t->cmd.held[t->cmd.nheld++] = xstrdup(s);
-	char *m = xasprintf("held until the replay is over: %s", s);
+	char *m = replay ? xasprintf("held until the replay is over: %s", s) :
+	    xasprintf("queued, runs when this one is done (Ctrl-C drops it): %s",
+	    s);
 	tui_item_text(t, IT_NOTICE, m);
 	free(m);
+}
+
+int
+tui_cmd_held_drop(struct tui *t)
+{
+	int n = t->cmd.nheld;
+
+	if (n == 0 || replaying(t))
+		return 0;
+	for (int i = 0; i < n; i++)
+		free(t->cmd.held[i]);
+	t->cmd.nheld = 0;
+	char *m = xasprintf("%d queued line%s dropped", n, n == 1 ? "" : "s");
+	tui_item_text(t, IT_NOTICE, m);
+	free(m);
+	return n;
 }
 
 /* Runs the oldest held line once the replay is over and the agent is
@@ -578,7 +668,7 @@ tui_cmd_held_run(struct tui *t)
 {
 	if (t->cmd.nheld == 0 || (t->agent && agent_busy(t->agent)))
 		return;
-	if (t->o.session && session_busy(t->o.session) && t->st.kstate != KERNEL_DEAD)
+	if (replaying(t))
 		return;
 	char *s = t->cmd.held[0];
 	memmove(t->cmd.held, t->cmd.held + 1,

@@ -7,10 +7,14 @@
 
 /* A line typed at the prompt (blanks skipped): a question, or a
  * command. Questions and the commands that run code wait while a
- * replay runs (held, with a notice) and run in order after it. */
+ * replay or a question runs (held, with a notice) and run in order
+ * after it. */
 void tui_cmd_submit(struct tui *t, const char *s);
 /* Runs the oldest held line when nothing runs; once per loop turn. */
 void tui_cmd_held_run(struct tui *t);
+/* Ctrl-C: the lines queued behind a question are dropped (not those
+ * held for a replay). Returns how many. */
+int tui_cmd_held_drop(struct tui *t);
 
 /* The help overlay: the keys and the commands. */
 void tui_cmd_help(struct tui *t);

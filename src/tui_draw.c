@@ -20,7 +20,9 @@
 #include "terp/util.h"
 
 #include "tui_cells.h"
+#include "tui_data.h"
 #include "tui_items.h"
+#include "tui_search.h"
 #include "tui_style.h"
 #include "tui_thumbs.h"
 
@@ -52,6 +54,35 @@ tui_draw_shown_pane(const struct tui *t)
 	return t->last_pane != P_INPUT ? t->last_pane : P_CONV;
 }
 
+/* The conversation's rows (title included) in a split of h rows: 2/5,
+ * or, once the model answers (or all is idle), as many as the last
+ * question and its answer need, leaving the cells pane a quarter (at
+ * least 6 rows); the cells pane keeps its share while it has the focus. */
+static int
+conv_rows(struct tui *t, int h, int w)
+{
+	int base = h * 2 / 5 > 5 ? h * 2 / 5 : 5;
+	int cells_min = h / 4 > 6 ? h / 4 : 6;
+	int most = h - cells_min;
+
+	if (t->focus == P_CELLS || most <= base ||
+	    (t->st.busy && t->st.phase != PH_ANSWERING))
+		return base;
+	int q = t->conv.nitems - 1, need = 1;
+	if (t->conv.nitems == 0) {	/* the empty notebook's words */
+		struct tlines ls;
+		tui_tlines_init(&ls);
+		tui_data_empty(t, &ls, w);
+		need += ls.n;
+		tui_tlines_free(&ls);
+	}
+	while (q > 0 && t->conv.items[q].kind != IT_USER)
+		q--;
+	for (int i = q; i >= 0 && i < t->conv.nitems && need <= most; i++)
+		need += tui_item_lines(t, &t->conv.items[i], w)->n;
+	return need < base ? base : need > most ? most : need;
+}
+
 static void
 layout(struct tui *t)
 {
@@ -62,7 +93,7 @@ layout(struct tui *t)
 	memset(t->lay.ph, 0, sizeof t->lay.ph);
 	memset(t->lay.pw, 0, sizeof t->lay.pw);
 	t->lay.compact = h < 14 || t->lay.cols < 60;
-	if (t->lay.compact) {
+	if (t->lay.compact || t->lay.zoom) {
 		enum pane p = tui_draw_shown_pane(t);
 		t->lay.py[p] = 0;
 		t->lay.px[p] = 0;
@@ -70,11 +101,14 @@ layout(struct tui *t)
 		t->lay.pw[p] = t->lay.cols;
 		return;
 	}
-	int artw = t->lay.cols >= 110 ? 30 : t->lay.cols >= 80 ? 24 : 20;
-	int leftw = t->lay.cols - artw - 1;
-	int convh = h * 2 / 5;
-	if (convh < 5)
-		convh = 5;
+	/* the files pane grows with a wide terminal (its thumbnails too) */
+	int artw = t->lay.files_hidden ? 0 : t->lay.cols >= 110 ?
+	    (t->lay.cols * 27 / 100 < 60 ? t->lay.cols * 27 / 100 : 60) :
+	    t->lay.cols >= 80 ? 24 : 20;
+	if (artw && artw < 30 && t->lay.cols >= 110)
+		artw = 30;
+	int leftw = artw ? t->lay.cols - artw - 1 : t->lay.cols;
+	int convh = conv_rows(t, h, leftw);
 	t->lay.py[P_CONV] = 0;
 	t->lay.px[P_CONV] = 0;
 	t->lay.ph[P_CONV] = convh;
@@ -85,30 +119,71 @@ layout(struct tui *t)
 	t->lay.pw[P_CELLS] = leftw;
 	t->lay.py[P_ARTS] = 0;
 	t->lay.px[P_ARTS] = leftw + 1;
-	t->lay.ph[P_ARTS] = h;
+	t->lay.ph[P_ARTS] = artw ? h : 0;
 	t->lay.pw[P_ARTS] = artw;
 }
 
-/* Draws l at row y from column x, at most w columns; over >= 0 styles
- * the whole row (selection) and pads it. */
+/* Draws n bytes of text at the cursor in g's style, the matches of the
+ * search pattern hl (when not NULL) in the selection's. */
+static void
+draw_piece(struct tui *t, WINDOW *win, const struct tseg *g, int over,
+    const char *s, size_t n, const char *hl)
+{
+	size_t off, len;
+
+	while (hl && n > 0 && tui_search_find(hl, s, n, &off, &len)) {
+		tui_style_seg(t, win, g, over);
+		waddnstr(win, s, (int)off);
+		tui_style_role(t, win, R_SEL);
+		waddnstr(win, s + off, (int)len);
+		s += off + len;
+		n -= off + len;
+	}
+	tui_style_seg(t, win, g, over);
+	if (n > 0)
+		waddnstr(win, s, (int)n);
+}
+
+/* Draws l at row y from column x, at most w columns; a line cut short
+ * ends in "…". over >= 0 styles the whole row (selection) and pads it;
+ * matches of the search (t->lay.hl) are highlighted. */
 static void
 draw_line(struct tui *t, WINDOW *win, int y, int x, int w,
     const struct tline *l, int over)
 {
-	int col = 0;
+	int col = 0, room = w, cut = 0;
+
+	if (l && w > 1 && tui_tline_width(l) > w) {
+		room = w - 1;	/* the last column shows the cut */
+		cut = 1;
+	}
 	wmove(win, y, x);
-	for (int i = 0; l && i < l->nseg && col < w; i++) {
+	const struct tseg *last = NULL;
+	for (int i = 0; l && i < l->nseg && col < room; i++) {
 		const struct tseg *g = &l->seg[i];
 		int used;
 		size_t len = strlen(g->text);
-		size_t k = tui_tlines_fit(g->text, len, w - col, &used);
-		if (k == 0)
+		size_t k = tui_tlines_fit(g->text, len, room - col, &used);
+		if (k == 0) {
+			if (len > 0)
+				break;	/* a wide glyph at the edge */
 			continue;
-		tui_style_seg(t, win, g, over);
-		waddnstr(win, g->text, (int)k);
+		}
+		draw_piece(t, win, g, over, g->text, k, t->lay.hl);
+		last = g;
 		col += used;
 		if (k < len)
 			break;
+	}
+	if (cut) {
+		if (last)
+			tui_style_seg(t, win, last, over);
+		else
+			tui_style_role(t, win, over >= 0 ? over : R_DIM);
+		for (; col < room; col++)
+			waddch(win, ' ');
+		waddstr(win, tui_style_utf8() ? "…" : ">");
+		col++;
 	}
 	if (over >= 0 && col < w) {
 		tui_style_seg(t, win, NULL, over);
@@ -128,13 +203,29 @@ draw_text(struct tui *t, WINDOW *win, int y, int x, int w, int role,
 	tui_tline_free(&l);
 }
 
-/* A pane's title row: "─ conversation ─── extra ─". */
+/* A compact screen's tab for pane q: its name and, for cells and files,
+ * how many there are. */
 static void
-draw_title(struct tui *t, enum pane p, const char *extra)
+tab_label(const struct tui *t, int q, char *b, size_t n)
+{
+	if (q == P_CELLS)
+		snprintf(b, n, "cells %d", t->nb ? notebook_ncells(t->nb) : 0);
+	else if (q == P_ARTS)
+		snprintf(b, n, "files %d", t->nb ? notebook_nartifacts(t->nb) : 0);
+	else
+		snprintf(b, n, "%s", pane_name[q]);
+}
+
+/* A pane's title row: "─ cells 3  End: follow ───"; on a compact screen
+ * a tab strip of every pane (each with its count) instead of the name
+ * and the count. */
+static void
+draw_title(struct tui *t, enum pane p, const char *count, const char *hint)
 {
 	int y = t->lay.py[p], x = t->lay.px[p], w = t->lay.pw[p];
 	int focus = t->focus == p;
 	struct tline l = { 0 };
+	char extra[128];
 
 	if (t->lay.compact) {
 		/* a tab strip: every pane, the shown one highlighted */
@@ -142,16 +233,21 @@ draw_title(struct tui *t, enum pane p, const char *extra)
 			int shown = q == (int)p;
 			int role = !shown ? R_TITLE : focus ? R_TITLE_FOCUS :
 			    R_CELL_HDR;
+			char lab[48];
+			tab_label(t, q, lab, sizeof lab);
 			tui_tline_adds(&l, role, shown ? "[" : " ");
-			tui_tline_adds(&l, role, pane_name[q]);
+			tui_tline_adds(&l, role, lab);
 			tui_tline_adds(&l, role, shown ? "]" : " ");
 		}
+		snprintf(extra, sizeof extra, "%s", hint ? hint : "");
 	} else {
 		tui_tline_adds(&l, R_BORDER, "─ ");
 		tui_tline_adds(&l, focus ? R_TITLE_FOCUS : R_TITLE, pane_name[p]);
 		tui_tline_adds(&l, R_BORDER, " ");
+		snprintf(extra, sizeof extra, "%s%s%s", count ? count : "",
+		    count && *count && hint && *hint ? "  " : "", hint ? hint : "");
 	}
-	if (extra && *extra) {
+	if (*extra) {
 		tui_tline_adds(&l, R_DIM, extra);
 		tui_tline_adds(&l, R_BORDER, " ");
 	}
@@ -185,23 +281,39 @@ draw_conv(struct tui *t)
 	int h = t->lay.ph[p] - 1, w = t->lay.pw[p], y0 = t->lay.py[p] + 1;
 	if (h <= 0 || w <= 0)
 		return;
-	int total = 0;
-	for (int i = 0; i < t->conv.nitems; i++)
+	int total = 0, qline = 0, aline = 0;
+	for (int i = 0; i < t->conv.nitems; i++) {
+		if (i == t->conv.anchor)
+			aline = total;
+		if (t->conv.items[i].kind == IT_USER && i <= t->conv.anchor)
+			qline = total;
 		total += tui_item_lines(t, &t->conv.items[i], w)->n;
+	}
 	struct view *v = &t->v[p];
+	if (t->conv.anchor >= 0 && v->follow && total - qline > h &&
+	    total - aline > h) {
+		/* an answer taller than the pane: show its start, not its end */
+		v->top = aline;
+		v->follow = 0;
+	}
+	t->conv.anchor = -1;
 	view_clamp(v, total, h);
 	char extra[64] = "";
 	if (!v->follow && total > h)
 		snprintf(extra, sizeof extra, "%d/%d  End: follow", v->top + h, total);
-	draw_title(t, p, extra);
+	draw_title(t, p, NULL, extra);
 	if (t->conv.nitems == 0) {
-		draw_text(t, t->lay.mainw, y0, 0, w, R_DIM,
-		    "  Ask a question about your data and press Enter.");
-		draw_text(t, t->lay.mainw, y0 + 1, 0, w, R_DIM,
-		    "  /help lists the commands, ? or F1 the keys.");
+		/* how to start, the data, example questions */
+		struct tlines ls;
+		tui_tlines_init(&ls);
+		tui_data_empty(t, &ls, w);
+		for (int i = 0; i < ls.n && i < h; i++)
+			draw_line(t, t->lay.mainw, y0 + i, 0, w, &ls.v[i], -1);
+		tui_tlines_free(&ls);
 		return;
 	}
 	int line = 0, row = 0;
+	t->lay.hl = t->srch.pat && t->srch.pane == p ? t->srch.pat : NULL;
 	for (int i = 0; i < t->conv.nitems && row < h; i++) {
 		const struct tlines *ls = tui_item_lines(t, &t->conv.items[i], w);
 		if (line + ls->n <= v->top) {
@@ -217,6 +329,7 @@ draw_conv(struct tui *t)
 			row++;
 		}
 	}
+	t->lay.hl = NULL;
 }
 
 /* Line offset of each cell's header in the cell pane; returns the total. */
@@ -225,10 +338,9 @@ cells_total(struct tui *t, int w, int *start, int ncells)
 {
 	int total = 0;
 	for (int n = 1; n <= ncells; n++) {
-		const struct cell *c = notebook_cell(t->nb, n);
 		if (start)
 			start[n] = total;
-		total += 1 + (c ? tui_cells_body(t, c, w)->n : 0) + 1;
+		total += tui_cells_span(t, notebook_cell(t->nb, n), w);
 	}
 	if (start)
 		start[ncells + 1] = total;
@@ -287,18 +399,19 @@ draw_cells(struct tui *t)
 		return;
 	int nc = notebook_ncells(t->nb);
 	struct view *v = &t->v[p];
+	t->cells.fold_rows = h;		/* collapsed outputs fold to the pane */
 	int *start = xcalloc((size_t)nc + 2, sizeof *start);
 	int total = cells_total(t, w, start, nc);
 	cells_select(v, start, nc, h);
 	view_clamp(v, total, h);
-	char extra[80];
-	snprintf(extra, sizeof extra, "%d%s", nc,
-	    !v->follow && total > h ? "  End: follow" : "");
-	draw_title(t, p, extra);
+	char count[32];
+	snprintf(count, sizeof count, "%d", nc);
+	draw_title(t, p, count, !v->follow && total > h ? "End: follow" : NULL);
 	if (nc == 0)
 		draw_text(t, t->lay.mainw, y0, x0, w, R_DIM,
 		    "  No cells yet. The model's code appears here; /py CODE runs your own.");
 	int row = 0;
+	t->lay.hl = t->srch.pat && t->srch.pane == p ? t->srch.pat : NULL;
 	for (int n = 1; n <= nc && row < h; n++) {
 		if (start[n + 1] <= v->top)
 			continue;
@@ -319,16 +432,26 @@ draw_cells(struct tui *t)
 			row++;
 		}
 	}
+	t->lay.hl = NULL;
 	free(start);
 }
 
 /* The file pane's lines: per file a name row, a detail row, and a
- * thumbnail for a chart, tagged with the file's index. Returns the
- * selected file's first line. */
+ * thumbnail for a chart, tagged with the file's index; the thumbnails
+ * as wide as the pane and sharing its h rows (a chart alone gets them
+ * all). Returns the selected file's first line. */
 static int
-arts_lines(struct tui *t, struct tlines *ls, int w, int sel)
+arts_lines(struct tui *t, struct tlines *ls, int w, int h, int sel)
 {
-	int na = notebook_nartifacts(t->nb), selrow = 0;
+	int na = notebook_nartifacts(t->nb), selrow = 0, npng = 0;
+
+	for (int i = 0; i < na; i++)
+		npng += tui_thumbs_is_png(notebook_artifact(t->nb, i)->name);
+	int trows = npng ? (h - 2 * na) / npng : 0;
+	if (trows > h - 3)
+		trows = h - 3;
+	if (trows < 6)
+		trows = 6;
 
 	for (int i = 0; i < na; i++) {
 		const struct artifact *a = notebook_artifact(t->nb, i);
@@ -344,9 +467,10 @@ arts_lines(struct tui *t, struct tlines *ls, int w, int sel)
 		tui_tlines_cut(ls, det, strlen(det), w, R_DIM, "  ", R_DIM, i);
 		if (tui_thumbs_is_png(a->name) && w > 6) {
 			const char *why;
-			struct thumb *th = tui_thumbs_get(t, a->path, w - 3, 6, &why);
+			struct thumb *th = tui_thumbs_get(t, a->path, w - 2, trows,
+			    &why);
 			if (th)
-				tui_thumbs_lines(ls, th, 2, i);
+				tui_thumbs_lines(ls, th, 1, i);
 		}
 	}
 	return selrow;
@@ -360,9 +484,9 @@ draw_arts(struct tui *t)
 	if (h <= 0 || w <= 0)
 		return;
 	int na = notebook_nartifacts(t->nb);
-	char extra[32];
-	snprintf(extra, sizeof extra, "%d", na);
-	draw_title(t, p, extra);
+	char count[32];
+	snprintf(count, sizeof count, "%d", na);
+	draw_title(t, p, count, NULL);
 	if (!t->lay.compact)	/* the separator from the left panes */
 		for (int y = 0; y < t->lay.ph[p]; y++) {
 			tui_style_role(t, t->lay.mainw, R_BORDER);
@@ -381,7 +505,7 @@ draw_arts(struct tui *t)
 		v->sel = 0;
 	struct tlines ls;
 	tui_tlines_init(&ls);
-	int selrow = arts_lines(t, &ls, w, v->sel);
+	int selrow = arts_lines(t, &ls, w, h, v->sel);
 	if (selrow < v->top)
 		v->top = selrow;
 	if (selrow + 2 > v->top + h)
@@ -502,24 +626,90 @@ status_tokens(struct tui *t, struct tline *l)
 	}
 }
 
-/* The key hint at the right end, when it fits. */
+/* The keys of what has the focus, for the right end of the status bar:
+ * the pieces in order of use, as many as fit. */
+static int
+hint_pieces(const struct tui *t, const char **pc, int max)
+{
+	int n = 0;
+	enum pane p = t->ov.on ? P_NPANES : t->focus;
+
+#define HINT(s)	do { if (n < max) pc[n++] = (s); } while (0)
+	if (t->st.busy)
+		HINT("Ctrl-C cancel");
+	if (t->srch.pat && t->srch.pane == p) {
+		HINT("n/N next");
+		HINT("Esc end search");
+	}
+	switch (p) {
+	case P_INPUT:
+		if (t->in.modal == M_SEARCH) {
+			HINT("Enter search");
+			HINT("Esc cancel");
+			break;
+		}
+		HINT("Tab panes");
+		break;
+	case P_CONV:
+		HINT("↑↓ scroll");
+		HINT("y copy answer");
+		HINT("/ search");
+		HINT("z zoom");
+		break;
+	case P_CELLS:
+		HINT("Enter expand");
+		HINT("e edit");
+		HINT("r re-run");
+		HINT("y/Y copy");
+		HINT("/ search");
+		break;
+	case P_ARTS:
+		HINT("Enter preview");
+		HINT("o open");
+		HINT("s save");
+		HINT("z zoom");
+		break;
+	default:
+		HINT("q close");
+		break;
+	}
+	if (p == P_INPUT || p == P_NPANES)
+		HINT("? help");
+#undef HINT
+	return n;
+}
+
+/* The key hint at the right end: as many of its pieces as fit, the
+ * first ones (the input line's two or none). */
 static void
 status_hint(struct tui *t, struct tline *l)
 {
-	char tmp[256];
-	const char *hint = t->st.busy ? " Ctrl-C cancel · ? help " :
-	    " Tab panes · ? help ";
-	int hw = tui_tlines_width(hint, strlen(hint));
+	const char *pc[12];
+	int n = hint_pieces(t, pc, 12);
 	int used = tui_tline_width(l);
+	struct buf b;
 
-	if (used + hw > t->lay.cols)
-		return;
-	memset(tmp, ' ', sizeof tmp);
-	int pad = t->lay.cols - used - hw;
-	if (pad > (int)sizeof tmp - 1)
-		pad = (int)sizeof tmp - 1;
-	tui_tline_add(l, R_STATUS, tmp, (size_t)pad);
-	tui_tline_adds(l, R_STATUS, hint);
+	buf_init(&b, 1024);
+	int least = t->focus == P_INPUT && !t->ov.on ? n : 1;
+	for (int k = n; k >= least; k--) {
+		buf_reset(&b);
+		for (int i = 0; i < k; i++)
+			buf_printf(&b, " %s%s", pc[i], i + 1 < k ? " ·" : " ");
+		if (used + tui_tlines_width(b.data, b.len) <= t->lay.cols)
+			break;
+		buf_reset(&b);
+	}
+	if (b.len) {
+		char pad[256];
+		int hw = tui_tlines_width(b.data, b.len);
+		int np = t->lay.cols - used - hw;
+		if (np > (int)sizeof pad)
+			np = (int)sizeof pad;
+		memset(pad, ' ', sizeof pad);
+		tui_tline_add(l, R_STATUS, pad, (size_t)np);
+		tui_tline_add(l, R_STATUS, b.data, b.len);
+	}
+	buf_free(&b);
 }
 
 static void
@@ -549,8 +739,12 @@ draw_status(struct tui *t)
 		    (double)(now_ms() - t->st.step_ms) / 1000.0);
 		tui_tline_adds(&l, R_STATUS, tmp);
 	}
-	status_tokens(t, &l);
-	if (t->st.flash && now_ms() < t->st.flash_until) {
+	/* a message the bar has no room for pushes the token count out */
+	int flash = t->st.flash && now_ms() < t->st.flash_until;
+	if (!flash || tui_tline_width(&l) + 3 + tui_tlines_width(t->st.flash,
+	    strlen(t->st.flash)) + 24 <= t->lay.cols)
+		status_tokens(t, &l);
+	if (flash) {
 		tui_tline_adds(&l, R_STATUS, " │ ");
 		tui_tline_adds(&l, R_STATUS_KEY, t->st.flash);
 	}
@@ -572,6 +766,7 @@ prompt_text(struct tui *t)
 	case M_CONFIRM_QUIT:	return "Something is running. Quit anyway? (y/n) ";
 	case M_SAVE_AS:		return "save as: ";
 	case M_SAVE_CONFIRM:	return t->in.save_prompt;
+	case M_SEARCH:		return "/";
 	default:		return t->st.busy ? "… " : "› ";
 	}
 }
@@ -847,7 +1042,9 @@ tui_draw_tab_at(const struct tui *t, int x)
 	if (!t->lay.compact)
 		return -1;
 	for (int q = (int)P_CONV; q < (int)P_NPANES; q++) {
-		int w = (int)strlen(pane_name[q]) + 2;
+		char lab[48];
+		tab_label(t, q, lab, sizeof lab);
+		int w = (int)strlen(lab) + 2;
 		if (x >= col && x < col + w)
 			return q;
 		col += w;

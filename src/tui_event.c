@@ -11,6 +11,7 @@
 #include "terp/session.h"
 #include "terp/util.h"
 
+#include "tui_cells.h"
 #include "tui_items.h"
 #include "tui_trace.h"
 
@@ -126,6 +127,7 @@ on_answer(struct tui *t, const struct event *ev)
 	if (!t->conv.question_text && ev->text && *ev->text)
 		tui_item_text(t, IT_ANSWER, ev->text);
 	tui_items_answer_close(t);
+	tui_items_anchor_answer(t);
 }
 
 /* An error or a notice ends the answer being streamed. */
@@ -165,6 +167,9 @@ tui_event_apply(struct tui *t, const struct event *ev)
 	case EV_CELL_START:	on_cell_start(t, ev); break;
 	case EV_STDOUT:
 	case EV_STDERR:
+		/* the panes read the notebook; the order is the UI's own */
+		tui_cells_note_output(t, ev->cell, ev->type == EV_STDERR);
+		break;
 	case EV_ARTIFACT:	break;	/* the panes read the notebook */
 	case EV_RESULT:
 		if (t->st.phase == PH_CELL)

@@ -22,6 +22,7 @@
 #include "tui_cmd.h"
 #include "tui_draw.h"
 #include "tui_items.h"
+#include "tui_search.h"
 #include "tui_trace.h"
 
 #ifndef READERR
@@ -105,9 +106,16 @@ on_line(char *line)
 		/* Ctrl-D on an empty line */
 		if (t->in.modal == M_SAVE_AS)
 			t->in.modal = M_NONE;
+		else if (t->in.modal == M_SEARCH)
+			tui_search_cancel(t);
 		else
 			tui_cmd_quit(t);
 		tui_mark(t);
+		return;
+	}
+	if (t->in.modal == M_SEARCH) {
+		tui_search_set(t, line);
+		free(line);
 		return;
 	}
 	if (t->in.modal == M_SAVE_AS) {
@@ -191,6 +199,9 @@ static void
 focus_cycle(struct tui *t, int dir)
 {
 	int p = ((int)t->focus + dir + P_NPANES) % P_NPANES;
+	/* a hidden files pane (f) is not a stop, on a split screen */
+	if (p == P_ARTS && t->lay.files_hidden && !t->lay.compact)
+		p = ((int)p + dir + P_NPANES) % P_NPANES;
 	focus_set(t, (enum pane)p);
 }
 
@@ -260,6 +271,53 @@ sel_move(struct tui *t, enum pane p, int d)
 	tui_mark(t);
 }
 
+/* Keys of every pane: zoom, the files pane, the mouse, search. */
+static int
+pane_view_key(struct tui *t, int c)
+{
+	enum pane p = t->focus;
+
+	switch (c) {
+	case 'z':
+		t->lay.zoom = !t->lay.zoom;
+		if (t->lay.zoom)
+			tui_flash(t, "%s pane maximised (z restores)",
+			    p == P_CONV ? "conversation" : p == P_CELLS ?
+			    "cells" : "files");
+		else
+			tui_flash(t, "panes restored");
+		return 1;
+	case 'f':
+		t->lay.files_hidden = !t->lay.files_hidden;
+		if (t->lay.files_hidden && p == P_ARTS && !t->lay.compact)
+			focus_set(t, P_CELLS);
+		tui_flash(t, "%s", t->lay.files_hidden ?
+		    "files pane hidden (f shows it)" : "files pane shown");
+		tui_mark(t);
+		return 1;
+	case 'm':
+		tui_input_mouse(t, !t->in.mouse);
+		tui_flash(t, "%s", t->in.mouse ? "mouse on (m turns it off)" :
+		    "mouse off: the terminal selects text (m turns it on)");
+		return 1;
+	case '/':
+		tui_search_begin(t);
+		return 1;
+	case 'n':
+	case 'N':
+		if (!tui_search_active(t, p))
+			return 0;
+		tui_search_next(t, c == 'n' ? 1 : -1);
+		return 1;
+	case 27:
+		if (!tui_search_active(t, p))
+			return 0;
+		tui_search_end(t);
+		return 1;
+	}
+	return 0;
+}
+
 /* A key when a pane (not the input) has the focus. Returns 0 when the
  * key is not the pane's (it then goes to the input line). */
 static int
@@ -268,6 +326,8 @@ pane_key(struct tui *t, int c)
 	enum pane p = t->focus;
 	int sel = t->v[p].sel;
 
+	if (pane_view_key(t, c))
+		return 1;
 	switch (c) {
 	case KEY_UP: case 'k':		sel_move(t, p, -1); return 1;
 	case KEY_DOWN: case 'j':	sel_move(t, p, 1); return 1;
@@ -285,7 +345,7 @@ pane_key(struct tui *t, int c)
 			tui_act_preview(t, sel);
 		return 1;
 	}
-	if (p == P_CONV && c == 'n') {
+	if (p == P_CONV && c == 't') {
 		tui_trace_next(t);
 		return 1;
 	}
@@ -294,7 +354,12 @@ pane_key(struct tui *t, int c)
 		case 'e': tui_act_edit(t, sel); return 1;
 		case 'r': tui_act_rerun(t, sel); return 1;
 		case 'y': tui_act_copy(t, sel); return 1;
+		case 'Y': tui_act_copy_output(t, sel); return 1;
 		}
+	}
+	if (p == P_CONV && c == 'y') {
+		tui_act_copy_answer(t);
+		return 1;
 	}
 	if (p == P_ARTS) {
 		switch (c) {
@@ -473,11 +538,16 @@ global_key(struct tui *t, int c)
 	switch (c) {
 	case 3:		/* Ctrl-C (raw mode: a byte, not a signal) */
 		if (t->agent && agent_busy(t->agent)) {
+			/* as Jupyter's interrupt: what was queued does not run */
+			tui_cmd_held_drop(t);
 			agent_cancel(t->agent);
 			tui_flash(t, "cancelling…");
 		} else if (t->ov.on)
 			tui_overlay_close(t);
-		else {
+		else if (t->in.modal == M_SEARCH) {
+			input_cancel(t);
+			tui_search_cancel(t);
+		} else {
 			if (t->in.modal == M_SAVE_AS)
 				t->in.modal = M_NONE;
 			input_cancel(t);
@@ -505,6 +575,8 @@ focus_key(struct tui *t, int c)
 		focus_cycle(t, -1);
 		return 1;
 	}
+	if (c == '\t' && t->in.modal == M_SEARCH)
+		return 1;	/* the pattern is typed: no pane to go to */
 	if (c == '\t' && (t->focus != P_INPUT || !rl_line_buffer ||
 	    rl_line_buffer[0] != '/')) {
 		focus_cycle(t, 1);
@@ -539,6 +611,11 @@ line_key(struct tui *t, int c)
 		tui_cmd_help(t);
 		return;
 	}
+	if (c == KEY_END && rl_point >= rl_end && t->in.modal == M_NONE) {
+		/* at the end of the line already: the pane follows again */
+		pane_scroll(t, scroll_target(t), SCROLL_END);
+		return;
+	}
 	input_translate(t, c);
 }
 
@@ -566,6 +643,32 @@ on_key(struct tui *t, int c)
 	if (t->focus != P_INPUT && pane_or_typing(t, c))
 		return;
 	line_key(t, c);
+}
+
+/* A lone Esc (not the start of an Alt key or of a sequence). On the
+ * input line in emacs mode, readline would take it as a Meta prefix and
+ * swallow the next key: it closes the prompt instead (search, save
+ * as), or goes to the last pane (as Jupyter's Esc leaves the cell for
+ * command mode; i or typing comes back). vi mode keeps it. */
+static void
+lone_esc(struct tui *t)
+{
+	if (t->ov.on || t->focus != P_INPUT || rl_editing_mode == 0 ||
+	    t->in.modal == M_CONFIRM_QUIT || t->in.modal == M_SAVE_CONFIRM) {
+		on_key(t, 27);
+		return;
+	}
+	if (t->in.modal == M_SEARCH) {
+		tui_search_cancel(t);
+		return;
+	}
+	if (t->in.modal == M_SAVE_AS) {
+		t->in.modal = M_NONE;
+		input_cancel(t);
+		tui_flash(t, "not saved");
+		return;
+	}
+	focus_set(t, t->last_pane != P_INPUT ? t->last_pane : P_CONV);
 }
 
 /* Bracketed paste: "\e[200~" ... "\e[201~" arrives byte by byte (ncurses
@@ -647,9 +750,28 @@ tui_input_on_tty(struct loop *l, int fd, int revents, void *arg)
 	}
 	while ((c = wgetch(t->lay.inw)) != ERR)
 		feed_key(t, c);
-	if (t->in.nesc > 0 && !t->in.paste)
-		paste_flush_esc(t);	/* a lone Esc or Alt key */
+	if (t->in.nesc == 1 && !t->in.paste) {
+		/* ncurses waited ESCDELAY for more: the Esc key alone */
+		t->in.nesc = 0;
+		input_flush(t);
+		lone_esc(t);
+	} else if (t->in.nesc > 0 && !t->in.paste)
+		paste_flush_esc(t);	/* the start of a sequence, cut short */
 	input_flush(t);
+	tui_mark(t);
+}
+
+void
+tui_input_mouse(struct tui *t, int on)
+{
+	mousemask(on ? BUTTON1_PRESSED | BUTTON1_CLICKED | BUTTON4_PRESSED
+#if NCURSES_MOUSE_VERSION > 1
+	    | BUTTON5_PRESSED
+#endif
+	    : 0, NULL);
+	if (on)
+		mouseinterval(0);
+	t->in.mouse = on;
 	tui_mark(t);
 }
 

@@ -14,6 +14,10 @@ void tui_input_start(struct tui *t);
 /* Saves the history and lets readline go. */
 void tui_input_end(struct tui *t);
 
+/* Captures the mouse (clicks and the wheel go to the panes) or lets
+ * the terminal have it (its own text selection). */
+void tui_input_mouse(struct tui *t, int on);
+
 /* The loop's callback for the terminal (arg: the struct tui): reads
  * every key ncurses has, then hands the queued bytes to readline. */
 void tui_input_on_tty(struct loop *l, int fd, int revents, void *arg);

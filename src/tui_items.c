@@ -69,6 +69,7 @@ tui_items_clear(struct tui *t)
 		tui_tlines_free(&t->conv.items[i].lines);
 	}
 	t->conv.nitems = 0;
+	t->conv.anchor = -1;
 	t->v[P_CONV].top = 0;
 	t->v[P_CONV].follow = 1;
 	tui_mark(t);
@@ -107,6 +108,20 @@ tui_items_answer_close(struct tui *t)
 		t->conv.items[t->conv.nitems - 1].closed = 1;
 }
 
+void
+tui_items_anchor_answer(struct tui *t)
+{
+	for (int i = t->conv.nitems - 1; i >= 0; i--) {
+		if (t->conv.items[i].kind == IT_USER)
+			return;
+		if (t->conv.items[i].kind == IT_ANSWER) {
+			t->conv.anchor = i;
+			tui_mark(t);
+			return;
+		}
+	}
+}
+
 /* Whether the cell's item is already in the conversation. */
 int
 tui_items_has_cell(struct tui *t, int n)
@@ -127,34 +142,40 @@ tui_item_lines(struct tui *t, struct item *it, int w)
 	tui_tlines_init(&it->lines);
 	const char *s = buf_str(&it->text);
 	size_t n = it->text.len;
+	/* wrapped text keeps a column free at the right: it never touches
+	 * the files pane's border */
+	int ww = w > 12 ? w - 1 : w;
 	switch (it->kind) {
 	case IT_USER:
 		tui_tlines_add(&it->lines, 0);
-		tui_tlines_wrap(&it->lines, s, n, w, R_USER, "› ", R_USER_MARK, 0);
+		tui_tlines_wrap(&it->lines, s, n, ww, R_USER, "› ", R_USER_MARK, 0);
 		break;
 	case IT_ANSWER: {
 		while (n > 0 && s[n - 1] == '\n')
 			n--;
 		struct span_doc d;
 		tui_span_doc_init(&d);
-		tui_mdlite_render(&d, s, n, w - 2 > 10 ? w - 2 : 10);
+		tui_mdlite_render(&d, s, n, ww - 2 > 10 ? ww - 2 : 10);
 		tui_tlines_spans(&it->lines, &d, -1, "  ", R_ASSIST, R_THEME, 0);
 		tui_span_doc_free(&d);
 		break;
 	}
 	case IT_CELL:
+		/* the user's own cell is a block of its own, as a question */
+		if (tui_cells_by_user(t, it->cell))
+			tui_tlines_add(&it->lines, 0);
 		tui_cells_link(t, tui_tlines_add(&it->lines, it->cell), it->cell);
 		break;
 	case IT_NOTICE:
-		tui_tlines_wrap(&it->lines, s, n, w, R_NOTICE, "  · ", R_NOTICE, 0);
+		tui_tlines_wrap(&it->lines, s, n, ww, R_NOTICE, "  · ", R_NOTICE, 0);
 		break;
 	case IT_ERROR:
-		tui_tlines_wrap(&it->lines, s, n, w, R_ERROR, "  ✗ ", R_ERROR, 0);
+		tui_tlines_wrap(&it->lines, s, n, ww, R_ERROR, "  ✗ ", R_ERROR, 0);
 		break;
 	case IT_INFO:
 		while (n > 0 && s[n - 1] == '\n')
 			n--;
-		tui_tlines_wrap(&it->lines, s, n, w, R_TEXT, "  ", R_TEXT, 0);
+		tui_tlines_wrap(&it->lines, s, n, ww, R_TEXT, "  ", R_TEXT, 0);
 		break;
 	}
 	it->cver = it->version;

@@ -27,6 +27,9 @@ const struct tlines *tui_item_lines(struct tui *t, struct item *it, int w);
 struct item *tui_items_answer(struct tui *t);
 /* No more text goes to the last answer. */
 void tui_items_answer_close(struct tui *t);
+/* The answer to the last question just ended: the pane will show its
+ * start when it is taller than the pane (t->conv.anchor). */
+void tui_items_anchor_answer(struct tui *t);
 /* Whether the conversation links to cell n (among the last items). */
 int tui_items_has_cell(struct tui *t, int n);
 /* /clear: empties the pane (the notebook keeps everything). */

@@ -84,11 +84,12 @@ tui_session_run(struct cli *c)
 	struct loop *l = loop_new();
 	struct notebook *nb;
 	char *err = NULL, *warn = NULL;
-	struct llm *m = llm_new(l, &c->llm, &err);
+	/* no provider: no model configured, the notebook opens without */
+	struct llm *m = c->llm.provider ? llm_new(l, &c->llm, &err) : NULL;
 	struct session_opts so;
 	int rc = 0;
 
-	if (!m) {
+	if (!m && c->llm.provider) {
 		fprintf(stderr, "terp: %s\n", err);
 		free(err);
 		loop_free(l);

@@ -37,7 +37,7 @@ enum item_kind { IT_USER, IT_ANSWER, IT_CELL, IT_NOTICE, IT_ERROR, IT_INFO };
 #define ITEM_TEXT_MAX	(1024 * 1024)	/* per conversation item */
 #define ITEMS_MAX	4000		/* oldest dropped beyond this */
 #define OUT_SHOW_HEAD	3		/* collapsed output: head lines */
-#define OUT_SHOW_TAIL	5		/* and tail lines */
+#define OUT_SHOW_TAIL	5		/* and tail lines, at the least */
 #define CODE_SHOW	12		/* collapsed code lines */
 #define INPUT_ROWS_MAX	6
 #define FRAME_MS	16
@@ -58,8 +58,20 @@ struct item {
 	struct tlines	 lines;
 };
 
+#define ORDER_RUNS_MAX	4096	/* stream switches kept per cell */
+#define ORDER_CELLS_MAX	(1 << 20)	/* cells whose order is kept */
+
+struct corder {			/* how a cell's stdout and stderr interleave */
+	int		 n, cap;
+	int		 over;		/* more switches than kept: stdout first */
+	struct orun {
+		int	 st;		/* 0 stdout, 1 stderr */
+		uint64_t end;		/* the stream's byte count at its end */
+	}		*run;
+};
+
 struct cblock {			/* cached body of one cell */
-	int		 valid, width, expanded, status, nart;
+	int		 valid, width, expanded, status, nart, fold;
 	uint64_t	 tot[2];
 	int		 has_value;
 	struct tlines	 lines;
@@ -83,7 +95,7 @@ struct view {			/* a scrollable list */
 
 #define TAGROWS 512		/* rows remembered for mouse clicks */
 
-enum modal { M_NONE, M_CONFIRM_QUIT, M_SAVE_AS, M_SAVE_CONFIRM };
+enum modal { M_NONE, M_CONFIRM_QUIT, M_SAVE_AS, M_SAVE_CONFIRM, M_SEARCH };
 
 /* What the status bar says the core is doing. */
 enum phase { PH_IDLE, PH_THINKING, PH_ANSWERING, PH_CELL };
@@ -117,13 +129,33 @@ struct tui {
 		struct item	*items;
 		int		 nitems, citems;
 		int		 question_text;	/* got text since the question */
+		/* an answer just ended: the pane shows its start when it
+		 * is taller than the pane (tui_draw.c), else -1 */
+		int		 anchor;
 	} conv;
+
+	struct {		/* the data files, described (tui_data.c) */
+		struct tdata {
+			char	*name, *shape, *cols;
+		}		*v;
+		int		 n, done;
+	} data;
+
+	struct {		/* `/` in a pane (tui_search.c) */
+		char		*pat;		/* NULL: no search */
+		enum pane	 pane;
+		int		 line;		/* the current match's line, -1 */
+	} srch;
 
 	struct {		/* the cells' bodies (tui_cells.c) */
 		struct cblock	*cb;
 		int		 ncb;
 		int		*expanded;	/* by cell number */
 		int		 nexp;
+		int		 fold_rows;	/* a collapsed output's room */
+		struct corder	*ord;		/* by cell number: the order
+						 * stdout and stderr came in */
+		int		 nord;
 	} cells;
 
 	struct {		/* rendered thumbnails (tui_thumbs.c) */
@@ -178,14 +210,22 @@ struct tui {
 		int		 nesc;
 		FILE		*rl_null;
 		char		*history;
+		int		 mouse;		/* the mouse is captured */
+		int		 copy_told;	/* the no-clipboard notice was shown */
+		char		*search_saved;	/* M_SEARCH: the line typed before */
+		int		 search_point;
 	} in;
 
 	struct {		/* the layout, computed per frame (tui_draw.c) */
 		int		 rows, cols, inrows;
 		int		 py[P_NPANES], px[P_NPANES], ph[P_NPANES], pw[P_NPANES];
 		int		 compact;	/* one pane at a time */
+		int		 zoom;		/* `z`: the focused pane alone */
+		int		 files_hidden;	/* `f`: no files pane */
 		WINDOW		*mainw, *inw;
 		int		 tagmap[P_NPANES][TAGROWS];	/* row -> tag */
+		const char	*hl;		/* the search pattern, while
+						 * its pane is drawn */
 	} lay;
 
 	struct {		/* colours and attributes (tui_style.c) */

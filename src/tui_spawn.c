@@ -155,17 +155,25 @@ tui_spawn_editor(struct tui *t, const char *path)
 	return st;
 }
 
+/* Whether the environment variable is set to something. */
+static int
+env_set(const char *name)
+{
+	const char *v = getenv(name);
+	return v != NULL && *v != '\0';
+}
+
 int
 tui_spawn_clipboard(struct tui *t, const char *text)
 {
 	const char *argv[4] = { NULL };
-	if (getenv("WAYLAND_DISPLAY") && tui_spawn_found("wl-copy"))
+	if (env_set("WAYLAND_DISPLAY") && tui_spawn_found("wl-copy"))
 		argv[0] = "wl-copy";
-	else if (getenv("DISPLAY") && tui_spawn_found("xclip")) {
+	else if (env_set("DISPLAY") && tui_spawn_found("xclip")) {
 		argv[0] = "xclip";
 		argv[1] = "-selection";
 		argv[2] = "clipboard";
-	} else if (getenv("DISPLAY") && tui_spawn_found("xsel")) {
+	} else if (env_set("DISPLAY") && tui_spawn_found("xsel")) {
 		argv[0] = "xsel";
 		argv[1] = "-b";
 		argv[2] = "-i";

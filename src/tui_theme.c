@@ -334,14 +334,43 @@ theme_name_ok(const char *name)
 	return name[0] != '.';
 }
 
-/* Finds NAME.theme (see tui_theme_load). Returns a new path or NULL with
- * *err (caller frees). */
-static char *
-theme_find(const char *name, char **err)
+/* The shipped themes (the files in themes/), built in by the Makefile, so
+ * that --theme light works from any folder, installed or not. */
+#include "themes.h"
+#define NSHIPPED	(sizeof theme_shipped / sizeof theme_shipped[0])
+
+static const struct theme_shipped *
+theme_shipped_find(const char *name)
 {
-	char *dirs[3], *path = NULL;
+	for (size_t i = 0; i < NSHIPPED; i++)
+		if (strcmp(theme_shipped[i].name, name) == 0)
+			return &theme_shipped[i];
+	return NULL;
+}
+
+/* "default, light, mono" */
+static char *
+theme_shipped_names(void)
+{
+	struct buf b;
+
+	buf_init(&b, 1024);
+	for (size_t i = 0; i < NSHIPPED; i++)
+		buf_printf(&b, "%s%s", i ? ", " : "", theme_shipped[i].name);
+	return buf_take(&b);
+}
+
+/* Finds NAME.theme on disk (see tui_theme_load): a new path, or NULL
+ * (*shipped set when the name is a built-in theme instead), or NULL
+ * with *err (caller frees). */
+static char *
+theme_find(const char *name, const struct theme_shipped **shipped,
+    char **err)
+{
+	char *dirs[2], *path = NULL;
 	char *conf;
 
+	*shipped = NULL;
 	if (err != NULL)
 		*err = NULL;
 	if (strchr(name, '/') != NULL) {
@@ -357,36 +386,49 @@ theme_find(const char *name, char **err)
 			    "(letters, digits, '-', '_')", name);
 		return NULL;
 	}
+	/* the user's own first: it may replace a shipped one */
 	conf = xdg_config_home();
 	dirs[0] = xasprintf("%s/terp/themes", conf);
 	dirs[1] = xstrdup(TERP_DATADIR "/themes");
-	dirs[2] = xstrdup("./themes");
 	free(conf);
-	for (int i = 0; i < 3 && path == NULL; i++) {
-		char *p = xasprintf("%s/%s.theme", dirs[i], name);
-		if (access(p, R_OK) == 0)
-			path = p;
-		else
-			free(p);
+	path = xasprintf("%s/%s.theme", dirs[0], name);
+	if (access(path, R_OK) != 0) {
+		free(path);
+		path = NULL;
+		if ((*shipped = theme_shipped_find(name)) == NULL) {
+			path = xasprintf("%s/%s.theme", dirs[1], name);
+			if (access(path, R_OK) != 0) {
+				free(path);
+				path = NULL;
+			}
+		}
 	}
-	if (path == NULL && err != NULL)
-		*err = xasprintf("theme '%s' not found in %s, %s or %s", name,
-		    dirs[0], dirs[1], dirs[2]);
-	for (int i = 0; i < 3; i++)
-		free(dirs[i]);
+	if (path == NULL && *shipped == NULL && err != NULL) {
+		char *names = theme_shipped_names();
+		*err = xasprintf("theme '%s' not found (built in: %s; your own "
+		    "goes in %s/%s.theme)", name, names, dirs[0], name);
+		free(names);
+	}
+	free(dirs[0]);
+	free(dirs[1]);
 	return path;
 }
 
 int
 tui_theme_load(struct theme *t, const char *name, char **err)
 {
+	const struct theme_shipped *sh;
 	char *path, *text;
 	size_t len;
 	int rc;
 
 	tui_theme_init_builtin(t);
-	if ((path = theme_find(name, err)) == NULL)
-		return -1;
+	if ((path = theme_find(name, &sh, err)) == NULL) {
+		if (sh == NULL)
+			return -1;
+		return tui_theme_parse(t, (const char *)sh->text, sh->len,
+		    sh->name, err);
+	}
 	text = read_file(path, THEME_MAX_FILE, &len);
 	if (text == NULL) {
 		if (err != NULL)
@@ -399,6 +441,30 @@ tui_theme_load(struct theme *t, const char *name, char **err)
 	free(text);
 	free(path);
 	return rc;
+}
+
+int
+tui_theme_check(const char *name, char **err)
+{
+	struct theme t;
+	char *e = NULL;
+
+	if (tui_theme_load(&t, name, &e) == 0)
+		return 0;
+	/* one line: the first problem, and how many more */
+	char *nl = e ? strchr(e, '\n') : NULL;
+	if (nl == NULL) {
+		*err = e ? e : xstrdup("cannot load the theme");
+		return -1;
+	}
+	int more = 0;
+	for (char *p = nl; p; p = strchr(p + 1, '\n'))
+		more++;
+	*nl = '\0';
+	*err = xasprintf("%s (and %d more problem%s)", e, more,
+	    more == 1 ? "" : "s");
+	free(e);
+	return -1;
 }
 
 int

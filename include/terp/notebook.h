@@ -44,6 +44,7 @@ struct cell {
 	int64_t			 duration_us;	/* this run only; not saved */
 	int			 nartifacts;
 	int			 told_model;	/* hand-run cell already reported */
+	int			 rerun_of;	/* a re-run: the cell copied, else 0 */
 };
 
 struct artifact {

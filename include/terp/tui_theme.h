@@ -93,12 +93,17 @@ void tui_theme_init_builtin(struct theme *t);
 int tui_theme_parse(struct theme *t, const char *text, size_t len,
     const char *source, char **err);
 
-/* tui_theme_init_builtin, then the file NAME.theme found in
- * $XDG_CONFIG_HOME/terp/themes, then TERP_DATADIR/themes, then ./themes
- * (a name with a '/' is taken as a path). Returns 0 or -1
+/* tui_theme_init_builtin, then the theme NAME: the file NAME.theme in
+ * $XDG_CONFIG_HOME/terp/themes, else the shipped theme of that name
+ * (built into the binary), else NAME.theme in TERP_DATADIR/themes (a
+ * name with a '/' is taken as a path). Returns 0 or -1
  * with *err (caller frees); t holds the built-in theme plus any good
  * lines even on error. */
 int tui_theme_load(struct theme *t, const char *name, char **err);
+/* Whether the theme NAME loads without a problem: 0, or -1 with *err
+ * (caller frees) in one line, for the command line to refuse it before
+ * the screen is taken. */
+int tui_theme_check(const char *name, char **err);
 
 /* The colours to use on a terminal with term_colors colours: 0 when
  * NO_COLOR is set (to anything non-empty) or the terminal has fewer than

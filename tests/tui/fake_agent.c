@@ -1,12 +1,14 @@
 /* A fake core for developing the TUI before the real agent exists: it
  * implements agent.h with timers that stream a scripted answer, a cell
  * with output and an artifact. Development harness only (tests/). */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
 #include "terp/agent.h"
+#include "terp/buf.h"
 #include "terp/llm.h"
 #include "terp/session.h"
 #include "terp/tui.h"
@@ -66,7 +68,7 @@ tick(struct loop *l, void *arg)
 		return;
 	}
 	if (a->step == 7) {
-		const char *code = strstr(a->q, "long") ?
+		const char *code = strstr(a->q, "long loop") ?
 		    "import time\nx = 42\nwhile True:\n    print('tick')\n    time.sleep(0.1)" :
 		    strstr(a->q, "flood") ? "for i in range(10**6):\n    print(i)" :
 		    "import pandas as pd\ndf = pd.read_csv('/workspace/data/sales.csv')\nprint(df.head())\ndf.revenue.sum()";
@@ -76,7 +78,7 @@ tick(struct loop *l, void *arg)
 		a->lines = 0;
 		a->flood = strstr(a->q, "flood") != NULL;
 		ev(a, EV_CELL_START, NULL, a->c);
-		a->step = strstr(a->q, "long") ? 20 : 8;
+		a->step = strstr(a->q, "long loop") ? 20 : 8;
 		later(a, 50);
 		return;
 	}
@@ -97,8 +99,35 @@ tick(struct loop *l, void *arg)
 		}
 		if (!a->flood) {
 			const char *o = "  month channel  revenue\n0  2023-01  online  1200.5\n1  2023-01  retail   980.0\n";
+			/* "print N lines": a cell printing N numbered lines */
+			const char *pl = strstr(a->q, "print ");
+			int nl = pl ? atoi(pl + 6) : 0;
+			char *many = NULL;
+			if (nl > 0 && nl < 100000) {
+				struct buf mb;
+				buf_init(&mb, 1 << 20);
+				for (int i = 1; i <= nl; i++)
+					buf_printf(&mb, "output line %d\n", i);
+				many = buf_take(&mb);
+				o = many;
+			}
 			outcap_add(&a->c->out[0], o, strlen(o));
 			ev(a, EV_STDOUT, o, a->c);
+			free(many);
+			/* "mixed streams": stderr between two pieces of stdout */
+			if (strstr(a->q, "mixed streams")) {
+				static const char *const mix[][2] = {
+					{ "1", "UserWarning: the first warning\n" },
+					{ "0", "between the warnings\n" },
+					{ "1", "UserWarning: the second warning\n" },
+					{ "0", "after the warnings\n" },
+				};
+				for (size_t i = 0; i < sizeof mix / sizeof mix[0]; i++) {
+					int e = mix[i][0][0] == '1';
+					outcap_add(&a->c->out[e], mix[i][1], strlen(mix[i][1]));
+					ev(a, e ? EV_STDERR : EV_STDOUT, mix[i][1], a->c);
+				}
+			}
 			a->c->value = xstrdup("np.float64(2180.5)");
 			const char *png = getenv("FAKE_PNG");
 			struct stat st;
@@ -130,6 +159,15 @@ tick(struct loop *l, void *arg)
 		return;
 	}
 	if (a->step == 9) {
+		if (strstr(a->q, "long answer"))
+			ev(a, EV_TEXT, "## Revenue per channel\n\n"
+			    "The **online** channel had the highest revenue in "
+			    "every month of the year, ahead of retail and the "
+			    "partner shops, and its lead grew in the second half.\n\n"
+			    "| channel | revenue | share |\n|---|---|---|\n"
+			    "| online | 1200.5 | 55% |\n| retail | 980.0 | 45% |\n\n"
+			    "That is the end of the answer.\n", NULL);
+		else
 		ev(a, EV_TEXT, "The **online** channel had the highest revenue: "
 		    "`1200.5` in 2023-01.\n\n| channel | revenue |\n|---|---|\n| online | 1200.5 |\n", NULL);
 		a->tot.input_tokens += 1234;
@@ -141,6 +179,15 @@ tick(struct loop *l, void *arg)
 		return;
 	}
 	if (a->step == 20) {	/* a long cell: ticks until cancelled */
+		/* or until the file FAKE_GO names appears (a test says go) */
+		const char *go = getenv("FAKE_GO");
+		struct stat st;
+		if (go && stat(go, &st) == 0) {
+			finish_cell(a, CELL_OK);
+			a->step = 9;
+			later(a, 50);
+			return;
+		}
 		outcap_add(&a->c->out[0], "tick\n", 5);
 		ev(a, EV_STDOUT, "tick\n", a->c);
 		later(a, 100);
@@ -216,7 +263,10 @@ agent_rerun(struct agent *a, int n, char **err)
 		*err = xstrdup("no such cell");
 		return -1;
 	}
-	return agent_run_cell(a, c->code, err);
+	int m = agent_run_cell(a, c->code, err);
+	if (m > 0)
+		notebook_cell(a->nb, m)->rerun_of = n;
+	return m;
 }
 
 void
@@ -244,16 +294,30 @@ int agent_restart(struct agent *a, char **err) { (void)a; (void)err; return 0; }
 char *
 agent_load(struct agent *a, const char *path, char **err)
 {
+	struct stat st;
 	(void)a;
-	(void)err;
+	if (stat(path, &st) < 0) {
+		*err = xasprintf("cannot read data file %s: No such file", path);
+		return NULL;
+	}
 	const char *b = strrchr(path, '/');
 	return xasprintf("/workspace/data/%s", b ? b + 1 : path);
 }
-int agent_set_model(struct agent *a, const char *m, char **err) { (void)a; (void)m; (void)err; return 0; }
+/* /model switches the fake model's name; agent_llm hands out a token
+ * pointer (the TUI only asks it for the names). */
+static char fake_model[64] = "fake-1";
+int
+agent_set_model(struct agent *a, const char *m, char **err)
+{
+	(void)a;
+	(void)err;
+	snprintf(fake_model, sizeof fake_model, "%s", m);
+	return 0;
+}
 struct notebook *agent_notebook(const struct agent *a) { return a->nb; }
 struct kernel *agent_kernel(const struct agent *a) { (void)a; return NULL; }
-struct llm *agent_llm(const struct agent *a) { (void)a; return NULL; }
-const char *llm_model(const struct llm *m) { (void)m; return "fake-1"; }
+struct llm *agent_llm(const struct agent *a) { return (struct llm *)(void *)(uintptr_t)a; }
+const char *llm_model(const struct llm *m) { (void)m; return fake_model; }
 const char *llm_provider(const struct llm *m) { (void)m; return "fake"; }
 char *
 kernel_data_path(const char *host)
@@ -286,6 +350,7 @@ main(int argc, char **argv)
 	tui_opts_default(&o);
 	o.provider_label = "fake";
 	o.history_path = getenv("FAKE_HISTORY");
+	o.theme = getenv("FAKE_THEME");
 	char *err = NULL;
 	int rc = tui_run(l, a, &o, &err);
 	if (rc < 0)

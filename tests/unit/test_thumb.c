@@ -282,3 +282,46 @@ Test(thumb, ascii_is_ascii)
 	thumb_free(t);
 	free(px);
 }
+
+/* Issue 12, item 12: without colour, a chart's light grid lines no
+ * longer weigh as much as its series and axes: cells crossed only by
+ * the grid are blank, the series, the axes and a pastel area still
+ * show. */
+Test(thumb, mono_drops_the_grid_keeps_series_axes_and_areas)
+{
+	int w = 400, h = 200;
+	unsigned char *px = malloc((size_t)w * h * 3);
+	struct thumb_opts o;
+	struct thumb *t;
+
+	memset(px, 255, (size_t)w * h * 3);
+	for (int x = 55; x < w; x += 100)		/* matplotlib's grid */
+		fill(px, w, x, 0, x + 1, h, 0xb0, 0xb0, 0xb0);
+	fill(px, w, 0, 50, w, 51, 0xb0, 0xb0, 0xb0);
+	fill(px, w, 0, 150, w, 151, 0xb0, 0xb0, 0xb0);
+	fill(px, w, 15, 0, 17, h, 0, 0, 0);		/* the axes */
+	fill(px, w, 0, 190, w, 192, 0, 0, 0);
+	fill(px, w, 20, 110, 380, 112, 31, 119, 180);	/* a tab:blue series */
+	fill(px, w, 270, 120, 330, 180, 0xae, 0xc7, 0xe8);	/* a pastel bar */
+	thumb_opts_init(&o);
+	o.palette = THUMB_PAL_MONO;
+	t = render_png(w, h, px, &o);
+	cr_assert_eq(t->cols, 40);
+	cr_assert_eq(t->rows, 10);
+#define SYM(x, y) (t->cells[(y) * 40 + (x)].sym)
+	/* the grid alone: blank, rows 2 and 7 and columns 5, 15, 25, 35 */
+	cr_assert_str_eq(SYM(15, 3), " ", "vertical grid line drawn");
+	cr_assert_str_eq(SYM(25, 8), " ", "vertical grid line drawn");
+	cr_assert_str_eq(SYM(10, 2), " ", "horizontal grid line drawn");
+	cr_assert_str_eq(SYM(20, 7), " ", "horizontal grid line drawn");
+	/* the series, also where the grid crosses it; the axes */
+	cr_assert_str_neq(SYM(10, 5), " ");
+	cr_assert_str_neq(SYM(15, 5), " ");
+	cr_assert_str_neq(SYM(1, 3), " ");
+	cr_assert_str_neq(SYM(10, 9), " ");
+	/* the pastel area keeps a shade */
+	cr_assert_str_neq(SYM(30, 7), " ");
+#undef SYM
+	thumb_free(t);
+	free(px);
+}

@@ -3,9 +3,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "terp/tui_colorpair.h"
 #include "terp/tui_theme.h"
+#include "terp/util.h"
 
 Test(tui_theme, parses_roles_attrs_and_colours)
 {
@@ -217,4 +219,50 @@ Test(tui_colorpair, theme_roles)
 	cr_assert_eq(pair, 0);
 	cr_assert(attrs & A_BOLD);
 	endwin();
+}
+
+/* Issue 12, item 6: the shipped themes are in the binary, so they load
+ * from any folder; a user's theme of the same name still comes first. */
+Test(tui_theme, shipped_themes_load_anywhere_and_yours_win)
+{
+	struct theme t;
+	char *err = NULL;
+	char dir[] = "/tmp/terp-theme-XXXXXX";
+
+	setenv("XDG_CONFIG_HOME", "/nonexistent-terp-test", 1);
+	cr_assert_eq(chdir("/"), 0);
+	cr_assert_eq(tui_theme_load(&t, "light", &err), 0, "%s", err);
+	cr_assert_eq(t.role[THEME_CONV_USER].fg.kind, THEME_COLOR_INDEX);
+	cr_assert_eq(t.role[THEME_CONV_USER].fg.value, 4);	/* blue */
+	cr_assert_eq(tui_theme_load(&t, "mono", &err), 0, "%s", err);
+	cr_assert_eq(tui_theme_check("nosuch", &err), -1);
+	cr_assert(strstr(err, "built in: default, light, mono") != NULL, "%s", err);
+	cr_assert(strchr(err, '\n') == NULL, "%s", err);
+	free(err);
+
+	cr_assert_not_null(mkdtemp(dir));
+	char *themes = xasprintf("%s/terp/themes", dir);
+	cr_assert_eq(mkdir_p(themes, 0700), 0);
+	char *path = xasprintf("%s/light.theme", themes);
+	FILE *f = fopen(path, "w");
+	cr_assert_not_null(f);
+	fputs("conversation.user = red default\nbogus = red\nalso.bogus = red\n", f);
+	fclose(f);
+	setenv("XDG_CONFIG_HOME", dir, 1);
+	cr_assert_eq(tui_theme_load(&t, "light", &err), -1);
+	free(err);
+	cr_assert_eq(t.role[THEME_CONV_USER].fg.value, 1);	/* red: yours */
+	/* one line for the command line, the first problem and a count */
+	cr_assert_eq(tui_theme_check("light", &err), -1);
+	cr_assert(strchr(err, '\n') == NULL && strstr(err, "(and 1 more problem)"),
+	    "%s", err);
+	free(err);
+	unlink(path);
+	rmdir(themes);
+	char *terp = xasprintf("%s/terp", dir);
+	rmdir(terp);
+	rmdir(dir);
+	free(terp);
+	free(path);
+	free(themes);
 }
