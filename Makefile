@@ -56,6 +56,11 @@ endif
 # A recipe that fails leaves no half-written target behind (a failed link
 # would otherwise leave a ./terp that the next make takes as built).
 .DELETE_ON_ERROR:
+# The generated headers are prerequisites of a pattern rule, which makes
+# them intermediate: make would delete them after each build, and the
+# next build would remake them. They are order-only prerequisites: the
+# compiler's dependency files (-MMD) name the objects that include them.
+.SECONDARY: $(GEN)
 
 ENTRY	:= all demo check unit integration bench fuzz deps
 ifneq ($(filter $(ENTRY),$(or $(MAKECMDGOALS),all)),)
@@ -90,12 +95,12 @@ build/gen/%_py.h: src/%.py
 	  od -An -v -tx1 $< | sed 's/\([0-9a-f][0-9a-f]\)/0x\1,/g'; \
 	  echo '};'; } > $@.tmp && mv $@.tmp $@
 
-build/obj/%.o: src/%.c $(GEN) | have-libs
+build/obj/%.o: src/%.c | $(GEN) have-libs
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC      $<")
 	$(Q)$(CC) $(T_CFLAGS) $(CFLAGS) -MMD -MP -c -o $@ $<
 
-build/san/%.o: src/%.c $(GEN) | have-libs
+build/san/%.o: src/%.c | $(GEN) have-libs
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC-SAN  $<")
 	$(Q)$(CC) $(T_CFLAGS) -O1 -g $(SAN) -MMD -MP -c -o $@ $<
