@@ -88,12 +88,15 @@ have-criterion:
 	or make deps" >&2; exit 1; }
 
 # The Python that runs inside the sandbox, as C arrays named after the
-# file (driver_py, egress_fwd_py).
+# file (driver_py, egress_fwd_py), and each one's SHA-256 (the driver's
+# names its compiled code's cache file, kernel_code.h).
 build/gen/%_py.h: src/%.py
 	@mkdir -p $(dir $@)
 	$(Q){ echo 'static const unsigned char $*_py[] = {'; \
 	  od -An -v -tx1 $< | sed 's/\([0-9a-f][0-9a-f]\)/0x\1,/g'; \
-	  echo '};'; } > $@.tmp && mv $@.tmp $@
+	  echo '};'; \
+	  echo "static const char $*_py_sha256[] __attribute__((unused)) = \"$$(sha256sum < $< | cut -c1-64)\";"; \
+	  } > $@.tmp && mv $@.tmp $@
 
 build/obj/%.o: src/%.c | $(GEN) have-libs
 	@mkdir -p $(dir $@)

@@ -1,6 +1,12 @@
 """The driver's start (issue 14): what a trivial first cell waits for.
-The driver imports only cheap modules at start."""
+The driver imports only cheap modules at start, and from the second
+sandbox on an interpreter it starts from its compiled code, cached by
+terp in the user's cache folder (kernel_code.h) as a file the sandbox
+can never write; a cache file anyone else could have written, a symlink
+or a blob for another interpreter version is never run."""
 import glob
+import os
+import stat
 import subprocess
 
 import pytest
@@ -60,3 +66,59 @@ def test_cells_behave_as_before_without_the_eager_imports(terp, cache):
     assert res[4]["status"] == "error" and res[4]["error"]["ename"] == "SyntaxError"
     assert res[5]["status"] == "ok" and res[5]["value"] is None
     assert res[6]["value"] == "42"
+
+
+def test_second_sandbox_starts_from_the_cached_code(terp, cache):
+    r = run(terp, cache, CMDLINE)
+    assert r.rc == 0, r
+    assert r.stdout_of(1) == "/run/terp/driver.py\n"
+    files = code_files(cache)
+    assert len(files) == 1, files
+    st = os.lstat(files[0])
+    assert stat.S_ISREG(st.st_mode) and st.st_uid == os.geteuid()
+    assert st.st_mode & 0o077 == 0
+    r = run(terp, cache, CMDLINE, "import sys; print(sys.argv[0])",
+            "def g():\n    return 1/0\ng()")
+    assert r.rc == 1, r
+    assert r.stdout_of(1) == "-c\n"          # the loader ran, not driver.py
+    assert r.stdout_of(2) == "/run/terp/driver.py\n"
+    tb = r.results()[2]["error"]["traceback"]
+    assert '<cell 3>", line 2, in g' in tb and "return 1/0" in tb and "driver" not in tb
+
+
+@pytest.mark.parametrize("how", ["others-writable", "symlink"])
+def test_a_cache_file_others_could_write_is_never_run(terp, cache, tmp_path, how):
+    assert run(terp, cache, "1").rc == 0
+    [f] = code_files(cache)
+    good = open(f, "rb").read()
+    poison = blob_for("print('POISONED'); import os; os._exit(0)")
+    os.unlink(f)
+    if how == "others-writable":
+        with open(f, "wb") as fh:
+            fh.write(poison)
+        os.chmod(f, 0o666)
+    else:
+        elsewhere = tmp_path / "poison.code"
+        elsewhere.write_bytes(poison)
+        os.chmod(elsewhere, 0o600)
+        os.symlink(elsewhere, f)
+    r = run(terp, cache, CMDLINE)
+    assert r.rc == 0, r
+    assert "POISONED" not in r.out
+    assert r.stdout_of(1) == "/run/terp/driver.py\n"
+    # ...and replaced by a good one of terp's own.
+    st = os.lstat(f)
+    assert stat.S_ISREG(st.st_mode) and st.st_mode & 0o077 == 0
+    assert open(f, "rb").read() == good
+
+
+def test_a_blob_for_another_version_compiles_the_source(terp, cache):
+    assert run(terp, cache, "1").rc == 0
+    [f] = code_files(cache)
+    with open(f, "wb") as fh:
+        fh.write(blob_for("print('WRONG VERSION RAN')", hexversion="0x0208"))
+    r = run(terp, cache, CMDLINE, "6 * 7")
+    assert r.rc == 0, r
+    assert "WRONG VERSION RAN" not in r.out
+    assert r.stdout_of(1) == "-c\n"
+    assert r.results()[1]["value"] == "42"
