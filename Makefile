@@ -25,7 +25,10 @@ CC	?= cc
 PKGS	:= ncursesw libcurl libcjson libpng libseccomp readline libcrypto
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 # wslay (WebSocket framing, src/ws.c): Debian ships no pkg-config file.
-PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lwslay
+# libcurl is not linked: src/curl_lazy.c loads it at the first request
+# (its thirty libraries cost every start, and `terp exec` makes none).
+PKG_LIBS   := $(filter-out -lcurl,$(shell pkg-config --libs $(PKGS) 2>/dev/null)) \
+	      -lwslay -ldl -lpthread
 
 WARN	:= -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
 	   -Wno-unused-parameter

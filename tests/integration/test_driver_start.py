@@ -122,3 +122,27 @@ def test_a_blob_for_another_version_compiles_the_source(terp, cache):
     assert "WRONG VERSION RAN" not in r.out
     assert r.stdout_of(1) == "-c\n"
     assert r.results()[1]["value"] == "42"
+
+
+def test_terp_exec_does_not_load_libcurl(tmp_path, env):
+    # libcurl and its thirty libraries are loaded at the first request
+    # (curl_lazy.c); a session without a model never pays for them. The
+    # cell holds the session open while its maps are read.
+    from conftest import GATE, TERP, release
+    e = dict(env, XDG_CACHE_HOME=str(tmp_path / "cache"))
+    p = subprocess.Popen([str(TERP), "exec", "--json", "--python", PY, "-c",
+                          "print('up', flush=True)\n" + GATE],
+                         stdout=subprocess.PIPE, text=True, env=e, cwd=tmp_path)
+    try:
+        for line in p.stdout:
+            if '"up' in line:
+                break
+        maps = open("/proc/%d/maps" % p.pid).read()
+        release(e)
+        assert p.wait(timeout=120) == 0
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert "libcurl" not in maps and "libgnutls" not in maps
+    assert "libc.so" in maps or "libc-" in maps
