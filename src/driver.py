@@ -8,18 +8,19 @@
 # Only what the first cell needs is imported here, and cheap modules at
 # that (C ones where Python's own modules pull in re, enum or the ast
 # machinery): the start of this file is on every session's path to its
-# first result. traceback, linecache and the ast module come when a cell
-# needs them (an error, a statement cell, a loaded linecache).
+# first result. traceback, linecache, threading and the ast module come
+# when a cell needs them (an error, a statement cell, the preload); json
+# only where _json's C codec cannot be set up (_codec).
+import _json
 import _signal
+import _thread
 import binascii
 import builtins
 import io
-import json
 import os
 import select
 import stat
 import sys
-import threading
 import time
 
 # This module's code, which terp caches (kernel_code.h) when it asks.
@@ -33,7 +34,7 @@ MAX_SKIPS = 100        # "not copied" frames per cell; then one with the count
 TEXT_MAX = 64 * 1024   # each of value, exception text and traceback
 NAME_MAX = 256         # an exception's type name
 
-_wlock = threading.Lock()
+_wlock = _thread.allocate_lock()
 _default_switch = sys.getswitchinterval()
 _running = False  # a cell is executing: SIGINT raises KeyboardInterrupt
 
@@ -83,8 +84,65 @@ _STDOUT = sys.stdout = sys.__stdout__ = _stdio(1, _PY_STDIO[0])
 _STDERR = sys.stderr = sys.__stderr__ = _stdio(2, _PY_STDIO[1])
 
 
+class _ScanContext:
+    # What _json.make_scanner reads from json.JSONDecoder: the defaults.
+    strict = True
+    object_hook = None
+    object_pairs_hook = None
+    parse_float = float
+    parse_int = int
+    parse_constant = None
+    memo = None
+
+
+def _constant(name):
+    raise ValueError("not JSON: " + name)
+
+
+def _codec():
+    """(dumps, loads) as json's with ensure_ascii and compact separators,
+    from _json's C scanner and encoder directly: the json package
+    imports re, and with it enum and the regex compiler, at every start.
+    Their signatures are private, so the pair is checked on a sample
+    and json itself is used when anything differs."""
+    sample = {"ev": "x\u00e9\n\"", "n": [1, -2.5, None, True, False], "o": {}}
+    want = '{"ev":"x\\u00e9\\n\\"","n":[1,-2.5,null,true,false],"o":{}}'
+    try:
+        _ScanContext.parse_constant = _constant
+        scan = _json.make_scanner(_ScanContext())
+        enc = _json.make_encoder(None, None, _json.encode_basestring_ascii, None,
+                                 ":", ",", False, False, True)
+
+        def dumps(obj):
+            return "".join(enc(obj, 0))
+
+        def loads(text):
+            if isinstance(text, (bytes, bytearray)):
+                text = text.decode("utf-8")
+            text = text.strip(" \t\r\n")
+            try:
+                obj, end = scan(text, 0)
+            except StopIteration:
+                raise ValueError("not JSON") from None
+            if end != len(text):
+                raise ValueError("not JSON: extra data")
+            return obj
+        if dumps(sample) == want and loads(want) == sample:
+            return dumps, loads
+    except Exception:
+        pass
+    import json
+
+    def dumps(obj):
+        return json.dumps(obj, ensure_ascii=True, separators=(",", ":"))
+    return dumps, json.loads
+
+
+_dumps, _loads = _codec()
+
+
 def send(obj):
-    data = (json.dumps(obj, ensure_ascii=True, separators=(",", ":")) + "\n").encode()
+    data = (_dumps(obj) + "\n").encode()
     with _wlock:
         view = memoryview(data)
         while view:
@@ -104,7 +162,7 @@ _signal.signal(_signal.SIGINT, _on_sigint)
 # ---------------------------------------------------------------- figures
 
 _patched = False
-_patch_lock = threading.Lock()
+_patch_lock = _thread.allocate_lock()
 
 
 def _pyplot():
@@ -570,7 +628,7 @@ def _reclaim_stdio():
     # would then close the restored pipe. So wait for the preload first.
     if not _stdio_is_ours():
         t = _preload_thread
-        if t is not None and t is not threading.current_thread():
+        if t is not None and t.ident != _thread.get_ident():
             t.join()
     _restore_stdio()
 
@@ -789,6 +847,7 @@ def _start_preload_when_idle():
     if ready:
         return
     _preload_pending = False
+    import threading  # here, in the main thread, as threading wants
     _preload_thread = threading.Thread(target=_preload, name="terp-preload", daemon=True)
     _preload_thread.start()
 
@@ -858,7 +917,7 @@ def main():
     _preload_pending = os.environ.get("TERP_PRELOAD", "1") == "1"
     for line in _lines(_read_command):
         try:
-            cmd = json.loads(line)
+            cmd = _loads(line)
         except Exception:  # not JSON, or nested past the recursion limit
             continue
         if not isinstance(cmd, dict):

@@ -45,11 +45,10 @@ def blob_for(code, hexversion=None):
 
 def test_first_cell_imports_nothing_it_does_not_need(terp, cache):
     r = run(terp, cache, "import sys; print(sorted(m for m in ('ast', 'traceback', "
-            "'linecache', 'tokenize', 're', 'signal', 'base64') if m in sys.modules))",
-            extra_env={"TERP_NO_PRELOAD": "1"})
+            "'linecache', 'tokenize', 're', 'enum', 'json', 'threading', 'signal', "
+            "'base64') if m in sys.modules))", extra_env={"TERP_NO_PRELOAD": "1"})
     assert r.rc == 0, r
-    # re comes with json (the channel's codec); the rest is deferred.
-    assert r.stdout_of(1) in ("['re']\n", "[]\n"), r
+    assert r.stdout_of(1) == "[]\n", r
 
 
 def test_cells_behave_as_before_without_the_eager_imports(terp, cache):
