@@ -45,7 +45,7 @@ OBJS	:= $(SRCS:src/%.c=build/obj/%.o)
 LIBOBJS	:= $(filter-out build/obj/main.o,$(OBJS))
 SANOBJS	:= $(LIBOBJS:build/obj/%=build/san/%)
 UNIT	:= $(sort $(wildcard tests/unit/*.c))
-GEN	:= build/gen/driver_py.h build/gen/egress_fwd_py.h
+GEN	:= build/gen/driver_py.h build/gen/egress_fwd_py.h build/gen/seccomp_bpf.h
 
 ifeq ($(V),1)
 Q :=
@@ -100,6 +100,21 @@ build/gen/%_py.h: src/%.py
 	  echo '};'; \
 	  echo "static const char $*_py_sha256[] __attribute__((unused)) = \"$$(sha256sum < $< | cut -c1-64)\";"; \
 	  } > $@.tmp && mv $@.tmp $@
+
+# The seccomp programs, built once here (scripts/seccomp_gen.c). Where
+# libseccomp cannot build them at build time the header is empty and
+# terp builds them at every start, as it does when the library differs.
+build/seccomp-gen: scripts/seccomp_gen.c src/sandbox_filter.c src/util.c \
+		include/terp/sandbox_filter.h | have-libs
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(T_CFLAGS) $(CFLAGS) -DTERP_SECCOMP_GEN -o $@ scripts/seccomp_gen.c \
+	    src/sandbox_filter.c src/util.c $(T_LIBS)
+
+build/gen/seccomp_bpf.h: build/seccomp-gen
+	@mkdir -p $(dir $@)
+	$(Q)./build/seccomp-gen > $@.tmp || \
+	  printf '#define SECCOMP_BUILT_VERSION 0\n#define SECCOMP_BUILT_API 0\n' > $@.tmp
+	$(Q)mv $@.tmp $@
 
 build/obj/%.o: src/%.c | $(GEN) have-libs
 	@mkdir -p $(dir $@)
