@@ -25,9 +25,10 @@ CC	?= cc
 PKGS	:= ncursesw libcurl libcjson libpng libseccomp readline libcrypto
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 # wslay (WebSocket framing, src/ws.c): Debian ships no pkg-config file.
-# libcurl is not linked: src/curl_lazy.c loads it at the first request
-# (its thirty libraries cost every start, and `terp exec` makes none).
-PKG_LIBS   := $(filter-out -lcurl,$(shell pkg-config --libs $(PKGS) 2>/dev/null)) \
+# libcurl and libcrypto are not linked: src/curl_lazy.c and
+# src/crypto_lazy.c load them at their first use (their libraries cost
+# every start, and `terp exec` uses neither).
+PKG_LIBS   := $(filter-out -lcurl -lcrypto,$(shell pkg-config --libs $(PKGS) 2>/dev/null)) \
 	      -lwslay -ldl -lpthread
 
 WARN	:= -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \

@@ -125,8 +125,10 @@ def test_a_blob_for_another_version_compiles_the_source(terp, cache):
 
 def test_terp_exec_does_not_load_libcurl(tmp_path, env):
     # libcurl and its thirty libraries are loaded at the first request
-    # (curl_lazy.c); a session without a model never pays for them. The
-    # cell holds the session open while its maps are read.
+    # (curl_lazy.c), libcrypto at the first WebSocket handshake
+    # (crypto_lazy.c); a session without a model or a Jupyter server
+    # never pays for them. The cell holds the session open while its
+    # maps are read.
     from conftest import GATE, TERP, release
     e = dict(env, XDG_CACHE_HOME=str(tmp_path / "cache"))
     p = subprocess.Popen([str(TERP), "exec", "--json", "--python", PY, "-c",
@@ -144,4 +146,5 @@ def test_terp_exec_does_not_load_libcurl(tmp_path, env):
             p.kill()
             p.wait()
     assert "libcurl" not in maps and "libgnutls" not in maps
+    assert "libcrypto" not in maps and "libssl" not in maps
     assert "libc.so" in maps or "libc-" in maps
