@@ -25,7 +25,11 @@ CC	?= cc
 PKGS	:= ncursesw libcurl libcjson libpng libseccomp readline libcrypto
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 # wslay (WebSocket framing, src/ws.c): Debian ships no pkg-config file.
-PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lwslay
+# libcurl and libcrypto are not linked: src/curl_lazy.c and
+# src/crypto_lazy.c load them at their first use (their libraries cost
+# every start, and `terp exec` uses neither).
+PKG_LIBS   := $(filter-out -lcurl -lcrypto,$(shell pkg-config --libs $(PKGS) 2>/dev/null)) \
+	      -lwslay -ldl -lpthread
 
 WARN	:= -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
 	   -Wno-unused-parameter
@@ -43,7 +47,8 @@ LIBOBJS	:= $(filter-out build/obj/main.o,$(OBJS))
 SANOBJS	:= $(LIBOBJS:build/obj/%=build/san/%)
 UNIT	:= $(sort $(wildcard tests/unit/*.c))
 THEMES	:= $(sort $(wildcard themes/*.theme))
-GEN	:= build/gen/driver_py.h build/gen/egress_fwd_py.h build/gen/themes.h
+GEN	:= build/gen/driver_py.h build/gen/egress_fwd_py.h build/gen/themes.h \
+	   build/gen/seccomp_bpf.h
 
 ifeq ($(V),1)
 Q :=
@@ -57,6 +62,11 @@ endif
 # A recipe that fails leaves no half-written target behind (a failed link
 # would otherwise leave a ./terp that the next make takes as built).
 .DELETE_ON_ERROR:
+# The generated headers are prerequisites of a pattern rule, which makes
+# them intermediate: make would delete them after each build, and the
+# next build would remake them. They are order-only prerequisites: the
+# compiler's dependency files (-MMD) name the objects that include them.
+.SECONDARY: $(GEN)
 
 ENTRY	:= all demo check unit integration bench fuzz deps
 ifneq ($(filter $(ENTRY),$(or $(MAKECMDGOALS),all)),)
@@ -84,12 +94,15 @@ have-criterion:
 	or make deps" >&2; exit 1; }
 
 # The Python that runs inside the sandbox, as C arrays named after the
-# file (driver_py, egress_fwd_py).
+# file (driver_py, egress_fwd_py), and each one's SHA-256 (the driver's
+# names its compiled code's cache file, kernel_code.h).
 build/gen/%_py.h: src/%.py
 	@mkdir -p $(dir $@)
 	$(Q){ echo 'static const unsigned char $*_py[] = {'; \
 	  od -An -v -tx1 $< | sed 's/\([0-9a-f][0-9a-f]\)/0x\1,/g'; \
-	  echo '};'; } > $@.tmp && mv $@.tmp $@
+	  echo '};'; \
+	  echo "static const char $*_py_sha256[] __attribute__((unused)) = \"$$(sha256sum < $< | cut -c1-64)\";"; \
+	  } > $@.tmp && mv $@.tmp $@
 
 # The shipped themes, built in (tui_theme.c): a theme works from any
 # folder without make install. One byte array per file, then a table.
@@ -107,12 +120,27 @@ build/gen/themes.h: $(THEMES)
 	  i=$$((i + 1)); done; \
 	  echo '};'; } > $@.tmp && mv $@.tmp $@
 
-build/obj/%.o: src/%.c $(GEN) | have-libs
+# The seccomp programs, built once here (scripts/seccomp_gen.c). Where
+# libseccomp cannot build them at build time the header is empty and
+# terp builds them at every start, as it does when the library differs.
+build/seccomp-gen: scripts/seccomp_gen.c src/sandbox_filter.c src/util.c \
+		include/terp/sandbox_filter.h | have-libs
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(T_CFLAGS) $(CFLAGS) -DTERP_SECCOMP_GEN -o $@ scripts/seccomp_gen.c \
+	    src/sandbox_filter.c src/util.c $(T_LIBS)
+
+build/gen/seccomp_bpf.h: build/seccomp-gen
+	@mkdir -p $(dir $@)
+	$(Q)./build/seccomp-gen > $@.tmp || \
+	  printf '#define SECCOMP_BUILT_VERSION 0\n#define SECCOMP_BUILT_API 0\n' > $@.tmp
+	$(Q)mv $@.tmp $@
+
+build/obj/%.o: src/%.c | $(GEN) have-libs
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC      $<")
 	$(Q)$(CC) $(T_CFLAGS) $(CFLAGS) -MMD -MP -c -o $@ $<
 
-build/san/%.o: src/%.c $(GEN) | have-libs
+build/san/%.o: src/%.c | $(GEN) have-libs
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC-SAN  $<")
 	$(Q)$(CC) $(T_CFLAGS) -O1 -g $(SAN) -MMD -MP -c -o $@ $<

@@ -172,7 +172,8 @@ def main():
     user = "nobody" if os.geteuid() == 0 else None
     try:
         for i in range(a.runs + 1):
-            targs = [kernel.TERP, "exec", "--json", "--out", env.out, "-c", "print(1)"]
+            targs = [kernel.TERP, "exec", "--json", "--python", "/usr/bin/python3",
+                     "--out", env.out, "-c", "print(1)"]
             traces = []
             for kind, calls in (("fine", FINE), ("coarse", COARSE)):
                 tf = os.path.join(tdir, "terp-%s-%d.txt" % (kind, i))

@@ -275,7 +275,8 @@ def run_floor(env, cg):
 def run_terp_cold(env, cg, extra_env=None):
     """One `terp exec --json -c print(1)`: (first result ms, exit ms,
     session event -> result ms, wait4 CPU ms, whole-tree CPU ms or None)."""
-    args = [TERP, "exec", "--json", "--out", env.out, "-c", "print(1)"]
+    args = [TERP, "exec", "--json", "--python", "/usr/bin/python3", "--out", env.out,
+            "-c", "print(1)"]
     e = dict(env.env)
     if extra_env:
         e.update(extra_env)

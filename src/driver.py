@@ -5,20 +5,26 @@
 # cell's stdout/stderr pipes. Everything here treats user code as able to
 # do anything Python can: the channel is moved to high fds, stdout/stderr
 # are restored before every cell, and the host validates every frame.
-import ast
-import base64
+# Only what the first cell needs is imported here, and cheap modules at
+# that (C ones where Python's own modules pull in re, enum or the ast
+# machinery): the start of this file is on every session's path to its
+# first result. traceback, linecache, threading and the ast module come
+# when a cell needs them (an error, a statement cell, the preload); json
+# only where _json's C codec cannot be set up (_codec).
+import _json
+import _signal
+import _thread
+import binascii
 import builtins
 import io
-import json
-import linecache
 import os
 import select
-import signal
 import stat
 import sys
-import threading
 import time
-import traceback
+
+# This module's code, which terp caches (kernel_code.h) when it asks.
+_MODULE_CODE = sys._getframe(0).f_code
 
 OUT_DIR = os.environ.get("TERP_OUT_DIR", "/workspace/out")
 ARTIFACT_MAX = int(os.environ.get("TERP_ARTIFACT_MAX", str(64 << 20)))
@@ -28,7 +34,7 @@ MAX_SKIPS = 100        # "not copied" frames per cell; then one with the count
 TEXT_MAX = 64 * 1024   # each of value, exception text and traceback
 NAME_MAX = 256         # an exception's type name
 
-_wlock = threading.Lock()
+_wlock = _thread.allocate_lock()
 _default_switch = sys.getswitchinterval()
 _running = False  # a cell is executing: SIGINT raises KeyboardInterrupt
 
@@ -78,8 +84,65 @@ _STDOUT = sys.stdout = sys.__stdout__ = _stdio(1, _PY_STDIO[0])
 _STDERR = sys.stderr = sys.__stderr__ = _stdio(2, _PY_STDIO[1])
 
 
+class _ScanContext:
+    # What _json.make_scanner reads from json.JSONDecoder: the defaults.
+    strict = True
+    object_hook = None
+    object_pairs_hook = None
+    parse_float = float
+    parse_int = int
+    parse_constant = None
+    memo = None
+
+
+def _constant(name):
+    raise ValueError("not JSON: " + name)
+
+
+def _codec():
+    """(dumps, loads) as json's with ensure_ascii and compact separators,
+    from _json's C scanner and encoder directly: the json package
+    imports re, and with it enum and the regex compiler, at every start.
+    Their signatures are private, so the pair is checked on a sample
+    and json itself is used when anything differs."""
+    sample = {"ev": "x\u00e9\n\"", "n": [1, -2.5, None, True, False], "o": {}}
+    want = '{"ev":"x\\u00e9\\n\\"","n":[1,-2.5,null,true,false],"o":{}}'
+    try:
+        _ScanContext.parse_constant = _constant
+        scan = _json.make_scanner(_ScanContext())
+        enc = _json.make_encoder(None, None, _json.encode_basestring_ascii, None,
+                                 ":", ",", False, False, True)
+
+        def dumps(obj):
+            return "".join(enc(obj, 0))
+
+        def loads(text):
+            if isinstance(text, (bytes, bytearray)):
+                text = text.decode("utf-8")
+            text = text.strip(" \t\r\n")
+            try:
+                obj, end = scan(text, 0)
+            except StopIteration:
+                raise ValueError("not JSON") from None
+            if end != len(text):
+                raise ValueError("not JSON: extra data")
+            return obj
+        if dumps(sample) == want and loads(want) == sample:
+            return dumps, loads
+    except Exception:
+        pass
+    import json
+
+    def dumps(obj):
+        return json.dumps(obj, ensure_ascii=True, separators=(",", ":"))
+    return dumps, json.loads
+
+
+_dumps, _loads = _codec()
+
+
 def send(obj):
-    data = (json.dumps(obj, ensure_ascii=True, separators=(",", ":")) + "\n").encode()
+    data = (_dumps(obj) + "\n").encode()
     with _wlock:
         view = memoryview(data)
         while view:
@@ -93,13 +156,13 @@ def _on_sigint(signum, frame):
     # Between cells an interrupt has nothing to stop.
 
 
-signal.signal(signal.SIGINT, _on_sigint)
+_signal.signal(_signal.SIGINT, _on_sigint)
 
 
 # ---------------------------------------------------------------- figures
 
 _patched = False
-_patch_lock = threading.Lock()
+_patch_lock = _thread.allocate_lock()
 
 
 def _pyplot():
@@ -143,13 +206,16 @@ def _patch_pyplot_locked():
     _patched = True
 
 
-class _PyplotHook:
-    """Patches pyplot as soon as anyone imports it (a cell or the
-    preload), so a cell that imports it and saves a figure gets the
-    patched savefig, whoever won the race to import it."""
+class _AfterImport:
+    """Runs after(module) as soon as anyone imports the module named
+    (a cell, the preload, the driver itself), whoever wins the race."""
+
+    def __init__(self, module, after):
+        self.module = module
+        self.after = after
 
     def find_spec(self, name, path, target=None):
-        if name != "matplotlib.pyplot":
+        if name != self.module:
             return None
         for finder in sys.meta_path:
             find = getattr(finder, "find_spec", None)
@@ -161,21 +227,30 @@ class _PyplotHook:
         else:
             return None
         real_exec = getattr(spec.loader, "exec_module", None)
-        if real_exec is None:
-            return spec
+        if real_exec is None or isinstance(spec.loader, type):
+            return spec  # a class (frozen, builtin) is shared: not patched
+
+        after = self.after
 
         def exec_module(module):
             real_exec(module)
-            with _patch_lock:
-                try:
-                    _patch_pyplot_locked()
-                except Exception as e:  # a patch is a nicety, never a failure
-                    print("terp: matplotlib hooks not installed: %s" % e, file=sys.stderr)
+            after(module)
         spec.loader.exec_module = exec_module
         return spec
 
 
-sys.meta_path.insert(0, _PyplotHook())
+def _after_pyplot(module):
+    """Patches pyplot as soon as it is imported, so a cell that imports
+    it and saves a figure gets the patched savefig."""
+    with _patch_lock:
+        try:
+            _patch_pyplot_locked()
+        except Exception as e:  # a patch is a nicety, never a failure
+            print("terp: matplotlib hooks not installed: %s" % e, file=sys.stderr)
+
+
+sys.meta_path.insert(0, _AfterImport("matplotlib.pyplot", _after_pyplot))
+sys.meta_path.insert(0, _AfterImport("linecache", lambda module: _flush_sources()))
 
 _fig_count = 0
 _cur_cell = 0
@@ -304,7 +379,7 @@ def _send_one(cell, dfd, name, rel):
             if total > ARTIFACT_MAX:
                 reason = "grew past the size cap"
                 break
-            send({"ev": "chunk", "data": base64.b64encode(data).decode()})
+            send({"ev": "chunk", "data": binascii.b2a_base64(data, newline=False).decode()})
         end = {"ev": "artifact_end", "size": total}
         if reason:
             end["reason"] = reason
@@ -445,7 +520,7 @@ def _start_forwarder():
             # Its own process group (a cell's killpg does not reach it),
             # no Ctrl-C, nothing on the cell's output pipes.
             os.setpgid(0, 0)
-            signal.signal(signal.SIGINT, signal.SIG_IGN)
+            _signal.signal(_signal.SIGINT, _signal.SIG_IGN)
             nul = os.open(os.devnull, os.O_RDWR)
             for fd in (0, 1, 2):
                 os.dup2(nul, fd)
@@ -553,7 +628,7 @@ def _reclaim_stdio():
     # would then close the restored pipe. So wait for the preload first.
     if not _stdio_is_ours():
         t = _preload_thread
-        if t is not None and t is not threading.current_thread():
+        if t is not None and t.ident != _thread.get_ident():
             t.join()
     _restore_stdio()
 
@@ -567,6 +642,8 @@ def _flush():
 
 
 def _user_traceback(exc):
+    import traceback
+    _flush_sources()
     tb = exc.__traceback__
     # Skip the driver's own frames: the traceback starts in the cell.
     while tb is not None and not tb.tb_frame.f_code.co_filename.startswith("<cell"):
@@ -614,11 +691,56 @@ def _error(e):
             "traceback": _cut_tail(tb, "traceback")}
 
 
+# The cells' sources, for tracebacks, warnings and inspect (linecache).
+# linecache costs tokenize and re at start, so until someone imports it
+# (a cell, the preload, a traceback) they wait here; _LinecacheHook
+# moves them in as its import ends, and later ones go straight in.
+_pending_sources = {}
+
+
+def _add_source(fname, code):
+    _pending_sources[fname] = (len(code), None, code.splitlines(True), fname)
+    _flush_sources()
+
+
+def _flush_sources():
+    lc = sys.modules.get("linecache")
+    cache = getattr(lc, "cache", None)
+    if not isinstance(cache, dict):
+        return  # not imported, or still being imported (the hook flushes)
+    while _pending_sources:
+        try:
+            name, entry = _pending_sources.popitem()  # atomic: threads may race
+        except KeyError:
+            break
+        cache[name] = entry
+
+
+_PyCF_ONLY_AST = 0x400  # ast.PyCF_ONLY_AST, without importing ast
+
+
+def _compile_cell(code, fname):
+    """(statements, last expression) as code objects, either None: the
+    value of a cell's last expression is shown. A cell that is one
+    expression compiles as such; only the others need the syntax tree
+    (and the _ast types, which cost ms to set up at the first use)."""
+    try:
+        return None, compile(code, fname, "eval")
+    except SyntaxError:
+        pass
+    import _ast
+    tree = compile(code, fname, "exec", _PyCF_ONLY_AST)
+    last = None
+    if tree.body and isinstance(tree.body[-1], _ast.Expr):
+        last = compile(_ast.Expression(tree.body.pop().value), fname, "eval")
+    return compile(tree, fname, "exec"), last
+
+
 def _run(cell, code):
     global _running, _cur_cell
     _cur_cell = cell
     fname = "<cell %d>" % cell
-    linecache.cache[fname] = (len(code), None, code.splitlines(True), fname)
+    _add_source(fname, code)
     value = None
     status = "ok"
     err = None
@@ -628,13 +750,11 @@ def _run(cell, code):
     _told.clear()
     _running = True
     try:
-        tree = ast.parse(code, filename=fname, mode="exec")
-        last = None
-        if tree.body and isinstance(tree.body[-1], ast.Expr):
-            last = ast.Expression(tree.body.pop().value)
-        exec(compile(tree, fname, "exec"), ns)
+        body, last = _compile_cell(code, fname)
+        if body is not None:
+            exec(body, ns)
         if last is not None:
-            v = eval(compile(last, fname, "eval"), ns)
+            v = eval(last, ns)
             if v is not None:
                 ns["_"] = v
                 value = repr(v)
@@ -648,6 +768,7 @@ def _run(cell, code):
         _running = False
     _flush()
     _reclaim_stdio()
+    _flush_sources()  # in case the hook could not run
     try:
         _patch_pyplot()
         _save_figures()
@@ -726,6 +847,7 @@ def _start_preload_when_idle():
     if ready:
         return
     _preload_pending = False
+    import threading  # here, in the main thread, as threading wants
     _preload_thread = threading.Thread(target=_preload, name="terp-preload", daemon=True)
     _preload_thread.start()
 
@@ -762,6 +884,11 @@ def _read_command():
         return None
 
 
+def _format_exc():
+    import traceback
+    return traceback.format_exc()
+
+
 def main():
     global ns, _preload_pending
     os.makedirs(OUT_DIR, exist_ok=True)
@@ -772,6 +899,16 @@ def main():
             ready["probe"] = _probe()
         except Exception:
             pass
+    if os.environ.get("TERP_CODE") == "1":
+        # Before any cell ran: terp keeps this for the next sandboxes,
+        # which then skip compiling this file.
+        try:
+            import marshal
+            blob = (b"TERPCODE" + sys.hexversion.to_bytes(8, "little")
+                    + marshal.dumps(_MODULE_CODE))
+            ready["code"] = binascii.b2a_base64(blob, newline=False).decode()
+        except Exception:
+            pass
     _setup_site()
     _start_forwarder()
     if not EGRESS:
@@ -780,7 +917,7 @@ def main():
     _preload_pending = os.environ.get("TERP_PRELOAD", "1") == "1"
     for line in _lines(_read_command):
         try:
-            cmd = json.loads(line)
+            cmd = _loads(line)
         except Exception:  # not JSON, or nested past the recursion limit
             continue
         if not isinstance(cmd, dict):
@@ -808,7 +945,7 @@ def main():
             # A bug of the driver's own must not take the session down.
             send({"ev": "result", "id": cid, "status": "error",
                   "error": {"ename": "TerpDriverError", "evalue": _cut(repr(e), "text"),
-                            "traceback": _cut_tail(traceback.format_exc(), "traceback")}})
+                            "traceback": _cut_tail(_format_exc(), "traceback")}})
 
 
 main()

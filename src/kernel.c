@@ -22,10 +22,12 @@
 #include <cjson/cJSON.h>
 
 #include "terp/buf.h"
+#include "terp/digest.h"
 #include "terp/sandbox_cgroup.h"
 #include "terp/kernel_artifact.h"
 #include "terp/kernel_backend.h"
 #include "terp/kernel_chan.h"
+#include "terp/kernel_code.h"
 #include "terp/kernel_frame.h"
 #include "terp/kernel_net.h"
 #include "terp/pyenv.h"
@@ -114,6 +116,14 @@ struct kernel {
 	struct kernel_net	*net;
 	pid_t			 fwd_pid;
 	int			 fwd_pidfd;
+
+	/* The driver's compiled code (kernel_code.h): the cache file for
+	 * this interpreter (NULL: no cache), its blob once loaded, and
+	 * whether the lookup was done (once per kernel). */
+	char			*code_file;
+	unsigned char		*code;
+	size_t			 code_len;
+	int			 code_tried;
 };
 
 static void kernel_on_ev(struct loop *l, int fd, int revents, void *arg);
@@ -653,6 +663,42 @@ unwatch_all(struct kernel *k)
 		loop_unwatch(k->loop, k->p.pid_fd);
 }
 
+/* The driver's compiled code from the cache, looked up once. */
+static void
+code_cached(struct kernel *k)
+{
+	if (k->code_tried || k->o->no_sandbox)
+		return;
+	k->code_tried = 1;
+	k->code_file = kcode_file(k->o->probe_cache, k->o->pyenv, driver_py_sha256);
+	if (k->code_file != NULL)
+		k->code = kcode_load(k->code_file, &k->code_len);
+}
+
+/* The driver's code in its "ready" frame (asked for by TERP_CODE=1, so
+ * only when the cache had none): sent before any cell ran, by the
+ * interpreter the cache file is named after. Its shape is checked
+ * here; the loader checks that it is for the running version. */
+static void
+code_from_ready(struct kernel *k, const struct kframe *f)
+{
+	const cJSON *j = cJSON_GetObjectItemCaseSensitive(f->json, "code");
+	size_t n = 0;
+	char *blob;
+
+	if (k->code_file == NULL || k->code != NULL || !cJSON_IsString(j) ||
+	    strlen(j->valuestring) > KCODE_MAX / 3 * 4 + 4)
+		return;
+	blob = base64_decode(j->valuestring, strlen(j->valuestring), &n);
+	if (blob != NULL && kcode_valid(blob, n)) {
+		kcode_store(k->code_file, blob, n);
+		k->code = (unsigned char *)blob;
+		k->code_len = n;
+		return;
+	}
+	free(blob);
+}
+
 /* The sandbox's settings from the options; binds and cgroup apart. */
 static void
 spec_fill(const struct kernel *k, struct sandbox_spec *s)
@@ -676,6 +722,10 @@ spec_fill(const struct kernel *k, struct sandbox_spec *s)
 	s->pyenv = k->o->pyenv;
 	s->setenv = k->o->sandbox_env;
 	s->probe = !k->have_probe;
+	s->code = k->code;
+	s->code_len = k->code_len;
+	s->loader = kcode_loader;
+	s->code_want = k->code_file != NULL && k->code == NULL;
 	if (k->net != NULL) {
 		s->egress_sock = kernel_net_socket(k->net);
 		s->fwd = (const char *)egress_fwd_py;
@@ -727,6 +777,7 @@ launch(struct kernel *k, char **err)
 
 	/* One sandbox at a time: the last one is reaped. */
 	assert(k->p.pid <= 0 && !k->dying);
+	code_cached(k);
 	spec_fill(k, &s);
 	s.nbinds = workspace_binds(k->ws, bind_fds, bind_names, SANDBOX_MAX_BINDS, err);
 	if (s.nbinds < 0)
@@ -1086,6 +1137,7 @@ handle_frame(struct kernel *k, const char *line, size_t len)
 			k->py_pid = sandbox_tree_python(k->init_pid);
 		fwd_find(k);
 		probe_from_ready(k, &f);
+		code_from_ready(k, &f);
 		set_state(k, k->loaded ? KERNEL_READY : KERNEL_LOADING,
 		    k->loaded ? NULL : "loading pandas, numpy, matplotlib");
 		kernel_next(k);
@@ -1634,6 +1686,8 @@ kernel_free(struct kernel *k)
 	kernel_net_free(k->net);	/* after the sandbox: no client is left */
 	fwd_forget(k);
 	free(k->probe_line);
+	free(k->code_file);
+	free(k->code);
 	kernel_artifact_free(k->art);
 	kframe_reader_free(&k->evr);
 	kernel_chan_free(&k->chan);

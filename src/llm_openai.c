@@ -151,6 +151,176 @@ llm_openai_encode(enum llm_openai_flavor f, const char *model,
 	return body;
 }
 
+/* ---- The body as text --------------------------------------------
+ *
+ * The request body is written straight from the conversation, byte for
+ * byte what cJSON_PrintUnformatted(llm_openai_encode(...)) gives (a unit
+ * test holds them equal), without building and freeing a copy of the
+ * whole history as a cJSON tree on every turn: that tree was most of
+ * terp's own CPU per turn in a long session. */
+
+#define BODY_MAX	((size_t)1 << 31)
+
+/* A JSON string as cJSON prints it: ", \ and the C0 controls escaped,
+ * everything else (UTF-8 included) as is. NULL prints as "". */
+static void
+put_str(struct buf *b, const char *s)
+{
+	static const char hex[] = "0123456789abcdef";
+	const char *run;
+
+	buf_addc(b, '"');
+	for (run = s; s != NULL && *s != '\0'; s++) {
+		unsigned char c = (unsigned char)*s;
+		char esc[7];
+
+		if (c >= 32 && c != '"' && c != '\\')
+			continue;
+		buf_add(b, run, (size_t)(s - run));
+		run = s + 1;
+		esc[0] = '\\';
+		switch (c) {
+		case '"': esc[1] = '"'; break;
+		case '\\': esc[1] = '\\'; break;
+		case '\b': esc[1] = 'b'; break;
+		case '\f': esc[1] = 'f'; break;
+		case '\n': esc[1] = 'n'; break;
+		case '\r': esc[1] = 'r'; break;
+		case '\t': esc[1] = 't'; break;
+		default:
+			memcpy(esc + 1, "u00", 3);
+			esc[4] = hex[c >> 4];
+			esc[5] = hex[c & 15];
+			buf_add(b, esc, 6);
+			continue;
+		}
+		buf_add(b, esc, 2);
+	}
+	if (run != NULL && s != NULL)
+		buf_add(b, run, (size_t)(s - run));
+	buf_addc(b, '"');
+}
+
+/* "key":"value" with the comma before it unless first. */
+static void
+put_kv(struct buf *b, int first, const char *key, const char *val)
+{
+	if (!first)
+		buf_addc(b, ',');
+	put_str(b, key);
+	buf_addc(b, ':');
+	put_str(b, val);
+}
+
+static void
+put_message(struct buf *b, enum llm_openai_flavor f, const cJSON *m)
+{
+	const char *role = str(m, "role");
+
+	buf_addc(b, '{');
+	if (strcmp(role, "tool") == 0) {
+		const char *c = str(m, "content");
+		put_kv(b, 1, "role", "tool");
+		put_kv(b, 0, "tool_call_id", str(m, "tool_call_id") ? str(m, "tool_call_id") : "");
+		/* Chat Completions has no error flag: say it. */
+		if (cJSON_IsTrue(get(m, "is_error")) && c != NULL &&
+		    strncasecmp(c, "error", 5) != 0) {
+			char *e = xasprintf("Error: %s", c);
+			put_kv(b, 0, "content", e);
+			free(e);
+		} else
+			put_kv(b, 0, "content", c ? c : "");
+	} else if (strcmp(role, "assistant") == 0) {
+		const cJSON *calls = get(m, "tool_calls"), *c;
+		const char *content = str(m, "content");
+		int ncalls = cJSON_GetArraySize(calls), first = 1;
+
+		put_kv(b, 1, "role", "assistant");
+		if (content != NULL && *content != '\0')
+			put_kv(b, 0, "content", content);
+		else if (ncalls > 0)
+			buf_adds(b, ",\"content\":null");
+		else
+			put_kv(b, 0, "content", "");
+		if (ncalls > 0) {
+			buf_adds(b, ",\"tool_calls\":[");
+			cJSON_ArrayForEach(c, calls) {
+				const char *args = str(c, "arguments");
+				if (args == NULL || *args == '\0')
+					args = "{}";
+				/* Ollama rejects a history whose arguments are
+				 * not JSON (400). */
+				if (f == LLM_LOCAL && !valid_json(args))
+					args = "{}";
+				if (!first)
+					buf_addc(b, ',');
+				first = 0;
+				buf_addc(b, '{');
+				put_kv(b, 1, "id", str(c, "id") ? str(c, "id") : "");
+				put_kv(b, 0, "type", "function");
+				buf_adds(b, ",\"function\":{");
+				put_kv(b, 1, "name", str(c, "name") ? str(c, "name") : "");
+				put_kv(b, 0, "arguments", args);
+				buf_adds(b, "}}");
+			}
+			buf_addc(b, ']');
+		}
+	} else {
+		const char *c = str(m, "content");
+		put_kv(b, 1, "role", "user");
+		put_kv(b, 0, "content", c ? c : "");
+	}
+	buf_addc(b, '}');
+}
+
+char *
+llm_openai_body(enum llm_openai_flavor f, const char *model, const char *system,
+    const cJSON *messages, size_t *len)
+{
+	struct buf b;
+	const cJSON *m;
+	cJSON *tool = tool_json(f);
+	char *tools = cJSON_PrintUnformatted(tool);
+	int first = 1;
+
+	cJSON_Delete(tool);
+	if (tools == NULL)
+		fatal("out of memory");
+	buf_init(&b, BODY_MAX);
+	buf_addc(&b, '{');
+	if (model != NULL && *model != '\0') {
+		put_kv(&b, 1, "model", model);
+		buf_addc(&b, ',');
+	}
+	buf_adds(&b, "\"messages\":[");
+	if (system != NULL && *system != '\0') {
+		buf_addc(&b, '{');
+		put_kv(&b, 1, "role", "system");
+		put_kv(&b, 0, "content", system);
+		buf_addc(&b, '}');
+		first = 0;
+	}
+	cJSON_ArrayForEach(m, messages) {
+		if (str(m, "role") == NULL)
+			continue;
+		if (!first)
+			buf_addc(&b, ',');
+		first = 0;
+		put_message(&b, f, m);
+	}
+	buf_adds(&b, "],\"tools\":[");
+	buf_adds(&b, tools);
+	free(tools);
+	buf_addc(&b, ']');
+	/* Ollama ignores tool_choice and some vLLM setups reject "auto"
+	 * without extra flags: only the hosted APIs get it. */
+	if (f != LLM_LOCAL)
+		buf_adds(&b, ",\"tool_choice\":\"auto\"");
+	buf_adds(&b, ",\"stream\":true,\"stream_options\":{\"include_usage\":true}}");
+	*len = b.len;
+	return buf_take(&b);
+}
+
 static char *
 trim_slash(const char *s)
 {
@@ -215,20 +385,14 @@ static int
 prepare(enum llm_openai_flavor f, const struct llm_config *cfg,
     const char *system, const cJSON *messages, struct llm_wire *w, char **err)
 {
-	cJSON *body;
 	int classic_azure;
 
 	w->url = llm_openai_url(f, cfg, err);
 	if (w->url == NULL)
 		return -1;
 	classic_azure = f == LLM_AZURE && strstr(w->url, "/deployments/") != NULL;
-	body = llm_openai_encode(f, classic_azure ? NULL : cfg->model, system,
-	    messages);
-	w->body = cJSON_PrintUnformatted(body);
-	cJSON_Delete(body);
-	if (w->body == NULL)
-		fatal("out of memory");
-	w->body_len = strlen(w->body);
+	w->body = llm_openai_body(f, classic_azure ? NULL : cfg->model, system,
+	    messages, &w->body_len);
 	llm_wire_header(w, "Content-Type: application/json");
 	llm_wire_header(w, "Accept: text/event-stream");
 	if (cfg->api_key != NULL && *cfg->api_key != '\0') {

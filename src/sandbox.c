@@ -112,6 +112,13 @@ av_setenv(struct argv *env, const char *kv)
 	av_add(env, kv);
 }
 
+/* The driver starts from its compiled code (never without bwrap). */
+static int
+use_code(const struct sandbox_spec *s)
+{
+	return s->code != NULL && s->code_len > 0 && s->loader != NULL && !s->no_sandbox;
+}
+
 static const char *
 spec_python(const struct sandbox_spec *s)
 {
@@ -152,6 +159,8 @@ sandbox_env(const struct sandbox_spec *s, struct argv *env)
 		av_add(env, "TERP_SITE_DIR=" SANDBOX_SITE_DIR);
 	if (s->probe)
 		av_add(env, "TERP_PROBE=1");
+	if (s->code_want && !s->no_sandbox)
+		av_add(env, "TERP_CODE=1");
 	/* pip: no questions, no version check, no cache (/tmp is a small
 	 * tmpfs and gone with the sandbox), one try: a refusal of the
 	 * proxy is final, and pip's retries would wait 8 s for nothing.
@@ -317,7 +326,11 @@ bwrap_argv(const struct sandbox_spec *s, int own_net, struct argv *a)
 			    s->pyenv->links[i].path);
 	}
 	snprintf(fd, sizeof fd, "%d", SANDBOX_FD_DRIVER);
-	av_add3(a, "--ro-bind-data", fd, "/run/terp/driver.py");
+	av_add3(a, "--ro-bind-data", fd, SANDBOX_DRIVER);
+	if (use_code(s)) {
+		snprintf(fd, sizeof fd, "%d", SANDBOX_FD_CODE);
+		av_add3(a, "--ro-bind-data", fd, SANDBOX_DRIVER_CODE);
+	}
 	if (s->egress_sock != NULL) {
 		av_add3(a, "--ro-bind", s->egress_sock, SANDBOX_EGRESS_SOCK);
 		snprintf(fd, sizeof fd, "%d", SANDBOX_FD_FWD);
@@ -336,7 +349,12 @@ bwrap_argv(const struct sandbox_spec *s, int own_net, struct argv *a)
 	av_add(a, spec_python(s));
 	av_add(a, "-I");
 	av_add(a, "-u");
-	av_add(a, "/run/terp/driver.py");
+	if (use_code(s)) {
+		av_add(a, "-c");
+		av_add(a, s->loader);
+	} else {
+		av_add(a, SANDBOX_DRIVER);
+	}
 }
 
 static void
@@ -373,7 +391,7 @@ struct launch {
 	int		 bst[2];	/* bwrap -> launcher: status lines */
 	int		 life[2];	/* terp holds [1]; its close ends all */
 	int		 ep[2];		/* set-up errors, one line */
-	int		 devnull, drv, pw, gr, ho, ws, dd, sa, sb, fwd;
+	int		 devnull, drv, pw, gr, ho, ws, dd, sa, sb, fwd, code;
 	int		 src[SANDBOX_FD_MAX];
 	int		 nsrc;
 	struct argv	 argv, argv_net, envp;
@@ -388,7 +406,7 @@ launch_init(struct launch *L)
 	for (size_t i = 0; i < sizeof pipes / sizeof pipes[0]; i++)
 		pipes[i][0] = pipes[i][1] = -1;
 	L->devnull = L->drv = L->pw = L->gr = L->ho = L->ws = L->dd = L->sa = L->sb = -1;
-	L->fwd = -1;
+	L->fwd = L->code = -1;
 	for (int i = 0; i < SANDBOX_FD_MAX; i++)
 		L->src[i] = -1;
 	L->nsrc = SANDBOX_FD_ALIVE + 1;
@@ -399,7 +417,7 @@ launch_close(struct launch *L)
 {
 	int *pipes[] = { L->cmd, L->ev, L->out, L->errp, L->st, L->bst, L->life, L->ep };
 	int *fds[] = { &L->devnull, &L->drv, &L->pw, &L->gr, &L->ho, &L->ws, &L->dd,
-	    &L->sa, &L->sb, &L->fwd };
+	    &L->sa, &L->sb, &L->fwd, &L->code };
 
 	for (size_t i = 0; i < sizeof pipes / sizeof pipes[0]; i++) {
 		close_fd(&pipes[i][0]);
@@ -460,7 +478,13 @@ launch_open(struct launch *L, const struct sandbox_spec *s, char **err)
 		*err = xasprintf("cannot set up the sandbox: %s", strerror(errno));
 		return -1;
 	}
+	if (use_code(s) &&
+	    (L->code = memfd_with("terp-driver-code", s->code, s->code_len)) < 0) {
+		*err = xasprintf("cannot set up the sandbox: %s", strerror(errno));
+		return -1;
+	}
 	L->src[SANDBOX_FD_FWD] = L->fwd;
+	L->src[SANDBOX_FD_CODE] = L->code;
 	L->src[SANDBOX_FD_STATUS] = L->bst[1];
 	L->src[SANDBOX_FD_SECA] = L->sa;
 	L->src[SANDBOX_FD_SECB] = L->sb;

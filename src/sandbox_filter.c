@@ -20,6 +20,12 @@
 #include "terp/sandbox_filter.h"
 #include "terp/util.h"
 
+/* The programs as the build made them (scripts/seccomp_gen.c), and the
+ * libseccomp version and API level they were made with. */
+#ifndef TERP_SECCOMP_GEN
+#include "seccomp_bpf.h"
+#endif
+
 /* The largest program we accept back from libseccomp (BPF_MAXINSNS). */
 #define FILTER_MAX_BYTES	(4096 * sizeof(struct sock_filter))
 
@@ -453,6 +459,21 @@ fail:
 	return NULL;
 }
 
+/* Seals fd (written, at offset 0 after this) so that nothing that later
+ * shares it can alter the policy before bwrap reads it. */
+static int
+seal(int fd, char **err)
+{
+	if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW |
+	    F_SEAL_WRITE | F_SEAL_SEAL) == -1 ||
+	    lseek(fd, 0, SEEK_SET) == -1) {
+		*err = xasprintf("sealing the seccomp memfd: %s", strerror(errno));
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
 /* Exports kind into a new sealed memfd at offset 0; -1 with *err. */
 static int
 filter_memfd(enum sandbox_filter_kind kind, char **err)
@@ -476,17 +497,67 @@ filter_memfd(enum sandbox_filter_kind kind, char **err)
 		close(fd);
 		return -1;
 	}
-	/* Sealed, so nothing that later shares the fd can alter the policy
-	 * between here and bwrap reading it. */
-	if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW |
-	    F_SEAL_WRITE | F_SEAL_SEAL) == -1 ||
-	    lseek(fd, 0, SEEK_SET) == -1) {
-		*err = xasprintf("sealing the seccomp memfd: %s",
-		    strerror(errno));
+	return seal(fd, err);
+}
+
+int
+sandbox_filter_builtin(enum sandbox_filter_kind kind, const unsigned char **bpf,
+    size_t *len)
+{
+#if defined(SECCOMP_BUILT_VERSION) && SECCOMP_BUILT_VERSION > 0
+	const struct scmp_version *v = seccomp_version();
+
+	/* Another libseccomp, or a kernel with other seccomp features,
+	 * may build other programs: then they are built here. */
+	if (v == NULL || v->major * 10000u + v->minor * 100u + v->micro != SECCOMP_BUILT_VERSION ||
+	    seccomp_api_get() != SECCOMP_BUILT_API)
+		return -1;
+	*bpf = kind == SANDBOX_FILTER_ALLOW ? seccomp_built_a : seccomp_built_b;
+	*len = kind == SANDBOX_FILTER_ALLOW ? sizeof seccomp_built_a : sizeof seccomp_built_b;
+	return 0;
+#else
+	(void)kind;
+	(void)bpf;
+	(void)len;
+	return -1;
+#endif
+}
+
+/* The built-in program of kind in a new sealed memfd, or -1 (*err set
+ * only when a memfd could not be made). */
+static int
+builtin_memfd(enum sandbox_filter_kind kind, char **err)
+{
+	const unsigned char *bpf;
+	size_t len;
+	int fd;
+
+	if (sandbox_filter_builtin(kind, &bpf, &len) < 0)
+		return -1;
+	fd = memfd_create(kind == SANDBOX_FILTER_ALLOW ? "terp-seccomp-a" :
+	    "terp-seccomp-b", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (fd == -1) {
+		*err = xasprintf("memfd_create: %s", strerror(errno));
+		return -1;
+	}
+	if (write_all(fd, bpf, len) < 0) {
+		*err = xasprintf("writing the seccomp memfd: %s", strerror(errno));
 		close(fd);
 		return -1;
 	}
-	return fd;
+	return seal(fd, err);
+}
+
+/* The built-in program when it is usable, else one built now. */
+static int
+program_memfd(enum sandbox_filter_kind kind, char **err)
+{
+	int fd;
+
+	*err = NULL;
+	if ((fd = builtin_memfd(kind, err)) >= 0 || *err != NULL)
+		return fd;
+	return filter_memfd(kind, err);
 }
 
 int
@@ -494,9 +565,9 @@ sandbox_filter_build(int *fd_a, int *fd_b, char **err)
 {
 	int	a, b;
 
-	if ((a = filter_memfd(SANDBOX_FILTER_ALLOW, err)) == -1)
+	if ((a = program_memfd(SANDBOX_FILTER_ALLOW, err)) == -1)
 		return -1;
-	if ((b = filter_memfd(SANDBOX_FILTER_DENY, err)) == -1) {
+	if ((b = program_memfd(SANDBOX_FILTER_DENY, err)) == -1) {
 		close(a);
 		return -1;
 	}

@@ -148,6 +148,10 @@ extern const struct llm_codec llm_ollama_codec;
 /* The request body for a conversation (a new cJSON the caller frees). */
 cJSON *llm_openai_encode(enum llm_openai_flavor f, const char *model,
     const char *system, const cJSON *messages);
+/* The same body as JSON text, byte for byte cJSON_PrintUnformatted of
+ * the above, written without the tree (new string; *len its length). */
+char *llm_openai_body(enum llm_openai_flavor f, const char *model,
+    const char *system, const cJSON *messages, size_t *len);
 /* The URL of the chat completions endpoint (new string), or NULL. */
 char *llm_openai_url(enum llm_openai_flavor f, const struct llm_config *cfg,
     char **err);

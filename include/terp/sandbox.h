@@ -24,6 +24,9 @@ struct pyenv;
 /* The session's own site directory (the driver adds pythonX.Y): pip
  * installs there (PIP_TARGET), the driver puts it on sys.path. */
 #define SANDBOX_SITE_DIR	"/workspace/.terp/site"
+/* The driver's source, and its compiled code when the caller has it. */
+#define SANDBOX_DRIVER		"/run/terp/driver.py"
+#define SANDBOX_DRIVER_CODE	"/run/terp/driver.code"
 
 struct sandbox_spec {
 	const char	*python;	/* /usr/bin/python3; with pyenv: pyenv->exec */
@@ -31,6 +34,15 @@ struct sandbox_spec {
 	const char	*datadir;	/* host dir -> /workspace/data (read-only) */
 	const char	*driver;	/* the driver's source */
 	size_t		 driver_len;
+	/* The driver compiled (kernel_code.h), bound read-only at
+	 * SANDBOX_DRIVER_CODE, and the program run as `python -I -u -c
+	 * loader` instead of driver.py, which loads it. NULL: none (and
+	 * always so with no_sandbox). code_want: the driver sends its code
+	 * in "ready" (TERP_CODE=1). */
+	const void	*code;
+	size_t		 code_len;
+	const char	*loader;
+	int		 code_want;
 	uid_t		 uid;		/* drop to this uid/gid first (0: stay) */
 	uint64_t	 memory;	/* RLIMIT_DATA */
 	long		 nproc;

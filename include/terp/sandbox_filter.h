@@ -12,15 +12,23 @@ enum sandbox_filter_kind {
 	SANDBOX_FILTER_DENY,		/* B: Flatpak-style denylist, argument rules */
 };
 
-/* Builds both programs and exports each (seccomp_export_bpf) into its
- * own sealed memfd, positioned at offset 0, ready for bwrap's
- * `--add-seccomp-fd`. Pass them in this order: *fd_a first, then *fd_b
- * (bwrap installs them in argv order; A must be installed first because
- * it allows the prctl/seccomp calls that install B). The fds are
- * O_CLOEXEC: the launcher dup2()s them to the fixed numbers it passes to
- * bwrap. The caller owns and closes both fds. Returns 0, or -1 with a new
- * message in *err (the caller frees it) and no fd left open. */
+/* Builds both programs (or takes the build's, sandbox_filter_builtin)
+ * and puts each into its own sealed memfd, positioned at offset 0, ready
+ * for bwrap's `--add-seccomp-fd`. Pass them in this order: *fd_a first,
+ * then *fd_b (bwrap installs them in argv order; A must be installed
+ * first because it allows the prctl/seccomp calls that install B). The
+ * fds are O_CLOEXEC: the launcher dup2()s them to the fixed numbers it
+ * passes to bwrap. The caller owns and closes both fds. Returns 0, or -1
+ * with a new message in *err (the caller frees it) and no fd left open. */
 int sandbox_filter_build(int *fd_a, int *fd_b, char **err);
+
+/* The program of kind as the build made it (build/gen/seccomp_bpf.h,
+ * scripts/seccomp_gen.c): sandbox_filter_build uses it when the running
+ * libseccomp's version and API level are the ones it was made with, and
+ * builds the programs itself otherwise. Returns 0 with *bpf (static) and
+ * *len, or -1 when there is none usable here. */
+int sandbox_filter_builtin(enum sandbox_filter_kind kind, const unsigned char **bpf,
+    size_t *len);
 
 /* Builds one program and returns its raw BPF (an array of struct
  * sock_filter) in a new buffer *bpf of *len bytes; the caller frees it.
