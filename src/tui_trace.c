@@ -20,7 +20,7 @@ struct tui_trace {
 	struct answer_tracer	*tracer;
 	char			*question;
 	struct answer_trace	 last;		/* the last answer's numbers */
-	size_t			 next;		/* what `n` shows next */
+	size_t			 next;		/* what `t` shows next */
 	/* restoring: the last reply, answer unless a model cell follows */
 	const struct notebook	*nb;		/* the resumed one (borrowed) */
 	char			*reply;

@@ -87,13 +87,13 @@ def test_answer_marks_its_numbers_and_lists_their_sources(tui):
     assert re.search(r"² 2,270,303\.71  cell \[1\], line 3: north\s+2270303\.71", s), s
     assert "✗ 12.5%  not in any output" in s, s
 
-    # n in the conversation pane: the next number's source, one key away
+    # t in the conversation pane: the next number's source, one key away
     t.keys("Tab")
-    t.keys("n")
+    t.keys("t")
     s = t.wait(r"¹ 2,748,435\.15 — cell \[1\], line 2: east", timeout=30)
-    t.keys("n")
+    t.keys("t")
     t.wait(r"² 2,270,303\.71 — cell \[1\], line 3: north", timeout=30)
-    t.keys("n")
+    t.keys("t")
     t.wait(r"✗ 12\.5% — not in any output", timeout=30)
 
     # a number only a cell run by hand printed is traced to that cell
