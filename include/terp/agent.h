@@ -12,12 +12,14 @@
 #include "terp/loop.h"
 #include "terp/notebook.h"
 
+struct context;
 struct llm;
 
 struct agent_opts {
 	int		 max_turns;		/* model calls per question (20) */
 	size_t		 tool_output_limit;	/* bytes per tool result (4096) */
 	const char	*system_prompt;		/* NULL: the built-in one */
+	long		 context_window;	/* tokens; 0: the model's (context.h) */
 };
 
 void agent_opts_default(struct agent_opts *o);
@@ -69,5 +71,8 @@ int agent_set_model(struct agent *a, const char *model, char **err);
 struct notebook *agent_notebook(const struct agent *a);
 struct kernel *agent_kernel(const struct agent *a);
 struct llm *agent_llm(const struct agent *a);
+/* The model's context window and what the conversation uses of it
+ * (NULL without a model); /context and /compact use it. */
+struct context *agent_context(const struct agent *a);
 
 #endif

@@ -1,0 +1,227 @@
+"""The context budget (issue 11, section 1): the real binary and sandbox
+against tests/fake_model.py enforcing a context window with each
+provider's real error body. A long session stays inside an 8k-token
+window (every request the fake counted is under it), the first
+questions' results survive in the model's summary, and a request the
+server refuses as too long is compacted and retried once, then ends
+with one clear line."""
+import json
+import re
+import sys
+
+import pytest
+
+from conftest import ROOT
+
+sys.path.insert(0, str(ROOT / "tests"))
+from fake_model import FakeModel, read_log, request_tokens  # noqa: E402
+
+KEY = "sk-terp-test-0123456789"
+SUMMARY_MARK = "You compress a data-analysis conversation"
+
+
+def _texts(body):
+    """The request's text: system prompt and messages, as one string."""
+    return json.dumps(body.get("system", "")) + json.dumps(body.get("messages", []))
+
+
+def _last(body):
+    return body["messages"][-1]
+
+
+def _reply(provider, body, text=None, calls=None):
+    usage_in = request_tokens(body)
+    if provider == "anthropic":
+        spec = {"usage": {"input_tokens": usage_in, "output_tokens": 20}}
+    else:
+        spec = {"usage": {"prompt_tokens": usage_in, "completion_tokens": 20,
+                          "total_tokens": usage_in + 20}}
+    if text is not None:
+        spec["text"] = text
+    if calls:
+        spec["tool_calls"] = calls
+    return {"anthropic" if provider == "anthropic" else "openai": spec}
+
+
+def analyst(provider):
+    """A fake analyst: question k -> one cell printing FACT-k and 4 KB of
+    rows -> an answer repeating the fact. A summary request -> every
+    FACT line it was shown. "Recall FACT-k" -> the fact, from wherever
+    in the request it still is."""
+    def respond(n, path, body):
+        if "/api/" in path:     # Ollama's model information: none here
+            return {"status": 404, "body": {"error": "not found"}}
+        if SUMMARY_MARK in json.dumps(body.get("system", "")) + json.dumps(
+                body["messages"][0] if body.get("messages") else ""):
+            facts = sorted(set(re.findall(r"FACT-\d+ = \d+", _texts(body))),
+                           key=lambda f: int(f.split("-")[1].split()[0]))
+            return _reply(provider, body, text="Facts established so far: " + "; ".join(facts))
+        last = _last(body)
+        content = last.get("content")
+        if isinstance(content, list):       # anthropic blocks
+            kinds = {b.get("type") for b in content if isinstance(b, dict)}
+            is_result = "tool_result" in kinds
+            text = json.dumps(content)
+        else:
+            is_result = last.get("role") == "tool"
+            text = content or ""
+        if is_result:
+            m = re.findall(r"FACT-\d+ = \d+", text)
+            return _reply(provider, body, text="The result: %s." % m[-1])
+        m = re.search(r"Recall FACT-(\d+)", text)
+        if m:
+            f = re.search(r"FACT-%s = \d+" % m.group(1), _texts(body))
+            return _reply(provider, body, text=f.group(0) if f else "I do not know.")
+        k = int(re.findall(r"Question (\d+):", text)[-1])
+        code = ("print('FACT-%d = %d')\n"
+                "for i in range(100):\n"
+                "    print('row %%03d %%12.4f %%8d north' %% (i, i * 1.25, i * %d))" % (k, 1000 * k + 7, k))
+        return _reply(provider, body, calls=[{"id": "call_q%d" % k, "code": code}])
+    return respond
+
+
+def flags(provider, srv):
+    if provider == "anthropic":
+        return ["--provider", "anthropic"], {"ANTHROPIC_API_KEY": KEY,
+                                             "ANTHROPIC_BASE_URL": srv.root}
+    if provider == "azure":
+        return (["--provider", "azure", "--model", "dep1"],
+                {"AZURE_OPENAI_API_KEY": KEY, "AZURE_OPENAI_ENDPOINT": srv.root})
+    if provider == "ollama":
+        return ["--provider", "ollama", "--model", "llama3.1:8b", "--base-url", srv.url], {}
+    return ["--provider", "openai", "--base-url", srv.url], {"OPENAI_API_KEY": KEY}
+
+
+@pytest.fixture
+def fake(tmp_path):
+    servers = []
+
+    def start(script, respond=None):
+        log = tmp_path / ("model%d.jsonl" % len(servers))
+        srv = FakeModel(script, str(log), respond=respond)
+        port = srv.start()
+        srv.root = "http://127.0.0.1:%d" % port
+        srv.url = srv.root + "/v1"
+        srv.requests = lambda: read_log(str(log))
+        servers.append(srv)
+        return srv
+
+    yield start
+    for s in servers:
+        s.stop()
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_sixty_questions_fit_an_8k_window_and_remember_the_first(provider, terp, fake):
+    srv = fake({"window": 8192, "window_error": provider}, analyst(provider))
+    f, e = flags(provider, srv)
+    qs = []
+    for k in range(1, 60):
+        qs += ["-p", "Question %d: compute block %d." % (k, k)]
+    qs += ["-p", "Recall FACT-1: what was the first result?"]
+    r = terp(*qs, "--json", "--context-window", "8192", *f, extra_env=e, timeout=600)
+    assert r.rc == 0, r.err[-3000:]
+    assert not r.of("error")
+    reqs = srv.requests()
+    sizes = [q["tokens"] for q in reqs]
+    # The server never refused: every request fit its window.
+    assert max(sizes) <= 8192, sizes
+    answers = [a["text"] for a in r.of("answer")]
+    assert len(answers) == 60
+    assert answers[0] == "The result: FACT-1 = 1007."
+    assert answers[58] == "The result: FACT-59 = 59007."
+    # The first question's cell is long gone from the conversation, yet
+    # the summary carried its result to the last question.
+    assert answers[59] == "FACT-1 = 1007"
+    last = reqs[-1]["body"]
+    assert "row 099" not in json.dumps(last["messages"][:3])
+    assert "Summary of the earlier conversation" in _texts(last)
+    # Compaction happened, and said so: elisions and summaries as
+    # notices (the journal keeps them), the summary calls in /sent.
+    notices = [n["message"] for n in r.of("notice")]
+    assert any("summarised by the model" in n for n in notices), notices
+    assert any(n.startswith("context: older tool outputs elided") for n in notices), notices
+    summaries = [q for q in reqs if SUMMARY_MARK in json.dumps(q["body"])]
+    assert 1 <= len(summaries) <= 15, len(summaries)
+    sent = [q["what"] for q in r.of("request")]
+    assert sum(1 for w in sent if w.startswith("summary for the context window")) == len(summaries)
+    # An elided output says where the rest is.
+    assert re.search(r"elided: cell \[\d+\], \d+ lines, still in the notebook", _texts(last))
+    # FACT-1 reached the last request through the summary alone.
+    holders = [m for m in last["messages"] if "FACT-1 = 1007" in json.dumps(m)]
+    assert len(holders) == 1 and "Summary of the earlier conversation" in json.dumps(holders[0])
+
+
+# Each provider's real "too long" body; the fake enforces a small window
+# while terp believes a large one, so the first request is refused.
+STYLES = [("openai", "openai"), ("azure", "azure"), ("anthropic", "anthropic"),
+          ("ollama", "ollama"), ("ollama", "ollama-compat"), ("openai", "llamacpp"),
+          ("openai", "vllm")]
+
+
+@pytest.mark.parametrize("provider,style", STYLES)
+def test_refused_as_too_long_compacts_once_then_says_so(provider, style, terp, fake):
+    srv = fake({"window": 200, "window_error": style}, analyst(provider))
+    f, e = flags(provider, srv)
+    r = terp("-p", "Question 1: compute block 1.", "--context-window", "100000", *f,
+             extra_env=e)
+    assert r.rc == 1, r
+    # One retry after compacting, no retry loop (not even for a 500).
+    chat = [q for q in srv.requests() if "/api/" not in q["path"]]
+    assert len(chat) == 2, [q["tokens"] for q in chat]
+    lines = [ln for ln in r.err.splitlines() if "does not fit" in ln]
+    assert len(lines) == 1, r.err
+    assert lines[0].startswith("terp: the conversation does not fit the model's context window (")
+    assert "even after compacting" in lines[0]
+
+
+def test_refused_request_is_compacted_and_retried(terp, fake):
+    """The server's window is smaller than terp believed: the refusal
+    makes terp elide the first question's output and ask again."""
+    srv = fake({"window": 2600, "window_error": "openai"}, analyst("openai"))
+    f, e = flags("openai", srv)
+    r = terp("-p", "Question 1: compute block 1.", "-p", "Question 2: compute block 2.",
+             "--json", "--context-window", "100000", *f, extra_env=e)
+    assert r.rc == 0, r.err[-2000:]
+    assert [a["text"] for a in r.of("answer")] == ["The result: FACT-1 = 1007.",
+                                                    "The result: FACT-2 = 2007."]
+    reqs = srv.requests()
+    refused = [q for q in reqs if q["tokens"] > 2600]
+    assert len(refused) == 1
+    assert any("refused the request as too long" in n["message"] for n in r.of("notice"))
+    # The retry right after the refusal went smaller, with cell 1 elided.
+    i = reqs.index(refused[0])
+    assert reqs[i + 1]["tokens"] <= 2600
+    assert "elided: cell [1]" in _texts(reqs[i + 1]["body"])
+
+
+def test_ollama_server_context_size_becomes_the_window(terp, fake, tmp_path):
+    """Ollama's /api/show says num_ctx 2048: terp compacts for 2048, not
+    for the model's 131072, and warns when --context-window is larger."""
+    srv = fake({"window": 2048, "window_error": "ollama"}, None)
+    show = {"parameters": "num_ctx                        2048\nstop \"<|eot_id|>\"",
+            "model_info": {"llama.context_length": 131072}}
+    base = analyst("openai")
+
+    def respond(n, path, body):
+        if path.endswith("/api/show"):
+            return {"body": show}
+        if path.endswith("/api/ps"):
+            return {"body": {"models": []}}
+        return base(n, path, body)
+    srv.respond = respond
+    f, e = flags("ollama", srv)
+    args = []
+    for k in range(1, 4):
+        args += ["-p", "Question %d: compute block %d." % (k, k)]
+    r = terp(*args, "--json", *f, extra_env=e)
+    assert r.rc == 0, r.err[-2000:]
+    chat = [q for q in srv.requests() if q["path"].endswith("/chat/completions")]
+    assert max(q["tokens"] for q in chat) <= 2048
+    assert [q["body"] for q in srv.requests() if q["path"] == "/api/show"] == [
+        {"model": "llama3.1:8b"}]
+    # A larger window by hand: terp believes it, and says the server won't.
+    r = terp("-p", "Question 1: compute block 1.", "--json", "--context-window", "32768",
+             *f, extra_env=e)
+    assert any("server's context size" in n["message"] and "2048" in n["message"]
+               for n in r.of("notice")), r.of("notice")
