@@ -12,6 +12,7 @@
 #include <readline/readline.h>
 
 #include "terp/buf.h"
+#include "terp/context.h"
 #include "terp/kernel.h"
 #include "terp/llm.h"
 #include "terp/sanitize.h"
@@ -495,6 +496,22 @@ status_tokens(struct tui *t, struct tline *l)
 	tui_tline_adds(l, R_STATUS, tmp);
 }
 
+/* " │ context 37%": the share of the model's window the last request
+ * used (context.h), once one went out. */
+static void
+status_context(struct tui *t, struct tline *l)
+{
+	struct context *cx = t->agent ? agent_context(t->agent) : NULL;
+	int pct = cx ? context_percent(cx) : -1;
+	char tmp[64], w[24];
+
+	if (pct < 0)
+		return;
+	fmt_tokens(w, sizeof w, context_window(cx));
+	snprintf(tmp, sizeof tmp, " │ context %d%% of %s", pct, w);
+	tui_tline_adds(l, pct >= 90 ? R_STATUS_KEY : R_STATUS, tmp);
+}
+
 /* The key hint at the right end, when it fits. */
 static void
 status_hint(struct tui *t, struct tline *l)
@@ -543,6 +560,7 @@ draw_status(struct tui *t)
 		tui_tline_adds(&l, R_STATUS, tmp);
 	}
 	status_tokens(t, &l);
+	status_context(t, &l);
 	if (t->st.flash && now_ms() < t->st.flash_until) {
 		tui_tline_adds(&l, R_STATUS, " │ ");
 		tui_tline_adds(&l, R_STATUS_KEY, t->st.flash);

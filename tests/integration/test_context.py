@@ -225,3 +225,44 @@ def test_ollama_server_context_size_becomes_the_window(terp, fake, tmp_path):
              *f, extra_env=e)
     assert any("server's context size" in n["message"] and "2048" in n["message"]
                for n in r.of("notice")), r.of("notice")
+
+
+def test_tui_status_bar_context_and_compact(fake, tmp_path):
+    """The notebook UI: the status bar shows the share of the window in
+    use, /context lists what the next request holds with token counts,
+    /compact makes room by hand."""
+    from tui_tmux import Tmux
+    from conftest import TERP
+    srv = fake({"window": 6000, "window_error": "openai"}, analyst("openai"))
+    env = {"TERM": "tmux-256color", "LANG": "C.UTF-8",
+           "XDG_STATE_HOME": str(tmp_path / "state"),
+           "XDG_CONFIG_HOME": str(tmp_path / "config"),
+           "HOME": str(tmp_path), "OPENAI_API_KEY": KEY}
+    cmd = "%s --provider openai --model fake-model --base-url %s --context-window 6000" % (
+        TERP, srv.url)
+    t = Tmux(cmd, 110, 60, env, cwd=str(tmp_path))
+    try:
+        t.wait(r"│ ready", timeout=30)
+        for k in (1, 2):
+            t.text("Question %d: compute block %d." % (k, k))
+            t.keys("Enter")
+            t.wait(r"The result: FACT-%d = %d007\." % (k, k), timeout=60)
+            t.wait(r"│ ready", timeout=30)
+        s = t.wait(r"context \d+% of 6\.0k", timeout=30)
+        pct = int(re.search(r"context (\d+)% of 6\.0k", s).group(1))
+        assert 20 <= pct <= 100, s
+        t.text("/context")
+        t.keys("Enter")
+        s = t.wait(r"/compact makes room now", timeout=30)
+        assert re.search(r"Context window: 6000 tokens \(--context-window\)", s), s
+        assert re.search(r"system prompt and data description\s+\d+", s), s
+        assert re.search(r"question\s+\d+", s), s
+        assert re.search(r"cell\s+\[1\]\s+\d+", s), s
+        t.text("/compact")
+        t.keys("Enter")
+        s = t.wait(r"context: older tool outputs elided", timeout=30)
+        t.text("/context")
+        t.keys("Enter")
+        s = t.wait_for(lambda s: re.search(r"cell \(elided\)\s+\[1\]\s+\d+", s), timeout=30)
+    finally:
+        t.close()
