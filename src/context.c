@@ -165,6 +165,7 @@ enum role { R_OTHER, R_USER, R_ASSISTANT, R_TOOL };
 
 struct mc {
 	long	 full, elided;	/* estimates; elided < 0: not computed */
+	char	*etext;		/* the elided text, once made (owned) */
 	int	 role;
 	int	 cell;		/* a tool result's cell, 0 if none */
 	int	 question;	/* 1-based question number of a user message */
@@ -258,6 +259,8 @@ context_free(struct context *cx)
 		http_free(cx->http);
 	free(cx->provider);
 	free(cx->model);
+	for (int i = 0; i < cx->cap; i++)
+		free(cx->mc[i].etext);
 	free(cx->mc);
 	free(cx->summary);
 	free(cx->probe_root);
@@ -370,6 +373,8 @@ fill(struct context *cx, int i, const cJSON *m)
 
 	e->full = context_estimate_message(m);
 	e->elided = -1;
+	free(e->etext);
+	e->etext = NULL;
 	e->role = !role ? R_OTHER : strcmp(role, "user") == 0 ? R_USER :
 	    strcmp(role, "assistant") == 0 ? R_ASSISTANT :
 	    strcmp(role, "tool") == 0 ? R_TOOL : R_OTHER;
@@ -400,8 +405,10 @@ sync_cache(struct context *cx)
 	} else if (from > 0)
 		from--;
 	if (n > cx->cap) {
+		int old = cx->cap;
 		cx->cap = n + n / 2 + 16;
 		cx->mc = xrealloc(cx->mc, (size_t)cx->cap * sizeof *cx->mc);
+		memset(cx->mc + old, 0, (size_t)(cx->cap - old) * sizeof *cx->mc);
 	}
 	if (from == n)
 		return n;
@@ -455,14 +462,22 @@ elided_text(const struct context *cx, const cJSON *m, int cell)
 	return buf_take(&b);
 }
 
+/* Message i's elided text, made once (owned by the cache). */
+static const char *
+etext(struct context *cx, int i, const cJSON *m)
+{
+	if (cx->mc[i].etext == NULL)
+		cx->mc[i].etext = elided_text(cx, m, cx->mc[i].cell);
+	return cx->mc[i].etext;
+}
+
 static long
 elided_tokens(struct context *cx, int i, const cJSON *m)
 {
 	if (cx->mc[i].elided < 0) {
-		char *s = elided_text(cx, m, cx->mc[i].cell);
+		const char *s = etext(cx, i, m);
 		cx->mc[i].elided = MSG_OVERHEAD + est_str(m, "tool_call_id") +
 		    context_estimate_text(s, strlen(s));
-		free(s);
 		if (cx->mc[i].elided > cx->mc[i].full)
 			cx->mc[i].elided = cx->mc[i].full;
 	}
@@ -680,11 +695,15 @@ context_messages(struct context *cx, const char *system)
 			free(s);
 			free(all);
 		} else if (cx->mc[i].role == R_TOOL && i < cx->elide_upto) {
-			char *s = elided_text(cx, m, cx->mc[i].cell);
-			c = cJSON_Duplicate(m, 1);
-			cJSON_ReplaceItemInObjectCaseSensitive(c, "content",
-			    cJSON_CreateString(s));
-			free(s);
+			const cJSON *f;
+			c = cJSON_CreateObject();
+			cJSON_ArrayForEach(f, m) {
+				if (f->string && strcmp(f->string, "content") == 0)
+					cJSON_AddItemToObject(c, "content",
+					    cJSON_CreateStringReference(etext(cx, i, m)));
+				else if (f->string)
+					cJSON_AddItemReferenceToObject(c, f->string, (cJSON *)f);
+			}
 		} else {
 			/* A reference: the notebook's message is sent as is. */
 			c = cJSON_CreateObjectReference(m->child);
@@ -811,18 +830,34 @@ transcript(struct context *cx, int from, int to, size_t cap)
 				cJSON_Delete(j);
 			}
 			break;
-		case R_TOOL: {
-			char *e = elided_text(cx, m, cx->mc[i].cell);
+		case R_TOOL:
 			buf_adds(&b, "Output:\n");
-			add_capped(&b, e, cap);
-			free(e);
+			add_capped(&b, etext(cx, i, m), cap);
 			break;
-		}
 		default:
 			break;
 		}
 	}
 	return buf_take(&b);
+}
+
+int
+context_set_summary(struct context *cx, int upto, const char *text)
+{
+	size_t n = strlen(text);
+
+	sync_cache(cx);
+	if (upto <= 0 || upto >= cx->nmc || cx->mc[upto].role != R_USER)
+		return -1;
+	free(cx->summary);
+	cx->summary = xstrndup(text, n < SUMMARY_BYTES ? n : SUMMARY_BYTES);
+	cx->summary_tokens = context_estimate_text(cx->summary, strlen(cx->summary));
+	cx->summary_questions = cx->mc[upto].question - 1;
+	cx->summary_upto = upto;
+	if (cx->elide_upto < upto)
+		cx->elide_upto = upto;
+	cx->gen++;
+	return 0;
 }
 
 static void
@@ -891,15 +926,12 @@ s_done(void *arg, const char *stop)
 		finish(cx, "the model's summary was empty");
 		return;
 	}
-	free(cx->summary);
-	cx->summary = xstrndup(s, strlen(s) < SUMMARY_BYTES ? strlen(s) : SUMMARY_BYTES);
-	cx->summary_tokens = context_estimate_text(cx->summary, strlen(cx->summary));
-	q = cx->mc[cx->cut].question - 1;
-	cx->summary_questions = q;
-	cx->summary_upto = cx->cut;
-	if (cx->elide_upto < cx->cut)
-		cx->elide_upto = cx->cut;
-	cx->gen++;
+	if (context_set_summary(cx, cx->cut, s) < 0) {
+		buf_reset(&cx->reply);
+		finish(cx, "the conversation changed during the summary call");
+		return;
+	}
+	q = cx->summary_questions;
 	buf_reset(&cx->reply);
 	note = xasprintf("context: questions 1-%d summarised by the model to fit the "
 	    "context window (%ld -> %ld tokens of %ld); their cells stay in the notebook",

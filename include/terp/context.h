@@ -141,6 +141,11 @@ const cJSON *context_messages(struct context *cx, const char *system);
  * frees); returns its length. */
 int context_parts(struct context *cx, const char *system,
     struct context_part **parts);
+/* Installs text (copied, bounded) as the summary of messages [0, upto);
+ * upto must be a question's start, not the first. What a summary call
+ * does when it is over; also for a summary recorded before. Returns 0
+ * or -1. */
+int context_set_summary(struct context *cx, int upto, const char *text);
 /* The summary (NULL when none) and how many messages it replaces. */
 const char *context_summary(const struct context *cx, int *upto);
 

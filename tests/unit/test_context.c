@@ -347,3 +347,40 @@ Test(context, parts_list_what_is_sent)
 	context_free(cx);
 	notebook_free(nb);
 }
+
+Test(context, summary_replaces_whole_questions_in_the_view)
+{
+	struct notebook *nb = notebook_new();
+	struct context *cx = context_new(nb, NULL, 8192, NULL, NULL);
+	struct context_plan p;
+	const cJSON *v, *first;
+	const char *c;
+	char *err = NULL;
+	long before;
+	int upto;
+
+	session(nb, 20);
+	cr_assert_eq(context_set_summary(cx, 1, "no: not a question"), -1);
+	cr_assert_eq(context_set_summary(cx, 0, "no: nothing before it"), -1);
+	context_plan(cx, "sys", 1500, &p);
+	cr_assert(p.summarise_to > 0);
+	before = context_estimate(cx, "sys");
+	cr_assert_eq(context_set_summary(cx, p.summarise_to, "Totals: block 1 = 1001."), 0);
+	cr_assert_str_eq(context_summary(cx, &upto), "Totals: block 1 = 1001.");
+	cr_assert_eq(upto, p.summarise_to);
+	cr_assert(context_estimate(cx, "sys") < before);
+	/* m is NULL here: prepare elides what else is needed, no call. */
+	cr_assert_eq(context_prepare(cx, "sys", 0, NULL, NULL, &err), 0);
+	v = context_messages(cx, "sys");
+	cr_assert_eq(cJSON_GetArraySize(v), cJSON_GetArraySize(notebook_messages(nb)) - upto);
+	first = cJSON_GetArrayItem(v, 0);
+	c = cJSON_GetStringValue(cJSON_GetObjectItem(first, "content"));
+	cr_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(first, "role")), "user");
+	cr_assert(strstr(c, "Summary of the earlier conversation (questions 1-") == c, "%s", c);
+	cr_assert(strstr(c, "Totals: block 1 = 1001.\n"), "%s", c);
+	/* the question itself follows the summary, whole */
+	cr_assert(strstr(c, "what is the total of block"), "%s", c);
+	cr_assert(context_estimate(cx, "sys") <= 8192 - context_reserve(cx));
+	context_free(cx);
+	notebook_free(nb);
+}
