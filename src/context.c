@@ -631,16 +631,19 @@ context_plan(struct context *cx, const char *system, long target,
 		return;
 	}
 	/* 2. Summarise whole questions, oldest first, up to the current
-	 * one: the fewest that make room for the summary too. */
+	 * one: the fewest that bring the request a third under the target
+	 * with the summary in, so that summary calls (the model's time and
+	 * the user's money) stay rare. */
 	if (q > cx->summary_upto) {
 		long allow = summary_allowance(cx) - (cx->summary ? cx->summary_tokens + 40 : 0);
+		long starget = target - target / 3;
 		saved = 0;
 		m = cJSON_GetArrayItem(msgs, cx->summary_upto);
 		for (i = cx->summary_upto; i < q && m; i++, m = m->next) {
 			saved += scaled(cx, (cx->mc[i].role == R_TOOL && i < p->elide_upto) ?
 			    elided_tokens(cx, i, m) : cx->mc[i].full);
 			if (i + 1 < cx->nmc && cx->mc[i + 1].role == R_USER &&
-			    est - saved + allow <= target)
+			    est - saved + allow <= starget)
 				break;
 		}
 		p->summarise_to = i + 1 < q ? i + 1 : q;
