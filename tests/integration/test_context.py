@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, session_dir
 
 sys.path.insert(0, str(ROOT / "tests"))
 from fake_model import FakeModel, read_log  # noqa: E402
@@ -52,7 +52,7 @@ def fake(tmp_path):
 
 
 @pytest.mark.parametrize("provider", ["openai", "anthropic"])
-def test_sixty_questions_fit_an_8k_window_and_remember_the_first(provider, terp, fake):
+def test_sixty_questions_fit_an_8k_window_and_remember_the_first(provider, terp, fake, env):
     srv = fake({"window": 8192, "window_error": provider}, analyst(provider))
     f, e = flags(provider, srv)
     qs = []
@@ -83,6 +83,15 @@ def test_sixty_questions_fit_an_8k_window_and_remember_the_first(provider, terp,
     assert any(n.startswith("context: older tool outputs elided") for n in notices), notices
     summaries = [q for q in reqs if SUMMARY_MARK in json.dumps(q["body"])]
     assert 1 <= len(summaries) <= 15, len(summaries)
+    # The journal marks each compaction; the notebook keeps every
+    # message whole (cell 1's rows are still there).
+    lines = [json.loads(ln) for ln in
+             (session_dir(env) / "notebook.jsonl").read_text().splitlines()]
+    marks = [ln["text"] for ln in lines if ln.get("t") == "notice"
+             and "summarised by the model" in ln.get("text", "")]
+    assert len(marks) == sum(1 for n in notices if "summarised by the model" in n) >= 1
+    first_out = [ln for ln in lines if ln.get("t") == "msg" and ln["m"].get("role") == "tool"][0]
+    assert "row 099" in first_out["m"]["content"] and "FACT-1 = 1007" in first_out["m"]["content"]
     sent = [q["what"] for q in r.of("request")]
     assert sum(1 for w in sent if w.startswith("summary for the context window")) == len(summaries)
     # An elided output says where the rest is.
