@@ -653,6 +653,11 @@ ctx_ready(void *arg, const char *err)
 {
 	struct agent *a = arg;
 
+	if (a->cancelled) {
+		/* Ctrl-C while waiting on the local server's context size */
+		fail_question(a, a->stop_msg ? a->stop_msg : "cancelled by the user", 1);
+		return;
+	}
 	if (err != NULL) {
 		char *msg = xasprintf("could not compact the conversation to fit the "
 		    "model's context window: %s", err);

@@ -219,6 +219,9 @@ struct context {
 	int		 probe_step;		/* 1: /api/show, 2: /api/ps */
 	char		*probe_root;
 	long		 probe_ctx;
+	/* a request waiting for the probe's answer */
+	int		 waiting, wait_force;
+	char		*wait_sys;
 };
 
 static void
@@ -264,6 +267,7 @@ context_free(struct context *cx)
 	free(cx->mc);
 	free(cx->summary);
 	free(cx->probe_root);
+	free(cx->wait_sys);
 	cJSON_Delete(cx->view);
 	buf_free(&cx->reply);
 	buf_free(&cx->probe);
@@ -1007,6 +1011,18 @@ context_prepare(struct context *cx, const char *system, int force,
 
 	if (cx->busy && (cx->m == NULL || !llm_busy(cx->m)))
 		cx->busy = 0;	/* cancelled under us (Ctrl-C) */
+	if (cx->probe_step != 0 && then != NULL) {
+		/* The server is telling its context size: the first request
+		 * waits for it (a local server answers at once; the probe's
+		 * own timeouts bound the wait). */
+		free(cx->wait_sys);
+		cx->wait_sys = system ? xstrdup(system) : NULL;
+		cx->wait_force = force;
+		cx->then = then;
+		cx->then_arg = arg;
+		cx->waiting = 1;
+		return 1;
+	}
 	if (cx->busy || (cx->m && llm_busy(cx->m))) {
 		*err = xstrdup("the model is busy; compact after the question");
 		return -1;
@@ -1063,6 +1079,7 @@ context_cancel(struct context *cx)
 	if (cx->busy && cx->m)
 		llm_cancel(cx->m);
 	cx->busy = 0;
+	cx->waiting = 0;
 	cx->then = NULL;
 }
 
@@ -1076,6 +1093,8 @@ jlong(const cJSON *o)
 }
 
 static void probe_next(struct context *cx);
+static void probe_apply(struct context *cx);
+static void probe_finish(struct context *cx);
 
 static int
 p_body(void *arg, const char *p, size_t n)
@@ -1131,7 +1150,36 @@ p_done(void *arg, const struct http_result *r)
 		probe_next(cx);
 		return;
 	}
+	probe_finish(cx);
+}
+
+/* The probe is over (answered or not): its size applies, and a request
+ * that waited for it goes on. */
+static void
+probe_finish(struct context *cx)
+{
 	cx->probe_step = 0;
+	probe_apply(cx);
+	if (cx->waiting) {
+		void (*then)(void *, const char *) = cx->then;
+		void *targ = cx->then_arg;
+		char *err = NULL;
+		int rc;
+		cx->waiting = 0;
+		cx->then = NULL;
+		rc = context_prepare(cx, cx->wait_sys, cx->wait_force, then, targ, &err);
+		if (rc == 0)
+			then(targ, NULL);
+		else if (rc < 0) {
+			then(targ, err);
+			free(err);
+		}
+	}
+}
+
+static void
+probe_apply(struct context *cx)
+{
 	if (cx->probe_ctx > 0) {
 		char *note;
 		context_set_server_window(cx, cx->probe_ctx);
@@ -1171,7 +1219,7 @@ probe_next(struct context *cx)
 	cx->xfer = http_post(cx->http, &req, &cbs, cx, &err);
 	if (cx->xfer == NULL) {
 		free(err);
-		cx->probe_step = 0;
+		probe_finish(cx);
 	}
 	free(url);
 	free(body);

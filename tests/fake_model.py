@@ -48,6 +48,10 @@ Script members besides "turns" (the context-window tests):
   window        enforce a context window of this many tokens: a request
                 counted larger gets the provider's real error body below
                 (and the scripted turn is not consumed)
+  ollama_api    {"show": BODY, "ps": BODY}: Ollama's own /api/show and
+                /api/ps answers (terp asks them at start for the server's
+                context size). Without it those paths get a 404. Either
+                way they consume no turn, and they are logged only with it.
   window_error  whose body: "openai" (the default), "azure", "anthropic",
                 "ollama", "ollama-compat" (a 500), "llamacpp", "vllm"
 Tokens are counted as request_tokens() does: the UTF-8 bytes of every
@@ -237,6 +241,7 @@ class FakeModel:
                 script = json.load(f)
         self.turns = script.get("turns", [])
         self.window = script.get("window")
+        self.ollama_api = script.get("ollama_api")
         self.window_style = script.get("window_error", "openai")
         self.respond = respond
         self.served = 0
@@ -246,6 +251,17 @@ class FakeModel:
         self.httpd = None
 
     def next_turn(self, path, headers, body):
+        if path.startswith("/api/"):
+            api = self.ollama_api
+            if api is not None:
+                with self.lock, open(self.log_path, "a") as f:
+                    f.write(json.dumps({"n": None, "path": path, "headers": headers,
+                                        "body": json.loads(body) if body else None,
+                                        "tokens": 0}) + "\n")
+            name = path[len("/api/"):]
+            if api is not None and name in api:
+                return {"body": api[name]}
+            return {"status": 404, "body": {"error": "404 page not found"}}
         with self.lock:
             n = self.count
             self.count += 1

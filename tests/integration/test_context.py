@@ -147,18 +147,10 @@ def test_refused_request_is_compacted_and_retried(terp, fake):
 def test_ollama_server_context_size_becomes_the_window(terp, fake, tmp_path):
     """Ollama's /api/show says num_ctx 2048: terp compacts for 2048, not
     for the model's 131072, and warns when --context-window is larger."""
-    srv = fake({"window": 2048, "window_error": "ollama"}, None)
     show = {"parameters": "num_ctx                        2048\nstop \"<|eot_id|>\"",
             "model_info": {"llama.context_length": 131072}}
-    base = analyst("openai")
-
-    def respond(n, path, body):
-        if path.endswith("/api/show"):
-            return {"body": show}
-        if path.endswith("/api/ps"):
-            return {"body": {"models": []}}
-        return base(n, path, body)
-    srv.respond = respond
+    srv = fake({"window": 2048, "window_error": "ollama",
+                "ollama_api": {"show": show, "ps": {"models": []}}}, analyst("openai"))
     f, e = flags("ollama", srv)
     args = []
     for k in range(1, 4):
