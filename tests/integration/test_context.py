@@ -144,13 +144,27 @@ def test_refused_request_is_compacted_and_retried(terp, fake):
     assert "elided: cell [1]" in _texts(reqs[i + 1]["body"])
 
 
-def test_ollama_server_context_size_becomes_the_window(terp, fake, tmp_path):
-    """Ollama's /api/show says num_ctx 2048: terp compacts for 2048, not
-    for the model's 131072, and warns when --context-window is larger."""
-    show = {"parameters": "num_ctx                        2048\nstop \"<|eot_id|>\"",
-            "model_info": {"llama.context_length": 131072}}
-    srv = fake({"window": 2048, "window_error": "ollama",
-                "ollama_api": {"show": show, "ps": {"models": []}}}, analyst("openai"))
+OLLAMA_APIS = {
+    # the model's parameters set num_ctx
+    "show": {"show": {"parameters": "num_ctx                        2048\nstop \"<|eot_id|>\"",
+                      "model_info": {"llama.context_length": 131072}},
+             "ps": {"models": []}},
+    # the loaded model's context length, as the server allocated it
+    "ps": {"show": {"parameters": "stop \"<|eot_id|>\"",
+                    "model_info": {"llama.context_length": 131072}},
+           "ps": {"models": [{"name": "other:1b", "model": "other:1b", "context_length": 65536},
+                             {"name": "llama3.1:8b", "model": "llama3.1:8b",
+                              "context_length": 2048}]}},
+}
+
+
+@pytest.mark.parametrize("api", sorted(OLLAMA_APIS))
+def test_ollama_server_context_size_becomes_the_window(api, terp, fake, tmp_path):
+    """Ollama says 2048 (the model's num_ctx, or the loaded model's
+    context length): terp compacts for 2048, not for the model's 131072,
+    and warns when --context-window is larger."""
+    srv = fake({"window": 2048, "window_error": "ollama", "ollama_api": OLLAMA_APIS[api]},
+               analyst("openai"))
     f, e = flags("ollama", srv)
     args = []
     for k in range(1, 4):
