@@ -250,6 +250,13 @@ context_new(struct notebook *nb, struct llm *m, long window, event_fn emit,
 	buf_init(&cx->probe, PROBE_MAX);
 	if (m != NULL)
 		context_set_model(cx, llm_provider(m), llm_model(m));
+	{
+		/* A resumed notebook's summary goes on being sent. */
+		int upto;
+		const char *s = notebook_summary(nb, &upto, NULL);
+		if (s != NULL)
+			context_set_summary(cx, upto, s);
+	}
 	return cx;
 }
 
@@ -852,10 +859,15 @@ int
 context_set_summary(struct context *cx, int upto, const char *text)
 {
 	size_t n = strlen(text);
+	int nupto;
+	const char *ns = notebook_summary(cx->nb, &nupto, NULL);
 
 	sync_cache(cx);
 	if (upto <= 0 || upto >= cx->nmc || cx->mc[upto].role != R_USER)
 		return -1;
+	/* Recorded in the notebook (and so in the journal) once. */
+	if (ns == NULL || nupto != upto || strcmp(ns, text) != 0)
+		notebook_set_summary(cx->nb, upto, text);
 	free(cx->summary);
 	cx->summary = xstrndup(text, n < SUMMARY_BYTES ? n : SUMMARY_BYTES);
 	cx->summary_tokens = context_estimate_text(cx->summary, strlen(cx->summary));

@@ -221,3 +221,30 @@ def test_tui_status_bar_context_and_compact(fake, tmp_path):
         s = t.wait_for(lambda s: re.search(r"cell \(elided\)\s+\[1\]\s+\d+", s), timeout=30)
     finally:
         t.close()
+
+
+def test_resumed_session_sends_the_recorded_summary(terp, fake, env):
+    """The summary is recorded in the notebook and its journal: a resumed
+    session sends it again and needs no new summary call to go on."""
+    srv = fake({"window": 8192, "window_error": "openai"}, analyst("openai"))
+    f, e = flags("openai", srv)
+    qs = []
+    for k in range(1, 31):
+        qs += ["-p", "Question %d: compute block %d." % (k, k)]
+    r = terp(*qs, "--json", "--context-window", "8192", *f, extra_env=e, timeout=300)
+    assert r.rc == 0, r.err[-2000:]
+    sid = r.of("session")[0]["id"]
+    lines = [json.loads(ln) for ln in
+             (session_dir(env) / "notebook.jsonl").read_text().splitlines()]
+    recorded = [ln for ln in lines if ln.get("t") == "summary"]
+    assert recorded, "no summary was made: make the session longer"
+    text = recorded[-1]["text"]
+    assert "FACT-1 = 1007" in text
+    before = len(srv.requests())
+    r = terp("--resume", sid, "-p", "Recall FACT-1: what was the first result?", "--json",
+             "--context-window", "8192", *f, extra_env=e)
+    assert r.rc == 0, r.err[-2000:]
+    new = srv.requests()[before:]
+    assert not [q for q in new if SUMMARY_MARK in json.dumps(q["body"])]
+    assert text in _texts(new[0]["body"])
+    assert [a["text"] for a in r.of("answer")] == ["FACT-1 = 1007"]
