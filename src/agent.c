@@ -435,6 +435,7 @@ m_error(void *arg, const struct llm_error *e)
 		if (!a->ctx_retried && a->text.len == 0 &&
 		    cJSON_GetArraySize(a->calls) == 0) {
 			a->ctx_retried = 1;
+			context_refused(a->cx, e->msg);
 			emit_text(a, EV_NOTICE, "the model's server refused the request as "
 			    "too long for its context window; terp compacts the conversation "
 			    "and asks again", 0);

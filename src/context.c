@@ -1039,16 +1039,8 @@ context_prepare(struct context *cx, const char *system, int force,
 		*err = xstrdup("the model is busy; compact after the question");
 		return -1;
 	}
-	if (force > 1) {
-		/* The server refused what terp thought fits: its limit is
-		 * below what was sent, so aim well under that. */
-		long sent = cx->last_size;
-		if (sent > 0) {
-			long w = sent * 9 / 10;
-			if (cx->refused == 0 || w < cx->refused)
-				cx->refused = w;
-		}
-	}
+	if (force > 1 && cx->refused == 0)
+		context_refused(cx, NULL);	/* what was sent is too much */
 	target = budget(cx);
 	context_plan(cx, system, 0, &p);
 	if (p.before <= target && !force)
@@ -1077,6 +1069,40 @@ context_prepare(struct context *cx, const char *system, int force,
 		return -1;
 	}
 	return 1;
+}
+
+/* The window a server's "too long" message names, or 0. */
+static long
+named_window(const char *msg)
+{
+	static const char *const before[] = {
+		"maximum context length is ",	/* OpenAI, Azure, vLLM */
+		"available context size (",	/* llama.cpp */
+		"context length of ",
+		NULL,
+	};
+	const char *p;
+
+	if (msg == NULL)
+		return 0;
+	for (int i = 0; before[i]; i++)
+		if ((p = strstr(msg, before[i])) != NULL)
+			return strtol(p + strlen(before[i]), NULL, 10);
+	/* Anthropic: "prompt is too long: 208310 tokens > 200000 maximum" */
+	if ((p = strstr(msg, " tokens > ")) != NULL)
+		return strtol(p + 10, NULL, 10);
+	return 0;
+}
+
+void
+context_refused(struct context *cx, const char *msg)
+{
+	long w = named_window(msg);
+
+	if (w <= 0 || w > 100000000)
+		w = cx->last_size * 9 / 10;
+	if (w > 0 && (cx->refused == 0 || w < cx->refused))
+		cx->refused = w;
 }
 
 int

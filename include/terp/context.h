@@ -121,11 +121,16 @@ void context_plan(struct context *cx, const char *system, long target,
  * enough, starts the summary call and returns 1: then(arg, NULL) or
  * then(arg, "why") follows from the loop. force 1 compacts even when
  * the estimate fits (by hand: /compact); force 2 is for a request the
- * server refused as too long: what was sent counts as over the
- * window's true limit from then on. system NULL: the last one seen. Returns -1 with *err when nothing can be
+ * server refused as too long (after context_refused; without it, 90%
+ * of what was sent becomes the window). system NULL: the last one seen. Returns -1 with *err when nothing can be
  * done (a summary call is already running). */
 int context_prepare(struct context *cx, const char *system, int force,
     void (*then)(void *arg, const char *err), void *arg, char **err);
+/* The server refused the last request as too long; msg is its error
+ * line. The window it names ("maximum context length is N tokens",
+ * "> N maximum", "context size (N tokens)") becomes the window; when
+ * it names none, 90% of what was sent does. */
+void context_refused(struct context *cx, const char *msg);
 /* Whether a summary call is running. */
 int context_busy(const struct context *cx);
 /* Drops a running summary call (Ctrl-C): then never fires. */

@@ -384,3 +384,36 @@ Test(context, summary_replaces_whole_questions_in_the_view)
 	context_free(cx);
 	notebook_free(nb);
 }
+
+Test(context, a_refusal_names_the_window)
+{
+	static const struct { const char *msg; long want; } c[] = {
+		{ "400 Bad Request: This model's maximum context length is 8192 tokens. "
+		  "However, your messages resulted in 8871 tokens.", 8192 },
+		{ "400 Bad Request: prompt is too long: 208310 tokens > 200000 maximum", 200000 },
+		{ "400 Bad Request: request (4476 tokens) exceeds the available context "
+		  "size (4096 tokens), try increasing it", 4096 },
+		{ "400 Bad Request: This model's maximum context length is 2048 tokens. "
+		  "However, you requested 2100 tokens", 2048 },
+	};
+	struct notebook *nb = notebook_new();
+
+	for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+		struct context *cx = context_new(nb, NULL, 1000000, NULL, NULL);
+		context_refused(cx, c[i].msg);
+		cr_assert_eq(context_window(cx), c[i].want, "%s", c[i].msg);
+		cr_assert_str_eq(context_window_source(cx), "server refusal");
+		context_free(cx);
+	}
+	{
+		/* No number: 90% of what was sent. */
+		struct context *cx = context_new(nb, NULL, 1000000, NULL, NULL);
+		notebook_add_message(nb, msg("user", "a question of some length, to count"));
+		context_messages(cx, "system");
+		context_refused(cx, "the input length exceeds the context length");
+		cr_assert(context_window(cx) > 0 && context_window(cx) < 1000, "%ld",
+		    context_window(cx));
+		context_free(cx);
+	}
+	notebook_free(nb);
+}
