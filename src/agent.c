@@ -962,6 +962,8 @@ agent_set_model(struct agent *a, const char *model, char **err)
 		return -1;
 	}
 	context_set_model(a->cx, llm_provider(a->llm), llm_model(a->llm));
+	context_probe(a->cx, a->loop, llm_provider(a->llm), llm_base_url(a->llm),
+	    llm_model(a->llm));
 	return 0;
 }
 
