@@ -243,6 +243,12 @@ build/bench-numtrace: bench/numtrace.c build/obj/numtrace.o build/obj/util.o \
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(T_CFLAGS) $(CFLAGS) -o $@ $^ $(T_LIBS)
 
+# Context budget benchmark (issue 11): us of bookkeeping per turn over a
+# 100-question session in an 8k window (bench/context.c).
+build/bench-context: bench/context.c $(LIBOBJS)
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(T_CFLAGS) $(CFLAGS) -o $@ $< $(LIBOBJS) $(T_LIBS)
+
 # The egress proxy alone (src/egress.c) on a Unix socket, printing its
 # ledger as JSON: built under ASan+UBSan for tests/integration/test_egress.py,
 # optimised for bench/egress.py.

@@ -14,6 +14,7 @@
 
 #include "terp/buf.h"
 #include "terp/cost.h"
+#include "terp/context.h"
 #include "terp/llm.h"
 #include "terp/outcap.h"
 #include "terp/sanitize.h"
@@ -52,10 +53,13 @@ struct agent {
 	struct buf		 notes;		/* things to tell the model next */
 	int			 failed;
 	struct usage		 last_usage;	/* the last model call's, priced */
+	struct context		*cx;		/* the window; NULL without a model */
+	int			 ctx_retried;	/* this turn's request was refused */
 };
 
 static void agent_next_call(struct agent *a);
 static void agent_turn(struct agent *a);
+static void agent_send(struct agent *a, int force);
 static void agent_session_dead(struct agent *a, const char *msg);
 
 void
@@ -430,6 +434,29 @@ m_error(void *arg, const struct llm_error *e)
 {
 	struct agent *a = arg;
 
+	if (e->kind == LLM_ERR_CONTEXT && a->cx != NULL) {
+		/* Too long for the server: compact once and ask again, then
+		 * say so plainly. */
+		if (!a->ctx_retried && a->text.len == 0 &&
+		    cJSON_GetArraySize(a->calls) == 0) {
+			a->ctx_retried = 1;
+			context_refused(a->cx, e->msg);
+			emit_text(a, EV_NOTICE, "the model's server refused the request as "
+			    "too long for its context window; terp compacts the conversation "
+			    "and asks again", 0);
+			agent_send(a, 2);
+			return;
+		}
+		keep_partial_reply(a);
+		{
+			char *msg = xasprintf("the conversation does not fit the model's "
+			    "context window (%ld tokens, %s) even after compacting: %s",
+			    context_window(a->cx), context_window_source(a->cx), e->msg);
+			fail_question(a, msg, 1);
+			free(msg);
+		}
+		return;
+	}
 	keep_partial_reply(a);
 	fail_question(a, e->msg, 1);
 }
@@ -633,10 +660,55 @@ system_prompt(struct agent *a)
 	return buf_take(&b);
 }
 
+/* The compaction's summary call is over: the request goes out. */
+static void
+ctx_ready(void *arg, const char *err)
+{
+	struct agent *a = arg;
+
+	if (a->cancelled) {
+		/* Ctrl-C while waiting on the local server's context size */
+		fail_question(a, a->stop_msg ? a->stop_msg : "cancelled by the user", 1);
+		return;
+	}
+	if (err != NULL) {
+		char *msg = xasprintf("could not compact the conversation to fit the "
+		    "model's context window: %s", err);
+		fail_question(a, msg, 1);
+		free(msg);
+		return;
+	}
+	agent_send(a, -1);
+}
+
+/* Asks the model, after making the conversation fit its window (force
+ * as context_prepare's; -1: it was just made to fit). */
+static void
+agent_send(struct agent *a, int force)
+{
+	char *sys = system_prompt(a), *err = NULL;
+	int r = 0;
+	const cJSON *msgs = notebook_messages(a->nb);
+
+	if (a->cx != NULL && force >= 0)
+		r = context_prepare(a->cx, sys, force, ctx_ready, a, &err);
+	if (r == 0 && a->cx != NULL)
+		msgs = context_messages(a->cx, sys);
+	if (r == 0 && llm_request(a->llm, sys, msgs, &agent_llm_cbs, a, &err) == 0) {
+		free(sys);
+		return;
+	}
+	free(sys);
+	if (r == 1)
+		return;		/* ctx_ready goes on */
+	fail_question(a, err, 1);
+	free(err);
+}
+
 static void
 agent_turn(struct agent *a)
 {
-	char *sys, *why, *err = NULL;
+	char *why;
 
 	if (a->turn >= a->o.max_turns) {
 		char *msg = xasprintf("stopped after %d model calls (--max-turns) without a final answer",
@@ -660,12 +732,8 @@ agent_turn(struct agent *a)
 	buf_reset(&a->text);
 	cJSON_Delete(a->calls);
 	a->calls = cJSON_CreateArray();
-	sys = system_prompt(a);
-	if (llm_request(a->llm, sys, notebook_messages(a->nb), &agent_llm_cbs, a, &err) < 0) {
-		fail_question(a, err, 1);
-		free(err);
-	}
-	free(sys);
+	a->ctx_retried = 0;
+	agent_send(a, 0);
 }
 
 /* ------------------------------------------------------------ public */
@@ -696,6 +764,10 @@ agent_new(struct loop *l, struct notebook *nb, const struct kernel_opts *kopts,
 	buf_init(&a->notes, 64 * 1024);
 	a->calls = cJSON_CreateArray();
 	a->k = kernel_new(l, &a->kopts, &kcbs, a);
+	if (llm != NULL) {
+		a->cx = context_new(nb, llm, a->o.context_window, fn, arg);
+		context_probe(a->cx, l, llm_provider(llm), llm_base_url(llm), llm_model(llm));
+	}
 	for (int i = 0; i < kopts->ndata; i++) {
 		a->files = xrealloc(a->files, (size_t)(a->nfiles + 1) * sizeof *a->files);
 		a->files[a->nfiles].host = xstrdup(kopts->data_files[i]);
@@ -712,6 +784,7 @@ agent_free(struct agent *a)
 		return;
 	if (a->llm)
 		llm_cancel(a->llm);
+	context_free(a->cx);
 	kernel_free(a->k);
 	for (int i = 0; i < a->nfiles; i++) {
 		free(a->files[i].host);
@@ -911,6 +984,9 @@ agent_set_model(struct agent *a, const char *model, char **err)
 		*err = xasprintf("cannot switch to model %s", model);
 		return -1;
 	}
+	context_set_model(a->cx, llm_provider(a->llm), llm_model(a->llm));
+	context_probe(a->cx, a->loop, llm_provider(a->llm), llm_base_url(a->llm),
+	    llm_model(a->llm));
 	return 0;
 }
 
@@ -930,4 +1006,10 @@ struct llm *
 agent_llm(const struct agent *a)
 {
 	return a->llm;
+}
+
+struct context *
+agent_context(const struct agent *a)
+{
+	return a->cx;
 }

@@ -41,6 +41,7 @@ struct journal {
 	int		  nmsgs;	/* messages written */
 	char		 *last_msg;	/* how the last one was written */
 	int		  nsent;	/* ledger entries written */
+	int		  summary_gen;	/* the notebook's summary written */
 	struct buf	  text;		/* model text not yet written */
 	uint64_t	(*logged)[2];	/* per cell, per stream: bytes written */
 	int		  live_from, replay_from, replay_to;
@@ -237,6 +238,19 @@ catch_up(struct journal *j, int recheck)
 			cJSON_AddStringToObject(o, "sha256", hex);
 		}
 		put(j, o, 0);
+	}
+	{
+		/* The context window's summary (context.h), when it changed:
+		 * a resumed session sends it again instead of asking anew. */
+		int upto, gen;
+		const char *s = notebook_summary(j->nb, &upto, &gen);
+		if (s != NULL && gen != j->summary_gen) {
+			cJSON *o = rec("summary");
+			cJSON_AddNumberToObject(o, "upto", upto);
+			add_str(o, "text", s);
+			put(j, o, 1);
+			j->summary_gen = gen;
+		}
 	}
 }
 
@@ -694,6 +708,7 @@ journal_reopen(const char *sessions_dir, const char *id, struct notebook *nb,
 		j->last_msg = msg_string(cJSON_GetArrayItem(notebook_messages(nb),
 		    j->nmsgs - 1));
 	j->nsent = notebook_nsent(nb);
+	notebook_summary(nb, NULL, &j->summary_gen);
 	/* the loaded cells' output is in the file already */
 	for (int n = 1; n <= notebook_ncells(nb); n++) {
 		uint64_t *lg = logged(j, n);
@@ -963,6 +978,14 @@ apply(const cJSON *o, struct notebook *nb, struct journal_meta *m, int first)
 			u.priced = 1;
 		}
 		notebook_add_usage(nb, &u);
+		return 0;
+	}
+	if (strcmp(t, "summary") == 0) {
+		int upto = (int)jnum(o, "upto", -1);
+		if (jstr(o, "text") == NULL || upto < 1 ||
+		    upto > cJSON_GetArraySize(notebook_messages(nb)))
+			return -1;
+		notebook_set_summary(nb, upto, jstr(o, "text"));
 		return 0;
 	}
 	if (strcmp(t, "sent") == 0) {

@@ -263,6 +263,12 @@ llm_model(const struct llm *m)
 	return m->cfg.model ? m->cfg.model : "";
 }
 
+const char *
+llm_base_url(const struct llm *m)
+{
+	return m->cfg.base_url;
+}
+
 int
 llm_set_model(struct llm *m, const char *model)
 {

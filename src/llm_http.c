@@ -441,8 +441,8 @@ on_done(void *arg, const struct http_result *r)
 	    (int)r->status, s, retryable_status(r->status) };
 	if (r->should_retry != NULL)
 		e.retryable = strcasecmp(r->should_retry, "true") == 0;
-	if (e.kind == LLM_ERR_QUOTA)
-		e.retryable = 0;	/* billing: waiting cannot help */
+	if (e.kind == LLM_ERR_QUOTA || e.kind == LLM_ERR_CONTEXT)
+		e.retryable = 0;	/* billing, or too long: waiting cannot help */
 	wait = llm_retry_after_ms(r->retry_after_ms, r->retry_after,
 	    (int64_t)time(NULL));
 	if (e.retryable)

@@ -29,7 +29,7 @@ enum {
 	OPT_JSON = 256, OPT_OUT, OPT_MEMORY, OPT_TIMEOUT, OPT_GRACE, OPT_NPROC,
 	OPT_FSIZE, OPT_NOFILE, OPT_ARTMAX, OPT_NO_SANDBOX, OPT_NETWORK,
 	OPT_PROVIDER, OPT_MODEL, OPT_BASE_URL, OPT_MAX_TURNS, OPT_MAX_RETRIES,
-	OPT_TOOL_LIMIT, OPT_SYSTEM, OPT_THEME, OPT_STOP, OPT_VERSION,
+	OPT_TOOL_LIMIT, OPT_CTX_WINDOW, OPT_SYSTEM, OPT_THEME, OPT_STOP, OPT_VERSION,
 	OPT_LIST, OPT_DELETE, OPT_EXPORT, OPT_RESUME, OPT_REPLAY, OPT_IDLE,
 	OPT_MAX_SESSION, OPT_STRICT_NUMBERS, OPT_MAX_COST, OPT_DISK, OPT_PYTHON, OPT_ALLOW_HOST,
 	OPT_EGRESS_MAX, OPT_SANDBOX, OPT_SANDBOX_TOKEN_ENV, OPT_SANDBOX_TOKEN_CMD,
@@ -102,6 +102,7 @@ static const struct option long_opts[] = {
 	{ "max-turns", required_argument, NULL, OPT_MAX_TURNS },
 	{ "max-retries", required_argument, NULL, OPT_MAX_RETRIES },
 	{ "tool-output-limit", required_argument, NULL, OPT_TOOL_LIMIT },
+	{ "context-window", required_argument, NULL, OPT_CTX_WINDOW },
 	{ "system", required_argument, NULL, OPT_SYSTEM },
 	{ "theme", required_argument, NULL, OPT_THEME },
 	{ "stop-on-error", no_argument, NULL, OPT_STOP },
@@ -143,6 +144,8 @@ usage(FILE *fp)
 	    "                           (exit 7; prices: price = lines in the config)\n"
 	    "      --max-retries N      retries of a failed model request (default 4)\n"
 	    "      --tool-output-limit BYTES  tool result size sent to the model (4096)\n"
+	    "      --context-window N   the model's context window in tokens (default: the\n"
+	    "                           server's, or terp's table of common models)\n"
 	    "      --system FILE        replace the built-in system prompt\n"
 	    "      --memory SIZE        sandbox memory limit (default 4G)\n"
 	    "      --disk SIZE          disk the session's workspace may use (default 4G)\n"
@@ -299,6 +302,8 @@ apply_config(struct cli *c)
 	}
 	if ((v = config_get(&cf, "max_turns")))
 		c->aopts.max_turns = (int)opt_long("max_turns (config)", v, 1);
+	if ((v = config_get(&cf, "context_window")))
+		c->aopts.context_window = opt_long("context_window (config)", v, 512);
 	if ((v = config_get(&cf, "tool_output_limit")))
 		c->aopts.tool_output_limit = (size_t)opt_long("tool_output_limit (config)", v, 256);
 	if ((v = config_get(&cf, "network")))
@@ -459,6 +464,9 @@ parse(struct cli *c, int argc, char **argv)
 			c->llm.max_retries = n == 0 ? -1 : (int)n;
 			break;
 		}
+		case OPT_CTX_WINDOW:
+			c->aopts.context_window = opt_long("--context-window", optarg, 512);
+			break;
 		case OPT_TOOL_LIMIT:
 			c->aopts.tool_output_limit = (size_t)opt_long("--tool-output-limit", optarg, 256);
 			break;

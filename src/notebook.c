@@ -23,6 +23,8 @@ struct notebook {
 	struct usage	  usage;
 	struct sent	 *sent;
 	int		  nsent, capsent;
+	char		 *summary;	/* the context's, of messages [0, upto) */
+	int		  summary_upto, summary_gen;
 };
 
 #define GROW(arr, n, cap) do {						\
@@ -76,6 +78,7 @@ notebook_free(struct notebook *nb)
 		free(nb->sent[i].body);
 	}
 	free(nb->sent);
+	free(nb->summary);
 	cJSON_Delete(nb->messages);
 	free(nb);
 }
@@ -170,6 +173,25 @@ const struct usage *
 notebook_usage(const struct notebook *nb)
 {
 	return &nb->usage;
+}
+
+void
+notebook_set_summary(struct notebook *nb, int upto, const char *text)
+{
+	free(nb->summary);
+	nb->summary = xstrdup(text);
+	nb->summary_upto = upto;
+	nb->summary_gen++;
+}
+
+const char *
+notebook_summary(const struct notebook *nb, int *upto, int *gen)
+{
+	if (upto)
+		*upto = nb->summary_upto;
+	if (gen)
+		*gen = nb->summary_gen;
+	return nb->summary;
 }
 
 void

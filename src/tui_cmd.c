@@ -16,6 +16,7 @@
 
 #include "terp/agent.h"
 #include "terp/buf.h"
+#include "terp/context.h"
 #include "terp/export.h"
 #include "terp/kernel.h"
 #include "terp/llm.h"
@@ -51,7 +52,7 @@ struct cmd_entry {
 
 static cmd_fn cmd_help, cmd_load, cmd_files, cmd_py, cmd_rerun, cmd_reset,
     cmd_restart, cmd_replay, cmd_model, cmd_sent, cmd_clear, cmd_export,
-    cmd_save, cmd_quit, cmd_trace;
+    cmd_save, cmd_quit, cmd_trace, cmd_context, cmd_compact;
 
 /* In the order /help lists them and Tab offers them. */
 static const struct cmd_entry cmds[] = {
@@ -75,6 +76,10 @@ static const struct cmd_entry cmds[] = {
 	    "N shows request N in full", 0, cmd_sent },
 	{ "trace", { NULL }, "/trace", "the last answer's numbers and the cell "
 	    "output line each came from", 0, cmd_trace },
+	{ "context", { NULL }, "/context", "what the model's context window holds, "
+	    "with token counts", 0, cmd_context },
+	{ "compact", { NULL }, "/compact", "make room in the context window now "
+	    "(elide old outputs, summarise old questions)", 0, cmd_compact },
 	{ "clear", { NULL }, "/clear", "clear the conversation pane (the "
 	    "notebook keeps everything)", 0, cmd_clear },
 	{ "export", { NULL }, "/export FILE", "write the notebook as FILE: "
@@ -453,6 +458,98 @@ cmd_sent(struct tui *t, const struct cmd_entry *c, const char *arg)
 	tui_item_text(t, IT_INFO, buf_str(&b));
 	buf_free(&b);
 	t->v[P_CONV].follow = 1;
+}
+
+static const char *const part_names[] = {
+	[CONTEXT_SYSTEM] = "system prompt and data description",
+	[CONTEXT_SUMMARY] = "summary of earlier questions",
+	[CONTEXT_QUESTION] = "question",
+	[CONTEXT_ANSWER] = "model",
+	[CONTEXT_CELL] = "cell",
+	[CONTEXT_ELIDED] = "cell (elided)",
+};
+
+static void
+cmd_context(struct tui *t, const struct cmd_entry *c, const char *arg)
+{
+	struct context *cx = t->agent ? agent_context(t->agent) : NULL;
+	struct context_part *p;
+	struct buf b;
+	int n, upto = 0;
+	long est;
+
+	(void)c;
+	(void)arg;
+	if (cx == NULL) {
+		tui_flash(t, "no model is configured");
+		return;
+	}
+	est = context_estimate(cx, NULL);
+	n = context_parts(cx, NULL, &p);
+	context_summary(cx, &upto);
+	buf_init(&b, 256 * 1024);
+	buf_printf(&b, "Context window: %ld tokens (%s), %ld kept for the reply. "
+	    "The next request: about %ld tokens (%ld%%).\n", context_window(cx),
+	    context_window_source(cx), context_reserve(cx), est,
+	    context_window(cx) > 0 ? est * 100 / context_window(cx) : 0);
+	for (int i = 0; i < n; i++) {
+		if (p[i].kind == CONTEXT_CELL || p[i].kind == CONTEXT_ELIDED) {
+			if (p[i].cell > 0)
+				buf_printf(&b, "  %-36s [%d] %7ld\n", part_names[p[i].kind],
+				    p[i].cell, p[i].tokens);
+			else
+				buf_printf(&b, "  %-40s %7ld\n", "tool result", p[i].tokens);
+		} else if (p[i].kind == CONTEXT_SUMMARY) {
+			buf_printf(&b, "  %-40s %7ld  (messages 1-%d)\n",
+			    part_names[p[i].kind], p[i].tokens, upto);
+		} else {
+			buf_printf(&b, "  %-40s %7ld\n", part_names[p[i].kind], p[i].tokens);
+		}
+	}
+	buf_adds(&b, "/compact makes room now; the notebook keeps every cell whole.\n");
+	free(p);
+	tui_item_text(t, IT_INFO, buf_str(&b));
+	buf_free(&b);
+	t->v[P_CONV].follow = 1;
+}
+
+static void
+compact_done(void *arg, const char *err)
+{
+	struct tui *t = arg;
+
+	if (err)
+		tui_flash(t, "/compact: %s", err);
+	tui_mark(t);
+}
+
+static void
+cmd_compact(struct tui *t, const struct cmd_entry *c, const char *arg)
+{
+	struct context *cx = t->agent ? agent_context(t->agent) : NULL;
+	char *err = NULL;
+	long before;
+	int r;
+
+	(void)c;
+	(void)arg;
+	if (cx == NULL) {
+		tui_flash(t, "no model is configured");
+		return;
+	}
+	if (t->agent && agent_busy(t->agent)) {
+		tui_flash(t, "/compact waits until the question is over");
+		return;
+	}
+	before = context_estimate(cx, NULL);
+	r = context_prepare(cx, NULL, 1, compact_done, t, &err);
+	if (r < 0) {
+		tui_flash(t, "/compact: %s", err);
+		free(err);
+	} else if (r == 0 && context_estimate(cx, NULL) >= before) {
+		tui_flash(t, "the conversation already fits: about %ld tokens of %ld",
+		    before, context_window(cx));
+	}
 }
 
 static void

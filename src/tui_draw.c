@@ -13,6 +13,7 @@
 
 #include "terp/buf.h"
 #include "terp/cost.h"
+#include "terp/context.h"
 #include "terp/kernel.h"
 #include "terp/llm.h"
 #include "terp/sanitize.h"
@@ -626,6 +627,22 @@ status_tokens(struct tui *t, struct tline *l)
 	}
 }
 
+/* " │ context 37%": the share of the model's window the last request
+ * used (context.h), once one went out. */
+static void
+status_context(struct tui *t, struct tline *l)
+{
+	struct context *cx = t->agent ? agent_context(t->agent) : NULL;
+	int pct = cx ? context_percent(cx) : -1;
+	char tmp[64], w[24];
+
+	if (pct < 0)
+		return;
+	fmt_tokens(w, sizeof w, context_window(cx));
+	snprintf(tmp, sizeof tmp, " │ context %d%% of %s", pct, w);
+	tui_tline_adds(l, pct >= 90 ? R_STATUS_KEY : R_STATUS, tmp);
+}
+
 /* The keys of what has the focus, for the right end of the status bar:
  * the pieces in order of use, as many as fit. */
 static int
@@ -739,11 +756,14 @@ draw_status(struct tui *t)
 		    (double)(now_ms() - t->st.step_ms) / 1000.0);
 		tui_tline_adds(&l, R_STATUS, tmp);
 	}
-	/* a message the bar has no room for pushes the token count out */
+	/* a message the bar has no room for pushes the token count and the
+	 * context share out */
 	int flash = t->st.flash && now_ms() < t->st.flash_until;
 	if (!flash || tui_tline_width(&l) + 3 + tui_tlines_width(t->st.flash,
-	    strlen(t->st.flash)) + 24 <= t->lay.cols)
+	    strlen(t->st.flash)) + 24 <= t->lay.cols) {
 		status_tokens(t, &l);
+		status_context(t, &l);
+	}
 	if (flash) {
 		tui_tline_adds(&l, R_STATUS, " │ ");
 		tui_tline_adds(&l, R_STATUS_KEY, t->st.flash);

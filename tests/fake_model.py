@@ -44,7 +44,24 @@ a turn with "repeat": true is reused forever, else the answer is a 500
   expect_headers  {"name": "value"}: a request without one of these
              headers, with exactly this value, gets a 401
 
-Log lines: {"n": i, "path": P, "headers": {...}, "body": JSON-or-text}.
+Script members besides "turns" (the context-window tests):
+  window        enforce a context window of this many tokens: a request
+                counted larger gets the provider's real error body below
+                (and the scripted turn is not consumed)
+  ollama_api    {"show": BODY, "ps": BODY}: Ollama's own /api/show and
+                /api/ps answers (terp asks them at start for the server's
+                context size). Without it those paths get a 404. Either
+                way they consume no turn, and they are logged only with it.
+  window_error  whose body: "openai" (the default), "azure", "anthropic",
+                "ollama", "ollama-compat" (a 500), "llamacpp", "vllm"
+Tokens are counted as request_tokens() does: the UTF-8 bytes of every
+string in the messages, the system prompt and the tools, / 3.2.
+As a module, FakeModel(..., respond=f) answers request n with the turn
+f(n, path, body) instead of the script (a conversation that depends on
+what was sent).
+
+Log lines: {"n": i, "path": P, "headers": {...}, "body": JSON-or-text,
+"tokens": T}.
 """
 import json
 import os
@@ -146,6 +163,63 @@ def anthropic_events(spec):
     return ev
 
 
+def _strings(v):
+    if isinstance(v, str):
+        yield v
+    elif isinstance(v, dict):
+        for x in v.values():
+            yield from _strings(x)
+    elif isinstance(v, list):
+        for x in v:
+            yield from _strings(x)
+
+
+def request_tokens(body):
+    """The fake's count of a request body's input tokens."""
+    if not isinstance(body, dict):
+        return 0
+    n = sum(len(s.encode()) for k in ("messages", "system", "tools")
+            for s in _strings(body.get(k)))
+    return int(n / 3.2) + 1
+
+
+def window_error(style, window, tokens):
+    """(status, body) a real server of this style answers a request of
+    tokens tokens to a model whose window is window."""
+    if style in ("openai", "azure"):
+        return 400, {"error": {
+            "message": "This model's maximum context length is %d tokens. However, your "
+                       "messages resulted in %d tokens. Please reduce the length of the "
+                       "messages." % (window, tokens),
+            "type": "invalid_request_error", "param": "messages",
+            "code": "context_length_exceeded"}}
+    if style == "anthropic":
+        return 400, {"type": "error", "error": {
+            "type": "invalid_request_error",
+            "message": "prompt is too long: %d tokens > %d maximum" % (tokens, window)},
+            "request_id": "req_fake"}
+    if style == "ollama":
+        return 400, {"error": "the input length exceeds the context length"}
+    if style == "ollama-compat":
+        # the same through the OpenAI-compatible layer, which makes any
+        # runner error a 500 api_error
+        return 500, {"error": {"message": "the input length exceeds the context length",
+                               "type": "api_error", "param": None, "code": None}}
+    if style == "llamacpp":
+        return 400, {"error": {
+            "code": 400, "message": "request (%d tokens) exceeds the available context "
+                                    "size (%d tokens), try increasing it" % (tokens, window),
+            "type": "exceed_context_size_error", "n_prompt_tokens": tokens, "n_ctx": window}}
+    if style == "vllm":
+        return 400, {"object": "error",
+                     "message": "This model's maximum context length is %d tokens. However, "
+                                "you requested %d tokens (%d in the messages, 0 in the "
+                                "completion). Please reduce the length of the messages or "
+                                "completion." % (window, tokens, tokens),
+                     "type": "BadRequestError", "param": None, "code": 400}
+    raise ValueError(style)
+
+
 def encode_event(ev):
     if isinstance(ev, str):
         return ev.encode()
@@ -161,17 +235,33 @@ def encode_event(ev):
 
 
 class FakeModel:
-    def __init__(self, script, log_path):
+    def __init__(self, script, log_path, respond=None):
         if isinstance(script, (str, os.PathLike)):
             with open(script) as f:
                 script = json.load(f)
         self.turns = script.get("turns", [])
+        self.window = script.get("window")
+        self.ollama_api = script.get("ollama_api")
+        self.window_style = script.get("window_error", "openai")
+        self.respond = respond
+        self.served = 0
         self.log_path = log_path
         self.count = 0
         self.lock = threading.Lock()
         self.httpd = None
 
     def next_turn(self, path, headers, body):
+        if path.startswith("/api/"):
+            api = self.ollama_api
+            if api is not None:
+                with self.lock, open(self.log_path, "a") as f:
+                    f.write(json.dumps({"n": None, "path": path, "headers": headers,
+                                        "body": json.loads(body) if body else None,
+                                        "tokens": 0}) + "\n")
+            name = path[len("/api/"):]
+            if api is not None and name in api:
+                return {"body": api[name]}
+            return {"status": 404, "body": {"error": "404 page not found"}}
         with self.lock:
             n = self.count
             self.count += 1
@@ -179,8 +269,17 @@ class FakeModel:
                 parsed = json.loads(body)
             except ValueError:
                 parsed = body.decode("utf-8", "replace")
+            tokens = request_tokens(parsed)
             with open(self.log_path, "a") as f:
-                f.write(json.dumps({"n": n, "path": path, "headers": headers, "body": parsed}) + "\n")
+                f.write(json.dumps({"n": n, "path": path, "headers": headers, "body": parsed,
+                                    "tokens": tokens}) + "\n")
+            if self.window and tokens > self.window:
+                status, b = window_error(self.window_style, self.window, tokens)
+                return {"status": status, "body": b}
+            n = self.served
+            self.served += 1
+        if self.respond is not None:
+            return self.respond(n, path, parsed)
         if n < len(self.turns):
             return self.turns[n]
         if self.turns and self.turns[-1].get("repeat"):
@@ -206,6 +305,8 @@ class FakeModel:
                     self.answer(turn)
                 except (BrokenPipeError, ConnectionResetError):
                     pass
+
+            do_GET = do_POST    # a local server's model information (/api/ps)
 
             def answer(self, turn):
                 if turn.get("delay"):

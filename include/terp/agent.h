@@ -12,6 +12,7 @@
 #include "terp/loop.h"
 #include "terp/notebook.h"
 
+struct context;
 struct llm;
 struct cost_table;
 
@@ -21,6 +22,7 @@ struct agent_opts {
 	const char	*system_prompt;		/* NULL: the built-in one */
 	const struct cost_table *prices;	/* NULL: none (cost.h) */
 	double		 max_cost;		/* dollars per session; 0: none */
+	long		 context_window;	/* tokens; 0: the model's (context.h) */
 };
 
 void agent_opts_default(struct agent_opts *o);
@@ -72,5 +74,8 @@ int agent_set_model(struct agent *a, const char *model, char **err);
 struct notebook *agent_notebook(const struct agent *a);
 struct kernel *agent_kernel(const struct agent *a);
 struct llm *agent_llm(const struct agent *a);
+/* The model's context window and what the conversation uses of it
+ * (NULL without a model); /context and /compact use it. */
+struct context *agent_context(const struct agent *a);
 
 #endif

@@ -114,6 +114,8 @@ int llm_busy(const struct llm *m);
 
 const char *llm_provider(const struct llm *m);
 const char *llm_model(const struct llm *m);
+/* The base URL as configured (NULL: the provider's default). */
+const char *llm_base_url(const struct llm *m);
 int llm_set_model(struct llm *m, const char *model);
 
 #endif

@@ -101,6 +101,13 @@ int notebook_nsent(const struct notebook *nb);
 const char *notebook_sent(const struct notebook *nb, int i, const char **what,
     size_t *len);
 
+/* The model's summary of messages [0, upto) that the context window's
+ * compaction sends in their place (context.h); text is copied. Each
+ * change counts up *gen (0: never set). notebook_summary returns NULL
+ * when there is none; upto and gen may be NULL. */
+void notebook_set_summary(struct notebook *nb, int upto, const char *text);
+const char *notebook_summary(const struct notebook *nb, int *upto, int *gen);
+
 const char *cell_status_name(enum cell_status s);
 /* The cell's stream (0 stdout, 1 stderr) as text: a new string. */
 char *cell_output(const struct cell *c, int stream, size_t *len);

@@ -9,6 +9,7 @@
 
 #include "terp/agent.h"
 #include "terp/buf.h"
+#include "terp/context.h"
 #include "terp/llm.h"
 #include "terp/session.h"
 #include "terp/tui.h"
@@ -318,6 +319,16 @@ struct notebook *agent_notebook(const struct agent *a) { return a->nb; }
 struct kernel *agent_kernel(const struct agent *a) { (void)a; return NULL; }
 struct llm *agent_llm(const struct agent *a) { return (struct llm *)(void *)(uintptr_t)a; }
 const char *llm_model(const struct llm *m) { (void)m; return fake_model; }
+/* No model here, so no context window: the commands say so. */
+struct context *agent_context(const struct agent *a) { (void)a; return NULL; }
+long context_window(const struct context *cx) { (void)cx; return 0; }
+const char *context_window_source(const struct context *cx) { (void)cx; return ""; }
+long context_reserve(const struct context *cx) { (void)cx; return 0; }
+long context_estimate(struct context *cx, const char *s) { (void)cx; (void)s; return 0; }
+int context_percent(const struct context *cx) { (void)cx; return -1; }
+int context_parts(struct context *cx, const char *s, struct context_part **p) { (void)cx; (void)s; *p = NULL; return 0; }
+const char *context_summary(const struct context *cx, int *upto) { (void)cx; *upto = 0; return NULL; }
+int context_prepare(struct context *cx, const char *s, int f, void (*then)(void *, const char *), void *arg, char **err) { (void)cx; (void)s; (void)f; (void)then; (void)arg; *err = NULL; return 0; }
 const char *llm_provider(const struct llm *m) { (void)m; return "fake"; }
 char *
 kernel_data_path(const char *host)
