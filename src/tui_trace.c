@@ -116,7 +116,7 @@ trace_answer(struct tui *t, const struct notebook *nb, const char *answer,
 	free(m);
 	/* the header: a line of its own, put before the answer */
 	sum = answer_trace_summary(&s->last);
-	m = xasprintf("%s · n: where each came from · /trace lists them", sum);
+	m = xasprintf("%s · t: where each came from · /trace lists them", sum);
 	info = tui_item_text(t, IT_INFO, m);
 	free(m);
 	free(sum);

@@ -104,7 +104,7 @@ def test_answer_marks_its_numbers_and_lists_their_sources(tui):
     t.text("What did my cell print?")
     t.keys("Enter")
     s = t.wait(r"Your cell printed 4242\.5¹", timeout=60)
-    assert "1 of 1 number traced · n: where each came from" in s, s
+    assert "1 of 1 number traced · t: where each came from" in s, s
     t.text("/trace")
     t.keys("Enter")
     t.wait(r"¹ 4242\.5  cell \[2\], line 1: 4242\.5", timeout=30)
