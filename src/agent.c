@@ -6,6 +6,7 @@
  * updates plus events for whichever frontend listens. */
 #include "terp/agent.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,8 +18,6 @@
 #include "terp/outcap.h"
 #include "terp/sanitize.h"
 #include "terp/util.h"
-
-#define TEXT_MAX	(4u << 20)	/* one reply's visible text */
 
 struct datafile {
 	char	*host;
@@ -49,7 +48,6 @@ struct agent {
 	int			 cell_running;	/* the model's cell, or 0 */
 	int			 hand_running;	/* cells run by hand in flight */
 	struct buf		 notes;		/* things to tell the model next */
-	int			 failed;
 };
 
 static void agent_next_call(struct agent *a);
@@ -72,9 +70,9 @@ emit(struct agent *a, struct event *ev)
 }
 
 static void
-emit_text(struct agent *a, enum event_type t, const char *text, int n)
+emit_text(struct agent *a, enum event_type t, const char *text)
 {
-	struct event ev = { .type = t, .text = text, .len = text ? strlen(text) : 0, .n = n };
+	struct event ev = { .type = t, .text = text, .len = text ? strlen(text) : 0 };
 	emit(a, &ev);
 }
 
@@ -114,20 +112,22 @@ on_artifact(void *arg, int n, const char *name, const char *path, uint64_t bytes
 }
 
 static void
-on_state(void *arg, enum kernel_state st, const char *msg)
+on_state(void *arg, const struct kernel_status *st)
 {
 	struct agent *a = arg;
-	struct event ev = { .type = EV_KERNEL, .n = (int)st, .text = msg,
-	    .len = msg ? strlen(msg) : 0 };
+	struct event ev = { .type = EV_KERNEL, .kstate = st->state,
+	    .restarted = st->restarted, .state_lost = st->state_lost,
+	    .text = st->msg, .len = st->msg ? strlen(st->msg) : 0 };
 
-	if (st == KERNEL_STARTING && msg && strstr(msg, "restarted")) {
-		/* The model must know its variables are gone. */
+	if (st->restarted) {
+		/* The model must know its variables are gone (a restart the
+		 * user asked for is told by agent_restart). */
 		buf_printf(&a->notes, "Note: %s. All variables and imports are gone; "
-		    "files under /workspace are kept.\n", msg);
+		    "files under /workspace are kept.\n", st->msg);
 	}
 	emit(a, &ev);
-	if (st == KERNEL_DEAD && a->asking)
-		agent_session_dead(a, msg);
+	if (st->state == KERNEL_DEAD && a->asking)
+		agent_session_dead(a, st->msg);
 }
 
 /* The text the model gets for a finished cell. */
@@ -233,8 +233,12 @@ m_text(void *arg, const char *delta, size_t len)
 {
 	struct agent *a = arg;
 	struct event ev = { .type = EV_TEXT, .text = delta, .len = len };
+	int added = buf_add(&a->text, delta, len);
 
-	buf_add(&a->text, delta, len);
+	/* the buffer holds LLM_REPLY_TEXT_MAX, which llm never passes: what
+	 * the frontends show is what the conversation keeps */
+	assert(added == 0);
+	(void)added;
 	emit(a, &ev);
 }
 
@@ -281,7 +285,7 @@ m_sent(void *arg, const char *what, const char *body, size_t len)
 static void
 m_notice(void *arg, const char *msg)
 {
-	emit_text(arg, EV_NOTICE, msg, 0);
+	emit_text(arg, EV_NOTICE, msg);
 }
 
 static void
@@ -291,12 +295,26 @@ finish_question(struct agent *a)
 	maybe_idle(a);
 }
 
+/* Ends the question with an error; e is the model's when it failed. */
 static void
-fail_question(struct agent *a, const char *msg, int code)
+fail_question_as(struct agent *a, const char *msg, enum error_kind kind,
+    const struct llm_error *e)
 {
-	a->failed = code;
-	emit_text(a, EV_ERROR, msg, code);
+	struct event ev = { .type = EV_ERROR, .text = msg, .len = strlen(msg),
+	    .error = kind };
+
+	if (e != NULL) {
+		ev.llm_err = e->kind;
+		ev.http_status = e->http_status;
+	}
+	emit(a, &ev);
 	finish_question(a);
+}
+
+static void
+fail_question(struct agent *a, const char *msg, enum error_kind kind)
+{
+	fail_question_as(a, msg, kind, NULL);
 }
 
 /* Local models often write code in a fenced block, or a tool call as
@@ -365,7 +383,7 @@ m_done(void *arg, const char *stop_reason)
 		free(fallback);
 		ncalls = 1;
 		emit_text(a, EV_NOTICE, "the model wrote its code as text instead of calling "
-		    "python_exec; terp runs it as a cell", 0);
+		    "python_exec; terp runs it as a cell");
 	}
 	if (ncalls == 0 && buf_str(&a->text)[strspn(buf_str(&a->text), " \t\r\n")] == '\0') {
 		/* An empty answer is no answer: a script reading stdout must
@@ -374,14 +392,14 @@ m_done(void *arg, const char *stop_reason)
 		char *s = xasprintf("the model's reply was empty (stop reason: %s)",
 		    stop_reason && *stop_reason ? stop_reason : "none");
 		cJSON_Delete(msg);
-		fail_question(a, s, 1);
+		fail_question(a, s, ERROR_EMPTY_REPLY);
 		free(s);
 		return;
 	}
 	if (stop_reason && (strcmp(stop_reason, "length") == 0 ||
 	    strcmp(stop_reason, "max_tokens") == 0))
 		emit_text(a, EV_NOTICE, "the model's reply reached its output token limit "
-		    "and may be cut short", 0);
+		    "and may be cut short");
 	cJSON_AddStringToObject(msg, "role", "assistant");
 	if (a->text.len > 0)
 		cJSON_AddStringToObject(msg, "content", a->text.data);
@@ -395,7 +413,7 @@ m_done(void *arg, const char *stop_reason)
 
 	if (ncalls == 0) {
 		char *answer = buf_take(&a->text);
-		emit_text(a, EV_ANSWER, answer, 0);
+		emit_text(a, EV_ANSWER, answer);
 		free(answer);
 		finish_question(a);
 		return;
@@ -426,7 +444,7 @@ m_error(void *arg, const struct llm_error *e)
 	struct agent *a = arg;
 
 	keep_partial_reply(a);
-	fail_question(a, e->msg, 1);
+	fail_question_as(a, e->msg, ERROR_MODEL, e);
 }
 
 static const struct llm_cbs agent_llm_cbs = {
@@ -483,7 +501,7 @@ agent_next_call(struct agent *a)
 			ev.len = strlen(args);
 			emit(a, &ev);
 			add_tool_message(a, id, msg, 1);
-			emit_text(a, EV_NOTICE, msg, 0);
+			emit_text(a, EV_NOTICE, msg);
 			free(msg);
 			continue;
 		}
@@ -498,7 +516,7 @@ agent_next_call(struct agent *a)
 				"with {\"code\": \"<python>\"}") :
 			    xstrdup("error: missing the required string argument \"code\"");
 			add_tool_message(a, id, msg, 1);
-			emit_text(a, EV_NOTICE, msg, 0);
+			emit_text(a, EV_NOTICE, msg);
 			free(msg);
 			cJSON_Delete(j);
 			continue;
@@ -522,7 +540,10 @@ agent_next_call(struct agent *a)
 		return;	/* on_result continues */
 	}
 	if (a->cancelled) {
-		fail_question(a, a->stop_msg ? a->stop_msg : "interrupted by the user", 1);
+		if (a->stop_msg)
+			fail_question(a, a->stop_msg, ERROR_SANDBOX);
+		else
+			fail_question(a, "interrupted by the user", ERROR_CANCELLED);
 		return;
 	}
 	agent_turn(a);
@@ -542,7 +563,7 @@ agent_session_dead(struct agent *a, const char *msg)
 	if (llm_busy(a->llm)) {
 		llm_cancel(a->llm);
 		keep_partial_reply(a);
-		fail_question(a, why, 1);
+		fail_question(a, why, ERROR_SANDBOX);
 	} else if (a->cell_running != 0) {
 		struct kernel_result r = { .status = CELL_CRASHED, .reason = msg };
 		a->cancelled = 1;
@@ -550,7 +571,7 @@ agent_session_dead(struct agent *a, const char *msg)
 		on_result(a, a->cell_running, &r);	/* answers the calls, ends */
 		a->stop_msg = NULL;
 	} else {
-		fail_question(a, why, 1);
+		fail_question(a, why, ERROR_SANDBOX);
 	}
 	free(why);
 }
@@ -626,7 +647,7 @@ agent_turn(struct agent *a)
 	if (a->turn >= a->o.max_turns) {
 		char *msg = xasprintf("stopped after %d model calls (--max-turns) without a final answer",
 		    a->o.max_turns);
-		fail_question(a, msg, 5);
+		fail_question(a, msg, ERROR_TURN_CAP);
 		free(msg);
 		return;
 	}
@@ -640,7 +661,7 @@ agent_turn(struct agent *a)
 	a->calls = cJSON_CreateArray();
 	sys = system_prompt(a);
 	if (llm_request(a->llm, sys, notebook_messages(a->nb), &agent_llm_cbs, a, &err) < 0) {
-		fail_question(a, err, 1);
+		fail_question(a, err, ERROR_USAGE);
 		free(err);
 	}
 	free(sys);
@@ -670,7 +691,8 @@ agent_new(struct loop *l, struct notebook *nb, const struct kernel_opts *kopts,
 		agent_opts_default(&a->o);
 	a->emit = fn;
 	a->arg = arg;
-	buf_init(&a->text, TEXT_MAX);
+	/* llm never delivers more of one reply's text than this */
+	buf_init(&a->text, LLM_REPLY_TEXT_MAX);
 	buf_init(&a->notes, 64 * 1024);
 	a->calls = cJSON_CreateArray();
 	a->k = kernel_new(l, &a->kopts, &kcbs, a);
@@ -772,8 +794,7 @@ agent_ask(struct agent *a, const char *question, char **err)
 	a->asking = 1;
 	a->turn = 0;
 	a->cancelled = 0;
-	a->failed = 0;
-	emit_text(a, EV_QUESTION, question, 0);
+	emit_text(a, EV_QUESTION, question);
 	agent_turn(a);
 	return 0;
 }
@@ -816,7 +837,7 @@ agent_cancel(struct agent *a)
 		if (a->llm && llm_busy(a->llm)) {
 			llm_cancel(a->llm);
 			keep_partial_reply(a);
-			fail_question(a, "cancelled by the user", 1);
+			fail_question(a, "cancelled by the user", ERROR_CANCELLED);
 			return;
 		}
 	}

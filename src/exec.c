@@ -77,17 +77,18 @@ exec_event(void *arg, const struct event *ev)
 		break;
 	}
 	switch (ev->type) {
-	case EV_ERROR:		/* --max-session */
+	case EV_ERROR:		/* --max-session: a timeout */
 		if (x->status == 0)
-			x->status = ev->n ? ev->n : 1;
+			x->status = ev->error == ERROR_MAX_SESSION ? 3 : 1;
 		break;
 	case EV_KERNEL:
-		if (ev->n == KERNEL_DEAD) {
+		if (ev->kstate == KERNEL_DEAD) {
 			x->dead = 1;
 			if (x->status == 0)
 				x->status = 4;
 			loop_stop(x->loop);
-		} else if ((ev->n == KERNEL_LOADING || ev->n == KERNEL_READY) && !x->started) {
+		} else if ((ev->kstate == KERNEL_LOADING || ev->kstate == KERNEL_READY) &&
+		    !x->started) {
 			x->started = 1;
 			run_next(x);
 		}
@@ -176,7 +177,8 @@ exec_run(struct cli *c)
 	exec_event(&x, &ev);
 	if (agent_start(x.agent, &err) < 0) {
 		if (c->json) {
-			struct event e = { .type = EV_ERROR, .text = err, .len = strlen(err) };
+			struct event e = { .type = EV_ERROR, .text = err, .len = strlen(err),
+			    .error = ERROR_SANDBOX };
 			x.sink(x.sink_arg, &e);
 		} else {
 			fprintf(stderr, "terp: %s\n", err);

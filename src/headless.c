@@ -39,7 +39,8 @@ ask_next(struct headless *h)
 	}
 	h->answered = 0;
 	if (agent_ask(h->agent, h->cli->prompts[h->asked++], &err) < 0) {
-		struct event e = { .type = EV_ERROR, .text = err, .len = strlen(err) };
+		struct event e = { .type = EV_ERROR, .text = err, .len = strlen(err),
+		    .error = ERROR_USAGE };
 		h->sink(h->sink_arg, &e);
 		free(err);
 		h->status = 1;
@@ -68,10 +69,10 @@ headless_event(void *arg, const struct event *ev)
 	case EV_KERNEL:
 		/* Ask as soon as the session can take cells: the model's
 		 * first reply and the library imports overlap. */
-		if ((ev->n == KERNEL_STARTING || ev->n == KERNEL_LOADING ||
-		    ev->n == KERNEL_READY) && !h->asked)
+		if ((ev->kstate == KERNEL_STARTING || ev->kstate == KERNEL_LOADING ||
+		    ev->kstate == KERNEL_READY) && !h->asked)
 			ask_next(h);
-		else if (ev->n == KERNEL_DEAD && !h->asked) {
+		else if (ev->kstate == KERNEL_DEAD && !h->asked) {
 			h->status = 1;	/* the printer showed why */
 			loop_stop(h->loop);
 		}
@@ -81,7 +82,8 @@ headless_event(void *arg, const struct event *ev)
 		break;
 	case EV_ERROR:
 		if (h->status == 0)
-			h->status = ev->n ? ev->n : 1;
+			h->status = ev->error == ERROR_TURN_CAP ? 5 :
+			    ev->error == ERROR_MAX_SESSION ? 3 : 1;
 		break;
 	case EV_IDLE:
 		if (h->asked) {
@@ -181,7 +183,8 @@ headless_run(struct cli *c)
 	ev.name = c->session_dir;
 	headless_event(&h, &ev);
 	if (agent_start(h.agent, &err) < 0) {
-		struct event e = { .type = EV_ERROR, .text = err, .len = strlen(err) };
+		struct event e = { .type = EV_ERROR, .text = err, .len = strlen(err),
+		    .error = ERROR_SANDBOX };
 		headless_event(&h, &e);
 		free(err);
 		h.status = 1;

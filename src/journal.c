@@ -362,11 +362,11 @@ journal_event(void *arg, const struct event *ev)
 		add_str(o, "workspace", ev->name);
 		break;
 	case EV_KERNEL:
-		if (ev->n == KERNEL_STARTING || ev->n == KERNEL_STOPPED)
+		if (ev->kstate == KERNEL_STARTING || ev->kstate == KERNEL_STOPPED)
 			state_lost(&j->live_from, &j->replay_from, &j->replay_to,
 			    notebook_ncells(j->nb));
 		o = rec("kernel");
-		cJSON_AddNumberToObject(o, "state", ev->n);
+		cJSON_AddNumberToObject(o, "state", ev->kstate);
 		add_str(o, "msg", ev->text);
 		break;
 	case EV_CELL_START:

@@ -17,9 +17,6 @@
 #include "terp/replay.h"
 #include "terp/util.h"
 
-/* --max-session's exit status in the frontends: a timeout. */
-#define SESSION_MAX_STATUS	3
-
 struct session {
 	struct loop	*loop;
 	struct notebook	*nb;
@@ -44,9 +41,12 @@ struct session {
 };
 
 static void
-emit(struct session *s, enum event_type t, const char *text, int n)
+emit(struct session *s, enum event_type t, const char *text)
 {
-	struct event ev = { .type = t, .text = text, .len = strlen(text), .n = n };
+	struct event ev = { .type = t, .text = text, .len = strlen(text) };
+
+	if (t == EV_ERROR)
+		ev.error = ERROR_MAX_SESSION;	/* the session's one error */
 
 	if (s->emit)
 		s->emit(s->arg, &ev);
@@ -88,7 +88,7 @@ on_idle(void *arg, enum idle_why why)
 		free(msg);
 		msg = xasprintf("stopped the sandbox after %s idle (--idle-timeout); a new "
 		    "one starts at the next cell or question, without the variables", dur);
-		emit(s, EV_NOTICE, msg, 0);
+		emit(s, EV_NOTICE, msg);
 		free(msg);
 		return;
 	}
@@ -98,7 +98,7 @@ on_idle(void *arg, enum idle_why why)
 		journal_note(s->j, "max-session", msg);
 	if (agent_busy(s->agent))
 		agent_cancel(s->agent);
-	emit(s, EV_ERROR, msg, SESSION_MAX_STATUS);
+	emit(s, EV_ERROR, msg);
 	free(msg);
 	loop_stop(s->loop);
 }
@@ -200,7 +200,7 @@ session_record(struct session *s, const struct event *ev)
 		char *msg = xasprintf("warning: the session is no longer saved: %s",
 		    journal_failed(s->j));
 		s->warned = 1;	/* before emit: the notice comes back here */
-		emit(s, EV_NOTICE, msg, 0);
+		emit(s, EV_NOTICE, msg);
 		free(msg);
 	}
 }
@@ -233,7 +233,7 @@ replay_begin(struct session *s, char **err)
 	list_cells(&b, s->cells, s->ncells);
 	if (s->j)
 		journal_note(s->j, "replay", buf_str(&b));
-	emit(s, EV_NOTICE, buf_str(&b), 0);
+	emit(s, EV_NOTICE, buf_str(&b));
 	buf_free(&b);
 	s->first_new = notebook_ncells(s->nb) + 1;
 	s->replay = replay_new(s->cells, s->ncells, rerun, s);
@@ -281,12 +281,12 @@ replay_end(struct session *s)
 	if (failed) {
 		char *msg = xasprintf("replay stopped: cell [%d] failed; %d of %d cells "
 		    "re-ran", failed, done, s->ncells);
-		emit(s, EV_NOTICE, msg, 0);
+		emit(s, EV_NOTICE, msg);
 		free(msg);
 	} else {
 		char *msg = xasprintf("replay done: %d cell%s re-ran", done,
 		    done == 1 ? "" : "s");
-		emit(s, EV_NOTICE, msg, 0);
+		emit(s, EV_NOTICE, msg);
 		free(msg);
 	}
 }
@@ -300,13 +300,13 @@ session_event(struct session *s, const struct event *ev)
 	if (s->idle)
 		idle_event(s->idle, ev);
 	if (ev->type == EV_KERNEL) {
-		int up = ev->n == KERNEL_STARTING || ev->n == KERNEL_LOADING ||
-		    ev->n == KERNEL_READY;
+		int up = ev->kstate == KERNEL_STARTING || ev->kstate == KERNEL_LOADING ||
+		    ev->kstate == KERNEL_READY;
 
-		if (up || ev->n == KERNEL_DEAD)
+		if (up || ev->kstate == KERNEL_DEAD)
 			s->idle_stopped = 0;
 
-		if (ev->n == KERNEL_DEAD && s->replay != NULL) {
+		if (ev->kstate == KERNEL_DEAD && s->replay != NULL) {
 			replay_end(s);
 			return SESSION_PASS;
 		}
@@ -315,19 +315,19 @@ session_event(struct session *s, const struct event *ev)
 			s->ncells = s->j ? journal_replay_cells(s->j, &s->cells) : 0;
 			if (s->ncells == 0) {
 				emit(s, EV_NOTICE, "nothing to replay: no cell that "
-				    "succeeded lost its state", 0);
+				    "succeeded lost its state");
 				return SESSION_PASS;
 			}
 			if (replay_begin(s, &err) < 0) {
 				char *msg = xasprintf("replay failed: %s", err);
-				emit(s, EV_NOTICE, msg, 0);
+				emit(s, EV_NOTICE, msg);
 				free(msg);
 				free(err);
 				return SESSION_READY;
 			}
 			return SESSION_OWN;
 		}
-		return s->replay != NULL && ev->n != KERNEL_DEAD ? SESSION_OWN :
+		return s->replay != NULL && ev->kstate != KERNEL_DEAD ? SESSION_OWN :
 		    SESSION_PASS;
 	}
 	if (s->replay == NULL)
@@ -412,7 +412,7 @@ session_load(struct session *s, const char *path, char **err)
 	if (p != NULL && s->j && journal_add_data(s->j, path, &e) < 0) {
 		char *msg = xasprintf("warning: %s will not be staged on a later resume: %s",
 		    path, e);
-		emit(s, EV_NOTICE, msg, 0);
+		emit(s, EV_NOTICE, msg);
 		free(msg);
 		free(e);
 	}

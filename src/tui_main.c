@@ -128,7 +128,8 @@ tui_session_run(struct cli *c)
 	tui_session_event(NULL, &ev);
 	if (agent_start(a, &err) < 0) {
 		/* shown in the notebook; the UI still comes up */
-		struct event e = { .type = EV_ERROR, .text = err, .len = strlen(err) };
+		struct event e = { .type = EV_ERROR, .text = err, .len = strlen(err),
+		    .error = ERROR_SANDBOX };
 		tui_session_event(NULL, &e);
 		free(err);
 		err = NULL;

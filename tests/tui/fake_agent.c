@@ -280,7 +280,7 @@ main(int argc, char **argv)
 	struct loop *l = loop_new();
 	struct notebook *nb = notebook_new();
 	struct agent *a = agent_new(l, nb, NULL, NULL, NULL, tui_on_event, NULL);
-	struct event e = { .type = EV_KERNEL, .n = KERNEL_READY, .text = "ready" };
+	struct event e = { .type = EV_KERNEL, .kstate = KERNEL_READY, .text = "ready" };
 	tui_on_event(NULL, &e);
 	struct tui_opts o;
 	tui_opts_default(&o);

@@ -748,7 +748,8 @@ ran(struct journal *j, struct notebook *nb, const char *code,
 static void
 kernel_ev(struct journal *j, enum kernel_state st)
 {
-	struct event ev = { .type = EV_KERNEL, .n = (int)st };
+	struct event ev = { .type = EV_KERNEL, .kstate = st,
+	    .state_lost = st == KERNEL_STARTING || st == KERNEL_STOPPED };
 	journal_event(j, &ev);
 }
 

@@ -256,7 +256,7 @@ run_for(struct loop *l, int64_t ms)
 static void
 ev(struct idle *i, enum event_type t, int n)
 {
-	struct event e = { .type = t, .n = n };
+	struct event e = { .type = t, .kstate = (enum kernel_state)n };
 	idle_event(i, &e);
 }
 

@@ -32,7 +32,8 @@ struct t {
 	struct session	*session;
 	struct buf	 log;		/* "type: text" per event */
 	enum after_stop	 after;
-	int		 started, stops, errors, error_n, timed_out;
+	int		 started, stops, errors, timed_out;
+	enum error_kind	 error_kind;
 	int		 ran_second;
 };
 
@@ -44,15 +45,17 @@ on_event(void *arg, const struct event *ev)
 
 	session_record(t->session, ev);
 	if (ev->type == EV_KERNEL || ev->type == EV_NOTICE || ev->type == EV_ERROR)
-		buf_printf(&t->log, "%d/%d: %s\n", ev->type, ev->n, ev->text ? ev->text : "");
+		buf_printf(&t->log, "%d/%d: %s\n", ev->type, (int)ev->kstate,
+		    ev->text ? ev->text : "");
 	if (session_event(t->session, ev) != SESSION_PASS)
 		return;
 	switch (ev->type) {
 	case EV_KERNEL:
-		if ((ev->n == KERNEL_LOADING || ev->n == KERNEL_READY) && !t->started) {
+		if ((ev->kstate == KERNEL_LOADING || ev->kstate == KERNEL_READY) &&
+		    !t->started) {
 			t->started = 1;
 			cr_assert_gt(agent_run_cell(t->agent, "x = 41", &err), 0);
-		} else if (ev->n == KERNEL_STOPPED) {
+		} else if (ev->kstate == KERNEL_STOPPED) {
 			t->stops++;
 			if (t->after == ASK) {
 				cr_assert_eq(agent_ask(t->agent, "q", &err), 0, "%s", err);
@@ -67,7 +70,7 @@ on_event(void *arg, const struct event *ev)
 		break;
 	case EV_ERROR:
 		t->errors++;
-		t->error_n = ev->n;
+		t->error_kind = ev->error;
 		break;
 	case EV_IDLE:
 		if (t->ran_second && !agent_busy(t->agent))
@@ -236,7 +239,7 @@ Test(session, max_session_ends_a_long_cell)
 	cr_assert_not(t.timed_out, "log:\n%s", buf_str(&t.log));
 	cr_assert_lt(now_ms() - t0, 5000);
 	cr_assert_eq(t.errors, 1);
-	cr_assert_eq(t.error_n, 3);
+	cr_assert_eq(t.error_kind, ERROR_MAX_SESSION);
 	cr_assert_not_null(strstr(buf_str(&t.log), "the session reached its --max-session "
 	    "limit of 400 ms; ending it"));
 	cr_assert_eq(t.stops, 0);
