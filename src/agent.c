@@ -763,7 +763,6 @@ int
 agent_ask(struct agent *a, const char *question, char **err)
 {
 	struct buf b;
-	cJSON *m;
 
 	if (a->llm == NULL) {
 		*err = xstrdup("no model is configured");
@@ -783,13 +782,7 @@ agent_ask(struct agent *a, const char *question, char **err)
 		buf_reset(&a->notes);
 	}
 	add_hand_cells(a, &b);
-	if (b.len > 0)
-		buf_adds(&b, "\nQuestion: ");
-	buf_adds(&b, question);
-	m = cJSON_CreateObject();
-	cJSON_AddStringToObject(m, "role", "user");
-	cJSON_AddStringToObject(m, "content", buf_str(&b));
-	notebook_add_message(a->nb, m);
+	notebook_add_question(a->nb, question, buf_str(&b));
 	buf_free(&b);
 	a->asking = 1;
 	a->turn = 0;

@@ -818,16 +818,65 @@ set_str(char **dst, const cJSON *o, const char *k)
 	*dst = jdup(o, k);
 }
 
+static int
+is_role(const cJSON *m, const char *role)
+{
+	const char *r = jstr(m, "role");
+	return r != NULL && strcmp(r, role) == 0;
+}
+
+/* Compatibility: journals of before questions were kept apart from
+ * their notes hold the user message whole (a "msg" record, in
+ * *pending until the record after it) and then a "question" record
+ * with the text. The question goes in through notebook_add_question
+ * like the agent's, which puts the same message together again: the
+ * notes are what comes before "\nQuestion: " and the text. Without
+ * its "question" record (a journal cut there), the text is recovered
+ * as the export of those days did: after "\nQuestion: ", when the
+ * message starts with one of the notes terp wrote ("Note: ", "Since
+ * your last turn"). */
+static void
+legacy_question(struct notebook *nb, char **pending, const char *text)
+{
+	const char *content = *pending, *q = NULL;
+	char *notes = NULL;
+	size_t n = strlen(content), tn;
+
+	if (text != NULL && strcmp(content, text) == 0) {
+		q = text;
+	} else if (text != NULL && (tn = strlen(text)) + 11 <= n &&
+	    strcmp(content + n - tn, text) == 0 &&
+	    strncmp(content + n - tn - 11, "\nQuestion: ", 11) == 0) {
+		notes = xstrndup(content, n - tn - 11);
+		q = text;
+	} else if ((strncmp(content, "Note: ", 6) == 0 ||
+	    strncmp(content, "Since your last turn", 20) == 0) &&
+	    (q = strstr(content, "\nQuestion: ")) != NULL) {
+		notes = xstrndup(content, (size_t)(q - content));
+		q += 11;
+	} else {
+		q = content;
+	}
+	notebook_add_question(nb, q, notes);
+	free(notes);
+	free(*pending);
+	*pending = NULL;
+}
+
 /* Applies one record. Returns 0, or -1 when it does not fit (counted
  * as skipped). nb may be NULL (listing: meta only). */
 static int
-apply(const cJSON *o, struct notebook *nb, struct journal_meta *m, int first)
+apply(const cJSON *o, struct notebook *nb, struct journal_meta *m, int first,
+    char **pending)
 {
 	const char *t = jstr(o, "t");
 	struct cell *c;
 
 	if (t == NULL)
 		return -1;
+	if (*pending != NULL && nb != NULL)
+		legacy_question(nb, pending, strcmp(t, "question") == 0 ?
+		    jstr(o, "text") : NULL);
 	if (strcmp(t, "meta") == 0) {
 		const cJSON *f;
 		if (!first || jstr(o, "id") == NULL)
@@ -943,6 +992,10 @@ apply(const cJSON *o, struct notebook *nb, struct journal_meta *m, int first)
 		int i = (int)jnum(o, "i", -1), n = cJSON_GetArraySize(msgs);
 		if (!cJSON_IsObject(msg) || i < 0 || i > n)
 			return -1;
+		if (i == n && is_role(msg, "user") && jstr(msg, "content") != NULL) {
+			*pending = xstrdup(jstr(msg, "content"));
+			return 0;
+		}
 		if (i == n)
 			notebook_add_message(nb, cJSON_Duplicate(msg, 1));
 		else
@@ -976,13 +1029,6 @@ apply(const cJSON *o, struct notebook *nb, struct journal_meta *m, int first)
 	return 0;
 }
 
-static int
-is_role(const cJSON *m, const char *role)
-{
-	const char *r = jstr(m, "role");
-	return r != NULL && strcmp(r, role) == 0;
-}
-
 /* After a crash: a cell that never got its result was interrupted, and
  * a tool call without a result gets one right after the recorded
  * results, so the provider accepts the conversation. Returns the index
@@ -991,8 +1037,8 @@ is_role(const cJSON *m, const char *role)
 static int
 repair(struct notebook *nb)
 {
-	cJSON *msgs = notebook_messages(nb), *fixed;
-	int n = cJSON_GetArraySize(msgs), changed = 0, first = -1;
+	cJSON *msgs = notebook_messages(nb);
+	int n = cJSON_GetArraySize(msgs), first = -1;
 
 	for (int i = 1; i <= notebook_ncells(nb); i++) {
 		struct cell *c = notebook_cell(nb, i);
@@ -1005,17 +1051,15 @@ repair(struct notebook *nb)
 				    "cell ran; its output may be incomplete");
 		}
 	}
-	fixed = cJSON_CreateArray();
 	for (int i = 0; i < n; ) {
 		cJSON *m = cJSON_GetArrayItem(msgs, i);
 		const cJSON *calls = cJSON_GetObjectItemCaseSensitive(m,
 		    "tool_calls"), *call;
-		int k = i + 1;
+		int k = i + 1, end;
 
-		cJSON_AddItemToArray(fixed, cJSON_Duplicate(m, 1));
 		for (; k < n && is_role(cJSON_GetArrayItem(msgs, k), "tool"); k++)
-			cJSON_AddItemToArray(fixed,
-			    cJSON_Duplicate(cJSON_GetArrayItem(msgs, k), 1));
+			;
+		end = k;	/* the results inserted go after the recorded */
 		if (!cJSON_IsArray(calls))
 			calls = NULL;
 		cJSON_ArrayForEach(call, calls) {
@@ -1023,7 +1067,7 @@ repair(struct notebook *nb)
 			int found = 0;
 			cJSON *r;
 
-			for (int t = i + 1; t < k && id != NULL; t++) {
+			for (int t = i + 1; t < end && id != NULL; t++) {
 				const char *tid = jstr(cJSON_GetArrayItem(msgs, t),
 				    "tool_call_id");
 				if (tid != NULL && strcmp(tid, id) == 0)
@@ -1038,19 +1082,12 @@ repair(struct notebook *nb)
 			    "this call finished; its result was lost.");
 			cJSON_AddTrueToObject(r, "is_error");
 			if (first < 0)
-				first = cJSON_GetArraySize(fixed);
-			cJSON_AddItemToArray(fixed, r);
-			changed = 1;
+				first = k;
+			notebook_insert_message(nb, k++, r);
+			n++;
 		}
 		i = k;
 	}
-	if (changed) {
-		while (cJSON_GetArraySize(msgs) > 0)
-			cJSON_DeleteItemFromArray(msgs, 0);
-		while (cJSON_GetArraySize(fixed) > 0)
-			notebook_add_message(nb, cJSON_DetachItemFromArray(fixed, 0));
-	}
-	cJSON_Delete(fixed);
 	return first;
 }
 
@@ -1116,7 +1153,7 @@ scan(const char *path, struct notebook *nb, struct journal_meta *m, char **err)
 {
 	struct lines ls = { .fd = -1 };
 	struct stat st;
-	char *line;
+	char *line, *pending = NULL;
 	size_t len;
 	int rc, first = 1;
 
@@ -1147,11 +1184,14 @@ scan(const char *path, struct notebook *nb, struct journal_meta *m, char **err)
 		    strncmp(line, "{\"t\":\"resume\"", 13) != 0)
 			continue;
 		o = cJSON_ParseWithLength(line, len);
-		if (o == NULL || !cJSON_IsObject(o) || apply(o, nb, m, first) < 0)
+		if (o == NULL || !cJSON_IsObject(o) ||
+		    apply(o, nb, m, first, &pending) < 0)
 			m->skipped++;
 		cJSON_Delete(o);
 		first = 0;
 	}
+	if (pending != NULL)
+		legacy_question(nb, &pending, NULL);
 	if (rc == 0 && ls.len > ls.off)
 		m->torn = 1;
 	close(ls.fd);

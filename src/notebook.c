@@ -3,6 +3,7 @@
  * changes once handed out. */
 #include "terp/notebook.h"
 
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,6 +24,8 @@ struct notebook {
 	struct usage	  usage;
 	struct sent	 *sent;
 	int		  nsent, capsent;
+	struct question	 *qs;
+	int		  nqs, capqs;
 };
 
 #define GROW(arr, n, cap) do {						\
@@ -76,6 +79,11 @@ notebook_free(struct notebook *nb)
 		free(nb->sent[i].body);
 	}
 	free(nb->sent);
+	for (int i = 0; i < nb->nqs; i++) {
+		free(nb->qs[i].text);
+		free(nb->qs[i].notes);
+	}
+	free(nb->qs);
 	cJSON_Delete(nb->messages);
 	free(nb);
 }
@@ -154,6 +162,68 @@ void
 notebook_add_message(struct notebook *nb, cJSON *msg)
 {
 	cJSON_AddItemToArray(nb->messages, msg);
+}
+
+void
+notebook_insert_message(struct notebook *nb, int at, cJSON *msg)
+{
+	int n = cJSON_GetArraySize(nb->messages);
+
+	assert(at >= 0 && at <= n);
+	if (at == n) {
+		notebook_add_message(nb, msg);
+		return;
+	}
+	cJSON_InsertItemInArray(nb->messages, at, msg);
+	for (int i = 0; i < nb->nqs; i++)
+		if (nb->qs[i].msg >= at)
+			nb->qs[i].msg++;
+}
+
+const struct question *
+notebook_add_question(struct notebook *nb, const char *text, const char *notes)
+{
+	struct question *q;
+	cJSON *m = cJSON_CreateObject();
+	char *content;
+
+	if (notes != NULL && *notes != '\0')
+		content = xasprintf("%s\nQuestion: %s", notes, text);
+	else
+		content = xstrdup(text);
+	cJSON_AddStringToObject(m, "role", "user");
+	cJSON_AddStringToObject(m, "content", content);
+	free(content);
+	GROW(nb->qs, nb->nqs, nb->capqs);
+	q = &nb->qs[nb->nqs++];
+	q->msg = cJSON_GetArraySize(nb->messages);
+	q->text = xstrdup(text);
+	q->notes = notes != NULL && *notes != '\0' ? xstrdup(notes) : NULL;
+	notebook_add_message(nb, m);
+	return q;
+}
+
+int
+notebook_nquestions(const struct notebook *nb)
+{
+	return nb->nqs;
+}
+
+const struct question *
+notebook_question(const struct notebook *nb, int i)
+{
+	if (i < 0 || i >= nb->nqs)
+		return NULL;
+	return &nb->qs[i];
+}
+
+const struct question *
+notebook_question_at(const struct notebook *nb, int msg)
+{
+	for (int i = nb->nqs - 1; i >= 0; i--)
+		if (nb->qs[i].msg == msg)
+			return &nb->qs[i];
+	return NULL;
 }
 
 void

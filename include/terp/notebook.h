@@ -57,6 +57,15 @@ struct usage {
 	long	input_tokens, output_tokens, cached_tokens;
 };
 
+/* A question the user asked, apart from the notes terp sent the model
+ * with it (a restart, cells run by hand...): both make up its user
+ * message in the conversation, but only the question is the user's. */
+struct question {
+	int	 msg;		/* index of its user message */
+	char	*text;		/* as the user asked it */
+	char	*notes;		/* sent before it; NULL when none */
+};
+
 struct notebook;
 
 struct notebook *notebook_new(void);
@@ -86,6 +95,21 @@ const struct artifact *notebook_artifact(const struct notebook *nb, int i);
 cJSON *notebook_messages(const struct notebook *nb);
 /* Appends msg; the notebook takes ownership. */
 void notebook_add_message(struct notebook *nb, cJSON *msg);
+/* Inserts msg (taken) as message at (0 <= at <= count): the loader's
+ * repair of a conversation cut short. Questions after it follow. */
+void notebook_insert_message(struct notebook *nb, int at, cJSON *msg);
+
+/* Adds the user message of a question: the notes (NULL or "" for
+ * none), then "Question: " and the text, or the text alone without
+ * notes. Strings are copied. Returns the stored question. */
+const struct question *notebook_add_question(struct notebook *nb,
+    const char *text, const char *notes);
+int notebook_nquestions(const struct notebook *nb);
+/* The i-th question (0-based), or NULL. */
+const struct question *notebook_question(const struct notebook *nb, int i);
+/* The question whose user message is message msg, or NULL. */
+const struct question *notebook_question_at(const struct notebook *nb,
+    int msg);
 
 void notebook_add_usage(struct notebook *nb, const struct usage *u);
 const struct usage *notebook_usage(const struct notebook *nb);

@@ -89,7 +89,7 @@ main(int argc, char **argv)
 		fprintf(stderr, "mknb: %s\n", err);
 		return 1;
 	}
-	notebook_add_message(nb, msg("user", "What is the total of a?"));
+	notebook_add_question(nb, "What is the total of a?", NULL);
 	emit(EV_QUESTION, NULL, NULL, "What is the total of a?");
 	model_cell("call_1", "import pandas as pd\n"
 	    "df = pd.DataFrame({'a': [3, 5, 34]})\nprint(df['a'].sum())\n",

@@ -367,3 +367,17 @@ def test_export_of_a_real_session_validates_and_reexecutes(env, tmp_path):
     assert [o.data["text/plain"] for o in acode[2].outputs
             if o.output_type == "execute_result"] == [value]
     assert (tmp_path / "wsout" / "v.png").stat().st_size > 0
+
+
+def test_a_question_that_looks_like_a_note_is_exported_whole(model, menv, tmp_path):
+    # The notebook keeps the question apart from the notes sent with it;
+    # nothing is recovered from the prompt's text by its look.
+    flags, _ = model([{"openai": {"text": "Fine."}}])
+    q = "Note: the file changed.\nQuestion: which month?"
+    p = run(menv, tmp_path, *flags, "--out", "out", "-p", q)
+    assert p.returncode == 0, p.stderr
+    sid = only_session(menv)
+    p = run(menv, tmp_path, "--export", sid, "q.md")
+    assert p.returncode == 0, p.stderr
+    text = (tmp_path / "q.md").read_text()
+    assert "## Question\n\n> Note: the file changed.\n> Question: which month?\n" in text, text

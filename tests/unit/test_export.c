@@ -59,7 +59,7 @@ small_notebook(const char *dir)
 	fwrite(png_bytes, 1, sizeof png_bytes, f);
 	fclose(f);
 
-	notebook_add_message(nb, msg("user", "Best month?\nPer channel."));
+	notebook_add_question(nb, "Best month?\nPer channel.", NULL);
 	notebook_add_message(nb, call_msg("Loading the data.", "c1"));
 	c = notebook_add_cell(nb, CELL_BY_MODEL,
 	    "import pandas as pd\nprint(6*7)\n6*7", "c1");
@@ -78,9 +78,8 @@ small_notebook(const char *dir)
 	c->traceback = xstrdup("Traceback (most recent call last):\n"
 	    "  File \"<cell 2>\", line 1\nZeroDivisionError: division by zero");
 
-	notebook_add_message(nb, msg("user", "Since your last turn the user ran "
-	    "these cells by hand in the same session:\n[2]\n1/0\n"
-	    "\nQuestion: And ```fences```?"));
+	notebook_add_question(nb, "And ```fences```?", "Since your last turn the "
+	    "user ran these cells by hand in the same session:\n[2]\n1/0\n");
 	notebook_add_message(nb, call_msg(NULL, "c3"));
 	c = notebook_add_cell(nb, CELL_BY_MODEL, "s = '```'\nwhile True: pass",
 	    "c3");

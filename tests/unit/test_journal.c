@@ -101,7 +101,7 @@ play_question(struct journal *j, struct notebook *nb, const char *q,
 	const struct artifact *a;
 	static const char bin[] = "bin\xff\x00zero";
 
-	notebook_add_message(nb, msg("user", q));
+	notebook_add_question(nb, q, NULL);
 	emit(j, EV_QUESTION, NULL, q, strlen(q));
 	notebook_add_sent(nb, "POST /v1/chat", "{\"req\":1}", 9);
 	emit(j, EV_REQUEST, NULL, "POST /v1/chat", 9);
@@ -188,6 +188,17 @@ assert_notebooks_equal(const struct notebook *a, const struct notebook *b)
 	}
 	cr_assert(cJSON_Compare(notebook_messages(a), notebook_messages(b), 1),
 	    "messages differ");
+	cr_assert_eq(notebook_nquestions(a), notebook_nquestions(b));
+	for (int i = 0; i < notebook_nquestions(a); i++) {
+		const struct question *x = notebook_question(a, i);
+		const struct question *y = notebook_question(b, i);
+		cr_assert_eq(x->msg, y->msg);
+		cr_assert_str_eq(x->text, y->text);
+		if (x->notes)
+			cr_assert_str_eq(x->notes, y->notes);
+		else
+			cr_assert_null(y->notes);
+	}
 	cr_assert_eq(notebook_usage(a)->input_tokens,
 	    notebook_usage(b)->input_tokens);
 	cr_assert_eq(notebook_usage(a)->output_tokens,
@@ -419,7 +430,7 @@ Test(journal, crash_mid_cell_is_repaired)
 	const cJSON *last;
 
 	cr_assert_not_null(j, "%s", err);
-	notebook_add_message(nb, msg("user", "slow?"));
+	notebook_add_question(nb, "slow?", NULL);
 	emit(j, EV_QUESTION, NULL, "slow?", 5);
 	notebook_add_message(nb, call_msg("call_9", "import time; time.sleep(99)"));
 	c = notebook_add_cell(nb, CELL_BY_MODEL, "import time; time.sleep(99)",
@@ -458,7 +469,7 @@ Test(journal, message_completed_in_place_is_rewritten)
 	cJSON *a;
 
 	cr_assert_not_null(j, "%s", err);
-	notebook_add_message(nb, msg("user", "hi"));
+	notebook_add_question(nb, "hi", NULL);
 	emit(j, EV_QUESTION, NULL, "hi", 2);
 	a = msg("assistant", "Hel");
 	notebook_add_message(nb, a);
@@ -509,7 +520,7 @@ make_session(const char *dir, const char *q, time_t mtime)
 	cr_assert_not_null(j, "%s", err);
 	if (q != NULL) {
 		play_question(j, nb, q, "/tmp/p.png");
-		notebook_add_message(nb, msg("user", "again"));
+		notebook_add_question(nb, "again", NULL);
 		emit(j, EV_QUESTION, NULL, "again", 5);
 	}
 	id = xstrdup(journal_id(j));
@@ -827,4 +838,59 @@ Test(journal, create_with_a_given_id)
 	free(sdir);
 	rm_rf(dir);
 	free(dir);
+}
+
+/* Journals written before questions were kept apart from their notes:
+ * the user message whole, then a question record with the text. The
+ * loader puts each question in with its notes apart, and the message
+ * comes out as it was sent. */
+Test(journal, legacy_questions_load_apart_from_their_notes)
+{
+	char *dir = tmpdir(), *err = NULL, *path = xasprintf("%s/nb.jsonl", dir);
+	struct notebook *nb = notebook_new();
+	struct journal_meta m;
+	const struct question *q;
+	static const char text[] =
+	    "{\"t\":\"meta\",\"v\":1,\"id\":\"20260101-000000-abcd\",\"data\":[]}\n"
+	    /* a question that reads like a note, sent without notes */
+	    "{\"t\":\"msg\",\"i\":0,\"m\":{\"role\":\"user\",\"content\":"
+	    "\"Note: x\\nQuestion: y\"}}\n"
+	    "{\"t\":\"question\",\"text\":\"Note: x\\nQuestion: y\"}\n"
+	    "{\"t\":\"msg\",\"i\":1,\"m\":{\"role\":\"assistant\",\"content\":\"a\"}}\n"
+	    /* notes, then the question */
+	    "{\"t\":\"msg\",\"i\":2,\"m\":{\"role\":\"user\",\"content\":"
+	    "\"Note: the user restarted.\\n\\nQuestion: and now?\"}}\n"
+	    "{\"t\":\"question\",\"text\":\"and now?\"}\n"
+	    /* the last line cut before its question record */
+	    "{\"t\":\"msg\",\"i\":3,\"m\":{\"role\":\"user\",\"content\":"
+	    "\"Since your last turn the user ran cells.\\n\\nQuestion: more?\"}}\n";
+	FILE *f = fopen(path, "w");
+
+	cr_assert_not_null(f);
+	fputs(text, f);
+	fclose(f);
+	cr_assert_eq(journal_load(path, nb, &m, &err), 0, "%s", err);
+	cr_assert_eq(m.skipped, 0);
+	cr_assert_eq(notebook_nquestions(nb), 3);
+	q = notebook_question(nb, 0);
+	cr_assert_eq(q->msg, 0);
+	cr_assert_str_eq(q->text, "Note: x\nQuestion: y");
+	cr_assert_null(q->notes);
+	q = notebook_question(nb, 1);
+	cr_assert_eq(q->msg, 2);
+	cr_assert_str_eq(q->text, "and now?");
+	cr_assert_str_eq(q->notes, "Note: the user restarted.\n");
+	q = notebook_question(nb, 2);
+	cr_assert_eq(q->msg, 3);
+	cr_assert_str_eq(q->text, "more?");
+	cr_assert_str_eq(q->notes, "Since your last turn the user ran cells.\n");
+	cr_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetArrayItem(
+	    notebook_messages(nb), 2), "content")),
+	    "Note: the user restarted.\n\nQuestion: and now?");
+	cr_assert_eq(cJSON_GetArraySize(notebook_messages(nb)), 4);
+	journal_meta_free(&m);
+	notebook_free(nb);
+	rm_rf(dir);
+	free(dir);
+	free(path);
 }
