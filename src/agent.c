@@ -91,12 +91,10 @@ static void
 on_output(void *arg, int n, int stream, const char *p, size_t len)
 {
 	struct agent *a = arg;
-	struct cell *c = notebook_cell(a->nb, n);
-	struct event ev = { .type = stream ? EV_STDERR : EV_STDOUT, .cell = c,
-	    .text = p, .len = len };
+	struct event ev = { .type = stream ? EV_STDERR : EV_STDOUT,
+	    .cell = notebook_cell(a->nb, n), .text = p, .len = len };
 
-	if (c != NULL)
-		outcap_add(&c->out[stream ? 1 : 0], p, len);
+	notebook_cell_output(a->nb, n, stream, p, len);
 	emit(a, &ev);
 }
 
@@ -182,13 +180,7 @@ tool_result_text(struct agent *a, const struct cell *c)
 static void
 add_tool_message(struct agent *a, const char *id, const char *content, int is_error)
 {
-	cJSON *m = cJSON_CreateObject();
-
-	cJSON_AddStringToObject(m, "role", "tool");
-	cJSON_AddStringToObject(m, "tool_call_id", id);
-	cJSON_AddStringToObject(m, "content", content);
-	cJSON_AddBoolToObject(m, "is_error", is_error);
-	notebook_add_message(a->nb, m);
+	notebook_add_tool_result(a->nb, id, content, is_error);
 }
 
 static void
@@ -197,18 +189,17 @@ on_result(void *arg, int n, const struct kernel_result *r)
 	struct agent *a = arg;
 	struct cell *c = notebook_cell(a->nb, n);
 	struct event ev = { .type = EV_RESULT, .cell = c };
+	struct cell_result cr = {
+		.status = r->status, .duration_ms = r->duration_ms,
+		.duration_us = r->duration_us, .value = r->value,
+		.ename = r->ename, .evalue = r->evalue,
+		.traceback = r->traceback, .reason = r->reason,
+		.state_lost = r->state_lost,
+	};
 
 	if (c == NULL)
 		return;
-	c->status = r->status;
-	c->duration_ms = r->duration_ms;
-	c->duration_us = r->duration_us;
-	c->value = r->value ? xstrdup(r->value) : NULL;
-	c->ename = r->ename ? xstrdup(r->ename) : NULL;
-	c->evalue = r->evalue ? xstrdup(r->evalue) : NULL;
-	c->traceback = r->traceback ? xstrdup(r->traceback) : NULL;
-	c->reason = r->reason ? xstrdup(r->reason) : NULL;
-	c->state_lost = r->state_lost;
+	notebook_cell_result(a->nb, n, &cr);
 	emit(a, &ev);
 
 	if (a->asking && n == a->cell_running) {
@@ -364,7 +355,6 @@ static void
 m_done(void *arg, const char *stop_reason)
 {
 	struct agent *a = arg;
-	cJSON *msg = cJSON_CreateObject();
 	int ncalls = cJSON_GetArraySize(a->calls);
 	char *fallback = NULL;
 
@@ -391,7 +381,6 @@ m_done(void *arg, const char *stop_reason)
 		 * conversation (Anthropic rejects empty assistant turns). */
 		char *s = xasprintf("the model's reply was empty (stop reason: %s)",
 		    stop_reason && *stop_reason ? stop_reason : "none");
-		cJSON_Delete(msg);
 		fail_question(a, s, ERROR_EMPTY_REPLY);
 		free(s);
 		return;
@@ -400,16 +389,8 @@ m_done(void *arg, const char *stop_reason)
 	    strcmp(stop_reason, "max_tokens") == 0))
 		emit_text(a, EV_NOTICE, "the model's reply reached its output token limit "
 		    "and may be cut short");
-	cJSON_AddStringToObject(msg, "role", "assistant");
-	if (a->text.len > 0)
-		cJSON_AddStringToObject(msg, "content", a->text.data);
-	else
-		cJSON_AddNullToObject(msg, "content");
-	if (ncalls > 0) {
-		cJSON_AddItemToObject(msg, "tool_calls", a->calls);
-		a->calls = cJSON_CreateArray();
-	}
-	notebook_add_message(a->nb, msg);
+	notebook_add_reply(a->nb, buf_str(&a->text), a->calls);
+	a->calls = cJSON_CreateArray();
 
 	if (ncalls == 0) {
 		char *answer = buf_take(&a->text);
@@ -427,14 +408,9 @@ m_done(void *arg, const char *stop_reason)
 static void
 keep_partial_reply(struct agent *a)
 {
-	cJSON *m;
-
 	if (a->text.len == 0)
 		return;
-	m = cJSON_CreateObject();
-	cJSON_AddStringToObject(m, "role", "assistant");
-	cJSON_AddStringToObject(m, "content", a->text.data);
-	notebook_add_message(a->nb, m);
+	notebook_add_reply(a->nb, buf_str(&a->text), NULL);
 	buf_reset(&a->text);
 }
 
@@ -523,7 +499,6 @@ agent_next_call(struct agent *a)
 		}
 		cell = notebook_add_cell(a->nb, CELL_BY_MODEL, code, id);
 		cJSON_Delete(j);
-		cell->status = CELL_RUNNING;
 		cell->started_ms = now_ms();
 		{
 			struct event ce = { .type = EV_CELL_START, .cell = cell };
@@ -798,7 +773,6 @@ agent_run_cell(struct agent *a, const char *code, char **err)
 	struct cell *c = notebook_add_cell(a->nb, CELL_BY_USER, code, NULL);
 	struct event ev = { .type = EV_CELL_START, .cell = c };
 
-	c->status = CELL_RUNNING;
 	c->started_ms = now_ms();
 	a->hand_running++;
 	emit(a, &ev);

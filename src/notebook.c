@@ -1,6 +1,7 @@
 /* notebook: cells, conversation, artifacts, usage and the ledger of what
  * was sent. Plain growable arrays of pointers, so a cell's address never
- * changes once handed out. */
+ * changes once handed out. Every change goes through a function here,
+ * which tells the one observer (the journal) exactly what changed. */
 #include "terp/notebook.h"
 
 #include <assert.h>
@@ -24,8 +25,10 @@ struct notebook {
 	struct usage	  usage;
 	struct sent	 *sent;
 	int		  nsent, capsent;
-	struct question	 *qs;
+	struct question	**qs;
 	int		  nqs, capqs;
+	notebook_observer observer;
+	void		 *observer_arg;
 };
 
 #define GROW(arr, n, cap) do {						\
@@ -34,6 +37,20 @@ struct notebook {
 		(arr) = xrealloc((arr), (size_t)(cap) * sizeof *(arr));	\
 	}								\
 } while (0)
+
+static void
+tell(struct notebook *nb, struct nb_change *ch)
+{
+	if (nb->observer != NULL)
+		nb->observer(nb->observer_arg, ch);
+}
+
+void
+notebook_observe(struct notebook *nb, notebook_observer fn, void *arg)
+{
+	nb->observer = fn;
+	nb->observer_arg = arg;
+}
 
 struct notebook *
 notebook_new(void)
@@ -80,8 +97,9 @@ notebook_free(struct notebook *nb)
 	}
 	free(nb->sent);
 	for (int i = 0; i < nb->nqs; i++) {
-		free(nb->qs[i].text);
-		free(nb->qs[i].notes);
+		free(nb->qs[i]->text);
+		free(nb->qs[i]->notes);
+		free(nb->qs[i]);
 	}
 	free(nb->qs);
 	cJSON_Delete(nb->messages);
@@ -93,17 +111,77 @@ notebook_add_cell(struct notebook *nb, enum cell_author who, const char *code,
     const char *tool_call_id)
 {
 	struct cell *c = xcalloc(1, sizeof *c);
+	struct nb_change ch = { .kind = NB_CELL, .cell = c };
 
 	c->n = nb->ncells + 1;
 	c->author = who;
 	c->code = xstrdup(code ? code : "");
 	c->tool_call_id = tool_call_id ? xstrdup(tool_call_id) : NULL;
-	c->status = CELL_PENDING;
+	c->status = CELL_RUNNING;
 	outcap_init(&c->out[0], CELL_OUT_HEAD, CELL_OUT_TAIL);
 	outcap_init(&c->out[1], CELL_OUT_HEAD, CELL_OUT_TAIL);
 	GROW(nb->cells, nb->ncells, nb->capcells);
 	nb->cells[nb->ncells++] = c;
+	tell(nb, &ch);
 	return c;
+}
+
+void
+notebook_cell_output(struct notebook *nb, int n, int stream, const char *p,
+    size_t len)
+{
+	struct cell *c = notebook_cell(nb, n);
+	struct nb_change ch = { .kind = NB_OUTPUT, .cell = c,
+	    .stream = stream ? 1 : 0, .p = p, .len = len };
+
+	if (c == NULL)
+		return;
+	outcap_add(&c->out[ch.stream], p, len);
+	tell(nb, &ch);
+}
+
+void
+notebook_cell_tail(struct notebook *nb, int n, int stream, const char *p,
+    size_t len, uint64_t total)
+{
+	struct cell *c = notebook_cell(nb, n);
+	struct outcap *oc;
+
+	if (c == NULL)
+		return;
+	oc = &c->out[stream ? 1 : 0];
+	outcap_add(oc, p, len);
+	if (total > oc->total)
+		oc->total = total;	/* what fell between head and tail */
+}
+
+static char *
+dup_or_null(const char *s)
+{
+	return s != NULL ? xstrdup(s) : NULL;
+}
+
+void
+notebook_cell_result(struct notebook *nb, int n, const struct cell_result *r)
+{
+	struct cell *c = notebook_cell(nb, n);
+	struct nb_change ch = { .kind = NB_RESULT, .cell = c };
+
+	if (c == NULL)
+		return;
+	/* the kernel reports each cell's result once (kernel.h); a second
+	 * would leak the first one's strings */
+	assert(c->status == CELL_RUNNING || c->status == CELL_PENDING);
+	c->status = r->status;
+	c->duration_ms = r->duration_ms;
+	c->duration_us = r->duration_us;
+	c->value = dup_or_null(r->value);
+	c->ename = dup_or_null(r->ename);
+	c->evalue = dup_or_null(r->evalue);
+	c->traceback = dup_or_null(r->traceback);
+	c->reason = dup_or_null(r->reason);
+	c->state_lost = r->state_lost;
+	tell(nb, &ch);
 }
 
 struct cell *
@@ -125,6 +203,7 @@ notebook_add_artifact(struct notebook *nb, int cell, const char *name,
     const char *path, uint64_t bytes)
 {
 	struct artifact *a = xcalloc(1, sizeof *a);
+	struct nb_change ch = { .kind = NB_ARTIFACT, .artifact = a };
 	struct cell *c;
 
 	a->cell = cell;
@@ -135,6 +214,8 @@ notebook_add_artifact(struct notebook *nb, int cell, const char *name,
 	nb->arts[nb->narts++] = a;
 	if ((c = notebook_cell(nb, cell)) != NULL)
 		c->nartifacts++;
+	ch.cell = c;
+	tell(nb, &ch);
 	return a;
 }
 
@@ -158,26 +239,82 @@ notebook_messages(const struct notebook *nb)
 	return nb->messages;
 }
 
-void
-notebook_add_message(struct notebook *nb, cJSON *msg)
+/* Appends m (taken); returns its index. */
+static int
+add_message(struct notebook *nb, cJSON *m)
 {
-	cJSON_AddItemToArray(nb->messages, msg);
+	int i = cJSON_GetArraySize(nb->messages);
+
+	if (m == NULL)
+		fatal("out of memory (cJSON)");
+	cJSON_AddItemToArray(nb->messages, m);
+	return i;
 }
 
 void
-notebook_insert_message(struct notebook *nb, int at, cJSON *msg)
+notebook_add_reply(struct notebook *nb, const char *text, cJSON *calls)
+{
+	cJSON *m = cJSON_CreateObject();
+	struct nb_change ch = { .kind = NB_REPLY };
+
+	cJSON_AddStringToObject(m, "role", "assistant");
+	if (text != NULL && *text != '\0')
+		cJSON_AddStringToObject(m, "content", text);
+	else
+		cJSON_AddNullToObject(m, "content");
+	if (calls != NULL && cJSON_GetArraySize(calls) > 0)
+		cJSON_AddItemToObject(m, "tool_calls", calls);
+	else
+		cJSON_Delete(calls);
+	ch.msg = add_message(nb, m);
+	tell(nb, &ch);
+}
+
+static cJSON *
+tool_result(const char *id, const char *content, int is_error)
+{
+	cJSON *m = cJSON_CreateObject();
+
+	cJSON_AddStringToObject(m, "role", "tool");
+	cJSON_AddStringToObject(m, "tool_call_id", id);
+	cJSON_AddStringToObject(m, "content", content);
+	cJSON_AddBoolToObject(m, "is_error", is_error);
+	return m;
+}
+
+void
+notebook_add_tool_result(struct notebook *nb, const char *id,
+    const char *content, int is_error)
+{
+	struct nb_change ch = { .kind = NB_TOOL_RESULT };
+
+	ch.msg = add_message(nb, tool_result(id, content, is_error));
+	tell(nb, &ch);
+}
+
+void
+notebook_insert_tool_result(struct notebook *nb, int at, const char *id,
+    const char *content, int is_error)
 {
 	int n = cJSON_GetArraySize(nb->messages);
+	cJSON *m = tool_result(id, content, is_error);
 
 	assert(at >= 0 && at <= n);
 	if (at == n) {
-		notebook_add_message(nb, msg);
+		add_message(nb, m);
 		return;
 	}
-	cJSON_InsertItemInArray(nb->messages, at, msg);
+	cJSON_InsertItemInArray(nb->messages, at, m);
 	for (int i = 0; i < nb->nqs; i++)
-		if (nb->qs[i].msg >= at)
-			nb->qs[i].msg++;
+		if (nb->qs[i]->msg >= at)
+			nb->qs[i]->msg++;
+}
+
+void
+notebook_replace_message(struct notebook *nb, int i, cJSON *m)
+{
+	assert(i >= 0 && i < cJSON_GetArraySize(nb->messages));
+	cJSON_ReplaceItemInArray(nb->messages, i, m);
 }
 
 const struct question *
@@ -185,6 +322,7 @@ notebook_add_question(struct notebook *nb, const char *text, const char *notes)
 {
 	struct question *q;
 	cJSON *m = cJSON_CreateObject();
+	struct nb_change ch = { .kind = NB_QUESTION };
 	char *content;
 
 	if (notes != NULL && *notes != '\0')
@@ -194,12 +332,15 @@ notebook_add_question(struct notebook *nb, const char *text, const char *notes)
 	cJSON_AddStringToObject(m, "role", "user");
 	cJSON_AddStringToObject(m, "content", content);
 	free(content);
+	q = xcalloc(1, sizeof *q);
 	GROW(nb->qs, nb->nqs, nb->capqs);
-	q = &nb->qs[nb->nqs++];
-	q->msg = cJSON_GetArraySize(nb->messages);
+	nb->qs[nb->nqs++] = q;
 	q->text = xstrdup(text);
 	q->notes = notes != NULL && *notes != '\0' ? xstrdup(notes) : NULL;
-	notebook_add_message(nb, m);
+	q->msg = add_message(nb, m);
+	ch.question = q;
+	ch.msg = q->msg;
+	tell(nb, &ch);
 	return q;
 }
 
@@ -214,24 +355,27 @@ notebook_question(const struct notebook *nb, int i)
 {
 	if (i < 0 || i >= nb->nqs)
 		return NULL;
-	return &nb->qs[i];
+	return nb->qs[i];
 }
 
 const struct question *
 notebook_question_at(const struct notebook *nb, int msg)
 {
 	for (int i = nb->nqs - 1; i >= 0; i--)
-		if (nb->qs[i].msg == msg)
-			return &nb->qs[i];
+		if (nb->qs[i]->msg == msg)
+			return nb->qs[i];
 	return NULL;
 }
 
 void
 notebook_add_usage(struct notebook *nb, const struct usage *u)
 {
+	struct nb_change ch = { .kind = NB_USAGE, .usage = u };
+
 	nb->usage.input_tokens += u->input_tokens;
 	nb->usage.output_tokens += u->output_tokens;
 	nb->usage.cached_tokens += u->cached_tokens;
+	tell(nb, &ch);
 }
 
 const struct usage *
@@ -245,12 +389,15 @@ notebook_add_sent(struct notebook *nb, const char *what, const char *body,
     size_t len)
 {
 	struct sent *s;
+	struct nb_change ch = { .kind = NB_SENT, .p = body, .len = len };
 
 	GROW(nb->sent, nb->nsent, nb->capsent);
+	ch.sent = nb->nsent;
 	s = &nb->sent[nb->nsent++];
 	s->what = xstrdup(what);
 	s->body = xstrndup(body, len);
 	s->len = len;
+	tell(nb, &ch);
 }
 
 int
@@ -284,6 +431,15 @@ cell_status_name(enum cell_status s)
 	case CELL_CRASHED: return "crashed";
 	}
 	return "unknown";
+}
+
+int
+cell_status_parse(const char *s)
+{
+	for (int i = CELL_PENDING; i <= CELL_CRASHED; i++)
+		if (s != NULL && strcmp(s, cell_status_name((enum cell_status)i)) == 0)
+			return i;
+	return -1;
 }
 
 char *

@@ -116,6 +116,8 @@ recorded(const struct journal_meta *m, const char *path)
 	return found;
 }
 
+static void on_change(void *arg, const struct nb_change *ch);
+
 struct session *
 session_new(struct loop *l, struct notebook *nb, const struct session_opts *o,
     char **warn, char **err)
@@ -160,6 +162,7 @@ session_new(struct loop *l, struct notebook *nb, const struct session_opts *o,
 			free(e);
 		}
 	}
+	notebook_observe(nb, on_change, s);
 	s->replay_wanted = o->replay;
 	if (o->idle_ms > 0 || o->max_ms > 0)
 		s->idle = idle_new(l, o->idle_ms, o->max_ms, on_idle, s);
@@ -171,6 +174,7 @@ session_free(struct session *s)
 {
 	if (s == NULL)
 		return;
+	notebook_observe(s->nb, NULL, NULL);
 	idle_free(s->idle);
 	replay_free(s->replay);
 	journal_close(s->j);
@@ -190,12 +194,11 @@ session_attach(struct session *s, struct agent *a)
 	}
 }
 
-void
-session_record(struct session *s, const struct event *ev)
+/* A journal that fails warns once (an EV_NOTICE) and the run goes on
+ * unsaved. */
+static void
+journal_check(struct session *s)
 {
-	if (s->j == NULL)
-		return;
-	journal_event(s->j, ev);
 	if (!s->warned && journal_failed(s->j) != NULL) {
 		char *msg = xasprintf("warning: the session is no longer saved: %s",
 		    journal_failed(s->j));
@@ -203,6 +206,27 @@ session_record(struct session *s, const struct event *ev)
 		emit(s, EV_NOTICE, msg);
 		free(msg);
 	}
+}
+
+/* The notebook's observer: the journal is told what changed. */
+static void
+on_change(void *arg, const struct nb_change *ch)
+{
+	struct session *s = arg;
+
+	if (s->j == NULL)
+		return;
+	journal_change(s->j, ch);
+	journal_check(s);
+}
+
+void
+session_record(struct session *s, const struct event *ev)
+{
+	if (s->j == NULL)
+		return;
+	journal_event(s->j, ev);
+	journal_check(s);
 }
 
 static int

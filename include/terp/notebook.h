@@ -66,16 +66,69 @@ struct question {
 	char	*notes;		/* sent before it; NULL when none */
 };
 
+/* The result of a cell as the kernel reports it (strings borrowed). */
+struct cell_result {
+	enum cell_status status;
+	int64_t		 duration_ms;
+	int64_t		 duration_us;
+	const char	*value, *ename, *evalue, *traceback, *reason;
+	int		 state_lost;
+};
+
+/* What changed, for the one observer (notebook_observe): each update
+ * function below reports its change once, after it is made. Pointers
+ * are the notebook's, valid at least during the call. */
+enum nb_change_kind {
+	NB_CELL,		/* cell added (running) */
+	NB_OUTPUT,		/* cell, stream, p/len: bytes it printed */
+	NB_RESULT,		/* cell got its result */
+	NB_ARTIFACT,		/* artifact */
+	NB_QUESTION,		/* question (and its user message, msg) */
+	NB_REPLY,		/* msg: the model's reply (text, tool calls) */
+	NB_TOOL_RESULT,		/* msg: what the model is told of a call */
+	NB_USAGE,		/* usage: one call's tokens */
+	NB_SENT,		/* sent: index of a request body; p/len */
+};
+
+struct nb_change {
+	enum nb_change_kind	 kind;
+	const struct cell	*cell;
+	int			 stream;
+	const char		*p;
+	size_t			 len;
+	const struct artifact	*artifact;
+	const struct question	*question;
+	int			 msg;
+	const struct usage	*usage;
+	int			 sent;
+};
+
+typedef void (*notebook_observer)(void *arg, const struct nb_change *ch);
+
 struct notebook;
 
 struct notebook *notebook_new(void);
 void notebook_free(struct notebook *nb);
 
-/* Adds a cell with the next number; the notebook owns it and the
- * pointer stays valid for the notebook's life. code and tool_call_id
- * (may be NULL) are copied. */
+/* Sets the one observer (NULL: none): the journal, through the
+ * session runner. A notebook being rebuilt has none. */
+void notebook_observe(struct notebook *nb, notebook_observer fn, void *arg);
+
+/* Adds a cell with the next number, running; the notebook owns it and
+ * the pointer stays valid for the notebook's life. code and
+ * tool_call_id (may be NULL) are copied. */
 struct cell *notebook_add_cell(struct notebook *nb, enum cell_author who,
     const char *code, const char *tool_call_id);
+/* Appends bytes cell n printed on stream (0 stdout, 1 stderr). */
+void notebook_cell_output(struct notebook *nb, int n, int stream,
+    const char *p, size_t len);
+/* A stream cut in a record (the loader): its last len bytes, of total
+ * bytes printed, after the head already added. */
+void notebook_cell_tail(struct notebook *nb, int n, int stream,
+    const char *p, size_t len, uint64_t total);
+/* Cell n's result (strings copied). A cell gets exactly one. */
+void notebook_cell_result(struct notebook *nb, int n,
+    const struct cell_result *r);
 /* The cell numbered n, or NULL. */
 struct cell *notebook_cell(const struct notebook *nb, int n);
 int notebook_ncells(const struct notebook *nb);
@@ -91,13 +144,8 @@ const struct artifact *notebook_artifact(const struct notebook *nb, int i);
  *           {"role":"assistant","content":S|null,
  *            "tool_calls":[{"id":S,"name":S,"arguments":S}]}
  *           {"role":"tool","tool_call_id":S,"content":S,"is_error":B}
- * Owned by the notebook. */
+ * Owned by the notebook; changed only through the functions here. */
 cJSON *notebook_messages(const struct notebook *nb);
-/* Appends msg; the notebook takes ownership. */
-void notebook_add_message(struct notebook *nb, cJSON *msg);
-/* Inserts msg (taken) as message at (0 <= at <= count): the loader's
- * repair of a conversation cut short. Questions after it follow. */
-void notebook_insert_message(struct notebook *nb, int at, cJSON *msg);
 
 /* Adds the user message of a question: the notes (NULL or "" for
  * none), then "Question: " and the text, or the text alone without
@@ -110,8 +158,24 @@ const struct question *notebook_question(const struct notebook *nb, int i);
 /* The question whose user message is message msg, or NULL. */
 const struct question *notebook_question_at(const struct notebook *nb,
     int msg);
+/* Adds the model's reply: its text (NULL or "": none) and its tool
+ * calls (an array of {"id","name","arguments"}, taken; NULL: none). */
+void notebook_add_reply(struct notebook *nb, const char *text, cJSON *calls);
+/* Adds what the model is told of its tool call id (copied). */
+void notebook_add_tool_result(struct notebook *nb, const char *id,
+    const char *content, int is_error);
+/* Inserts a tool result as message at (0 <= at <= count), not told to
+ * the observer: the loader's repair of a conversation cut short.
+ * Questions after it follow. */
+void notebook_insert_tool_result(struct notebook *nb, int at, const char *id,
+    const char *content, int is_error);
+/* Replaces message i (< count) by m (taken), not told to the observer:
+ * the loader of old journals, where a message was written again once
+ * the agent completed it. */
+void notebook_replace_message(struct notebook *nb, int i, cJSON *m);
 
 void notebook_add_usage(struct notebook *nb, const struct usage *u);
+/* The session's total. */
 const struct usage *notebook_usage(const struct notebook *nb);
 
 /* What left the machine: each model request body as sent. */
@@ -123,6 +187,8 @@ const char *notebook_sent(const struct notebook *nb, int i, const char **what,
     size_t *len);
 
 const char *cell_status_name(enum cell_status s);
+/* The status named s (cell_status_name's), or -1. */
+int cell_status_parse(const char *s);
 /* The cell's stream (0 stdout, 1 stderr) as text: a new string. */
 char *cell_output(const struct cell *c, int stream, size_t *len);
 

@@ -42,12 +42,9 @@ write_data(const char *dir, const char *name, const char *text)
 }
 
 static void
-emit(struct journal *j, enum event_type t, const struct cell *c,
-    const char *text)
+observe(void *arg, const struct nb_change *ch)
 {
-	struct event ev = { .type = t, .cell = c, .text = text,
-	    .len = text ? strlen(text) : 0 };
-	journal_event(j, &ev);
+	journal_change(arg, ch);
 }
 
 /* A session over two data files with one question and one cell. */
@@ -59,15 +56,15 @@ session(const char *dir, const char *a, const char *b)
 	struct notebook *nb = notebook_new();
 	char *err = NULL, *id;
 	struct journal *j = journal_create(dir, NULL, &info, nb, &err);
-	struct cell *c;
+	struct cell_result ok = { .status = CELL_OK };
 
 	cr_assert_not_null(j, "%s", err);
-	emit(j, EV_QUESTION, NULL, "Which month had the highest revenue per "
-	    "dollar of marketing spend, per channel?\nSecond line.");
-	c = notebook_add_cell(nb, CELL_BY_USER, "df = 1", NULL);
-	emit(j, EV_CELL_START, c, NULL);
-	c->status = CELL_OK;
-	emit(j, EV_RESULT, c, NULL);
+	notebook_observe(nb, observe, j);
+	notebook_add_question(nb, "Which month had the highest revenue per "
+	    "dollar of marketing spend, per channel?\nSecond line.", NULL);
+	notebook_add_cell(nb, CELL_BY_USER, "df = 1", NULL);
+	notebook_cell_result(nb, 1, &ok);
+	notebook_observe(nb, NULL, NULL);
 	id = xstrdup(journal_id(j));
 	journal_close(j);
 	notebook_free(nb);
@@ -180,8 +177,9 @@ finish(struct replay *r, struct notebook *nb, enum cell_status st)
 	struct cell *c = notebook_cell(nb, notebook_ncells(nb));
 	struct event res = { .type = EV_RESULT, .cell = c };
 	struct event idle = { .type = EV_IDLE };
+	struct cell_result cr = { .status = st };
 
-	c->status = st;
+	notebook_cell_result(nb, c->n, &cr);
 	cr_assert_eq(replay_event(r, &res), 1);
 	return replay_event(r, &idle);
 }
