@@ -14,28 +14,21 @@
 #include <sys/stat.h>
 
 #include "terp/buf.h"
+#include "terp/datafile.h"
 #include "terp/llm.h"
 #include "terp/outcap.h"
 #include "terp/sanitize.h"
 #include "terp/util.h"
 
-struct datafile {
-	char	*host;
-	char	*sandbox;
-};
-
 struct agent {
 	struct loop		*loop;
 	struct notebook		*nb;
-	struct kernel_opts	 kopts;		/* our copy: files are staged here */
+	struct kernel_opts	 kopts;		/* our copy: we stage the files */
 	struct kernel		*k;
 	struct llm		*llm;
 	struct agent_opts	 o;
 	event_fn		 emit;
 	void			*arg;
-
-	struct datafile		*files;
-	int			 nfiles;
 
 	/* the question in progress */
 	int			 asking;
@@ -557,15 +550,15 @@ static void
 describe_file(struct buf *b, const struct datafile *f)
 {
 	struct stat st;
-	const char *ext = strrchr(f->host, '.');
+	const char *ext = strrchr(f->path, '.');
 	char size[32] = "?";
 
-	if (stat(f->host, &st) == 0)
+	if (stat(f->path, &st) == 0)
 		fmt_bytes(size, sizeof size, (uint64_t)st.st_size);
 	buf_printf(b, "- %s (%s)\n", f->sandbox, size);
 	if (ext && (strcasecmp(ext, ".csv") == 0 || strcasecmp(ext, ".tsv") == 0 ||
 	    strcasecmp(ext, ".txt") == 0)) {
-		FILE *fp = fopen(f->host, "r");
+		FILE *fp = fopen(f->path, "r");
 		char line[512];
 		int i = 0;
 		if (fp == NULL)
@@ -585,6 +578,7 @@ static char *
 system_prompt(struct agent *a)
 {
 	struct buf b;
+	int any = 0;
 
 	if (a->o.system_prompt)
 		return xstrdup(a->o.system_prompt);
@@ -603,13 +597,16 @@ system_prompt(struct agent *a)
 	    "- The network is off: do not try to install packages or download data.\n"
 	    "- Outputs you see may be truncated; print summaries, not whole tables.\n"
 	    "- When done, answer in plain language with the key numbers, using Markdown.\n");
-	if (a->nfiles > 0) {
-		buf_adds(&b, "Data files (read-only):\n");
-		for (int i = 0; i < a->nfiles; i++)
-			describe_file(&b, &a->files[i]);
-	} else {
-		buf_adds(&b, "No data files were given.\n");
+	for (int i = 0; i < notebook_nfiles(a->nb); i++) {
+		const struct datafile *f = notebook_file(a->nb, i);
+		if (f->sandbox == NULL)
+			continue;	/* not in this sandbox (gone since) */
+		if (!any++)
+			buf_adds(&b, "Data files (read-only):\n");
+		describe_file(&b, f);
 	}
+	if (!any)
+		buf_adds(&b, "No data files were given.\n");
 	buf_adds(&b, "The working directory is /workspace.\n");
 	return buf_take(&b);
 }
@@ -657,7 +654,8 @@ agent_new(struct loop *l, struct notebook *nb, const struct kernel_opts *kopts,
 	a->loop = l;
 	a->nb = nb;
 	a->kopts = *kopts;
-	a->kopts.data_files = NULL;	/* we stage them, to know their paths */
+	/* agent_load stages the files, so the notebook knows their paths */
+	a->kopts.data_files = NULL;
 	a->kopts.ndata = 0;
 	a->llm = llm;
 	if (opts)
@@ -671,12 +669,6 @@ agent_new(struct loop *l, struct notebook *nb, const struct kernel_opts *kopts,
 	buf_init(&a->notes, 64 * 1024);
 	a->calls = cJSON_CreateArray();
 	a->k = kernel_new(l, &a->kopts, &kcbs, a);
-	for (int i = 0; i < kopts->ndata; i++) {
-		a->files = xrealloc(a->files, (size_t)(a->nfiles + 1) * sizeof *a->files);
-		a->files[a->nfiles].host = xstrdup(kopts->data_files[i]);
-		a->files[a->nfiles].sandbox = NULL;
-		a->nfiles++;
-	}
 	return a;
 }
 
@@ -688,11 +680,6 @@ agent_free(struct agent *a)
 	if (a->llm)
 		llm_cancel(a->llm);
 	kernel_free(a->k);
-	for (int i = 0; i < a->nfiles; i++) {
-		free(a->files[i].host);
-		free(a->files[i].sandbox);
-	}
-	free(a->files);
 	buf_free(&a->text);
 	buf_free(&a->notes);
 	cJSON_Delete(a->calls);
@@ -702,12 +689,6 @@ agent_free(struct agent *a)
 int
 agent_start(struct agent *a, char **err)
 {
-	for (int i = 0; i < a->nfiles; i++) {
-		if (a->files[i].sandbox)
-			continue;
-		if ((a->files[i].sandbox = kernel_stage(a->k, a->files[i].host, err)) == NULL)
-			return -1;
-	}
 	return kernel_start(a->k, err);
 }
 
@@ -848,18 +829,47 @@ agent_restart(struct agent *a, char **err)
 	return 0;
 }
 
-char *
-agent_load(struct agent *a, const char *path, char **err)
+/* The notebook's record of the file at path, or NULL. */
+static const struct datafile *
+known_file(struct agent *a, const char *path)
 {
-	char *p = kernel_stage(a->k, path, err);
+	char *abs = realpath(path, NULL);
+	const struct datafile *f = NULL;
+
+	for (int i = 0; abs != NULL && i < notebook_nfiles(a->nb) && !f; i++)
+		if (strcmp(notebook_file(a->nb, i)->path, abs) == 0)
+			f = notebook_file(a->nb, i);
+	free(abs);
+	return f;
+}
+
+char *
+agent_load(struct agent *a, const char *path, int told, char **err)
+{
+	const struct datafile *known = known_file(a, path);
+	struct datafile f;
+	char *p = kernel_stage(a->k, path, err), *e = NULL;
 
 	if (p == NULL)
 		return NULL;
-	a->files = xrealloc(a->files, (size_t)(a->nfiles + 1) * sizeof *a->files);
-	a->files[a->nfiles].host = xstrdup(path);
-	a->files[a->nfiles].sandbox = xstrdup(p);
-	a->nfiles++;
-	buf_printf(&a->notes, "Note: the user loaded a new data file: %s\n", p);
+	if (known != NULL && !told) {
+		/* staged again in a new sandbox: what it was at the start
+		 * stays the reference a resume compares with */
+		datafile_copy(&f, known);
+		free(f.sandbox);
+	} else if (datafile_fingerprint(path, &f, &e) < 0) {
+		/* recorded all the same: a resume will say it is gone */
+		free(e);
+		memset(&f, 0, sizeof f);
+		f.path = realpath(path, NULL);
+		if (f.path == NULL)
+			f.path = xstrdup(path);
+	}
+	f.sandbox = xstrdup(p);
+	notebook_add_file(a->nb, &f);
+	datafile_free(&f);
+	if (told)
+		buf_printf(&a->notes, "Note: the user loaded a new data file: %s\n", p);
 	return p;
 }
 

@@ -175,7 +175,7 @@ exec_run(struct cli *c)
 	ev.text = c->session_id;
 	ev.name = c->session_dir;
 	exec_event(&x, &ev);
-	if (agent_start(x.agent, &err) < 0) {
+	if (session_start(x.session, &err) < 0) {
 		if (c->json) {
 			struct event e = { .type = EV_ERROR, .text = err, .len = strlen(err),
 			    .error = ERROR_SANDBOX };

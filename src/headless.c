@@ -182,7 +182,7 @@ headless_run(struct cli *c)
 	ev.text = c->session_id;
 	ev.name = c->session_dir;
 	headless_event(&h, &ev);
-	if (agent_start(h.agent, &err) < 0) {
+	if (session_start(h.session, &err) < 0) {
 		struct event e = { .type = EV_ERROR, .text = err, .len = strlen(err),
 		    .error = ERROR_SANDBOX };
 		headless_event(&h, &e);

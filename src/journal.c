@@ -351,6 +351,20 @@ put_tool_result(struct journal *j, const cJSON *m, int at)
 	put(j, o, 0);
 }
 
+/* ---- data files -------------------------------------------------- */
+
+static cJSON *
+file_json(const struct datafile *f)
+{
+	cJSON *o = cJSON_CreateObject();
+	add_str(o, "path", f->path);
+	cJSON_AddNumberToObject(o, "size", (double)f->size);
+	cJSON_AddNumberToObject(o, "mtime", (double)f->mtime);
+	add_str(o, "fp", f->fingerprint);
+	add_str(o, "sandbox", f->sandbox);
+	return o;
+}
+
 void
 journal_change(struct journal *j, const struct nb_change *ch)
 {
@@ -410,6 +424,11 @@ journal_change(struct journal *j, const struct nb_change *ch)
 	case NB_SENT:
 		put_sent(j, ch);
 		return;
+	case NB_FILE:
+		o = rec("data");
+		cJSON_AddItemToObject(o, "file", file_json(ch->file));
+		sync = 1;
+		break;
 	}
 	if (o != NULL)
 		put(j, o, sync);
@@ -529,19 +548,6 @@ journal_failed(const struct journal *j)
 	return j->failed;
 }
 
-/* ---- data files -------------------------------------------------- */
-
-static cJSON *
-file_json(const struct datafile *f)
-{
-	cJSON *o = cJSON_CreateObject();
-	add_str(o, "path", f->path);
-	cJSON_AddNumberToObject(o, "size", (double)f->size);
-	cJSON_AddNumberToObject(o, "mtime", (double)f->mtime);
-	add_str(o, "fp", f->fingerprint);
-	return o;
-}
-
 /* ---- opening ------------------------------------------------------ */
 
 static struct journal *
@@ -584,7 +590,7 @@ journal_create(const char *sessions_dir, const char *given_id,
     const struct journal_info *info, struct notebook *nb, char **err)
 {
 	struct journal *j = NULL;
-	cJSON *o, *files;
+	cJSON *o;
 	char *id;
 
 	if (mkdir_p(sessions_dir, 0700) < 0) {
@@ -632,19 +638,7 @@ journal_create(const char *sessions_dir, const char *given_id,
 		add_str(o, "provider", info->provider);
 		add_str(o, "model", info->model);
 	}
-	files = cJSON_AddArrayToObject(o, "data");
-	for (int i = 0; info != NULL && i < info->ndata; i++) {
-		struct datafile f;
-		char *e = NULL;
-		if (datafile_fingerprint(info->data_files[i], &f, &e) < 0) {
-			/* recorded all the same: resume will say it is gone */
-			free(e);
-			memset(&f, 0, sizeof f);
-			f.path = xstrdup(info->data_files[i]);
-		}
-		cJSON_AddItemToArray(files, file_json(&f));
-		datafile_free(&f);
-	}
+	/* the data files follow as "data" records, as they are staged */
 	if (put(j, o, 1) < 0) {
 		*err = xstrdup(j->failed);
 		journal_free(j);
@@ -737,24 +731,6 @@ journal_close(struct journal *j)
 	journal_free(j);
 }
 
-int
-journal_add_data(struct journal *j, const char *path, char **err)
-{
-	struct datafile f;
-	cJSON *o;
-
-	if (datafile_fingerprint(path, &f, err) < 0)
-		return -1;
-	o = rec("data");
-	cJSON_AddItemToObject(o, "file", file_json(&f));
-	datafile_free(&f);
-	if (put(j, o, 1) < 0) {
-		*err = xstrdup(j->failed);
-		return -1;
-	}
-	return 0;
-}
-
 /* ---- loading ------------------------------------------------------ */
 
 void
@@ -771,13 +747,25 @@ journal_meta_free(struct journal_meta *m)
 	memset(m, 0, sizeof *m);
 }
 
+/* A data file record: into the notebook, or into meta for a listing.
+ * Where the sandbox had it is not restored: that sandbox is gone. */
 static void
-meta_add_file(struct journal_meta *m, const cJSON *f)
+meta_add_file(struct journal_meta *m, struct notebook *nb, const cJSON *f)
 {
 	struct datafile *jf;
 
 	if (!cJSON_IsObject(f) || jstr(f, "path") == NULL)
 		return;
+	if (nb != NULL) {
+		struct datafile d = {
+			.path = (char *)jstr(f, "path"),
+			.size = (uint64_t)jnum(f, "size", 0),
+			.mtime = (int64_t)jnum(f, "mtime", 0),
+			.fingerprint = (char *)jstr(f, "fp"),
+		};
+		notebook_add_file(nb, &d);
+		return;
+	}
 	/* a file staged again replaces its earlier record */
 	for (int i = 0; i < m->nfiles; i++)
 		if (strcmp(m->files[i].path, jstr(f, "path")) == 0) {
@@ -787,6 +775,7 @@ meta_add_file(struct journal_meta *m, const cJSON *f)
 		}
 	m->files = xrealloc(m->files, (size_t)(m->nfiles + 1) * sizeof *m->files);
 	jf = &m->files[m->nfiles++];
+	memset(jf, 0, sizeof *jf);
 fill:
 	jf->path = jdup(f, "path");
 	jf->size = (uint64_t)jnum(f, "size", 0);
@@ -959,7 +948,7 @@ apply(const cJSON *o, struct notebook *nb, struct journal_meta *m, int first,
 		m->provider = jdup(o, "provider");
 		m->model = jdup(o, "model");
 		cJSON_ArrayForEach(f, cJSON_GetObjectItemCaseSensitive(o, "data"))
-			meta_add_file(m, f);
+			meta_add_file(m, nb, f);
 		return 0;
 	}
 	if (m->id == NULL)
@@ -985,7 +974,7 @@ apply(const cJSON *o, struct notebook *nb, struct journal_meta *m, int first,
 		return 0;
 	}
 	if (strcmp(t, "data") == 0) {
-		meta_add_file(m, cJSON_GetObjectItemCaseSensitive(o, "file"));
+		meta_add_file(m, nb, cJSON_GetObjectItemCaseSensitive(o, "file"));
 		return 0;
 	}
 	if (strcmp(t, "resume") == 0) {

@@ -212,22 +212,22 @@ static void
 parse_sessions(struct cli *c)
 {
 	if (c->export_id != NULL) {
-		if (c->kopts.ndata != 1)
+		if (c->ndata != 1)
 			usage_error("%s: give the session id and one file name (.ipynb or .md)",
 			    "--export");
-		c->export_file = c->kopts.data_files[0];
-		c->kopts.ndata = 0;
+		c->export_file = c->data_files[0];
+		c->ndata = 0;
 		return;
 	}
 	if (c->list || c->delete_id)
 		return;
 	if (c->replay && !c->resume)
 		usage_error("%s: only with --resume", "--replay");
-	if (c->resume && c->resume_id == NULL && c->kopts.ndata > 0 &&
-	    is_session(c, c->kopts.data_files[0])) {
-		c->resume_id = c->kopts.data_files[0];
-		c->kopts.data_files++;
-		c->kopts.ndata--;
+	if (c->resume && c->resume_id == NULL && c->ndata > 0 &&
+	    is_session(c, c->data_files[0])) {
+		c->resume_id = c->data_files[0];
+		c->data_files++;
+		c->ndata--;
 	}
 }
 
@@ -333,14 +333,14 @@ parse(struct cli *c, int argc, char **argv)
 		default: usage(stderr); exit(2);
 		}
 	}
-	c->kopts.data_files = (const char **)argv + optind;
-	c->kopts.ndata = argc - optind;
+	c->data_files = (const char **)argv + optind;
+	c->ndata = argc - optind;
 	parse_sessions(c);
-	for (int i = 0; i < c->kopts.ndata; i++) {
+	for (int i = 0; i < c->ndata; i++) {
 		char *err = NULL;
 		/* Opened without blocking: a FIFO or a folder is refused here,
 		 * in one line, instead of hanging or failing later. */
-		if (kernel_check_data(c->kopts.data_files[i], &err) < 0) {
+		if (kernel_check_data(c->data_files[i], &err) < 0) {
 			fprintf(stderr, "terp: %s\n", err);
 			free(err);
 			exit(2);

@@ -27,6 +27,8 @@ struct notebook {
 	int		  nsent, capsent;
 	struct question	**qs;
 	int		  nqs, capqs;
+	struct datafile	**files;
+	int		  nfiles, capfiles;
 	notebook_observer observer;
 	void		 *observer_arg;
 };
@@ -102,6 +104,11 @@ notebook_free(struct notebook *nb)
 		free(nb->qs[i]);
 	}
 	free(nb->qs);
+	for (int i = 0; i < nb->nfiles; i++) {
+		datafile_free(nb->files[i]);
+		free(nb->files[i]);
+	}
+	free(nb->files);
 	cJSON_Delete(nb->messages);
 	free(nb);
 }
@@ -416,6 +423,42 @@ notebook_sent(const struct notebook *nb, int i, const char **what, size_t *len)
 	if (len)
 		*len = nb->sent[i].len;
 	return nb->sent[i].body;
+}
+
+const struct datafile *
+notebook_add_file(struct notebook *nb, const struct datafile *f)
+{
+	struct datafile *d = NULL;
+	struct nb_change ch = { .kind = NB_FILE };
+
+	for (int i = 0; i < nb->nfiles && d == NULL; i++)
+		if (strcmp(nb->files[i]->path, f->path) == 0)
+			d = nb->files[i];
+	if (d != NULL) {
+		datafile_free(d);
+	} else {
+		d = xcalloc(1, sizeof *d);
+		GROW(nb->files, nb->nfiles, nb->capfiles);
+		nb->files[nb->nfiles++] = d;
+	}
+	datafile_copy(d, f);
+	ch.file = d;
+	tell(nb, &ch);
+	return d;
+}
+
+int
+notebook_nfiles(const struct notebook *nb)
+{
+	return nb->nfiles;
+}
+
+const struct datafile *
+notebook_file(const struct notebook *nb, int i)
+{
+	if (i < 0 || i >= nb->nfiles)
+		return NULL;
+	return nb->files[i];
 }
 
 const char *

@@ -29,6 +29,9 @@ struct session {
 	event_fn	 emit;
 	void		*arg;
 	char		*model_note;	/* a resume's, until session_attach */
+	const int	*file_state;	/* a resume's (borrowed), or NULL */
+	const char	**data_files;	/* given on the command line */
+	int		 ndata;
 
 	/* replay */
 	int		 replay_wanted;	/* --replay: at the first kernel event */
@@ -103,15 +106,18 @@ on_idle(void *arg, enum idle_why why)
 	loop_stop(s->loop);
 }
 
-/* Whether path (maybe relative) is one of the files the journal has. */
+/* Whether path names a file the sandbox has already (a resumed
+ * session's file given again on the command line). */
 static int
-recorded(const struct journal_meta *m, const char *path)
+staged(const struct notebook *nb, const char *path)
 {
 	char *abs = realpath(path, NULL);
 	int found = 0;
 
-	for (int i = 0; i < m->nfiles && !found; i++)
-		found = strcmp(m->files[i].path, abs ? abs : path) == 0;
+	for (int i = 0; abs != NULL && i < notebook_nfiles(nb) && !found; i++) {
+		const struct datafile *f = notebook_file(nb, i);
+		found = f->sandbox != NULL && strcmp(f->path, abs) == 0;
+	}
 	free(abs);
 	return found;
 }
@@ -138,23 +144,12 @@ session_new(struct loop *l, struct notebook *nb, const struct session_opts *o,
 			free(s);
 			return NULL;
 		}
-		for (int i = 0; i < o->ndata; i++) {
-			if (recorded(&o->resume->meta, o->data_files[i]))
-				continue;
-			if (journal_add_data(s->j, o->data_files[i], &e) < 0) {
-				free(*warn);
-				*warn = xasprintf("%s will not be staged on a later resume: %s",
-				    o->data_files[i], e);
-				free(e);
-				e = NULL;
-			}
-		}
+		s->file_state = o->resume->file_state;
 		if (o->resume->model_note)
 			s->model_note = xstrdup(o->resume->model_note);
 	} else {
 		struct journal_info info = {
 			.provider = o->provider, .model = o->model,
-			.data_files = o->data_files, .ndata = o->ndata,
 		};
 		s->j = journal_create(o->sessions_dir, o->id, &info, nb, &e);
 		if (s->j == NULL) {
@@ -163,6 +158,8 @@ session_new(struct loop *l, struct notebook *nb, const struct session_opts *o,
 		}
 	}
 	notebook_observe(nb, on_change, s);
+	s->data_files = o->data_files;
+	s->ndata = o->ndata;
 	s->replay_wanted = o->replay;
 	if (o->idle_ms > 0 || o->max_ms > 0)
 		s->idle = idle_new(l, o->idle_ms, o->max_ms, on_idle, s);
@@ -431,16 +428,36 @@ session_idle_deadline(const struct session *s, int *stopped)
 char *
 session_load(struct session *s, const char *path, char **err)
 {
-	char *p = agent_load(s->agent, path, err), *e = NULL;
+	return agent_load(s->agent, path, 1, err);
+}
 
-	if (p != NULL && s->j && journal_add_data(s->j, path, &e) < 0) {
-		char *msg = xasprintf("warning: %s will not be staged on a later resume: %s",
-		    path, e);
-		emit(s, EV_NOTICE, msg);
-		free(msg);
-		free(e);
+int
+session_start(struct session *s, char **err)
+{
+	int n = notebook_nfiles(s->nb);
+	char *p;
+
+	/* a resumed session's files first (those still there), in their
+	 * order, then the ones given on the command line */
+	for (int i = 0; i < n; i++) {
+		char *path;
+		if (s->file_state != NULL && s->file_state[i] == 2)
+			continue;
+		path = xstrdup(notebook_file(s->nb, i)->path);
+		p = agent_load(s->agent, path, 0, err);
+		free(path);
+		if (p == NULL)
+			return -1;
+		free(p);
 	}
-	return p;
+	for (int i = 0; i < s->ndata; i++) {
+		if (staged(s->nb, s->data_files[i]))
+			continue;
+		if ((p = agent_load(s->agent, s->data_files[i], 0, err)) == NULL)
+			return -1;
+		free(p);
+	}
+	return agent_start(s->agent, err);
 }
 
 struct journal *

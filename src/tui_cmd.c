@@ -189,15 +189,6 @@ cmd_quit(struct tui *t, const struct cmd_entry *c, const char *arg)
 	tui_cmd_quit(t);
 }
 
-/* Remembers a file /load staged, for /files. */
-static void
-loaded_add(struct tui *t, const char *host, const char *box)
-{
-	t->cmd.loaded = xrealloc(t->cmd.loaded,
-	    (size_t)(t->cmd.nloaded + 1) * sizeof *t->cmd.loaded);
-	t->cmd.loaded[t->cmd.nloaded].host = xstrdup(host);
-	t->cmd.loaded[t->cmd.nloaded++].box = xstrdup(box);
-}
 
 static void
 cmd_load(struct tui *t, const struct cmd_entry *c, const char *arg)
@@ -209,12 +200,11 @@ cmd_load(struct tui *t, const struct cmd_entry *c, const char *arg)
 		return;
 	}
 	char *box = t->o.session ? session_load(t->o.session, arg, &err) :
-	    agent_load(t->agent, arg, &err);
+	    agent_load(t->agent, arg, 1, &err);
 	if (!box) {
 		tui_show_err(t, "load", err);
 		return;
 	}
-	loaded_add(t, arg, box);
 	char *m = xasprintf("loaded %s as %s", arg, box);
 	tui_item_text(t, IT_NOTICE, m);
 	free(m);
@@ -230,16 +220,21 @@ cmd_files(struct tui *t, const struct cmd_entry *c, const char *arg)
 	(void)arg;
 	buf_init(&b, 256 * 1024);
 	buf_adds(&b, "Data files:\n");
-	/* TODO(i9-core): the sandbox path the notebook staged, not one
-	 * rebuilt from the file name */
-	for (int i = 0; i < t->o.ndata; i++) {
-		const char *slash = strrchr(t->o.data_files[i], '/');
-		buf_printf(&b, "  %s → /workspace/data/%s\n", t->o.data_files[i],
-		    slash ? slash + 1 : t->o.data_files[i]);
+	/* where the sandbox has each: the path the notebook recorded when
+	 * it was staged (two "my sales.csv" are two different names) */
+	int nf = 0;
+	for (int i = 0; i < notebook_nfiles(t->nb); i++) {
+		const struct datafile *f = notebook_file(t->nb, i);
+		if (f->sandbox == NULL)
+			continue;	/* gone before this sandbox started */
+		char *host = sanitize_str(f->path, strlen(f->path), 0);
+		char *box = sanitize_str(f->sandbox, strlen(f->sandbox), 0);
+		buf_printf(&b, "  %s → %s\n", host, box);
+		free(host);
+		free(box);
+		nf++;
 	}
-	for (int i = 0; i < t->cmd.nloaded; i++)
-		buf_printf(&b, "  %s → %s\n", t->cmd.loaded[i].host, t->cmd.loaded[i].box);
-	if (t->o.ndata == 0 && t->cmd.nloaded == 0)
+	if (nf == 0)
 		buf_adds(&b, "  (none; /load PATH stages one)\n");
 	int na = notebook_nartifacts(t->nb);
 	buf_printf(&b, "Artifacts%s%s%s:\n", t->o.out_dir ? " (in " : "",
@@ -639,13 +634,6 @@ tui_cmd_show_matches(struct tui *t, char **matches, int num, int max)
 void
 tui_cmd_free(struct tui *t)
 {
-	for (int i = 0; i < t->cmd.nloaded; i++) {
-		free(t->cmd.loaded[i].host);
-		free(t->cmd.loaded[i].box);
-	}
-	free(t->cmd.loaded);
-	t->cmd.loaded = NULL;
-	t->cmd.nloaded = 0;
 	for (int i = 0; i < t->cmd.nheld; i++)
 		free(t->cmd.held[i]);
 	t->cmd.nheld = 0;

@@ -126,7 +126,7 @@ tui_session_run(struct cli *c)
 	struct event ev = { .type = EV_SESSION, .text = c->session_id,
 		.name = c->session_dir };
 	tui_session_event(NULL, &ev);
-	if (agent_start(a, &err) < 0) {
+	if (session_start(tui_sess, &err) < 0) {
 		/* shown in the notebook; the UI still comes up */
 		struct event e = { .type = EV_ERROR, .text = err, .len = strlen(err),
 		    .error = ERROR_SANDBOX };
@@ -140,8 +140,6 @@ tui_session_run(struct cli *c)
 	o.theme = c->theme;
 	o.provider_label = NULL;
 	o.out_dir = c->kopts.out_dir;
-	o.data_files = c->kopts.data_files;
-	o.ndata = c->kopts.ndata;
 	o.session = tui_sess;
 	if (tui_run(l, a, &o, &err) < 0) {
 		fprintf(stderr, "terp: %s\n", err);

@@ -33,7 +33,8 @@ struct agent *agent_new(struct loop *l, struct notebook *nb,
 /* Tears the session down (no sandbox process is left) and frees. */
 void agent_free(struct agent *a);
 
-/* Starts the sandbox session. Returns 0 or -1 with *err (caller frees). */
+/* Starts the sandbox session, with the files agent_load staged.
+ * Returns 0 or -1 with *err (caller frees). */
 int agent_start(struct agent *a, char **err);
 
 /* Asks a question; turns run in the loop until EV_ANSWER or EV_ERROR,
@@ -61,8 +62,13 @@ void agent_note(struct agent *a, const char *text);
 
 int agent_reset(struct agent *a, char **err);
 int agent_restart(struct agent *a, char **err);
-/* Stages another data file; returns the sandbox path (new string). */
-char *agent_load(struct agent *a, const char *path, char **err);
+/* Stages the data file at path, before agent_start or while the
+ * sandbox runs, and records it in the notebook with the path the code
+ * sees there, which it returns (new string), or NULL with *err. told:
+ * the user loaded it (/load): the model hears of it with the next
+ * question, and its fingerprint is taken anew; else it is a file of
+ * the session's start (a resumed one keeps its first fingerprint). */
+char *agent_load(struct agent *a, const char *path, int told, char **err);
 /* Switches model (provider keeps its settings). */
 int agent_set_model(struct agent *a, const char *model, char **err);
 

@@ -20,6 +20,8 @@ struct cli {
 	int			 ncells;
 	int			 stop_on_error;
 	int			 json;
+	const char		**data_files;	/* as given, in order */
+	int			 ndata;
 	const char		*theme;
 	struct kernel_opts	 kopts;
 	struct agent_opts	 aopts;
@@ -51,9 +53,9 @@ int cli_sessions_list(struct cli *c);
 int cli_sessions_delete(struct cli *c);
 int cli_sessions_export(struct cli *c);
 /* --resume: loads the session into c->res, prints its warnings, and
- * makes the session id, folder and data files those of the resumed
- * session (data files given on the command line are added). Returns 0,
- * or -1 after printing why. */
+ * makes the session id and folder those of the resumed session (its
+ * data files are in the notebook; the session adds those given on the
+ * command line). Returns 0, or -1 after printing why. */
 int cli_sessions_resume(struct cli *c);
 /* The session options of c for a frontend's session_new. */
 struct session_opts;

@@ -20,6 +20,8 @@ struct journal_meta {
 	int64_t			 started;	/* unix seconds */
 	int64_t			 last_active;	/* unix seconds (file mtime) */
 	char			*provider, *model;	/* may be NULL */
+	/* The data files, for a listing (journal_read_meta) only: a
+	 * notebook that journal_load builds holds them itself. */
 	struct datafile		*files;
 	int			 nfiles;
 	int			 nquestions;
@@ -45,8 +47,6 @@ void journal_meta_free(struct journal_meta *meta);
 /* What a new session records in its first line. Strings are borrowed. */
 struct journal_info {
 	const char	*provider, *model;	/* may be NULL */
-	const char	**data_files;
-	int		 ndata;
 };
 
 struct journal;
@@ -78,9 +78,6 @@ void journal_change(struct journal *j, const struct nb_change *ch);
 void journal_event(struct journal *j, const struct event *ev);
 /* fdatasyncs. Returns 0, or -1 when that or an earlier write failed. */
 int journal_sync(struct journal *j);
-/* Records a data file staged after the start (/load). Returns 0 or -1
- * with *err. */
-int journal_add_data(struct journal *j, const char *path, char **err);
 /* Records a line of terp's own (replay, idle stop...). */
 void journal_note(struct journal *j, const char *kind, const char *text);
 

@@ -10,6 +10,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "terp/datafile.h"
 #include "terp/outcap.h"
 
 enum cell_author { CELL_BY_MODEL, CELL_BY_USER };
@@ -88,6 +89,7 @@ enum nb_change_kind {
 	NB_TOOL_RESULT,		/* msg: what the model is told of a call */
 	NB_USAGE,		/* usage: one call's tokens */
 	NB_SENT,		/* sent: index of a request body; p/len */
+	NB_FILE,		/* file: a data file staged (again) */
 };
 
 struct nb_change {
@@ -101,6 +103,7 @@ struct nb_change {
 	int			 msg;
 	const struct usage	*usage;
 	int			 sent;
+	const struct datafile	*file;
 };
 
 typedef void (*notebook_observer)(void *arg, const struct nb_change *ch);
@@ -185,6 +188,16 @@ int notebook_nsent(const struct notebook *nb);
 /* The i-th request: description and body (owned by the notebook). */
 const char *notebook_sent(const struct notebook *nb, int i, const char **what,
     size_t *len);
+
+/* The session's data files: the one record of where each is on the
+ * host, where the code sees it, and what it was when first staged.
+ * Adds f (strings copied), or replaces the file with the same host
+ * path (staged again). Returns the stored one. */
+const struct datafile *notebook_add_file(struct notebook *nb,
+    const struct datafile *f);
+int notebook_nfiles(const struct notebook *nb);
+/* The i-th data file (0-based) in the order they came, or NULL. */
+const struct datafile *notebook_file(const struct notebook *nb, int i);
 
 const char *cell_status_name(enum cell_status s);
 /* The status named s (cell_status_name's), or -1. */

@@ -30,7 +30,7 @@ struct session_opts {
 	const char	*sessions_dir;	/* where journals live */
 	const char	*id;		/* the session's id (its folder) */
 	const char	*provider, *model;	/* recorded; may be NULL */
-	const char	**data_files;	/* all files staged at the start */
+	const char	**data_files;	/* given on the command line */
 	int		 ndata;
 	/* A resumed session (resume_prepare): the notebook given to
 	 * session_new must be r->nb. Borrowed for session_new and
@@ -75,6 +75,11 @@ void session_record(struct session *s, const struct event *ev);
 /* Drives the replay and the idle timers with ev; call it after showing
  * ev. Returns what ev means to the frontend (enum session_role). */
 enum session_role session_event(struct session *s, const struct event *ev);
+
+/* Stages the data files (a resumed session's that are still there,
+ * then those given) and starts the sandbox (agent_start). Returns 0,
+ * or -1 with *err. */
+int session_start(struct session *s, char **err);
 
 /* Whether a replay is pending or running (frontends hold user input). */
 int session_busy(const struct session *s);

@@ -242,12 +242,15 @@ int agent_busy(const struct agent *a) { return a->busy; }
 int agent_reset(struct agent *a, char **err) { (void)a; (void)err; return 0; }
 int agent_restart(struct agent *a, char **err) { (void)a; (void)err; return 0; }
 char *
-agent_load(struct agent *a, const char *path, char **err)
+agent_load(struct agent *a, const char *path, int told, char **err)
 {
-	(void)a;
+	(void)told;
 	(void)err;
 	const char *b = strrchr(path, '/');
-	return xasprintf("/workspace/data/%s", b ? b + 1 : path);
+	char *box = xasprintf("/workspace/data/%s", b ? b + 1 : path);
+	struct datafile f = { .path = (char *)path, .sandbox = box };
+	notebook_add_file(a->nb, &f);
+	return box;
 }
 int agent_set_model(struct agent *a, const char *m, char **err) { (void)a; (void)m; (void)err; return 0; }
 struct notebook *agent_notebook(const struct agent *a) { return a->nb; }

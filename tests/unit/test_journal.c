@@ -210,6 +210,11 @@ assert_notebooks_equal(const struct notebook *a, const struct notebook *b)
 	}
 	cr_assert(cJSON_Compare(notebook_messages(a), notebook_messages(b), 1),
 	    "messages differ");
+	cr_assert_eq(notebook_nfiles(a), notebook_nfiles(b));
+	for (int i = 0; i < notebook_nfiles(a); i++) {
+		cr_assert_str_eq(notebook_file(a, i)->path, notebook_file(b, i)->path);
+		cr_assert_eq(notebook_file(a, i)->size, notebook_file(b, i)->size);
+	}
 	cr_assert_eq(notebook_nquestions(a), notebook_nquestions(b));
 	for (int i = 0; i < notebook_nquestions(a); i++) {
 		const struct question *x = notebook_question(a, i);
@@ -271,8 +276,8 @@ Test(journal, events_read_back_equal)
 {
 	char *dir = tmpdir(), *err = NULL, *path;
 	char *data = write_data(dir, "sales.csv", "month,revenue\n1,10\n");
-	const char *files[] = { data };
-	struct journal_info info = { "openai", "gpt-test", files, 1 };
+	struct journal_info info = { "openai", "gpt-test" };
+	struct datafile f;
 	struct notebook *nb = notebook_new(), *nb2 = notebook_new();
 	struct journal_meta m;
 	struct journal *j;
@@ -280,6 +285,10 @@ Test(journal, events_read_back_equal)
 
 	j = jcreate(dir, NULL, &info, nb, &err);
 	cr_assert_not_null(j, "%s", err);
+	cr_assert_eq(datafile_fingerprint(data, &f, &err), 0, "%s", err);
+	f.sandbox = xstrdup("/workspace/data/sales.csv");
+	notebook_add_file(nb, &f);
+	datafile_free(&f);
 	play_question(j, nb, "What is 6*7?", "/tmp/out/plot.png");
 	/* a hand-run cell that raises */
 	c = notebook_add_cell(nb, CELL_BY_USER, "1/0", NULL);
@@ -302,10 +311,12 @@ Test(journal, events_read_back_equal)
 	cr_assert_str_eq(m.first_question, "What is 6*7?");
 	cr_assert_str_eq(m.provider, "openai");
 	cr_assert_str_eq(m.model, "gpt-test");
-	cr_assert_eq(m.nfiles, 1);
-	cr_assert_eq(m.files[0].size, 19);
-	cr_assert(strncmp(m.files[0].fingerprint, "sha256:", 7) == 0);
-	cr_assert_eq(datafile_check(&m.files[0], NULL), 0);
+	cr_assert_eq(notebook_nfiles(nb2), 1);
+	cr_assert_eq(notebook_file(nb2, 0)->size, 19);
+	cr_assert(strncmp(notebook_file(nb2, 0)->fingerprint, "sha256:", 7) == 0);
+	cr_assert_eq(datafile_check(notebook_file(nb2, 0), NULL), 0);
+	/* where that sandbox had it is no use to the next one */
+	cr_assert_null(notebook_file(nb2, 0)->sandbox);
 	cr_assert_eq(strlen(m.id), strlen("20261129-153012-ab12"));
 	journal_meta_free(&m);
 	notebook_free(nb);

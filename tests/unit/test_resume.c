@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "terp/idle.h"
+#include "terp/datafile.h"
 #include "terp/journal.h"
 #include "terp/kernel.h"
 #include "terp/loop.h"
@@ -52,7 +53,7 @@ static char *
 session(const char *dir, const char *a, const char *b)
 {
 	const char *files[] = { a, b };
-	struct journal_info info = { "demo", "m", files, 2 };
+	struct journal_info info = { "demo", "m" };
 	struct notebook *nb = notebook_new();
 	char *err = NULL, *id;
 	struct journal *j = journal_create(dir, NULL, &info, nb, &err);
@@ -60,6 +61,13 @@ session(const char *dir, const char *a, const char *b)
 
 	cr_assert_not_null(j, "%s", err);
 	notebook_observe(nb, observe, j);
+	for (int i = 0; i < 2; i++) {	/* staged, as the agent records them */
+		struct datafile f;
+		cr_assert_eq(datafile_fingerprint(files[i], &f, &err), 0, "%s", err);
+		f.sandbox = xasprintf("/workspace/data/f%d", i);
+		notebook_add_file(nb, &f);
+		datafile_free(&f);
+	}
 	notebook_add_question(nb, "Which month had the highest revenue per "
 	    "dollar of marketing spend, per channel?\nSecond line.", NULL);
 	notebook_add_cell(nb, CELL_BY_USER, "df = 1", NULL);
@@ -84,8 +92,11 @@ Test(resume, prepare_warns_about_changed_and_vanished_files)
 	cr_assert_eq(resume_prepare(dir, NULL, &r, &err), 0, "%s", err);
 	cr_assert_str_eq(r.id, id);
 	cr_assert_eq(notebook_ncells(r.nb), 1);
-	cr_assert_eq(r.ndata, 1);
-	cr_assert(strstr(r.data_files[0], "/a.csv") != NULL);
+	cr_assert_eq(notebook_nfiles(r.nb), 2);
+	cr_assert(strstr(notebook_file(r.nb, 0)->path, "/a.csv") != NULL);
+	cr_assert_null(notebook_file(r.nb, 0)->sandbox, "that sandbox is gone");
+	cr_assert_eq(r.file_state[0], 1);	/* changed: staged again */
+	cr_assert_eq(r.file_state[1], 2);	/* gone: not staged */
 	cr_assert_not_null(r.warnings);
 	cr_assert_not_null(strstr(r.warnings, "a.csv changed"), "%s", r.warnings);
 	cr_assert_not_null(strstr(r.warnings, "b.csv is gone"), "%s", r.warnings);
@@ -117,7 +128,9 @@ Test(resume, unchanged_files_no_warnings)
 
 	cr_assert_eq(resume_prepare(dir, id, &r, &err), 0, "%s", err);
 	cr_assert_null(r.warnings);
-	cr_assert_eq(r.ndata, 2);
+	cr_assert_eq(notebook_nfiles(r.nb), 2);
+	cr_assert_eq(r.file_state[0], 0);
+	cr_assert_eq(r.file_state[1], 0);
 	resume_free(&r);
 	free(a);
 	free(b);
