@@ -202,7 +202,7 @@ build/egress-bench: tests/integration/egress_harness.c $(LIBOBJS)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(T_CFLAGS) $(CFLAGS) -o $@ $< $(LIBOBJS) $(T_LIBS)
 
-bench-egress: need-deps build/egress-bench
+bench-egress: build/egress-bench
 	$(Q)$(PYTHON) bench/egress.py
 
 .PHONY: bench-egress
@@ -213,3 +213,13 @@ build/pyenv-harness: tests/integration/pyenv_harness.c $(LIBOBJS)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(T_CFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIBOBJS) $(T_LIBS)
+
+# Start-up steps timed in-process (issue 14's diagnosis; bench/startup.c).
+build/bench-startup: bench/startup.c $(LIBOBJS)
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(T_CFLAGS) $(CFLAGS) -o $@ $< $(LIBOBJS) $(T_LIBS)
+
+# LD_PRELOAD shim that lets terp run under valgrind (bench/vgshim.c).
+build/vgshim.so: bench/vgshim.c
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) -O2 -Wall -Wextra -shared -fPIC -o $@ $< -ldl

@@ -49,6 +49,9 @@ if [ "${1:-}" = --inner ]; then
 	mkdir -p "$ROOT/mnt/fresh"
 	mount --bind "$RUN/out" "$ROOT/mnt/fresh"
 	cp /etc/resolv.conf "$ROOT/etc/resolv.conf" 2>/dev/null || true
+	# debootstrap leaves /etc/hosts to the installer; every installed
+	# system has one that names localhost.
+	[ -s "$ROOT/etc/hosts" ] || printf '127.0.0.1\tlocalhost\n::1\t\tlocalhost ip6-localhost ip6-loopback\n' >"$ROOT/etc/hosts"
 	mkdir -p "$ROOT/root/terp"
 	tar -x -C "$ROOT/root/terp" -f "$RUN/src.tar"
 	cp "$0" "$ROOT/mnt/fresh/fresh-check.sh"

@@ -1,21 +1,19 @@
-/* kernel: the host side of a sandboxed Python session. It owns the
- * session's workspace, launches the sandbox (sandbox.c), speaks the
- * driver's line protocol (src/driver.py), streams output, enforces the
- * per-cell time limit, notices death, restarts, and copies artifacts to
- * the output folder. Every byte from the sandbox is hostile: frames are
- * size-capped and validated, names are sanitized, files are created
- * with O_EXCL under names terp chooses. */
+/* kernel: the host side of a sandboxed Python session, its lifecycle:
+ * start, run cells, the interrupt ladder, death, restart, stop. It
+ * launches the sandbox (sandbox.c) in the session's folders
+ * (workspace.c), reads the driver's frames (kernel_frame.c) and hands
+ * artifacts to kernel_artifact.c, writes commands through kernel_chan.c,
+ * streams output, and reports everything through the callbacks. Every
+ * byte from the sandbox is hostile: a frame out of order is ignored,
+ * garbage on the channel ends the sandbox. */
 #include "terp/kernel.h"
 
-#include <dirent.h>
+#include <assert.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <ftw.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -23,25 +21,24 @@
 #include <cjson/cJSON.h>
 
 #include "terp/buf.h"
-#include "terp/cgroup.h"
-#include "terp/digest.h"
+#include "terp/sandbox_cgroup.h"
+#include "terp/kernel_artifact.h"
+#include "terp/kernel_chan.h"
 #include "terp/kernel_frame.h"
-#include "terp/diskuse.h"
 #include "terp/sandbox.h"
+#include "terp/sandbox_tree.h"
 #include "terp/sanitize.h"
-#include "terp/uidpool.h"
 #include "terp/util.h"
+#include "terp/utf8carry.h"
+#include "terp/workspace.h"
 
 #include "driver_py.h"
 
 #define STDERR_KEEP	4096		/* bwrap's own messages, for setup errors */
 #define CODE_MAX	(64u << 20)	/* a cell's code */
-#define OUTQ_MAX	(512u << 20)	/* commands not written yet (JSON may be 6x) */
 #define RESULT_TEXT_MAX	(256u << 10)	/* each text of a result (the driver cuts at 64K) */
-#define REPORTS_PER_CELL 20		/* "artifact x not copied" lines; then a count */
-#define NAME_TRIES	1000		/* chart.png, chart-2.png ... chart-1000.png */
-#define DEATH_POLL_MS	5
-#define DEATH_WAIT_MS	2000
+#define DEATH_WAIT_MS	2000	/* after the channel closed, before the kill */
+#define DEATH_POLL_MS	5	/* without pidfds only: how often to look */
 #define DISK_EVERY_MS	100	/* disk check interval, at least... */
 #define DISK_EVERY_MAX	1000	/* ...and at most; 20 times a check's cost between */
 #define STRAY_WAIT_MS	2000	/* for processes killed at a cell's end to go */
@@ -65,37 +62,23 @@ struct kernel {
 	struct sandbox_proc	 p;
 	pid_t			 init_pid;	/* bwrap's init in the host ns */
 	pid_t			 py_pid;
-	uid_t			 uid;
 	int			 exit_code;	/* from --json-status-fd, -1 unknown */
 	int			 we_killed;
 	int			 dying;
 	uint64_t		 death_timer;
 	int64_t			 death_since;
 
-	char			*workspace, *datadir;
-	int			 uid_lock;	/* holds uid (uidpool), -1: none */
-	struct kernel_bind {		/* data files bound read-only by fd */
-		int	 fd;
-		char	*name;
-	}			*binds;
-	int			 nbinds;
+	struct workspace	*ws;		/* the session's folders */
 	uint64_t		 disk_timer;
-	uint64_t		 disk_allow, files_allow;	/* this launch's limits */
 	char			*kill_why;	/* why terp itself killed the sandbox */
-	int			 out_dirfd;
-	struct cgroup		*cg;		/* NULL: rlimits only */
+	struct sandbox_cgroup	*cg;		/* NULL: rlimits only */
 	int			 cg_tried;
 	long			 oom_at_launch;
 
 	struct kframe_reader	 evr;		/* the driver's events */
 	struct buf		 statusbuf, bwrap_err;
-	/* Commands go out through a queue drained on POLLOUT: the sandbox
-	 * can stop reading (or shrink its pipe) and terp must not block. */
-	struct buf		 outq;
-	size_t			 outq_off;	/* written so far */
-	int			 cur_unsent;	/* the running cell is still in outq */
-	char			 carry[2][4];	/* cut UTF-8 sequences */
-	size_t			 ncarry[2];
+	struct kernel_chan	 chan;		/* terp's commands to the driver */
+	struct utf8carry	 carry[2];	/* cut UTF-8 sequences */
 
 	/* the running cell */
 	int			 cur;		/* 0: none */
@@ -105,20 +88,7 @@ struct kernel {
 	enum stop_cause		 stop;
 	struct pending		*queue;
 
-	/* the artifact being received; every name here is terp's except
-	 * art_shown, the sandbox's name made safe to print */
-	int			 art_fd;
-	char			*art_shown, *art_path, *art_tmp;
-	uint64_t		 art_size, art_got;
-	int			 art_cell;
-	struct written {
-		char		*name;		/* in out_dir */
-		uint64_t	 size;
-	}			*written;	/* files terp wrote this session */
-	int			 nwritten;
-	struct kframe_usage	 use;		/* counted against the caps */
-	int			 reports;	/* not-copied lines this cell */
-	int			 unreported;	/* ... and those beyond the cap */
+	struct kernel_artifacts	*art;		/* the artifacts cells save */
 
 	char			*stopped_why;	/* kernel_stop's reason until relaunch */
 };
@@ -126,9 +96,44 @@ struct kernel {
 static void kernel_on_ev(struct loop *l, int fd, int revents, void *arg);
 static void kernel_on_out(struct loop *l, int fd, int revents, void *arg);
 static void kernel_on_status(struct loop *l, int fd, int revents, void *arg);
-static void kernel_on_cmd(struct loop *l, int fd, int revents, void *arg);
 static void kernel_begin_death(struct kernel *k);
 static void kernel_next(struct kernel *k);
+static void artifact_note(void *arg, const char *line);
+static void artifact_copied(void *arg, int cell, const char *name,
+    const char *host_path, uint64_t bytes);
+
+/* What holds between calls: a cell runs exactly while the state says
+ * so (kernel_next sets both, finish_cell clears both). */
+static void
+check(const struct kernel *k)
+{
+	assert((k->state == KERNEL_BUSY) == (k->cur != 0));
+}
+
+/* After kernel_next had its chance: a queued cell waits only behind a
+ * running one, for a sandbox that is not ready, or for one dying. */
+static void
+check_queue(const struct kernel *k)
+{
+	assert(k->queue == NULL || k->cur != 0 || k->dying ||
+	    (k->state != KERNEL_READY && k->state != KERNEL_LOADING));
+}
+
+static void
+chan_broken(void *arg)
+{
+	kernel_begin_death(arg);
+}
+
+/* Whether the running cell's command is still (partly) in the queue:
+ * the driver has not taken it. The exec command is the last one queued
+ * while a cell runs (reset needs no cell running), so what is pending
+ * is part of it. */
+static int
+cell_unsent(const struct kernel *k)
+{
+	return k->cur != 0 && kernel_chan_pending(&k->chan) > 0;
+}
 
 /* Ends the whole sandbox: closing the launcher's life pipe makes it kill
  * everything under it (a SIGKILL of the launcher alone could leave
@@ -163,14 +168,6 @@ kernel_opts_default(struct kernel_opts *o)
 	o->disk = 4ULL << 30;
 }
 
-uint64_t
-kernel_disk_files(uint64_t disk)
-{
-	uint64_t n = disk / (32 * 1024);
-
-	return n < 4096 ? 4096 : n > 200000 ? 200000 : n;
-}
-
 const char *
 kernel_state_name(enum kernel_state s)
 {
@@ -203,206 +200,6 @@ set_state(struct kernel *k, enum kernel_state st, const char *msg)
 	set_status(k, st, msg, 0, 0);
 }
 
-/* Whether every folder from / down to path (itself included) lets
- * other users search it: bwrap, running as the sandbox's uid, resolves
- * the paths of its bind sources (even those it gets as fds) before it
- * mounts them. */
-static int
-traversable(const char *path)
-{
-	char *p = xstrdup(path), *s;
-	struct stat st;
-	int ok = 1;
-
-	for (s = p + strlen(p); ok && s > p; ) {
-		*s = '\0';
-		if (stat(p, &st) < 0 || !(st.st_mode & S_IXOTH))
-			ok = 0;
-		while (s > p && *--s != '/')
-			;
-	}
-	free(p);
-	return ok;
-}
-
-/* The folder that holds the sandbox-facing workspace/ and data/.
- * Without root the sandbox runs as us: the session folder itself,
- * 0700. As root it runs as k->uid, which must get through every folder
- * above its bind sources (see traversable) but nobody else may: the
- * base is root-owned, group k->uid, 0710, and sits in the session
- * folder when the folders above it let others search them, else (a
- * home like /root is 0700) under /var/lib/terp/sessions, with a link
- * from the session folder. A session made by an older terp keeps the
- * base its link names. */
-static char *
-sandbox_base(struct kernel *k, char **err)
-{
-	const char *sd = k->o->session_dir;
-	const char *id = strrchr(sd, '/');
-	char *base = NULL, *link, *parent, target[4096];
-	ssize_t n;
-
-	if (k->uid == 0)
-		return xstrdup(sd);
-	id = id ? id + 1 : sd;
-	link = xasprintf("%s/sandbox", sd);
-	parent = xstrndup(sd, (size_t)(id - sd > 1 ? id - sd - 1 : 1));
-	n = readlink(link, target, sizeof target - 1);
-	if (n > 0) {
-		char *old = xasprintf("/var/lib/terp/sessions/%s", id);
-		target[n] = '\0';
-		if (strcmp(target, old) == 0)
-			base = old;
-		else
-			free(old);
-	}
-	if (base == NULL && traversable(parent)) {
-		base = xstrdup(sd);
-	} else if (base == NULL) {
-		/* 0711: the sandbox uid (a different one per session) must
-		 * get through, but nobody can list the sessions. */
-		if (mkdir_p("/var/lib/terp/sessions", 0711) < 0) {
-			*err = xasprintf("cannot create /var/lib/terp/sessions: %s", strerror(errno));
-			goto out;
-		}
-		chmod("/var/lib/terp", 0711);
-		chmod("/var/lib/terp/sessions", 0711);
-		base = xasprintf("/var/lib/terp/sessions/%s", id);
-		if (mkdir(base, 0700) < 0 && errno != EEXIST) {
-			*err = xasprintf("cannot create %s: %s", base, strerror(errno));
-			free(base);
-			base = NULL;
-			goto out;
-		}
-		if (symlink(base, link) < 0 && errno != EEXIST) {
-			/* only a convenience for people looking at the session */
-		}
-	}
-	/* root:uid 0710: the sandbox uid may pass, nobody else may even
-	 * look; a /workspace the sandbox makes 0777 stays out of reach. */
-	if (chown(base, 0, (gid_t)k->uid) < 0 || chmod(base, 0710) < 0) {
-		*err = xasprintf("cannot protect %s: %s", base, strerror(errno));
-		free(base);
-		base = NULL;
-	}
-out:
-	free(link);
-	free(parent);
-	return base;
-}
-
-/* A resumed session's folder still holds the files staged by the run
- * before; they may be stale (the user changed the file since), and
- * staging again under the same name needs the name free. The data
- * folder is terp's alone (the sandbox sees it read-only), so its
- * entries are removed, never followed. */
-static void
-clear_datadir(struct kernel *k)
-{
-	DIR *d = opendir(k->datadir);
-	struct dirent *e;
-
-	if (d == NULL)
-		return;
-	while ((e = readdir(d)) != NULL) {
-		if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
-			(void)unlinkat(dirfd(d), e->d_name, 0);
-	}
-	closedir(d);
-}
-
-/* nftw has no argument for its callback: the uid being handed over. */
-static uid_t chown_uid;
-
-static int
-chown_entry(const char *path, const struct stat *st, int flag, struct FTW *f)
-{
-	(void)st;
-	(void)flag;
-	(void)f;
-	(void)lchown(path, chown_uid, chown_uid);
-	return 0;
-}
-
-/* As root: a uid of our own for this session's sandboxes, held until
- * kernel_free (uidpool.h). */
-static int
-take_uid(struct kernel *k, char **err)
-{
-	struct uidpool pool;
-
-	if (k->uid != 0 || getuid() != 0 || k->o->no_sandbox)
-		return 0;
-	uidpool_default(&pool);
-	return uidpool_take(&pool, &k->uid, &k->uid_lock, err);
-}
-
-static int
-prepare_dirs(struct kernel *k, char **err)
-{
-	const char *sd = k->o->session_dir;
-	char *base;
-
-	if (take_uid(k, err) < 0)
-		return -1;
-	/* The session folder stays ours and private. */
-	if (mkdir_p(sd, 0700) < 0 || chmod(sd, 0700) < 0) {
-		*err = xasprintf("cannot create the session folder %s: %s", sd,
-		    strerror(errno));
-		return -1;
-	}
-	if ((base = sandbox_base(k, err)) == NULL)
-		return -1;
-	k->workspace = xasprintf("%s/workspace", base);
-	/* Without bwrap, Python sees the data files where the sandbox
-	 * would: in the workspace. */
-	k->datadir = k->o->no_sandbox ? xasprintf("%s/data", k->workspace) :
-	    xasprintf("%s/data", base);
-	free(base);
-	if (mkdir_p(k->workspace, 0700) < 0 || mkdir_p(k->datadir, 0700) < 0) {
-		*err = xasprintf("cannot create the session folder %s: %s", k->workspace,
-		    strerror(errno));
-		return -1;
-	}
-	/* As root, group k->uid may list the data folder; the files in it
-	 * are bind mount points or copies readable by that group only. */
-	if (k->uid != 0 && (chown(k->datadir, 0, (gid_t)k->uid) < 0 ||
-	    chmod(k->datadir, 0750) < 0)) {
-		*err = xasprintf("cannot protect %s: %s", k->datadir, strerror(errno));
-		return -1;
-	}
-	clear_datadir(k);
-	{
-		char *wsd = xasprintf("%s/data", k->workspace);
-		char *wso = xasprintf("%s/out", k->workspace);
-		mkdir(wsd, 0755);
-		mkdir(wso, 0755);
-		if (k->uid != 0) {
-			/* lchown: the workspace's content may be the sandbox's
-			 * doing from an earlier run; never follow its links. */
-			if (lchown(k->workspace, k->uid, k->uid) < 0 ||
-			    lchown(wsd, k->uid, k->uid) < 0 ||
-			    lchown(wso, k->uid, k->uid) < 0) {
-				*err = xasprintf("cannot hand the workspace to the sandbox user: %s",
-				    strerror(errno));
-				free(wsd);
-				free(wso);
-				return -1;
-			}
-			/* A resumed session's workspace holds files an earlier
-			 * run's sandbox made under another uid (one per run as
-			 * root): hand them over too, or a replayed cell cannot
-			 * write its chart again. No sandbox runs yet; links are
-			 * changed, never followed (FTW_PHYS). */
-			chown_uid = k->uid;
-			(void)nftw(k->workspace, chown_entry, 16, FTW_PHYS | FTW_MOUNT);
-		}
-		free(wsd);
-		free(wso);
-	}
-	return 0;
-}
-
 struct kernel *
 kernel_new(struct loop *l, const struct kernel_opts *o, const struct kernel_cbs *cb,
     void *arg)
@@ -415,13 +212,21 @@ kernel_new(struct loop *l, const struct kernel_opts *o, const struct kernel_cbs 
 	k->arg = arg;
 	k->p.pid = -1;
 	k->p.cmd_fd = k->p.ev_fd = k->p.out_fd = k->p.err_fd = k->p.status_fd = -1;
-	k->out_dirfd = -1;
-	k->art_fd = -1;
+	k->p.life_fd = k->p.pid_fd = -1;
 	k->exit_code = -1;
-	k->uid = 0;		/* as root, taken with the folders (take_uid) */
-	k->uid_lock = -1;
+	k->ws = workspace_new(o->session_dir, o->no_sandbox, o->disk, o->disk_files);
 	kframe_reader_init(&k->evr, KFRAME_MAX);
-	buf_init(&k->outq, OUTQ_MAX);
+	kernel_chan_init(&k->chan, l, chan_broken, k);
+	{
+		struct kframe_caps caps = {
+			.size_max = o->artifact_max,
+			.per_cell = o->artifacts_per_cell,
+			.per_session = o->artifacts_per_session,
+			.session_bytes = o->artifact_bytes,
+		};
+		k->art = kernel_artifact_new(o->out_dir, &caps, artifact_copied,
+		    artifact_note, k);
+	}
 	buf_init(&k->statusbuf, 64 * 1024);
 	buf_init(&k->bwrap_err, STDERR_KEEP);
 	return k;
@@ -433,12 +238,6 @@ kernel_probe(const struct kernel_opts *o, char **err)
 	if (o->no_sandbox)
 		return 0;
 	return sandbox_probe(err);
-}
-
-const char *
-kernel_workspace(const struct kernel *k)
-{
-	return k->workspace;
 }
 
 enum kernel_state
@@ -453,378 +252,33 @@ kernel_busy(const struct kernel *k)
 	return k->cur != 0 || k->queue != NULL;
 }
 
-/* ------------------------------------------------------------ staging */
-
-/* A file name that is safe on both sides: letters, digits, '.', '-',
- * '_'; no leading dot; at most 100 bytes. New string. */
-static char *
-safe_name(const char *in)
-{
-	size_t n = strlen(in), j = 0;
-	char *s = xmalloc(n + 8);
-
-	for (size_t i = 0; i < n && j < 100; i++) {
-		unsigned char c = (unsigned char)in[i];
-		if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-		    (c >= '0' && c <= '9') || c == '-' || c == '_' ||
-		    (c == '.' && j > 0))
-			s[j++] = (char)c;
-		else if (c == '/')
-			s[j++] = '_';
-		else if (c < 0x80 || (c & 0xC0) == 0xC0)
-			s[j++] = '_';
-	}
-	if (j == 0)
-		s[j++] = '_';
-	s[j] = '\0';
-	return s;
-}
-
-/* Copies in to out, both regular files, keeping holes: only the data
- * segments (SEEK_DATA/SEEK_HOLE) are copied, so a sparse file costs
- * what it holds. copy_file_range first: in-kernel, and reflinks where
- * the file system can. */
-static int
-copy_fd(int in, int out)
-{
-	char b[1 << 16];
-	struct stat st;
-	off_t pos = 0, end;
-
-	if (fstat(in, &st) < 0)
-		return -1;
-	while (pos < st.st_size) {
-		off_t data = lseek(in, pos, SEEK_DATA), hole;
-		if (data < 0) {
-			if (errno == ENXIO)
-				break;		/* only a hole is left */
-			data = pos;		/* no SEEK_DATA here: copy all */
-			hole = st.st_size;
-		} else if ((hole = lseek(in, data, SEEK_HOLE)) < 0) {
-			hole = st.st_size;
-		}
-		end = hole;
-		pos = data;
-		while (pos < end) {
-			off_t o_in = pos, o_out = pos;
-			ssize_t r = copy_file_range(in, &o_in, out, &o_out,
-			    (size_t)(end - pos < (1 << 30) ? end - pos : (1 << 30)), 0);
-			if (r > 0) {
-				pos += r;
-				continue;
-			}
-			if (r == 0)
-				break;
-			if (errno != EXDEV && errno != EINVAL && errno != ENOSYS &&
-			    errno != EOPNOTSUPP)
-				return -1;
-			/* By hand. */
-			r = pread(in, b, (size_t)(end - pos < (off_t)sizeof b ? end - pos : (off_t)sizeof b), pos);
-			if (r < 0 && errno == EINTR)
-				continue;
-			if (r <= 0)
-				return r < 0 ? -1 : 0;
-			if (pwrite(out, b, (size_t)r, pos) != r)
-				return -1;
-			pos += r;
-		}
-		pos = end;
-	}
-	return ftruncate(out, st.st_size);
-}
-
-/* Opens a data file: without blocking (a FIFO's open would wait for a
- * writer), through symlinks to the real file, which must be regular.
- * Returns the fd, or -1 with a one-line *err. */
-static int
-data_open(const char *path, struct stat *st, char **err)
-{
-	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-	const char *what;
-
-	if (fd < 0) {
-		*err = xasprintf("cannot read data file %s: %s", path, strerror(errno));
-		return -1;
-	}
-	if (fstat(fd, st) < 0) {
-		*err = xasprintf("cannot read data file %s: %s", path, strerror(errno));
-		close(fd);
-		return -1;
-	}
-	if (S_ISREG(st->st_mode))
-		return fd;
-	close(fd);
-	what = S_ISDIR(st->st_mode) ? "a folder" : S_ISFIFO(st->st_mode) ? "a FIFO" :
-	    S_ISSOCK(st->st_mode) ? "a socket" : S_ISCHR(st->st_mode) ? "a character device" :
-	    S_ISBLK(st->st_mode) ? "a block device" : "not a regular file";
-	*err = xasprintf("data file %s is %s; give a regular file", path, what);
-	return -1;
-}
-
 int
 kernel_check_data(const char *path, char **err)
 {
-	struct stat st;
-	int fd = data_open(path, &st, err);
-
-	if (fd < 0)
-		return -1;
-	close(fd);
-	return 0;
-}
-
-/* Whether the sandbox's uid can read the open file st: itself without
- * root; as root (the sandbox runs as k->uid) only what others may read. */
-static int
-sandbox_can_read(const struct kernel *k, const struct stat *st)
-{
-	if (k->uid == 0)
-		return 1;
-	if (st->st_uid == k->uid)
-		return (st->st_mode & S_IRUSR) != 0;
-	if (st->st_gid == (gid_t)k->uid)
-		return (st->st_mode & S_IRGRP) != 0;
-	return (st->st_mode & S_IROTH) != 0;
-}
-
-/* Whether bwrap, as the sandbox's uid, can bind the open file fd: it
- * resolves the file's path (see traversable), so the path must still
- * name it and every folder on it must let the sandbox uid through. */
-static int
-bindable(const struct kernel *k, int fd, const struct stat *st)
-{
-	char link[64], path[4096];
-	ssize_t n;
-
-	if (k->o->no_sandbox || st->st_nlink == 0 || !sandbox_can_read(k, st))
-		return 0;
-	if (k->uid == 0)
-		return 1;
-	snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
-	if ((n = readlink(link, path, sizeof path - 1)) <= 0 || path[0] != '/')
-		return 0;
-	path[n] = '\0';
-	{
-		char *slash = strrchr(path, '/');
-		if (slash == path)
-			return 1;
-		*slash = '\0';
-	}
-	return traversable(path);
-}
-
-/* A free name in the data folder for base: name, name-2.ext, ...,
- * created empty with O_EXCL (a bind's mount point, or a copy's target
- * when out is not NULL: then left open for writing in *out). */
-static char *
-data_claim(struct kernel *k, const char *base, int *out, char **err)
-{
-	char *name = safe_name(base), *cand = NULL;
-	const char *dot = strrchr(name, '.');
-	int stem = dot && dot != name ? (int)(dot - name) : (int)strlen(name);
-	mode_t mode = k->uid != 0 ? 0440 : 0400;
-	int failed = 0;
-
-	for (int i = 1; i < 1000 && !failed; i++) {
-		char *path;
-		int fd;
-
-		free(cand);
-		cand = i == 1 ? xstrdup(name) :
-		    xasprintf("%.*s-%d%s", stem, name, i, dot && dot != name ? dot : "");
-		path = xasprintf("%s/%s", k->datadir, cand);
-		fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
-		free(path);
-		if (fd < 0 && errno == EEXIST)
-			continue;
-		if (fd < 0) {
-			*err = xasprintf("cannot stage %s: %s", base, strerror(errno));
-			failed = 1;
-			break;
-		}
-		/* Readable by the sandbox uid's group only (as root). */
-		if (k->uid != 0 && fchown(fd, 0, (gid_t)k->uid) < 0) {
-			*err = xasprintf("cannot stage %s: %s", base, strerror(errno));
-			close(fd);
-			failed = 1;
-			break;
-		}
-		if (out)
-			*out = fd;
-		else
-			close(fd);
-		free(name);
-		return cand;
-	}
-	if (!failed)
-		*err = xasprintf("too many data files named %s", base);
-	free(name);
-	free(cand);
-	return NULL;
-}
-
-/* Puts host_path into the session's data folder. Before the sandbox
- * starts, a file the sandbox uid can read is bound read-only by its fd
- * (no copy, no disk, constant time whatever its size). A sandbox that
- * runs already cannot get a new mount: the file is hard-linked there
- * when it can be, else copied (holes kept), readable by the sandbox uid
- * only; so is a file the sandbox uid could not read itself. */
-static char *
-stage_file(struct kernel *k, const char *host_path, char **err)
-{
-	const char *base = strrchr(host_path, '/');
-	struct stat st;
-	char *name, *r;
-	int in, out = -1;
-
-	base = base ? base + 1 : host_path;
-	if ((in = data_open(host_path, &st, err)) < 0)
-		return NULL;
-	if (k->p.pid <= 0 && k->nbinds < SANDBOX_MAX_BINDS && bindable(k, in, &st)) {
-		if ((name = data_claim(k, base, NULL, err)) == NULL) {
-			close(in);
-			return NULL;
-		}
-		k->binds = xrealloc(k->binds, (size_t)(k->nbinds + 1) * sizeof *k->binds);
-		k->binds[k->nbinds].fd = in;
-		k->binds[k->nbinds].name = name;
-		k->nbinds++;
-		return k->o->no_sandbox ? xasprintf("%s/%s", k->datadir, name) :
-		    xasprintf("/workspace/data/%s", name);
-	}
-	if ((name = data_claim(k, base, &out, err)) == NULL) {
-		close(in);
-		return NULL;
-	}
-	{
-		char link[64], *dest = xasprintf("%s/%s", k->datadir, name);
-		int linked = 0;
-		snprintf(link, sizeof link, "/proc/self/fd/%d", in);
-		if (sandbox_can_read(k, &st)) {
-			/* The link replaces the empty file we claimed. */
-			char *tmp = xasprintf("%s/.%s.link", k->datadir, name);
-			if (linkat(AT_FDCWD, link, AT_FDCWD, tmp, AT_SYMLINK_FOLLOW) == 0) {
-				linked = rename(tmp, dest) == 0;
-				if (!linked)
-					unlink(tmp);
-			}
-			free(tmp);
-		}
-		if (!linked && copy_fd(in, out) < 0) {
-			*err = xasprintf("cannot copy %s into the session: %s", host_path,
-			    strerror(errno));
-			close(out);
-			close(in);
-			unlink(dest);
-			free(dest);
-			free(name);
-			return NULL;
-		}
-		close(out);
-		free(dest);
-	}
-	close(in);
-	r = k->o->no_sandbox ? xasprintf("%s/%s", k->datadir, name) :
-	    xasprintf("/workspace/data/%s", name);
-	free(name);
-	return r;
+	return workspace_check_data(path, err);
 }
 
 char *
 kernel_stage(struct kernel *k, const char *host_path, char **err)
 {
-	if (k->workspace == NULL && prepare_dirs(k, err) < 0)
-		return NULL;
-	return stage_file(k, host_path, err);
-}
-
-/* A bound file that is no longer linked (deleted since) has no path
- * bwrap could resolve: it becomes a copy before the next launch. */
-static int
-unbind_deleted(struct kernel *k, char **err)
-{
-	for (int i = 0; i < k->nbinds; i++) {
-		struct stat st;
-		char *dest;
-		int out;
-
-		if (fstat(k->binds[i].fd, &st) < 0 || st.st_nlink > 0)
-			continue;
-		dest = xasprintf("%s/%s", k->datadir, k->binds[i].name);
-		out = open(dest, O_WRONLY | O_TRUNC | O_NOFOLLOW | O_CLOEXEC);
-		if (out < 0 || copy_fd(k->binds[i].fd, out) < 0) {
-			*err = xasprintf("cannot copy the deleted data file %s: %s",
-			    k->binds[i].name, strerror(errno));
-			if (out >= 0)
-				close(out);
-			free(dest);
-			return -1;
-		}
-		close(out);
-		free(dest);
-		close(k->binds[i].fd);
-		free(k->binds[i].name);
-		k->binds[i--] = k->binds[--k->nbinds];
-	}
-	return 0;
+	return workspace_stage(k->ws, host_path, k->p.pid > 0, err);
 }
 
 /* ------------------------------------------------------------ disk */
 
-/* The workspace is a folder of the host's disk, so its size is bounded
- * by measuring (diskuse.h): on a timer while the sandbox lives and at
+/* The workspace is a folder of the host's disk: its size is bounded by
+ * measuring (workspace.h) on a timer while the sandbox lives and at
  * each cell's end. Over the limit, terp kills the sandbox: that stops
  * every writer, threads and background processes included. The
  * overshoot is what the sandbox writes between two checks: at most
  * write speed x the interval (DISK_EVERY_MS, longer when a check is
  * costly), and each file stays under --max-file-size. */
 
-static uint64_t
-files_limit(const struct kernel *k)
+/* The sandbox's first process: its deleted-but-open files count. */
+static pid_t
+disk_root(const struct kernel *k)
 {
-	return k->o->disk_files ? k->o->disk_files : kernel_disk_files(k->o->disk);
-}
-
-/* Measures the workspace and the deleted files the sandbox still holds
- * open; limits of 0 measure everything. Returns the cost in us. */
-static int64_t
-disk_measure(struct kernel *k, uint64_t max_bytes, uint64_t max_files,
-    struct diskuse *u)
-{
-	int64_t t0 = now_us();
-	pid_t root = k->init_pid > 0 ? k->init_pid : k->py_pid;
-	struct stat st;
-
-	memset(u, 0, sizeof *u);
-	if (k->workspace == NULL || diskuse_tree(k->workspace, max_bytes, max_files, u) < 0)
-		return now_us() - t0;
-	if (!u->stopped && root > 0 && stat(k->workspace, &st) == 0) {
-		pid_t *pids = xmalloc(1024 * sizeof *pids);
-		int n = sandbox_descendants(root, pids, 1024);
-		for (int i = 0; i < n; i++)
-			diskuse_deleted_open(pids[i], st.st_dev, u);
-		free(pids);
-	}
-	return now_us() - t0;
-}
-
-/* This launch's limits: --disk, or what the workspace holds already
- * when that is more (a session stopped for its disk use restarts and
- * may delete, but not grow). */
-static void
-disk_baseline(struct kernel *k)
-{
-	struct diskuse u;
-
-	k->disk_allow = k->o->disk;
-	k->files_allow = files_limit(k);
-	if (k->o->disk == 0)
-		return;
-	disk_measure(k, 0, 0, &u);
-	if (u.bytes > k->disk_allow)
-		k->disk_allow = u.bytes;
-	if (u.inodes > k->files_allow)
-		k->files_allow = u.inodes;
+	return k->init_pid > 0 ? k->init_pid : k->py_pid;
 }
 
 static void on_disk_timer(struct loop *l, void *arg);
@@ -848,31 +302,17 @@ disk_schedule(struct kernel *k, int64_t ms)
 static int
 disk_check(struct kernel *k)
 {
-	struct diskuse u;
-	char lim[32], got[32];
+	char *why;
 	int64_t cost;
 
 	if (k->o->disk == 0 || k->p.pid <= 0 || k->dying)
 		return 0;
-	cost = disk_measure(k, k->disk_allow, k->files_allow, &u);
-	if (!u.too_deep && u.bytes <= k->disk_allow && u.inodes <= k->files_allow) {
+	if ((why = workspace_disk_check(k->ws, disk_root(k), &cost)) == NULL) {
 		disk_schedule(k, cost * 20 / 1000);
 		return 0;
 	}
-	fmt_bytes(lim, sizeof lim, k->o->disk);
-	fmt_bytes(got, sizeof got, u.bytes);
 	free(k->kill_why);
-	if (u.too_deep)
-		k->kill_why = xstrdup("the sandbox was stopped: its workspace nests folders "
-		    "more than 256 deep");
-	else if (u.bytes > k->disk_allow)
-		k->kill_why = xasprintf("the sandbox was stopped: the workspace holds more "
-		    "than the session's disk limit of %s (%s%s); delete files to go on",
-		    lim, u.stopped ? "over " : "", got);
-	else
-		k->kill_why = xasprintf("the sandbox was stopped: the workspace holds more "
-		    "than %llu files, the session's limit; delete files to go on",
-		    (unsigned long long)files_limit(k));
+	k->kill_why = why;
 	/* The launcher kills the whole sandbox when its life pipe closes. */
 	loop_timer_cancel(k->loop, k->disk_timer);
 	k->disk_timer = 0;
@@ -899,7 +339,7 @@ cell_cleanup(struct kernel *k)
 	if (k->p.pid <= 0 || k->dying)
 		return;
 	if (k->py_pid > 0)
-		sandbox_kill_strays(k->init_pid > 0 ? k->init_pid : k->py_pid, k->py_pid,
+		sandbox_tree_kill_strays(k->init_pid > 0 ? k->init_pid : k->py_pid, k->py_pid,
 		    STRAY_WAIT_MS);
 	/* From the loop, not from here: a kill now could end in
 	 * finish_death, which finishes this very cell a second time. */
@@ -913,11 +353,7 @@ cell_cleanup(struct kernel *k)
 static void
 watch_all(struct kernel *k)
 {
-	buf_reset(&k->outq);
-	k->outq_off = 0;
-	k->cur_unsent = 0;
-	/* Paused until a command waits (events 0); see cmd_flush. */
-	loop_watch(k->loop, k->p.cmd_fd, 0, kernel_on_cmd, k);
+	kernel_chan_attach(&k->chan, k->p.cmd_fd);
 	loop_watch(k->loop, k->p.ev_fd, POLLIN, kernel_on_ev, k);
 	loop_watch(k->loop, k->p.out_fd, POLLIN, kernel_on_out, k);
 	loop_watch(k->loop, k->p.err_fd, POLLIN, kernel_on_out, k);
@@ -928,8 +364,7 @@ watch_all(struct kernel *k)
 static void
 unwatch_all(struct kernel *k)
 {
-	if (k->p.cmd_fd >= 0)
-		loop_unwatch(k->loop, k->p.cmd_fd);
+	kernel_chan_detach(&k->chan);
 	if (k->p.ev_fd >= 0)
 		loop_unwatch(k->loop, k->p.ev_fd);
 	if (k->p.out_fd >= 0)
@@ -938,57 +373,56 @@ unwatch_all(struct kernel *k)
 		loop_unwatch(k->loop, k->p.err_fd);
 	if (k->p.status_fd >= 0)
 		loop_unwatch(k->loop, k->p.status_fd);
+	if (k->p.pid_fd >= 0)
+		loop_unwatch(k->loop, k->p.pid_fd);
 }
 
-static int
-launch(struct kernel *k, char **err)
+/* The sandbox's settings from the options; binds and cgroup apart. */
+static void
+spec_fill(const struct kernel *k, struct sandbox_spec *s)
 {
-	struct sandbox_spec s;
-	int bind_fds[SANDBOX_MAX_BINDS];
-	const char *bind_names[SANDBOX_MAX_BINDS];
-	int rc;
-	/* a sandbox ran before this one: its Python state is gone */
-	int lost = k->state != KERNEL_STOPPED || k->stopped_why != NULL;
+	memset(s, 0, sizeof *s);
+	s->python = k->o->python ? k->o->python : "/usr/bin/python3";
+	s->workspace = workspace_dir(k->ws);
+	s->datadir = workspace_datadir(k->ws);
+	s->driver = (const char *)driver_py;
+	s->driver_len = sizeof driver_py;
+	s->uid = workspace_uid(k->ws);
+	s->memory = k->o->memory;
+	s->nproc = k->o->nproc;
+	s->fsize = k->o->fsize;
+	s->nofile = k->o->nofile;
+	s->artifact_max = k->o->artifact_max;
+	s->no_sandbox = k->o->no_sandbox;
+	s->network = k->o->network;
+	s->preload = getenv("TERP_NO_PRELOAD") == NULL;
+	s->cgroup_procs_fd = -1;
+}
 
-	memset(&s, 0, sizeof s);
-	if (unbind_deleted(k, err) < 0)
-		return -1;
-	for (int i = 0; i < k->nbinds; i++) {
-		bind_fds[i] = k->binds[i].fd;
-		bind_names[i] = k->binds[i].name;
-	}
-	s.bind_fds = bind_fds;
-	s.bind_names = bind_names;
-	s.nbinds = k->nbinds;
-	s.python = k->o->python ? k->o->python : "/usr/bin/python3";
-	s.workspace = k->workspace;
-	s.datadir = k->datadir;
-	s.driver = (const char *)driver_py;
-	s.driver_len = sizeof driver_py;
-	s.uid = k->uid;
-	s.memory = k->o->memory;
-	s.nproc = k->o->nproc;
-	s.fsize = k->o->fsize;
-	s.nofile = k->o->nofile;
-	s.artifact_max = k->o->artifact_max;
-	s.no_sandbox = k->o->no_sandbox;
-	s.network = k->o->network;
-	s.preload = getenv("TERP_NO_PRELOAD") == NULL;
-	if (!k->cg_tried && !k->o->no_sandbox) {
-		char *why = NULL, name[64];
-		const char *id = strrchr(k->o->session_dir, '/');
-		k->cg_tried = 1;
-		snprintf(name, sizeof name, "terp-%.40s-%d", id ? id + 1 : "session", (int)getpid());
-		k->cg = cgroup_create(name, k->o->memory, k->o->nproc, &why);
-		free(why);	/* rlimits only: the common case on many machines */
-	}
-	s.cgroup_procs_fd = cgroup_procs_fd(k->cg);
-	k->oom_at_launch = cgroup_oom_kills(k->cg);
+/* The session's cgroup, tried once: without one, rlimits only, the
+ * common case on many machines. */
+static void
+cgroup_once(struct kernel *k)
+{
+	char *why = NULL, name[64];
+	const char *id = strrchr(k->o->session_dir, '/');
 
+	if (k->cg_tried || k->o->no_sandbox)
+		return;
+	k->cg_tried = 1;
+	snprintf(name, sizeof name, "terp-%.40s-%d", id ? id + 1 : "session", (int)getpid());
+	k->cg = sandbox_cgroup_create(name, k->o->memory, k->o->nproc, &why);
+	free(why);
+}
+
+/* Nothing of the last sandbox's is left in what a launch starts with. */
+static void
+launch_reset(struct kernel *k)
+{
 	kframe_reader_reset(&k->evr);
 	buf_reset(&k->statusbuf);
 	buf_reset(&k->bwrap_err);
-	k->ncarry[0] = k->ncarry[1] = 0;
+	k->carry[0].n = k->carry[1].n = 0;
 	k->exit_code = -1;
 	k->we_killed = 0;
 	k->dying = 0;
@@ -997,9 +431,31 @@ launch(struct kernel *k, char **err)
 	k->py_pid = -1;
 	free(k->kill_why);
 	k->kill_why = NULL;
-	disk_baseline(k);
-	rc = sandbox_launch(&s, &k->p, err);
-	if (rc < 0)
+}
+
+static int
+launch(struct kernel *k, char **err)
+{
+	struct sandbox_spec s;
+	int bind_fds[SANDBOX_MAX_BINDS];
+	const char *bind_names[SANDBOX_MAX_BINDS];
+	/* a sandbox ran before this one: its Python state is gone */
+	int lost = k->state != KERNEL_STOPPED || k->stopped_why != NULL;
+
+	/* One sandbox at a time: the last one is reaped. */
+	assert(k->p.pid <= 0 && !k->dying);
+	spec_fill(k, &s);
+	s.nbinds = workspace_binds(k->ws, bind_fds, bind_names, SANDBOX_MAX_BINDS, err);
+	if (s.nbinds < 0)
+		return -1;
+	s.bind_fds = bind_fds;
+	s.bind_names = bind_names;
+	cgroup_once(k);
+	s.cgroup_procs_fd = sandbox_cgroup_procs_fd(k->cg);
+	k->oom_at_launch = sandbox_cgroup_oom_kills(k->cg);
+	launch_reset(k);
+	workspace_disk_baseline(k->ws, disk_root(k));
+	if (sandbox_launch(&s, &k->p, err) < 0)
 		return -1;
 	if (k->o->no_sandbox)
 		k->py_pid = k->p.pid;
@@ -1025,20 +481,12 @@ kernel_start(struct kernel *k, char **err)
 		*err = xstrdup("the Python session is running already");
 		return -1;
 	}
-	if (k->workspace == NULL && prepare_dirs(k, err) < 0)
+	if (workspace_prepare(k->ws, err) < 0)
 		return -1;
-	if (k->out_dirfd < 0) {
-		/* The output folder is the user's: created if missing, and
-		 * everything goes through this fd with O_EXCL/O_NOFOLLOW. */
-		if (mkdir_p(k->o->out_dir, 0755) < 0 ||
-		    (k->out_dirfd = open(k->o->out_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
-			*err = xasprintf("cannot use the output folder %s: %s", k->o->out_dir,
-			    strerror(errno));
-			return -1;
-		}
-	}
+	if (kernel_artifact_open(k->art, err) < 0)
+		return -1;
 	for (int i = 0; i < k->o->ndata; i++) {
-		char *p = stage_file(k, k->o->data_files[i], err);
+		char *p = workspace_stage(k->ws, k->o->data_files[i], k->p.pid > 0, err);
 		if (p == NULL)
 			return -1;
 		free(p);
@@ -1046,318 +494,41 @@ kernel_start(struct kernel *k, char **err)
 	return launch(k, err);
 }
 
-/* ------------------------------------------------------------ artifacts */
-
-/* The frames of an artifact (artifact, chunk..., artifact_end) are
- * claims: terp checks their order, counts them against the caps, picks
- * the host name itself and writes through a hidden temporary file that
- * is unlinked whenever the artifact is abandoned. Every artifact not
- * copied is reported in the cell's stderr, which reaches the user and
- * the model alike. */
-
-static void emit_output(struct kernel *k, int stream, const char *p, size_t n);
-static void drain_all(struct kernel *k);
-
-/* "terp: artifact NAME not copied: WHY" in the running cell's stderr;
- * past REPORTS_PER_CELL lines only counted (art_report_rest). */
-static void
-art_report(struct kernel *k, const char *shown, const char *why)
-{
-	char *msg;
-
-	if (k->cur == 0)
-		return;		/* no cell to tell: a stray (forged) frame */
-	if (k->reports >= REPORTS_PER_CELL) {
-		k->unreported++;
-		return;
-	}
-	k->reports++;
-	drain_all(k);	/* after what the cell printed before */
-	msg = xasprintf("terp: artifact %s not copied: %s\n", shown, why);
-	emit_output(k, 1, msg, strlen(msg));
-	free(msg);
-}
-
-static void
-art_report_rest(struct kernel *k)
-{
-	char *msg;
-
-	if (k->cur == 0 || k->unreported == 0)
-		return;
-	msg = xasprintf("terp: %d more artifacts not copied (not listed)\n", k->unreported);
-	emit_output(k, 1, msg, strlen(msg));
-	free(msg);
-	k->unreported = 0;
-}
-
-/* Drops the artifact being received: its temporary file is unlinked,
- * and when why is set the cell is told. */
-static void
-art_abandon(struct kernel *k, const char *why)
-{
-	if (k->art_fd >= 0)
-		close(k->art_fd);
-	if (k->art_tmp != NULL && k->out_dirfd >= 0)
-		(void)unlinkat(k->out_dirfd, k->art_tmp, 0);
-	if (why != NULL && k->art_shown != NULL && k->art_cell == k->cur)
-		art_report(k, k->art_shown, why);
-	k->art_fd = -1;
-	free(k->art_shown);
-	free(k->art_path);
-	free(k->art_tmp);
-	k->art_shown = k->art_path = k->art_tmp = NULL;
-	k->art_size = k->art_got = 0;
-}
-
-static void
-art_fail_errno(struct kernel *k, const char *what, int err)
-{
-	char *why;
-
-	if (err == ENOSPC || err == EDQUOT)
-		why = xasprintf("the output folder is full (%s)", strerror(err));
-	else if (err == EFBIG)
-		why = xasprintf("it is over the output folder's file size limit (%s)",
-		    strerror(err));
-	else
-		why = xasprintf("cannot %s it in the output folder: %s", what, strerror(err));
-	art_abandon(k, why);
-	free(why);
-}
-
-/* Index in k->written of a file terp wrote this session, or -1. */
-static int
-written_index(const struct kernel *k, const char *name)
-{
-	for (int i = 0; i < k->nwritten; i++)
-		if (strcmp(k->written[i].name, name) == 0)
-			return i;
-	return -1;
-}
-
-static char *
-cap_reason(const struct kernel *k, enum kframe_refusal r, uint64_t size)
-{
-	char a[32], b[32];
-
-	switch (r) {
-	case KF_TOO_LARGE:
-		fmt_bytes(a, sizeof a, size);
-		fmt_bytes(b, sizeof b, k->o->artifact_max);
-		return xasprintf("too large (%s; the limit is %s)", a, b);
-	case KF_CELL_CAP:
-		return xasprintf("cap reached (%d artifacts per cell)", k->o->artifacts_per_cell);
-	case KF_SESSION_CAP:
-		return xasprintf("cap reached (%d artifact files per session)",
-		    k->o->artifacts_per_session);
-	case KF_BYTES_CAP:
-		fmt_bytes(a, sizeof a, k->o->artifact_bytes);
-		return xasprintf("cap reached (%s of artifacts per session)", a);
-	case KF_ADMIT:
-		break;
-	}
-	return xstrdup("refused");
-}
-
-/* Chooses the host name: the sanitized name; when a file of that name
- * exists that terp did not write in this session, name-2.ext and so on.
- * A file terp wrote in this session is replaced (through a temp file and
- * rename, never by writing into the existing inode). */
-static void
-art_begin(struct kernel *k, const struct kframe *f)
-{
-	struct kframe_caps caps = {
-		.size_max = k->o->artifact_max,
-		.per_cell = k->o->artifacts_per_cell,
-		.per_session = k->o->artifacts_per_session,
-		.session_bytes = k->o->artifact_bytes,
-	};
-	const char *problem;
-	char *host, *why;
-	enum kframe_refusal r;
-	uint64_t size;
-	int w = -1;
-
-	art_abandon(k, "incomplete: another artifact started before it ended");
-	if (f->name == NULL || k->out_dirfd < 0)
-		return;
-	k->art_cell = k->cur;
-	k->art_shown = kframe_display_name(f->name);
-	if ((problem = kframe_name_problem(f->name)) != NULL) {
-		art_abandon(k, problem);
-		return;
-	}
-	if (!f->has_size || f->size < 0) {
-		art_abandon(k, "the sandbox gave no valid size");
-		return;
-	}
-	size = (uint64_t)f->size;
-	/* The caps that hold whatever the name: checked before the search
-	 * for a free name, so that a flood past the cap costs nothing. */
-	if ((r = kframe_admit(&caps, &k->use, size, 1, UINT64_MAX)) != KF_ADMIT) {
-		why = cap_reason(k, r, size);
-		art_abandon(k, why);
-		free(why);
-		return;
-	}
-	host = kframe_host_name(f->name);
-	for (int i = 1; i <= NAME_TRIES; i++) {
-		struct stat st;
-		char *cand = kframe_host_candidate(host, i);
-		if (fstatat(k->out_dirfd, cand, &st, AT_SYMLINK_NOFOLLOW) < 0) {
-			k->art_path = cand;
-			break;
-		}
-		if (S_ISREG(st.st_mode) && (w = written_index(k, cand)) >= 0) {
-			k->art_path = cand;
-			break;
-		}
-		free(cand);
-	}
-	free(host);
-	if (k->art_path == NULL) {
-		art_abandon(k, "no free name for it in the output folder");
-		return;
-	}
-	r = kframe_admit(&caps, &k->use, size, w >= 0, w >= 0 ? k->written[w].size : 0);
-	if (r != KF_ADMIT) {
-		why = cap_reason(k, r, size);
-		art_abandon(k, why);
-		free(why);
-		return;
-	}
-	k->use.cell++;
-	k->art_size = size;
-	k->art_tmp = xasprintf(".terp-%d-%s.part", (int)getpid(), k->art_path);
-	(void)unlinkat(k->out_dirfd, k->art_tmp, 0);
-	k->art_fd = openat(k->out_dirfd, k->art_tmp,
-	    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-	if (k->art_fd < 0) {
-		int e = errno;
-		free(k->art_tmp);	/* not ours: never unlink it */
-		k->art_tmp = NULL;
-		art_fail_errno(k, "create", e);
-	}
-}
-
-static void
-art_chunk(struct kernel *k, const struct kframe *f)
-{
-	size_t n;
-	char *data;
-
-	if (k->art_fd < 0 || f->data == NULL)
-		return;		/* "chunk" outside an artifact: ignored */
-	data = base64_decode(f->data, f->data_len, &n);
-	if (data == NULL) {
-		art_abandon(k, "the sandbox sent data that is not base64");
-		return;
-	}
-	if (n > k->art_size - k->art_got) {
-		free(data);
-		art_abandon(k, "it grew while it was copied (still being written?)");
-		return;
-	}
-	if (write_all(k->art_fd, data, n) < 0) {
-		int e = errno;
-		free(data);
-		art_fail_errno(k, "write", e);
-		return;
-	}
-	k->art_got += n;
-	free(data);
-}
-
-static void
-art_end(struct kernel *k, const struct kframe *f)
-{
-	char *host;
-	int w, fd;
-
-	if (k->art_fd < 0)
-		return;		/* "artifact_end" outside an artifact: ignored */
-	if (f->reason != NULL) {
-		/* The driver's own account (a read error, a cap): shown, not trusted. */
-		char *r = kframe_display_name(f->reason);
-		art_abandon(k, r);
-		free(r);
-		return;
-	}
-	if (k->art_got != k->art_size || !f->has_size || (uint64_t)f->size != k->art_got) {
-		art_abandon(k, "it changed while it was copied (still being written?)");
-		return;
-	}
-	fd = k->art_fd;
-	k->art_fd = -1;
-	if (close(fd) < 0) {
-		art_fail_errno(k, "write", errno);
-		return;
-	}
-	if (renameat(k->out_dirfd, k->art_tmp, k->out_dirfd, k->art_path) < 0) {
-		art_fail_errno(k, "rename", errno);
-		return;
-	}
-	free(k->art_tmp);
-	k->art_tmp = NULL;
-	if ((w = written_index(k, k->art_path)) >= 0) {
-		k->use.bytes -= k->written[w].size < k->use.bytes ? k->written[w].size : k->use.bytes;
-	} else {
-		k->written = xrealloc(k->written, (size_t)(k->nwritten + 1) * sizeof *k->written);
-		w = k->nwritten++;
-		k->written[w].name = xstrdup(k->art_path);
-		k->use.files++;
-	}
-	k->written[w].size = k->art_got;
-	k->use.bytes += k->art_got;
-	if (k->cb.artifact) {
-		host = xasprintf("%s/%s", k->o->out_dir, k->art_path);
-		k->cb.artifact(k->arg, k->art_cell, k->art_path, host, k->art_got);
-		free(host);
-	}
-	art_abandon(k, NULL);
-}
-
 /* ------------------------------------------------------------ output */
 
+struct out_to {
+	struct kernel	*k;
+	int		 cell, stream;
+};
+
+static void
+out_emit(void *arg, const char *p, size_t n)
+{
+	struct out_to *o = arg;
+
+	o->k->cb.output(o->k->arg, o->cell, o->stream, p, n);
+}
+
+/* A read may end inside a UTF-8 sequence: the cut tail waits for the
+ * next read (utf8carry), so the frontends never see half a character. */
 static void
 emit_output(struct kernel *k, int stream, const char *p, size_t n)
 {
-	int cell = k->cur ? k->cur : k->last;
-	char tmp[8];
-	size_t cut;
+	struct out_to o = { k, k->cur ? k->cur : k->last, stream };
 
 	if (k->cb.output == NULL || n == 0)
 		return;
-	/* Complete a UTF-8 sequence cut at the end of the last read. */
-	if (k->ncarry[stream] > 0) {
-		size_t c = k->ncarry[stream], take = 0;
-		memcpy(tmp, k->carry[stream], c);
-		while (take < n && c + take < 4 && ((unsigned char)p[take] & 0xC0) == 0x80)
-			take++;
-		memcpy(tmp + c, p, take);
-		k->ncarry[stream] = 0;
-		k->cb.output(k->arg, cell, stream, tmp, c + take);
-		p += take;
-		n -= take;
-	}
-	cut = utf8_complete_prefix(p, n);
-	if (cut > 0)
-		k->cb.output(k->arg, cell, stream, p, cut);
-	if (n - cut > 0 && n - cut < 4) {
-		memcpy(k->carry[stream], p + cut, n - cut);
-		k->ncarry[stream] = n - cut;
-	}
+	utf8carry_feed(&k->carry[stream], p, n, out_emit, &o);
 }
 
 static void
 flush_carry(struct kernel *k)
 {
 	for (int s = 0; s < 2; s++) {
-		if (k->ncarry[s] > 0 && k->cb.output)
-			k->cb.output(k->arg, k->cur ? k->cur : k->last, s, k->carry[s],
-			    k->ncarry[s]);
-		k->ncarry[s] = 0;
+		struct out_to o = { k, k->cur ? k->cur : k->last, s };
+		if (k->cb.output)
+			utf8carry_flush(&k->carry[s], out_emit, &o);
+		k->carry[s].n = 0;
 	}
 }
 
@@ -1368,8 +539,11 @@ static void
 on_bytes(struct kernel *k, int stream, const char *b, size_t n)
 {
 	if (k->state == KERNEL_STARTING) {
-		size_t room = STDERR_KEEP - k->bwrap_err.len;
-		buf_add(&k->bwrap_err, b, n < room ? n : room);
+		/* The start of it holds bwrap's message; the rest is dropped. */
+		size_t room = k->bwrap_err.max - k->bwrap_err.len;
+		int rc = buf_add(&k->bwrap_err, b, n < room ? n : room);
+		assert(rc == 0);	/* within max by construction */
+		(void)rc;
 		return;
 	}
 	emit_output(k, stream, b, n);
@@ -1427,6 +601,26 @@ drain_all(struct kernel *k)
 	}
 }
 
+/* A line about the cell's artifacts, after what the cell printed. */
+static void
+artifact_note(void *arg, const char *line)
+{
+	struct kernel *k = arg;
+
+	drain_all(k);
+	emit_output(k, 1, line, strlen(line));
+}
+
+static void
+artifact_copied(void *arg, int cell, const char *name, const char *host_path,
+    uint64_t bytes)
+{
+	struct kernel *k = arg;
+
+	if (k->cb.artifact)
+		k->cb.artifact(k->arg, cell, name, host_path, bytes);
+}
+
 /* ------------------------------------------------------------ cells */
 
 static void
@@ -1442,11 +636,11 @@ finish_cell(struct kernel *k, struct kernel_result *r)
 {
 	int n = k->cur;
 
+	check(k);
+	assert(n != 0);
 	cell_cleanup(k);
-
 	cancel_timers(k);
-	art_abandon(k, "incomplete: the cell ended before terp had all of it");
-	art_report_rest(k);
+	kernel_artifact_cell_end(k->art);
 	flush_carry(k);
 	r->duration_us = now_us() - k->cur_start;
 	r->duration_ms = r->duration_us / 1000;
@@ -1487,9 +681,10 @@ on_result(struct kernel *k, const struct kframe *f)
 	struct kernel_result r;
 	char *reason = NULL, *own[4] = { NULL, NULL, NULL, NULL };
 
+	check(k);
 	/* Only the running cell's, once (cur is 0 after), and only once
 	 * the driver has the cell: anything else is stale or forged. */
-	if (!f->has_id || k->cur == 0 || f->id != k->cur || k->cur_unsent)
+	if (!f->has_id || k->cur == 0 || f->id != k->cur || cell_unsent(k))
 		return;
 	drain_all(k);
 	memset(&r, 0, sizeof r);
@@ -1516,6 +711,7 @@ on_result(struct kernel *k, const struct kframe *f)
 	for (int i = 0; i < 4; i++)
 		free(own[i]);
 	kernel_next(k);
+	check_queue(k);
 }
 
 /* terp ends the sandbox itself, for why (taken). as_stop: the running
@@ -1554,7 +750,7 @@ handle_frame(struct kernel *k, const char *line, size_t len)
 		if (k->state != KERNEL_STARTING)
 			break;
 		if (!k->o->no_sandbox && k->init_pid > 0)
-			k->py_pid = sandbox_python_pid(k->init_pid);
+			k->py_pid = sandbox_tree_python(k->init_pid);
 		set_state(k, k->loaded ? KERNEL_READY : KERNEL_LOADING,
 		    k->loaded ? NULL : "loading pandas, numpy, matplotlib");
 		kernel_next(k);
@@ -1568,23 +764,18 @@ handle_frame(struct kernel *k, const char *line, size_t len)
 		on_result(k, &f);
 		break;
 	case KF_ARTIFACT:
-		if (k->cur != 0 && !k->cur_unsent && f.has_id && f.id == k->cur)
-			art_begin(k, &f);
+		if (k->cur != 0 && !cell_unsent(k) && f.has_id && f.id == k->cur)
+			kernel_artifact_begin(k->art, &f);
 		break;
 	case KF_CHUNK:
-		art_chunk(k, &f);
+		kernel_artifact_chunk(k->art, &f);
 		break;
 	case KF_ARTIFACT_END:
-		art_end(k, &f);
+		kernel_artifact_end(k->art, &f);
 		break;
 	case KF_ARTIFACT_SKIP:
-		if (k->cur != 0 && f.has_id && f.id == k->cur) {
-			char *name = kframe_display_name(f.name ? f.name : "?");
-			char *r = kframe_display_name(f.reason ? f.reason : "refused");
-			art_report(k, name, r);
-			free(name);
-			free(r);
-		}
+		if (k->cur != 0 && f.has_id && f.id == k->cur)
+			kernel_artifact_skip(k->art, &f);
 		break;
 	default:
 		break;	/* "reset", "pong" and unknown events need nothing */
@@ -1657,80 +848,13 @@ kernel_on_status(struct loop *l, int fd, int revents, void *arg)
 		loop_unwatch(l, fd);
 }
 
-/* Writes what the command pipe takes now; the rest waits for POLLOUT.
- * Never blocks: the sandbox may stop reading (a cell that forged its
- * result and sleeps) or shrink the pipe, and the loop must go on. */
-static void
-cmd_flush(struct kernel *k)
-{
-	if (k->dying || k->p.cmd_fd < 0)
-		return;
-	while (k->outq_off < k->outq.len) {
-		ssize_t n = write(k->p.cmd_fd, k->outq.data + k->outq_off,
-		    k->outq.len - k->outq_off);
-		if (n > 0) {
-			k->outq_off += (size_t)n;
-			continue;
-		}
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0 && errno == EAGAIN) {
-			loop_watch(k->loop, k->p.cmd_fd, POLLOUT, kernel_on_cmd, k);
-			return;
-		}
-		/* EPIPE: the driver is gone. */
-		loop_watch(k->loop, k->p.cmd_fd, 0, kernel_on_cmd, k);
-		kernel_begin_death(k);
-		return;
-	}
-	if (k->outq.cap > (1u << 20)) {
-		buf_free(&k->outq);	/* a big cell's room is not kept */
-		buf_init(&k->outq, OUTQ_MAX);
-	}
-	buf_reset(&k->outq);
-	k->outq_off = 0;
-	k->cur_unsent = 0;
-	loop_watch(k->loop, k->p.cmd_fd, 0, kernel_on_cmd, k);
-}
-
-static void
-kernel_on_cmd(struct loop *l, int fd, int revents, void *arg)
-{
-	cmd_flush(arg);
-}
-
-/* Queues a command (one JSON line). Returns 0, or -1 when the queue is
- * full: the driver has not read for OUTQ_MAX bytes. */
-static int
-send_cmd(struct kernel *k, cJSON *cmd)
-{
-	char *s = cJSON_PrintUnformatted(cmd);
-	size_t len;
-	int rc;
-
-	if (s == NULL)
-		fatal("out of memory (cJSON)");
-	len = strlen(s);
-	s[len] = '\n';	/* replaces the NUL: we queue len + 1 bytes */
-	if (k->outq_off > 0) {
-		buf_consume(&k->outq, k->outq_off);
-		k->outq_off = 0;
-	}
-	rc = buf_add(&k->outq, s, len + 1);
-	free(s);
-	if (rc < 0)
-		return -1;
-	cmd_flush(k);
-	return 0;
-}
-
 static void
 signal_python(struct kernel *k, int sig)
 {
 	if (k->init_pid == 0 && k->p.status_fd >= 0)
 		kernel_on_status(k->loop, k->p.status_fd, POLLIN, k);
 	if (k->py_pid <= 0 && k->init_pid > 0)
-		k->py_pid = sandbox_python_pid(k->init_pid);
+		k->py_pid = sandbox_tree_python(k->init_pid);
 	if (k->py_pid > 0) {
 		/* A pidfd pins the process: no signal to a recycled pid. */
 		int pfd = (int)syscall(SYS_pidfd_open, k->py_pid, 0);
@@ -1764,7 +888,7 @@ stop_cell(struct kernel *k, enum stop_cause why)
 		return;
 	if (k->stop == STOP_NONE)
 		k->stop = why;
-	if (k->cur_unsent) {
+	if (cell_unsent(k)) {
 		/* The driver has not taken the cell although it looked idle:
 		 * code of an earlier cell still runs (it may have forged its
 		 * end), or the command pipe was shrunk or is not read. An
@@ -1794,6 +918,7 @@ on_timeout(struct loop *l, void *arg)
 void
 kernel_interrupt(struct kernel *k)
 {
+	check(k);
 	stop_cell(k, STOP_USER);
 }
 
@@ -1811,7 +936,7 @@ kernel_next(struct kernel *k)
 	k->cur = p->n;
 	k->cur_start = now_us();
 	k->stop = STOP_NONE;
-	k->use.cell = k->reports = k->unreported = 0;
+	kernel_artifact_cell_start(k->art, p->n);
 	set_state(k, KERNEL_BUSY, NULL);
 	cmd = cJSON_CreateObject();
 	cJSON_AddStringToObject(cmd, "op", "exec");
@@ -1821,10 +946,9 @@ kernel_next(struct kernel *k)
 	 * the cell: a driver that never takes it times out all the same. */
 	if (k->o->timeout_ms > 0)
 		k->timeout_timer = loop_timer_add(k->loop, k->o->timeout_ms, on_timeout, k);
-	k->cur_unsent = 1;
-	if (send_cmd(k, cmd) < 0)
+	if (kernel_chan_send(&k->chan, cmd) < 0)
 		kill_sandbox(k, xasprintf("the sandbox stopped reading terp's commands (over %u MiB waiting)",
-		    OUTQ_MAX >> 20), 0);
+		    KERNEL_CHAN_MAX >> 20), 0);
 	cJSON_Delete(cmd);
 	free(p->code);
 	free(p);
@@ -1835,6 +959,7 @@ kernel_run(struct kernel *k, int n, const char *code, char **err)
 {
 	struct pending *p, **pp;
 
+	check(k);
 	if (strlen(code) > CODE_MAX) {
 		*err = xasprintf("the cell's code is over %u MiB", CODE_MAX >> 20);
 		return -1;
@@ -1855,6 +980,8 @@ kernel_run(struct kernel *k, int n, const char *code, char **err)
 		;
 	*pp = p;
 	kernel_next(k);
+	check(k);
+	check_queue(k);
 	return 0;
 }
 
@@ -1879,7 +1006,7 @@ death_reason(struct kernel *k, int wstatus)
 	if (k->we_killed)
 		return xasprintf("the cell ignored the interrupt for %.1f s and was killed",
 		    (double)k->o->grace_ms / 1000.0);
-	if (k->cg && cgroup_oom_kills(k->cg) > k->oom_at_launch) {
+	if (k->cg && sandbox_cgroup_oom_kills(k->cg) > k->oom_at_launch) {
 		char *m = memory_reason(k);
 		char *r = xasprintf("the Python process was killed: %s", m);
 		free(m);
@@ -1919,10 +1046,12 @@ finish_death(struct kernel *k, int wstatus)
 	int starting = k->state == KERNEL_STARTING;
 	char *err = NULL;
 
+	assert(k->dying && k->p.pid <= 0);
+	assert(!starting || was_cell == 0);
 	loop_timer_cancel(k->loop, k->death_timer);
 	k->death_timer = 0;
 	drain_all(k);
-	art_abandon(k, "incomplete: the session ended while it was copied");
+	kernel_artifact_abandon(k->art, "incomplete: the session ended while it was copied");
 	if (starting && !k->o->no_sandbox && k->exit_code < 0) {
 		/* bwrap failed in its own setup: its stderr says why. */
 		char *why = sandbox_explain(buf_str(&k->bwrap_err));
@@ -1969,31 +1098,62 @@ finish_death(struct kernel *k, int wstatus)
 	free(msg);
 }
 
+/* Reaps the sandbox's first process when it has exited and finishes
+ * the death. Returns 1 when it did. */
+static int
+reap_death(struct kernel *k)
+{
+	int status = -1;
+	pid_t r = 0;
+
+	if (k->p.status_fd >= 0)
+		kernel_on_status(k->loop, k->p.status_fd, POLLIN, k);
+	if (k->p.pid > 0) {
+		r = waitpid(k->p.pid, &status, WNOHANG);
+		if (r == 0 || (r < 0 && errno == EINTR))
+			return 0;	/* still running */
+	}
+	/* Reaped, or not ours to wait for any more (status -1: unknown). */
+	if (r != k->p.pid)
+		status = -1;
+	k->p.pid = -1;
+	if (k->p.status_fd >= 0)
+		kernel_on_status(k->loop, k->p.status_fd, POLLIN, k);
+	finish_death(k, status);
+	return 1;
+}
+
+/* The pidfd: the process exited. */
 static void
-on_death_poll(struct loop *l, void *arg)
+on_death_exit(struct loop *l, int fd, int revents, void *arg)
+{
+	reap_death(arg);
+}
+
+/* DEATH_WAIT_MS after the channel closed, the sandbox still runs: it is
+ * killed, and its exit comes through the pidfd. Without pidfds this
+ * timer also looks every DEATH_POLL_MS. */
+static void
+on_death_timer(struct loop *l, void *arg)
 {
 	struct kernel *k = arg;
-	int status;
-	pid_t r;
+	int64_t waited = now_ms() - k->death_since;
 
 	k->death_timer = 0;
-	if (k->p.status_fd >= 0)
-		kernel_on_status(l, k->p.status_fd, POLLIN, k);
-	r = waitpid(k->p.pid, &status, WNOHANG);
-	if (r == k->p.pid) {
-		k->p.pid = -1;
-		if (k->p.status_fd >= 0)
-			kernel_on_status(l, k->p.status_fd, POLLIN, k);
-		finish_death(k, status);
+	if (reap_death(k))
 		return;
-	}
-	if (now_ms() - k->death_since > DEATH_WAIT_MS && k->p.pid > 0)
+	if (waited >= DEATH_WAIT_MS)
 		kill(k->p.pid, SIGKILL);
-	k->death_timer = loop_timer_add(l, DEATH_POLL_MS, on_death_poll, k);
+	if (k->p.pid_fd < 0)
+		k->death_timer = loop_timer_add(l, DEATH_POLL_MS, on_death_timer, k);
+	else if (waited < DEATH_WAIT_MS)
+		k->death_timer = loop_timer_add(l, DEATH_WAIT_MS - waited, on_death_timer, k);
 }
 
 /* The channel closed, broke, or we killed the sandbox: wait for the
- * process to go (it will: the driver is gone), then report and restart. */
+ * process to go (it will: the driver is gone), then report and restart.
+ * Not killed yet: bwrap reports the exit code (os._exit(3) is "exited
+ * with code 3", not "killed"); on_death_timer kills it when it lingers. */
 static void
 kernel_begin_death(struct kernel *k)
 {
@@ -2003,10 +1163,15 @@ kernel_begin_death(struct kernel *k)
 	k->death_since = now_ms();
 	if (k->p.ev_fd >= 0)
 		loop_unwatch(k->loop, k->p.ev_fd);
-	/* Not killed yet: let bwrap report the exit code (os._exit(3) is
-	 * "exited with code 3", not "killed"); on_death_poll kills it when
-	 * it lingers. */
-	on_death_poll(k->loop, k);
+	kernel_chan_detach(&k->chan);	/* nothing more goes out */
+	if (reap_death(k))
+		return;
+	if (k->p.pid_fd >= 0) {
+		loop_watch(k->loop, k->p.pid_fd, POLLIN, on_death_exit, k);
+		k->death_timer = loop_timer_add(k->loop, DEATH_WAIT_MS, on_death_timer, k);
+	} else {
+		k->death_timer = loop_timer_add(k->loop, DEATH_POLL_MS, on_death_timer, k);
+	}
 }
 
 /* ------------------------------------------------------------ control */
@@ -2022,9 +1187,9 @@ stop_now(struct kernel *k)
 	loop_timer_cancel(k->loop, k->disk_timer);
 	k->disk_timer = 0;
 	unwatch_all(k);
-	cgroup_kill(k->cg);
+	sandbox_cgroup_kill(k->cg);
 	sandbox_kill(&k->p);
-	art_abandon(k, NULL);
+	kernel_artifact_abandon(k->art, NULL);
 	free(k->kill_why);
 	k->kill_why = NULL;
 	while ((p = k->queue) != NULL) {
@@ -2040,6 +1205,7 @@ kernel_reset(struct kernel *k, char **err)
 {
 	cJSON *cmd;
 
+	check(k);
 	if (k->cur != 0) {
 		*err = xstrdup("a cell is running; interrupt it first");
 		return -1;
@@ -2050,7 +1216,7 @@ kernel_reset(struct kernel *k, char **err)
 	}
 	cmd = cJSON_CreateObject();
 	cJSON_AddStringToObject(cmd, "op", "reset");
-	if (send_cmd(k, cmd) < 0) {
+	if (kernel_chan_send(&k->chan, cmd) < 0) {
 		cJSON_Delete(cmd);
 		*err = xstrdup("the Python session is not answering");
 		return -1;
@@ -2064,6 +1230,7 @@ kernel_restart(struct kernel *k, char **err)
 {
 	int running = k->cur;
 
+	check(k);
 	if (running) {
 		struct kernel_result r;
 		memset(&r, 0, sizeof r);
@@ -2079,6 +1246,7 @@ kernel_restart(struct kernel *k, char **err)
 void
 kernel_stop(struct kernel *k, const char *reason)
 {
+	check(k);
 	if (k->state == KERNEL_STOPPED || k->state == KERNEL_DEAD)
 		return;
 	if (k->cur) {
@@ -2100,27 +1268,15 @@ kernel_free(struct kernel *k)
 {
 	if (k == NULL)
 		return;
-	stop_now(k);
-	cgroup_destroy(k->cg);
-	for (int i = 0; i < k->nbinds; i++) {
-		close(k->binds[i].fd);
-		free(k->binds[i].name);
-	}
-	free(k->binds);
-	free(k->kill_why);
-	uidpool_release(k->uid_lock);	/* the uid is free again */
-	if (k->out_dirfd >= 0)
-		close(k->out_dirfd);
-	for (int i = 0; i < k->nwritten; i++)
-		free(k->written[i].name);
-	free(k->written);
+	stop_now(k);			/* no sandbox process is left */
+	sandbox_cgroup_destroy(k->cg);
+	workspace_free(k->ws);		/* the uid is free again */
+	kernel_artifact_free(k->art);
 	kframe_reader_free(&k->evr);
-	buf_free(&k->outq);
+	kernel_chan_free(&k->chan);
 	free(k->kill_why);
 	buf_free(&k->statusbuf);
 	buf_free(&k->bwrap_err);
-	free(k->workspace);
-	free(k->datadir);
 	free(k->stopped_why);
 	free(k);
 }

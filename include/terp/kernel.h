@@ -35,7 +35,8 @@ struct kernel_opts {
 	long		 nofile;
 	uint64_t	 artifact_max;	/* largest artifact copied out */
 	uint64_t	 disk;		/* bytes the workspace may hold */
-	uint64_t	 disk_files;	/* entries it may hold; 0: from disk */
+	uint64_t	 disk_files;	/* entries it may hold; 0: one per 32 KiB
+					 * of disk, 4096 to 200000 */
 	int		 no_sandbox;	/* run python3 directly (still rlimited) */
 	int		 network;	/* share the host network */
 	/* Caps on what the sandbox may put in out_dir (every frame may be
@@ -51,13 +52,10 @@ struct kernel_opts {
  * artifacts per cell, 1000 files and 1 GiB of them per session). */
 void kernel_opts_default(struct kernel_opts *o);
 
-/* The entry limit a disk size implies when disk_files is 0: one per
- * 32 KiB, at least 4096 and at most 200000. */
-uint64_t kernel_disk_files(uint64_t disk);
-
 /* Checks that path can be a data file: it opens without blocking (a
  * FIFO would block) and is, after symlinks, a regular file. Returns 0,
- * or -1 with a one-line *err (caller frees). */
+ * or -1 with a one-line *err (caller frees). (workspace_check_data,
+ * here so that a frontend needs the kernel's interface only.) */
 int kernel_check_data(const char *path, char **err);
 
 struct kernel_result {
@@ -136,7 +134,5 @@ char *kernel_stage(struct kernel *k, const char *host_path, char **err);
 enum kernel_state kernel_state(const struct kernel *k);
 const char *kernel_state_name(enum kernel_state s);
 int kernel_busy(const struct kernel *k);
-/* The workspace path on the host (owned by the kernel). */
-const char *kernel_workspace(const struct kernel *k);
 
 #endif

@@ -3,9 +3,9 @@
  * line into a typed frame, checks names and chooses the host file name
  * of an artifact, and decides whether an artifact fits the caps. The
  * driver shares its process with the cell, so every frame may be forged:
- * nothing here trusts a field's type, size or content, and the state
- * machine that checks order (ids, "chunk" only inside an artifact...)
- * lives in kernel.c, which owns the state. */
+ * nothing here trusts a field's type, size or content. The checks of
+ * order live with the state they need: ids and "ready" in kernel.c,
+ * "chunk" only inside an artifact in kernel_artifact.c. */
 #ifndef TERP_KERNEL_FRAME_H
 #define TERP_KERNEL_FRAME_H
 

@@ -1,10 +1,11 @@
-/* sandbox: launches one Python process inside bubblewrap, the way
- * SANDBOX.md prescribes: a fork whose child wires fixed fds, closes the
- * rest, sets rlimits, drops root to a per-session uid, and execs bwrap
- * with a minimal environment, every namespace, no capabilities, two
- * stacked seccomp filters, read-only system directories, a private /tmp,
- * the workspace at /workspace and the data folder read-only inside it.
- * Knows nothing of the protocol spoken over the fds (kernel.c does). */
+/* sandbox: launches one Python process inside bubblewrap: a fork whose
+ * child wires fixed fds, closes the rest, sets rlimits, drops root to a
+ * per-session uid, and execs bwrap with a minimal environment, every
+ * namespace, no capabilities, two stacked seccomp filters, read-only
+ * system directories, a private /tmp, the workspace at /workspace and
+ * the data folder read-only inside it. Knows nothing of the protocol
+ * spoken over the fds (kernel.c does). The sandbox's processes once it
+ * runs: sandbox_tree.h. */
 #ifndef TERP_SANDBOX_H
 #define TERP_SANDBOX_H
 
@@ -48,21 +49,19 @@ struct sandbox_proc {
 	int	out_fd, err_fd;	/* the cell's stdout / stderr */
 	int	status_fd;	/* bwrap's --json-status-fd, or -1 */
 	int	life_fd;	/* closing it makes the launcher kill everything */
+	int	pid_fd;		/* a pidfd of pid, readable once it exited;
+				 * -1 where the kernel has no pidfd_open */
 };
 
 /* Forks the launcher, which forks and execs bwrap and stays its parent
  * for the sandbox's life, so that no process of the sandbox outlives
- * terp, however terp ends (see sandbox.c). The launcher's exit status
- * is bwrap's. status_fd carries bwrap's JSON status lines with
+ * terp, however terp ends (see sandbox_launcher.c). The launcher's exit
+ * status is bwrap's. status_fd carries bwrap's JSON status lines with
  * "child-pid" as a pid of terp's pid namespace. Returns 0, or -1 with a
- * one-line *err (caller frees). Failures inside bwrap's own setup show up
- * later as its exit with a message on err_fd: see sandbox_explain. */
+ * one-line *err (caller frees). Failures inside bwrap's own setup show
+ * up later as its exit with a message on err_fd: see sandbox_explain. */
 int sandbox_launch(const struct sandbox_spec *s, struct sandbox_proc *p,
     char **err);
-
-/* The host pid of the Python process: the only child of bwrap's init
- * (whose host pid is init_pid, from --json-status-fd). -1 if not found. */
-pid_t sandbox_python_pid(pid_t init_pid);
 
 /* Kills every process of the sandbox (bwrap and the child bwrap reports,
  * whatever stage of its set-up it is in), reaps the launcher, closes the
@@ -73,17 +72,6 @@ int sandbox_kill(struct sandbox_proc *p);
  * sandbox and exit. */
 void sandbox_close_fds(struct sandbox_proc *p);
 
-/* Host pids of root and all its descendants (every thread's children),
- * root first, at most max. Returns the count. */
-int sandbox_descendants(pid_t root, pid_t *out, int max);
-
-/* Kills every process under the sandbox's init except init itself and
- * keep (the driver's Python): children a cell left running, daemons
- * that double-forked (they were reparented to init). Repeats until a
- * pass finds nothing, then waits for them to exit (at most wait_ms).
- * Returns how many it killed. */
-int sandbox_kill_strays(pid_t init, pid_t keep, int wait_ms);
-
 /* Quick checks that bwrap can work here: the binary, user namespaces,
  * the AppArmor restriction. Returns 0, or -1 with a one-line reason and
  * the fix in *err. */
@@ -91,6 +79,5 @@ int sandbox_probe(char **err);
 
 /* Turns bwrap's setup error text into one line with the fix (new string). */
 char *sandbox_explain(const char *bwrap_stderr);
-
 
 #endif

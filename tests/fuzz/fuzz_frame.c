@@ -1,7 +1,8 @@
 /* libFuzzer target for the host's reading of the driver's protocol
  * (kernel_frame). Besides "no crash, no leak", it checks properties:
- * the lines do not depend on how the stream is cut into reads, and
- * every host name made from a parsed name is safe. */
+ * the lines do not depend on how the stream is cut into reads, every
+ * host name made from a parsed name is safe, and no size past the caps
+ * is admitted. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,17 +13,45 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static void
+check_host(const char *h, size_t max)
+{
+	if (strchr(h, '/') != NULL || h[0] == '.' || h[0] == '-' || h[0] == '\0' ||
+	    strcmp(h, "..") == 0 || strlen(h) > max)
+		abort();
+}
+
+/* The host name and its numbered variants (chart-2.png ...) are safe. */
+static void
 check_name(const char *name)
 {
 	char *h = kframe_host_name(name);
 	char *d = kframe_display_name(name);
 
 	(void)kframe_name_problem(name);
-	if (strchr(h, '/') != NULL || h[0] == '.' || h[0] == '-' || h[0] == '\0' ||
-	    strlen(h) > KFRAME_HOST_NAME_MAX)
-		abort();
+	check_host(h, KFRAME_HOST_NAME_MAX);
+	for (int i = 1; i <= 1000; i *= 10) {
+		char *c = kframe_host_candidate(h, i);
+		check_host(c, KFRAME_HOST_NAME_MAX + 8);
+		free(c);
+	}
 	free(h);
 	free(d);
+}
+
+/* A frame's size against the caps: an admitted artifact fits them. */
+static void
+check_admit(const struct kframe *f)
+{
+	static const struct kframe_caps caps = { 1000, 4, 8, 5000 };
+	struct kframe_usage use = { 3, 7, 4000 };
+	uint64_t size;
+
+	if (!f->has_size || f->size < 0)
+		return;
+	size = (uint64_t)f->size;
+	if (kframe_admit(&caps, &use, size, 0, 0) == KF_ADMIT &&
+	    (size > caps.size_max || use.bytes + size > caps.session_bytes))
+		abort();
 }
 
 /* Feeds the input in pieces of step bytes (0: whole); every line is
@@ -50,6 +79,7 @@ run(const uint8_t *s, size_t n, size_t step, struct buf *rec)
 			if (kframe_parse(line, len, &f, &why) == 0) {
 				if (f.name)
 					check_name(f.name);
+				check_admit(&f);
 				if (f.has_id && f.id < 1)
 					abort();
 				kframe_free(&f);

@@ -1,6 +1,6 @@
 /* seccomp_run: a test-only stand-in for the sandbox launcher, used by
  * test_hostile.py's "bwrap" backend while developing the hostile
- * snippets. It builds terp's two seccomp programs (filter.c), puts them
+ * snippets. It builds terp's two seccomp programs (sandbox_filter.c), puts them
  * on fds 6 and 7, closes every other fd above 2, drops to the given
  * unprivileged uid and execs bwrap's argv with a minimal environment
  * (SANDBOX.md 2.1). Usage: seccomp_run UID -- /usr/bin/bwrap ARGS... */
@@ -16,7 +16,7 @@
 #include <signal.h>
 #include <unistd.h>
 
-#include "terp/filter.h"
+#include "terp/sandbox_filter.h"
 
 static const struct {
 	int		res;
@@ -44,7 +44,7 @@ main(int argc, char **argv)
 		fprintf(stderr, "seccomp_run: refusing uid %s\n", argv[1]);
 		return 2;
 	}
-	if (filter_build(&a, &b, &err) == -1) {
+	if (sandbox_filter_build(&a, &b, &err) == -1) {
 		fprintf(stderr, "seccomp_run: %s\n", err);
 		return 1;
 	}

@@ -266,6 +266,16 @@ def refused(p, target, status=403):
     return hdrs["x-terp-egress"], body
 
 
+def need_localhost():
+    """These tests need the name localhost to resolve to loopback, as on
+    every installed system (its /etc/hosts line); say so if it does not."""
+    try:
+        socket.getaddrinfo("localhost", None)
+    except socket.gaierror as e:
+        pytest.fail("this machine does not resolve localhost (%s): add "
+                    "'127.0.0.1 localhost' to /etc/hosts" % e, pytrace=False)
+
+
 # ---- tests -----------------------------------------------------------------
 
 def test_connect_to_allowed_address_tunnels_and_counts_bytes(proxy, servers):
@@ -290,6 +300,7 @@ def test_connect_to_allowed_address_tunnels_and_counts_bytes(proxy, servers):
 
 
 def test_name_resolving_to_loopback_is_refused(proxy, servers):
+    need_localhost()
     echo = servers(Echo)
     p = proxy("--allow", "localhost:%d" % echo.port)
     code, body = refused(p, "localhost:%d" % echo.port)
@@ -302,6 +313,7 @@ def test_name_resolving_to_loopback_is_refused(proxy, servers):
 
 
 def test_name_reaches_an_address_allowed_by_itself(proxy, servers):
+    need_localhost()
     echo = servers(Echo)
     p = proxy("--allow", "localhost:%d" % echo.port,
               "--allow", "127.0.0.1:%d" % echo.port)

@@ -238,6 +238,17 @@ def test_closing_the_channel_is_a_crash_not_a_hang(terp):
     assert r.stdout_of(2) == "fresh\n"
 
 
+def test_a_sandbox_that_outlives_its_channel_is_killed(terp):
+    # The channel closes but Python sleeps on: terp waits for the exit
+    # (a pidfd), kills the sandbox after its grace, and starts anew.
+    r = terp("exec", "--json", "-c", "import os, time; os.closerange(3, 4096); time.sleep(600)",
+             "-c", "print('fresh')", timeout=120)
+    res = r.results()[0]
+    assert res["status"] == "crashed", r
+    assert "killed" in res["reason"], res
+    assert r.stdout_of(2) == "fresh\n"
+
+
 def test_figures_are_saved_as_artifacts(terp, tmp_path):
     code1 = "import matplotlib.pyplot as plt\nplt.plot([1, 3, 2])\nplt.savefig('/workspace/out/line.png')"
     code2 = "plt.figure(); plt.bar([1, 2], [3, 4])"           # left open

@@ -1,9 +1,9 @@
-/* diskuse: disk accounting of a workspace (see diskuse.h). The walk uses
- * openat/fstatat relative to directory fds with O_NOFOLLOW and
- * AT_SYMLINK_NOFOLLOW, so a sandbox that renames or relinks things
- * while we walk can at worst make us count wrong, never make us leave
- * the folder. */
-#include "terp/diskuse.h"
+/* workspace_usage: disk accounting of a workspace (see
+ * workspace_usage.h). The walk uses openat/fstatat relative to
+ * directory fds with O_NOFOLLOW and AT_SYMLINK_NOFOLLOW, so a sandbox
+ * that renames or relinks things while we walk can at worst make us
+ * count wrong, never make us leave the folder. */
+#include "terp/workspace_usage.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -20,7 +20,7 @@
 #define DEPTH_MAX	256
 
 static int
-over(const struct diskuse *u, uint64_t max_bytes, uint64_t max_inodes)
+over(const struct workspace_usage *u, uint64_t max_bytes, uint64_t max_inodes)
 {
 	return (max_bytes && u->bytes > max_bytes) ||
 	    (max_inodes && u->inodes > max_inodes);
@@ -29,7 +29,7 @@ over(const struct diskuse *u, uint64_t max_bytes, uint64_t max_inodes)
 /* Walks the directory open as fd (which it closes). */
 static void
 walk(int fd, dev_t dev, int depth, uint64_t max_bytes, uint64_t max_inodes,
-    struct diskuse *u)
+    struct workspace_usage *u)
 {
 	DIR *d = fdopendir(fd);
 	struct dirent *e;
@@ -68,8 +68,8 @@ walk(int fd, dev_t dev, int depth, uint64_t max_bytes, uint64_t max_inodes,
 }
 
 int
-diskuse_tree(const char *dir, uint64_t max_bytes, uint64_t max_inodes,
-    struct diskuse *u)
+workspace_usage_tree(const char *dir, uint64_t max_bytes, uint64_t max_inodes,
+    struct workspace_usage *u)
 {
 	struct stat st;
 	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -94,7 +94,7 @@ diskuse_tree(const char *dir, uint64_t max_bytes, uint64_t max_inodes,
 }
 
 void
-diskuse_deleted_open(pid_t pid, dev_t dev, struct diskuse *u)
+workspace_usage_deleted_open(pid_t pid, dev_t dev, struct workspace_usage *u)
 {
 	char path[64];
 	DIR *d;

@@ -1,5 +1,5 @@
-/* filter: builds terp's two stacked seccomp programs with libseccomp and
- * exports them as BPF for bwrap's --add-seccomp-fd (SANDBOX.md 3.2).
+/* sandbox_filter: builds terp's two stacked seccomp programs with libseccomp
+ * and exports them as BPF for bwrap's --add-seccomp-fd.
  * A = allowlist with default ENOSYS; B = denylist with default ALLOW that
  * carries the argument rules (TIOCSTI, clone flags, socket families). */
 #include <errno.h>
@@ -17,7 +17,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "terp/filter.h"
+#include "terp/sandbox_filter.h"
 #include "terp/util.h"
 
 /* The largest program we accept back from libseccomp (BPF_MAXINSNS). */
@@ -415,10 +415,10 @@ filter_add_allowlist(scmp_filter_ctx ctx, char **err)
 
 /* Returns a new libseccomp context for kind, or NULL with *err set. */
 static scmp_filter_ctx
-filter_ctx(enum filter_kind kind, char **err)
+filter_ctx(enum sandbox_filter_kind kind, char **err)
 {
 	scmp_filter_ctx	ctx;
-	int		allow = kind == FILTER_ALLOW;
+	int		allow = kind == SANDBOX_FILTER_ALLOW;
 	int		rc;
 
 	ctx = seccomp_init(allow ? SCMP_ACT_ERRNO(ENOSYS) : SCMP_ACT_ALLOW);
@@ -455,14 +455,14 @@ fail:
 
 /* Exports kind into a new sealed memfd at offset 0; -1 with *err. */
 static int
-filter_memfd(enum filter_kind kind, char **err)
+filter_memfd(enum sandbox_filter_kind kind, char **err)
 {
 	scmp_filter_ctx	ctx;
 	int		fd, rc;
 
 	if ((ctx = filter_ctx(kind, err)) == NULL)
 		return -1;
-	fd = memfd_create(kind == FILTER_ALLOW ? "terp-seccomp-a" :
+	fd = memfd_create(kind == SANDBOX_FILTER_ALLOW ? "terp-seccomp-a" :
 	    "terp-seccomp-b", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (fd == -1) {
 		*err = xasprintf("memfd_create: %s", strerror(errno));
@@ -490,13 +490,13 @@ filter_memfd(enum filter_kind kind, char **err)
 }
 
 int
-filter_build(int *fd_a, int *fd_b, char **err)
+sandbox_filter_build(int *fd_a, int *fd_b, char **err)
 {
 	int	a, b;
 
-	if ((a = filter_memfd(FILTER_ALLOW, err)) == -1)
+	if ((a = filter_memfd(SANDBOX_FILTER_ALLOW, err)) == -1)
 		return -1;
-	if ((b = filter_memfd(FILTER_DENY, err)) == -1) {
+	if ((b = filter_memfd(SANDBOX_FILTER_DENY, err)) == -1) {
 		close(a);
 		return -1;
 	}
@@ -506,7 +506,7 @@ filter_build(int *fd_a, int *fd_b, char **err)
 }
 
 int
-filter_bpf(enum filter_kind kind, unsigned char **bpf, size_t *len,
+sandbox_filter_bpf(enum sandbox_filter_kind kind, unsigned char **bpf, size_t *len,
     char **err)
 {
 	unsigned char	*p;
@@ -542,7 +542,7 @@ filter_bpf(enum filter_kind kind, unsigned char **bpf, size_t *len,
 }
 
 int
-filter_load_bpf(const unsigned char *bpf, size_t len)
+sandbox_filter_load_bpf(const unsigned char *bpf, size_t len)
 {
 	struct sock_fprog	prog;
 
@@ -557,24 +557,24 @@ filter_load_bpf(const unsigned char *bpf, size_t len)
 }
 
 int
-filter_apply_self(char **err)
+sandbox_filter_apply_self(char **err)
 {
 	unsigned char	*a, *b;
 	size_t		 alen, blen;
 	int		 rc = -1;
 
-	if (filter_bpf(FILTER_ALLOW, &a, &alen, err) == -1)
+	if (sandbox_filter_bpf(SANDBOX_FILTER_ALLOW, &a, &alen, err) == -1)
 		return -1;
-	if (filter_bpf(FILTER_DENY, &b, &blen, err) == -1) {
+	if (sandbox_filter_bpf(SANDBOX_FILTER_DENY, &b, &blen, err) == -1) {
 		free(a);
 		return -1;
 	}
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == -1)
 		*err = xasprintf("PR_SET_NO_NEW_PRIVS: %s", strerror(errno));
-	else if (filter_load_bpf(a, alen) == -1)
+	else if (sandbox_filter_load_bpf(a, alen) == -1)
 		*err = xasprintf("installing seccomp filter A: %s",
 		    strerror(errno));
-	else if (filter_load_bpf(b, blen) == -1)
+	else if (sandbox_filter_load_bpf(b, blen) == -1)
 		*err = xasprintf("installing seccomp filter B: %s",
 		    strerror(errno));
 	else

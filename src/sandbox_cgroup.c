@@ -1,10 +1,10 @@
-/* cgroup: per-session cgroup v2, used only where the machine hands terp
+/* sandbox_cgroup: per-session cgroup v2, used only where the machine hands terp
  * a usable memory controller: terp's own cgroup must already list
  * "memory" and "pids" in its cgroup.subtree_control (systemd delegation,
  * a container's delegated subtree). terp never rearranges the hierarchy
  * itself: the "no internal processes" rule makes that someone else's
  * decision. */
-#include "terp/cgroup.h"
+#include "terp/sandbox_cgroup.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -17,13 +17,13 @@
 
 #include "terp/util.h"
 
-struct cgroup {
+struct sandbox_cgroup {
 	char	*path;		/* the session's cgroup directory */
 	int	 procs_fd;
 };
 
 char *
-cgroup_parse_self(const char *text)
+sandbox_cgroup_parse_self(const char *text)
 {
 	const char *p = text;
 
@@ -40,7 +40,7 @@ cgroup_parse_self(const char *text)
 }
 
 char *
-cgroup_parse_mount(const char *text)
+sandbox_cgroup_parse_mount(const char *text)
 {
 	const char *line = text;
 
@@ -64,7 +64,7 @@ cgroup_parse_mount(const char *text)
 }
 
 int
-cgroup_has_controller(const char *list, const char *name)
+sandbox_cgroup_has_controller(const char *list, const char *name)
 {
 	size_t n = strlen(name);
 
@@ -89,25 +89,25 @@ write_file(const char *dir, const char *file, const char *value)
 	return rc;
 }
 
-struct cgroup *
-cgroup_create(const char *name, uint64_t memory, long pids, char **why)
+struct sandbox_cgroup *
+sandbox_cgroup_create(const char *name, uint64_t memory, long pids, char **why)
 {
 	char *self = NULL, *mnt = NULL, *text, *parent;
-	struct cgroup *cg = NULL;
+	struct sandbox_cgroup *cg = NULL;
 
 	if ((text = read_file("/proc/self/cgroup", 1 << 16, NULL)) != NULL) {
-		self = cgroup_parse_self(text);
+		self = sandbox_cgroup_parse_self(text);
 		free(text);
 	}
 	if ((text = read_file("/proc/self/mountinfo", 1 << 20, NULL)) != NULL) {
-		mnt = cgroup_parse_mount(text);
+		mnt = sandbox_cgroup_parse_mount(text);
 		free(text);
 	}
 	if (self == NULL || mnt == NULL) {
 		*why = xstrdup("no cgroup v2 hierarchy");
 	} else {
 		parent = xasprintf("%s%s", mnt, strcmp(self, "/") == 0 ? "" : self);
-		cg = cgroup_create_in(parent, name, memory, pids, why);
+		cg = sandbox_cgroup_create_in(parent, name, memory, pids, why);
 		free(parent);
 	}
 	free(self);
@@ -115,19 +115,19 @@ cgroup_create(const char *name, uint64_t memory, long pids, char **why)
 	return cg;
 }
 
-struct cgroup *
-cgroup_create_in(const char *parent, const char *name, uint64_t memory,
+struct sandbox_cgroup *
+sandbox_cgroup_create_in(const char *parent, const char *name, uint64_t memory,
     long pids, char **why)
 {
 	char *text, *ctl;
-	struct cgroup *cg = NULL;
+	struct sandbox_cgroup *cg = NULL;
 	char v[32];
 
 	text = xasprintf("%s/cgroup.subtree_control", parent);
 	ctl = read_file(text, 4096, NULL);
 	free(text);
-	if (ctl == NULL || !cgroup_has_controller(ctl, "memory") ||
-	    !cgroup_has_controller(ctl, "pids")) {
+	if (ctl == NULL || !sandbox_cgroup_has_controller(ctl, "memory") ||
+	    !sandbox_cgroup_has_controller(ctl, "pids")) {
 		*why = xasprintf("no memory controller delegated to terp's cgroup (%s)", parent);
 		goto out;
 	}
@@ -157,7 +157,7 @@ cgroup_create_in(const char *parent, const char *name, uint64_t memory,
 	}
 	goto out;
 fail:
-	cgroup_destroy(cg);
+	sandbox_cgroup_destroy(cg);
 	cg = NULL;
 out:
 	free(ctl);
@@ -165,13 +165,13 @@ out:
 }
 
 int
-cgroup_procs_fd(const struct cgroup *cg)
+sandbox_cgroup_procs_fd(const struct sandbox_cgroup *cg)
 {
 	return cg ? cg->procs_fd : -1;
 }
 
 long
-cgroup_oom_kills(const struct cgroup *cg)
+sandbox_cgroup_oom_kills(const struct sandbox_cgroup *cg)
 {
 	char *path, *text, *p;
 	long n = -1;
@@ -188,7 +188,7 @@ cgroup_oom_kills(const struct cgroup *cg)
 }
 
 void
-cgroup_kill(struct cgroup *cg)
+sandbox_cgroup_kill(struct sandbox_cgroup *cg)
 {
 	char *path, *text;
 
@@ -211,11 +211,11 @@ cgroup_kill(struct cgroup *cg)
 }
 
 void
-cgroup_destroy(struct cgroup *cg)
+sandbox_cgroup_destroy(struct sandbox_cgroup *cg)
 {
 	if (cg == NULL)
 		return;
-	cgroup_kill(cg);
+	sandbox_cgroup_kill(cg);
 	if (cg->procs_fd >= 0)
 		close(cg->procs_fd);
 	/* The kill is asynchronous: a few tries until the group is empty. */

@@ -1,4 +1,4 @@
-/* Unit tests for the seccomp programs (filter.c), in the spirit of
+/* Unit tests for the seccomp programs (sandbox_filter.c), in the spirit of
  * bubblewrap's and Flatpak's try-syscall: a forked child installs A then
  * B the way bwrap does, tries one syscall and reports the outcome to the
  * parent through a pipe. Arguments are chosen so that the kernel itself
@@ -30,7 +30,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "terp/filter.h"
+#include "terp/sandbox_filter.h"
 
 #ifndef AF_VSOCK
 #define AF_VSOCK 40
@@ -72,9 +72,9 @@ run(enum filters which, long (*try)(void))
 	pid_t		 pid;
 
 	if (which != F_NONE) {
-		cr_assert_eq(filter_bpf(FILTER_ALLOW, &a, &alen, &err), 0,
+		cr_assert_eq(sandbox_filter_bpf(SANDBOX_FILTER_ALLOW, &a, &alen, &err), 0,
 		    "%s", err ? err : "");
-		cr_assert_eq(filter_bpf(FILTER_DENY, &b, &blen, &err), 0,
+		cr_assert_eq(sandbox_filter_bpf(SANDBOX_FILTER_DENY, &b, &blen, &err), 0,
 		    "%s", err ? err : "");
 	}
 	cr_assert_eq(pipe2(p, O_CLOEXEC), 0);
@@ -86,10 +86,10 @@ run(enum filters which, long (*try)(void))
 		    prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == -1)
 			_exit(120);
 		if ((which == F_BOTH || which == F_A) &&
-		    filter_load_bpf(a, alen) == -1)
+		    sandbox_filter_load_bpf(a, alen) == -1)
 			_exit(121);
 		if ((which == F_BOTH || which == F_B) &&
-		    filter_load_bpf(b, blen) == -1)
+		    sandbox_filter_load_bpf(b, blen) == -1)
 			_exit(122);
 		errno = 0;
 		res[0] = try();
@@ -450,12 +450,12 @@ try_i386(void)
 
 /* ---- the policy table ---- */
 
-Test(filter, build_gives_two_sealed_memfds_at_offset_zero)
+Test(sandbox_filter, build_gives_two_sealed_memfds_at_offset_zero)
 {
 	char	*err = NULL, hdr[8];
 	int	 a = -1, b = -1, seals;
 
-	cr_assert_eq(filter_build(&a, &b, &err), 0, "%s", err ? err : "");
+	cr_assert_eq(sandbox_filter_build(&a, &b, &err), 0, "%s", err ? err : "");
 	cr_assert(a > 2 && b > 2 && a != b);
 	cr_assert_eq(lseek(a, 0, SEEK_CUR), 0);
 	cr_assert_eq(lseek(b, 0, SEEK_CUR), 0);
@@ -471,13 +471,13 @@ Test(filter, build_gives_two_sealed_memfds_at_offset_zero)
 	close(b);
 }
 
-Test(filter, load_bpf_rejects_partial_insns)
+Test(sandbox_filter, load_bpf_rejects_partial_insns)
 {
 	unsigned char	buf[12] = { 0 };
 
-	cr_assert_eq(filter_load_bpf(buf, sizeof buf), -1);
+	cr_assert_eq(sandbox_filter_load_bpf(buf, sizeof buf), -1);
 	cr_assert_eq(errno, EINVAL);
-	cr_assert_eq(filter_load_bpf(buf, 0), -1);
+	cr_assert_eq(sandbox_filter_load_bpf(buf, 0), -1);
 }
 
 /* Whether this process already runs under a seccomp filter of its own
@@ -527,7 +527,7 @@ control(long (*try)(void), int kernel_errno, int filter_errno,
 		    "the machine's here", what, strerror(filter_errno));
 }
 
-Test(filter, control_without_filter_the_kernel_answers_differently)
+Test(sandbox_filter, control_without_filter_the_kernel_answers_differently)
 {
 	/* Without the filter, these get the kernel's own answer: the
 	 * harness can tell the filter's errno from the kernel's. */
@@ -540,7 +540,7 @@ Test(filter, control_without_filter_the_kernel_answers_differently)
 	    "socketpair(AF_INET)");
 }
 
-Test(filter, process_inspection_is_eperm)
+Test(sandbox_filter, process_inspection_is_eperm)
 {
 	expect_errno(try_ptrace_traceme, EPERM, "ptrace(TRACEME)");
 	expect_errno(try_process_vm_readv, EPERM, "process_vm_readv");
@@ -548,7 +548,7 @@ Test(filter, process_inspection_is_eperm)
 	expect_errno(try_kcmp, EPERM, "kcmp");
 }
 
-Test(filter, namespaces_and_mounts_are_eperm)
+Test(sandbox_filter, namespaces_and_mounts_are_eperm)
 {
 	expect_errno(try_mount, EPERM, "mount");
 	expect_errno(try_unshare_user, EPERM, "unshare(CLONE_NEWUSER)");
@@ -557,7 +557,7 @@ Test(filter, namespaces_and_mounts_are_eperm)
 	expect_errno(try_chroot, EPERM, "chroot");
 }
 
-Test(filter, clone_with_namespace_flags_is_eperm)
+Test(sandbox_filter, clone_with_namespace_flags_is_eperm)
 {
 	expect_errno(try_clone_newuser, EPERM, "clone(CLONE_NEWUSER)");
 	expect_errno(try_clone_newnet, EPERM, "clone(CLONE_NEWNET)");
@@ -566,7 +566,7 @@ Test(filter, clone_with_namespace_flags_is_eperm)
 	expect_ok(try_clone_plain, "clone(SIGCHLD)");
 }
 
-Test(filter, keyring_bpf_perf_uffd_io_uring_are_eperm)
+Test(sandbox_filter, keyring_bpf_perf_uffd_io_uring_are_eperm)
 {
 	expect_errno(try_keyctl, EPERM, "keyctl");
 	expect_errno(try_add_key, EPERM, "add_key");
@@ -577,7 +577,7 @@ Test(filter, keyring_bpf_perf_uffd_io_uring_are_eperm)
 	expect_errno(try_io_uring_setup, EPERM, "io_uring_setup");
 }
 
-Test(filter, host_global_calls_are_eperm)
+Test(sandbox_filter, host_global_calls_are_eperm)
 {
 	expect_errno(try_syslog, EPERM, "syslog");
 	expect_errno(try_modify_ldt, EPERM, "modify_ldt");
@@ -588,7 +588,7 @@ Test(filter, host_global_calls_are_eperm)
 	expect_errno(try_mbind, EPERM, "mbind");
 }
 
-Test(filter, personality)
+Test(sandbox_filter, personality)
 {
 	struct outcome	o;
 
@@ -605,14 +605,14 @@ Test(filter, personality)
 	cr_assert_geq(o.ret, 0, "B alone refused the query");
 }
 
-Test(filter, clone3_and_new_mount_api_are_enosys)
+Test(sandbox_filter, clone3_and_new_mount_api_are_enosys)
 {
 	expect_errno(try_clone3, ENOSYS, "clone3");
 	expect_errno(try_fsopen, ENOSYS, "fsopen");
 	expect_errno(try_open_tree, ENOSYS, "open_tree");
 }
 
-Test(filter, terminal_injection_is_eperm)
+Test(sandbox_filter, terminal_injection_is_eperm)
 {
 	struct outcome	o;
 
@@ -627,7 +627,7 @@ Test(filter, terminal_injection_is_eperm)
 	cr_assert_eq(o.err, ENOTTY, "A alone: errno %d", o.err);
 }
 
-Test(filter, socket_families_outside_unix_inet_are_eafnosupport)
+Test(sandbox_filter, socket_families_outside_unix_inet_are_eafnosupport)
 {
 	expect_errno(try_sock_vsock, EAFNOSUPPORT, "socket(AF_VSOCK)");
 	expect_errno(try_sock_netlink, EAFNOSUPPORT, "socket(AF_NETLINK)");
@@ -645,7 +645,7 @@ Test(filter, socket_families_outside_unix_inet_are_eafnosupport)
 	expect_errno(try_sock_inet_badtype, EINVAL, "socket(AF_INET, bad)");
 }
 
-Test(filter, allowed_calls_still_work)
+Test(sandbox_filter, allowed_calls_still_work)
 {
 	expect_ok(try_sock_inet, "socket(AF_INET)");
 	expect_ok(try_sock_inet6, "socket(AF_INET6)");
@@ -661,7 +661,7 @@ Test(filter, allowed_calls_still_work)
 	expect_ok(try_stack_another, "stacking a third program");
 }
 
-Test(filter, x32_syscall_kills_with_sigsys)
+Test(sandbox_filter, x32_syscall_kills_with_sigsys)
 {
 	struct outcome	o = run(F_BOTH, try_x32);
 
@@ -674,7 +674,7 @@ Test(filter, x32_syscall_kills_with_sigsys)
 }
 
 #if defined(__x86_64__)
-Test(filter, i386_syscall_kills_with_sigsys)
+Test(sandbox_filter, i386_syscall_kills_with_sigsys)
 {
 	/* Control first: on a kernel without IA32 emulation (built
 	 * without it, or booted with ia32_emulation=0) int $0x80 faults
@@ -695,7 +695,7 @@ Test(filter, i386_syscall_kills_with_sigsys)
 
 /* The data stack still runs under both programs: imports, a saved
  * chart, subprocess, multiprocessing and threads. */
-Test(filter, python_data_stack_runs_under_both, .timeout = 120)
+Test(sandbox_filter, python_data_stack_runs_under_both, .timeout = 120)
 {
 	static const char code[] =
 	    "import numpy, pandas, matplotlib, os, tempfile, threading\n"
@@ -728,7 +728,7 @@ Test(filter, python_data_stack_runs_under_both, .timeout = 120)
 	cr_assert_neq(pid, -1);
 	if (pid == 0) {
 		dup2(p[1], 1);
-		if (filter_apply_self(&err) == -1)
+		if (sandbox_filter_apply_self(&err) == -1)
 			_exit(120);
 		setenv("MPLCONFIGDIR", "/tmp", 0);
 		execl("/usr/bin/python3", "python3", "-I", "-c", code,

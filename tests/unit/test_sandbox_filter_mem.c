@@ -1,7 +1,7 @@
-/* Unit tests for the memory rows of the seccomp programs (filter.c,
- * issue 8 item 5): memfd_create and SysV shmget/msgget/semget fail with
+/* Unit tests for the memory rows of the seccomp programs (sandbox_filter.c):
+ * memfd_create and SysV shmget/msgget/semget fail with
  * ENOSYS, and setsockopt cannot grow a socket's buffers (it returns 0 and
- * the size stays). As in test_filter.c, a forked child installs A then B
+ * the size stays). As in test_sandbox_filter.c, a forked child installs A then B
  * the way bwrap does, tries the call and reports to the parent; every
  * call is also tried without the filters, where the kernel answers
  * otherwise, so a missing rule fails a test. */
@@ -18,7 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "terp/filter.h"
+#include "terp/sandbox_filter.h"
 
 struct outcome {
 	long	ret;
@@ -40,8 +40,8 @@ run(int filtered, long (*try)(void))
 	pid_t pid;
 
 	if (filtered) {
-		cr_assert_eq(filter_bpf(FILTER_ALLOW, &a, &alen, &err), 0, "%s", err ? err : "");
-		cr_assert_eq(filter_bpf(FILTER_DENY, &b, &blen, &err), 0, "%s", err ? err : "");
+		cr_assert_eq(sandbox_filter_bpf(SANDBOX_FILTER_ALLOW, &a, &alen, &err), 0, "%s", err ? err : "");
+		cr_assert_eq(sandbox_filter_bpf(SANDBOX_FILTER_DENY, &b, &blen, &err), 0, "%s", err ? err : "");
 	}
 	cr_assert_eq(pipe2(p, O_CLOEXEC), 0);
 	pid = fork();
@@ -49,7 +49,7 @@ run(int filtered, long (*try)(void))
 	if (pid == 0) {
 		close(p[0]);
 		if (filtered && (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == -1 ||
-		    filter_load_bpf(a, alen) == -1 || filter_load_bpf(b, blen) == -1))
+		    sandbox_filter_load_bpf(a, alen) == -1 || sandbox_filter_load_bpf(b, blen) == -1))
 			_exit(120);
 		errno = 0;
 		res[0] = try();
@@ -137,7 +137,7 @@ expect_enosys(long (*try)(void), const char *what)
 	cr_assert(o.ret == -1 && o.err == ENOSYS, "%s: returned %ld, errno %d", what, o.ret, o.err);
 }
 
-Test(filter_mem, memfd_and_sysv_ipc_are_enosys)
+Test(sandbox_filter_mem, memfd_and_sysv_ipc_are_enosys)
 {
 	expect_enosys(try_memfd, "memfd_create");
 	expect_enosys(try_shmget, "shmget");
@@ -145,7 +145,7 @@ Test(filter_mem, memfd_and_sysv_ipc_are_enosys)
 	expect_enosys(try_semget, "semget");
 }
 
-Test(filter_mem, socket_buffers_cannot_grow)
+Test(sandbox_filter_mem, socket_buffers_cannot_grow)
 {
 	struct outcome base = run(0, try_sndbuf), o;
 
@@ -161,7 +161,7 @@ Test(filter_mem, socket_buffers_cannot_grow)
 	cr_assert_eq(o.ret, 0, "SO_RCVBUFFORCE: %ld errno %d", o.ret, o.err);
 }
 
-Test(filter_mem, other_socket_options_still_work)
+Test(sandbox_filter_mem, other_socket_options_still_work)
 {
 	struct outcome o = run(1, try_keepalive);
 

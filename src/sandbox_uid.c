@@ -1,9 +1,9 @@
-/* uidpool: allocation of per-session sandbox uids for a root terp (see
- * uidpool.h for the range and why). A uid is taken by locking its lock
+/* sandbox_uid: allocation of per-session sandbox uids for a root terp (see
+ * sandbox_uid.h for the range and why). A uid is taken by locking its lock
  * file with flock: the kernel releases the lock when the holder dies, so
  * a crashed terp never leaks a uid, and a process it may have left
  * behind still keeps its uid out of use through the process check. */
-#include "terp/uidpool.h"
+#include "terp/sandbox_uid.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -21,20 +21,20 @@
 #include "terp/util.h"
 
 void
-uidpool_default(struct uidpool *p)
+sandbox_uid_default(struct sandbox_uid_pool *p)
 {
 	unsigned r = 0;
 
 	memset(p, 0, sizeof *p);
-	p->first = UIDPOOL_FIRST;
-	p->count = UIDPOOL_COUNT;
+	p->first = SANDBOX_UID_FIRST;
+	p->count = SANDBOX_UID_COUNT;
 	/* A random start spreads concurrent sessions over the range, so
 	 * they rarely contend for the same lock. */
 	if (getrandom(&r, sizeof r, GRND_NONBLOCK) != sizeof r)
 		r = (unsigned)getpid() * 2654435761u ^ (unsigned)now_us();
 	p->start = r % p->count;
 	p->lockdir = access("/run", W_OK) == 0 ? "/run/terp/uids" : "/var/lib/terp/uids";
-	p->in_use = uidpool_in_use;
+	p->in_use = sandbox_uid_in_use;
 }
 
 /* Whether a process runs as uid: /proc/PID belongs to the process's
@@ -61,7 +61,7 @@ uid_has_process(uid_t uid)
 }
 
 int
-uidpool_in_use(uid_t uid, void *arg)
+sandbox_uid_in_use(uid_t uid, void *arg)
 {
 	(void)arg;
 	/* NSS may consult LDAP or SSSD: a uid an account has anywhere is
@@ -72,9 +72,9 @@ uidpool_in_use(uid_t uid, void *arg)
 }
 
 int
-uidpool_take(const struct uidpool *p, uid_t *uid, int *lockfd, char **err)
+sandbox_uid_take(const struct sandbox_uid_pool *p, uid_t *uid, int *lockfd, char **err)
 {
-	int (*in_use)(uid_t, void *) = p->in_use ? p->in_use : uidpool_in_use;
+	int (*in_use)(uid_t, void *) = p->in_use ? p->in_use : sandbox_uid_in_use;
 	int dfd, last_errno = 0;
 
 	if (p->count == 0) {
@@ -103,7 +103,7 @@ uidpool_take(const struct uidpool *p, uid_t *uid, int *lockfd, char **err)
 			continue;
 		}
 		/* A holder unlinks its lock file when it lets go
-		 * (uidpool_release): the file we locked must still be the
+		 * (sandbox_uid_release): the file we locked must still be the
 		 * one the name gives, or a later taker may lock a new one. */
 		{
 			struct stat a, b;
@@ -133,7 +133,7 @@ uidpool_take(const struct uidpool *p, uid_t *uid, int *lockfd, char **err)
 }
 
 void
-uidpool_release(int lockfd)
+sandbox_uid_release(int lockfd)
 {
 	char link[64], path[4096];
 	ssize_t n;

@@ -1,0 +1,30 @@
+/* sandbox_tree: a sandbox's processes as the host sees them, read from
+ * /proc: the children of a process (of all its threads), the whole tree
+ * under the sandbox's init, the driver's Python, and the processes a
+ * cell left behind, killed through pidfds so that no signal reaches a
+ * pid recycled meanwhile. Reads /proc; starts nothing. */
+#ifndef TERP_SANDBOX_TREE_H
+#define TERP_SANDBOX_TREE_H
+
+#include <sys/types.h>
+
+/* The children of pid, of all its threads, into out (at most max).
+ * Returns the count. Allocates nothing: a forked launcher calls it. */
+int sandbox_tree_children(pid_t pid, pid_t *out, int max);
+
+/* Host pids of root and all its descendants (every thread's children),
+ * root first, at most max. Returns the count. */
+int sandbox_tree_list(pid_t root, pid_t *out, int max);
+
+/* The host pid of the Python process: the only child of bwrap's init
+ * (whose host pid is init, from --json-status-fd). -1 if not found. */
+pid_t sandbox_tree_python(pid_t init);
+
+/* Kills every process under the sandbox's init except init itself and
+ * keep (the driver's Python): children a cell left running, daemons
+ * that double-forked (they were reparented to init). Repeats until a
+ * pass finds nothing, then waits for them to exit (at most wait_ms).
+ * Returns how many it killed. */
+int sandbox_tree_kill_strays(pid_t init, pid_t keep, int wait_ms);
+
+#endif

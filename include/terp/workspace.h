@@ -1,0 +1,71 @@
+/* workspace: the host folders a session's sandbox sees, and what goes
+ * into them. It makes the session's folders with their permissions
+ * (as root: hands the workspace to the session's own uid, taken from
+ * the uid pool), stages data files (bound read-only by fd where bwrap
+ * can, else hard-linked or copied) and measures the workspace's disk
+ * use against the session's limits. It launches nothing and watches
+ * nothing: kernel.c decides when to measure and what to do when the
+ * workspace is over its limits. */
+#ifndef TERP_WORKSPACE_H
+#define TERP_WORKSPACE_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+struct workspace;
+
+/* A workspace for the session folder session_dir (borrowed: it must
+ * outlive the workspace). no_sandbox: Python runs without bwrap and sees
+ * the host's paths. disk: bytes the workspace may hold (0: no limit);
+ * disk_files: entries it may hold (0: one per 32 KiB of disk, at least
+ * 4096 and at most 200000). Creates nothing yet. */
+struct workspace *workspace_new(const char *session_dir, int no_sandbox,
+    uint64_t disk, uint64_t disk_files);
+/* Closes the data files' fds, gives the uid back (no sandbox may run
+ * any more) and frees. The folders stay. NULL is fine. */
+void workspace_free(struct workspace *w);
+
+/* Creates the folders (once; later calls do nothing): as root, first
+ * takes a uid for the session's sandboxes. Clears the data folder of
+ * what an earlier run staged. Returns 0, or -1 with a one-line *err
+ * (caller frees). */
+int workspace_prepare(struct workspace *w, char **err);
+
+/* The host folder seen as /workspace, the one seen as /workspace/data,
+ * and the uid the sandbox runs as (0: terp's own). Valid after
+ * workspace_prepare; owned by w. */
+const char *workspace_dir(const struct workspace *w);
+const char *workspace_datadir(const struct workspace *w);
+uid_t workspace_uid(const struct workspace *w);
+
+/* Checks that path can be a data file: it opens without blocking (a
+ * FIFO would block) and is, after symlinks, a regular file. Returns 0,
+ * or -1 with a one-line *err (caller frees). */
+int workspace_check_data(const char *path, char **err);
+
+/* Puts host_path into the data folder under a free, safe name and
+ * returns the path the code sees (new string), or NULL with *err.
+ * running: a sandbox runs already, which cannot get a new mount, so the
+ * file is linked or copied instead of bound. Prepares w when needed. */
+char *workspace_stage(struct workspace *w, const char *host_path, int running,
+    char **err);
+
+/* The data files to bind at the next launch: fds (owned by w) and
+ * names in the data folder, at most max. A file deleted since it was
+ * staged becomes a copy first (bwrap could not resolve its path).
+ * Returns the count, or -1 with *err. */
+int workspace_binds(struct workspace *w, int *fds, const char **names, int max,
+    char **err);
+
+/* Sets this launch's disk limits: the session's, or what the workspace
+ * holds already when that is more (a session stopped for its disk use
+ * restarts and may delete, but not grow). root: the sandbox's first
+ * process (its deleted-but-open files count too), or <= 0. */
+void workspace_disk_baseline(struct workspace *w, pid_t root);
+
+/* Measures the workspace against this launch's limits. Returns NULL
+ * when it is within them, else why the sandbox must stop (a new
+ * sentence). *cost_us: what the measure cost, to space the next one. */
+char *workspace_disk_check(struct workspace *w, pid_t root, int64_t *cost_us);
+
+#endif

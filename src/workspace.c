@@ -1,0 +1,695 @@
+/* workspace: the session's host folders, the data files staged into
+ * them, and their disk use (see workspace.h). Everything here runs
+ * before a sandbox starts or from the host's side of a running one;
+ * nothing the sandbox wrote is ever followed (lchown, FTW_PHYS,
+ * O_NOFOLLOW). */
+#include "terp/workspace.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "terp/workspace_usage.h"
+#include "terp/sandbox.h"
+#include "terp/sandbox_tree.h"
+#include "terp/sandbox_uid.h"
+#include "terp/util.h"
+
+struct workspace {
+	const char	*session_dir;
+	int		 no_sandbox;
+	uint64_t	 disk, disk_files;	/* the session's limits (0: default) */
+
+	char		*dir, *datadir;		/* NULL until prepared */
+	uid_t		 uid;			/* the sandbox's; 0: terp's own */
+	int		 uid_lock;		/* holds uid (sandbox_uid), -1: none */
+	struct workspace_bind {			/* data files bound read-only by fd */
+		int	 fd;
+		char	*name;
+	}		*binds;
+	int		 nbinds;
+	uint64_t	 disk_allow, files_allow;	/* this launch's limits */
+};
+
+struct workspace *
+workspace_new(const char *session_dir, int no_sandbox, uint64_t disk,
+    uint64_t disk_files)
+{
+	struct workspace *w = xcalloc(1, sizeof *w);
+
+	w->session_dir = session_dir;
+	w->no_sandbox = no_sandbox;
+	w->disk = disk;
+	w->disk_files = disk_files;
+	w->uid = 0;		/* as root, taken with the folders (take_uid) */
+	w->uid_lock = -1;
+	return w;
+}
+
+void
+workspace_free(struct workspace *w)
+{
+	if (w == NULL)
+		return;
+	for (int i = 0; i < w->nbinds; i++) {
+		close(w->binds[i].fd);
+		free(w->binds[i].name);
+	}
+	free(w->binds);
+	sandbox_uid_release(w->uid_lock);	/* the uid is free again */
+	free(w->dir);
+	free(w->datadir);
+	free(w);
+}
+
+const char *
+workspace_dir(const struct workspace *w)
+{
+	return w->dir;
+}
+
+const char *
+workspace_datadir(const struct workspace *w)
+{
+	return w->datadir;
+}
+
+uid_t
+workspace_uid(const struct workspace *w)
+{
+	return w->uid;
+}
+
+/* ------------------------------------------------------------ folders */
+
+/* Whether every folder from / down to path (itself included) lets
+ * other users search it: bwrap, running as the sandbox's uid, resolves
+ * the paths of its bind sources (even those it gets as fds) before it
+ * mounts them. */
+static int
+traversable(const char *path)
+{
+	char *p = xstrdup(path), *s;
+	struct stat st;
+	int ok = 1;
+
+	for (s = p + strlen(p); ok && s > p; ) {
+		*s = '\0';
+		if (stat(p, &st) < 0 || !(st.st_mode & S_IXOTH))
+			ok = 0;
+		while (s > p && *--s != '/')
+			;
+	}
+	free(p);
+	return ok;
+}
+
+/* The folder that holds the sandbox-facing workspace/ and data/.
+ * Without root the sandbox runs as us: the session folder itself,
+ * 0700. As root it runs as w->uid, which must get through every folder
+ * above its bind sources (see traversable) but nobody else may: the
+ * base is root-owned, group w->uid, 0710, and sits in the session
+ * folder when the folders above it let others search them, else (a
+ * home like /root is 0700) under /var/lib/terp/sessions, with a link
+ * from the session folder. A session made by an older terp keeps the
+ * base its link names. */
+static char *
+base_dir(struct workspace *w, char **err)
+{
+	const char *sd = w->session_dir;
+	const char *id = strrchr(sd, '/');
+	char *base = NULL, *link, *parent, target[4096];
+	ssize_t n;
+
+	if (w->uid == 0)
+		return xstrdup(sd);
+	id = id ? id + 1 : sd;
+	link = xasprintf("%s/sandbox", sd);
+	parent = xstrndup(sd, (size_t)(id - sd > 1 ? id - sd - 1 : 1));
+	n = readlink(link, target, sizeof target - 1);
+	if (n > 0) {
+		char *old = xasprintf("/var/lib/terp/sessions/%s", id);
+		target[n] = '\0';
+		if (strcmp(target, old) == 0)
+			base = old;
+		else
+			free(old);
+	}
+	if (base == NULL && traversable(parent)) {
+		base = xstrdup(sd);
+	} else if (base == NULL) {
+		/* 0711: the sandbox uid (a different one per session) must
+		 * get through, but nobody can list the sessions. */
+		if (mkdir_p("/var/lib/terp/sessions", 0711) < 0) {
+			*err = xasprintf("cannot create /var/lib/terp/sessions: %s", strerror(errno));
+			goto out;
+		}
+		chmod("/var/lib/terp", 0711);
+		chmod("/var/lib/terp/sessions", 0711);
+		base = xasprintf("/var/lib/terp/sessions/%s", id);
+		if (mkdir(base, 0700) < 0 && errno != EEXIST) {
+			*err = xasprintf("cannot create %s: %s", base, strerror(errno));
+			free(base);
+			base = NULL;
+			goto out;
+		}
+		if (symlink(base, link) < 0 && errno != EEXIST) {
+			/* only a convenience for people looking at the session */
+		}
+	}
+	/* root:uid 0710: the sandbox uid may pass, nobody else may even
+	 * look; a /workspace the sandbox makes 0777 stays out of reach. */
+	if (chown(base, 0, (gid_t)w->uid) < 0 || chmod(base, 0710) < 0) {
+		*err = xasprintf("cannot protect %s: %s", base, strerror(errno));
+		free(base);
+		base = NULL;
+	}
+out:
+	free(link);
+	free(parent);
+	return base;
+}
+
+/* A resumed session's folder still holds the files staged by the run
+ * before; they may be stale (the user changed the file since), and
+ * staging again under the same name needs the name free. The data
+ * folder is terp's alone (the sandbox sees it read-only), so its
+ * entries are removed, never followed. */
+static void
+clear_datadir(struct workspace *w)
+{
+	DIR *d = opendir(w->datadir);
+	struct dirent *e;
+
+	if (d == NULL)
+		return;
+	while ((e = readdir(d)) != NULL) {
+		if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
+			(void)unlinkat(dirfd(d), e->d_name, 0);
+	}
+	closedir(d);
+}
+
+/* nftw has no argument for its callback: the uid being handed over. */
+static uid_t chown_uid;
+
+static int
+chown_entry(const char *path, const struct stat *st, int flag, struct FTW *f)
+{
+	(void)st;
+	(void)flag;
+	(void)f;
+	(void)lchown(path, chown_uid, chown_uid);
+	return 0;
+}
+
+/* As root: a uid of our own for this session's sandboxes, held until
+ * workspace_free (sandbox_uid.h). */
+static int
+take_uid(struct workspace *w, char **err)
+{
+	struct sandbox_uid_pool pool;
+
+	if (w->uid != 0 || getuid() != 0 || w->no_sandbox)
+		return 0;
+	sandbox_uid_default(&pool);
+	return sandbox_uid_take(&pool, &w->uid, &w->uid_lock, err);
+}
+
+int
+workspace_prepare(struct workspace *w, char **err)
+{
+	const char *sd = w->session_dir;
+	char *base;
+
+	if (w->dir != NULL)
+		return 0;
+	if (take_uid(w, err) < 0)
+		return -1;
+	/* The session folder stays ours and private. */
+	if (mkdir_p(sd, 0700) < 0 || chmod(sd, 0700) < 0) {
+		*err = xasprintf("cannot create the session folder %s: %s", sd,
+		    strerror(errno));
+		return -1;
+	}
+	if ((base = base_dir(w, err)) == NULL)
+		return -1;
+	w->dir = xasprintf("%s/workspace", base);
+	/* Without bwrap, Python sees the data files where the sandbox
+	 * would: in the workspace. */
+	w->datadir = w->no_sandbox ? xasprintf("%s/data", w->dir) :
+	    xasprintf("%s/data", base);
+	free(base);
+	if (mkdir_p(w->dir, 0700) < 0 || mkdir_p(w->datadir, 0700) < 0) {
+		*err = xasprintf("cannot create the session folder %s: %s", w->dir,
+		    strerror(errno));
+		return -1;
+	}
+	/* As root, group w->uid may list the data folder; the files in it
+	 * are bind mount points or copies readable by that group only. */
+	if (w->uid != 0 && (chown(w->datadir, 0, (gid_t)w->uid) < 0 ||
+	    chmod(w->datadir, 0750) < 0)) {
+		*err = xasprintf("cannot protect %s: %s", w->datadir, strerror(errno));
+		return -1;
+	}
+	clear_datadir(w);
+	{
+		char *wsd = xasprintf("%s/data", w->dir);
+		char *wso = xasprintf("%s/out", w->dir);
+		mkdir(wsd, 0755);
+		mkdir(wso, 0755);
+		if (w->uid != 0) {
+			/* lchown: the workspace's content may be the sandbox's
+			 * doing from an earlier run; never follow its links. */
+			if (lchown(w->dir, w->uid, w->uid) < 0 ||
+			    lchown(wsd, w->uid, w->uid) < 0 ||
+			    lchown(wso, w->uid, w->uid) < 0) {
+				*err = xasprintf("cannot hand the workspace to the sandbox user: %s",
+				    strerror(errno));
+				free(wsd);
+				free(wso);
+				return -1;
+			}
+			/* A resumed session's workspace holds files an earlier
+			 * run's sandbox made under another uid (one per run as
+			 * root): hand them over too, or a replayed cell cannot
+			 * write its chart again. No sandbox runs yet; links are
+			 * changed, never followed (FTW_PHYS). */
+			chown_uid = w->uid;
+			(void)nftw(w->dir, chown_entry, 16, FTW_PHYS | FTW_MOUNT);
+		}
+		free(wsd);
+		free(wso);
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------ staging */
+
+/* A file name that is safe on both sides: letters, digits, '.', '-',
+ * '_'; no leading dot; at most 100 bytes. New string. */
+static char *
+safe_name(const char *in)
+{
+	size_t n = strlen(in), j = 0;
+	char *s = xmalloc(n + 8);
+
+	for (size_t i = 0; i < n && j < 100; i++) {
+		unsigned char c = (unsigned char)in[i];
+		if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+		    (c >= '0' && c <= '9') || c == '-' || c == '_' ||
+		    (c == '.' && j > 0))
+			s[j++] = (char)c;
+		else if (c == '/')
+			s[j++] = '_';
+		else if (c < 0x80 || (c & 0xC0) == 0xC0)
+			s[j++] = '_';
+	}
+	if (j == 0)
+		s[j++] = '_';
+	s[j] = '\0';
+	return s;
+}
+
+/* Copies in to out, both regular files, keeping holes: only the data
+ * segments (SEEK_DATA/SEEK_HOLE) are copied, so a sparse file costs
+ * what it holds. copy_file_range first: in-kernel, and reflinks where
+ * the file system can. */
+static int
+copy_fd(int in, int out)
+{
+	char b[1 << 16];
+	struct stat st;
+	off_t pos = 0, end;
+
+	if (fstat(in, &st) < 0)
+		return -1;
+	while (pos < st.st_size) {
+		off_t data = lseek(in, pos, SEEK_DATA), hole;
+		if (data < 0) {
+			if (errno == ENXIO)
+				break;		/* only a hole is left */
+			data = pos;		/* no SEEK_DATA here: copy all */
+			hole = st.st_size;
+		} else if ((hole = lseek(in, data, SEEK_HOLE)) < 0) {
+			hole = st.st_size;
+		}
+		end = hole;
+		pos = data;
+		while (pos < end) {
+			off_t o_in = pos, o_out = pos;
+			ssize_t r = copy_file_range(in, &o_in, out, &o_out,
+			    (size_t)(end - pos < (1 << 30) ? end - pos : (1 << 30)), 0);
+			if (r > 0) {
+				pos += r;
+				continue;
+			}
+			if (r == 0)
+				break;
+			if (errno != EXDEV && errno != EINVAL && errno != ENOSYS &&
+			    errno != EOPNOTSUPP)
+				return -1;
+			/* By hand. */
+			r = pread(in, b, (size_t)(end - pos < (off_t)sizeof b ? end - pos : (off_t)sizeof b), pos);
+			if (r < 0 && errno == EINTR)
+				continue;
+			if (r <= 0)
+				return r < 0 ? -1 : 0;
+			if (pwrite(out, b, (size_t)r, pos) != r)
+				return -1;
+			pos += r;
+		}
+		pos = end;
+	}
+	return ftruncate(out, st.st_size);
+}
+
+/* Opens a data file: without blocking (a FIFO's open would wait for a
+ * writer), through symlinks to the real file, which must be regular.
+ * Returns the fd, or -1 with a one-line *err. */
+static int
+data_open(const char *path, struct stat *st, char **err)
+{
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	const char *what;
+
+	if (fd < 0) {
+		*err = xasprintf("cannot read data file %s: %s", path, strerror(errno));
+		return -1;
+	}
+	if (fstat(fd, st) < 0) {
+		*err = xasprintf("cannot read data file %s: %s", path, strerror(errno));
+		close(fd);
+		return -1;
+	}
+	if (S_ISREG(st->st_mode))
+		return fd;
+	close(fd);
+	what = S_ISDIR(st->st_mode) ? "a folder" : S_ISFIFO(st->st_mode) ? "a FIFO" :
+	    S_ISSOCK(st->st_mode) ? "a socket" : S_ISCHR(st->st_mode) ? "a character device" :
+	    S_ISBLK(st->st_mode) ? "a block device" : "not a regular file";
+	*err = xasprintf("data file %s is %s; give a regular file", path, what);
+	return -1;
+}
+
+int
+workspace_check_data(const char *path, char **err)
+{
+	struct stat st;
+	int fd = data_open(path, &st, err);
+
+	if (fd < 0)
+		return -1;
+	close(fd);
+	return 0;
+}
+
+/* Whether the sandbox's uid can read the open file st: itself without
+ * root; as root (the sandbox runs as w->uid) only what others may read. */
+static int
+uid_can_read(const struct workspace *w, const struct stat *st)
+{
+	if (w->uid == 0)
+		return 1;
+	if (st->st_uid == w->uid)
+		return (st->st_mode & S_IRUSR) != 0;
+	if (st->st_gid == (gid_t)w->uid)
+		return (st->st_mode & S_IRGRP) != 0;
+	return (st->st_mode & S_IROTH) != 0;
+}
+
+/* Whether bwrap, as the sandbox's uid, can bind the open file fd: it
+ * resolves the file's path (see traversable), so the path must still
+ * name it and every folder on it must let the sandbox uid through. */
+static int
+bindable(const struct workspace *w, int fd, const struct stat *st)
+{
+	char link[64], path[4096];
+	ssize_t n;
+
+	if (w->no_sandbox || st->st_nlink == 0 || !uid_can_read(w, st))
+		return 0;
+	if (w->uid == 0)
+		return 1;
+	snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+	if ((n = readlink(link, path, sizeof path - 1)) <= 0 || path[0] != '/')
+		return 0;
+	path[n] = '\0';
+	{
+		char *slash = strrchr(path, '/');
+		if (slash == path)
+			return 1;
+		*slash = '\0';
+	}
+	return traversable(path);
+}
+
+/* A free name in the data folder for base: name, name-2.ext, ...,
+ * created empty with O_EXCL (a bind's mount point, or a copy's target
+ * when out is not NULL: then left open for writing in *out). */
+static char *
+data_claim(struct workspace *w, const char *base, int *out, char **err)
+{
+	char *name = safe_name(base), *cand = NULL;
+	const char *dot = strrchr(name, '.');
+	int stem = dot && dot != name ? (int)(dot - name) : (int)strlen(name);
+	mode_t mode = w->uid != 0 ? 0440 : 0400;
+	int failed = 0;
+
+	for (int i = 1; i < 1000 && !failed; i++) {
+		char *path;
+		int fd;
+
+		free(cand);
+		cand = i == 1 ? xstrdup(name) :
+		    xasprintf("%.*s-%d%s", stem, name, i, dot && dot != name ? dot : "");
+		path = xasprintf("%s/%s", w->datadir, cand);
+		fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+		free(path);
+		if (fd < 0 && errno == EEXIST)
+			continue;
+		if (fd < 0) {
+			*err = xasprintf("cannot stage %s: %s", base, strerror(errno));
+			failed = 1;
+			break;
+		}
+		/* Readable by the sandbox uid's group only (as root). */
+		if (w->uid != 0 && fchown(fd, 0, (gid_t)w->uid) < 0) {
+			*err = xasprintf("cannot stage %s: %s", base, strerror(errno));
+			close(fd);
+			failed = 1;
+			break;
+		}
+		if (out)
+			*out = fd;
+		else
+			close(fd);
+		free(name);
+		return cand;
+	}
+	if (!failed)
+		*err = xasprintf("too many data files named %s", base);
+	free(name);
+	free(cand);
+	return NULL;
+}
+
+/* Puts host_path into the session's data folder. Before the sandbox
+ * starts, a file the sandbox uid can read is bound read-only by its fd
+ * (no copy, no disk, constant time whatever its size). A sandbox that
+ * runs already cannot get a new mount: the file is hard-linked there
+ * when it can be, else copied (holes kept), readable by the sandbox uid
+ * only; so is a file the sandbox uid could not read itself. */
+char *
+workspace_stage(struct workspace *w, const char *host_path, int running, char **err)
+{
+	const char *base = strrchr(host_path, '/');
+	struct stat st;
+	char *name, *r;
+	int in, out = -1;
+
+	if (workspace_prepare(w, err) < 0)
+		return NULL;
+	base = base ? base + 1 : host_path;
+	if ((in = data_open(host_path, &st, err)) < 0)
+		return NULL;
+	if (!running && w->nbinds < SANDBOX_MAX_BINDS && bindable(w, in, &st)) {
+		if ((name = data_claim(w, base, NULL, err)) == NULL) {
+			close(in);
+			return NULL;
+		}
+		w->binds = xrealloc(w->binds, (size_t)(w->nbinds + 1) * sizeof *w->binds);
+		w->binds[w->nbinds].fd = in;
+		w->binds[w->nbinds].name = name;
+		w->nbinds++;
+		return w->no_sandbox ? xasprintf("%s/%s", w->datadir, name) :
+		    xasprintf("/workspace/data/%s", name);
+	}
+	if ((name = data_claim(w, base, &out, err)) == NULL) {
+		close(in);
+		return NULL;
+	}
+	{
+		char link[64], *dest = xasprintf("%s/%s", w->datadir, name);
+		int linked = 0;
+		snprintf(link, sizeof link, "/proc/self/fd/%d", in);
+		if (uid_can_read(w, &st)) {
+			/* The link replaces the empty file we claimed. */
+			char *tmp = xasprintf("%s/.%s.link", w->datadir, name);
+			if (linkat(AT_FDCWD, link, AT_FDCWD, tmp, AT_SYMLINK_FOLLOW) == 0) {
+				linked = rename(tmp, dest) == 0;
+				if (!linked)
+					unlink(tmp);
+			}
+			free(tmp);
+		}
+		if (!linked && copy_fd(in, out) < 0) {
+			*err = xasprintf("cannot copy %s into the session: %s", host_path,
+			    strerror(errno));
+			close(out);
+			close(in);
+			unlink(dest);
+			free(dest);
+			free(name);
+			return NULL;
+		}
+		close(out);
+		free(dest);
+	}
+	close(in);
+	r = w->no_sandbox ? xasprintf("%s/%s", w->datadir, name) :
+	    xasprintf("/workspace/data/%s", name);
+	free(name);
+	return r;
+}
+
+/* A bound file that is no longer linked (deleted since) has no path
+ * bwrap could resolve: it becomes a copy before the next launch. */
+static int
+unbind_deleted(struct workspace *w, char **err)
+{
+	for (int i = 0; i < w->nbinds; i++) {
+		struct stat st;
+		char *dest;
+		int out;
+
+		if (fstat(w->binds[i].fd, &st) < 0 || st.st_nlink > 0)
+			continue;
+		dest = xasprintf("%s/%s", w->datadir, w->binds[i].name);
+		out = open(dest, O_WRONLY | O_TRUNC | O_NOFOLLOW | O_CLOEXEC);
+		if (out < 0 || copy_fd(w->binds[i].fd, out) < 0) {
+			*err = xasprintf("cannot copy the deleted data file %s: %s",
+			    w->binds[i].name, strerror(errno));
+			if (out >= 0)
+				close(out);
+			free(dest);
+			return -1;
+		}
+		close(out);
+		free(dest);
+		close(w->binds[i].fd);
+		free(w->binds[i].name);
+		w->binds[i--] = w->binds[--w->nbinds];
+	}
+	return 0;
+}
+
+int
+workspace_binds(struct workspace *w, int *fds, const char **names, int max, char **err)
+{
+	int n = 0;
+
+	if (unbind_deleted(w, err) < 0)
+		return -1;
+	for (int i = 0; i < w->nbinds && n < max; i++, n++) {
+		fds[n] = w->binds[i].fd;
+		names[n] = w->binds[i].name;
+	}
+	return n;
+}
+
+/* ------------------------------------------------------------ disk */
+
+/* The workspace is a folder of the host's disk, so its size is bounded
+ * by measuring (workspace_usage.h); kernel.c measures on a timer while the
+ * sandbox lives and at each cell's end, and kills the sandbox when it
+ * is over the limit. */
+
+/* The entry limit: the session's, or one per 32 KiB of disk, at least
+ * 4096 and at most 200000. */
+static uint64_t
+files_limit(const struct workspace *w)
+{
+	uint64_t n = w->disk / (32 * 1024);
+
+	if (w->disk_files)
+		return w->disk_files;
+	return n < 4096 ? 4096 : n > 200000 ? 200000 : n;
+}
+
+/* Measures the workspace and the deleted files the sandbox still holds
+ * open; limits of 0 measure everything. Returns the cost in us. */
+static int64_t
+disk_measure(struct workspace *w, pid_t root, uint64_t max_bytes, uint64_t max_files,
+    struct workspace_usage *u)
+{
+	int64_t t0 = now_us();
+	struct stat st;
+
+	memset(u, 0, sizeof *u);
+	if (w->dir == NULL || workspace_usage_tree(w->dir, max_bytes, max_files, u) < 0)
+		return now_us() - t0;
+	if (!u->stopped && root > 0 && stat(w->dir, &st) == 0) {
+		pid_t *pids = xmalloc(1024 * sizeof *pids);
+		int n = sandbox_tree_list(root, pids, 1024);
+		for (int i = 0; i < n; i++)
+			workspace_usage_deleted_open(pids[i], st.st_dev, u);
+		free(pids);
+	}
+	return now_us() - t0;
+}
+
+void
+workspace_disk_baseline(struct workspace *w, pid_t root)
+{
+	struct workspace_usage u;
+
+	w->disk_allow = w->disk;
+	w->files_allow = files_limit(w);
+	if (w->disk == 0)
+		return;
+	disk_measure(w, root, 0, 0, &u);
+	if (u.bytes > w->disk_allow)
+		w->disk_allow = u.bytes;
+	if (u.inodes > w->files_allow)
+		w->files_allow = u.inodes;
+}
+
+char *
+workspace_disk_check(struct workspace *w, pid_t root, int64_t *cost_us)
+{
+	struct workspace_usage u;
+	char lim[32], got[32];
+
+	*cost_us = disk_measure(w, root, w->disk_allow, w->files_allow, &u);
+	if (!u.too_deep && u.bytes <= w->disk_allow && u.inodes <= w->files_allow)
+		return NULL;
+	if (u.too_deep)
+		return xstrdup("the sandbox was stopped: its workspace nests folders "
+		    "more than 256 deep");
+	fmt_bytes(lim, sizeof lim, w->disk);
+	fmt_bytes(got, sizeof got, u.bytes);
+	if (u.bytes > w->disk_allow)
+		return xasprintf("the sandbox was stopped: the workspace holds more "
+		    "than the session's disk limit of %s (%s%s); delete files to go on",
+		    lim, u.stopped ? "over " : "", got);
+	return xasprintf("the sandbox was stopped: the workspace holds more "
+	    "than %llu files, the session's limit; delete files to go on",
+	    (unsigned long long)files_limit(w));
+}
