@@ -893,10 +893,10 @@ agent_notebook(const struct agent *a)
 	return a->nb;
 }
 
-struct kernel *
-agent_kernel(const struct agent *a)
+void
+agent_stop_sandbox(struct agent *a, const char *why)
 {
-	return a->k;
+	kernel_stop(a->k, why);
 }
 
 struct llm *

@@ -157,4 +157,9 @@ cli_sessions_opts(struct cli *c, struct session_opts *o)
 	o->replay = c->replay;
 	o->idle_ms = c->idle_ms;
 	o->max_ms = c->max_ms;
+	o->kopts = &c->kopts;
+	o->aopts = &c->aopts;
+	o->llm = c->mode != CLI_EXEC ? &c->llm : NULL;
+	/* the TUI's terminal is its own */
+	o->signals = c->mode != CLI_TUI;
 }

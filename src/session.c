@@ -1,11 +1,17 @@
-/* session: the journal, resume, replay and idle modules bound together
- * for a frontend. It sits beside the frontend's event handler: every
- * event is journaled before it is shown, and the replay and the idle
- * timers act on it after. It decides nothing the user did not ask for:
- * the options say when to replay, stop the sandbox or end the run. */
+/* session: the one session runner (session.h says why the name). It
+ * owns everything a run of terp is made of and is the one place the
+ * core's events pass through: on_event journals each, hands it to the
+ * frontend's sink, then lets the idle timers, the replay and the script
+ * act on it. Nothing here starts a cell or a question inside an event:
+ * the next replay cell or script item starts from a 0 ms loop timer
+ * (on_step), so no call re-enters the agent that is emitting. It
+ * decides nothing the user did not ask for: the options say when to
+ * replay, stop the sandbox or end the run. */
 #include "terp/session.h"
 
+#include <assert.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,25 +19,28 @@
 #include "terp/buf.h"
 #include "terp/idle.h"
 #include "terp/journal.h"
-#include "terp/kernel.h"
 #include "terp/replay.h"
 #include "terp/util.h"
 
 struct session {
 	struct loop	*loop;
 	struct notebook	*nb;
+	struct llm	*llm;		/* NULL: no model */
 	struct agent	*agent;
-	struct journal	*j;
+	struct journal	*j;		/* NULL: not saved */
 	int		 warned;	/* the journal's failure was told */
 	struct idle	*idle;
 	int64_t		 idle_ms, max_ms;
 	int		 idle_stopped;	/* the idle timeout stopped the sandbox */
-	event_fn	 emit;
+	event_fn	 show;
 	void		*arg;
-	char		*model_note;	/* a resume's, until session_attach */
-	const int	*file_state;	/* a resume's (borrowed), or NULL */
+	const char	*id, *dir;	/* for EV_SESSION */
+	int		*file_state;	/* a resume's, per file of nb; or NULL */
+	int		 nfile_state;
 	const char	**data_files;	/* given on the command line */
 	int		 ndata;
+	uint64_t	 step_timer;	/* on_step is due */
+	int		 closing;	/* session_free: events are only kept */
 
 	/* replay */
 	int		 replay_wanted;	/* --replay: at the first kernel event */
@@ -39,21 +48,65 @@ struct session {
 	int		*cells;		/* what it re-runs (original numbers) */
 	int		 ncells;
 	int		 first_new;	/* the first cell it made */
-	int		 inside;	/* in replay_start/replay_event: events
-					 * they cause come back here nested */
+
+	/* the script (exec's cells or -p's questions) */
+	const char	**items;
+	int		 nitems, next;
+	int		 questions;	/* the items are questions, not cells */
+	int		 keep_going;
+	int		 go;		/* the sandbox takes them now */
+	int		 inflight;	/* an item runs, until its EV_IDLE */
+	int		 answered;	/* the question in flight was */
+	int		 presses;	/* Ctrl-C since the last result */
+	struct session_outcome out;
 };
 
+static void on_event(void *arg, const struct event *ev);
+
+/* The session's own lines go the way of every event. */
 static void
-emit(struct session *s, enum event_type t, const char *text)
+say(struct session *s, enum event_type t, const char *text)
 {
 	struct event ev = { .type = t, .text = text, .len = strlen(text) };
 
-	if (t == EV_ERROR)
-		ev.error = ERROR_MAX_SESSION;	/* the session's one error */
-
-	if (s->emit)
-		s->emit(s->arg, &ev);
+	on_event(s, &ev);
 }
+
+static void
+say_error(struct session *s, enum error_kind kind, const char *text)
+{
+	struct event ev = { .type = EV_ERROR, .text = text, .len = strlen(text),
+	    .error = kind };
+
+	on_event(s, &ev);
+}
+
+/* The first thing that went wrong is how the run ended. */
+static void
+fail(struct session *s, enum session_end e)
+{
+	if (s->out.end == SESSION_DONE)
+		s->out.end = e;
+}
+
+static void on_step(struct loop *l, void *arg);
+
+/* on_step runs from the loop, after the event being handled. */
+static void
+schedule(struct session *s)
+{
+	if (s->step_timer == 0 && !s->closing)
+		s->step_timer = loop_timer_add(s->loop, 0, on_step, s);
+}
+
+/* A sandbox that is (coming) up: starting, loading or ready. */
+static int
+kernel_up(enum kernel_state k)
+{
+	return k == KERNEL_STARTING || k == KERNEL_LOADING || k == KERNEL_READY;
+}
+
+/* ------------------------------------------------------------ timers */
 
 /* "30 min", "2 h", "1.5 s", "250 ms" */
 static void
@@ -77,8 +130,6 @@ on_idle(void *arg, enum idle_why why)
 	struct session *s = arg;
 	char dur[32], *msg;
 
-	if (s->agent == NULL)
-		return;
 	if (why == IDLE_TIMEOUT) {
 		if (agent_busy(s->agent) || s->replay != NULL)
 			return;
@@ -86,12 +137,12 @@ on_idle(void *arg, enum idle_why why)
 		msg = xasprintf("idle for %s", dur);
 		if (s->j)
 			journal_note(s->j, "idle-stop", msg);
-		s->idle_stopped = 1;	/* before kernel_stop: its event asks */
-		kernel_stop(agent_kernel(s->agent), msg);
+		s->idle_stopped = 1;	/* before the stop: its event asks */
+		agent_stop_sandbox(s->agent, msg);
 		free(msg);
 		msg = xasprintf("stopped the sandbox after %s idle (--idle-timeout); a new "
 		    "one starts at the next cell or question, without the variables", dur);
-		emit(s, EV_NOTICE, msg);
+		say(s, EV_NOTICE, msg);
 		free(msg);
 		return;
 	}
@@ -101,10 +152,342 @@ on_idle(void *arg, enum idle_why why)
 		journal_note(s->j, "max-session", msg);
 	if (agent_busy(s->agent))
 		agent_cancel(s->agent);
-	emit(s, EV_ERROR, msg);
+	fail(s, SESSION_MAX_SESSION);
+	say_error(s, ERROR_MAX_SESSION, msg);
 	free(msg);
 	loop_stop(s->loop);
 }
+
+/* The first Ctrl-C cancels what runs (the question, or the cell: later
+ * cells of a script that keeps going still run); a second one before
+ * that is over, or one with nothing running, ends the run. */
+static void
+on_sigint(struct loop *l, int signo, void *arg)
+{
+	struct session *s = arg;
+
+	(void)signo;
+	if (s->presses++ > 0 || !agent_busy(s->agent)) {
+		s->out.interrupted = 1;
+		loop_stop(l);
+		return;
+	}
+	s->out.cancelled = 1;
+	agent_cancel(s->agent);
+}
+
+static void
+on_term(struct loop *l, int signo, void *arg)
+{
+	struct session *s = arg;
+
+	s->out.signo = signo;
+	loop_stop(l);
+}
+
+/* ------------------------------------------------------------ journal */
+
+/* A journal that fails warns once (an EV_NOTICE) and the run goes on
+ * unsaved. */
+static void
+journal_check(struct session *s)
+{
+	if (!s->warned && journal_failed(s->j) != NULL) {
+		char *msg = xasprintf("warning: the session is no longer saved: %s",
+		    journal_failed(s->j));
+		s->warned = 1;	/* before say: the notice comes back here */
+		say(s, EV_NOTICE, msg);
+		free(msg);
+	}
+}
+
+/* The notebook's observer: the journal is told what changed. */
+static void
+on_change(void *arg, const struct nb_change *ch)
+{
+	struct session *s = arg;
+
+	if (s->j == NULL)
+		return;
+	journal_change(s->j, ch);
+	journal_check(s);
+}
+
+/* ------------------------------------------------------------ replay */
+
+static void
+list_cells(struct buf *b, const int *cells, int n)
+{
+	for (int i = 0; i < n; i++)
+		buf_printf(b, "%s[%d]", i ? ", " : "", cells[i]);
+}
+
+/* Starts re-running s->cells: the first is due at the next step. */
+static void
+replay_begin(struct session *s)
+{
+	struct buf b;
+
+	buf_init(&b, 1 << 20);
+	buf_printf(&b, "replaying %d cell%s that succeeded before the state was lost: ",
+	    s->ncells, s->ncells == 1 ? "" : "s");
+	list_cells(&b, s->cells, s->ncells);
+	if (s->j)
+		journal_note(s->j, "replay", buf_str(&b));
+	say(s, EV_NOTICE, buf_str(&b));
+	buf_free(&b);
+	s->first_new = notebook_ncells(s->nb) + 1;
+	s->replay = replay_new(s->cells, s->ncells);
+	schedule(s);
+}
+
+/* The replay is over: tell the user and, with the next question, the
+ * model (the cells it re-ran were the user's, so they are not listed
+ * again as hand-run cells: the model saw them the first time). Then
+ * the script may start. */
+static void
+replay_end(struct session *s)
+{
+	int failed = 0, done = replay_progress(s->replay, &failed);
+	int last = notebook_ncells(s->nb);
+	struct buf b;
+	char *msg;
+
+	/* Over before anything is said: the notices pass through here. */
+	replay_free(s->replay);
+	s->replay = NULL;
+
+	for (int n = s->first_new; n <= last; n++) {
+		struct cell *c = notebook_cell(s->nb, n);
+		if (c != NULL && c->author == CELL_BY_USER)
+			c->told_model = 1;
+	}
+	buf_init(&b, 1 << 20);
+	buf_adds(&b, "Note: terp re-ran these earlier cells in the new sandbox: ");
+	list_cells(&b, s->cells, s->ncells);
+	if (failed)
+		buf_printf(&b, ". Cell [%d] failed this time, so the replay stopped "
+		    "there: only the cells before it ran again.\n", failed);
+	else
+		buf_adds(&b, ". The variables and imports they made exist again.\n");
+	agent_note(s->agent, buf_str(&b));
+	buf_free(&b);
+	if (failed)
+		msg = xasprintf("replay stopped: cell [%d] failed; %d of %d cells "
+		    "re-ran", failed, done, s->ncells);
+	else
+		msg = xasprintf("replay done: %d cell%s re-ran", done,
+		    done == 1 ? "" : "s");
+	say(s, EV_NOTICE, msg);
+	free(msg);
+	s->go = 1;
+	schedule(s);
+}
+
+/* Starts the due replay cell (from on_step). A first cell the agent
+ * refuses ends the replay in one line; a later one, as a failure. */
+static void
+replay_step(struct session *s)
+{
+	int first = replay_progress(s->replay, NULL) == 0;
+	char *err = NULL;
+	int n = agent_rerun(s->agent, replay_due(s->replay), &err);
+
+	if (n < 0 && first) {
+		char *msg = xasprintf("replay failed: %s", err);
+		replay_free(s->replay);
+		s->replay = NULL;
+		say(s, EV_NOTICE, msg);
+		free(msg);
+		free(err);
+		s->go = 1;
+		schedule(s);
+		return;
+	}
+	free(err);
+	replay_started(s->replay, n);
+	if (n < 0)
+		replay_end(s);
+}
+
+/* The replay's share of ev, after it was shown. Returns 1 when ev is
+ * the replay's (the script leaves it alone). */
+static int
+replay_track(struct session *s, const struct event *ev)
+{
+	if (ev->type == EV_KERNEL) {
+		int up = kernel_up(ev->kstate);
+
+		if (up || ev->kstate == KERNEL_DEAD)
+			s->idle_stopped = 0;
+		if (ev->kstate == KERNEL_DEAD && s->replay != NULL) {
+			replay_end(s);
+			return 0;
+		}
+		if (up && s->replay_wanted) {
+			s->replay_wanted = 0;
+			s->ncells = s->j ? journal_replay_cells(s->j, &s->cells) : 0;
+			if (s->ncells == 0) {
+				say(s, EV_NOTICE, "nothing to replay: no cell that "
+				    "succeeded lost its state");
+				return 0;
+			}
+			replay_begin(s);
+			return 1;
+		}
+		return s->replay != NULL && ev->kstate != KERNEL_DEAD;
+	}
+	if (s->replay == NULL)
+		return 0;
+	if (replay_event(s->replay, ev)) {
+		if (replay_due(s->replay))
+			schedule(s);
+		return 1;
+	}
+	replay_end(s);
+	return 1;
+}
+
+/* ------------------------------------------------------------ script */
+
+/* Starts the next item of the script (from on_step). */
+static void
+script_step(struct session *s)
+{
+	const char *item = s->items[s->next++];
+	char *err = NULL;
+	int rc;
+
+	/* in flight before the call: its events may come within it */
+	s->inflight = 1;
+	s->answered = 0;
+	rc = s->questions ? agent_ask(s->agent, item, &err) :
+	    agent_run_cell(s->agent, item, &err);
+	if (rc < 0) {
+		s->inflight = 0;
+		fail(s, SESSION_REFUSED);
+		say_error(s, ERROR_USAGE, err);
+		free(err);
+		loop_stop(s->loop);
+	}
+}
+
+static enum session_end
+cell_end(enum cell_status st)
+{
+	switch (st) {
+	case CELL_OK: return SESSION_DONE;
+	case CELL_ERROR: return SESSION_CELL_RAISED;
+	case CELL_TIMEOUT:
+	case CELL_INTERRUPTED: return SESSION_CELL_STOPPED;
+	default: return SESSION_CELL_CRASHED;
+	}
+}
+
+/* An item is over (its EV_IDLE): the next, or the end of the run. */
+static void
+script_item_over(struct session *s)
+{
+	s->inflight = 0;
+	if (s->questions && !s->answered)
+		fail(s, SESSION_UNANSWERED);
+	if (s->next >= s->nitems) {
+		s->out.finished = 1;
+		loop_stop(s->loop);
+	} else if (!s->keep_going && (s->out.end != SESSION_DONE || s->out.cancelled)) {
+		/* a follow-up to a failed question would not make sense */
+		loop_stop(s->loop);
+	} else {
+		schedule(s);
+	}
+}
+
+/* The script's share of ev (none of the replay's). */
+static void
+script_event(struct session *s, const struct event *ev)
+{
+	if (s->nitems == 0)
+		return;
+	switch (ev->type) {
+	case EV_KERNEL:
+		if (ev->kstate == KERNEL_DEAD) {
+			/* a question in flight ends by itself (the agent says
+			 * why); anything else cannot go on */
+			if (!(s->inflight && s->questions)) {
+				fail(s, SESSION_SANDBOX_DEAD);
+				loop_stop(s->loop);
+			}
+		} else if (!s->go && (s->questions ? kernel_up(ev->kstate) :
+		    ev->kstate == KERNEL_LOADING || ev->kstate == KERNEL_READY)) {
+			/* A question goes as soon as the sandbox starts: the
+			 * model's first reply and the imports overlap. */
+			s->go = 1;
+			schedule(s);
+		}
+		break;
+	case EV_ANSWER:
+		s->answered = 1;
+		break;
+	case EV_ERROR:
+		fail(s, ev->error == ERROR_TURN_CAP ? SESSION_TURN_CAP :
+		    ev->error == ERROR_MAX_SESSION ? SESSION_MAX_SESSION : SESSION_FAILED);
+		break;
+	case EV_RESULT:
+		s->presses = 0;
+		if (!s->questions && ev->cell != NULL)
+			fail(s, cell_end(ev->cell->status));
+		break;
+	case EV_IDLE:
+		if (s->inflight)
+			script_item_over(s);
+		break;
+	default:
+		break;
+	}
+}
+
+static void
+on_step(struct loop *l, void *arg)
+{
+	struct session *s = arg;
+
+	(void)l;
+	s->step_timer = 0;
+	if (s->replay != NULL) {
+		if (replay_due(s->replay))
+			replay_step(s);
+		return;
+	}
+	if (s->replay_wanted || !s->go || s->inflight || s->next >= s->nitems ||
+	    loop_stopped(s->loop))
+		return;
+	script_step(s);
+}
+
+/* ------------------------------------------------------------ events */
+
+/* Every event of the session, in one order: journaled (what was shown
+ * is saved), shown, then the timers, the replay and the script. */
+static void
+on_event(void *arg, const struct event *ev)
+{
+	struct session *s = arg;
+
+	if (s->j != NULL) {
+		journal_event(s->j, ev);
+		journal_check(s);
+	}
+	s->show(s->arg, ev);
+	if (s->closing)
+		return;
+	if (s->idle)
+		idle_event(s->idle, ev);
+	if (replay_track(s, ev))
+		return;
+	script_event(s, ev);
+}
+
+/* ------------------------------------------------------------ life */
 
 /* Whether path names a file the sandbox has already (a resumed
  * session's file given again on the command line). */
@@ -122,47 +505,80 @@ staged(const struct notebook *nb, const char *path)
 	return found;
 }
 
-static void on_change(void *arg, const struct nb_change *ch);
-
-struct session *
-session_new(struct loop *l, struct notebook *nb, const struct session_opts *o,
-    char **warn, char **err)
+/* The notebook and its journal: a resume's, reopened (in use by
+ * another terp: -1 with *err), or new ones (a journal that cannot be
+ * created: *warn, and the session is not saved). */
+static int
+open_journal(struct session *s, const struct session_opts *o, char **warn,
+    char **err)
 {
-	struct session *s = xcalloc(1, sizeof *s);
 	char *e = NULL;
 
+	if (o->resume != NULL) {
+		s->nb = o->resume->nb;	/* the conversation goes on */
+		o->resume->nb = NULL;
+		s->j = journal_reopen(o->sessions_dir, o->id, s->nb, &o->resume->meta, err);
+		if (s->j == NULL)
+			return -1;
+		/* what datafile_check found, per file of the notebook */
+		s->nfile_state = notebook_nfiles(s->nb);
+		s->file_state = xcalloc((size_t)s->nfile_state + 1, sizeof *s->file_state);
+		if (o->resume->file_state != NULL)
+			memcpy(s->file_state, o->resume->file_state,
+			    (size_t)s->nfile_state * sizeof *s->file_state);
+		return 0;
+	}
+	struct journal_info info = { .provider = o->provider, .model = o->model };
+	s->nb = notebook_new();
+	s->j = journal_create(o->sessions_dir, o->id, &info, s->nb, &e);
+	if (s->j == NULL) {
+		*warn = xasprintf("the session will not be saved: %s", e);
+		free(e);
+	}
+	return 0;
+}
+
+struct session *
+session_new(const struct session_opts *o, char **warn, char **err)
+{
+	struct session *s = xcalloc(1, sizeof *s);
+
 	*warn = NULL;
-	s->loop = l;
-	s->nb = nb;
-	s->emit = o->emit;
+	s->loop = loop_new();
+	s->show = o->show;
 	s->arg = o->arg;
+	s->id = o->id;
+	s->dir = o->kopts->session_dir;
 	s->idle_ms = o->idle_ms;
 	s->max_ms = o->max_ms;
-	if (o->resume != NULL) {
-		s->j = journal_reopen(o->sessions_dir, o->id, nb, &o->resume->meta, err);
-		if (s->j == NULL) {
-			free(s);
-			return NULL;
-		}
-		s->file_state = o->resume->file_state;
-		if (o->resume->model_note)
-			s->model_note = xstrdup(o->resume->model_note);
-	} else {
-		struct journal_info info = {
-			.provider = o->provider, .model = o->model,
-		};
-		s->j = journal_create(o->sessions_dir, o->id, &info, nb, &e);
-		if (s->j == NULL) {
-			*warn = xasprintf("the session will not be saved: %s", e);
-			free(e);
-		}
+	if (o->llm != NULL && (s->llm = llm_new(s->loop, o->llm, err)) == NULL) {
+		loop_free(s->loop);
+		free(s);
+		return NULL;
 	}
-	notebook_observe(nb, on_change, s);
+	if (open_journal(s, o, warn, err) < 0) {
+		session_free(s);
+		return NULL;
+	}
+	notebook_observe(s->nb, on_change, s);
+	s->agent = agent_new(s->loop, s->nb, o->kopts, s->llm, o->aopts, on_event, s);
+	if (o->resume != NULL && o->resume->model_note)
+		agent_note(s->agent, o->resume->model_note);
 	s->data_files = o->data_files;
 	s->ndata = o->ndata;
 	s->replay_wanted = o->replay;
+	s->questions = o->nquestions > 0;
+	s->items = s->questions ? o->questions : o->cells;
+	s->nitems = s->questions ? o->nquestions : o->ncells;
+	s->keep_going = o->keep_going;
 	if (o->idle_ms > 0 || o->max_ms > 0)
-		s->idle = idle_new(l, o->idle_ms, o->max_ms, on_idle, s);
+		s->idle = idle_new(s->loop, o->idle_ms, o->max_ms, on_idle, s);
+	if (o->signals) {
+		loop_signal(s->loop, SIGINT, on_sigint, s);
+		loop_signal(s->loop, SIGTERM, on_term, s);
+		loop_signal(s->loop, SIGHUP, on_term, s);
+		signal(SIGPIPE, SIG_IGN);	/* a closed pipe is a write error */
+	}
 	return s;
 }
 
@@ -171,198 +587,103 @@ session_free(struct session *s)
 {
 	if (s == NULL)
 		return;
-	notebook_observe(s->nb, NULL, NULL);
+	/* what the teardown says is still journaled and shown */
+	s->closing = 1;
+	loop_timer_cancel(s->loop, s->step_timer);
+	if (s->agent)
+		agent_free(s->agent);
+	if (s->nb)
+		notebook_observe(s->nb, NULL, NULL);
 	idle_free(s->idle);
 	replay_free(s->replay);
-	journal_close(s->j);
+	journal_close(s->j);	/* synced */
+	if (s->llm)
+		llm_free(s->llm);
+	notebook_free(s->nb);
+	loop_free(s->loop);
 	free(s->cells);
-	free(s->model_note);
+	free(s->file_state);
 	free(s);
 }
 
-void
-session_attach(struct session *s, struct agent *a)
-{
-	s->agent = a;
-	if (s->model_note) {
-		agent_note(a, s->model_note);
-		free(s->model_note);
-		s->model_note = NULL;
-	}
-}
-
-/* A journal that fails warns once (an EV_NOTICE) and the run goes on
- * unsaved. */
-static void
-journal_check(struct session *s)
-{
-	if (!s->warned && journal_failed(s->j) != NULL) {
-		char *msg = xasprintf("warning: the session is no longer saved: %s",
-		    journal_failed(s->j));
-		s->warned = 1;	/* before emit: the notice comes back here */
-		emit(s, EV_NOTICE, msg);
-		free(msg);
-	}
-}
-
-/* The notebook's observer: the journal is told what changed. */
-static void
-on_change(void *arg, const struct nb_change *ch)
-{
-	struct session *s = arg;
-
-	if (s->j == NULL)
-		return;
-	journal_change(s->j, ch);
-	journal_check(s);
-}
-
-void
-session_record(struct session *s, const struct event *ev)
-{
-	if (s->j == NULL)
-		return;
-	journal_event(s->j, ev);
-	journal_check(s);
-}
-
+/* Stages the resumed session's files that are still there, in their
+ * order, then the ones given on the command line. */
 static int
-rerun(void *arg, int n, char **err)
+stage_files(struct session *s, char **err)
 {
-	struct session *s = arg;
+	int n = notebook_nfiles(s->nb);
+	char *p;
 
-	return agent_rerun(s->agent, n, err);
+	for (int i = 0; i < n; i++) {
+		char *path;
+		if (i < s->nfile_state && s->file_state[i] == 2)
+			continue;	/* gone since */
+		path = xstrdup(notebook_file(s->nb, i)->path);
+		p = agent_load(s->agent, path, 0, err);
+		free(path);
+		if (p == NULL)
+			return -1;
+		free(p);
+	}
+	for (int i = 0; i < s->ndata; i++) {
+		if (staged(s->nb, s->data_files[i]))
+			continue;
+		if ((p = agent_load(s->agent, s->data_files[i], 0, err)) == NULL)
+			return -1;
+		free(p);
+	}
+	return 0;
 }
 
-static void
-list_cells(struct buf *b, const int *cells, int n)
+int
+session_start(struct session *s)
 {
-	for (int i = 0; i < n; i++)
-		buf_printf(b, "%s[%d]", i ? ", " : "", cells[i]);
-}
+	struct event ev = { .type = EV_SESSION, .text = s->id, .name = s->dir };
+	char *err = NULL;
 
-/* Starts re-running s->cells. Returns 0, or -1 with *err. */
-static int
-replay_begin(struct session *s, char **err)
-{
-	struct buf b;
-	int rc;
-
-	buf_init(&b, 1 << 20);
-	buf_printf(&b, "replaying %d cell%s that succeeded before the state was lost: ",
-	    s->ncells, s->ncells == 1 ? "" : "s");
-	list_cells(&b, s->cells, s->ncells);
-	if (s->j)
-		journal_note(s->j, "replay", buf_str(&b));
-	emit(s, EV_NOTICE, buf_str(&b));
-	buf_free(&b);
-	s->first_new = notebook_ncells(s->nb) + 1;
-	s->replay = replay_new(s->cells, s->ncells, rerun, s);
-	s->inside = 1;
-	rc = replay_start(s->replay, err);
-	s->inside = 0;
-	if (rc < 0) {
-		replay_free(s->replay);
-		s->replay = NULL;
+	on_event(s, &ev);
+	if (stage_files(s, &err) < 0 || agent_start(s->agent, &err) < 0) {
+		fail(s, SESSION_SANDBOX_DEAD);
+		say_error(s, ERROR_SANDBOX, err);
+		free(err);
 		return -1;
 	}
 	return 0;
 }
 
-/* The replay is over: tell the user and, with the next question, the
- * model (the cells it re-ran were the user's, so they are not listed
- * again as hand-run cells: the model saw them the first time). */
-static void
-replay_end(struct session *s)
+void
+session_run(struct session *s, struct session_outcome *out)
 {
-	int failed = 0, done = replay_progress(s->replay, &failed);
-	int last = notebook_ncells(s->nb);
-	struct buf b;
-
-	/* Over before anything is said: the notices come back here. */
-	replay_free(s->replay);
-	s->replay = NULL;
-
-	for (int n = s->first_new; n <= last; n++) {
-		struct cell *c = notebook_cell(s->nb, n);
-		if (c != NULL && c->author == CELL_BY_USER)
-			c->told_model = 1;
-	}
-	buf_init(&b, 1 << 20);
-	buf_adds(&b, "Note: terp re-ran these earlier cells in the new sandbox: ");
-	list_cells(&b, s->cells, s->ncells);
-	if (failed)
-		buf_printf(&b, ". Cell [%d] failed this time, so the replay stopped "
-		    "there: only the cells before it ran again.\n", failed);
-	else
-		buf_adds(&b, ". The variables and imports they made exist again.\n");
-	if (s->agent)
-		agent_note(s->agent, buf_str(&b));
-	buf_free(&b);
-	if (failed) {
-		char *msg = xasprintf("replay stopped: cell [%d] failed; %d of %d cells "
-		    "re-ran", failed, done, s->ncells);
-		emit(s, EV_NOTICE, msg);
-		free(msg);
-	} else {
-		char *msg = xasprintf("replay done: %d cell%s re-ran", done,
-		    done == 1 ? "" : "s");
-		emit(s, EV_NOTICE, msg);
-		free(msg);
-	}
+	if (session_start(s) == 0)
+		loop_run(s->loop);
+	*out = s->out;
 }
 
-enum session_role
-session_event(struct session *s, const struct event *ev)
+struct loop *
+session_loop(const struct session *s)
 {
-	char *err = NULL;
-	int running;
-
-	if (s->idle)
-		idle_event(s->idle, ev);
-	if (ev->type == EV_KERNEL) {
-		int up = ev->kstate == KERNEL_STARTING || ev->kstate == KERNEL_LOADING ||
-		    ev->kstate == KERNEL_READY;
-
-		if (up || ev->kstate == KERNEL_DEAD)
-			s->idle_stopped = 0;
-
-		if (ev->kstate == KERNEL_DEAD && s->replay != NULL) {
-			replay_end(s);
-			return SESSION_PASS;
-		}
-		if (up && s->replay_wanted) {
-			s->replay_wanted = 0;
-			s->ncells = s->j ? journal_replay_cells(s->j, &s->cells) : 0;
-			if (s->ncells == 0) {
-				emit(s, EV_NOTICE, "nothing to replay: no cell that "
-				    "succeeded lost its state");
-				return SESSION_PASS;
-			}
-			if (replay_begin(s, &err) < 0) {
-				char *msg = xasprintf("replay failed: %s", err);
-				emit(s, EV_NOTICE, msg);
-				free(msg);
-				free(err);
-				return SESSION_READY;
-			}
-			return SESSION_OWN;
-		}
-		return s->replay != NULL && ev->kstate != KERNEL_DEAD ? SESSION_OWN :
-		    SESSION_PASS;
-	}
-	if (s->replay == NULL)
-		return SESSION_PASS;
-	if (s->inside)
-		return SESSION_OWN;	/* a cell the replay could not start */
-	s->inside = 1;
-	running = replay_event(s->replay, ev);
-	s->inside = 0;
-	if (running)
-		return SESSION_OWN;
-	replay_end(s);
-	return SESSION_READY;
+	return s->loop;
 }
+
+struct agent *
+session_agent(const struct session *s)
+{
+	return s->agent;
+}
+
+struct notebook *
+session_notebook(const struct session *s)
+{
+	return s->nb;
+}
+
+struct journal *
+session_journal(const struct session *s)
+{
+	return s->j;
+}
+
+/* ------------------------------------------------------------ commands */
 
 int
 session_busy(const struct session *s)
@@ -373,7 +694,7 @@ session_busy(const struct session *s)
 int
 session_replay(struct session *s, char **err)
 {
-	if (s->replay != NULL || (s->agent && agent_busy(s->agent))) {
+	if (s->replay != NULL || agent_busy(s->agent)) {
 		*err = xstrdup("busy: wait for the running cell or question");
 		return -1;
 	}
@@ -387,7 +708,8 @@ session_replay(struct session *s, char **err)
 		*err = xstrdup("nothing to replay: no cell that succeeded lost its state");
 		return -1;
 	}
-	return replay_begin(s, err);
+	replay_begin(s);
+	return 0;
 }
 
 int
@@ -429,39 +751,4 @@ char *
 session_load(struct session *s, const char *path, char **err)
 {
 	return agent_load(s->agent, path, 1, err);
-}
-
-int
-session_start(struct session *s, char **err)
-{
-	int n = notebook_nfiles(s->nb);
-	char *p;
-
-	/* a resumed session's files first (those still there), in their
-	 * order, then the ones given on the command line */
-	for (int i = 0; i < n; i++) {
-		char *path;
-		if (s->file_state != NULL && s->file_state[i] == 2)
-			continue;
-		path = xstrdup(notebook_file(s->nb, i)->path);
-		p = agent_load(s->agent, path, 0, err);
-		free(path);
-		if (p == NULL)
-			return -1;
-		free(p);
-	}
-	for (int i = 0; i < s->ndata; i++) {
-		if (staged(s->nb, s->data_files[i]))
-			continue;
-		if ((p = agent_load(s->agent, s->data_files[i], 0, err)) == NULL)
-			return -1;
-		free(p);
-	}
-	return agent_start(s->agent, err);
-}
-
-struct journal *
-session_journal(const struct session *s)
-{
-	return s->j;
 }

@@ -60,6 +60,10 @@ int agent_busy(const struct agent *a);
  * resumed in a new sandbox. */
 void agent_note(struct agent *a, const char *text);
 
+/* Stops the sandbox (the idle timeout): the variables go; the next
+ * question or cell starts a new one and the model is told. why is
+ * for people ("idle for 30 min"). */
+void agent_stop_sandbox(struct agent *a, const char *why);
 int agent_reset(struct agent *a, char **err);
 int agent_restart(struct agent *a, char **err);
 /* Stages the data file at path, before agent_start or while the
@@ -73,7 +77,6 @@ char *agent_load(struct agent *a, const char *path, int told, char **err);
 int agent_set_model(struct agent *a, const char *model, char **err);
 
 struct notebook *agent_notebook(const struct agent *a);
-struct kernel *agent_kernel(const struct agent *a);
 struct llm *agent_llm(const struct agent *a);
 
 #endif

@@ -57,7 +57,9 @@ int cli_sessions_export(struct cli *c);
  * data files are in the notebook; the session adds those given on the
  * command line). Returns 0, or -1 after printing why. */
 int cli_sessions_resume(struct cli *c);
-/* The session options of c for a frontend's session_new. */
+/* The session options of c for a frontend's session_new: the
+ * session, its options, the model (not for exec) and the signals (not
+ * for the TUI); the frontend adds its script and its sink. */
 struct session_opts;
 void cli_sessions_opts(struct cli *c, struct session_opts *o);
 
@@ -69,9 +71,5 @@ int headless_run(struct cli *c);
 /* The event writer: JSON lines, or text in the given mode, on stdout and
  * stderr. Sets *fn and *arg; the caller free()s *arg. */
 void frontend_sink(int json, enum printer_mode mode, event_fn *fn, void **arg);
-/* Routes Ctrl-C to on_sigint and SIGTERM/SIGHUP to on_term through the
- * loop, and ignores SIGPIPE (a closed pipe is a write error, not death). */
-void frontend_signals(struct loop *l, loop_signal_cb on_sigint,
-    loop_signal_cb on_term, void *arg);
 
 #endif

@@ -254,7 +254,6 @@ agent_load(struct agent *a, const char *path, int told, char **err)
 }
 int agent_set_model(struct agent *a, const char *m, char **err) { (void)a; (void)m; (void)err; return 0; }
 struct notebook *agent_notebook(const struct agent *a) { return a->nb; }
-struct kernel *agent_kernel(const struct agent *a) { (void)a; return NULL; }
 struct llm *agent_llm(const struct agent *a) { (void)a; return NULL; }
 const char *llm_model(const struct llm *m) { (void)m; return "fake-1"; }
 const char *llm_provider(const struct llm *m) { (void)m; return "fake"; }

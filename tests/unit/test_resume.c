@@ -173,28 +173,35 @@ struct fake {
 	int		 runs[8], nruns;
 };
 
-static int
-fake_run(void *arg, int n, char **err)
+/* What the session does from its loop: starts the due cell, if any. */
+static void
+start_due(struct replay *r, struct fake *f)
 {
-	struct fake *f = arg;
-	struct cell *c = notebook_add_cell(f->nb, CELL_BY_USER,
-	    notebook_cell(f->nb, n)->code, NULL);
+	int n = replay_due(r);
+	struct cell *c;
 
+	if (n == 0)
+		return;
+	c = notebook_add_cell(f->nb, CELL_BY_USER, notebook_cell(f->nb, n)->code, NULL);
 	f->runs[f->nruns++] = n;
-	return c->n;
+	replay_started(r, c->n);
 }
 
 static int
-finish(struct replay *r, struct notebook *nb, enum cell_status st)
+finish(struct replay *r, struct fake *f, enum cell_status st)
 {
-	struct cell *c = notebook_cell(nb, notebook_ncells(nb));
+	struct cell *c = notebook_cell(f->nb, notebook_ncells(f->nb));
 	struct event res = { .type = EV_RESULT, .cell = c };
 	struct event idle = { .type = EV_IDLE };
 	struct cell_result cr = { .status = st };
+	int running;
 
-	notebook_cell_result(nb, c->n, &cr);
+	notebook_cell_result(f->nb, c->n, &cr);
 	cr_assert_eq(replay_event(r, &res), 1);
-	return replay_event(r, &idle);
+	cr_assert_eq(replay_due(r), 0, "due before the cell is over");
+	running = replay_event(r, &idle);
+	start_due(r, f);
+	return running;
 }
 
 Test(replay, runs_in_order_and_stops_at_a_failure)
@@ -202,39 +209,45 @@ Test(replay, runs_in_order_and_stops_at_a_failure)
 	struct fake f = { .nb = notebook_new() };
 	int cells[] = { 1, 3, 4 };
 	struct replay *r;
-	char *err = NULL;
 	int failed;
 
 	for (int i = 0; i < 4; i++)
 		notebook_add_cell(f.nb, CELL_BY_MODEL, "x", NULL);
-	r = replay_new(cells, 3, fake_run, &f);
-	cr_assert_eq(replay_start(r, &err), 0);
+	r = replay_new(cells, 3);
+	start_due(r, &f);
 	cr_assert_eq(f.nruns, 1);
-	cr_assert_eq(finish(r, f.nb, CELL_OK), 1);
+	cr_assert_eq(replay_due(r), 0, "due while the first runs");
+	cr_assert_eq(finish(r, &f, CELL_OK), 1);
 	cr_assert_eq(f.nruns, 2);
 	cr_assert_eq(f.runs[1], 3);
-	cr_assert_eq(finish(r, f.nb, CELL_ERROR), 0);
+	cr_assert_eq(finish(r, &f, CELL_ERROR), 0);
 	cr_assert_eq(f.nruns, 2, "went on after a failure");
 	cr_assert_eq(replay_progress(r, &failed), 1);
 	cr_assert_eq(failed, 3);
 	replay_free(r);
 
-	r = replay_new(cells, 3, fake_run, &f);
+	r = replay_new(cells, 3);
 	f.nruns = 0;
-	cr_assert_eq(replay_start(r, &err), 0);
-	cr_assert_eq(finish(r, f.nb, CELL_OK), 1);
-	cr_assert_eq(finish(r, f.nb, CELL_OK), 1);
-	cr_assert_eq(finish(r, f.nb, CELL_OK), 0);
+	start_due(r, &f);
+	cr_assert_eq(finish(r, &f, CELL_OK), 1);
+	cr_assert_eq(finish(r, &f, CELL_OK), 1);
+	cr_assert_eq(finish(r, &f, CELL_OK), 0);
 	cr_assert_eq(f.nruns, 3);
 	cr_assert_eq(f.runs[2], 4);
 	cr_assert_eq(replay_progress(r, &failed), 3);
 	cr_assert_eq(failed, 0);
 	replay_free(r);
 
-	r = replay_new(NULL, 0, fake_run, &f);
-	cr_assert_eq(replay_start(r, &err), -1);
-	cr_assert_not_null(strstr(err, "nothing to replay"));
-	free(err);
+	/* a refused start ends it, that cell counted as failed */
+	r = replay_new(cells, 3);
+	replay_started(r, -1);
+	cr_assert_eq(replay_due(r), 0);
+	cr_assert_eq(replay_progress(r, &failed), 0);
+	cr_assert_eq(failed, 1);
+	replay_free(r);
+
+	r = replay_new(NULL, 0);
+	cr_assert_eq(replay_due(r), 0, "nothing to replay");
 	replay_free(r);
 	notebook_free(f.nb);
 }

@@ -1,4 +1,4 @@
-/* The session helper with the real loop, agent and kernel (Python run
+/* The session runner with the real loop, agent and kernel (Python run
  * without the sandbox, so these need no bwrap): --idle-timeout stops
  * the sandbox and the next question or cell starts a new one, telling
  * the user and the model; --max-session ends a long cell; a journal
@@ -27,7 +27,6 @@ struct t {
 	struct notebook	*nb;
 	struct kernel_opts kopts;
 	struct llm_config cfg;
-	struct llm	*llm;
 	struct agent	*agent;
 	struct session	*session;
 	struct buf	 log;		/* "type: text" per event */
@@ -43,12 +42,9 @@ on_event(void *arg, const struct event *ev)
 	struct t *t = arg;
 	char *err = NULL;
 
-	session_record(t->session, ev);
 	if (ev->type == EV_KERNEL || ev->type == EV_NOTICE || ev->type == EV_ERROR)
 		buf_printf(&t->log, "%d/%d: %s\n", ev->type, (int)ev->kstate,
 		    ev->text ? ev->text : "");
-	if (session_event(t->session, ev) != SESSION_PASS)
-		return;
 	switch (ev->type) {
 	case EV_KERNEL:
 		if ((ev->kstate == KERNEL_LOADING || ev->kstate == KERNEL_READY) &&
@@ -113,8 +109,6 @@ t_setup(struct t *t, enum after_stop after, int64_t idle_ms, int64_t max_ms,
 	fclose(fp);
 	buf_init(&t->log, 1 << 20);
 	t->after = after;
-	t->loop = loop_new();
-	t->nb = notebook_new();
 	kernel_opts_default(&t->kopts);
 	t->kopts.no_sandbox = 1;
 	t->kopts.session_dir = t->sdir;
@@ -122,25 +116,28 @@ t_setup(struct t *t, enum after_stop after, int64_t idle_ms, int64_t max_ms,
 	t->cfg.provider = xstrdup("demo");
 	t->cfg.model = xstrdup("recorded");
 	t->cfg.demo_script = xstrdup(t->script);
-	t->llm = llm_new(t->loop, &t->cfg, &err);
-	cr_assert_not_null(t->llm, "%s", err);
 	memset(&so, 0, sizeof so);
 	so.sessions_dir = t->sessions;
 	so.id = "t1";
 	so.idle_ms = idle_ms;
 	so.max_ms = max_ms;
-	so.emit = on_event;
+	so.kopts = &t->kopts;
+	so.llm = &t->cfg;
+	so.show = on_event;
 	so.arg = t;
-	t->session = session_new(t->loop, t->nb, &so, &warn, &err);
-	cr_assert_not_null(t->session);
+	/* the session runner as the TUI uses it: no script, the test's
+	 * sink drives the agent */
+	t->session = session_new(&so, &warn, &err);
+	cr_assert_not_null(t->session, "%s", err);
+	t->loop = session_loop(t->session);
+	t->nb = session_notebook(t->session);
+	t->agent = session_agent(t->session);
 	if (sessions_dir == NULL)
 		cr_assert_null(warn, "%s", warn);
 	else
 		buf_printf(&t->log, "warn: %s\n", warn ? warn : "(none)");
 	free(warn);
-	t->agent = agent_new(t->loop, t->nb, &t->kopts, t->llm, NULL, on_event, t);
-	session_attach(t->session, t->agent);
-	cr_assert_eq(agent_start(t->agent, &err), 0, "%s", err);
+	cr_assert_eq(session_start(t->session), 0, "log:\n%s", buf_str(&t->log));
 	loop_timer_add(t->loop, 20000, on_deadline, t);
 	loop_run(t->loop);
 }
@@ -150,11 +147,7 @@ t_teardown(struct t *t)
 {
 	char *cmd = xasprintf("rm -rf '%s'", t->dir);
 
-	agent_free(t->agent);
 	session_free(t->session);
-	llm_free(t->llm);
-	notebook_free(t->nb);
-	loop_free(t->loop);
 	free(t->cfg.provider);
 	free(t->cfg.model);
 	free(t->cfg.demo_script);
