@@ -310,6 +310,21 @@ put_result(struct journal *j, const struct cell *c)
 	put(j, o, 0);
 }
 
+/* A sent record's body, or the line that stands for one too big to
+ * journal. New string. */
+static char *
+sent_body(const cJSON *o, size_t *len)
+{
+	char *p = get_bytes(o, len);
+
+	if (p == NULL) {
+		p = xasprintf("(%.0f bytes, sha256 %s: not kept in the journal)",
+		    jnum(o, "len", 0), jstr(o, "sha256") ? jstr(o, "sha256") : "?");
+		*len = strlen(p);
+	}
+	return p;
+}
+
 static void
 put_sent(struct journal *j, const struct nb_change *ch)
 {
@@ -1069,13 +1084,7 @@ apply(const cJSON *o, struct notebook *nb, struct journal_meta *m, int first,
 	if (strcmp(t, "sent") == 0) {
 		const char *what = jstr(o, "what");
 		size_t len;
-		char *p = get_bytes(o, &len);
-		if (p == NULL) {
-			p = xasprintf("(%.0f bytes, sha256 %s: not kept in the "
-			    "journal)", jnum(o, "len", 0),
-			    jstr(o, "sha256") ? jstr(o, "sha256") : "?");
-			len = strlen(p);
-		}
+		char *p = sent_body(o, &len);
 		notebook_add_sent(nb, what ? what : "request", p, len);
 		free(p);
 		return 0;
@@ -1257,6 +1266,40 @@ scan(const char *path, struct notebook *nb, struct journal_meta *m, char **err)
 	if (nb != NULL)
 		repair(nb, m);
 	return 0;
+}
+
+char *
+journal_read_sent(const struct journal *j, int i, size_t *len, char **err)
+{
+	struct lines ls = { .fd = -1 };
+	char *line, *body = NULL;
+	size_t n;
+	int k = 0;
+
+	if ((ls.fd = open(j->path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) < 0) {
+		*err = xasprintf("cannot read %s: %s", j->path, strerror(errno));
+		return NULL;
+	}
+	while (body == NULL && next_line(&ls, &line, &n) == 1) {
+		cJSON *o;
+		if (ls.toolong == 2) {
+			ls.toolong = 0;
+			continue;
+		}
+		/* "t" comes first in every record (rec) */
+		if (strncmp(line, "{\"t\":\"sent\"", 11) != 0 || k++ != i)
+			continue;
+		if ((o = cJSON_ParseWithLength(line, n)) != NULL)
+			body = sent_body(o, len);
+		cJSON_Delete(o);
+		if (body == NULL)
+			break;
+	}
+	close(ls.fd);
+	free(ls.buf);
+	if (body == NULL)
+		*err = xasprintf("request %d is not in the journal", i + 1);
+	return body;
 }
 
 int

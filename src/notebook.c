@@ -405,6 +405,13 @@ notebook_add_sent(struct notebook *nb, const char *what, const char *body,
 	s->body = xstrndup(body, len);
 	s->len = len;
 	tell(nb, &ch);
+	/* A long session must not hold every body: the journal has them
+	 * (notebook.h). */
+	if (nb->nsent > NOTEBOOK_SENT_KEEP) {
+		s = &nb->sent[nb->nsent - 1 - NOTEBOOK_SENT_KEEP];
+		free(s->body);
+		s->body = NULL;
+	}
 }
 
 int

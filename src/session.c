@@ -752,3 +752,18 @@ session_load(struct session *s, const char *path, char **err)
 {
 	return agent_load(s->agent, path, 1, err);
 }
+
+char *
+session_sent(const struct session *s, int i, size_t *len, char **err)
+{
+	const char *body = notebook_sent(s->nb, i, NULL, len);
+
+	if (body != NULL)
+		return xstrndup(body, *len);
+	if (s->j == NULL) {
+		*err = xstrdup("that request is no longer kept in memory, and the "
+		    "session is not saved");
+		return NULL;
+	}
+	return journal_read_sent(s->j, i, len, err);
+}

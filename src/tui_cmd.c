@@ -359,13 +359,23 @@ cmd_sent(struct tui *t, const struct cmd_entry *c, const char *arg)
 			tui_flash(t, "no request %s (there are %d)", arg, n);
 			return;
 		}
-		const char *body = notebook_sent(t->nb, i - 1, &what, &len);
+		const char *kept = notebook_sent(t->nb, i - 1, &what, &len);
 		char *title = xasprintf("request %d of %d: %s (%zu bytes)", i, n,
 		    what ? what : "", len);
+		/* older bodies are read back from the journal */
+		char *err = NULL, *body = t->o.session ?
+		    session_sent(t->o.session, i - 1, &len, &err) :
+		    kept ? xstrndup(kept, len) : NULL;
+		if (body == NULL) {
+			tui_show_err(t, "sent", err ? err : "not kept");
+			free(err);
+			free(title);
+			return;
+		}
 		tui_overlay_open(t, title);
 		free(title);
-		char *s = sanitize_str(body ? body : "", body ? len : 0,
-		    SANITIZE_KEEP_NL | SANITIZE_EXPAND_TABS);
+		char *s = sanitize_str(body, len, SANITIZE_KEEP_NL | SANITIZE_EXPAND_TABS);
+		free(body);
 		tui_tlines_wrap(&t->ov.lines, s, strlen(s), COLS, R_TEXT, " ", R_TEXT, 0);
 		free(s);
 		return;

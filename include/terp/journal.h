@@ -81,6 +81,14 @@ int journal_sync(struct journal *j);
 /* Records a line of terp's own (replay, idle stop...). */
 void journal_note(struct journal *j, const char *kind, const char *text);
 
+/* The body of the i-th request the journal recorded (0-based, in the
+ * order notebook_add_sent got them, the resumed runs' included), read
+ * back from the file: a new string in the return value, its length in
+ * *len. A body too big to journal comes back as the line that says so.
+ * NULL with *err when the journal has no such record. */
+char *journal_read_sent(const struct journal *j, int i, size_t *len,
+    char **err);
+
 /* The cells to re-run to rebuild the Python state lost most recently
  * (see journal_meta.replay_from): those that succeeded, in order. A new
  * array in *cells (caller frees); returns the count (0: nothing). */

@@ -181,11 +181,16 @@ void notebook_add_usage(struct notebook *nb, const struct usage *u);
 /* The session's total. */
 const struct usage *notebook_usage(const struct notebook *nb);
 
-/* What left the machine: each model request body as sent. */
+/* What left the machine: each model request as sent. Its description
+ * and size stay for the whole session; its body only while it is one
+ * of the last NOTEBOOK_SENT_KEEP (the observer, the journal, gets every
+ * body when it is added: journal_read_sent reads an older one back). */
+#define NOTEBOOK_SENT_KEEP	8
 void notebook_add_sent(struct notebook *nb, const char *what, const char *body,
     size_t len);
 int notebook_nsent(const struct notebook *nb);
-/* The i-th request: description and body (owned by the notebook). */
+/* The i-th request: description and size, and its body (owned by the
+ * notebook), or NULL when it is no longer kept in memory. */
 const char *notebook_sent(const struct notebook *nb, int i, const char **what,
     size_t *len);
 

@@ -139,5 +139,9 @@ int64_t session_idle_deadline(const struct session *s, int *stopped);
 /* /load: agent_load, told to the model with the next question. Returns
  * the sandbox path (new string) or NULL with *err. */
 char *session_load(struct session *s, const char *path, char **err);
+/* /sent N: the body of the i-th request (0-based) as sent, from the
+ * notebook while it keeps it, else read back from the journal. A new
+ * string, its length in *len; NULL with *err. */
+char *session_sent(const struct session *s, int i, size_t *len, char **err);
 
 #endif

@@ -200,3 +200,37 @@ def test_files_shows_the_paths_the_sandbox_has(tmp_path):
     finally:
         t.close()
         srv.stop()
+
+
+def test_sent_reads_old_requests_back_from_the_journal(tmp_path):
+    # The notebook keeps only the last few request bodies; /sent N of an
+    # older one reads it back from the session's journal.
+    srv = FakeModel({"turns": [{"openai": {"text": "Noted."}, "repeat": True}]},
+                    str(tmp_path / "log.jsonl"))
+    port = srv.start()
+    env = {"TERM": "tmux-256color", "LANG": "C.UTF-8",
+           "XDG_STATE_HOME": str(tmp_path / "state"),
+           "XDG_CONFIG_HOME": str(tmp_path / "config"),
+           "HOME": str(tmp_path), "OPENAI_API_KEY": "test-key"}
+    cmd = ("%s --provider openai --model fake-model --base-url http://127.0.0.1:%d/v1 "
+           "--out %s" % (TERP, port, tmp_path / "out"))
+    t = Tmux(cmd, 160, 40, env, cwd=str(tmp_path))
+    try:
+        t.wait(r"│ ready", timeout=30)
+        questions = ["alpha first question"] + ["again %d" % i for i in range(2, 13)]
+        log = tmp_path / "log.jsonl"
+        for i, q in enumerate(questions):
+            t.text(q)
+            t.keys("Enter")
+            # the request went, and its answer came, before the next
+            wait_until(lambda n=i + 1: log.exists() and
+                       len(log.read_text().splitlines()) >= n, "request %d" % (i + 1))
+            t.wait(r"│ ready", timeout=30)
+        t.text("/sent 1")
+        t.keys("Enter")
+        s = t.wait(r"request 1 of 12", timeout=30)
+        assert re.search(r"alpha first\s+question", s), s
+        assert "again" not in s, s
+    finally:
+        t.close()
+        srv.stop()

@@ -271,6 +271,7 @@ int session_replay(struct session *s, char **err) { (void)s; *err = xstrdup("no 
 int session_reset(struct session *s, char **err) { (void)s; *err = xstrdup("no session"); return -1; }
 int session_restart(struct session *s, char **err) { (void)s; *err = xstrdup("no session"); return -1; }
 char *session_load(struct session *s, const char *p, char **err) { (void)s; (void)p; *err = xstrdup("no session"); return NULL; }
+char *session_sent(const struct session *s, int i, size_t *len, char **err) { (void)s; (void)i; (void)len; *err = xstrdup("no session"); return NULL; }
 int session_progress(const struct session *s, int *total) { (void)s; *total = 0; return 0; }
 int64_t session_idle_deadline(const struct session *s, int *stopped) { (void)s; if (stopped) *stopped = 0; return 0; }
 
