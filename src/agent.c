@@ -275,6 +275,9 @@ m_notice(void *arg, const char *msg)
 static void
 finish_question(struct agent *a)
 {
+	/* a question ends once: llm_cancel is silent, the kernel reports
+	 * each result once */
+	assert(a->asking);
 	a->asking = 0;
 	maybe_idle(a);
 }
@@ -351,6 +354,7 @@ m_done(void *arg, const char *stop_reason)
 	int ncalls = cJSON_GetArraySize(a->calls);
 	char *fallback = NULL;
 
+	assert(a->asking);	/* the model answers only a question */
 	if (ncalls == 0 && a->text.len > 0 && (fallback = fallback_code(a->text.data))) {
 		cJSON *c = cJSON_CreateObject(), *args = cJSON_CreateObject();
 		char id[32], *s;
@@ -412,6 +416,7 @@ m_error(void *arg, const struct llm_error *e)
 {
 	struct agent *a = arg;
 
+	assert(a->asking);
 	keep_partial_reply(a);
 	fail_question_as(a, e->msg, ERROR_MODEL, e);
 }
@@ -443,6 +448,8 @@ agent_next_call(struct agent *a)
 	cJSON *calls = last_calls(a);
 	int n = cJSON_GetArraySize(calls);
 
+	/* the model's calls run one at a time, within its question */
+	assert(a->asking && a->cell_running == 0);
 	while (a->next_call < n) {
 		cJSON *c = cJSON_GetArrayItem(calls, a->next_call++);
 		const char *id = cJSON_GetStringValue(cJSON_GetObjectItem(c, "id"));
@@ -616,6 +623,7 @@ agent_turn(struct agent *a)
 {
 	char *sys, *err = NULL;
 
+	assert(a->asking);
 	if (a->turn >= a->o.max_turns) {
 		char *msg = xasprintf("stopped after %d model calls (--max-turns) without a final answer",
 		    a->o.max_turns);

@@ -506,7 +506,8 @@ journal_event(struct journal *j, const struct event *ev)
 		put(j, o, sync);
 }
 
-int
+/* fdatasyncs. Returns 0, or -1 when that or an earlier write failed. */
+static int
 journal_sync(struct journal *j)
 {
 	if (j->fd >= 0 && fdatasync(j->fd) < 0) {

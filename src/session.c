@@ -228,6 +228,7 @@ replay_begin(struct session *s)
 {
 	struct buf b;
 
+	assert(s->replay == NULL && s->ncells > 0);	/* one replay at a time */
 	buf_init(&b, 1 << 20);
 	buf_printf(&b, "replaying %d cell%s that succeeded before the state was lost: ",
 	    s->ncells, s->ncells == 1 ? "" : "s");
@@ -354,10 +355,13 @@ replay_track(struct session *s, const struct event *ev)
 static void
 script_step(struct session *s)
 {
-	const char *item = s->items[s->next++];
+	const char *item;
 	char *err = NULL;
 	int rc;
 
+	/* one item at a time, each started once */
+	assert(!s->inflight && s->next < s->nitems && s->replay == NULL);
+	item = s->items[s->next++];
 	/* in flight before the call: its events may come within it */
 	s->inflight = 1;
 	s->answered = 0;

@@ -76,8 +76,6 @@ void journal_change(struct journal *j, const struct nb_change *ch);
  * sandbox's states, turns, errors, notices; and syncs at a question's
  * edges. */
 void journal_event(struct journal *j, const struct event *ev);
-/* fdatasyncs. Returns 0, or -1 when that or an earlier write failed. */
-int journal_sync(struct journal *j);
 /* Records a line of terp's own (replay, idle stop...). */
 void journal_note(struct journal *j, const char *kind, const char *text);
 

@@ -1,7 +1,10 @@
-/* notebook: the one model of a session's state (DESIGN.md): the
- * conversation as sent to the model, the cells with their outputs, and
- * the artifacts. Frontends, persistence and export read it; nothing else
- * keeps a second copy. Pure data: no I/O. */
+/* notebook: the one model of a session's state: the conversation as
+ * sent to the model, the questions, the cells with their outputs, the
+ * artifacts, the data files, token totals and the ledger of requests.
+ * Frontends, persistence and export read it; nothing else keeps a
+ * second copy. It does no I/O itself, but every update function tells
+ * the one observer (notebook_observe: the session's journal, which
+ * writes) exactly what changed. */
 #ifndef TERP_NOTEBOOK_H
 #define TERP_NOTEBOOK_H
 
