@@ -937,6 +937,159 @@ apply_result(const cJSON *o, struct notebook *nb, struct journal_meta *m)
 	return 0;
 }
 
+/* One record type each, as journal_change writes them. Each applies o
+ * through the notebook's update functions (the agent's way), or
+ * returns -1 for a damaged record. */
+
+static int
+rec_question(const cJSON *o, struct notebook *nb, struct journal_meta *m,
+    int legacy_q)
+{
+	if (jstr(o, "text") == NULL)
+		return -1;
+	if (m->nquestions++ == 0)
+		m->first_question = jdup(o, "text");
+	if (nb == NULL)
+		return 0;
+	/* the agent tells the model of finished hand-run cells with each
+	 * question */
+	for (int i = 1; i <= notebook_ncells(nb); i++) {
+		struct cell *c = notebook_cell(nb, i);
+		if (c->status != CELL_RUNNING && c->status != CELL_PENDING)
+			c->told_model = 1;
+	}
+	/* version 1: the message came in its "msg" record (a journal of
+	 * version 1 resumed goes on in version 2) */
+	if (!legacy_q)
+		notebook_add_question(nb, jstr(o, "text"), jstr(o, "notes"));
+	return 0;
+}
+
+static int
+rec_kernel(const cJSON *o, struct notebook *nb, struct journal_meta *m)
+{
+	const cJSON *st = cJSON_GetObjectItemCaseSensitive(o, "state");
+	int k = kstate_parse(st), lost;
+
+	if (k < 0)
+		return -1;
+	/* version 1 had no flag: a start or a stop lost the state */
+	lost = cJSON_IsNumber(st) ? k == KERNEL_STARTING || k == KERNEL_STOPPED :
+	    cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "state_lost"));
+	if (lost)
+		state_lost(&m->live_from, &m->replay_from, &m->replay_to,
+		    notebook_ncells(nb));
+	return 0;
+}
+
+static int
+rec_cell(const cJSON *o, struct notebook *nb)
+{
+	const char *by = jstr(o, "by");
+
+	if ((int)jnum(o, "n", 0) != notebook_ncells(nb) + 1)
+		return -1;
+	notebook_add_cell(nb, by && strcmp(by, "user") == 0 ? CELL_BY_USER :
+	    CELL_BY_MODEL, jstr(o, "code"), jstr(o, "call"));
+	return 0;
+}
+
+static int
+rec_out(const cJSON *o, struct notebook *nb)
+{
+	int s = (int)jnum(o, "s", -1);
+	struct cell *c = notebook_cell(nb, (int)jnum(o, "c", 0));
+	size_t len;
+	char *p;
+
+	if (c == NULL || (s != 0 && s != 1) || (p = get_bytes(o, &len)) == NULL)
+		return -1;
+	notebook_cell_output(nb, c->n, s, p, len);
+	free(p);
+	return 0;
+}
+
+static int
+rec_artifact(const cJSON *o, struct notebook *nb)
+{
+	if (jstr(o, "name") == NULL || jstr(o, "path") == NULL)
+		return -1;
+	notebook_add_artifact(nb, (int)jnum(o, "c", 0), jstr(o, "name"),
+	    jstr(o, "path"), (uint64_t)jnum(o, "bytes", 0));
+	return 0;
+}
+
+static int
+rec_reply(const cJSON *o, struct notebook *nb)
+{
+	cJSON *calls = calls_copy(cJSON_GetObjectItemCaseSensitive(o, "calls"));
+
+	if (calls == NULL)
+		return -1;
+	notebook_add_reply(nb, jstr(o, "text"), calls);
+	return 0;
+}
+
+static int
+rec_tool(const cJSON *o, struct notebook *nb)
+{
+	int i = (int)jnum(o, "i", -1);
+	int is_error = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "is_error"));
+
+	if (jstr(o, "id") == NULL || jstr(o, "content") == NULL)
+		return -1;
+	/* one the repair of a resume put before the end */
+	if (i >= 0 && i < cJSON_GetArraySize(notebook_messages(nb)))
+		notebook_insert_tool_result(nb, i, jstr(o, "id"), jstr(o, "content"),
+		    is_error);
+	else
+		notebook_add_tool_result(nb, jstr(o, "id"), jstr(o, "content"),
+		    is_error);
+	return 0;
+}
+
+static int
+rec_usage(const cJSON *o, struct notebook *nb)
+{
+	struct usage u = {
+		(long)jnum(o, "in", 0), (long)jnum(o, "out", 0),
+		(long)jnum(o, "cached", 0),
+	};
+
+	notebook_add_usage(nb, &u);
+	return 0;
+}
+
+static int
+rec_sent(const cJSON *o, struct notebook *nb)
+{
+	const char *what = jstr(o, "what");
+	size_t len;
+	char *p = sent_body(o, &len);
+
+	notebook_add_sent(nb, what ? what : "request", p, len);
+	free(p);
+	return 0;
+}
+
+static int
+rec_meta(const cJSON *o, struct notebook *nb, struct journal_meta *m)
+{
+	const cJSON *f;
+
+	if (jstr(o, "id") == NULL)
+		return -1;
+	m->id = jdup(o, "id");
+	m->version = (int)jnum(o, "v", 1);
+	m->started = (int64_t)jnum(o, "started", 0);
+	m->provider = jdup(o, "provider");
+	m->model = jdup(o, "model");
+	/* version 1 listed the data files here */
+	cJSON_ArrayForEach(f, cJSON_GetObjectItemCaseSensitive(o, "data"))
+		meta_add_file(m, nb, f);
+	return 0;
+}
+
 /* Applies one record, through the notebook's update functions as the
  * agent made the change. Returns 0, or -1 when it does not fit
  * (counted as skipped). nb may be NULL (listing: meta only). */
@@ -945,7 +1098,6 @@ apply(const cJSON *o, struct notebook *nb, struct journal_meta *m, int first,
     char **pending)
 {
 	const char *t = jstr(o, "t");
-	struct cell *c;
 	int legacy_q = 0;
 
 	if (t == NULL)
@@ -954,41 +1106,13 @@ apply(const cJSON *o, struct notebook *nb, struct journal_meta *m, int first,
 		legacy_q = strcmp(t, "question") == 0;
 		legacy_question(nb, pending, legacy_q ? jstr(o, "text") : NULL);
 	}
-	if (strcmp(t, "meta") == 0) {
-		const cJSON *f;
-		if (!first || jstr(o, "id") == NULL)
-			return -1;
-		m->id = jdup(o, "id");
-		m->version = (int)jnum(o, "v", 1);
-		m->started = (int64_t)jnum(o, "started", 0);
-		m->provider = jdup(o, "provider");
-		m->model = jdup(o, "model");
-		cJSON_ArrayForEach(f, cJSON_GetObjectItemCaseSensitive(o, "data"))
-			meta_add_file(m, nb, f);
-		return 0;
-	}
+	if (strcmp(t, "meta") == 0)
+		return first ? rec_meta(o, nb, m) : -1;
 	if (m->id == NULL)
 		return -1;	/* nothing counts before the meta line */
-	if (strcmp(t, "question") == 0) {
-		if (jstr(o, "text") == NULL)
-			return -1;
-		if (m->nquestions++ == 0)
-			m->first_question = jdup(o, "text");
-		if (nb == NULL)
-			return 0;
-		/* the agent tells the model of finished hand-run cells
-		 * with each question */
-		for (int i = 1; i <= notebook_ncells(nb); i++) {
-			c = notebook_cell(nb, i);
-			if (c->status != CELL_RUNNING && c->status != CELL_PENDING)
-				c->told_model = 1;
-		}
-		/* version 1: the message came in its "msg" record (a
-		 * journal of version 1 resumed goes on in version 2) */
-		if (!legacy_q)
-			notebook_add_question(nb, jstr(o, "text"), jstr(o, "notes"));
-		return 0;
-	}
+	/* what a listing needs too */
+	if (strcmp(t, "question") == 0)
+		return rec_question(o, nb, m, legacy_q);
 	if (strcmp(t, "data") == 0) {
 		meta_add_file(m, nb, cJSON_GetObjectItemCaseSensitive(o, "file"));
 		return 0;
@@ -1002,94 +1126,32 @@ apply(const cJSON *o, struct notebook *nb, struct journal_meta *m, int first,
 	}
 	if (nb == NULL)
 		return 0;
-	if (strcmp(t, "kernel") == 0) {
-		const cJSON *st = cJSON_GetObjectItemCaseSensitive(o, "state");
-		int k = kstate_parse(st), lost;
-		if (k < 0)
-			return -1;
-		/* version 1 had no flag: a start or a stop lost the state */
-		lost = cJSON_IsNumber(st) ?
-		    k == KERNEL_STARTING || k == KERNEL_STOPPED :
-		    cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "state_lost"));
-		if (lost)
-			state_lost(&m->live_from, &m->replay_from, &m->replay_to,
-			    notebook_ncells(nb));
-		return 0;
-	}
+	if (strcmp(t, "kernel") == 0)
+		return rec_kernel(o, nb, m);
 	if (strcmp(t, "note") == 0) {
 		if (jstr(o, "kind") && strcmp(jstr(o, "kind"), "reset") == 0)
 			state_lost(&m->live_from, &m->replay_from, &m->replay_to,
 			    notebook_ncells(nb));
 		return 0;
 	}
-	if (strcmp(t, "cell") == 0) {
-		const char *by = jstr(o, "by");
-		if ((int)jnum(o, "n", 0) != notebook_ncells(nb) + 1)
-			return -1;
-		notebook_add_cell(nb, by && strcmp(by, "user") == 0 ?
-		    CELL_BY_USER : CELL_BY_MODEL, jstr(o, "code"), jstr(o, "call"));
-		return 0;
-	}
-	if (strcmp(t, "out") == 0) {
-		int s = (int)jnum(o, "s", -1);
-		size_t len;
-		char *p;
-		if ((c = notebook_cell(nb, (int)jnum(o, "c", 0))) == NULL ||
-		    (s != 0 && s != 1) || (p = get_bytes(o, &len)) == NULL)
-			return -1;
-		notebook_cell_output(nb, c->n, s, p, len);
-		free(p);
-		return 0;
-	}
+	if (strcmp(t, "cell") == 0)
+		return rec_cell(o, nb);
+	if (strcmp(t, "out") == 0)
+		return rec_out(o, nb);
 	if (strcmp(t, "result") == 0)
 		return apply_result(o, nb, m);
-	if (strcmp(t, "artifact") == 0) {
-		if (jstr(o, "name") == NULL || jstr(o, "path") == NULL)
-			return -1;
-		notebook_add_artifact(nb, (int)jnum(o, "c", 0), jstr(o, "name"),
-		    jstr(o, "path"), (uint64_t)jnum(o, "bytes", 0));
-		return 0;
-	}
-	if (strcmp(t, "reply") == 0) {
-		cJSON *calls = calls_copy(cJSON_GetObjectItemCaseSensitive(o, "calls"));
-		if (calls == NULL)
-			return -1;
-		notebook_add_reply(nb, jstr(o, "text"), calls);
-		return 0;
-	}
-	if (strcmp(t, "tool") == 0) {
-		int i = (int)jnum(o, "i", -1);
-		int is_error = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o,
-		    "is_error"));
-		if (jstr(o, "id") == NULL || jstr(o, "content") == NULL)
-			return -1;
-		/* one the repair of a resume put before the end */
-		if (i >= 0 && i < cJSON_GetArraySize(notebook_messages(nb)))
-			notebook_insert_tool_result(nb, i, jstr(o, "id"),
-			    jstr(o, "content"), is_error);
-		else
-			notebook_add_tool_result(nb, jstr(o, "id"),
-			    jstr(o, "content"), is_error);
-		return 0;
-	}
+	if (strcmp(t, "artifact") == 0)
+		return rec_artifact(o, nb);
+	if (strcmp(t, "reply") == 0)
+		return rec_reply(o, nb);
+	if (strcmp(t, "tool") == 0)
+		return rec_tool(o, nb);
 	if (strcmp(t, "msg") == 0)
 		return legacy_msg(o, nb, pending);
-	if (strcmp(t, "usage") == 0) {
-		struct usage u = {
-			(long)jnum(o, "in", 0), (long)jnum(o, "out", 0),
-			(long)jnum(o, "cached", 0),
-		};
-		notebook_add_usage(nb, &u);
-		return 0;
-	}
-	if (strcmp(t, "sent") == 0) {
-		const char *what = jstr(o, "what");
-		size_t len;
-		char *p = sent_body(o, &len);
-		notebook_add_sent(nb, what ? what : "request", p, len);
-		free(p);
-		return 0;
-	}
+	if (strcmp(t, "usage") == 0)
+		return rec_usage(o, nb);
+	if (strcmp(t, "sent") == 0)
+		return rec_sent(o, nb);
 	/* session, turn, error, notice, and version 1's text, tool_call
 	 * and answer: the record of what happened; the notebook needs
 	 * none (a reply holds its text and its calls) */
