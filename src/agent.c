@@ -6,6 +6,7 @@
  * updates plus events for whichever frontend listens. */
 #include "terp/agent.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,30 +16,21 @@
 #include "terp/buf.h"
 #include "terp/cost.h"
 #include "terp/context.h"
+#include "terp/datafile.h"
 #include "terp/llm.h"
 #include "terp/outcap.h"
 #include "terp/sanitize.h"
 #include "terp/util.h"
 
-#define TEXT_MAX	(4u << 20)	/* one reply's visible text */
-
-struct datafile {
-	char	*host;
-	char	*sandbox;
-};
-
 struct agent {
 	struct loop		*loop;
 	struct notebook		*nb;
-	struct kernel_opts	 kopts;		/* our copy: files are staged here */
+	struct kernel_opts	 kopts;		/* our copy: we stage the files */
 	struct kernel		*k;
 	struct llm		*llm;
 	struct agent_opts	 o;
 	event_fn		 emit;
 	void			*arg;
-
-	struct datafile		*files;
-	int			 nfiles;
 
 	/* the question in progress */
 	int			 asking;
@@ -78,9 +70,9 @@ emit(struct agent *a, struct event *ev)
 }
 
 static void
-emit_text(struct agent *a, enum event_type t, const char *text, int n)
+emit_text(struct agent *a, enum event_type t, const char *text)
 {
-	struct event ev = { .type = t, .text = text, .len = text ? strlen(text) : 0, .n = n };
+	struct event ev = { .type = t, .text = text, .len = text ? strlen(text) : 0 };
 	emit(a, &ev);
 }
 
@@ -99,12 +91,10 @@ static void
 on_output(void *arg, int n, int stream, const char *p, size_t len)
 {
 	struct agent *a = arg;
-	struct cell *c = notebook_cell(a->nb, n);
-	struct event ev = { .type = stream ? EV_STDERR : EV_STDOUT, .cell = c,
-	    .text = p, .len = len };
+	struct event ev = { .type = stream ? EV_STDERR : EV_STDOUT,
+	    .cell = notebook_cell(a->nb, n), .text = p, .len = len };
 
-	if (c != NULL)
-		outcap_add(&c->out[stream ? 1 : 0], p, len);
+	notebook_cell_output(a->nb, n, stream, p, len);
 	emit(a, &ev);
 }
 
@@ -120,21 +110,23 @@ on_artifact(void *arg, int n, const char *name, const char *path, uint64_t bytes
 }
 
 static void
-on_state(void *arg, enum kernel_state st, const char *msg)
+on_state(void *arg, const struct kernel_status *st)
 {
 	struct agent *a = arg;
-	struct event ev = { .type = EV_KERNEL, .n = (int)st, .text = msg,
-	    .len = msg ? strlen(msg) : 0 };
+	struct event ev = { .type = EV_KERNEL, .kstate = st->state,
+	    .restarted = st->restarted, .state_lost = st->state_lost,
+	    .text = st->msg, .len = st->msg ? strlen(st->msg) : 0 };
 
-	if (st == KERNEL_STARTING && msg && strstr(msg, "restarted")) {
-		/* The model must know its variables are gone. */
+	if (st->restarted) {
+		/* The model must know its variables are gone (a restart the
+		 * user asked for is told by agent_restart). */
 		const char *files = kernel_files_note(a->k);
 		buf_printf(&a->notes, "Note: %s. All variables and imports are gone%s%s.\n",
-		    msg, files ? "; " : "", files ? files : "");
+		    st->msg, files ? "; " : "", files ? files : "");
 	}
 	emit(a, &ev);
-	if (st == KERNEL_DEAD && a->asking)
-		agent_session_dead(a, msg);
+	if (st->state == KERNEL_DEAD && a->asking)
+		agent_session_dead(a, st->msg);
 }
 
 /* The text the model gets for a finished cell. */
@@ -189,13 +181,7 @@ tool_result_text(struct agent *a, const struct cell *c)
 static void
 add_tool_message(struct agent *a, const char *id, const char *content, int is_error)
 {
-	cJSON *m = cJSON_CreateObject();
-
-	cJSON_AddStringToObject(m, "role", "tool");
-	cJSON_AddStringToObject(m, "tool_call_id", id);
-	cJSON_AddStringToObject(m, "content", content);
-	cJSON_AddBoolToObject(m, "is_error", is_error);
-	notebook_add_message(a->nb, m);
+	notebook_add_tool_result(a->nb, id, content, is_error);
 }
 
 static void
@@ -204,18 +190,17 @@ on_result(void *arg, int n, const struct kernel_result *r)
 	struct agent *a = arg;
 	struct cell *c = notebook_cell(a->nb, n);
 	struct event ev = { .type = EV_RESULT, .cell = c };
+	struct cell_result cr = {
+		.status = r->status, .duration_ms = r->duration_ms,
+		.duration_us = r->duration_us, .value = r->value,
+		.ename = r->ename, .evalue = r->evalue,
+		.traceback = r->traceback, .reason = r->reason,
+		.state_lost = r->state_lost,
+	};
 
 	if (c == NULL)
 		return;
-	c->status = r->status;
-	c->duration_ms = r->duration_ms;
-	c->duration_us = r->duration_us;
-	c->value = r->value ? xstrdup(r->value) : NULL;
-	c->ename = r->ename ? xstrdup(r->ename) : NULL;
-	c->evalue = r->evalue ? xstrdup(r->evalue) : NULL;
-	c->traceback = r->traceback ? xstrdup(r->traceback) : NULL;
-	c->reason = r->reason ? xstrdup(r->reason) : NULL;
-	c->state_lost = r->state_lost;
+	notebook_cell_result(a->nb, n, &cr);
 	emit(a, &ev);
 
 	if (a->asking && n == a->cell_running) {
@@ -240,8 +225,12 @@ m_text(void *arg, const char *delta, size_t len)
 {
 	struct agent *a = arg;
 	struct event ev = { .type = EV_TEXT, .text = delta, .len = len };
+	int added = buf_add(&a->text, delta, len);
 
-	buf_add(&a->text, delta, len);
+	/* the buffer holds LLM_REPLY_TEXT_MAX, which llm never passes: what
+	 * the frontends show is what the conversation keeps */
+	assert(added == 0);
+	(void)added;
 	emit(a, &ev);
 }
 
@@ -290,22 +279,39 @@ m_sent(void *arg, const char *what, const char *body, size_t len)
 static void
 m_notice(void *arg, const char *msg)
 {
-	emit_text(arg, EV_NOTICE, msg, 0);
+	emit_text(arg, EV_NOTICE, msg);
 }
 
 static void
 finish_question(struct agent *a)
 {
+	/* a question ends once: llm_cancel is silent, the kernel reports
+	 * each result once */
+	assert(a->asking);
 	a->asking = 0;
 	maybe_idle(a);
 }
 
+/* Ends the question with an error; e is the model's when it failed. */
 static void
-fail_question(struct agent *a, const char *msg, int code)
+fail_question_as(struct agent *a, const char *msg, enum error_kind kind,
+    const struct llm_error *e)
 {
-	a->failed = code;
-	emit_text(a, EV_ERROR, msg, code);
+	struct event ev = { .type = EV_ERROR, .text = msg, .len = strlen(msg),
+	    .error = kind };
+
+	if (e != NULL) {
+		ev.llm_err = e->kind;
+		ev.http_status = e->http_status;
+	}
+	emit(a, &ev);
 	finish_question(a);
+}
+
+static void
+fail_question(struct agent *a, const char *msg, enum error_kind kind)
+{
+	fail_question_as(a, msg, kind, NULL);
 }
 
 /* Local models often write code in a fenced block, or a tool call as
@@ -355,10 +361,10 @@ static void
 m_done(void *arg, const char *stop_reason)
 {
 	struct agent *a = arg;
-	cJSON *msg = cJSON_CreateObject();
 	int ncalls = cJSON_GetArraySize(a->calls);
 	char *fallback = NULL;
 
+	assert(a->asking);	/* the model answers only a question */
 	if (ncalls == 0 && a->text.len > 0 && (fallback = fallback_code(a->text.data))) {
 		cJSON *c = cJSON_CreateObject(), *args = cJSON_CreateObject();
 		char id[32], *s;
@@ -374,7 +380,7 @@ m_done(void *arg, const char *stop_reason)
 		free(fallback);
 		ncalls = 1;
 		emit_text(a, EV_NOTICE, "the model wrote its code as text instead of calling "
-		    "python_exec; terp runs it as a cell", 0);
+		    "python_exec; terp runs it as a cell");
 	}
 	if (ncalls == 0 && buf_str(&a->text)[strspn(buf_str(&a->text), " \t\r\n")] == '\0') {
 		/* An empty answer is no answer: a script reading stdout must
@@ -382,29 +388,20 @@ m_done(void *arg, const char *stop_reason)
 		 * conversation (Anthropic rejects empty assistant turns). */
 		char *s = xasprintf("the model's reply was empty (stop reason: %s)",
 		    stop_reason && *stop_reason ? stop_reason : "none");
-		cJSON_Delete(msg);
-		fail_question(a, s, 1);
+		fail_question(a, s, ERROR_EMPTY_REPLY);
 		free(s);
 		return;
 	}
 	if (stop_reason && (strcmp(stop_reason, "length") == 0 ||
 	    strcmp(stop_reason, "max_tokens") == 0))
 		emit_text(a, EV_NOTICE, "the model's reply reached its output token limit "
-		    "and may be cut short", 0);
-	cJSON_AddStringToObject(msg, "role", "assistant");
-	if (a->text.len > 0)
-		cJSON_AddStringToObject(msg, "content", a->text.data);
-	else
-		cJSON_AddNullToObject(msg, "content");
-	if (ncalls > 0) {
-		cJSON_AddItemToObject(msg, "tool_calls", a->calls);
-		a->calls = cJSON_CreateArray();
-	}
-	notebook_add_message(a->nb, msg);
+		    "and may be cut short");
+	notebook_add_reply(a->nb, buf_str(&a->text), a->calls);
+	a->calls = cJSON_CreateArray();
 
 	if (ncalls == 0) {
 		char *answer = buf_take(&a->text);
-		emit_text(a, EV_ANSWER, answer, 0);
+		emit_text(a, EV_ANSWER, answer);
 		free(answer);
 		finish_question(a);
 		return;
@@ -418,14 +415,9 @@ m_done(void *arg, const char *stop_reason)
 static void
 keep_partial_reply(struct agent *a)
 {
-	cJSON *m;
-
 	if (a->text.len == 0)
 		return;
-	m = cJSON_CreateObject();
-	cJSON_AddStringToObject(m, "role", "assistant");
-	cJSON_AddStringToObject(m, "content", a->text.data);
-	notebook_add_message(a->nb, m);
+	notebook_add_reply(a->nb, buf_str(&a->text), NULL);
 	buf_reset(&a->text);
 }
 
@@ -434,6 +426,7 @@ m_error(void *arg, const struct llm_error *e)
 {
 	struct agent *a = arg;
 
+	assert(a->asking);
 	if (e->kind == LLM_ERR_CONTEXT && a->cx != NULL) {
 		/* Too long for the server: compact once and ask again, then
 		 * say so plainly. */
@@ -443,7 +436,7 @@ m_error(void *arg, const struct llm_error *e)
 			context_refused(a->cx, e->msg);
 			emit_text(a, EV_NOTICE, "the model's server refused the request as "
 			    "too long for its context window; terp compacts the conversation "
-			    "and asks again", 0);
+			    "and asks again");
 			agent_send(a, 2);
 			return;
 		}
@@ -452,13 +445,13 @@ m_error(void *arg, const struct llm_error *e)
 			char *msg = xasprintf("the conversation does not fit the model's "
 			    "context window (%ld tokens, %s) even after compacting: %s",
 			    context_window(a->cx), context_window_source(a->cx), e->msg);
-			fail_question(a, msg, 1);
+			fail_question_as(a, msg, ERROR_MODEL, e);
 			free(msg);
 		}
 		return;
 	}
 	keep_partial_reply(a);
-	fail_question(a, e->msg, 1);
+	fail_question_as(a, e->msg, ERROR_MODEL, e);
 }
 
 static const struct llm_cbs agent_llm_cbs = {
@@ -488,6 +481,8 @@ agent_next_call(struct agent *a)
 	cJSON *calls = last_calls(a);
 	int n = cJSON_GetArraySize(calls);
 
+	/* the model's calls run one at a time, within its question */
+	assert(a->asking && a->cell_running == 0);
 	while (a->next_call < n) {
 		cJSON *c = cJSON_GetArrayItem(calls, a->next_call++);
 		const char *id = cJSON_GetStringValue(cJSON_GetObjectItem(c, "id"));
@@ -515,7 +510,7 @@ agent_next_call(struct agent *a)
 			ev.len = strlen(args);
 			emit(a, &ev);
 			add_tool_message(a, id, msg, 1);
-			emit_text(a, EV_NOTICE, msg, 0);
+			emit_text(a, EV_NOTICE, msg);
 			free(msg);
 			continue;
 		}
@@ -530,14 +525,13 @@ agent_next_call(struct agent *a)
 				"with {\"code\": \"<python>\"}") :
 			    xstrdup("error: missing the required string argument \"code\"");
 			add_tool_message(a, id, msg, 1);
-			emit_text(a, EV_NOTICE, msg, 0);
+			emit_text(a, EV_NOTICE, msg);
 			free(msg);
 			cJSON_Delete(j);
 			continue;
 		}
 		cell = notebook_add_cell(a->nb, CELL_BY_MODEL, code, id);
 		cJSON_Delete(j);
-		cell->status = CELL_RUNNING;
 		cell->started_ms = now_ms();
 		{
 			struct event ce = { .type = EV_CELL_START, .cell = cell };
@@ -554,7 +548,10 @@ agent_next_call(struct agent *a)
 		return;	/* on_result continues */
 	}
 	if (a->cancelled) {
-		fail_question(a, a->stop_msg ? a->stop_msg : "interrupted by the user", 1);
+		if (a->stop_msg)
+			fail_question(a, a->stop_msg, ERROR_SANDBOX);
+		else
+			fail_question(a, "interrupted by the user", ERROR_CANCELLED);
 		return;
 	}
 	agent_turn(a);
@@ -574,7 +571,7 @@ agent_session_dead(struct agent *a, const char *msg)
 	if (a->llm && llm_busy(a->llm)) {
 		llm_cancel(a->llm);
 		keep_partial_reply(a);
-		fail_question(a, why, 1);
+		fail_question(a, why, ERROR_SANDBOX);
 	} else if (a->cell_running != 0) {
 		struct kernel_result r = { .status = CELL_CRASHED, .reason = msg };
 		a->cancelled = 1;
@@ -582,7 +579,7 @@ agent_session_dead(struct agent *a, const char *msg)
 		on_result(a, a->cell_running, &r);	/* answers the calls, ends */
 		a->stop_msg = NULL;
 	} else {
-		fail_question(a, why, 1);
+		fail_question(a, why, ERROR_SANDBOX);
 	}
 	free(why);
 }
@@ -593,15 +590,15 @@ static void
 describe_file(struct buf *b, const struct datafile *f)
 {
 	struct stat st;
-	const char *ext = strrchr(f->host, '.');
+	const char *ext = strrchr(f->path, '.');
 	char size[32] = "?";
 
-	if (stat(f->host, &st) == 0)
+	if (stat(f->path, &st) == 0)
 		fmt_bytes(size, sizeof size, (uint64_t)st.st_size);
 	buf_printf(b, "- %s (%s)\n", f->sandbox, size);
 	if (ext && (strcasecmp(ext, ".csv") == 0 || strcasecmp(ext, ".tsv") == 0 ||
 	    strcasecmp(ext, ".txt") == 0)) {
-		FILE *fp = fopen(f->host, "r");
+		FILE *fp = fopen(f->path, "r");
 		char line[512];
 		int i = 0;
 		if (fp == NULL)
@@ -621,6 +618,7 @@ static char *
 system_prompt(struct agent *a)
 {
 	struct buf b;
+	int any = 0;
 
 	if (a->o.system_prompt)
 		return xstrdup(a->o.system_prompt);
@@ -646,13 +644,16 @@ system_prompt(struct agent *a)
 	    "- The network is off: do not try to install packages or download data.\n"
 	    "- Outputs you see may be truncated; print summaries, not whole tables.\n"
 	    "- When done, answer in plain language with the key numbers, using Markdown.\n");
-	if (a->nfiles > 0) {
-		buf_adds(&b, "Data files (read-only):\n");
-		for (int i = 0; i < a->nfiles; i++)
-			describe_file(&b, &a->files[i]);
-	} else {
-		buf_adds(&b, "No data files were given.\n");
+	for (int i = 0; i < notebook_nfiles(a->nb); i++) {
+		const struct datafile *f = notebook_file(a->nb, i);
+		if (f->sandbox == NULL)
+			continue;	/* not in this sandbox (gone since) */
+		if (!any++)
+			buf_adds(&b, "Data files (read-only):\n");
+		describe_file(&b, f);
 	}
+	if (!any)
+		buf_adds(&b, "No data files were given.\n");
 	if (kernel_prompt_note(a->k) != NULL)	/* a remote session: its own paths */
 		buf_printf(&b, "%s\n", kernel_prompt_note(a->k));
 	else
@@ -668,13 +669,14 @@ ctx_ready(void *arg, const char *err)
 
 	if (a->cancelled) {
 		/* Ctrl-C while waiting on the local server's context size */
-		fail_question(a, a->stop_msg ? a->stop_msg : "cancelled by the user", 1);
+		fail_question(a, a->stop_msg ? a->stop_msg : "cancelled by the user",
+		    ERROR_CANCELLED);
 		return;
 	}
 	if (err != NULL) {
 		char *msg = xasprintf("could not compact the conversation to fit the "
 		    "model's context window: %s", err);
-		fail_question(a, msg, 1);
+		fail_question(a, msg, ERROR_MODEL);
 		free(msg);
 		return;
 	}
@@ -701,7 +703,7 @@ agent_send(struct agent *a, int force)
 	free(sys);
 	if (r == 1)
 		return;		/* ctx_ready goes on */
-	fail_question(a, err, 1);
+	fail_question(a, err, ERROR_USAGE);
 	free(err);
 }
 
@@ -710,17 +712,18 @@ agent_turn(struct agent *a)
 {
 	char *why;
 
+	assert(a->asking);
 	if (a->turn >= a->o.max_turns) {
 		char *msg = xasprintf("stopped after %d model calls (--max-turns) without a final answer",
 		    a->o.max_turns);
-		fail_question(a, msg, 5);
+		fail_question(a, msg, ERROR_TURN_CAP);
 		free(msg);
 		return;
 	}
 	/* --max-cost: before the call, with the last call as its estimate */
 	if ((why = cost_over_budget(a->o.prices, llm_model(a->llm), a->o.max_cost,
 	    notebook_usage(a->nb), &a->last_usage)) != NULL) {
-		fail_question(a, why, COST_EXIT);
+		fail_question(a, why, ERROR_MAX_COST);
 		free(why);
 		return;
 	}
@@ -751,7 +754,8 @@ agent_new(struct loop *l, struct notebook *nb, const struct kernel_opts *kopts,
 	a->loop = l;
 	a->nb = nb;
 	a->kopts = *kopts;
-	a->kopts.data_files = NULL;	/* we stage them, to know their paths */
+	/* agent_load stages the files, so the notebook knows their paths */
+	a->kopts.data_files = NULL;
 	a->kopts.ndata = 0;
 	a->llm = llm;
 	if (opts)
@@ -760,19 +764,14 @@ agent_new(struct loop *l, struct notebook *nb, const struct kernel_opts *kopts,
 		agent_opts_default(&a->o);
 	a->emit = fn;
 	a->arg = arg;
-	buf_init(&a->text, TEXT_MAX);
+	/* llm never delivers more of one reply's text than this */
+	buf_init(&a->text, LLM_REPLY_TEXT_MAX);
 	buf_init(&a->notes, 64 * 1024);
 	a->calls = cJSON_CreateArray();
 	a->k = kernel_new(l, &a->kopts, &kcbs, a);
 	if (llm != NULL) {
 		a->cx = context_new(nb, llm, a->o.context_window, fn, arg);
 		context_probe(a->cx, l, llm_provider(llm), llm_base_url(llm), llm_model(llm));
-	}
-	for (int i = 0; i < kopts->ndata; i++) {
-		a->files = xrealloc(a->files, (size_t)(a->nfiles + 1) * sizeof *a->files);
-		a->files[a->nfiles].host = xstrdup(kopts->data_files[i]);
-		a->files[a->nfiles].sandbox = NULL;
-		a->nfiles++;
 	}
 	return a;
 }
@@ -786,11 +785,6 @@ agent_free(struct agent *a)
 		llm_cancel(a->llm);
 	context_free(a->cx);
 	kernel_free(a->k);
-	for (int i = 0; i < a->nfiles; i++) {
-		free(a->files[i].host);
-		free(a->files[i].sandbox);
-	}
-	free(a->files);
 	buf_free(&a->text);
 	buf_free(&a->notes);
 	cJSON_Delete(a->calls);
@@ -800,12 +794,6 @@ agent_free(struct agent *a)
 int
 agent_start(struct agent *a, char **err)
 {
-	for (int i = 0; i < a->nfiles; i++) {
-		if (a->files[i].sandbox)
-			continue;
-		if ((a->files[i].sandbox = kernel_stage(a->k, a->files[i].host, err)) == NULL)
-			return -1;
-	}
 	return kernel_start(a->k, err);
 }
 
@@ -836,7 +824,6 @@ int
 agent_ask(struct agent *a, const char *question, char **err)
 {
 	struct buf b;
-	cJSON *m;
 
 	if (a->llm == NULL) {
 		*err = xstrdup("no model is configured");
@@ -856,19 +843,12 @@ agent_ask(struct agent *a, const char *question, char **err)
 		buf_reset(&a->notes);
 	}
 	add_hand_cells(a, &b);
-	if (b.len > 0)
-		buf_adds(&b, "\nQuestion: ");
-	buf_adds(&b, question);
-	m = cJSON_CreateObject();
-	cJSON_AddStringToObject(m, "role", "user");
-	cJSON_AddStringToObject(m, "content", buf_str(&b));
-	notebook_add_message(a->nb, m);
+	notebook_add_question(a->nb, question, buf_str(&b));
 	buf_free(&b);
 	a->asking = 1;
 	a->turn = 0;
 	a->cancelled = 0;
-	a->failed = 0;
-	emit_text(a, EV_QUESTION, question, 0);
+	emit_text(a, EV_QUESTION, question);
 	agent_turn(a);
 	return 0;
 }
@@ -879,7 +859,6 @@ agent_run_cell(struct agent *a, const char *code, char **err)
 	struct cell *c = notebook_add_cell(a->nb, CELL_BY_USER, code, NULL);
 	struct event ev = { .type = EV_CELL_START, .cell = c };
 
-	c->status = CELL_RUNNING;
 	c->started_ms = now_ms();
 	a->hand_running++;
 	emit(a, &ev);
@@ -914,7 +893,7 @@ agent_cancel(struct agent *a)
 		if (a->llm && llm_busy(a->llm)) {
 			llm_cancel(a->llm);
 			keep_partial_reply(a);
-			fail_question(a, "cancelled by the user", 1);
+			fail_question(a, "cancelled by the user", ERROR_CANCELLED);
 			return;
 		}
 	}
@@ -958,18 +937,47 @@ agent_restart(struct agent *a, char **err)
 	return 0;
 }
 
-char *
-agent_load(struct agent *a, const char *path, char **err)
+/* The notebook's record of the file at path, or NULL. */
+static const struct datafile *
+known_file(struct agent *a, const char *path)
 {
-	char *p = kernel_stage(a->k, path, err);
+	char *abs = realpath(path, NULL);
+	const struct datafile *f = NULL;
+
+	for (int i = 0; abs != NULL && i < notebook_nfiles(a->nb) && !f; i++)
+		if (strcmp(notebook_file(a->nb, i)->path, abs) == 0)
+			f = notebook_file(a->nb, i);
+	free(abs);
+	return f;
+}
+
+char *
+agent_load(struct agent *a, const char *path, int told, char **err)
+{
+	const struct datafile *known = known_file(a, path);
+	struct datafile f;
+	char *p = kernel_stage(a->k, path, err), *e = NULL;
 
 	if (p == NULL)
 		return NULL;
-	a->files = xrealloc(a->files, (size_t)(a->nfiles + 1) * sizeof *a->files);
-	a->files[a->nfiles].host = xstrdup(path);
-	a->files[a->nfiles].sandbox = xstrdup(p);
-	a->nfiles++;
-	buf_printf(&a->notes, "Note: the user loaded a new data file: %s\n", p);
+	if (known != NULL && !told) {
+		/* staged again in a new sandbox: what it was at the start
+		 * stays the reference a resume compares with */
+		datafile_copy(&f, known);
+		free(f.sandbox);
+	} else if (datafile_fingerprint(path, &f, &e) < 0) {
+		/* recorded all the same: a resume will say it is gone */
+		free(e);
+		memset(&f, 0, sizeof f);
+		f.path = realpath(path, NULL);
+		if (f.path == NULL)
+			f.path = xstrdup(path);
+	}
+	f.sandbox = xstrdup(p);
+	notebook_add_file(a->nb, &f);
+	datafile_free(&f);
+	if (told)
+		buf_printf(&a->notes, "Note: the user loaded a new data file: %s\n", p);
 	return p;
 }
 
@@ -996,10 +1004,22 @@ agent_notebook(const struct agent *a)
 	return a->nb;
 }
 
-struct kernel *
-agent_kernel(const struct agent *a)
+const char *
+agent_where(const struct agent *a)
 {
-	return a->k;
+	return kernel_where(a->k);
+}
+
+const char *
+agent_isolation(const struct agent *a)
+{
+	return kernel_isolation(a->k);
+}
+
+void
+agent_stop_sandbox(struct agent *a, const char *why)
+{
+	kernel_stop(a->k, why);
 }
 
 struct llm *

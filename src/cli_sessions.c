@@ -112,28 +112,10 @@ cli_sessions_export(struct cli *c)
 	return rc;
 }
 
-/* Whether path names the same file as one of files[0..n). */
-static int
-same_file(const char **files, int n, const char *path)
-{
-	char *abs = realpath(path, NULL);
-	int found = 0;
-
-	for (int i = 0; i < n && !found; i++) {
-		char *other = realpath(files[i], NULL);
-		found = abs && other && strcmp(abs, other) == 0;
-		free(other);
-	}
-	free(abs);
-	return found;
-}
-
 int
 cli_sessions_resume(struct cli *c)
 {
 	char *err = NULL;
-	const char **files;
-	int n = 0;
 
 	if (resume_prepare(c->sessions_dir, c->resume_id, &c->res, &err) < 0) {
 		resume_free(&c->res);
@@ -151,14 +133,6 @@ cli_sessions_resume(struct cli *c)
 			line = nl + 1;
 		}
 	}
-	files = xcalloc((size_t)(c->res.ndata + c->kopts.ndata) + 1, sizeof *files);
-	for (int i = 0; i < c->res.ndata; i++)
-		files[n++] = c->res.data_files[i];
-	for (int i = 0; i < c->kopts.ndata; i++)
-		if (!same_file(files, n, c->kopts.data_files[i]))
-			files[n++] = c->kopts.data_files[i];
-	c->kopts.data_files = files;	/* lives until exit */
-	c->kopts.ndata = n;
 	c->session_id = xstrdup(c->res.id);
 	fprintf(stderr, "terp: resuming session %s (%d cell%s, %d question%s)\n",
 	    c->session_id, notebook_ncells(c->res.nb),
@@ -177,10 +151,16 @@ cli_sessions_opts(struct cli *c, struct session_opts *o)
 		o->provider = c->llm.provider;
 		o->model = c->llm.model;
 	}
-	o->data_files = c->kopts.data_files;
-	o->ndata = c->kopts.ndata;
+	o->data_files = c->data_files;
+	o->ndata = c->ndata;
 	o->resume = c->resume ? &c->res : NULL;
 	o->replay = c->replay;
 	o->idle_ms = c->idle_ms;
 	o->max_ms = c->max_ms;
+	o->kopts = &c->kopts;
+	o->aopts = &c->aopts;
+	/* no provider: no model configured; the notebook opens without */
+	o->llm = c->mode != CLI_EXEC && c->llm.provider ? &c->llm : NULL;
+	/* the TUI's terminal is its own */
+	o->signals = c->mode != CLI_TUI;
 }

@@ -19,10 +19,21 @@
 #define FP_PIECES	16
 
 void
+datafile_copy(struct datafile *to, const struct datafile *f)
+{
+	to->path = f->path ? xstrdup(f->path) : NULL;
+	to->size = f->size;
+	to->mtime = f->mtime;
+	to->fingerprint = f->fingerprint ? xstrdup(f->fingerprint) : NULL;
+	to->sandbox = f->sandbox ? xstrdup(f->sandbox) : NULL;
+}
+
+void
 datafile_free(struct datafile *f)
 {
 	free(f->path);
 	free(f->fingerprint);
+	free(f->sandbox);
 	memset(f, 0, sizeof *f);
 }
 

@@ -81,21 +81,6 @@ next_called_cell(const struct notebook *nb, const cJSON *msgs, int i)
 	return INT_MAX;
 }
 
-/* The agent puts notes (restarts, cells run by hand) before the
- * question in the user's message; the export shows the question alone
- * (the hand-run cells appear as cells of their own). */
-static const char *
-question_text(const char *content)
-{
-	const char *q;
-
-	if ((strncmp(content, "Note: ", 6) == 0 ||
-	    strncmp(content, "Since your last turn", 20) == 0) &&
-	    (q = strstr(content, "\nQuestion: ")) != NULL)
-		return q + 11;
-	return content;
-}
-
 static void
 walk(struct walker *w)
 {
@@ -113,9 +98,12 @@ walk(struct walker *w)
 			continue;
 		}
 		if (strcmp(role, "user") == 0) {
+			/* the question alone, without the notes sent with
+			 * it (hand-run cells appear as cells of their own) */
+			const struct question *q = notebook_question_at(w->nb, i);
 			emit_cells_before(w, next_called_cell(w->nb, msgs, i));
-			w->emit(w->arg, EXPORT_QUESTION,
-			    content ? question_text(content) : "", NULL);
+			w->emit(w->arg, EXPORT_QUESTION, q ? q->text :
+			    content ? content : "", NULL);
 		} else if (strcmp(role, "assistant") == 0) {
 			calls = cJSON_GetObjectItemCaseSensitive(m, "tool_calls");
 			w->final = cJSON_GetArraySize(array_or_null(calls)) == 0;

@@ -1,64 +1,58 @@
-/* headless: `terp -p QUESTION`: one question, answered through the
- * real agent loop and sandbox, printed for a terminal or a script
- * (--json), then the session is torn down. */
-#include <signal.h>
+/* headless: `terp -p QUESTION`: the questions asked in order in one
+ * session, through the real agent loop and sandbox, printed for a
+ * terminal or a script (--json); the run's outcome becomes the exit
+ * status of README's "Usage". Each answer's numbers are traced to the
+ * session's cells on the way to the printer. */
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
-#include "terp/agent.h"
 #include "terp/answer_trace.h"
 #include "terp/cli.h"
 #include "terp/cost.h"
-#include "terp/llm.h"
 #include "terp/printer.h"
 #include "terp/session.h"
 #include "terp/util.h"
 
+/* Between the session and the printer: traces each answer. */
 struct headless {
-	struct cli	*cli;
-	struct agent	*agent;
-	struct loop	*loop;
-	struct session	*session;	/* journal, replay, idle */
-	event_fn	 sink;
-	void		*sink_arg;
-	int		 asked;		/* questions asked so far */
-	int		 status;
-	int		 answered;
-	int		 interrupted;
-	struct answer_tracer *tracer;	/* the cells' numbers (issue 11) */
-	char		*question;	/* the one being answered */
-	int		 untraced;	/* answers with an untraced number */
+	event_fn		 sink;
+	void			*sink_arg;
+	struct session		*session;	/* NULL until session_new returns */
+	struct answer_tracer	*tracer;
+	char			*question;	/* the one being answered */
+	int			 json;
+	int			 untraced;	/* answers with an untraced number */
 };
 
-/* Asks the next question, or ends the run after the last one (or after
- * a failure: a follow-up to a failed question would not make sense). */
-static void
-ask_next(struct headless *h)
+/* 0 answered, 1 could not answer, 3 --max-session, 5 turn cap, 6 an
+ * untraced number with --strict-numbers, 7 --max-cost, 130 Ctrl-C,
+ * 128+N for signal N. */
+static int
+exit_status(const struct session_outcome *o)
 {
-	char *err = NULL;
-
-	if (h->asked >= h->cli->nprompts || h->status != 0 || h->interrupted) {
-		loop_stop(h->loop);
-		return;
-	}
-	h->answered = 0;
-	if (agent_ask(h->agent, h->cli->prompts[h->asked++], &err) < 0) {
-		struct event e = { .type = EV_ERROR, .text = err, .len = strlen(err) };
-		h->sink(h->sink_arg, &e);
-		free(err);
-		h->status = 1;
-		loop_stop(h->loop);
+	if (o->cancelled || o->interrupted)
+		return 130;
+	if (o->signo)
+		return 128 + o->signo;
+	switch (o->end) {
+	case SESSION_DONE:
+		return o->finished ? 0 : 1;
+	case SESSION_TURN_CAP:
+		return 5;
+	case SESSION_MAX_SESSION:
+		return 3;
+	case SESSION_MAX_COST:
+		return COST_EXIT;
+	default:
+		return 1;
 	}
 }
-
-static void headless_dispatch(struct headless *h, const struct event *ev);
 
 /* The answer's numbers traced to the session's cells (the model's and
  * the hand-run ones, all finished by now), leaving out the question's:
  * the event goes on with them, and -p says how many were found. */
 static void
-headless_event(void *arg, const struct event *ev)
+headless_show(void *arg, const struct event *ev)
 {
 	struct headless *h = arg;
 	struct answer_trace tr;
@@ -69,18 +63,18 @@ headless_event(void *arg, const struct event *ev)
 		free(h->question);
 		h->question = xstrdup(ev->text ? ev->text : "");
 	}
-	if (ev->type != EV_ANSWER || ev->trace != NULL) {
-		headless_dispatch(h, ev);
+	if (ev->type != EV_ANSWER || ev->trace != NULL || h->session == NULL) {
+		h->sink(h->sink_arg, ev);
 		return;
 	}
-	answer_tracer_sync(h->tracer, agent_notebook(h->agent), 0);
+	answer_tracer_sync(h->tracer, session_notebook(h->session), 0);
 	answer_tracer_trace(h->tracer, ev->text, h->question, &tr);
 	tev = *ev;
 	tev.trace = &tr;
-	headless_dispatch(h, &tev);
+	h->sink(h->sink_arg, &tev);
 	if (tr.traced < tr.n)
 		h->untraced++;
-	if (!h->cli->json && (sum = answer_trace_summary(&tr)) != NULL) {
+	if (!h->json && (sum = answer_trace_summary(&tr)) != NULL) {
 		fprintf(stderr, "terp: %s\n", sum);
 		free(sum);
 	}
@@ -88,82 +82,12 @@ headless_event(void *arg, const struct event *ev)
 }
 
 static void
-headless_dispatch(struct headless *h, const struct event *ev)
+print_usage(struct cli *c, const struct notebook *nb)
 {
-	session_record(h->session, ev);	/* saved before it is shown */
-	h->sink(h->sink_arg, ev);
-	switch (session_event(h->session, ev)) {
-	case SESSION_OWN:		/* a replayed cell's */
-		return;
-	case SESSION_READY:		/* the replay is over */
-		if (!h->asked)
-			ask_next(h);
-		return;
-	case SESSION_PASS:
-		break;
-	}
-	switch (ev->type) {
-	case EV_KERNEL:
-		/* Ask as soon as the session can take cells: the model's
-		 * first reply and the library imports overlap. */
-		if ((ev->n == KERNEL_STARTING || ev->n == KERNEL_LOADING ||
-		    ev->n == KERNEL_READY) && !h->asked)
-			ask_next(h);
-		else if (ev->n == KERNEL_DEAD && !h->asked) {
-			h->status = 1;	/* the printer showed why */
-			loop_stop(h->loop);
-		}
-		break;
-	case EV_ANSWER:
-		h->answered = 1;
-		break;
-	case EV_ERROR:
-		if (h->status == 0)
-			h->status = ev->n ? ev->n : 1;
-		break;
-	case EV_IDLE:
-		if (h->asked) {
-			if (!h->answered && h->status == 0)
-				h->status = 1;
-			ask_next(h);
-		}
-		break;
-	default:
-		break;
-	}
-}
-
-static void
-on_sigint(struct loop *l, int signo, void *arg)
-{
-	struct headless *h = arg;
-
-	if (h->interrupted) {
-		loop_stop(l);
-		return;
-	}
-	h->interrupted = 1;
-	agent_cancel(h->agent);
-	if (!agent_busy(h->agent))
-		loop_stop(l);
-}
-
-static void
-on_term(struct loop *l, int signo, void *arg)
-{
-	struct headless *h = arg;
-
-	h->status = 128 + signo;
-	loop_stop(l);
-}
-
-static void
-print_usage(struct headless *h)
-{
-	const struct usage *u = notebook_usage(agent_notebook(h->agent));
+	const struct usage *u = notebook_usage(nb);
 	char cost[32];
 
-	if (h->cli->json || (u->input_tokens == 0 && u->output_tokens == 0))
+	if (c->json || (u->input_tokens == 0 && u->output_tokens == 0))
 		return;
 	fprintf(stderr, "terp: tokens: %ld in (%ld cached), %ld out%s%s\n",
 	    u->input_tokens, u->cached_tokens, u->output_tokens,
@@ -173,83 +97,41 @@ print_usage(struct headless *h)
 int
 headless_run(struct cli *c)
 {
-	struct headless h;
-	struct notebook *nb;
-	struct llm *m;
 	struct session_opts so;
+	struct session_outcome out;
+	struct headless h = { .json = c->json };
 	char *err = NULL, *warn = NULL;
-	struct event ev = { .type = EV_SESSION };
+	int rc;
 
-	memset(&h, 0, sizeof h);
-	h.cli = c;
-	h.tracer = answer_tracer_new();
-	h.loop = loop_new();
-	if (c->resume) {
-		nb = c->res.nb;		/* the conversation goes on */
-		c->res.nb = NULL;
-	} else {
-		nb = notebook_new();
-	}
-	m = llm_new(h.loop, &c->llm, &err);
-	if (m == NULL) {
-		fprintf(stderr, "terp: %s\n", err);
-		free(err);
-		notebook_free(nb);
-		loop_free(h.loop);
-		return 1;
-	}
 	cli_sessions_opts(c, &so);
-	so.emit = headless_event;
+	so.questions = c->prompts;
+	so.nquestions = c->nprompts;
+	frontend_sink(c->json, PRINTER_PROMPT, &h.sink, &h.sink_arg);
+	so.show = headless_show;
 	so.arg = &h;
-	h.session = session_new(h.loop, nb, &so, &warn, &err);
-	if (h.session == NULL) {
+	h.tracer = answer_tracer_new();
+	if ((h.session = session_new(&so, &warn, &err)) == NULL) {
 		fprintf(stderr, "terp: %s\n", err);
 		free(err);
-		llm_free(m);
-		notebook_free(nb);
-		loop_free(h.loop);
+		free(h.sink_arg);
+		answer_tracer_free(h.tracer);
 		return 1;
 	}
 	if (warn) {
 		fprintf(stderr, "terp: warning: %s\n", warn);
 		free(warn);
 	}
-	frontend_sink(c->json, PRINTER_PROMPT, &h.sink, &h.sink_arg);
-	frontend_signals(h.loop, on_sigint, on_term, &h);
-	h.agent = agent_new(h.loop, nb, &c->kopts, m, &c->aopts, headless_event, &h);
-	session_attach(h.session, h.agent);
-	ev.text = c->session_id;
-	ev.name = c->session_dir;
-	ev.where = kernel_where(agent_kernel(h.agent));
-	ev.isolation = kernel_isolation(agent_kernel(h.agent));
-	headless_event(&h, &ev);
-	if (agent_start(h.agent, &err) < 0) {
-		struct event e = { .type = EV_ERROR, .text = err, .len = strlen(err) };
-		headless_event(&h, &e);
-		free(err);
-		h.status = 1;
-	} else if (!loop_stopped(h.loop)) {
-		/* a question can end within agent_start (its first model
-		 * call refused by --max-cost): loop_run would forget that */
-		loop_run(h.loop);
-	}
-	if (h.interrupted)
-		h.status = 130;
-	else if (!h.answered && h.status == 0)
-		h.status = 1;
-	else if (h.status == 0 && h.untraced > 0 && c->strict_numbers) {
+	session_run(h.session, &out);
+	rc = exit_status(&out);
+	if (rc == 0 && h.untraced > 0 && c->strict_numbers) {
 		fprintf(stderr, "terp: --strict-numbers: %d answer%s a number "
 		    "not in any output\n", h.untraced, h.untraced == 1 ? " has" : "s have");
-		h.status = HEADLESS_UNTRACED;
+		rc = HEADLESS_UNTRACED;
 	}
-	print_usage(&h);
-	agent_free(h.agent);
+	print_usage(c, session_notebook(h.session));
 	session_free(h.session);	/* the journal is synced and closed */
-	llm_free(m);
-	notebook_free(nb);
 	free(h.sink_arg);
-	loop_free(h.loop);
 	answer_tracer_free(h.tracer);
 	free(h.question);
-	return h.status;
+	return rc;
 }

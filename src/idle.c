@@ -98,10 +98,10 @@ idle_event(struct idle *i, const struct event *ev)
 		arm(i);
 		break;
 	case EV_KERNEL:
-		if (ev->n == KERNEL_STOPPED || ev->n == KERNEL_DEAD) {
+		if (ev->kstate == KERNEL_STOPPED || ev->kstate == KERNEL_DEAD) {
 			i->stopped = 1;
 			disarm(i);
-		} else if (ev->n == KERNEL_READY || ev->n == KERNEL_LOADING) {
+		} else if (ev->kstate == KERNEL_READY || ev->kstate == KERNEL_LOADING) {
 			int was = i->stopped;
 			i->stopped = 0;
 			if (was || i->timer == 0)

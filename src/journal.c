@@ -26,11 +26,11 @@
 #include "terp/store.h"
 #include "terp/util.h"
 
-#define JOURNAL_VERSION	1
+/* 2: kernel states by name, questions with their notes, replies and
+ * tool results as records of their own (1: messages re-serialised). */
+#define JOURNAL_VERSION	2
 /* The longest line the loader accepts; longer ones count as corrupt. */
 #define LINE_MAX_BYTES	(16u << 20)
-/* Model text is coalesced into lines of about this size. */
-#define TEXT_FLUSH	8192
 /* Request bodies up to this size are kept whole; larger ones by hash. */
 #define SENT_BODY_MAX	(64u << 10)
 
@@ -38,11 +38,6 @@ struct journal {
 	char		 *id, *dir, *path;
 	int		  fd;
 	struct notebook	 *nb;
-	int		  nmsgs;	/* messages written */
-	char		 *last_msg;	/* how the last one was written */
-	int		  nsent;	/* ledger entries written */
-	int		  summary_gen;	/* the notebook's summary written */
-	struct buf	  text;		/* model text not yet written */
 	uint64_t	(*logged)[2];	/* per cell, per stream: bytes written */
 	int		  live_from, replay_from, replay_to;
 	int		  nlogged;
@@ -166,92 +161,66 @@ get_bytes(const cJSON *o, size_t *len)
 	return NULL;
 }
 
-static void
-flush_text(struct journal *j)
+static const char *
+jstr(const cJSON *o, const char *k)
 {
-	cJSON *o;
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+	return cJSON_IsString(v) ? v->valuestring : NULL;
+}
 
-	if (j->text.len == 0)
-		return;
-	o = rec("text");
-	add_bytes(o, j->text.data, j->text.len);
-	buf_reset(&j->text);
-	put(j, o, 0);
+static double
+jnum(const cJSON *o, const char *k, double dflt)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+	return cJSON_IsNumber(v) ? v->valuedouble : dflt;
 }
 
 static char *
-msg_string(const cJSON *m)
+jdup(const cJSON *o, const char *k)
 {
-	char *s = cJSON_PrintUnformatted(m);
-	if (s == NULL)
-		fatal("out of memory (cJSON)");
-	return s;
+	const char *s = jstr(o, k);
+	return s ? xstrdup(s) : NULL;
 }
 
-/* Writes the messages and ledger entries the notebook gained. The last
- * message written is compared again, so one the agent completed in
- * place after adding it is written anew (same index, loader replaces). */
-static void
-catch_up(struct journal *j, int recheck)
+/* The sandbox's states by name: a journal must outlive a reordering of
+ * enum kernel_state. */
+static const char *const kstate_names[] = {
+	[KERNEL_STOPPED] = "stopped", [KERNEL_STARTING] = "starting",
+	[KERNEL_LOADING] = "loading", [KERNEL_READY] = "ready",
+	[KERNEL_BUSY] = "busy", [KERNEL_DEAD] = "dead",
+};
+
+/* Journals of version 1 wrote the state as the enum's value of those
+ * days; this table is that order, fixed forever. */
+static const enum kernel_state kstate_v1[] = {
+	KERNEL_STOPPED, KERNEL_STARTING, KERNEL_LOADING, KERNEL_READY,
+	KERNEL_BUSY, KERNEL_DEAD,
+};
+
+static const char *
+kstate_name(enum kernel_state st)
 {
-	cJSON *msgs = notebook_messages(j->nb);
-	int n = cJSON_GetArraySize(msgs);
-	int from = j->nmsgs;
+	if ((size_t)st < sizeof kstate_names / sizeof kstate_names[0] &&
+	    kstate_names[st] != NULL)
+		return kstate_names[st];
+	return "unknown";
+}
 
-	if (recheck && j->nmsgs > 0 && j->last_msg != NULL) {
-		char *s = msg_string(cJSON_GetArrayItem(msgs, j->nmsgs - 1));
-		if (strcmp(s, j->last_msg) != 0)
-			from = j->nmsgs - 1;
-		free(s);
+/* A kernel record's state: by name, or a version 1 ordinal. -1 when
+ * neither. */
+static int
+kstate_parse(const cJSON *v)
+{
+	if (cJSON_IsString(v)) {
+		for (size_t i = 0; i < sizeof kstate_names / sizeof kstate_names[0]; i++)
+			if (kstate_names[i] && strcmp(v->valuestring, kstate_names[i]) == 0)
+				return (int)i;
+		return -1;
 	}
-	for (int i = from; i < n; i++) {
-		cJSON *m = cJSON_GetArrayItem(msgs, i);
-		cJSON *o = rec("msg");
-		cJSON_AddNumberToObject(o, "i", i);
-		cJSON_AddItemToObject(o, "m", cJSON_Duplicate(m, 1));
-		put(j, o, 0);
-		if (i == n - 1) {
-			free(j->last_msg);
-			j->last_msg = msg_string(m);
-		}
-	}
-	j->nmsgs = n;
-	for (; j->nsent < notebook_nsent(j->nb); j->nsent++) {
-		const char *what, *body;
-		size_t len;
-		unsigned char d[32];
-		char hex[65];
-		struct sha256 h;
-		cJSON *o = rec("sent");
-
-		body = notebook_sent(j->nb, j->nsent, &what, &len);
-		add_str(o, "what", what);
-		cJSON_AddNumberToObject(o, "len", (double)len);
-		if (len <= SENT_BODY_MAX) {
-			add_bytes(o, body, len);
-		} else {
-			/* Too big to keep every turn: its fingerprint. */
-			sha256_init(&h);
-			sha256_add(&h, body, len);
-			sha256_done(&h, d);
-			sha256_hex(d, hex);
-			cJSON_AddStringToObject(o, "sha256", hex);
-		}
-		put(j, o, 0);
-	}
-	{
-		/* The context window's summary (context.h), when it changed:
-		 * a resumed session sends it again instead of asking anew. */
-		int upto, gen;
-		const char *s = notebook_summary(j->nb, &upto, &gen);
-		if (s != NULL && gen != j->summary_gen) {
-			cJSON *o = rec("summary");
-			cJSON_AddNumberToObject(o, "upto", upto);
-			add_str(o, "text", s);
-			put(j, o, 1);
-			j->summary_gen = gen;
-		}
-	}
+	if (cJSON_IsNumber(v) && v->valuedouble >= 0 &&
+	    v->valuedouble < (double)(sizeof kstate_v1 / sizeof kstate_v1[0]))
+		return (int)kstate_v1[(int)v->valuedouble];
+	return -1;
 }
 
 static uint64_t *
@@ -285,11 +254,11 @@ state_lost(int *live_from, int *from, int *to, int k)
  * notebook's head; past it nothing, until the result brings the tail
  * the notebook kept. So a cell that prints 2 GB costs head+tail. */
 static void
-on_output(struct journal *j, const struct event *ev)
+put_output(struct journal *j, const struct nb_change *ch)
 {
-	int s = ev->type == EV_STDERR;
-	uint64_t *lg = logged(j, ev->cell->n);
-	size_t max = ev->cell->out[s].head_max, n = ev->len;
+	int s = ch->stream;
+	uint64_t *lg = logged(j, ch->cell->n);
+	size_t max = ch->cell->out[s].head_max, n = ch->len;
 	cJSON *o;
 
 	if (lg == NULL || lg[s] >= max)
@@ -298,14 +267,14 @@ on_output(struct journal *j, const struct event *ev)
 		n = (size_t)(max - lg[s]);
 	lg[s] += n;
 	o = rec("out");
-	cJSON_AddNumberToObject(o, "c", ev->cell->n);
+	cJSON_AddNumberToObject(o, "c", ch->cell->n);
 	cJSON_AddNumberToObject(o, "s", s);
-	add_bytes(o, ev->text, n);
+	add_bytes(o, ch->p, n);
 	put(j, o, 0);
 }
 
 static void
-on_result(struct journal *j, const struct cell *c)
+put_result(struct journal *j, const struct cell *c)
 {
 	cJSON *o = rec("result"), *tails = NULL;
 
@@ -341,34 +310,161 @@ on_result(struct journal *j, const struct cell *c)
 	put(j, o, 0);
 }
 
-void
-journal_event(void *arg, const struct event *ev)
+/* A sent record's body, or the line that stands for one too big to
+ * journal. New string. */
+static char *
+sent_body(const cJSON *o, size_t *len)
 {
-	struct journal *j = arg;
+	char *p = get_bytes(o, len);
+
+	if (p == NULL) {
+		p = xasprintf("(%.0f bytes, sha256 %s: not kept in the journal)",
+		    jnum(o, "len", 0), jstr(o, "sha256") ? jstr(o, "sha256") : "?");
+		*len = strlen(p);
+	}
+	return p;
+}
+
+static void
+put_sent(struct journal *j, const struct nb_change *ch)
+{
+	const char *what;
+	unsigned char d[32];
+	char hex[65];
+	struct sha256 h;
+	cJSON *o = rec("sent");
+
+	notebook_sent(j->nb, ch->sent, &what, NULL);
+	add_str(o, "what", what);
+	cJSON_AddNumberToObject(o, "len", (double)ch->len);
+	if (ch->len <= SENT_BODY_MAX) {
+		add_bytes(o, ch->p, ch->len);
+	} else {
+		/* Too big to keep every turn: its fingerprint. */
+		sha256_init(&h);
+		sha256_add(&h, ch->p, ch->len);
+		sha256_done(&h, d);
+		sha256_hex(d, hex);
+		cJSON_AddStringToObject(o, "sha256", hex);
+	}
+	put(j, o, 0);
+}
+
+/* A tool result as a record; at (>= 0) places one the loader's repair
+ * inserted before the end. */
+static void
+put_tool_result(struct journal *j, const cJSON *m, int at)
+{
+	cJSON *o = rec("tool");
+
+	if (at >= 0)
+		cJSON_AddNumberToObject(o, "i", at);
+	add_str(o, "id", jstr(m, "tool_call_id"));
+	add_str(o, "content", jstr(m, "content"));
+	if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(m, "is_error")))
+		cJSON_AddTrueToObject(o, "is_error");
+	put(j, o, 0);
+}
+
+/* ---- data files -------------------------------------------------- */
+
+static cJSON *
+file_json(const struct datafile *f)
+{
+	cJSON *o = cJSON_CreateObject();
+	add_str(o, "path", f->path);
+	cJSON_AddNumberToObject(o, "size", (double)f->size);
+	cJSON_AddNumberToObject(o, "mtime", (double)f->mtime);
+	add_str(o, "fp", f->fingerprint);
+	add_str(o, "sandbox", f->sandbox);
+	return o;
+}
+
+void
+journal_change(struct journal *j, const struct nb_change *ch)
+{
+	const cJSON *m;
 	cJSON *o = NULL;
 	int sync = 0;
 
-	if (ev->type == EV_TEXT) {
-		if (buf_add(&j->text, ev->text, ev->len) < 0) {
-			flush_text(j);
-			if (buf_add(&j->text, ev->text, ev->len) < 0) {
-				/* a delta larger than the buffer: its own line */
-				o = rec("text");
-				add_bytes(o, ev->text, ev->len);
-				put(j, o, 0);
-			}
-		}
-		if (j->text.len >= TEXT_FLUSH)
-			flush_text(j);
+	switch (ch->kind) {
+	case NB_CELL:
+		o = rec("cell");
+		cJSON_AddNumberToObject(o, "n", ch->cell->n);
+		cJSON_AddStringToObject(o, "by",
+		    ch->cell->author == CELL_BY_USER ? "user" : "model");
+		add_str(o, "call", ch->cell->tool_call_id);
+		add_str(o, "code", ch->cell->code);
+		break;
+	case NB_OUTPUT:
+		put_output(j, ch);
 		return;
-	}
-	flush_text(j);
-	if ((ev->type == EV_STDOUT || ev->type == EV_STDERR)) {
-		if (ev->cell != NULL)
-			on_output(j, ev);
+	case NB_RESULT:
+		put_result(j, ch->cell);
+		if (ch->cell->state_lost)
+			state_lost(&j->live_from, &j->replay_from, &j->replay_to,
+			    ch->cell->n);
 		return;
+	case NB_ARTIFACT:
+		o = rec("artifact");
+		cJSON_AddNumberToObject(o, "c", ch->artifact->cell);
+		add_str(o, "name", ch->artifact->name);
+		add_str(o, "path", ch->artifact->path);
+		cJSON_AddNumberToObject(o, "bytes", (double)ch->artifact->bytes);
+		break;
+	case NB_QUESTION:
+		o = rec("question");
+		add_str(o, "text", ch->question->text);
+		add_str(o, "notes", ch->question->notes);
+		sync = 1;
+		break;
+	case NB_REPLY:
+		m = cJSON_GetArrayItem(notebook_messages(j->nb), ch->msg);
+		o = rec("reply");
+		add_str(o, "text", jstr(m, "content"));
+		if (cJSON_GetObjectItemCaseSensitive(m, "tool_calls") != NULL)
+			cJSON_AddItemToObject(o, "calls", cJSON_Duplicate(
+			    cJSON_GetObjectItemCaseSensitive(m, "tool_calls"), 1));
+		break;
+	case NB_TOOL_RESULT:
+		put_tool_result(j, cJSON_GetArrayItem(notebook_messages(j->nb),
+		    ch->msg), -1);
+		return;
+	case NB_USAGE:
+		o = rec("usage");
+		cJSON_AddNumberToObject(o, "in", (double)ch->usage->input_tokens);
+		cJSON_AddNumberToObject(o, "out", (double)ch->usage->output_tokens);
+		cJSON_AddNumberToObject(o, "cached", (double)ch->usage->cached_tokens);
+		if (ch->usage->priced)	/* dollars, as priced then (cost.h) */
+			cJSON_AddNumberToObject(o, "cost", ch->usage->cost);
+		break;
+	case NB_SUMMARY:
+		/* The context window's summary (context.h): a resumed
+		 * session sends it again instead of asking anew. */
+		o = rec("summary");
+		cJSON_AddNumberToObject(o, "upto", ch->msg);
+		add_str(o, "text", ch->p);
+		sync = 1;
+		break;
+	case NB_SENT:
+		put_sent(j, ch);
+		return;
+	case NB_FILE:
+		o = rec("data");
+		cJSON_AddItemToObject(o, "file", file_json(ch->file));
+		sync = 1;
+		break;
 	}
-	catch_up(j, 1);
+	if (o != NULL)
+		put(j, o, sync);
+}
+
+void
+journal_event(struct journal *j, const struct event *ev)
+{
+	cJSON *o = NULL;
+	int sync = 0;
+
 	switch (ev->type) {
 	case EV_SESSION:
 		o = rec("session");
@@ -376,97 +472,54 @@ journal_event(void *arg, const struct event *ev)
 		add_str(o, "workspace", ev->name);
 		break;
 	case EV_KERNEL:
-		if (ev->n == KERNEL_STARTING || ev->n == KERNEL_STOPPED)
+		if (ev->state_lost)
 			state_lost(&j->live_from, &j->replay_from, &j->replay_to,
 			    notebook_ncells(j->nb));
 		o = rec("kernel");
-		cJSON_AddNumberToObject(o, "state", ev->n);
+		cJSON_AddStringToObject(o, "state", kstate_name(ev->kstate));
 		add_str(o, "msg", ev->text);
-		break;
-	case EV_CELL_START:
-		if (ev->cell == NULL)
-			return;
-		o = rec("cell");
-		cJSON_AddNumberToObject(o, "n", ev->cell->n);
-		cJSON_AddStringToObject(o, "by",
-		    ev->cell->author == CELL_BY_USER ? "user" : "model");
-		add_str(o, "call", ev->cell->tool_call_id);
-		add_str(o, "code", ev->cell->code);
-		break;
-	case EV_RESULT:
-		if (ev->cell == NULL)
-			return;
-		on_result(j, ev->cell);
-		if (ev->cell->state_lost)
-			state_lost(&j->live_from, &j->replay_from, &j->replay_to,
-			    ev->cell->n);
-		return;
-	case EV_ARTIFACT:
-		if (ev->artifact == NULL)
-			return;
-		o = rec("artifact");
-		cJSON_AddNumberToObject(o, "c", ev->artifact->cell);
-		add_str(o, "name", ev->artifact->name);
-		add_str(o, "path", ev->artifact->path);
-		cJSON_AddNumberToObject(o, "bytes", (double)ev->artifact->bytes);
-		break;
-	case EV_QUESTION:
-		o = rec("question");
-		add_str(o, "text", ev->text);
-		sync = 1;
+		if (ev->restarted)
+			cJSON_AddTrueToObject(o, "restarted");
+		if (ev->state_lost)
+			cJSON_AddTrueToObject(o, "state_lost");
 		break;
 	case EV_TURN:
 		o = rec("turn");
 		cJSON_AddNumberToObject(o, "n", ev->n);
 		break;
-	case EV_TOOL_CALL:
-		o = rec("tool_call");
-		add_str(o, "id", ev->id);
-		add_str(o, "name", ev->name);
-		add_str(o, "code", ev->text);
-		break;
-	case EV_USAGE:
-		if (ev->usage == NULL)
-			return;
-		o = rec("usage");
-		cJSON_AddNumberToObject(o, "in", (double)ev->usage->input_tokens);
-		cJSON_AddNumberToObject(o, "out", (double)ev->usage->output_tokens);
-		cJSON_AddNumberToObject(o, "cached", (double)ev->usage->cached_tokens);
-		if (ev->usage->priced)	/* dollars, as priced then (cost.h) */
-			cJSON_AddNumberToObject(o, "cost", ev->usage->cost);
-		break;
-	case EV_ANSWER:
-		o = rec("answer");
-		add_str(o, "text", ev->text);
-		sync = 1;
-		break;
 	case EV_ERROR:
 		o = rec("error");
 		add_str(o, "text", ev->text);
+		cJSON_AddStringToObject(o, "kind", event_error_name(ev));
+		if (ev->http_status > 0)
+			cJSON_AddNumberToObject(o, "status", ev->http_status);
 		sync = 1;
 		break;
 	case EV_NOTICE:
 		o = rec("notice");
 		add_str(o, "text", ev->text);
 		break;
-	case EV_REQUEST:	/* the ledger entry came with catch_up */
-		return;
+	case EV_ANSWER:
 	case EV_IDLE:
+		/* a question's edge: what it wrote reaches the disk */
 		if (j->fd >= 0 && fdatasync(j->fd) < 0)
 			fail(j, "fdatasync");
 		return;
-	case EV_TEXT: case EV_STDOUT: case EV_STDERR:
+	case EV_CELL_START: case EV_STDOUT: case EV_STDERR: case EV_RESULT:
+	case EV_ARTIFACT: case EV_QUESTION: case EV_TEXT: case EV_TOOL_CALL:
+	case EV_USAGE: case EV_REQUEST:
+		/* notebook changes (journal_change), or in one: the reply
+		 * holds its text and its tool calls */
 		return;
 	}
 	if (o != NULL)
 		put(j, o, sync);
 }
 
-int
+/* fdatasyncs. Returns 0, or -1 when that or an earlier write failed. */
+static int
 journal_sync(struct journal *j)
 {
-	flush_text(j);
-	catch_up(j, 1);
 	if (j->fd >= 0 && fdatasync(j->fd) < 0) {
 		fail(j, "fdatasync");
 		return -1;
@@ -495,7 +548,6 @@ journal_note(struct journal *j, const char *kind, const char *text)
 {
 	cJSON *o = rec("note");
 
-	flush_text(j);
 	if (kind != NULL && strcmp(kind, "reset") == 0)
 		state_lost(&j->live_from, &j->replay_from, &j->replay_to,
 		    notebook_ncells(j->nb));
@@ -522,19 +574,6 @@ journal_failed(const struct journal *j)
 	return j->failed;
 }
 
-/* ---- data files -------------------------------------------------- */
-
-static cJSON *
-file_json(const struct datafile *f)
-{
-	cJSON *o = cJSON_CreateObject();
-	add_str(o, "path", f->path);
-	cJSON_AddNumberToObject(o, "size", (double)f->size);
-	cJSON_AddNumberToObject(o, "mtime", (double)f->mtime);
-	add_str(o, "fp", f->fingerprint);
-	return o;
-}
-
 /* ---- opening ------------------------------------------------------ */
 
 static struct journal *
@@ -548,7 +587,6 @@ journal_alloc(const char *sessions_dir, const char *id, struct notebook *nb)
 	j->fd = -1;
 	j->nb = nb;
 	j->live_from = 1;
-	buf_init(&j->text, 1u << 20);
 	return j;
 }
 
@@ -560,10 +598,8 @@ journal_free(struct journal *j)
 	free(j->id);
 	free(j->dir);
 	free(j->path);
-	free(j->last_msg);
 	free(j->logged);
 	free(j->failed);
-	buf_free(&j->text);
 	free(j);
 }
 
@@ -580,7 +616,7 @@ journal_create(const char *sessions_dir, const char *given_id,
     const struct journal_info *info, struct notebook *nb, char **err)
 {
 	struct journal *j = NULL;
-	cJSON *o, *files;
+	cJSON *o;
 	char *id;
 
 	if (mkdir_p(sessions_dir, 0700) < 0) {
@@ -628,19 +664,7 @@ journal_create(const char *sessions_dir, const char *given_id,
 		add_str(o, "provider", info->provider);
 		add_str(o, "model", info->model);
 	}
-	files = cJSON_AddArrayToObject(o, "data");
-	for (int i = 0; info != NULL && i < info->ndata; i++) {
-		struct datafile f;
-		char *e = NULL;
-		if (datafile_fingerprint(info->data_files[i], &f, &e) < 0) {
-			/* recorded all the same: resume will say it is gone */
-			free(e);
-			memset(&f, 0, sizeof f);
-			f.path = xstrdup(info->data_files[i]);
-		}
-		cJSON_AddItemToArray(files, file_json(&f));
-		datafile_free(&f);
-	}
+	/* the data files follow as "data" records, as they are staged */
 	if (put(j, o, 1) < 0) {
 		*err = xstrdup(j->failed);
 		journal_free(j);
@@ -698,17 +722,6 @@ journal_reopen(const char *sessions_dir, const char *id, struct notebook *nb,
 		return NULL;
 	}
 	close(rfd);
-	/* Messages the loader repaired are not in the file yet: they are
-	 * written again from the first one it changed (the loader replaces
-	 * by index). */
-	j->nmsgs = cJSON_GetArraySize(notebook_messages(nb));
-	if (meta->repaired && meta->repaired_from < j->nmsgs)
-		j->nmsgs = meta->repaired_from;
-	if (j->nmsgs > 0)
-		j->last_msg = msg_string(cJSON_GetArrayItem(notebook_messages(nb),
-		    j->nmsgs - 1));
-	j->nsent = notebook_nsent(nb);
-	notebook_summary(nb, NULL, &j->summary_gen);
 	/* the loaded cells' output is in the file already */
 	for (int n = 1; n <= notebook_ncells(nb); n++) {
 		uint64_t *lg = logged(j, n);
@@ -720,7 +733,11 @@ journal_reopen(const char *sessions_dir, const char *id, struct notebook *nb,
 	state_lost(&j->live_from, &j->replay_from, &j->replay_to,
 	    notebook_ncells(nb));
 	put(j, rec("resume"), 0);
-	catch_up(j, 0);
+	/* The tool results the loader's repair added are not in the file
+	 * yet (the loader puts each back at its place). */
+	for (int i = 0; i < meta->nrepaired; i++)
+		put_tool_result(j, cJSON_GetArrayItem(notebook_messages(nb),
+		    meta->repaired[i]), meta->repaired[i]);
 	if (j->fd >= 0 && fdatasync(j->fd) < 0)
 		fail(j, "fdatasync");
 	if (j->failed != NULL) {
@@ -740,24 +757,6 @@ journal_close(struct journal *j)
 	journal_free(j);
 }
 
-int
-journal_add_data(struct journal *j, const char *path, char **err)
-{
-	struct datafile f;
-	cJSON *o;
-
-	if (datafile_fingerprint(path, &f, err) < 0)
-		return -1;
-	o = rec("data");
-	cJSON_AddItemToObject(o, "file", file_json(&f));
-	datafile_free(&f);
-	if (put(j, o, 1) < 0) {
-		*err = xstrdup(j->failed);
-		return -1;
-	}
-	return 0;
-}
-
 /* ---- loading ------------------------------------------------------ */
 
 void
@@ -770,37 +769,29 @@ journal_meta_free(struct journal_meta *m)
 		datafile_free(&m->files[i]);
 	free(m->files);
 	free(m->first_question);
+	free(m->repaired);
 	memset(m, 0, sizeof *m);
 }
 
-static const char *
-jstr(const cJSON *o, const char *k)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-	return cJSON_IsString(v) ? v->valuestring : NULL;
-}
-
-static double
-jnum(const cJSON *o, const char *k, double dflt)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-	return cJSON_IsNumber(v) ? v->valuedouble : dflt;
-}
-
-static char *
-jdup(const cJSON *o, const char *k)
-{
-	const char *s = jstr(o, k);
-	return s ? xstrdup(s) : NULL;
-}
-
+/* A data file record: into the notebook, or into meta for a listing.
+ * Where the sandbox had it is not restored: that sandbox is gone. */
 static void
-meta_add_file(struct journal_meta *m, const cJSON *f)
+meta_add_file(struct journal_meta *m, struct notebook *nb, const cJSON *f)
 {
 	struct datafile *jf;
 
 	if (!cJSON_IsObject(f) || jstr(f, "path") == NULL)
 		return;
+	if (nb != NULL) {
+		struct datafile d = {
+			.path = (char *)jstr(f, "path"),
+			.size = (uint64_t)jnum(f, "size", 0),
+			.mtime = (int64_t)jnum(f, "mtime", 0),
+			.fingerprint = (char *)jstr(f, "fp"),
+		};
+		notebook_add_file(nb, &d);
+		return;
+	}
 	/* a file staged again replaces its earlier record */
 	for (int i = 0; i < m->nfiles; i++)
 		if (strcmp(m->files[i].path, jstr(f, "path")) == 0) {
@@ -810,6 +801,7 @@ meta_add_file(struct journal_meta *m, const cJSON *f)
 		}
 	m->files = xrealloc(m->files, (size_t)(m->nfiles + 1) * sizeof *m->files);
 	jf = &m->files[m->nfiles++];
+	memset(jf, 0, sizeof *jf);
 fill:
 	jf->path = jdup(f, "path");
 	jf->size = (uint64_t)jnum(f, "size", 0);
@@ -818,61 +810,339 @@ fill:
 }
 
 static int
-parse_status(const char *s, enum cell_status *out)
+is_role(const cJSON *m, const char *role)
 {
-	for (int i = CELL_PENDING; i <= CELL_CRASHED; i++)
-		if (s != NULL && strcmp(s, cell_status_name((enum cell_status)i)) == 0) {
-			*out = (enum cell_status)i;
-			return 0;
-		}
+	const char *r = jstr(m, "role");
+	return r != NULL && strcmp(r, role) == 0;
+}
+
+/* Compatibility: journals of before questions were kept apart from
+ * their notes hold the user message whole (a "msg" record, in
+ * *pending until the record after it) and then a "question" record
+ * with the text. The question goes in through notebook_add_question
+ * like the agent's, which puts the same message together again: the
+ * notes are what comes before "\nQuestion: " and the text. Without
+ * its "question" record (a journal cut there), the text is recovered
+ * as the export of those days did: after "\nQuestion: ", when the
+ * message starts with one of the notes terp wrote ("Note: ", "Since
+ * your last turn"). */
+static void
+legacy_question(struct notebook *nb, char **pending, const char *text)
+{
+	const char *content = *pending, *q = NULL;
+	char *notes = NULL;
+	size_t n = strlen(content), tn;
+
+	if (text != NULL && strcmp(content, text) == 0) {
+		q = text;
+	} else if (text != NULL && (tn = strlen(text)) + 11 <= n &&
+	    strcmp(content + n - tn, text) == 0 &&
+	    strncmp(content + n - tn - 11, "\nQuestion: ", 11) == 0) {
+		notes = xstrndup(content, n - tn - 11);
+		q = text;
+	} else if ((strncmp(content, "Note: ", 6) == 0 ||
+	    strncmp(content, "Since your last turn", 20) == 0) &&
+	    (q = strstr(content, "\nQuestion: ")) != NULL) {
+		notes = xstrndup(content, (size_t)(q - content));
+		q += 11;
+	} else {
+		q = content;
+	}
+	notebook_add_question(nb, q, notes);
+	free(notes);
+	free(*pending);
+	*pending = NULL;
+}
+
+/* The tool calls of a reply record, checked (every member a string,
+ * as the providers' encoders expect): a copy, or NULL when they do not
+ * fit. A reply without calls gives an empty array. */
+static cJSON *
+calls_copy(const cJSON *calls)
+{
+	const cJSON *c;
+
+	if (calls == NULL)
+		return cJSON_CreateArray();
+	if (!cJSON_IsArray(calls))
+		return NULL;
+	cJSON_ArrayForEach(c, calls)
+		if (jstr(c, "id") == NULL || jstr(c, "name") == NULL ||
+		    jstr(c, "arguments") == NULL)
+			return NULL;
+	return cJSON_Duplicate(calls, 1);
+}
+
+/* A version 1 "msg" record: the conversation as it was re-serialised
+ * then. Each message goes in through the update functions of its kind;
+ * a message written again once the agent completed it (same index)
+ * replaces the earlier one. */
+static int
+legacy_msg(const cJSON *o, struct notebook *nb, char **pending)
+{
+	const cJSON *msg = cJSON_GetObjectItemCaseSensitive(o, "m");
+	int i = (int)jnum(o, "i", -1), n = cJSON_GetArraySize(notebook_messages(nb));
+	cJSON *calls;
+
+	if (!cJSON_IsObject(msg) || i < 0 || i > n)
+		return -1;
+	if (i < n) {
+		notebook_replace_message(nb, i, cJSON_Duplicate(msg, 1));
+		return 0;
+	}
+	if (is_role(msg, "user") && jstr(msg, "content") != NULL) {
+		*pending = xstrdup(jstr(msg, "content"));
+		return 0;
+	}
+	if (is_role(msg, "assistant")) {
+		if ((calls = calls_copy(cJSON_GetObjectItemCaseSensitive(msg,
+		    "tool_calls"))) == NULL)
+			return -1;
+		notebook_add_reply(nb, jstr(msg, "content"), calls);
+		return 0;
+	}
+	if (is_role(msg, "tool") && jstr(msg, "tool_call_id") != NULL &&
+	    jstr(msg, "content") != NULL) {
+		notebook_add_tool_result(nb, jstr(msg, "tool_call_id"),
+		    jstr(msg, "content"), cJSON_IsTrue(
+		    cJSON_GetObjectItemCaseSensitive(msg, "is_error")));
+		return 0;
+	}
 	return -1;
 }
 
-static void
-set_str(char **dst, const cJSON *o, const char *k)
+/* A cell's result record, with the tails of streams cut in between. */
+static int
+apply_result(const cJSON *o, struct notebook *nb, struct journal_meta *m)
 {
-	free(*dst);
-	*dst = jdup(o, k);
+	struct cell *c = notebook_cell(nb, (int)jnum(o, "c", 0));
+	int status = cell_status_parse(jstr(o, "status"));
+	const cJSON *tl;
+	struct cell_result r = {
+		.value = jstr(o, "value"), .ename = jstr(o, "ename"),
+		.evalue = jstr(o, "evalue"), .traceback = jstr(o, "traceback"),
+		.reason = jstr(o, "reason"),
+		.state_lost = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o,
+		    "state_lost")),
+		.duration_ms = (int64_t)jnum(o, "ms", 0),
+	};
+
+	/* one result per cell, as the kernel gives it */
+	if (c == NULL || status < 0 || c->status != CELL_RUNNING)
+		return -1;
+	r.status = (enum cell_status)status;
+	notebook_cell_result(nb, c->n, &r);
+	if (c->state_lost)
+		state_lost(&m->live_from, &m->replay_from, &m->replay_to, c->n);
+	cJSON_ArrayForEach(tl, cJSON_GetObjectItemCaseSensitive(o, "tails")) {
+		int s = (int)jnum(tl, "s", -1);
+		size_t len;
+		char *p;
+		if ((s != 0 && s != 1) || (p = get_bytes(tl, &len)) == NULL)
+			continue;
+		notebook_cell_tail(nb, c->n, s, p, len,
+		    (uint64_t)jnum(tl, "total", 0));
+		free(p);
+	}
+	return 0;
 }
 
-/* Applies one record. Returns 0, or -1 when it does not fit (counted
- * as skipped). nb may be NULL (listing: meta only). */
+/* One record type each, as journal_change writes them. Each applies o
+ * through the notebook's update functions (the agent's way), or
+ * returns -1 for a damaged record. */
+
 static int
-apply(const cJSON *o, struct notebook *nb, struct journal_meta *m, int first)
+rec_question(const cJSON *o, struct notebook *nb, struct journal_meta *m,
+    int legacy_q)
+{
+	if (jstr(o, "text") == NULL)
+		return -1;
+	if (m->nquestions++ == 0)
+		m->first_question = jdup(o, "text");
+	if (nb == NULL)
+		return 0;
+	/* the agent tells the model of finished hand-run cells with each
+	 * question */
+	for (int i = 1; i <= notebook_ncells(nb); i++) {
+		struct cell *c = notebook_cell(nb, i);
+		if (c->status != CELL_RUNNING && c->status != CELL_PENDING)
+			c->told_model = 1;
+	}
+	/* version 1: the message came in its "msg" record (a journal of
+	 * version 1 resumed goes on in version 2) */
+	if (!legacy_q)
+		notebook_add_question(nb, jstr(o, "text"), jstr(o, "notes"));
+	return 0;
+}
+
+static int
+rec_kernel(const cJSON *o, struct notebook *nb, struct journal_meta *m)
+{
+	const cJSON *st = cJSON_GetObjectItemCaseSensitive(o, "state");
+	int k = kstate_parse(st), lost;
+
+	if (k < 0)
+		return -1;
+	/* version 1 had no flag: a start or a stop lost the state */
+	lost = cJSON_IsNumber(st) ? k == KERNEL_STARTING || k == KERNEL_STOPPED :
+	    cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "state_lost"));
+	if (lost)
+		state_lost(&m->live_from, &m->replay_from, &m->replay_to,
+		    notebook_ncells(nb));
+	return 0;
+}
+
+static int
+rec_cell(const cJSON *o, struct notebook *nb)
+{
+	const char *by = jstr(o, "by");
+
+	if ((int)jnum(o, "n", 0) != notebook_ncells(nb) + 1)
+		return -1;
+	notebook_add_cell(nb, by && strcmp(by, "user") == 0 ? CELL_BY_USER :
+	    CELL_BY_MODEL, jstr(o, "code"), jstr(o, "call"));
+	return 0;
+}
+
+static int
+rec_out(const cJSON *o, struct notebook *nb)
+{
+	int s = (int)jnum(o, "s", -1);
+	struct cell *c = notebook_cell(nb, (int)jnum(o, "c", 0));
+	size_t len;
+	char *p;
+
+	if (c == NULL || (s != 0 && s != 1) || (p = get_bytes(o, &len)) == NULL)
+		return -1;
+	notebook_cell_output(nb, c->n, s, p, len);
+	free(p);
+	return 0;
+}
+
+static int
+rec_artifact(const cJSON *o, struct notebook *nb)
+{
+	if (jstr(o, "name") == NULL || jstr(o, "path") == NULL)
+		return -1;
+	notebook_add_artifact(nb, (int)jnum(o, "c", 0), jstr(o, "name"),
+	    jstr(o, "path"), (uint64_t)jnum(o, "bytes", 0));
+	return 0;
+}
+
+static int
+rec_reply(const cJSON *o, struct notebook *nb)
+{
+	cJSON *calls = calls_copy(cJSON_GetObjectItemCaseSensitive(o, "calls"));
+
+	if (calls == NULL)
+		return -1;
+	notebook_add_reply(nb, jstr(o, "text"), calls);
+	return 0;
+}
+
+static int
+rec_tool(const cJSON *o, struct notebook *nb)
+{
+	int i = (int)jnum(o, "i", -1);
+	int is_error = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "is_error"));
+
+	if (jstr(o, "id") == NULL || jstr(o, "content") == NULL)
+		return -1;
+	/* one the repair of a resume put before the end */
+	if (i >= 0 && i < cJSON_GetArraySize(notebook_messages(nb)))
+		notebook_insert_tool_result(nb, i, jstr(o, "id"), jstr(o, "content"),
+		    is_error);
+	else
+		notebook_add_tool_result(nb, jstr(o, "id"), jstr(o, "content"),
+		    is_error);
+	return 0;
+}
+
+static int
+rec_usage(const cJSON *o, struct notebook *nb)
+{
+	struct usage u = {
+		.input_tokens = (long)jnum(o, "in", 0),
+		.output_tokens = (long)jnum(o, "out", 0),
+		.cached_tokens = (long)jnum(o, "cached", 0),
+	};
+	double cost = jnum(o, "cost", -1);
+
+	if (cost >= 0 && cost < 1e9) {
+		u.cost = cost;
+		u.priced = 1;
+	}
+	notebook_add_usage(nb, &u);
+	return 0;
+}
+
+static int
+rec_summary(const cJSON *o, struct notebook *nb)
+{
+	int upto = (int)jnum(o, "upto", -1);
+
+	if (jstr(o, "text") == NULL || upto < 1 ||
+	    upto > cJSON_GetArraySize(notebook_messages(nb)))
+		return -1;
+	notebook_set_summary(nb, upto, jstr(o, "text"));
+	return 0;
+}
+
+static int
+rec_sent(const cJSON *o, struct notebook *nb)
+{
+	const char *what = jstr(o, "what");
+	size_t len;
+	char *p = sent_body(o, &len);
+
+	notebook_add_sent(nb, what ? what : "request", p, len);
+	free(p);
+	return 0;
+}
+
+static int
+rec_meta(const cJSON *o, struct notebook *nb, struct journal_meta *m)
+{
+	const cJSON *f;
+
+	if (jstr(o, "id") == NULL)
+		return -1;
+	m->id = jdup(o, "id");
+	m->version = (int)jnum(o, "v", 1);
+	m->started = (int64_t)jnum(o, "started", 0);
+	m->provider = jdup(o, "provider");
+	m->model = jdup(o, "model");
+	/* version 1 listed the data files here */
+	cJSON_ArrayForEach(f, cJSON_GetObjectItemCaseSensitive(o, "data"))
+		meta_add_file(m, nb, f);
+	return 0;
+}
+
+/* Applies one record, through the notebook's update functions as the
+ * agent made the change. Returns 0, or -1 when it does not fit
+ * (counted as skipped). nb may be NULL (listing: meta only). */
+static int
+apply(const cJSON *o, struct notebook *nb, struct journal_meta *m, int first,
+    char **pending)
 {
 	const char *t = jstr(o, "t");
-	struct cell *c;
+	int legacy_q = 0;
 
 	if (t == NULL)
 		return -1;
-	if (strcmp(t, "meta") == 0) {
-		const cJSON *f;
-		if (!first || jstr(o, "id") == NULL)
-			return -1;
-		m->id = jdup(o, "id");
-		m->started = (int64_t)jnum(o, "started", 0);
-		m->provider = jdup(o, "provider");
-		m->model = jdup(o, "model");
-		cJSON_ArrayForEach(f, cJSON_GetObjectItemCaseSensitive(o, "data"))
-			meta_add_file(m, f);
-		return 0;
+	if (*pending != NULL && nb != NULL) {
+		legacy_q = strcmp(t, "question") == 0;
+		legacy_question(nb, pending, legacy_q ? jstr(o, "text") : NULL);
 	}
+	if (strcmp(t, "meta") == 0)
+		return first ? rec_meta(o, nb, m) : -1;
 	if (m->id == NULL)
 		return -1;	/* nothing counts before the meta line */
-	if (strcmp(t, "question") == 0) {
-		if (m->nquestions++ == 0 && jstr(o, "text") != NULL)
-			m->first_question = jdup(o, "text");
-		/* the agent tells the model of finished hand-run cells
-		 * with each question */
-		for (int i = 1; nb != NULL && i <= notebook_ncells(nb); i++) {
-			c = notebook_cell(nb, i);
-			if (c->status != CELL_RUNNING && c->status != CELL_PENDING)
-				c->told_model = 1;
-		}
-		return 0;
-	}
+	/* what a listing needs too */
+	if (strcmp(t, "question") == 0)
+		return rec_question(o, nb, m, legacy_q);
 	if (strcmp(t, "data") == 0) {
-		meta_add_file(m, cJSON_GetObjectItemCaseSensitive(o, "file"));
+		meta_add_file(m, nb, cJSON_GetObjectItemCaseSensitive(o, "file"));
 		return 0;
 	}
 	if (strcmp(t, "resume") == 0) {
@@ -884,177 +1154,77 @@ apply(const cJSON *o, struct notebook *nb, struct journal_meta *m, int first)
 	}
 	if (nb == NULL)
 		return 0;
-	if (strcmp(t, "kernel") == 0) {
-		int st = (int)jnum(o, "state", -1);
-		if (st == KERNEL_STARTING || st == KERNEL_STOPPED)
-			state_lost(&m->live_from, &m->replay_from, &m->replay_to,
-			    notebook_ncells(nb));
-		return 0;
-	}
+	if (strcmp(t, "kernel") == 0)
+		return rec_kernel(o, nb, m);
 	if (strcmp(t, "note") == 0) {
 		if (jstr(o, "kind") && strcmp(jstr(o, "kind"), "reset") == 0)
 			state_lost(&m->live_from, &m->replay_from, &m->replay_to,
 			    notebook_ncells(nb));
 		return 0;
 	}
-	if (strcmp(t, "cell") == 0) {
-		const char *by = jstr(o, "by");
-		if ((int)jnum(o, "n", 0) != notebook_ncells(nb) + 1)
-			return -1;
-		c = notebook_add_cell(nb, by && strcmp(by, "user") == 0 ?
-		    CELL_BY_USER : CELL_BY_MODEL, jstr(o, "code"), jstr(o, "call"));
-		c->status = CELL_RUNNING;
-		return 0;
-	}
-	if (strcmp(t, "out") == 0) {
-		int s = (int)jnum(o, "s", -1);
-		size_t len;
-		char *p;
-		if ((c = notebook_cell(nb, (int)jnum(o, "c", 0))) == NULL ||
-		    (s != 0 && s != 1) || (p = get_bytes(o, &len)) == NULL)
-			return -1;
-		outcap_add(&c->out[s], p, len);
-		free(p);
-		return 0;
-	}
-	if (strcmp(t, "result") == 0) {
-		const cJSON *tl;
-		if ((c = notebook_cell(nb, (int)jnum(o, "c", 0))) == NULL ||
-		    parse_status(jstr(o, "status"), &c->status) < 0)
-			return -1;
-		set_str(&c->value, o, "value");
-		set_str(&c->ename, o, "ename");
-		set_str(&c->evalue, o, "evalue");
-		set_str(&c->traceback, o, "traceback");
-		set_str(&c->reason, o, "reason");
-		c->state_lost = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o,
-		    "state_lost"));
-		c->duration_ms = (int64_t)jnum(o, "ms", 0);
-		if (c->state_lost)
-			state_lost(&m->live_from, &m->replay_from, &m->replay_to,
-			    c->n);
-		cJSON_ArrayForEach(tl, cJSON_GetObjectItemCaseSensitive(o, "tails")) {
-			int s = (int)jnum(tl, "s", -1);
-			uint64_t total = (uint64_t)jnum(tl, "total", 0);
-			size_t len;
-			char *p;
-			if ((s != 0 && s != 1) || (p = get_bytes(tl, &len)) == NULL)
-				continue;
-			outcap_add(&c->out[s], p, len);
-			free(p);
-			if (total > c->out[s].total)
-				c->out[s].total = total;
-		}
-		return 0;
-	}
-	if (strcmp(t, "artifact") == 0) {
-		if (jstr(o, "name") == NULL || jstr(o, "path") == NULL)
-			return -1;
-		notebook_add_artifact(nb, (int)jnum(o, "c", 0), jstr(o, "name"),
-		    jstr(o, "path"), (uint64_t)jnum(o, "bytes", 0));
-		return 0;
-	}
-	if (strcmp(t, "msg") == 0) {
-		const cJSON *msg = cJSON_GetObjectItemCaseSensitive(o, "m");
-		cJSON *msgs = notebook_messages(nb);
-		int i = (int)jnum(o, "i", -1), n = cJSON_GetArraySize(msgs);
-		if (!cJSON_IsObject(msg) || i < 0 || i > n)
-			return -1;
-		if (i == n)
-			notebook_add_message(nb, cJSON_Duplicate(msg, 1));
-		else
-			cJSON_ReplaceItemInArray(msgs, i, cJSON_Duplicate(msg, 1));
-		return 0;
-	}
-	if (strcmp(t, "usage") == 0) {
-		struct usage u = {
-			.input_tokens = (long)jnum(o, "in", 0),
-			.output_tokens = (long)jnum(o, "out", 0),
-			.cached_tokens = (long)jnum(o, "cached", 0),
-		};
-		double cost = jnum(o, "cost", -1);
-		if (cost >= 0 && cost < 1e9) {
-			u.cost = cost;
-			u.priced = 1;
-		}
-		notebook_add_usage(nb, &u);
-		return 0;
-	}
-	if (strcmp(t, "summary") == 0) {
-		int upto = (int)jnum(o, "upto", -1);
-		if (jstr(o, "text") == NULL || upto < 1 ||
-		    upto > cJSON_GetArraySize(notebook_messages(nb)))
-			return -1;
-		notebook_set_summary(nb, upto, jstr(o, "text"));
-		return 0;
-	}
-	if (strcmp(t, "sent") == 0) {
-		const char *what = jstr(o, "what");
-		size_t len;
-		char *p = get_bytes(o, &len);
-		if (p == NULL) {
-			p = xasprintf("(%.0f bytes, sha256 %s: not kept in the "
-			    "journal)", jnum(o, "len", 0),
-			    jstr(o, "sha256") ? jstr(o, "sha256") : "?");
-			len = strlen(p);
-		}
-		notebook_add_sent(nb, what ? what : "request", p, len);
-		free(p);
-		return 0;
-	}
-	/* session, kernel, turn, text, tool_call, answer, error, notice,
-	 * note: the record of what happened; the notebook needs none */
+	if (strcmp(t, "cell") == 0)
+		return rec_cell(o, nb);
+	if (strcmp(t, "out") == 0)
+		return rec_out(o, nb);
+	if (strcmp(t, "result") == 0)
+		return apply_result(o, nb, m);
+	if (strcmp(t, "artifact") == 0)
+		return rec_artifact(o, nb);
+	if (strcmp(t, "reply") == 0)
+		return rec_reply(o, nb);
+	if (strcmp(t, "tool") == 0)
+		return rec_tool(o, nb);
+	if (strcmp(t, "msg") == 0)
+		return legacy_msg(o, nb, pending);
+	if (strcmp(t, "usage") == 0)
+		return rec_usage(o, nb);
+	if (strcmp(t, "sent") == 0)
+		return rec_sent(o, nb);
+	if (strcmp(t, "summary") == 0)
+		return rec_summary(o, nb);
+	/* session, turn, error, notice, and version 1's text, tool_call
+	 * and answer: the record of what happened; the notebook needs
+	 * none (a reply holds its text and its calls) */
 	return 0;
-}
-
-static int
-is_role(const cJSON *m, const char *role)
-{
-	const char *r = jstr(m, "role");
-	return r != NULL && strcmp(r, role) == 0;
 }
 
 /* After a crash: a cell that never got its result was interrupted, and
  * a tool call without a result gets one right after the recorded
- * results, so the provider accepts the conversation. Returns the index
- * of the first message that differs from the file's, or -1 when the
- * conversation is as the file has it. */
-static int
-repair(struct notebook *nb)
+ * results, so the provider accepts the conversation. The indexes of
+ * the results inserted go to m->repaired. */
+static void
+repair(struct notebook *nb, struct journal_meta *m)
 {
-	cJSON *msgs = notebook_messages(nb), *fixed;
-	int n = cJSON_GetArraySize(msgs), changed = 0, first = -1;
+	cJSON *msgs = notebook_messages(nb);
+	int n = cJSON_GetArraySize(msgs);
 
 	for (int i = 1; i <= notebook_ncells(nb); i++) {
 		struct cell *c = notebook_cell(nb, i);
 		if (c->author == CELL_BY_MODEL)
 			c->told_model = 1;	/* through its tool result */
 		if (c->status == CELL_RUNNING || c->status == CELL_PENDING) {
-			c->status = CELL_INTERRUPTED;
-			if (c->reason == NULL)
-				c->reason = xstrdup("terp stopped while this "
-				    "cell ran; its output may be incomplete");
+			struct cell_result r = { .status = CELL_INTERRUPTED,
+			    .reason = "terp stopped while this cell ran; its "
+			    "output may be incomplete" };
+			notebook_cell_result(nb, i, &r);
 		}
 	}
-	fixed = cJSON_CreateArray();
 	for (int i = 0; i < n; ) {
-		cJSON *m = cJSON_GetArrayItem(msgs, i);
-		const cJSON *calls = cJSON_GetObjectItemCaseSensitive(m,
+		cJSON *msg = cJSON_GetArrayItem(msgs, i);
+		const cJSON *calls = cJSON_GetObjectItemCaseSensitive(msg,
 		    "tool_calls"), *call;
-		int k = i + 1;
+		int k = i + 1, end;
 
-		cJSON_AddItemToArray(fixed, cJSON_Duplicate(m, 1));
 		for (; k < n && is_role(cJSON_GetArrayItem(msgs, k), "tool"); k++)
-			cJSON_AddItemToArray(fixed,
-			    cJSON_Duplicate(cJSON_GetArrayItem(msgs, k), 1));
+			;
+		end = k;	/* the results inserted go after the recorded */
 		if (!cJSON_IsArray(calls))
 			calls = NULL;
 		cJSON_ArrayForEach(call, calls) {
 			const char *id = jstr(call, "id");
 			int found = 0;
-			cJSON *r;
 
-			for (int t = i + 1; t < k && id != NULL; t++) {
+			for (int t = i + 1; t < end && id != NULL; t++) {
 				const char *tid = jstr(cJSON_GetArrayItem(msgs, t),
 				    "tool_call_id");
 				if (tid != NULL && strcmp(tid, id) == 0)
@@ -1062,27 +1232,15 @@ repair(struct notebook *nb)
 			}
 			if (found || id == NULL)
 				continue;
-			r = cJSON_CreateObject();
-			cJSON_AddStringToObject(r, "role", "tool");
-			cJSON_AddStringToObject(r, "tool_call_id", id);
-			cJSON_AddStringToObject(r, "content", "terp stopped before "
-			    "this call finished; its result was lost.");
-			cJSON_AddTrueToObject(r, "is_error");
-			if (first < 0)
-				first = cJSON_GetArraySize(fixed);
-			cJSON_AddItemToArray(fixed, r);
-			changed = 1;
+			notebook_insert_tool_result(nb, k, id, "terp stopped "
+			    "before this call finished; its result was lost.", 1);
+			m->repaired = xrealloc(m->repaired,
+			    (size_t)(m->nrepaired + 1) * sizeof *m->repaired);
+			m->repaired[m->nrepaired++] = k++;
+			n++;
 		}
 		i = k;
 	}
-	if (changed) {
-		while (cJSON_GetArraySize(msgs) > 0)
-			cJSON_DeleteItemFromArray(msgs, 0);
-		while (cJSON_GetArraySize(fixed) > 0)
-			notebook_add_message(nb, cJSON_DetachItemFromArray(fixed, 0));
-	}
-	cJSON_Delete(fixed);
-	return first;
 }
 
 struct lines {
@@ -1147,7 +1305,7 @@ scan(const char *path, struct notebook *nb, struct journal_meta *m, char **err)
 {
 	struct lines ls = { .fd = -1 };
 	struct stat st;
-	char *line;
+	char *line, *pending = NULL;
 	size_t len;
 	int rc, first = 1;
 
@@ -1178,11 +1336,14 @@ scan(const char *path, struct notebook *nb, struct journal_meta *m, char **err)
 		    strncmp(line, "{\"t\":\"resume\"", 13) != 0)
 			continue;
 		o = cJSON_ParseWithLength(line, len);
-		if (o == NULL || !cJSON_IsObject(o) || apply(o, nb, m, first) < 0)
+		if (o == NULL || !cJSON_IsObject(o) ||
+		    apply(o, nb, m, first, &pending) < 0)
 			m->skipped++;
 		cJSON_Delete(o);
 		first = 0;
 	}
+	if (pending != NULL)
+		legacy_question(nb, &pending, NULL);
 	if (rc == 0 && ls.len > ls.off)
 		m->torn = 1;
 	close(ls.fd);
@@ -1195,14 +1356,43 @@ scan(const char *path, struct notebook *nb, struct journal_meta *m, char **err)
 		*err = xasprintf("%s is not a terp journal (no meta line)", path);
 		return -1;
 	}
-	if (nb != NULL) {
-		int from = repair(nb);
-		if (from >= 0) {
-			m->repaired = 1;
-			m->repaired_from = from;
-		}
-	}
+	if (nb != NULL)
+		repair(nb, m);
 	return 0;
+}
+
+char *
+journal_read_sent(const struct journal *j, int i, size_t *len, char **err)
+{
+	struct lines ls = { .fd = -1 };
+	char *line, *body = NULL;
+	size_t n;
+	int k = 0;
+
+	if ((ls.fd = open(j->path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) < 0) {
+		*err = xasprintf("cannot read %s: %s", j->path, strerror(errno));
+		return NULL;
+	}
+	while (body == NULL && next_line(&ls, &line, &n) == 1) {
+		cJSON *o;
+		if (ls.toolong == 2) {
+			ls.toolong = 0;
+			continue;
+		}
+		/* "t" comes first in every record (rec) */
+		if (strncmp(line, "{\"t\":\"sent\"", 11) != 0 || k++ != i)
+			continue;
+		if ((o = cJSON_ParseWithLength(line, n)) != NULL)
+			body = sent_body(o, len);
+		cJSON_Delete(o);
+		if (body == NULL)
+			break;
+	}
+	close(ls.fd);
+	free(ls.buf);
+	if (body == NULL)
+		*err = xasprintf("request %d is not in the journal", i + 1);
+	return body;
 }
 
 int

@@ -151,7 +151,7 @@ jsonout_event(void *arg, const struct event *ev)
 		break;
 	case EV_KERNEL:
 		o = obj("kernel");
-		cJSON_AddStringToObject(o, "state", kernel_state_name((enum kernel_state)ev->n));
+		cJSON_AddStringToObject(o, "state", kernel_state_name(ev->kstate));
 		add_str(o, "message", ev->text);
 		break;
 	case EV_CELL_START:
@@ -216,6 +216,11 @@ jsonout_event(void *arg, const struct event *ev)
 	case EV_ERROR:
 		o = obj("error");
 		add_str(o, "message", ev->text);
+		cJSON_AddStringToObject(o, "kind", event_error_name(ev));
+		if (ev->http_status > 0)
+			cJSON_AddNumberToObject(o, "status", ev->http_status);
+		else
+			cJSON_AddNullToObject(o, "status");
 		break;
 	case EV_NOTICE:
 		o = obj("notice");

@@ -216,11 +216,21 @@ kernel_state_name(enum kernel_state s)
 }
 
 static void
-set_state(struct kernel *k, enum kernel_state st, const char *msg)
+set_status(struct kernel *k, enum kernel_state st, const char *msg,
+    int restarted, int state_lost)
 {
+	struct kernel_status ks = { .state = st, .restarted = restarted,
+	    .state_lost = state_lost, .msg = msg ? msg : kernel_state_name(st) };
+
 	k->state = st;
 	if (k->cb.state)
-		k->cb.state(k->arg, st, msg ? msg : kernel_state_name(st));
+		k->cb.state(k->arg, &ks);
+}
+
+static void
+set_state(struct kernel *k, enum kernel_state st, const char *msg)
+{
+	set_status(k, st, msg, 0, 0);
 }
 
 /* ------------------------------------------------------------ python */
@@ -774,6 +784,8 @@ launch(struct kernel *k, char **err)
 	struct sandbox_spec s;
 	int bind_fds[SANDBOX_MAX_BINDS];
 	const char *bind_names[SANDBOX_MAX_BINDS];
+	/* a sandbox ran before this one: its Python state is gone */
+	int lost = k->state != KERNEL_STOPPED || k->stopped_why != NULL;
 
 	/* One sandbox at a time: the last one is reaped. */
 	assert(k->p.pid <= 0 && !k->dying);
@@ -796,16 +808,14 @@ launch(struct kernel *k, char **err)
 	watch_all(k);
 	disk_schedule(k, DISK_EVERY_MS);
 	if (k->stopped_why != NULL) {
-		/* "restarted" tells the agent (and the printer) that the
-		 * variables are gone. */
 		char *msg = xasprintf("restarted the sandbox, which was stopped (%s)",
 		    k->stopped_why);
 		free(k->stopped_why);
 		k->stopped_why = NULL;
-		set_state(k, KERNEL_STARTING, msg);
+		set_status(k, KERNEL_STARTING, msg, 1, 1);
 		free(msg);
 	} else {
-		set_state(k, KERNEL_STARTING, "starting the sandbox");
+		set_status(k, KERNEL_STARTING, "starting the sandbox", 0, lost);
 	}
 	return 0;
 }
@@ -1492,7 +1502,7 @@ finish_death(struct kernel *k, int wstatus)
 		set_state(k, KERNEL_DEAD, err);
 		free(err);
 	} else {
-		set_state(k, KERNEL_STARTING, msg);
+		set_status(k, KERNEL_STARTING, msg, 1, 1);
 	}
 	free(msg);
 }
@@ -1667,7 +1677,7 @@ kernel_stop(struct kernel *k, const char *reason)
 	stop_now(k);
 	free(k->stopped_why);
 	k->stopped_why = xstrdup(reason && *reason ? reason : "by request");
-	set_state(k, KERNEL_STOPPED, k->stopped_why);
+	set_status(k, KERNEL_STOPPED, k->stopped_why, 0, 1);
 }
 
 void

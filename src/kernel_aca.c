@@ -894,22 +894,18 @@ aca_files_free(struct aca_file *f, int n)
 
 /* ------------------------------------------------------------ state and notes */
 
-/* The one place state reports leave the module. kernel.h's state
- * callback is about to carry typed restarted/state_lost flags; until it
- * does they travel in the message, as the local kernel's do: a report
- * at KERNEL_STARTING whose message says "restarted" tells the agent
- * that the variables are gone. When the callback changes, pass the
- * flags here and nothing else in this file changes. */
+/* The one place state reports leave the module, with the typed
+ * restarted/state_lost facts (kernel.h's struct kernel_status). */
 static void
 report_state(struct aca *a, enum kernel_state st, int restarted, int state_lost,
     const char *msg)
 {
+	struct kernel_status ks = { .state = st, .restarted = restarted,
+	    .state_lost = state_lost, .msg = msg ? msg : kernel_state_name(st) };
+
 	a->state = st;
-	/* Until then the message must carry what the flags say. */
-	assert(!(restarted || state_lost) || (st == KERNEL_STARTING && msg != NULL &&
-	    strstr(msg, "restarted") != NULL));
 	if (a->cb.state)
-		a->cb.state(a->arg, st, msg ? msg : kernel_state_name(st));
+		a->cb.state(a->arg, &ks);
 }
 
 static void

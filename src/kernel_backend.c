@@ -160,14 +160,20 @@ on_deferred(struct loop *l, void *arg)
 	kb->defer_timer = 0;
 	kb->ndeferred = 0;
 	for (int i = 0; i < n; i++) {
-		kb->outer.state(kb->outer_arg, kb->deferred[i].st, kb->deferred[i].msg);
+		struct kernel_status ks = { .state = kb->deferred[i].st,
+		    .msg = kb->deferred[i].msg ? kb->deferred[i].msg : "",
+		    .restarted = kb->deferred[i].restarted,
+		    .state_lost = kb->deferred[i].state_lost };
+		kb->outer.state(kb->outer_arg, &ks);
 		free(kb->deferred[i].msg);
 	}
 }
 
 static void
-cb_state(void *arg, enum kernel_state st, const char *msg)
+cb_state(void *arg, const struct kernel_status *ks)
 {
+	enum kernel_state st = ks->state;
+
 	struct kernel_backend *kb = arg;
 
 	/* Only a death inside start waits for the loop (a frontend that
@@ -175,7 +181,7 @@ cb_state(void *arg, enum kernel_state st, const char *msg)
 	 * states pass at once, as the local kernel's do (a "restarted" told
 	 * during start reaches the model with the question that caused it). */
 	if ((!kb->in_start || st != KERNEL_DEAD) && kb->ndeferred == 0) {
-		kb->outer.state(kb->outer_arg, st, msg);
+		kb->outer.state(kb->outer_arg, ks);
 		return;
 	}
 	if (kb->ndeferred == (int)(sizeof kb->deferred / sizeof kb->deferred[0])) {
@@ -186,7 +192,9 @@ cb_state(void *arg, enum kernel_state st, const char *msg)
 		kb->ndeferred--;
 	}
 	kb->deferred[kb->ndeferred].st = st;
-	kb->deferred[kb->ndeferred].msg = msg ? xstrdup(msg) : NULL;
+	kb->deferred[kb->ndeferred].msg = ks->msg ? xstrdup(ks->msg) : NULL;
+	kb->deferred[kb->ndeferred].restarted = ks->restarted;
+	kb->deferred[kb->ndeferred].state_lost = ks->state_lost;
 	kb->ndeferred++;
 	if (kb->defer_timer == 0)
 		kb->defer_timer = loop_timer_add(kb->loop, 0, on_deferred, kb);

@@ -325,19 +325,18 @@ api_path(const char *prefix, const char *path, const char *query)
 
 /* ------------------------------------------------------------ callbacks out */
 
-/* The one place that calls the state callback. kernel.h's state
- * callback is gaining typed restarted/state_lost flags; when it does,
- * only this function changes (pass the flags instead of relying on the
- * message's words). */
+/* The one place that calls the state callback, with the typed
+ * restarted/state_lost facts (kernel.h's struct kernel_status). */
 static void
 emit_state(struct jupyter *j, enum kernel_state st, const char *msg, int restarted,
     int state_lost)
 {
+	struct kernel_status ks = { .state = st, .restarted = restarted,
+	    .state_lost = state_lost, .msg = msg ? msg : kernel_state_name(st) };
+
 	j->state = st;
-	(void)restarted;
-	(void)state_lost;
 	if (j->cb.state != NULL)
-		j->cb.state(j->arg, st, msg ? msg : kernel_state_name(st));
+		j->cb.state(j->arg, &ks);
 }
 
 static void

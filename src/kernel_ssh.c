@@ -197,10 +197,20 @@ kernel_ssh_remote_path(const char *arg)
 /* ------------------------------------------------------------ state */
 
 static void
+set_status(struct ssh *s, enum kernel_state st, const char *msg,
+    int restarted, int state_lost)
+{
+	struct kernel_status ks = { .state = st, .restarted = restarted,
+	    .state_lost = state_lost, .msg = msg ? msg : kernel_state_name(st) };
+
+	s->state = st;
+	s->cb->state(s->arg, &ks);
+}
+
+static void
 set_state(struct ssh *s, enum kernel_state st, const char *msg)
 {
-	s->state = st;
-	s->cb->state(s->arg, st, msg);
+	set_status(s, st, msg, 0, 0);
 }
 
 static void
@@ -589,7 +599,7 @@ connect_ssh(struct ssh *s, char **err)
 		    "(variables, imports) was lost", s->host);
 	else
 		msg = xasprintf("connecting to %s", s->host);
-	set_state(s, KERNEL_STARTING, msg);
+	set_status(s, KERNEL_STARTING, msg, s->reconnect_lost, s->reconnect_lost);
 	free(msg);
 	s->reconnect_lost = 0;
 	for (struct ssh_file *f = s->files; f; f = f->next) {
@@ -848,7 +858,11 @@ handle(struct ssh *s, const char *line, size_t len)
 			free(clean);
 			clean = w;
 		}
-		set_state(s, (enum kernel_state)st, clean);
+		/* the remote kernel's typed facts (serve.c sends them) */
+		double rs = 0, sl = 0;
+		(void)num(o, "restarted", &rs);
+		(void)num(o, "lost", &sl);
+		set_status(s, (enum kernel_state)st, clean, rs != 0, sl != 0);
 		free(clean);
 	} else if (strcmp(e, "out") == 0 && num(o, "cell", &n) == 0 && num(o, "s", &st) == 0) {
 		const char *b = str(o, "b64");

@@ -353,22 +353,22 @@ static void
 parse_sessions(struct cli *c)
 {
 	if (c->export_id != NULL) {
-		if (c->kopts.ndata != 1)
+		if (c->ndata != 1)
 			usage_error("%s: give the session id and one file name (.ipynb or .md)",
 			    "--export");
-		c->export_file = c->kopts.data_files[0];
-		c->kopts.ndata = 0;
+		c->export_file = c->data_files[0];
+		c->ndata = 0;
 		return;
 	}
 	if (c->list || c->delete_id)
 		return;
 	if (c->replay && !c->resume)
 		usage_error("%s: only with --resume", "--replay");
-	if (c->resume && c->resume_id == NULL && c->kopts.ndata > 0 &&
-	    is_session(c, c->kopts.data_files[0])) {
-		c->resume_id = c->kopts.data_files[0];
-		c->kopts.data_files++;
-		c->kopts.ndata--;
+	if (c->resume && c->resume_id == NULL && c->ndata > 0 &&
+	    is_session(c, c->data_files[0])) {
+		c->resume_id = c->data_files[0];
+		c->data_files++;
+		c->ndata--;
 	}
 }
 
@@ -512,8 +512,8 @@ parse(struct cli *c, int argc, char **argv)
 			    "serve");
 		c->kopts.sandbox = NULL;	/* serve is the sandbox */
 	}
-	c->kopts.data_files = (const char **)argv + optind;
-	c->kopts.ndata = argc - optind;
+	c->data_files = (const char **)argv + optind;
+	c->ndata = argc - optind;
 	parse_sessions(c);
 	for (size_t i = 0; i < m.nallow; i++) {
 		char *err = NULL;
@@ -526,16 +526,16 @@ parse(struct cli *c, int argc, char **argv)
 		usage_error("%s: the sandbox's own network is what the proxy guards; "
 		    "it has no meaning with --network or --no-sandbox", "--allow-host");
 	c->kopts.allow_hosts = (const char *const *)m.allow;
-	for (int i = 0; i < c->kopts.ndata; i++) {
+	for (int i = 0; i < c->ndata; i++) {
 		char *err = NULL;
 		/* host:/path with --sandbox ssh://: a file over there. */
 		if (strncmp(c->kopts.sandbox ? c->kopts.sandbox : "", "ssh://", 6) == 0 &&
-		    kernel_ssh_remote_path(c->kopts.data_files[i]) &&
-		    access(c->kopts.data_files[i], F_OK) != 0)
+		    kernel_ssh_remote_path(c->data_files[i]) &&
+		    access(c->data_files[i], F_OK) != 0)
 			continue;
 		/* Opened without blocking: a FIFO or a folder is refused here,
 		 * in one line, instead of hanging or failing later. */
-		if (kernel_check_data(c->kopts.data_files[i], &err) < 0) {
+		if (kernel_check_data(c->data_files[i], &err) < 0) {
 			fprintf(stderr, "terp: %s\n", err);
 			free(err);
 			exit(2);

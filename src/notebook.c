@@ -1,8 +1,10 @@
 /* notebook: cells, conversation, artifacts, usage and the ledger of what
  * was sent. Plain growable arrays of pointers, so a cell's address never
- * changes once handed out. */
+ * changes once handed out. Every change goes through a function here,
+ * which tells the one observer (the journal) exactly what changed. */
 #include "terp/notebook.h"
 
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,6 +27,12 @@ struct notebook {
 	int		  nsent, capsent;
 	char		 *summary;	/* the context's, of messages [0, upto) */
 	int		  summary_upto, summary_gen;
+	struct question	**qs;
+	int		  nqs, capqs;
+	struct datafile	**files;
+	int		  nfiles, capfiles;
+	notebook_observer observer;
+	void		 *observer_arg;
 };
 
 #define GROW(arr, n, cap) do {						\
@@ -33,6 +41,20 @@ struct notebook {
 		(arr) = xrealloc((arr), (size_t)(cap) * sizeof *(arr));	\
 	}								\
 } while (0)
+
+static void
+tell(struct notebook *nb, struct nb_change *ch)
+{
+	if (nb->observer != NULL)
+		nb->observer(nb->observer_arg, ch);
+}
+
+void
+notebook_observe(struct notebook *nb, notebook_observer fn, void *arg)
+{
+	nb->observer = fn;
+	nb->observer_arg = arg;
+}
 
 struct notebook *
 notebook_new(void)
@@ -79,6 +101,17 @@ notebook_free(struct notebook *nb)
 	}
 	free(nb->sent);
 	free(nb->summary);
+	for (int i = 0; i < nb->nqs; i++) {
+		free(nb->qs[i]->text);
+		free(nb->qs[i]->notes);
+		free(nb->qs[i]);
+	}
+	free(nb->qs);
+	for (int i = 0; i < nb->nfiles; i++) {
+		datafile_free(nb->files[i]);
+		free(nb->files[i]);
+	}
+	free(nb->files);
 	cJSON_Delete(nb->messages);
 	free(nb);
 }
@@ -88,17 +121,77 @@ notebook_add_cell(struct notebook *nb, enum cell_author who, const char *code,
     const char *tool_call_id)
 {
 	struct cell *c = xcalloc(1, sizeof *c);
+	struct nb_change ch = { .kind = NB_CELL, .cell = c };
 
 	c->n = nb->ncells + 1;
 	c->author = who;
 	c->code = xstrdup(code ? code : "");
 	c->tool_call_id = tool_call_id ? xstrdup(tool_call_id) : NULL;
-	c->status = CELL_PENDING;
+	c->status = CELL_RUNNING;
 	outcap_init(&c->out[0], CELL_OUT_HEAD, CELL_OUT_TAIL);
 	outcap_init(&c->out[1], CELL_OUT_HEAD, CELL_OUT_TAIL);
 	GROW(nb->cells, nb->ncells, nb->capcells);
 	nb->cells[nb->ncells++] = c;
+	tell(nb, &ch);
 	return c;
+}
+
+void
+notebook_cell_output(struct notebook *nb, int n, int stream, const char *p,
+    size_t len)
+{
+	struct cell *c = notebook_cell(nb, n);
+	struct nb_change ch = { .kind = NB_OUTPUT, .cell = c,
+	    .stream = stream ? 1 : 0, .p = p, .len = len };
+
+	if (c == NULL)
+		return;
+	outcap_add(&c->out[ch.stream], p, len);
+	tell(nb, &ch);
+}
+
+void
+notebook_cell_tail(struct notebook *nb, int n, int stream, const char *p,
+    size_t len, uint64_t total)
+{
+	struct cell *c = notebook_cell(nb, n);
+	struct outcap *oc;
+
+	if (c == NULL)
+		return;
+	oc = &c->out[stream ? 1 : 0];
+	outcap_add(oc, p, len);
+	if (total > oc->total)
+		oc->total = total;	/* what fell between head and tail */
+}
+
+static char *
+dup_or_null(const char *s)
+{
+	return s != NULL ? xstrdup(s) : NULL;
+}
+
+void
+notebook_cell_result(struct notebook *nb, int n, const struct cell_result *r)
+{
+	struct cell *c = notebook_cell(nb, n);
+	struct nb_change ch = { .kind = NB_RESULT, .cell = c };
+
+	if (c == NULL)
+		return;
+	/* the kernel reports each cell's result once (kernel.h); a second
+	 * would leak the first one's strings */
+	assert(c->status == CELL_RUNNING || c->status == CELL_PENDING);
+	c->status = r->status;
+	c->duration_ms = r->duration_ms;
+	c->duration_us = r->duration_us;
+	c->value = dup_or_null(r->value);
+	c->ename = dup_or_null(r->ename);
+	c->evalue = dup_or_null(r->evalue);
+	c->traceback = dup_or_null(r->traceback);
+	c->reason = dup_or_null(r->reason);
+	c->state_lost = r->state_lost;
+	tell(nb, &ch);
 }
 
 struct cell *
@@ -120,6 +213,7 @@ notebook_add_artifact(struct notebook *nb, int cell, const char *name,
     const char *path, uint64_t bytes)
 {
 	struct artifact *a = xcalloc(1, sizeof *a);
+	struct nb_change ch = { .kind = NB_ARTIFACT, .artifact = a };
 	struct cell *c;
 
 	a->cell = cell;
@@ -130,6 +224,8 @@ notebook_add_artifact(struct notebook *nb, int cell, const char *name,
 	nb->arts[nb->narts++] = a;
 	if ((c = notebook_cell(nb, cell)) != NULL)
 		c->nartifacts++;
+	ch.cell = c;
+	tell(nb, &ch);
 	return a;
 }
 
@@ -153,20 +249,145 @@ notebook_messages(const struct notebook *nb)
 	return nb->messages;
 }
 
-void
-notebook_add_message(struct notebook *nb, cJSON *msg)
+/* Appends m (taken); returns its index. */
+static int
+add_message(struct notebook *nb, cJSON *m)
 {
-	cJSON_AddItemToArray(nb->messages, msg);
+	int i = cJSON_GetArraySize(nb->messages);
+
+	if (m == NULL)
+		fatal("out of memory (cJSON)");
+	cJSON_AddItemToArray(nb->messages, m);
+	return i;
+}
+
+void
+notebook_add_reply(struct notebook *nb, const char *text, cJSON *calls)
+{
+	cJSON *m = cJSON_CreateObject();
+	struct nb_change ch = { .kind = NB_REPLY };
+
+	cJSON_AddStringToObject(m, "role", "assistant");
+	if (text != NULL && *text != '\0')
+		cJSON_AddStringToObject(m, "content", text);
+	else
+		cJSON_AddNullToObject(m, "content");
+	if (calls != NULL && cJSON_GetArraySize(calls) > 0)
+		cJSON_AddItemToObject(m, "tool_calls", calls);
+	else
+		cJSON_Delete(calls);
+	ch.msg = add_message(nb, m);
+	tell(nb, &ch);
+}
+
+static cJSON *
+tool_result(const char *id, const char *content, int is_error)
+{
+	cJSON *m = cJSON_CreateObject();
+
+	cJSON_AddStringToObject(m, "role", "tool");
+	cJSON_AddStringToObject(m, "tool_call_id", id);
+	cJSON_AddStringToObject(m, "content", content);
+	cJSON_AddBoolToObject(m, "is_error", is_error);
+	return m;
+}
+
+void
+notebook_add_tool_result(struct notebook *nb, const char *id,
+    const char *content, int is_error)
+{
+	struct nb_change ch = { .kind = NB_TOOL_RESULT };
+
+	ch.msg = add_message(nb, tool_result(id, content, is_error));
+	tell(nb, &ch);
+}
+
+void
+notebook_insert_tool_result(struct notebook *nb, int at, const char *id,
+    const char *content, int is_error)
+{
+	int n = cJSON_GetArraySize(nb->messages);
+	cJSON *m = tool_result(id, content, is_error);
+
+	assert(at >= 0 && at <= n);
+	if (at == n) {
+		add_message(nb, m);
+		return;
+	}
+	cJSON_InsertItemInArray(nb->messages, at, m);
+	for (int i = 0; i < nb->nqs; i++)
+		if (nb->qs[i]->msg >= at)
+			nb->qs[i]->msg++;
+}
+
+void
+notebook_replace_message(struct notebook *nb, int i, cJSON *m)
+{
+	assert(i >= 0 && i < cJSON_GetArraySize(nb->messages));
+	cJSON_ReplaceItemInArray(nb->messages, i, m);
+}
+
+const struct question *
+notebook_add_question(struct notebook *nb, const char *text, const char *notes)
+{
+	struct question *q;
+	cJSON *m = cJSON_CreateObject();
+	struct nb_change ch = { .kind = NB_QUESTION };
+	char *content;
+
+	if (notes != NULL && *notes != '\0')
+		content = xasprintf("%s\nQuestion: %s", notes, text);
+	else
+		content = xstrdup(text);
+	cJSON_AddStringToObject(m, "role", "user");
+	cJSON_AddStringToObject(m, "content", content);
+	free(content);
+	q = xcalloc(1, sizeof *q);
+	GROW(nb->qs, nb->nqs, nb->capqs);
+	nb->qs[nb->nqs++] = q;
+	q->text = xstrdup(text);
+	q->notes = notes != NULL && *notes != '\0' ? xstrdup(notes) : NULL;
+	q->msg = add_message(nb, m);
+	ch.question = q;
+	ch.msg = q->msg;
+	tell(nb, &ch);
+	return q;
+}
+
+int
+notebook_nquestions(const struct notebook *nb)
+{
+	return nb->nqs;
+}
+
+const struct question *
+notebook_question(const struct notebook *nb, int i)
+{
+	if (i < 0 || i >= nb->nqs)
+		return NULL;
+	return nb->qs[i];
+}
+
+const struct question *
+notebook_question_at(const struct notebook *nb, int msg)
+{
+	for (int i = nb->nqs - 1; i >= 0; i--)
+		if (nb->qs[i]->msg == msg)
+			return nb->qs[i];
+	return NULL;
 }
 
 void
 notebook_add_usage(struct notebook *nb, const struct usage *u)
 {
+	struct nb_change ch = { .kind = NB_USAGE, .usage = u };
+
 	nb->usage.input_tokens += u->input_tokens;
 	nb->usage.output_tokens += u->output_tokens;
 	nb->usage.cached_tokens += u->cached_tokens;
 	nb->usage.cost += u->cost;
 	nb->usage.priced |= u->priced;
+	tell(nb, &ch);
 }
 
 const struct usage *
@@ -178,10 +399,15 @@ notebook_usage(const struct notebook *nb)
 void
 notebook_set_summary(struct notebook *nb, int upto, const char *text)
 {
+	struct nb_change ch = { .kind = NB_SUMMARY, .msg = upto };
+
 	free(nb->summary);
 	nb->summary = xstrdup(text);
 	nb->summary_upto = upto;
 	nb->summary_gen++;
+	ch.p = nb->summary;
+	ch.len = strlen(nb->summary);
+	tell(nb, &ch);
 }
 
 const char *
@@ -199,12 +425,22 @@ notebook_add_sent(struct notebook *nb, const char *what, const char *body,
     size_t len)
 {
 	struct sent *s;
+	struct nb_change ch = { .kind = NB_SENT, .p = body, .len = len };
 
 	GROW(nb->sent, nb->nsent, nb->capsent);
+	ch.sent = nb->nsent;
 	s = &nb->sent[nb->nsent++];
 	s->what = xstrdup(what);
 	s->body = xstrndup(body, len);
 	s->len = len;
+	tell(nb, &ch);
+	/* A long session must not hold every body: the journal has them
+	 * (notebook.h). */
+	if (nb->nsent > NOTEBOOK_SENT_KEEP) {
+		s = &nb->sent[nb->nsent - 1 - NOTEBOOK_SENT_KEEP];
+		free(s->body);
+		s->body = NULL;
+	}
 }
 
 int
@@ -225,6 +461,42 @@ notebook_sent(const struct notebook *nb, int i, const char **what, size_t *len)
 	return nb->sent[i].body;
 }
 
+const struct datafile *
+notebook_add_file(struct notebook *nb, const struct datafile *f)
+{
+	struct datafile *d = NULL;
+	struct nb_change ch = { .kind = NB_FILE };
+
+	for (int i = 0; i < nb->nfiles && d == NULL; i++)
+		if (strcmp(nb->files[i]->path, f->path) == 0)
+			d = nb->files[i];
+	if (d != NULL) {
+		datafile_free(d);
+	} else {
+		d = xcalloc(1, sizeof *d);
+		GROW(nb->files, nb->nfiles, nb->capfiles);
+		nb->files[nb->nfiles++] = d;
+	}
+	datafile_copy(d, f);
+	ch.file = d;
+	tell(nb, &ch);
+	return d;
+}
+
+int
+notebook_nfiles(const struct notebook *nb)
+{
+	return nb->nfiles;
+}
+
+const struct datafile *
+notebook_file(const struct notebook *nb, int i)
+{
+	if (i < 0 || i >= nb->nfiles)
+		return NULL;
+	return nb->files[i];
+}
+
 const char *
 cell_status_name(enum cell_status s)
 {
@@ -238,6 +510,15 @@ cell_status_name(enum cell_status s)
 	case CELL_CRASHED: return "crashed";
 	}
 	return "unknown";
+}
+
+int
+cell_status_parse(const char *s)
+{
+	for (int i = CELL_PENDING; i <= CELL_CRASHED; i++)
+		if (s != NULL && strcmp(s, cell_status_name((enum cell_status)i)) == 0)
+			return i;
+	return -1;
 }
 
 char *

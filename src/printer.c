@@ -277,8 +277,7 @@ printer_event(void *arg, const struct event *ev)
 		fflush(p->err);
 		break;
 	case EV_KERNEL:
-		if (ev->n == KERNEL_DEAD ||
-		    (ev->n == KERNEL_STARTING && ev->text && strstr(ev->text, "restarted"))) {
+		if (ev->kstate == KERNEL_DEAD || ev->restarted) {
 			end_text(p);
 			/* may quote what the sandbox printed while starting */
 			fputs("terp: ", p->err);

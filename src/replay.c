@@ -1,7 +1,9 @@
-/* replay: a queue of cells re-run one at a time through the core, each
- * started when the event stream says the previous one is over. */
+/* replay: a queue of cells re-run one at a time, each due when the
+ * event stream says the previous one is over. It starts nothing itself:
+ * the session starts the due cell from the loop, outside any event. */
 #include "terp/replay.h"
 
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -11,15 +13,14 @@ struct replay {
 	int		*cells;
 	int		 n, next;
 	int		 running;	/* the new cell number in flight, or 0 */
+	int		 due;		/* the next cell may start */
 	int		 ok;		/* its result was CELL_OK */
 	int		 failed;	/* original number of a failed cell */
 	int		 over;
-	replay_run_fn	 run;
-	void		*arg;
 };
 
 struct replay *
-replay_new(const int *cells, int n, replay_run_fn run, void *arg)
+replay_new(const int *cells, int n)
 {
 	struct replay *r = xcalloc(1, sizeof *r);
 
@@ -27,8 +28,8 @@ replay_new(const int *cells, int n, replay_run_fn run, void *arg)
 	if (n > 0)
 		memcpy(r->cells, cells, (size_t)n * sizeof *cells);
 	r->n = n;
-	r->run = run;
-	r->arg = arg;
+	r->due = 1;
+	r->over = n == 0;
 	return r;
 }
 
@@ -41,46 +42,32 @@ replay_free(struct replay *r)
 	free(r);
 }
 
-/* Starts the next cell; ends the replay when none is left or the run
- * is refused. */
-static int
-step(struct replay *r, char **err)
+int
+replay_due(const struct replay *r)
 {
-	int c;
-
-	if (r->next >= r->n) {
-		r->over = 1;
+	if (r->over || !r->due)
 		return 0;
-	}
-	c = r->run(r->arg, r->cells[r->next], err);
-	if (c < 0) {
-		r->failed = r->cells[r->next];
-		r->over = 1;
-		return -1;
-	}
-	r->running = c;
-	r->ok = 0;
-	r->next++;
-	return 0;
+	return r->cells[r->next];
 }
 
-int
-replay_start(struct replay *r, char **err)
+void
+replay_started(struct replay *r, int n)
 {
-	if (r->n == 0) {
-		*err = xstrdup("nothing to replay: no cell that succeeded has "
-		    "lost its state");
+	assert(!r->over && r->due && r->running == 0);
+	r->due = 0;
+	if (n <= 0) {		/* refused: the replay stops there */
+		r->failed = r->cells[r->next++];
 		r->over = 1;
-		return -1;
+		return;
 	}
-	return step(r, err);
+	r->running = n;
+	r->ok = 0;
+	r->next++;
 }
 
 int
 replay_event(struct replay *r, const struct event *ev)
 {
-	char *err = NULL;
-
 	if (r->over)
 		return 0;
 	if (ev->type == EV_RESULT && ev->cell != NULL &&
@@ -93,13 +80,11 @@ replay_event(struct replay *r, const struct event *ev)
 	}
 	if (ev->type == EV_IDLE && r->running < 0) {
 		r->running = 0;
-		if (!r->ok) {
+		if (!r->ok || r->next >= r->n) {
 			r->over = 1;
 			return 0;
 		}
-		if (step(r, &err) < 0)
-			free(err);
-		return !r->over;
+		r->due = 1;
 	}
 	return 1;
 }

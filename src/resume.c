@@ -153,12 +153,12 @@ resume_prepare(const char *sessions_dir, const char *id, struct resume *r,
 	if (r->meta.skipped > 0)
 		buf_printf(&warn, "%d damaged journal line(s) were skipped\n",
 		    r->meta.skipped);
-	r->data_files = xcalloc((size_t)r->meta.nfiles + 1, sizeof *r->data_files);
-	for (int i = 0; i < r->meta.nfiles; i++) {
+	r->file_state = xcalloc((size_t)notebook_nfiles(r->nb) + 1,
+	    sizeof *r->file_state);
+	for (int i = 0; i < notebook_nfiles(r->nb); i++) {
 		char *why = NULL;
-		int st = datafile_check(&r->meta.files[i], &why);
-		if (st != 2)
-			r->data_files[r->ndata++] = r->meta.files[i].path;
+		int st = datafile_check(notebook_file(r->nb, i), &why);
+		r->file_state[i] = st;
 		if (st != 0) {
 			buf_printf(&warn, "%s%s\n", why, st == 2 ?
 			    "; it is not staged" : "; results may differ");
@@ -192,7 +192,7 @@ resume_free(struct resume *r)
 	free(r->id);
 	notebook_free(r->nb);
 	journal_meta_free(&r->meta);
-	free(r->data_files);
+	free(r->file_state);
 	free(r->warnings);
 	free(r->model_note);
 	memset(r, 0, sizeof *r);

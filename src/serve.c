@@ -138,13 +138,17 @@ on_artifact(void *arg, int cell, const char *name, const char *host_path, uint64
 }
 
 static void
-on_state(void *arg, enum kernel_state st, const char *msg)
+on_state(void *arg, const struct kernel_status *ks)
 {
 	struct serve *s = arg;
 	cJSON *o = ev("state");
 
-	cJSON_AddNumberToObject(o, "st", st);
-	add_opt(o, "msg", msg);
+	cJSON_AddNumberToObject(o, "st", ks->state);
+	add_opt(o, "msg", ks->msg);
+	if (ks->restarted)
+		cJSON_AddNumberToObject(o, "restarted", 1);
+	if (ks->state_lost)
+		cJSON_AddNumberToObject(o, "lost", 1);
 	send_obj(s, o);
 }
 
@@ -285,7 +289,8 @@ handle(struct serve *s, const char *line, size_t len)
 			stage_path(s, p->valuestring, p->valuestring);
 	} else if (strcmp(o, "start") == 0) {
 		if (kernel_start(s->k, &err) < 0) {
-			on_state(s, KERNEL_DEAD, err);
+			struct kernel_status ks = { .state = KERNEL_DEAD, .msg = err };
+			on_state(s, &ks);
 			free(err);
 		}
 	} else if (strcmp(o, "run") == 0) {

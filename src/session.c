@@ -1,11 +1,17 @@
-/* session: the journal, resume, replay and idle modules bound together
- * for a frontend. It sits beside the frontend's event handler: every
- * event is journaled before it is shown, and the replay and the idle
- * timers act on it after. It decides nothing the user did not ask for:
- * the options say when to replay, stop the sandbox or end the run. */
+/* session: the one session runner (session.h says why the name). It
+ * owns everything a run of terp is made of and is the one place the
+ * core's events pass through: on_event journals each, hands it to the
+ * frontend's sink, then lets the idle timers, the replay and the script
+ * act on it. Nothing here starts a cell or a question inside an event:
+ * the next replay cell or script item starts from a 0 ms loop timer
+ * (on_step), so no call re-enters the agent that is emitting. It
+ * decides nothing the user did not ask for: the options say when to
+ * replay, stop the sandbox or end the run. */
 #include "terp/session.h"
 
+#include <assert.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,25 +19,28 @@
 #include "terp/buf.h"
 #include "terp/idle.h"
 #include "terp/journal.h"
-#include "terp/kernel.h"
 #include "terp/replay.h"
 #include "terp/util.h"
-
-/* --max-session's exit status in the frontends: a timeout. */
-#define SESSION_MAX_STATUS	3
 
 struct session {
 	struct loop	*loop;
 	struct notebook	*nb;
+	struct llm	*llm;		/* NULL: no model */
 	struct agent	*agent;
-	struct journal	*j;
+	struct journal	*j;		/* NULL: not saved */
 	int		 warned;	/* the journal's failure was told */
 	struct idle	*idle;
 	int64_t		 idle_ms, max_ms;
 	int		 idle_stopped;	/* the idle timeout stopped the sandbox */
-	event_fn	 emit;
+	event_fn	 show;
 	void		*arg;
-	char		*model_note;	/* a resume's, until session_attach */
+	const char	*id, *dir;	/* for EV_SESSION */
+	int		*file_state;	/* a resume's, per file of nb; or NULL */
+	int		 nfile_state;
+	const char	**data_files;	/* given on the command line */
+	int		 ndata;
+	uint64_t	 step_timer;	/* on_step is due */
+	int		 closing;	/* session_free: events are only kept */
 
 	/* replay */
 	int		 replay_wanted;	/* --replay: at the first kernel event */
@@ -39,18 +48,65 @@ struct session {
 	int		*cells;		/* what it re-runs (original numbers) */
 	int		 ncells;
 	int		 first_new;	/* the first cell it made */
-	int		 inside;	/* in replay_start/replay_event: events
-					 * they cause come back here nested */
+
+	/* the script (exec's cells or -p's questions) */
+	const char	**items;
+	int		 nitems, next;
+	int		 questions;	/* the items are questions, not cells */
+	int		 keep_going;
+	int		 go;		/* the sandbox takes them now */
+	int		 inflight;	/* an item runs, until its EV_IDLE */
+	int		 answered;	/* the question in flight was */
+	int		 presses;	/* Ctrl-C since the last result */
+	struct session_outcome out;
 };
 
-static void
-emit(struct session *s, enum event_type t, const char *text, int n)
-{
-	struct event ev = { .type = t, .text = text, .len = strlen(text), .n = n };
+static void on_event(void *arg, const struct event *ev);
 
-	if (s->emit)
-		s->emit(s->arg, &ev);
+/* The session's own lines go the way of every event. */
+static void
+say(struct session *s, enum event_type t, const char *text)
+{
+	struct event ev = { .type = t, .text = text, .len = strlen(text) };
+
+	on_event(s, &ev);
 }
+
+static void
+say_error(struct session *s, enum error_kind kind, const char *text)
+{
+	struct event ev = { .type = EV_ERROR, .text = text, .len = strlen(text),
+	    .error = kind };
+
+	on_event(s, &ev);
+}
+
+/* The first thing that went wrong is how the run ended. */
+static void
+fail(struct session *s, enum session_end e)
+{
+	if (s->out.end == SESSION_DONE)
+		s->out.end = e;
+}
+
+static void on_step(struct loop *l, void *arg);
+
+/* on_step runs from the loop, after the event being handled. */
+static void
+schedule(struct session *s)
+{
+	if (s->step_timer == 0 && !s->closing)
+		s->step_timer = loop_timer_add(s->loop, 0, on_step, s);
+}
+
+/* A sandbox that is (coming) up: starting, loading or ready. */
+static int
+kernel_up(enum kernel_state k)
+{
+	return k == KERNEL_STARTING || k == KERNEL_LOADING || k == KERNEL_READY;
+}
+
+/* ------------------------------------------------------------ timers */
 
 /* "30 min", "2 h", "1.5 s", "250 ms" */
 static void
@@ -74,8 +130,6 @@ on_idle(void *arg, enum idle_why why)
 	struct session *s = arg;
 	char dur[32], *msg;
 
-	if (s->agent == NULL)
-		return;
 	if (why == IDLE_TIMEOUT) {
 		if (agent_busy(s->agent) || s->replay != NULL)
 			return;
@@ -83,12 +137,12 @@ on_idle(void *arg, enum idle_why why)
 		msg = xasprintf("idle for %s", dur);
 		if (s->j)
 			journal_note(s->j, "idle-stop", msg);
-		s->idle_stopped = 1;	/* before kernel_stop: its event asks */
-		kernel_stop(agent_kernel(s->agent), msg);
+		s->idle_stopped = 1;	/* before the stop: its event asks */
+		agent_stop_sandbox(s->agent, msg);
 		free(msg);
 		msg = xasprintf("stopped the sandbox after %s idle (--idle-timeout); a new "
 		    "one starts at the next cell or question, without the variables", dur);
-		emit(s, EV_NOTICE, msg, 0);
+		say(s, EV_NOTICE, msg);
 		free(msg);
 		return;
 	}
@@ -98,120 +152,68 @@ on_idle(void *arg, enum idle_why why)
 		journal_note(s->j, "max-session", msg);
 	if (agent_busy(s->agent))
 		agent_cancel(s->agent);
-	emit(s, EV_ERROR, msg, SESSION_MAX_STATUS);
+	fail(s, SESSION_MAX_SESSION);
+	say_error(s, ERROR_MAX_SESSION, msg);
 	free(msg);
 	loop_stop(s->loop);
 }
 
-/* Whether path (maybe relative) is one of the files the journal has. */
-static int
-recorded(const struct journal_meta *m, const char *path)
+/* The first Ctrl-C cancels what runs (the question, or the cell: later
+ * cells of a script that keeps going still run); a second one before
+ * that is over, or one with nothing running, ends the run. */
+static void
+on_sigint(struct loop *l, int signo, void *arg)
 {
-	char *abs = realpath(path, NULL);
-	int found = 0;
+	struct session *s = arg;
 
-	for (int i = 0; i < m->nfiles && !found; i++)
-		found = strcmp(m->files[i].path, abs ? abs : path) == 0;
-	free(abs);
-	return found;
-}
-
-struct session *
-session_new(struct loop *l, struct notebook *nb, const struct session_opts *o,
-    char **warn, char **err)
-{
-	struct session *s = xcalloc(1, sizeof *s);
-	char *e = NULL;
-
-	*warn = NULL;
-	s->loop = l;
-	s->nb = nb;
-	s->emit = o->emit;
-	s->arg = o->arg;
-	s->idle_ms = o->idle_ms;
-	s->max_ms = o->max_ms;
-	if (o->resume != NULL) {
-		s->j = journal_reopen(o->sessions_dir, o->id, nb, &o->resume->meta, err);
-		if (s->j == NULL) {
-			free(s);
-			return NULL;
-		}
-		for (int i = 0; i < o->ndata; i++) {
-			if (recorded(&o->resume->meta, o->data_files[i]))
-				continue;
-			if (journal_add_data(s->j, o->data_files[i], &e) < 0) {
-				free(*warn);
-				*warn = xasprintf("%s will not be staged on a later resume: %s",
-				    o->data_files[i], e);
-				free(e);
-				e = NULL;
-			}
-		}
-		if (o->resume->model_note)
-			s->model_note = xstrdup(o->resume->model_note);
-	} else {
-		struct journal_info info = {
-			.provider = o->provider, .model = o->model,
-			.data_files = o->data_files, .ndata = o->ndata,
-		};
-		s->j = journal_create(o->sessions_dir, o->id, &info, nb, &e);
-		if (s->j == NULL) {
-			*warn = xasprintf("the session will not be saved: %s", e);
-			free(e);
-		}
-	}
-	s->replay_wanted = o->replay;
-	if (o->idle_ms > 0 || o->max_ms > 0)
-		s->idle = idle_new(l, o->idle_ms, o->max_ms, on_idle, s);
-	return s;
-}
-
-void
-session_free(struct session *s)
-{
-	if (s == NULL)
+	(void)signo;
+	if (s->presses++ > 0 || !agent_busy(s->agent)) {
+		s->out.interrupted = 1;
+		loop_stop(l);
 		return;
-	idle_free(s->idle);
-	replay_free(s->replay);
-	journal_close(s->j);
-	free(s->cells);
-	free(s->model_note);
-	free(s);
-}
-
-void
-session_attach(struct session *s, struct agent *a)
-{
-	s->agent = a;
-	if (s->model_note) {
-		agent_note(a, s->model_note);
-		free(s->model_note);
-		s->model_note = NULL;
 	}
+	s->out.cancelled = 1;
+	agent_cancel(s->agent);
 }
 
-void
-session_record(struct session *s, const struct event *ev)
+static void
+on_term(struct loop *l, int signo, void *arg)
 {
-	if (s->j == NULL)
-		return;
-	journal_event(s->j, ev);
+	struct session *s = arg;
+
+	s->out.signo = signo;
+	loop_stop(l);
+}
+
+/* ------------------------------------------------------------ journal */
+
+/* A journal that fails warns once (an EV_NOTICE) and the run goes on
+ * unsaved. */
+static void
+journal_check(struct session *s)
+{
 	if (!s->warned && journal_failed(s->j) != NULL) {
 		char *msg = xasprintf("warning: the session is no longer saved: %s",
 		    journal_failed(s->j));
-		s->warned = 1;	/* before emit: the notice comes back here */
-		emit(s, EV_NOTICE, msg, 0);
+		s->warned = 1;	/* before say: the notice comes back here */
+		say(s, EV_NOTICE, msg);
 		free(msg);
 	}
 }
 
-static int
-rerun(void *arg, int n, char **err)
+/* The notebook's observer: the journal is told what changed. */
+static void
+on_change(void *arg, const struct nb_change *ch)
 {
 	struct session *s = arg;
 
-	return agent_rerun(s->agent, n, err);
+	if (s->j == NULL)
+		return;
+	journal_change(s->j, ch);
+	journal_check(s);
 }
+
+/* ------------------------------------------------------------ replay */
 
 static void
 list_cells(struct buf *b, const int *cells, int n)
@@ -220,45 +222,39 @@ list_cells(struct buf *b, const int *cells, int n)
 		buf_printf(b, "%s[%d]", i ? ", " : "", cells[i]);
 }
 
-/* Starts re-running s->cells. Returns 0, or -1 with *err. */
-static int
-replay_begin(struct session *s, char **err)
+/* Starts re-running s->cells: the first is due at the next step. */
+static void
+replay_begin(struct session *s)
 {
 	struct buf b;
-	int rc;
 
+	assert(s->replay == NULL && s->ncells > 0);	/* one replay at a time */
 	buf_init(&b, 1 << 20);
 	buf_printf(&b, "replaying %d cell%s that succeeded before the state was lost: ",
 	    s->ncells, s->ncells == 1 ? "" : "s");
 	list_cells(&b, s->cells, s->ncells);
 	if (s->j)
 		journal_note(s->j, "replay", buf_str(&b));
-	emit(s, EV_NOTICE, buf_str(&b), 0);
+	say(s, EV_NOTICE, buf_str(&b));
 	buf_free(&b);
 	s->first_new = notebook_ncells(s->nb) + 1;
-	s->replay = replay_new(s->cells, s->ncells, rerun, s);
-	s->inside = 1;
-	rc = replay_start(s->replay, err);
-	s->inside = 0;
-	if (rc < 0) {
-		replay_free(s->replay);
-		s->replay = NULL;
-		return -1;
-	}
-	return 0;
+	s->replay = replay_new(s->cells, s->ncells);
+	schedule(s);
 }
 
 /* The replay is over: tell the user and, with the next question, the
  * model (the cells it re-ran were the user's, so they are not listed
- * again as hand-run cells: the model saw them the first time). */
+ * again as hand-run cells: the model saw them the first time). Then
+ * the script may start. */
 static void
 replay_end(struct session *s)
 {
 	int failed = 0, done = replay_progress(s->replay, &failed);
 	int last = notebook_ncells(s->nb);
 	struct buf b;
+	char *msg;
 
-	/* Over before anything is said: the notices come back here. */
+	/* Over before anything is said: the notices pass through here. */
 	replay_free(s->replay);
 	s->replay = NULL;
 
@@ -275,73 +271,425 @@ replay_end(struct session *s)
 		    "there: only the cells before it ran again.\n", failed);
 	else
 		buf_adds(&b, ". The variables and imports they made exist again.\n");
-	if (s->agent)
-		agent_note(s->agent, buf_str(&b));
+	agent_note(s->agent, buf_str(&b));
 	buf_free(&b);
-	if (failed) {
-		char *msg = xasprintf("replay stopped: cell [%d] failed; %d of %d cells "
+	if (failed)
+		msg = xasprintf("replay stopped: cell [%d] failed; %d of %d cells "
 		    "re-ran", failed, done, s->ncells);
-		emit(s, EV_NOTICE, msg, 0);
-		free(msg);
-	} else {
-		char *msg = xasprintf("replay done: %d cell%s re-ran", done,
+	else
+		msg = xasprintf("replay done: %d cell%s re-ran", done,
 		    done == 1 ? "" : "s");
-		emit(s, EV_NOTICE, msg, 0);
-		free(msg);
-	}
+	say(s, EV_NOTICE, msg);
+	free(msg);
+	s->go = 1;
+	schedule(s);
 }
 
-enum session_role
-session_event(struct session *s, const struct event *ev)
+/* Starts the due replay cell (from on_step). A first cell the agent
+ * refuses ends the replay in one line; a later one, as a failure. */
+static void
+replay_step(struct session *s)
 {
+	int first = replay_progress(s->replay, NULL) == 0;
 	char *err = NULL;
-	int running;
+	int n = agent_rerun(s->agent, replay_due(s->replay), &err);
 
-	if (s->idle)
-		idle_event(s->idle, ev);
+	if (n < 0 && first) {
+		char *msg = xasprintf("replay failed: %s", err);
+		replay_free(s->replay);
+		s->replay = NULL;
+		say(s, EV_NOTICE, msg);
+		free(msg);
+		free(err);
+		s->go = 1;
+		schedule(s);
+		return;
+	}
+	free(err);
+	replay_started(s->replay, n);
+	if (n < 0)
+		replay_end(s);
+}
+
+/* The replay's share of ev, after it was shown. Returns 1 when ev is
+ * the replay's (the script leaves it alone). */
+static int
+replay_track(struct session *s, const struct event *ev)
+{
 	if (ev->type == EV_KERNEL) {
-		int up = ev->n == KERNEL_STARTING || ev->n == KERNEL_LOADING ||
-		    ev->n == KERNEL_READY;
+		int up = kernel_up(ev->kstate);
 
-		if (up || ev->n == KERNEL_DEAD)
+		if (up || ev->kstate == KERNEL_DEAD)
 			s->idle_stopped = 0;
-
-		if (ev->n == KERNEL_DEAD && s->replay != NULL) {
+		if (ev->kstate == KERNEL_DEAD && s->replay != NULL) {
 			replay_end(s);
-			return SESSION_PASS;
+			return 0;
 		}
 		if (up && s->replay_wanted) {
 			s->replay_wanted = 0;
 			s->ncells = s->j ? journal_replay_cells(s->j, &s->cells) : 0;
 			if (s->ncells == 0) {
-				emit(s, EV_NOTICE, "nothing to replay: no cell that "
-				    "succeeded lost its state", 0);
-				return SESSION_PASS;
+				say(s, EV_NOTICE, "nothing to replay: no cell that "
+				    "succeeded lost its state");
+				return 0;
 			}
-			if (replay_begin(s, &err) < 0) {
-				char *msg = xasprintf("replay failed: %s", err);
-				emit(s, EV_NOTICE, msg, 0);
-				free(msg);
-				free(err);
-				return SESSION_READY;
-			}
-			return SESSION_OWN;
+			replay_begin(s);
+			return 1;
 		}
-		return s->replay != NULL && ev->n != KERNEL_DEAD ? SESSION_OWN :
-		    SESSION_PASS;
+		return s->replay != NULL && ev->kstate != KERNEL_DEAD;
 	}
 	if (s->replay == NULL)
-		return SESSION_PASS;
-	if (s->inside)
-		return SESSION_OWN;	/* a cell the replay could not start */
-	s->inside = 1;
-	running = replay_event(s->replay, ev);
-	s->inside = 0;
-	if (running)
-		return SESSION_OWN;
+		return 0;
+	if (replay_event(s->replay, ev)) {
+		if (replay_due(s->replay))
+			schedule(s);
+		return 1;
+	}
 	replay_end(s);
-	return SESSION_READY;
+	return 1;
 }
+
+/* ------------------------------------------------------------ script */
+
+/* Starts the next item of the script (from on_step). */
+static void
+script_step(struct session *s)
+{
+	const char *item;
+	char *err = NULL;
+	int rc;
+
+	/* one item at a time, each started once */
+	assert(!s->inflight && s->next < s->nitems && s->replay == NULL);
+	item = s->items[s->next++];
+	/* in flight before the call: its events may come within it */
+	s->inflight = 1;
+	s->answered = 0;
+	rc = s->questions ? agent_ask(s->agent, item, &err) :
+	    agent_run_cell(s->agent, item, &err);
+	if (rc < 0) {
+		s->inflight = 0;
+		fail(s, SESSION_REFUSED);
+		say_error(s, ERROR_USAGE, err);
+		free(err);
+		loop_stop(s->loop);
+	}
+}
+
+static enum session_end
+cell_end(enum cell_status st)
+{
+	switch (st) {
+	case CELL_OK: return SESSION_DONE;
+	case CELL_ERROR: return SESSION_CELL_RAISED;
+	case CELL_TIMEOUT:
+	case CELL_INTERRUPTED: return SESSION_CELL_STOPPED;
+	default: return SESSION_CELL_CRASHED;
+	}
+}
+
+/* An item is over (its EV_IDLE): the next, or the end of the run. */
+static void
+script_item_over(struct session *s)
+{
+	s->inflight = 0;
+	if (s->questions && !s->answered)
+		fail(s, SESSION_UNANSWERED);
+	if (s->next >= s->nitems) {
+		s->out.finished = 1;
+		loop_stop(s->loop);
+	} else if (!s->keep_going && (s->out.end != SESSION_DONE || s->out.cancelled)) {
+		/* a follow-up to a failed question would not make sense */
+		loop_stop(s->loop);
+	} else {
+		schedule(s);
+	}
+}
+
+/* The script's share of ev (none of the replay's). */
+static void
+script_event(struct session *s, const struct event *ev)
+{
+	if (s->nitems == 0)
+		return;
+	switch (ev->type) {
+	case EV_KERNEL:
+		if (ev->kstate == KERNEL_DEAD) {
+			/* a question in flight ends by itself (the agent says
+			 * why); anything else cannot go on */
+			if (!(s->inflight && s->questions)) {
+				fail(s, SESSION_SANDBOX_DEAD);
+				loop_stop(s->loop);
+			}
+		} else if (!s->go && (s->questions ? kernel_up(ev->kstate) :
+		    ev->kstate == KERNEL_LOADING || ev->kstate == KERNEL_READY)) {
+			/* A question goes as soon as the sandbox starts: the
+			 * model's first reply and the imports overlap. */
+			s->go = 1;
+			schedule(s);
+		}
+		break;
+	case EV_ANSWER:
+		s->answered = 1;
+		break;
+	case EV_ERROR:
+		fail(s, ev->error == ERROR_TURN_CAP ? SESSION_TURN_CAP :
+		    ev->error == ERROR_MAX_SESSION ? SESSION_MAX_SESSION :
+		    ev->error == ERROR_MAX_COST ? SESSION_MAX_COST : SESSION_FAILED);
+		break;
+	case EV_RESULT:
+		s->presses = 0;
+		if (!s->questions && ev->cell != NULL)
+			fail(s, cell_end(ev->cell->status));
+		break;
+	case EV_IDLE:
+		if (s->inflight)
+			script_item_over(s);
+		break;
+	default:
+		break;
+	}
+}
+
+static void
+on_step(struct loop *l, void *arg)
+{
+	struct session *s = arg;
+
+	(void)l;
+	s->step_timer = 0;
+	if (s->replay != NULL) {
+		if (replay_due(s->replay))
+			replay_step(s);
+		return;
+	}
+	if (s->replay_wanted || !s->go || s->inflight || s->next >= s->nitems ||
+	    loop_stopped(s->loop))
+		return;
+	script_step(s);
+}
+
+/* ------------------------------------------------------------ events */
+
+/* Every event of the session, in one order: journaled (what was shown
+ * is saved), shown, then the timers, the replay and the script. */
+static void
+on_event(void *arg, const struct event *ev)
+{
+	struct session *s = arg;
+
+	if (s->j != NULL) {
+		journal_event(s->j, ev);
+		journal_check(s);
+	}
+	s->show(s->arg, ev);
+	if (s->closing)
+		return;
+	if (s->idle)
+		idle_event(s->idle, ev);
+	if (replay_track(s, ev))
+		return;
+	script_event(s, ev);
+}
+
+/* ------------------------------------------------------------ life */
+
+/* Whether path names a file the sandbox has already (a resumed
+ * session's file given again on the command line). */
+static int
+staged(const struct notebook *nb, const char *path)
+{
+	char *abs = realpath(path, NULL);
+	int found = 0;
+
+	for (int i = 0; abs != NULL && i < notebook_nfiles(nb) && !found; i++) {
+		const struct datafile *f = notebook_file(nb, i);
+		found = f->sandbox != NULL && strcmp(f->path, abs) == 0;
+	}
+	free(abs);
+	return found;
+}
+
+/* The notebook and its journal: a resume's, reopened (in use by
+ * another terp: -1 with *err), or new ones (a journal that cannot be
+ * created: *warn, and the session is not saved). */
+static int
+open_journal(struct session *s, const struct session_opts *o, char **warn,
+    char **err)
+{
+	char *e = NULL;
+
+	if (o->resume != NULL) {
+		s->nb = o->resume->nb;	/* the conversation goes on */
+		o->resume->nb = NULL;
+		s->j = journal_reopen(o->sessions_dir, o->id, s->nb, &o->resume->meta, err);
+		if (s->j == NULL)
+			return -1;
+		/* what datafile_check found, per file of the notebook */
+		s->nfile_state = notebook_nfiles(s->nb);
+		s->file_state = xcalloc((size_t)s->nfile_state + 1, sizeof *s->file_state);
+		if (o->resume->file_state != NULL)
+			memcpy(s->file_state, o->resume->file_state,
+			    (size_t)s->nfile_state * sizeof *s->file_state);
+		return 0;
+	}
+	struct journal_info info = { .provider = o->provider, .model = o->model };
+	s->nb = notebook_new();
+	s->j = journal_create(o->sessions_dir, o->id, &info, s->nb, &e);
+	if (s->j == NULL) {
+		*warn = xasprintf("the session will not be saved: %s", e);
+		free(e);
+	}
+	return 0;
+}
+
+struct session *
+session_new(const struct session_opts *o, char **warn, char **err)
+{
+	struct session *s = xcalloc(1, sizeof *s);
+
+	*warn = NULL;
+	s->loop = loop_new();
+	s->show = o->show;
+	s->arg = o->arg;
+	s->id = o->id;
+	s->dir = o->kopts->session_dir;
+	s->idle_ms = o->idle_ms;
+	s->max_ms = o->max_ms;
+	if (o->llm != NULL && (s->llm = llm_new(s->loop, o->llm, err)) == NULL) {
+		loop_free(s->loop);
+		free(s);
+		return NULL;
+	}
+	if (open_journal(s, o, warn, err) < 0) {
+		session_free(s);
+		return NULL;
+	}
+	notebook_observe(s->nb, on_change, s);
+	s->agent = agent_new(s->loop, s->nb, o->kopts, s->llm, o->aopts, on_event, s);
+	if (o->resume != NULL && o->resume->model_note)
+		agent_note(s->agent, o->resume->model_note);
+	s->data_files = o->data_files;
+	s->ndata = o->ndata;
+	s->replay_wanted = o->replay;
+	s->questions = o->nquestions > 0;
+	s->items = s->questions ? o->questions : o->cells;
+	s->nitems = s->questions ? o->nquestions : o->ncells;
+	s->keep_going = o->keep_going;
+	if (o->idle_ms > 0 || o->max_ms > 0)
+		s->idle = idle_new(s->loop, o->idle_ms, o->max_ms, on_idle, s);
+	if (o->signals) {
+		loop_signal(s->loop, SIGINT, on_sigint, s);
+		loop_signal(s->loop, SIGTERM, on_term, s);
+		loop_signal(s->loop, SIGHUP, on_term, s);
+		signal(SIGPIPE, SIG_IGN);	/* a closed pipe is a write error */
+	}
+	return s;
+}
+
+void
+session_free(struct session *s)
+{
+	if (s == NULL)
+		return;
+	/* what the teardown says is still journaled and shown */
+	s->closing = 1;
+	loop_timer_cancel(s->loop, s->step_timer);
+	if (s->agent)
+		agent_free(s->agent);
+	if (s->nb)
+		notebook_observe(s->nb, NULL, NULL);
+	idle_free(s->idle);
+	replay_free(s->replay);
+	journal_close(s->j);	/* synced */
+	if (s->llm)
+		llm_free(s->llm);
+	notebook_free(s->nb);
+	loop_free(s->loop);
+	free(s->cells);
+	free(s->file_state);
+	free(s);
+}
+
+/* Stages the resumed session's files that are still there, in their
+ * order, then the ones given on the command line. */
+static int
+stage_files(struct session *s, char **err)
+{
+	int n = notebook_nfiles(s->nb);
+	char *p;
+
+	for (int i = 0; i < n; i++) {
+		char *path;
+		if (i < s->nfile_state && s->file_state[i] == 2)
+			continue;	/* gone since */
+		path = xstrdup(notebook_file(s->nb, i)->path);
+		p = agent_load(s->agent, path, 0, err);
+		free(path);
+		if (p == NULL)
+			return -1;
+		free(p);
+	}
+	for (int i = 0; i < s->ndata; i++) {
+		if (staged(s->nb, s->data_files[i]))
+			continue;
+		if ((p = agent_load(s->agent, s->data_files[i], 0, err)) == NULL)
+			return -1;
+		free(p);
+	}
+	return 0;
+}
+
+int
+session_start(struct session *s)
+{
+	struct event ev = { .type = EV_SESSION, .text = s->id, .name = s->dir,
+	    .where = agent_where(s->agent), .isolation = agent_isolation(s->agent) };
+	char *err = NULL;
+
+	on_event(s, &ev);
+	if (stage_files(s, &err) < 0 || agent_start(s->agent, &err) < 0) {
+		fail(s, SESSION_SANDBOX_DEAD);
+		say_error(s, ERROR_SANDBOX, err);
+		free(err);
+		return -1;
+	}
+	return 0;
+}
+
+void
+session_run(struct session *s, struct session_outcome *out)
+{
+	if (session_start(s) == 0)
+		loop_run(s->loop);
+	*out = s->out;
+}
+
+struct loop *
+session_loop(const struct session *s)
+{
+	return s->loop;
+}
+
+struct agent *
+session_agent(const struct session *s)
+{
+	return s->agent;
+}
+
+struct notebook *
+session_notebook(const struct session *s)
+{
+	return s->nb;
+}
+
+struct journal *
+session_journal(const struct session *s)
+{
+	return s->j;
+}
+
+/* ------------------------------------------------------------ commands */
 
 int
 session_busy(const struct session *s)
@@ -352,7 +700,7 @@ session_busy(const struct session *s)
 int
 session_replay(struct session *s, char **err)
 {
-	if (s->replay != NULL || (s->agent && agent_busy(s->agent))) {
+	if (s->replay != NULL || agent_busy(s->agent)) {
 		*err = xstrdup("busy: wait for the running cell or question");
 		return -1;
 	}
@@ -366,7 +714,8 @@ session_replay(struct session *s, char **err)
 		*err = xstrdup("nothing to replay: no cell that succeeded lost its state");
 		return -1;
 	}
-	return replay_begin(s, err);
+	replay_begin(s);
+	return 0;
 }
 
 int
@@ -407,20 +756,20 @@ session_idle_deadline(const struct session *s, int *stopped)
 char *
 session_load(struct session *s, const char *path, char **err)
 {
-	char *p = agent_load(s->agent, path, err), *e = NULL;
-
-	if (p != NULL && s->j && journal_add_data(s->j, path, &e) < 0) {
-		char *msg = xasprintf("warning: %s will not be staged on a later resume: %s",
-		    path, e);
-		emit(s, EV_NOTICE, msg, 0);
-		free(msg);
-		free(e);
-	}
-	return p;
+	return agent_load(s->agent, path, 1, err);
 }
 
-struct journal *
-session_journal(const struct session *s)
+char *
+session_sent(const struct session *s, int i, size_t *len, char **err)
 {
-	return s->j;
+	const char *body = notebook_sent(s->nb, i, NULL, len);
+
+	if (body != NULL)
+		return xstrndup(body, *len);
+	if (s->j == NULL) {
+		*err = xstrdup("that request is no longer kept in memory, and the "
+		    "session is not saved");
+		return NULL;
+	}
+	return journal_read_sent(s->j, i, len, err);
 }

@@ -205,15 +205,6 @@ cmd_quit(struct tui *t, const struct cmd_entry *c, const char *arg)
 	tui_cmd_quit(t);
 }
 
-/* Remembers a file /load staged, for /files. */
-static void
-loaded_add(struct tui *t, const char *host, const char *box)
-{
-	t->cmd.loaded = xrealloc(t->cmd.loaded,
-	    (size_t)(t->cmd.nloaded + 1) * sizeof *t->cmd.loaded);
-	t->cmd.loaded[t->cmd.nloaded].host = xstrdup(host);
-	t->cmd.loaded[t->cmd.nloaded++].box = xstrdup(box);
-}
 
 static void
 cmd_load(struct tui *t, const struct cmd_entry *c, const char *arg)
@@ -225,12 +216,11 @@ cmd_load(struct tui *t, const struct cmd_entry *c, const char *arg)
 		return;
 	}
 	char *box = t->o.session ? session_load(t->o.session, arg, &err) :
-	    agent_load(t->agent, arg, &err);
+	    agent_load(t->agent, arg, 1, &err);
 	if (!box) {
 		tui_show_err(t, "load", err);
 		return;
 	}
-	loaded_add(t, arg, box);
 	char *m = xasprintf("loaded %s as %s", arg, box);
 	tui_item_text(t, IT_NOTICE, m);
 	tui_flash(t, "%s", m);
@@ -247,16 +237,21 @@ cmd_files(struct tui *t, const struct cmd_entry *c, const char *arg)
 	(void)arg;
 	buf_init(&b, 256 * 1024);
 	buf_adds(&b, "Data files:\n");
-	/* TODO(i9-core): the sandbox path the notebook staged, not one
-	 * rebuilt from the file name */
-	for (int i = 0; i < t->o.ndata; i++) {
-		const char *slash = strrchr(t->o.data_files[i], '/');
-		buf_printf(&b, "  %s → /workspace/data/%s\n", t->o.data_files[i],
-		    slash ? slash + 1 : t->o.data_files[i]);
+	/* where the sandbox has each: the path the notebook recorded when
+	 * it was staged (two "my sales.csv" are two different names) */
+	int nf = 0;
+	for (int i = 0; i < notebook_nfiles(t->nb); i++) {
+		const struct datafile *f = notebook_file(t->nb, i);
+		if (f->sandbox == NULL)
+			continue;	/* gone before this sandbox started */
+		char *host = sanitize_str(f->path, strlen(f->path), 0);
+		char *box = sanitize_str(f->sandbox, strlen(f->sandbox), 0);
+		buf_printf(&b, "  %s → %s\n", host, box);
+		free(host);
+		free(box);
+		nf++;
 	}
-	for (int i = 0; i < t->cmd.nloaded; i++)
-		buf_printf(&b, "  %s → %s\n", t->cmd.loaded[i].host, t->cmd.loaded[i].box);
-	if (t->o.ndata == 0 && t->cmd.nloaded == 0)
+	if (nf == 0)
 		buf_adds(&b, "  (none; /load PATH stages one)\n");
 	int na = notebook_nartifacts(t->nb);
 	buf_printf(&b, "Artifacts%s%s%s:\n", t->o.out_dir ? " (in " : "",
@@ -423,15 +418,26 @@ cmd_sent(struct tui *t, const struct cmd_entry *c, const char *arg)
 			tui_flash(t, "no request %s (there are %d)", arg, n);
 			return;
 		}
-		const char *body = notebook_sent(t->nb, i - 1, &what, &len);
+		const char *kept = notebook_sent(t->nb, i - 1, &what, &len);
 		char *title = xasprintf("request %d of %d: %s (%zu bytes)", i, n,
 		    what ? what : "", len);
+		/* older bodies are read back from the journal */
+		char *err = NULL, *body = t->o.session ?
+		    session_sent(t->o.session, i - 1, &len, &err) :
+		    kept ? xstrndup(kept, len) : NULL;
+		if (body == NULL) {
+			tui_show_err(t, "sent", err ? err : "not kept");
+			free(err);
+			free(title);
+			return;
+		}
 		tui_overlay_open(t, title);
 		free(title);
 		char *pretty = json_pretty(body, len);
-		const char *show = pretty ? pretty : body ? body : "";
-		char *s = sanitize_str(show, pretty ? strlen(pretty) : body ? len : 0,
+		const char *show = pretty ? pretty : body;
+		char *s = sanitize_str(show, pretty ? strlen(pretty) : len,
 		    SANITIZE_KEEP_NL | SANITIZE_EXPAND_TABS);
+		free(body);
 		tui_tlines_wrap(&t->ov.lines, s, strlen(s), COLS, R_TEXT, " ", R_TEXT, 0);
 		free(s);
 		free(pretty);
@@ -838,13 +844,6 @@ tui_cmd_show_matches(struct tui *t, char **matches, int num, int max)
 void
 tui_cmd_free(struct tui *t)
 {
-	for (int i = 0; i < t->cmd.nloaded; i++) {
-		free(t->cmd.loaded[i].host);
-		free(t->cmd.loaded[i].box);
-	}
-	free(t->cmd.loaded);
-	t->cmd.loaded = NULL;
-	t->cmd.nloaded = 0;
 	for (int i = 0; i < t->cmd.nheld; i++)
 		free(t->cmd.held[i]);
 	t->cmd.nheld = 0;

@@ -186,11 +186,12 @@ describe_all(struct tui *t)
 	if (t->data.done)
 		return;
 	t->data.done = 1;
-	t->data.n = t->o.ndata;
+	/* the notebook holds the session's data files (their host paths) */
+	t->data.n = t->nb ? notebook_nfiles(t->nb) : 0;
 	t->data.v = xcalloc((size_t)(t->data.n > 0 ? t->data.n : 1),
 	    sizeof *t->data.v);
 	for (int i = 0; i < t->data.n; i++) {
-		const char *p = t->o.data_files[i];
+		const char *p = notebook_file(t->nb, i)->path;
 		const char *slash = strrchr(p, '/');
 		t->data.v[i].name = sanitize_str(slash ? slash + 1 : p,
 		    strlen(slash ? slash + 1 : p), 0);

@@ -67,20 +67,19 @@ static void
 on_kernel(struct tui *t, const struct event *ev)
 {
 	int news = t->st.kstate == KERNEL_BUSY || t->st.kstate < 0 ||
-	    ev->n != t->st.kstate;
+	    (int)ev->kstate != t->st.kstate;
 
-	if (news && ev->n == KERNEL_DEAD && ev->text)
+	if (news && ev->kstate == KERNEL_DEAD && ev->text)
 		tui_item_text(t, IT_ERROR, ev->text);
-	/* TODO(i9-core): typed field (a restart is told in ev->text) */
-	else if (news && ev->text && strstr(ev->text, "restart"))
+	else if (news && ev->restarted && ev->text)
 		restart_notice(t, ev->text);
-	if (ev->n == KERNEL_STOPPED && t->o.session) {
+	if (ev->kstate == KERNEL_STOPPED && t->o.session) {
 		int stopped = 0;
 		session_idle_deadline(t->o.session, &stopped);
 		t->st.idle_down = stopped;
-	} else if (ev->n != KERNEL_STOPPED)
+	} else if (ev->kstate != KERNEL_STOPPED)
 		t->st.idle_down = 0;
-	t->st.kstate = ev->n;
+	t->st.kstate = (int)ev->kstate;
 }
 
 static void

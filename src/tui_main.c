@@ -1,6 +1,7 @@
-/* tui_main: sets up a notebook session (model client, notebook, agent,
- * sandbox) for the terminal UI and tears it down after it, as
- * headless.c does for -p. */
+/* tui_main: the terminal UI's frontend of the session runner: the
+ * session (model client, notebook, agent, sandbox, journal) shows its
+ * events through tui_on_event, and tui_run drives it until the user
+ * quits. */
 #include "terp/tui.h"
 
 #include <signal.h>
@@ -12,25 +13,9 @@
 #include "terp/buf.h"
 #include "terp/cli.h"
 #include "terp/journal.h"
-#include "terp/llm.h"
-#include "terp/loop.h"
 #include "terp/notebook.h"
 #include "terp/session.h"
 #include "terp/util.h"
-
-/* The journal, resume, replay and idle timers around the TUI's sink
- * (the TUI's state is one static instance; so is this). */
-static struct session *tui_sess;
-
-static void
-tui_session_event(void *arg, const struct event *ev)
-{
-	session_record(tui_sess, ev);	/* saved before it is shown */
-	tui_on_event(arg, ev);
-	/* The user drives the TUI: replayed cells are shown like any
-	 * other, and nothing waits for the replay to end. */
-	(void)session_event(tui_sess, ev);
-}
 
 static void
 notice(const char *text)
@@ -45,11 +30,12 @@ notice(const char *text)
  * sandbox is new, with how to get the variables back. Shown, not
  * journaled: the journal has its own record of the resume. */
 static void
-resume_show(struct cli *c, struct notebook *nb)
+resume_show(struct cli *c, struct session *s)
 {
+	struct notebook *nb = session_notebook(s);
 	const char *line = c->res.warnings;
 	int *cells = NULL, n;
-	struct journal *j = session_journal(tui_sess);
+	struct journal *j = session_journal(s);
 	struct buf b;
 	char *msg;
 
@@ -81,39 +67,21 @@ resume_show(struct cli *c, struct notebook *nb)
 int
 tui_session_run(struct cli *c)
 {
-	struct loop *l = loop_new();
-	struct notebook *nb;
-	char *err = NULL, *warn = NULL;
-	/* no provider: no model configured, the notebook opens without */
-	struct llm *m = c->llm.provider ? llm_new(l, &c->llm, &err) : NULL;
 	struct session_opts so;
+	struct tui_opts o;
+	struct session *s;
+	char *err = NULL, *warn = NULL;
 	int rc = 0;
 
-	if (!m && c->llm.provider) {
-		fprintf(stderr, "terp: %s\n", err);
-		free(err);
-		loop_free(l);
-		return 1;
-	}
-	if (c->resume) {
-		nb = c->res.nb;
-		c->res.nb = NULL;
-	} else {
-		nb = notebook_new();
-	}
 	cli_sessions_opts(c, &so);
-	so.emit = tui_session_event;
-	tui_sess = session_new(l, nb, &so, &warn, &err);
-	if (tui_sess == NULL) {
+	so.show = tui_on_event;		/* the one terminal: arg NULL */
+	if ((s = session_new(&so, &warn, &err)) == NULL) {
 		fprintf(stderr, "terp: %s\n", err);
 		free(err);
-		llm_free(m);
-		notebook_free(nb);
-		loop_free(l);
 		return 1;
 	}
 	if (c->resume)
-		resume_show(c, nb);
+		resume_show(c, s);
 	if (warn) {
 		char *msg = xasprintf("warning: %s", warn);
 		notice(msg);
@@ -121,39 +89,19 @@ tui_session_run(struct cli *c)
 		free(warn);
 	}
 	signal(SIGPIPE, SIG_IGN);
-	struct agent *a = agent_new(l, nb, &c->kopts, m, &c->aopts, tui_session_event,
-	    NULL);
-	session_attach(tui_sess, a);
-	struct event ev = { .type = EV_SESSION, .text = c->session_id,
-		.name = c->session_dir, .where = kernel_where(agent_kernel(a)),
-		.isolation = kernel_isolation(agent_kernel(a)) };
-	tui_session_event(NULL, &ev);
-	if (agent_start(a, &err) < 0) {
-		/* shown in the notebook; the UI still comes up */
-		struct event e = { .type = EV_ERROR, .text = err, .len = strlen(err) };
-		tui_session_event(NULL, &e);
-		free(err);
-		err = NULL;
-	}
-
-	struct tui_opts o;
+	/* a sandbox that cannot start is shown in the notebook; the UI
+	 * still comes up */
+	(void)session_start(s);
 	tui_opts_default(&o);
 	o.theme = c->theme;
 	o.provider_label = NULL;
 	o.out_dir = c->kopts.out_dir;
-	o.data_files = c->kopts.data_files;
-	o.ndata = c->kopts.ndata;
-	o.session = tui_sess;
-	if (tui_run(l, a, &o, &err) < 0) {
+	o.session = s;
+	if (tui_run(session_loop(s), session_agent(s), &o, &err) < 0) {
 		fprintf(stderr, "terp: %s\n", err);
 		free(err);
 		rc = 1;
 	}
-	agent_free(a);
-	session_free(tui_sess);		/* the journal is synced and closed */
-	tui_sess = NULL;
-	llm_free(m);
-	notebook_free(nb);
-	loop_free(l);
+	session_free(s);	/* the journal is synced and closed */
 	return rc;
 }

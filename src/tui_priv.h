@@ -191,10 +191,6 @@ struct tui {
 		/* lines typed while a replay runs, run once it is over */
 		char		*held[HELD_MAX];
 		int		 nheld;
-		struct {	/* files /load staged, for /files */
-			char	*host, *box;
-		}		*loaded;
-		int		 nloaded;
 	} cmd;
 
 	struct {		/* the input line (tui_input.c) */

@@ -38,7 +38,8 @@ struct agent *agent_new(struct loop *l, struct notebook *nb,
 /* Tears the session down (no sandbox process is left) and frees. */
 void agent_free(struct agent *a);
 
-/* Starts the sandbox session. Returns 0 or -1 with *err (caller frees). */
+/* Starts the sandbox session, with the files agent_load staged.
+ * Returns 0 or -1 with *err (caller frees). */
 int agent_start(struct agent *a, char **err);
 
 /* Asks a question; turns run in the loop until EV_ANSWER or EV_ERROR,
@@ -64,15 +65,28 @@ int agent_busy(const struct agent *a);
  * resumed in a new sandbox. */
 void agent_note(struct agent *a, const char *text);
 
+/* Stops the sandbox (the idle timeout): the variables go; the next
+ * question or cell starts a new one and the model is told. why is
+ * for people ("idle for 30 min"). */
+void agent_stop_sandbox(struct agent *a, const char *why);
+
+/* Where the Python session runs (kernel_where) and, for a remote one,
+ * the line on its isolation (kernel_isolation; else NULL): the agent's. */
+const char *agent_where(const struct agent *a);
+const char *agent_isolation(const struct agent *a);
 int agent_reset(struct agent *a, char **err);
 int agent_restart(struct agent *a, char **err);
-/* Stages another data file; returns the sandbox path (new string). */
-char *agent_load(struct agent *a, const char *path, char **err);
+/* Stages the data file at path, before agent_start or while the
+ * sandbox runs, and records it in the notebook with the path the code
+ * sees there, which it returns (new string), or NULL with *err. told:
+ * the user loaded it (/load): the model hears of it with the next
+ * question, and its fingerprint is taken anew; else it is a file of
+ * the session's start (a resumed one keeps its first fingerprint). */
+char *agent_load(struct agent *a, const char *path, int told, char **err);
 /* Switches model (provider keeps its settings). */
 int agent_set_model(struct agent *a, const char *model, char **err);
 
 struct notebook *agent_notebook(const struct agent *a);
-struct kernel *agent_kernel(const struct agent *a);
 struct llm *agent_llm(const struct agent *a);
 /* The model's context window and what the conversation uses of it
  * (NULL without a model); /context and /compact use it. */

@@ -21,6 +21,8 @@ struct cli {
 	int			 stop_on_error;
 	int			 json;
 	int			 strict_numbers;	/* --strict-numbers */
+	const char		**data_files;	/* as given, in order */
+	int			 ndata;
 	const char		*theme;
 	struct kernel_opts	 kopts;
 	struct agent_opts	 aopts;
@@ -52,11 +54,13 @@ int cli_sessions_list(struct cli *c);
 int cli_sessions_delete(struct cli *c);
 int cli_sessions_export(struct cli *c);
 /* --resume: loads the session into c->res, prints its warnings, and
- * makes the session id, folder and data files those of the resumed
- * session (data files given on the command line are added). Returns 0,
- * or -1 after printing why. */
+ * makes the session id and folder those of the resumed session (its
+ * data files are in the notebook; the session adds those given on the
+ * command line). Returns 0, or -1 after printing why. */
 int cli_sessions_resume(struct cli *c);
-/* The session options of c for a frontend's session_new. */
+/* The session options of c for a frontend's session_new: the
+ * session, its options, the model (not for exec) and the signals (not
+ * for the TUI); the frontend adds its script and its sink. */
 struct session_opts;
 void cli_sessions_opts(struct cli *c, struct session_opts *o);
 
@@ -73,9 +77,5 @@ int headless_run(struct cli *c);
 /* The event writer: JSON lines, or text in the given mode, on stdout and
  * stderr. Sets *fn and *arg; the caller free()s *arg. */
 void frontend_sink(int json, enum printer_mode mode, event_fn *fn, void **arg);
-/* Routes Ctrl-C to on_sigint and SIGTERM/SIGHUP to on_term through the
- * loop, and ignores SIGPIPE (a closed pipe is a write error, not death). */
-void frontend_signals(struct loop *l, loop_signal_cb on_sigint,
-    loop_signal_cb on_term, void *arg);
 
 #endif

@@ -13,12 +13,17 @@ struct datafile {
 	uint64_t	 size;
 	int64_t		 mtime;		/* unix seconds */
 	char		*fingerprint;	/* "sha256:HEX" or "sampled-sha256:HEX" */
+	/* Where the code sees it in the running sandbox (e.g.
+	 * "/workspace/data/my_sales-2.csv"); NULL when not staged there. */
+	char		*sandbox;
 };
 
 /* Fingerprints a data file: sha256 of the contents up to 64 MiB, and
  * of its size and sampled 1 MiB pieces beyond that. Fills f (strings
  * new; free with datafile_free). Returns 0 or -1 with *err. */
 int datafile_fingerprint(const char *path, struct datafile *f, char **err);
+/* A copy of f's strings in *to. */
+void datafile_copy(struct datafile *to, const struct datafile *f);
 /* Frees what f holds (not f itself) and zeroes it. */
 void datafile_free(struct datafile *f);
 /* Compares a recorded data file with what is on disk now: 0 unchanged,

@@ -16,9 +16,12 @@
 /* What a journal says about its session, besides the notebook. */
 struct journal_meta {
 	char			*id;
+	int			 version;	/* of the file's format */
 	int64_t			 started;	/* unix seconds */
 	int64_t			 last_active;	/* unix seconds (file mtime) */
 	char			*provider, *model;	/* may be NULL */
+	/* The data files, for a listing (journal_read_meta) only: a
+	 * notebook that journal_load builds holds them itself. */
 	struct datafile		*files;
 	int			 nfiles;
 	int			 nquestions;
@@ -32,9 +35,10 @@ struct journal_meta {
 	int			 skipped;	/* corrupt lines skipped */
 	int			 torn;		/* a cut-short last line ignored */
 	/* The loader completed the conversation (a tool call left without
-	 * a result): messages from repaired_from on differ from the file's,
-	 * and journal_reopen writes them again. */
-	int			 repaired, repaired_from;
+	 * a result): the messages it inserted, by index (ascending), which
+	 * journal_reopen writes. */
+	int			*repaired;
+	int			 nrepaired;
 };
 
 /* Frees what meta holds (not meta itself) and zeroes it. */
@@ -43,16 +47,14 @@ void journal_meta_free(struct journal_meta *meta);
 /* What a new session records in its first line. Strings are borrowed. */
 struct journal_info {
 	const char	*provider, *model;	/* may be NULL */
-	const char	**data_files;
-	int		 ndata;
 };
 
 struct journal;
 
 /* Creates sessions_dir/<id>/notebook.jsonl (a new id when id is NULL;
  * the folder may exist already when id is given) and writes the meta
- * line. The file must not exist yet. nb is borrowed: the journal reads new messages
- * and sent requests from it at each event, and must not outlive it.
+ * line. The file must not exist yet. nb is borrowed (the journal reads
+ * the cells' states from it) and must outlive the journal.
  * Returns the journal, or NULL with *err (caller frees). */
 struct journal *journal_create(const char *sessions_dir, const char *id,
     const struct journal_info *info, struct notebook *nb, char **err);
@@ -66,17 +68,24 @@ struct journal *journal_reopen(const char *sessions_dir, const char *id,
 /* Flushes, syncs, releases the lock and frees. NULL is a no-op. */
 void journal_close(struct journal *j);
 
-/* The event consumer (an event_fn): arg is the journal. Write errors
- * do not stop terp; the first one is kept for journal_failed. */
-void journal_event(void *arg, const struct event *ev);
-/* Writes what the notebook gained since the last event (messages,
- * requests) and fdatasyncs. Returns 0 or -1. */
-int journal_sync(struct journal *j);
-/* Records a data file staged after the start (/load). Returns 0 or -1
- * with *err. */
-int journal_add_data(struct journal *j, const char *path, char **err);
+/* Records a change of the notebook (its observer's, through the
+ * session runner): exactly that change, once. Write errors do not stop
+ * terp; the first one is kept for journal_failed. */
+void journal_change(struct journal *j, const struct nb_change *ch);
+/* Records an event that is no notebook change: the session, the
+ * sandbox's states, turns, errors, notices; and syncs at a question's
+ * edges. */
+void journal_event(struct journal *j, const struct event *ev);
 /* Records a line of terp's own (replay, idle stop...). */
 void journal_note(struct journal *j, const char *kind, const char *text);
+
+/* The body of the i-th request the journal recorded (0-based, in the
+ * order notebook_add_sent got them, the resumed runs' included), read
+ * back from the file: a new string in the return value, its length in
+ * *len. A body too big to journal comes back as the line that says so.
+ * NULL with *err when the journal has no such record. */
+char *journal_read_sent(const struct journal *j, int i, size_t *len,
+    char **err);
 
 /* The cells to re-run to rebuild the Python state lost most recently
  * (see journal_meta.replay_from): those that succeeded, in order. A new

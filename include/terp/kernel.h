@@ -101,6 +101,18 @@ struct kernel_result {
 	int		 state_lost;	/* the session was restarted */
 };
 
+/* A state change, as typed facts; msg is for people only. */
+struct kernel_status {
+	enum kernel_state state;
+	const char	*msg;		/* "starting the sandbox", a death's cause */
+	/* A new sandbox replaces one that died or was stopped without the
+	 * user asking for it (a crash, an idle stop): with KERNEL_STARTING. */
+	int		 restarted;
+	/* The Python state (variables, imports) of the cells so far is
+	 * gone: a new sandbox replaces an earlier one, or it stopped. */
+	int		 state_lost;
+};
+
 struct kernel_cbs {
 	/* stream 0 = stdout, 1 = stderr; raw bytes, not sanitized. terp's
 	 * own notes on the cell ("terp: artifact x not copied: ...") come
@@ -114,7 +126,9 @@ struct kernel_cbs {
 	 * out_dir/name. */
 	void (*artifact)(void *arg, int cell, const char *name,
 	    const char *host_path, uint64_t bytes);
-	void (*state)(void *arg, enum kernel_state st, const char *msg);
+	/* The session's state changed; st and its strings are valid during
+	 * the call only. */
+	void (*state)(void *arg, const struct kernel_status *st);
 	/* Every egress ledger event (egress.h: one END per attempt, OPEN
 	 * and PROGRESS for allowed ones), attributed to cell (the running
 	 * one, else the last). May be NULL. Refused and failed attempts
@@ -151,7 +165,7 @@ int kernel_start(struct kernel *k, char **err);
  * interrupted, its state lost) and reports KERNEL_STOPPED with reason
  * (copied; e.g. "idle for 30 min"). The workspace is kept. The next
  * kernel_run or kernel_start launches a new sandbox and reports
- * KERNEL_STARTING with a message that says "restarted". */
+ * KERNEL_STARTING with restarted set. */
 void kernel_stop(struct kernel *k, const char *reason);
 /* Queues code as cell n; the result callback fires exactly once for it.
  * Returns 0, or -1 when the kernel cannot take it (err set). */

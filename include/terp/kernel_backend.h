@@ -54,6 +54,7 @@ struct kernel_backend {
 	struct {
 		enum kernel_state st;
 		char		*msg;
+		int		 restarted, state_lost;
 	}			 deferred[4];
 	uint64_t		 defer_timer;
 };

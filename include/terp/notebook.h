@@ -1,7 +1,10 @@
-/* notebook: the one model of a session's state (DESIGN.md): the
- * conversation as sent to the model, the cells with their outputs, and
- * the artifacts. Frontends, persistence and export read it; nothing else
- * keeps a second copy. Pure data: no I/O. */
+/* notebook: the one model of a session's state: the conversation as
+ * sent to the model, the questions, the cells with their outputs, the
+ * artifacts, the data files, token totals and the ledger of requests.
+ * Frontends, persistence and export read it; nothing else keeps a
+ * second copy. It does no I/O itself, but every update function tells
+ * the one observer (notebook_observe: the session's journal, which
+ * writes) exactly what changed. */
 #ifndef TERP_NOTEBOOK_H
 #define TERP_NOTEBOOK_H
 
@@ -10,6 +13,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "terp/datafile.h"
 #include "terp/outcap.h"
 
 enum cell_author { CELL_BY_MODEL, CELL_BY_USER };
@@ -60,16 +64,81 @@ struct usage {
 	int	priced;		/* the model had a price (totals: any call) */
 };
 
+/* A question the user asked, apart from the notes terp sent the model
+ * with it (a restart, cells run by hand...): both make up its user
+ * message in the conversation, but only the question is the user's. */
+struct question {
+	int	 msg;		/* index of its user message */
+	char	*text;		/* as the user asked it */
+	char	*notes;		/* sent before it; NULL when none */
+};
+
+/* The result of a cell as the kernel reports it (strings borrowed). */
+struct cell_result {
+	enum cell_status status;
+	int64_t		 duration_ms;
+	int64_t		 duration_us;
+	const char	*value, *ename, *evalue, *traceback, *reason;
+	int		 state_lost;
+};
+
+/* What changed, for the one observer (notebook_observe): each update
+ * function below reports its change once, after it is made. Pointers
+ * are the notebook's, valid at least during the call. */
+enum nb_change_kind {
+	NB_CELL,		/* cell added (running) */
+	NB_OUTPUT,		/* cell, stream, p/len: bytes it printed */
+	NB_RESULT,		/* cell got its result */
+	NB_ARTIFACT,		/* artifact */
+	NB_QUESTION,		/* question (and its user message, msg) */
+	NB_REPLY,		/* msg: the model's reply (text, tool calls) */
+	NB_TOOL_RESULT,		/* msg: what the model is told of a call */
+	NB_USAGE,		/* usage: one call's tokens */
+	NB_SENT,		/* sent: index of a request body; p/len */
+	NB_FILE,		/* file: a data file staged (again) */
+	NB_SUMMARY,		/* p: the context summary of messages [0, msg) */
+};
+
+struct nb_change {
+	enum nb_change_kind	 kind;
+	const struct cell	*cell;
+	int			 stream;
+	const char		*p;
+	size_t			 len;
+	const struct artifact	*artifact;
+	const struct question	*question;
+	int			 msg;
+	const struct usage	*usage;
+	int			 sent;
+	const struct datafile	*file;
+};
+
+typedef void (*notebook_observer)(void *arg, const struct nb_change *ch);
+
 struct notebook;
 
 struct notebook *notebook_new(void);
 void notebook_free(struct notebook *nb);
 
-/* Adds a cell with the next number; the notebook owns it and the
- * pointer stays valid for the notebook's life. code and tool_call_id
- * (may be NULL) are copied. */
+/* Sets the one observer (NULL: none): the journal, through the
+ * session runner. A notebook being rebuilt has none. */
+void notebook_observe(struct notebook *nb, notebook_observer fn, void *arg);
+
+/* Adds a cell with the next number, running; the notebook owns it and
+ * the pointer stays valid for the notebook's life. code and
+ * tool_call_id (may be NULL) are copied. */
 struct cell *notebook_add_cell(struct notebook *nb, enum cell_author who,
     const char *code, const char *tool_call_id);
+/* Appends bytes cell n printed on stream (0 stdout, 1 stderr). */
+void notebook_cell_output(struct notebook *nb, int n, int stream,
+    const char *p, size_t len);
+/* A stream cut in a record (the loader): its last len bytes, of total
+ * bytes printed, after the head already added. */
+void notebook_cell_tail(struct notebook *nb, int n, int stream,
+    const char *p, size_t len, uint64_t total);
+/* Cell n's result (strings copied). A cell gets exactly one. */
+void notebook_cell_result(struct notebook *nb, int n,
+    const struct cell_result *r);
 /* The cell numbered n, or NULL. */
 struct cell *notebook_cell(const struct notebook *nb, int n);
 int notebook_ncells(const struct notebook *nb);
@@ -85,19 +154,50 @@ const struct artifact *notebook_artifact(const struct notebook *nb, int i);
  *           {"role":"assistant","content":S|null,
  *            "tool_calls":[{"id":S,"name":S,"arguments":S}]}
  *           {"role":"tool","tool_call_id":S,"content":S,"is_error":B}
- * Owned by the notebook. */
+ * Owned by the notebook; changed only through the functions here. */
 cJSON *notebook_messages(const struct notebook *nb);
-/* Appends msg; the notebook takes ownership. */
-void notebook_add_message(struct notebook *nb, cJSON *msg);
+
+/* Adds the user message of a question: the notes (NULL or "" for
+ * none), then "Question: " and the text, or the text alone without
+ * notes. Strings are copied. Returns the stored question. */
+const struct question *notebook_add_question(struct notebook *nb,
+    const char *text, const char *notes);
+int notebook_nquestions(const struct notebook *nb);
+/* The i-th question (0-based), or NULL. */
+const struct question *notebook_question(const struct notebook *nb, int i);
+/* The question whose user message is message msg, or NULL. */
+const struct question *notebook_question_at(const struct notebook *nb,
+    int msg);
+/* Adds the model's reply: its text (NULL or "": none) and its tool
+ * calls (an array of {"id","name","arguments"}, taken; NULL: none). */
+void notebook_add_reply(struct notebook *nb, const char *text, cJSON *calls);
+/* Adds what the model is told of its tool call id (copied). */
+void notebook_add_tool_result(struct notebook *nb, const char *id,
+    const char *content, int is_error);
+/* Inserts a tool result as message at (0 <= at <= count), not told to
+ * the observer: the loader's repair of a conversation cut short.
+ * Questions after it follow. */
+void notebook_insert_tool_result(struct notebook *nb, int at, const char *id,
+    const char *content, int is_error);
+/* Replaces message i (< count) by m (taken), not told to the observer:
+ * the loader of old journals, where a message was written again once
+ * the agent completed it. */
+void notebook_replace_message(struct notebook *nb, int i, cJSON *m);
 
 void notebook_add_usage(struct notebook *nb, const struct usage *u);
+/* The session's total. */
 const struct usage *notebook_usage(const struct notebook *nb);
 
-/* What left the machine: each model request body as sent. */
+/* What left the machine: each model request as sent. Its description
+ * and size stay for the whole session; its body only while it is one
+ * of the last NOTEBOOK_SENT_KEEP (the observer, the journal, gets every
+ * body when it is added: journal_read_sent reads an older one back). */
+#define NOTEBOOK_SENT_KEEP	8
 void notebook_add_sent(struct notebook *nb, const char *what, const char *body,
     size_t len);
 int notebook_nsent(const struct notebook *nb);
-/* The i-th request: description and body (owned by the notebook). */
+/* The i-th request: description and size, and its body (owned by the
+ * notebook), or NULL when it is no longer kept in memory. */
 const char *notebook_sent(const struct notebook *nb, int i, const char **what,
     size_t *len);
 
@@ -108,7 +208,19 @@ const char *notebook_sent(const struct notebook *nb, int i, const char **what,
 void notebook_set_summary(struct notebook *nb, int upto, const char *text);
 const char *notebook_summary(const struct notebook *nb, int *upto, int *gen);
 
+/* The session's data files: the one record of where each is on the
+ * host, where the code sees it, and what it was when first staged.
+ * Adds f (strings copied), or replaces the file with the same host
+ * path (staged again). Returns the stored one. */
+const struct datafile *notebook_add_file(struct notebook *nb,
+    const struct datafile *f);
+int notebook_nfiles(const struct notebook *nb);
+/* The i-th data file (0-based) in the order they came, or NULL. */
+const struct datafile *notebook_file(const struct notebook *nb, int i);
+
 const char *cell_status_name(enum cell_status s);
+/* The status named s (cell_status_name's), or -1. */
+int cell_status_parse(const char *s);
 /* The cell's stream (0 stdout, 1 stderr) as text: a new string. */
 char *cell_output(const struct cell *c, int stream, size_t *len);
 

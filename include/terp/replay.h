@@ -1,27 +1,26 @@
 /* replay: re-runs a list of cells one after the other (`--replay`,
  * `/replay`), to rebuild a Python state a resume or restart lost. Driven
- * by the event stream: the next cell starts when the previous one is
- * over; a cell that fails stops the replay. */
+ * by the event stream: the next cell is due when the previous one is
+ * over; a cell that fails stops the replay. The caller starts each. */
 #ifndef TERP_REPLAY_H
 #define TERP_REPLAY_H
 
 #include "terp/event.h"
 
-/* Runs cell n's code again as a new cell; returns the new cell's
- * number or -1 with *err. (main passes agent_rerun.) */
-typedef int (*replay_run_fn)(void *arg, int n, char **err);
-
 struct replay;
 
-/* cells (n of them, copied) are re-run in order through run(arg, ...). */
-struct replay *replay_new(const int *cells, int n, replay_run_fn run,
-    void *arg);
+/* cells (n of them, copied) are to be re-run in order. */
+struct replay *replay_new(const int *cells, int n);
 void replay_free(struct replay *r);
 
-/* Starts the first cell. Returns 0, or -1 with *err (caller frees). */
-int replay_start(struct replay *r, char **err);
+/* The original number of the cell to re-run now, or 0 when none is due
+ * (one is running, or the replay is over). */
+int replay_due(const struct replay *r);
+/* The due cell was started as new cell n, or refused (n <= 0: the
+ * replay is over, that cell counted as failed). */
+void replay_started(struct replay *r, int n);
 /* Feed every event of the session. Returns 1 while the replay runs, 0
- * once it is over. */
+ * once it is over (replay_due says when the next cell may start). */
 int replay_event(struct replay *r, const struct event *ev);
 /* Cells re-run so far; *failed (may be NULL) gets the original number
  * of the cell that failed, or 0. */

@@ -26,8 +26,9 @@ struct resume {
 	char			*id;
 	struct notebook		*nb;		/* rebuilt; the caller takes it */
 	struct journal_meta	 meta;
-	const char		**data_files;	/* to stage again (in meta) */
-	int			 ndata;
+	/* Per data file of nb: datafile_check's answer (0 the same, 1
+	 * changed, 2 gone: not staged again). */
+	int			*file_state;
 	char			*warnings;	/* lines for the user, or NULL */
 	char			*model_note;	/* for the model's next question */
 };

@@ -1,18 +1,17 @@
-/* session: what makes a frontend's run a lasting session, in one
- * object: the journal (every event saved before it is shown), a resume
- * (the model told, extra data files recorded), the replay of the cells
- * a resume lost, and the idle and --max-session timers. Any frontend
- * (exec, headless, the TUI) wires it with session_new, session_attach,
- * and two calls in its event handler:
+/* session: the one session runner. Every frontend's run is a session:
+ * it owns the loop, the notebook, the model client, the agent, the
+ * journal, the replay and the idle timers, and every event of the core
+ * passes through it once, in one order: journaled first, then shown by
+ * the frontend's sink, then the idle timers, the replay and the script
+ * act on it. A frontend gives options and a sink:
  *
- *	session_record(s, ev);			before showing ev
- *	show(ev);
- *	switch (session_event(s, ev)) {		after showing it
- *	case SESSION_OWN: return;		the replay's: not the frontend's
- *	case SESSION_READY: start(); return;	the replay is over
- *	default: ...				the frontend's own logic
- *	}
- */
+ *	terp exec, terp -p	a script (cells or questions run in order);
+ *				session_run, then the outcome -> exit code
+ *	the TUI			no script: session_start, then tui_run on
+ *				session_loop/session_agent until the user quits
+ *
+ * (Called session, not runner: a run of terp is one session, the unit
+ * the journal saves and --resume continues.) */
 #ifndef TERP_SESSION_H
 #define TERP_SESSION_H
 
@@ -20,6 +19,8 @@
 
 #include "terp/agent.h"
 #include "terp/event.h"
+#include "terp/kernel.h"
+#include "terp/llm.h"
 #include "terp/loop.h"
 #include "terp/notebook.h"
 #include "terp/resume.h"
@@ -30,51 +31,92 @@ struct session_opts {
 	const char	*sessions_dir;	/* where journals live */
 	const char	*id;		/* the session's id (its folder) */
 	const char	*provider, *model;	/* recorded; may be NULL */
-	const char	**data_files;	/* all files staged at the start */
+	const char	**data_files;	/* given on the command line */
 	int		 ndata;
-	/* A resumed session (resume_prepare): the notebook given to
-	 * session_new must be r->nb. Borrowed for session_new and
-	 * session_attach only. NULL for a new session. */
+	/* A resumed session (resume_prepare): the session takes its
+	 * notebook (r->nb becomes NULL). Borrowed for session_new only.
+	 * NULL for a new session. */
 	struct resume	*resume;
 	int		 replay;	/* re-run the cells the resume lost */
 	int64_t		 idle_ms;	/* stop an idle sandbox; 0 = never */
 	int64_t		 max_ms;	/* end the session; 0 = never */
-	/* The frontend's event handler: the session's own notices and
-	 * errors go through it (so they are recorded and shown). */
-	event_fn	 emit;
+	/* Borrowed; they must outlive the session. llm NULL: no model
+	 * (terp exec). */
+	const struct kernel_opts *kopts;
+	const struct agent_opts	*aopts;
+	const struct llm_config	*llm;
+
+	/* The script, run in order once the sandbox takes it (and a
+	 * --replay is over): -p's questions or exec's cells. None: the
+	 * frontend drives the agent itself (the TUI). */
+	const char	**questions;
+	int		 nquestions;
+	const char	**cells;
+	int		 ncells;
+	int		 keep_going;	/* a failed cell does not stop it */
+	/* The session takes Ctrl-C, SIGTERM and SIGHUP (a frontend with
+	 * a terminal of its own takes them itself). */
+	int		 signals;
+
+	/* The frontend's sink: every event, after the journal has it. */
+	event_fn	 show;
 	void		*arg;
 };
 
-enum session_role {
-	SESSION_PASS,	/* the frontend's business as usual */
-	SESSION_OWN,	/* part of the session's replay: only show it */
-	SESSION_READY,	/* the replay just ended: the frontend may start */
+/* How a script's run ended: the first thing that went wrong, else
+ * SESSION_DONE. Each frontend maps it to its documented exit status. */
+enum session_end {
+	SESSION_DONE,		/* nothing went wrong */
+	SESSION_UNANSWERED,	/* a question ended without an answer */
+	SESSION_FAILED,		/* an error (model, sandbox, cancelled...) */
+	SESSION_TURN_CAP,	/* a question reached --max-turns */
+	SESSION_CELL_RAISED,	/* a cell raised */
+	SESSION_CELL_STOPPED,	/* a cell timed out or was interrupted */
+	SESSION_CELL_CRASHED,	/* a cell was lost with its sandbox */
+	SESSION_SANDBOX_DEAD,	/* the sandbox could not start, or died */
+	SESSION_REFUSED,	/* the agent refused a question or cell */
+	SESSION_MAX_SESSION,	/* --max-session ended it */
+	SESSION_MAX_COST,	/* --max-cost stopped a question */
+};
+
+struct session_outcome {
+	enum session_end end;
+	int		 finished;	/* every item of the script ran */
+	int		 cancelled;	/* a Ctrl-C cancelled what ran */
+	int		 interrupted;	/* a Ctrl-C ended the run */
+	int		 signo;		/* SIGTERM or SIGHUP ended it, or 0 */
 };
 
 struct session;
 
-/* Creates the journal (or reopens the resumed one) for nb, which is
- * borrowed and must outlive the session; the loop too. A journal that
- * cannot be created is not fatal: *warn (caller frees) says the session
- * will not be saved. A resumed journal that cannot be reopened (in use
- * by another terp) is: NULL with *err. */
-struct session *session_new(struct loop *l, struct notebook *nb,
-    const struct session_opts *o, char **warn, char **err);
-/* Closes the journal (synced) and stops the timers. Call it after
- * agent_free and before notebook_free. NULL is a no-op. */
+/* Creates the loop, the notebook (a resume's, or a new one), the model
+ * client, the agent and the journal (or reopens the resumed one). A
+ * journal that cannot be created is not fatal: *warn (caller frees)
+ * says the session will not be saved. A model client that cannot be
+ * made, or a resumed journal that cannot be reopened (in use by
+ * another terp), is: NULL with *err. */
+struct session *session_new(const struct session_opts *o, char **warn,
+    char **err);
+/* Tears the agent (no sandbox process is left), the journal (synced
+ * and closed), the timers, the notebook and the loop down. NULL is a
+ * no-op. */
 void session_free(struct session *s);
 
-/* Binds the agent (borrowed), before agent_start: a resume's note for
- * the model is handed over here. */
-void session_attach(struct session *s, struct agent *a);
+/* Says the session's id and folder (EV_SESSION), stages the data files
+ * (a resumed session's that are still there, then those given) and
+ * starts the sandbox. Returns 0, or -1 after an EV_ERROR that says
+ * why. */
+int session_start(struct session *s);
+/* A script's whole run: session_start, the loop until the script is
+ * over (or Ctrl-C, a signal, --max-session, the sandbox's death), and
+ * how it ended in *out. */
+void session_run(struct session *s, struct session_outcome *out);
 
-/* Write-ahead: journals ev. Call it first thing for every event, so
- * that whatever was shown is saved. A journal that fails warns once
- * (an EV_NOTICE through emit) and the run goes on unsaved. */
-void session_record(struct session *s, const struct event *ev);
-/* Drives the replay and the idle timers with ev; call it after showing
- * ev. Returns what ev means to the frontend (enum session_role). */
-enum session_role session_event(struct session *s, const struct event *ev);
+struct loop *session_loop(const struct session *s);
+struct agent *session_agent(const struct session *s);
+struct notebook *session_notebook(const struct session *s);
+/* The journal (owned by the session), or NULL when not saved. */
+struct journal *session_journal(const struct session *s);
 
 /* Whether a replay is pending or running (frontends hold user input). */
 int session_busy(const struct session *s);
@@ -95,11 +137,12 @@ int session_progress(const struct session *s, int *total);
  * *stopped (may be NULL): 1 while the sandbox is down because the idle
  * timeout stopped it (until a new one starts). */
 int64_t session_idle_deadline(const struct session *s, int *stopped);
-/* agent_load, with the file recorded for a later resume. Returns the
- * sandbox path (new string) or NULL with *err. */
+/* /load: agent_load, told to the model with the next question. Returns
+ * the sandbox path (new string) or NULL with *err. */
 char *session_load(struct session *s, const char *path, char **err);
-
-/* The journal (owned by the session), or NULL when not saved. */
-struct journal *session_journal(const struct session *s);
+/* /sent N: the body of the i-th request (0-based) as sent, from the
+ * notebook while it keeps it, else read back from the journal. A new
+ * string, its length in *len; NULL with *err. */
+char *session_sent(const struct session *s, int i, size_t *len, char **err);
 
 #endif

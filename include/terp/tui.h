@@ -18,8 +18,6 @@ struct tui_opts {
 	const char	*provider_label;	/* "openai", "demo"... for the status bar */
 	const char	*history_path;	/* NULL: $XDG_STATE_HOME/terp/history */
 	const char	*out_dir;	/* where artifacts land (for /files) */
-	const char	**data_files;	/* staged at start (for /files) */
-	int		 ndata;
 	int		 mouse;		/* 1: enable mouse (default in tui_opts_default) */
 	/* The journal, replay and idle timers (borrowed). /load, /reset
 	 * and /restart go through it so they are journaled; /replay and

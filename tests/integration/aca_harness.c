@@ -150,14 +150,20 @@ on_artifact(void *arg, int cell, const char *name, const char *path, uint64_t by
 }
 
 static void
-on_state(void *arg, enum kernel_state st, const char *msg)
+on_state(void *arg, const struct kernel_status *ks)
 {
+	enum kernel_state st = ks->state;
+	const char *msg = ks->msg;
 	struct harness *h = arg;
 	cJSON *o = cJSON_CreateObject();
 
 	cJSON_AddStringToObject(o, "type", "state");
 	cJSON_AddStringToObject(o, "state", kernel_state_name(st));
 	add_opt(o, "msg", msg);
+	if (ks->restarted)
+		cJSON_AddTrueToObject(o, "restarted");
+	if (ks->state_lost)
+		cJSON_AddTrueToObject(o, "state_lost");
 	out(o);
 	save_id(h);
 }
@@ -305,7 +311,8 @@ main(int argc, char **argv)
 {
 	struct harness h;
 	struct aca_opts o;
-	struct kernel_cbs cbs = { on_output, on_result, on_artifact, on_state };
+	struct kernel_cbs cbs = { .output = on_output, .result = on_result,
+	    .artifact = on_artifact, .state = on_state };
 	const char *data[16];
 	char *saved = NULL, *err = NULL;
 	int ndata = 0, start = 1;

@@ -104,14 +104,20 @@ on_artifact(void *arg, int cell, const char *name, const char *host_path, uint64
 }
 
 static void
-on_state(void *arg, enum kernel_state st, const char *msg)
+on_state(void *arg, const struct kernel_status *ks)
 {
+	enum kernel_state st = ks->state;
+	const char *msg = ks->msg;
 	cJSON *o = cJSON_CreateObject();
 	(void)arg;
 
 	cJSON_AddStringToObject(o, "ev", "state");
 	cJSON_AddStringToObject(o, "state", kernel_state_name(st));
 	opt_str(o, "msg", msg);
+	if (ks->restarted)
+		cJSON_AddTrueToObject(o, "restarted");
+	if (ks->state_lost)
+		cJSON_AddTrueToObject(o, "state_lost");
 	emit(o);
 }
 
@@ -214,7 +220,8 @@ on_stdin(struct loop *l, int fd, int revents, void *arg)
 int
 main(int argc, char **argv)
 {
-	static const struct kernel_cbs cbs = { on_output, on_result, on_artifact, on_state };
+	static const struct kernel_cbs cbs = { .output = on_output, .result = on_result,
+	    .artifact = on_artifact, .state = on_state };
 	struct jupyter_opts o;
 	const char *data[64];
 	int nd = 0;

@@ -24,26 +24,23 @@ emit(enum event_type t, const struct cell *c, const struct artifact *a,
 	journal_event(j, &ev);
 }
 
-static cJSON *
-msg(const char *role, const char *content)
+/* The notebook's observer, as the session runner sets it. */
+static void
+observe(void *arg, const struct nb_change *ch)
 {
-	cJSON *m = cJSON_CreateObject();
-	cJSON_AddStringToObject(m, "role", role);
-	cJSON_AddStringToObject(m, "content", content);
-	return m;
+	journal_change(arg, ch);
 }
 
 static void
 model_cell(const char *id, const char *code, const char *out,
     const char *value, const char *png)
 {
-	cJSON *m = cJSON_CreateObject(), *calls, *call, *args;
+	cJSON *calls = cJSON_CreateArray(), *call, *args;
 	struct cell *c;
+	struct cell_result r = { .status = CELL_OK, .value = value,
+	    .duration_ms = 5 };
 	char *a;
 
-	cJSON_AddStringToObject(m, "role", "assistant");
-	cJSON_AddNullToObject(m, "content");
-	calls = cJSON_AddArrayToObject(m, "tool_calls");
 	call = cJSON_CreateObject();
 	cJSON_AddStringToObject(call, "id", id);
 	cJSON_AddStringToObject(call, "name", "python_exec");
@@ -54,23 +51,18 @@ model_cell(const char *id, const char *code, const char *out,
 	free(a);
 	cJSON_Delete(args);
 	cJSON_AddItemToArray(calls, call);
-	notebook_add_message(nb, m);
+	notebook_add_reply(nb, NULL, calls);
 	emit(EV_TOOL_CALL, NULL, NULL, code);
 	c = notebook_add_cell(nb, CELL_BY_MODEL, code, id);
-	c->status = CELL_RUNNING;
 	emit(EV_CELL_START, c, NULL, NULL);
-	outcap_add(&c->out[0], out, strlen(out));
+	notebook_cell_output(nb, c->n, 0, out, strlen(out));
 	emit(EV_STDOUT, c, NULL, out);
-	c->status = CELL_OK;
-	c->value = value ? xstrdup(value) : NULL;
-	c->duration_ms = 5;
+	notebook_cell_result(nb, c->n, &r);
 	emit(EV_RESULT, c, NULL, NULL);
 	if (png != NULL)
 		emit(EV_ARTIFACT, c, notebook_add_artifact(nb, c->n, "chart.png",
 		    png, 100), NULL);
-	m = msg("tool", out);
-	cJSON_AddStringToObject(m, "tool_call_id", id);
-	notebook_add_message(nb, m);
+	notebook_add_tool_result(nb, id, out, 0);
 }
 
 int
@@ -89,7 +81,8 @@ main(int argc, char **argv)
 		fprintf(stderr, "mknb: %s\n", err);
 		return 1;
 	}
-	notebook_add_message(nb, msg("user", "What is the total of a?"));
+	notebook_observe(nb, observe, j);
+	notebook_add_question(nb, "What is the total of a?", NULL);
 	emit(EV_QUESTION, NULL, NULL, "What is the total of a?");
 	model_cell("call_1", "import pandas as pd\n"
 	    "df = pd.DataFrame({'a': [3, 5, 34]})\nprint(df['a'].sum())\n",
@@ -99,11 +92,12 @@ main(int argc, char **argv)
 	model_cell("call_3", "import matplotlib\nmatplotlib.use('Agg')\n"
 	    "import matplotlib.pyplot as plt\nplt.bar(df.index, df['a'])\n"
 	    "print(len(df))\n", "3\n", NULL, argv[2]);
-	notebook_add_message(nb, msg("assistant", "The total is **42**."));
+	notebook_add_reply(nb, "The total is **42**.", NULL);
 	emit(EV_ANSWER, NULL, NULL, "The total is **42**.");
 	emit(EV_IDLE, NULL, NULL, NULL);
 	path = store_journal_path(argv[1], journal_id(j));
 	printf("%s\n", journal_id(j));
+	notebook_observe(nb, NULL, NULL);
 	journal_close(j);
 
 	back = notebook_new();

@@ -494,6 +494,23 @@ def test_max_turns_cap(terp, fake):
     assert r.out == ""
 
 
+def test_error_events_say_their_kind(terp, fake):
+    # a rejected key: the model client's kind and the HTTP status
+    srv = fake([{"status": 401, "body": {"error": {"message": "Incorrect API key"}}}])
+    f, e = flags("openai", srv)
+    r = terp("-p", "q", "--json", *f, extra_env=e)
+    assert r.rc == 1, r
+    [err] = r.of("error")
+    assert (err["kind"], err["status"]) == ("auth", 401), err
+    # terp's own: the turn cap (no HTTP status)
+    srv = fake([dict(reply("openai", "", [("c", "print('again')")]), repeat=True)])
+    f, e = flags("openai", srv)
+    r = terp("-p", "q", "--json", "--max-turns", "1", *f, extra_env=e)
+    assert r.rc == 5, r
+    [err] = r.of("error")
+    assert (err["kind"], err["status"]) == ("turn_cap", None), err
+
+
 def test_api_key_never_reaches_the_sandbox(terp, fake, env):
     secret = "sk-" + "LEAKCHECK" + "-9f8e7d6c5b4a"
     code = (
@@ -780,13 +797,14 @@ def test_json_event_schema(terp, fake, tmp_path):
     u = r.of("usage")
     assert [(x["input_tokens"], x["output_tokens"], x["total_input_tokens"]) for x in u] == [
         (10, 5, 10), (10, 5, 20)]
-    # Errors: one event with a message.
+    # Errors: one event with a message, the kind and the HTTP status.
     srv2 = fake([{"status": 400, "body": {"error": {"message": "bad request body"}}}])
     f2, e2 = flags("openai", srv2)
     r2 = terp("-p", "q", "--json", *f2, extra_env=e2)
     assert r2.rc == 1
     [err] = r2.of("error")
-    assert err == {"type": "error", "message": "400 Bad Request: bad request body"}
+    assert err == {"type": "error", "message": "400 Bad Request: bad request body",
+                   "kind": "http", "status": 400}
 
 
 # ---------------------------------------------------------------- the demo

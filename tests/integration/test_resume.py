@@ -367,3 +367,50 @@ def test_export_of_a_real_session_validates_and_reexecutes(env, tmp_path):
     assert [o.data["text/plain"] for o in acode[2].outputs
             if o.output_type == "execute_result"] == [value]
     assert (tmp_path / "wsout" / "v.png").stat().st_size > 0
+
+
+def test_a_question_that_looks_like_a_note_is_exported_whole(model, menv, tmp_path):
+    # The notebook keeps the question apart from the notes sent with it;
+    # nothing is recovered from the prompt's text by its look.
+    flags, _ = model([{"openai": {"text": "Fine."}}])
+    q = "Note: the file changed.\nQuestion: which month?"
+    p = run(menv, tmp_path, *flags, "--out", "out", "-p", q)
+    assert p.returncode == 0, p.stderr
+    sid = only_session(menv)
+    p = run(menv, tmp_path, "--export", sid, "q.md")
+    assert p.returncode == 0, p.stderr
+    text = (tmp_path / "q.md").read_text()
+    assert "## Question\n\n> Note: the file changed.\n> Question: which month?\n" in text, text
+
+
+def test_the_journal_records_each_fact_once_and_states_by_name(model, menv, tmp_path):
+    # The journal is told what changed in the notebook: the answer is one
+    # reply record (not streamed text, a message and an answer record as
+    # well), the code one cell record beside the model's call, and the
+    # sandbox's states are names, not the enum's values.
+    code = "print(6 * 7)"
+    answer_text = "The answer is 42, computed in the sandbox."
+    flags, requests = model([tool_call(code), answer(answer_text), answer("Still 42.")])
+    p = run(menv, tmp_path, *flags, "--out", "out", "-p", "What is 6 * 7?")
+    assert p.returncode == 0, p.stderr
+    sid = only_session(menv)
+    path = os.path.join(sessions_dir(menv), sid, "notebook.jsonl")
+    text = open(path).read()
+    # the model's requests quote the conversation; the rest, once
+    rest = "".join(l for l in text.splitlines(keepends=True)
+                   if not l.startswith('{"t":"sent"'))
+    assert rest.count(answer_text) == 1, rest
+    assert rest.count(json.dumps(code)[1:-1]) == 2, rest    # the cell; the call
+    lines = journal_lines(menv, sid)
+    assert [l["code"] for l in lines if l["t"] == "cell"] == [code]
+    states = [l["state"] for l in lines if l["t"] == "kernel"]
+    assert states and all(isinstance(s, str) for s in states), states
+    assert "starting" in states
+    # and it reads back: the resumed conversation is the one sent before
+    p = run(menv, tmp_path, *flags, "--resume", sid, "-p", "Again?")
+    assert p.returncode == 0 and p.stdout == "Still 42.\n", p.stderr
+    body = requests()[-1]
+    assert [m["role"] for m in body["messages"]][:5] == [
+        "system", "user", "assistant", "tool", "assistant"], body
+    assert body["messages"][1]["content"] == "What is 6 * 7?"
+    assert body["messages"][4]["content"] == answer_text

@@ -1,5 +1,6 @@
 """The real terp binary's notebook UI, through tmux, with the real agent
 and sandbox and a scripted fake model (tests/fake_model.py) on 127.0.0.1."""
+import json
 import os
 import re
 import subprocess
@@ -160,3 +161,79 @@ def test_the_notebook_is_saved_as_it_goes(session, tmp_path):
     assert "Which channel brings the most revenue?" in md
     assert 'df = pd.read_csv("/workspace/data/sales.csv")' in md
     assert "**Search** brings the most revenue" in md
+
+
+def test_files_shows_the_paths_the_sandbox_has(tmp_path):
+    # Two files of the same name from different folders are staged under
+    # two names; /files and the model's system prompt say which is which.
+    for d in ("a", "b"):
+        (tmp_path / d).mkdir()
+        (tmp_path / d / "my sales.csv").write_text("%s,n\n1,2\n" % d)
+    srv = FakeModel({"turns": [{"openai": {"text": "Noted."}, "repeat": True}]},
+                    str(tmp_path / "log.jsonl"))
+    port = srv.start()
+    env = {"TERM": "tmux-256color", "LANG": "C.UTF-8",
+           "XDG_STATE_HOME": str(tmp_path / "state"),
+           "XDG_CONFIG_HOME": str(tmp_path / "config"),
+           "HOME": str(tmp_path), "OPENAI_API_KEY": "test-key"}
+    cmd = ("%s --provider openai --model fake-model --base-url http://127.0.0.1:%d/v1 "
+           "--out %s 'a/my sales.csv' 'b/my sales.csv'" % (TERP, port, tmp_path / "out"))
+    t = Tmux(cmd, 160, 40, env, cwd=str(tmp_path))
+    try:
+        t.wait(r"│ ready", timeout=30)
+        t.text("/files")
+        t.keys("Enter")
+        s = t.wait(r"Data files:.*Artifacts", timeout=30)
+        assert "/a/my sales.csv → /workspace/data/my_sales.csv " in s, s
+        assert "/b/my sales.csv → /workspace/data/my_sales-2.csv " in s, s
+        t.text("/py print(open('/workspace/data/my_sales-2.csv').read().split(',')[0])")
+        t.keys("Enter")
+        s = t.wait(r"\[1\] you · ok", timeout=30)
+        assert re.search(r"^  b\s", s, re.M), s
+        t.text("Which is which?")
+        t.keys("Enter")
+        t.wait(r"Noted\.", timeout=30)
+        [req] = [json.loads(l) for l in open(tmp_path / "log.jsonl")]
+        system = req["body"]["messages"][0]["content"]
+        assert "- /workspace/data/my_sales.csv (" in system, system
+        assert "- /workspace/data/my_sales-2.csv (" in system, system
+        t.text("/quit")
+        t.keys("Enter")
+        t.wait(r"EXITED rc=0", timeout=30)
+    finally:
+        t.close()
+        srv.stop()
+
+
+def test_sent_reads_old_requests_back_from_the_journal(tmp_path):
+    # The notebook keeps only the last few request bodies; /sent N of an
+    # older one reads it back from the session's journal.
+    srv = FakeModel({"turns": [{"openai": {"text": "Noted."}, "repeat": True}]},
+                    str(tmp_path / "log.jsonl"))
+    port = srv.start()
+    env = {"TERM": "tmux-256color", "LANG": "C.UTF-8",
+           "XDG_STATE_HOME": str(tmp_path / "state"),
+           "XDG_CONFIG_HOME": str(tmp_path / "config"),
+           "HOME": str(tmp_path), "OPENAI_API_KEY": "test-key"}
+    cmd = ("%s --provider openai --model fake-model --base-url http://127.0.0.1:%d/v1 "
+           "--out %s" % (TERP, port, tmp_path / "out"))
+    t = Tmux(cmd, 160, 40, env, cwd=str(tmp_path))
+    try:
+        t.wait(r"│ ready", timeout=30)
+        questions = ["alpha first question"] + ["again %d" % i for i in range(2, 13)]
+        log = tmp_path / "log.jsonl"
+        for i, q in enumerate(questions):
+            t.text(q)
+            t.keys("Enter")
+            # the request went, and its answer came, before the next
+            wait_until(lambda n=i + 1: log.exists() and
+                       len(log.read_text().splitlines()) >= n, "request %d" % (i + 1))
+            t.wait(r"│ ready", timeout=30)
+        t.text("/sent 1")
+        t.keys("Enter")
+        s = t.wait(r"request 1 of 12", timeout=30)
+        assert re.search(r"alpha first\s+question", s), s
+        assert "again" not in s, s
+    finally:
+        t.close()
+        srv.stop()

@@ -293,16 +293,19 @@ int agent_busy(const struct agent *a) { return a->busy; }
 int agent_reset(struct agent *a, char **err) { (void)a; (void)err; return 0; }
 int agent_restart(struct agent *a, char **err) { (void)a; (void)err; return 0; }
 char *
-agent_load(struct agent *a, const char *path, char **err)
+agent_load(struct agent *a, const char *path, int told, char **err)
 {
 	struct stat st;
-	(void)a;
+	(void)told;
 	if (stat(path, &st) < 0) {
 		*err = xasprintf("cannot read data file %s: No such file", path);
 		return NULL;
 	}
 	const char *b = strrchr(path, '/');
-	return xasprintf("/workspace/data/%s", b ? b + 1 : path);
+	char *box = xasprintf("/workspace/data/%s", b ? b + 1 : path);
+	struct datafile f = { .path = (char *)path, .sandbox = box };
+	notebook_add_file(a->nb, &f);
+	return box;
 }
 /* /model switches the fake model's name; agent_llm hands out a token
  * pointer (the TUI only asks it for the names). */
@@ -316,7 +319,8 @@ agent_set_model(struct agent *a, const char *m, char **err)
 	return 0;
 }
 struct notebook *agent_notebook(const struct agent *a) { return a->nb; }
-struct kernel *agent_kernel(const struct agent *a) { (void)a; return NULL; }
+const char *agent_where(const struct agent *a) { (void)a; return "local"; }
+const char *agent_isolation(const struct agent *a) { (void)a; return NULL; }
 struct llm *agent_llm(const struct agent *a) { return (struct llm *)(void *)(uintptr_t)a; }
 const char *llm_model(const struct llm *m) { (void)m; return fake_model; }
 /* No model here, so no context window: the commands say so. */
@@ -344,6 +348,7 @@ int session_replay(struct session *s, char **err) { (void)s; *err = xstrdup("no 
 int session_reset(struct session *s, char **err) { (void)s; *err = xstrdup("no session"); return -1; }
 int session_restart(struct session *s, char **err) { (void)s; *err = xstrdup("no session"); return -1; }
 char *session_load(struct session *s, const char *p, char **err) { (void)s; (void)p; *err = xstrdup("no session"); return NULL; }
+char *session_sent(const struct session *s, int i, size_t *len, char **err) { (void)s; (void)i; (void)len; *err = xstrdup("no session"); return NULL; }
 int session_progress(const struct session *s, int *total) { (void)s; *total = 0; return 0; }
 int64_t session_idle_deadline(const struct session *s, int *stopped) { (void)s; if (stopped) *stopped = 0; return 0; }
 
@@ -355,7 +360,7 @@ main(int argc, char **argv)
 	struct loop *l = loop_new();
 	struct notebook *nb = notebook_new();
 	struct agent *a = agent_new(l, nb, NULL, NULL, NULL, tui_on_event, NULL);
-	struct event e = { .type = EV_KERNEL, .n = KERNEL_READY, .text = "ready" };
+	struct event e = { .type = EV_KERNEL, .kstate = KERNEL_READY, .text = "ready" };
 	tui_on_event(NULL, &e);
 	struct tui_opts o;
 	tui_opts_default(&o);

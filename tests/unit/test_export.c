@@ -16,30 +16,17 @@ static const unsigned char png_bytes[] = {
 	'D', 'R', 1, 2, 3,
 };
 
-static cJSON *
-msg(const char *role, const char *content)
+/* The model's reply with text (may be NULL) and one call id. */
+static void
+add_call(struct notebook *nb, const char *text, const char *id)
 {
-	cJSON *m = cJSON_CreateObject();
-	cJSON_AddStringToObject(m, "role", role);
-	if (content)
-		cJSON_AddStringToObject(m, "content", content);
-	else
-		cJSON_AddNullToObject(m, "content");
-	return m;
-}
+	cJSON *calls = cJSON_CreateArray(), *c = cJSON_CreateObject();
 
-static cJSON *
-call_msg(const char *text, const char *id)
-{
-	cJSON *m = msg("assistant", text), *calls, *c;
-
-	calls = cJSON_AddArrayToObject(m, "tool_calls");
-	c = cJSON_CreateObject();
 	cJSON_AddStringToObject(c, "id", id);
 	cJSON_AddStringToObject(c, "name", "python_exec");
 	cJSON_AddStringToObject(c, "arguments", "{}");
 	cJSON_AddItemToArray(calls, c);
-	return m;
+	notebook_add_reply(nb, text, calls);
 }
 
 /* Q1 -> model cell 1 (stdout, value, PNG) -> answer; a hand-run cell 2
@@ -59,8 +46,8 @@ small_notebook(const char *dir)
 	fwrite(png_bytes, 1, sizeof png_bytes, f);
 	fclose(f);
 
-	notebook_add_message(nb, msg("user", "Best month?\nPer channel."));
-	notebook_add_message(nb, call_msg("Loading the data.", "c1"));
+	notebook_add_question(nb, "Best month?\nPer channel.", NULL);
+	add_call(nb, "Loading the data.", "c1");
 	c = notebook_add_cell(nb, CELL_BY_MODEL,
 	    "import pandas as pd\nprint(6*7)\n6*7", "c1");
 	outcap_add(&c->out[0], "42\n", 3);
@@ -68,8 +55,8 @@ small_notebook(const char *dir)
 	c->status = CELL_OK;
 	c->value = xstrdup("42");
 	notebook_add_artifact(nb, 1, "chart.png", png, sizeof png_bytes);
-	notebook_add_message(nb, msg("tool", "42"));
-	notebook_add_message(nb, msg("assistant", "March, with **42**."));
+	notebook_add_tool_result(nb, "c1", "42", 0);
+	notebook_add_reply(nb, "March, with **42**.", NULL);
 
 	c = notebook_add_cell(nb, CELL_BY_USER, "1/0", NULL);
 	c->status = CELL_ERROR;
@@ -78,17 +65,16 @@ small_notebook(const char *dir)
 	c->traceback = xstrdup("Traceback (most recent call last):\n"
 	    "  File \"<cell 2>\", line 1\nZeroDivisionError: division by zero");
 
-	notebook_add_message(nb, msg("user", "Since your last turn the user ran "
-	    "these cells by hand in the same session:\n[2]\n1/0\n"
-	    "\nQuestion: And ```fences```?"));
-	notebook_add_message(nb, call_msg(NULL, "c3"));
+	notebook_add_question(nb, "And ```fences```?", "Since your last turn the "
+	    "user ran these cells by hand in the same session:\n[2]\n1/0\n");
+	add_call(nb, NULL, "c3");
 	c = notebook_add_cell(nb, CELL_BY_MODEL, "s = '```'\nwhile True: pass",
 	    "c3");
 	c->status = CELL_TIMEOUT;
 	c->reason = xstrdup("ran past 120 s");
 	outcap_add(&c->out[1], "\x1b[31mred\x1b[0m\n", 13);
-	notebook_add_message(nb, msg("tool", "timeout"));
-	notebook_add_message(nb, msg("assistant", "It loops forever."));
+	notebook_add_tool_result(nb, "c3", "timeout", 1);
+	notebook_add_reply(nb, "It loops forever.", NULL);
 	free(png);
 	free(outdir);
 	return nb;

@@ -41,25 +41,66 @@ emit(struct journal *j, enum event_type t, const struct cell *c,
 	journal_event(j, &ev);
 }
 
-static cJSON *
-msg(const char *role, const char *content)
+/* The journal the notebook tells its changes, as the session runner
+ * makes it: jcreate and jreopen attach it, jclose detaches it. */
+static struct journal *observed;
+
+static void
+observe(void *arg, const struct nb_change *ch)
 {
-	cJSON *m = cJSON_CreateObject();
-	cJSON_AddStringToObject(m, "role", role);
-	if (content)
-		cJSON_AddStringToObject(m, "content", content);
-	else
-		cJSON_AddNullToObject(m, "content");
-	return m;
+	(void)arg;
+	if (observed != NULL)
+		journal_change(observed, ch);
 }
 
-static cJSON *
-call_msg(const char *id, const char *code)
+static struct journal *
+jcreate(const char *dir, const char *id, const struct journal_info *info,
+    struct notebook *nb, char **err)
 {
-	cJSON *m = msg("assistant", NULL), *calls, *c, *args;
+	struct journal *j = journal_create(dir, id, info, nb, err);
+
+	if (j != NULL) {
+		observed = j;
+		notebook_observe(nb, observe, NULL);
+	}
+	return j;
+}
+
+static struct journal *
+jreopen(const char *dir, const char *id, struct notebook *nb,
+    const struct journal_meta *m, char **err)
+{
+	struct journal *j = journal_reopen(dir, id, nb, m, err);
+
+	if (j != NULL) {
+		observed = j;
+		notebook_observe(nb, observe, NULL);
+	}
+	return j;
+}
+
+static void
+jclose(struct journal *j)
+{
+	if (observed == j)
+		observed = NULL;
+	journal_close(j);
+}
+
+static void
+result(struct notebook *nb, struct cell *c, enum cell_status st)
+{
+	struct cell_result r = { .status = st };
+	notebook_cell_result(nb, c->n, &r);
+}
+
+/* The model's reply: one python_exec call of code, no text. */
+static void
+call_reply(struct notebook *nb, const char *id, const char *code)
+{
+	cJSON *calls = cJSON_CreateArray(), *c, *args;
 	char *a;
 
-	calls = cJSON_AddArrayToObject(m, "tool_calls");
 	c = cJSON_CreateObject();
 	cJSON_AddStringToObject(c, "id", id);
 	cJSON_AddStringToObject(c, "name", "python_exec");
@@ -70,23 +111,13 @@ call_msg(const char *id, const char *code)
 	free(a);
 	cJSON_Delete(args);
 	cJSON_AddItemToArray(calls, c);
-	return m;
-}
-
-static cJSON *
-tool_msg(const char *id, const char *content)
-{
-	cJSON *m = msg("tool", content);
-	cJSON_AddStringToObject(m, "tool_call_id", id);
-	cJSON_AddFalseToObject(m, "is_error");
-	return m;
+	notebook_add_reply(nb, NULL, calls);
 }
 
 static void
-out(struct journal *j, struct cell *c, int s, const char *p, size_t n)
+out(struct notebook *nb, struct cell *c, int s, const char *p, size_t n)
 {
-	outcap_add(&c->out[s], p, n);
-	emit(j, s ? EV_STDERR : EV_STDOUT, c, p, n);
+	notebook_cell_output(nb, c->n, s, p, n);
 }
 
 /* Plays one question the way the agent does: question, request, text,
@@ -96,39 +127,30 @@ play_question(struct journal *j, struct notebook *nb, const char *q,
     const char *artifact_path)
 {
 	struct usage u = { .input_tokens = 120, .output_tokens = 30, .cached_tokens = 7 };
-	struct event ev = { .type = EV_USAGE, .usage = &u };
 	struct cell *c;
-	const struct artifact *a;
 	static const char bin[] = "bin\xff\x00zero";
+	struct cell_result r = { .status = CELL_OK, .value = "42",
+	    .duration_ms = 12 };
 
-	notebook_add_message(nb, msg("user", q));
+	notebook_add_question(nb, q, NULL);
 	emit(j, EV_QUESTION, NULL, q, strlen(q));
 	notebook_add_sent(nb, "POST /v1/chat", "{\"req\":1}", 9);
 	emit(j, EV_REQUEST, NULL, "POST /v1/chat", 9);
 	emit(j, EV_TEXT, NULL, "Let me ", 7);
 	emit(j, EV_TEXT, NULL, "compute.", 8);
-	notebook_add_message(nb, call_msg("call_1", "print(6*7)\n6*7"));
+	call_reply(nb, "call_1", "print(6*7)\n6*7");
 	emit(j, EV_TOOL_CALL, NULL, "print(6*7)\n6*7", 14);
 	c = notebook_add_cell(nb, CELL_BY_MODEL, "print(6*7)\n6*7", "call_1");
-	c->status = CELL_RUNNING;
 	emit(j, EV_CELL_START, c, NULL, 0);
-	out(j, c, 0, "42\n", 3);
-	out(j, c, 1, bin, sizeof bin - 1);
-	out(j, c, 0, "caf\xc3\xa9\n", 6);
-	c->status = CELL_OK;
-	c->value = xstrdup("42");
-	c->duration_ms = 12;
+	out(nb, c, 0, "42\n", 3);
+	out(nb, c, 1, bin, sizeof bin - 1);
+	out(nb, c, 0, "caf\xc3\xa9\n", 6);
+	notebook_cell_result(nb, c->n, &r);
 	emit(j, EV_RESULT, c, NULL, 0);
-	a = notebook_add_artifact(nb, c->n, "plot.png", artifact_path, 1234);
-	ev.type = EV_ARTIFACT;
-	ev.artifact = a;
-	ev.cell = c;
-	journal_event(j, &ev);
-	notebook_add_message(nb, tool_msg("call_1", "42\ncaf\xc3\xa9\n"));
+	notebook_add_artifact(nb, c->n, "plot.png", artifact_path, 1234);
+	notebook_add_tool_result(nb, "call_1", "42\ncaf\xc3\xa9\n", 0);
 	notebook_add_usage(nb, &u);
-	ev.type = EV_USAGE;
-	journal_event(j, &ev);
-	notebook_add_message(nb, msg("assistant", "The answer is **42**."));
+	notebook_add_reply(nb, "The answer is **42**.", NULL);
 	emit(j, EV_ANSWER, NULL, "The answer is **42**.", 21);
 	emit(j, EV_IDLE, NULL, NULL, 0);
 }
@@ -188,6 +210,22 @@ assert_notebooks_equal(const struct notebook *a, const struct notebook *b)
 	}
 	cr_assert(cJSON_Compare(notebook_messages(a), notebook_messages(b), 1),
 	    "messages differ");
+	cr_assert_eq(notebook_nfiles(a), notebook_nfiles(b));
+	for (int i = 0; i < notebook_nfiles(a); i++) {
+		cr_assert_str_eq(notebook_file(a, i)->path, notebook_file(b, i)->path);
+		cr_assert_eq(notebook_file(a, i)->size, notebook_file(b, i)->size);
+	}
+	cr_assert_eq(notebook_nquestions(a), notebook_nquestions(b));
+	for (int i = 0; i < notebook_nquestions(a); i++) {
+		const struct question *x = notebook_question(a, i);
+		const struct question *y = notebook_question(b, i);
+		cr_assert_eq(x->msg, y->msg);
+		cr_assert_str_eq(x->text, y->text);
+		if (x->notes)
+			cr_assert_str_eq(x->notes, y->notes);
+		else
+			cr_assert_null(y->notes);
+	}
 	cr_assert_eq(notebook_usage(a)->input_tokens,
 	    notebook_usage(b)->input_tokens);
 	cr_assert_eq(notebook_usage(a)->output_tokens,
@@ -202,7 +240,8 @@ assert_notebooks_equal(const struct notebook *a, const struct notebook *b)
 		const char *y = notebook_sent(b, i, &wb, &lb);
 		cr_assert_str_eq(wa, wb);
 		cr_assert_eq(la, lb);
-		cr_assert(memcmp(x, y, la) == 0);
+		cr_assert_eq(x == NULL, y == NULL, "request %d kept in one only", i);
+		cr_assert(x == NULL || memcmp(x, y, la) == 0);
 	}
 }
 
@@ -238,29 +277,32 @@ Test(journal, events_read_back_equal)
 {
 	char *dir = tmpdir(), *err = NULL, *path;
 	char *data = write_data(dir, "sales.csv", "month,revenue\n1,10\n");
-	const char *files[] = { data };
-	struct journal_info info = { "openai", "gpt-test", files, 1 };
+	struct journal_info info = { "openai", "gpt-test" };
+	struct datafile f;
 	struct notebook *nb = notebook_new(), *nb2 = notebook_new();
 	struct journal_meta m;
 	struct journal *j;
 	struct cell *c;
 
-	j = journal_create(dir, NULL, &info, nb, &err);
+	j = jcreate(dir, NULL, &info, nb, &err);
 	cr_assert_not_null(j, "%s", err);
+	cr_assert_eq(datafile_fingerprint(data, &f, &err), 0, "%s", err);
+	f.sandbox = xstrdup("/workspace/data/sales.csv");
+	notebook_add_file(nb, &f);
+	datafile_free(&f);
 	play_question(j, nb, "What is 6*7?", "/tmp/out/plot.png");
 	/* a hand-run cell that raises */
 	c = notebook_add_cell(nb, CELL_BY_USER, "1/0", NULL);
-	emit(j, EV_CELL_START, c, NULL, 0);
-	c->status = CELL_ERROR;
-	c->ename = xstrdup("ZeroDivisionError");
-	c->evalue = xstrdup("division by zero");
-	c->traceback = xstrdup("Traceback (most recent call last):\n"
-	    "ZeroDivisionError: division by zero\n");
-	c->state_lost = 1;
-	emit(j, EV_RESULT, c, NULL, 0);
+	{
+		struct cell_result r = { .status = CELL_ERROR,
+		    .ename = "ZeroDivisionError", .evalue = "division by zero",
+		    .traceback = "Traceback (most recent call last):\n"
+		    "ZeroDivisionError: division by zero\n", .state_lost = 1 };
+		notebook_cell_result(nb, c->n, &r);
+	}
 	cr_assert_null(journal_failed(j));
 	path = store_journal_path(dir, journal_id(j));
-	journal_close(j);
+	jclose(j);
 
 	cr_assert_eq(journal_load(path, nb2, &m, &err), 0, "%s", err);
 	assert_notebooks_equal(nb, nb2);
@@ -270,10 +312,12 @@ Test(journal, events_read_back_equal)
 	cr_assert_str_eq(m.first_question, "What is 6*7?");
 	cr_assert_str_eq(m.provider, "openai");
 	cr_assert_str_eq(m.model, "gpt-test");
-	cr_assert_eq(m.nfiles, 1);
-	cr_assert_eq(m.files[0].size, 19);
-	cr_assert(strncmp(m.files[0].fingerprint, "sha256:", 7) == 0);
-	cr_assert_eq(datafile_check(&m.files[0], NULL), 0);
+	cr_assert_eq(notebook_nfiles(nb2), 1);
+	cr_assert_eq(notebook_file(nb2, 0)->size, 19);
+	cr_assert(strncmp(notebook_file(nb2, 0)->fingerprint, "sha256:", 7) == 0);
+	cr_assert_eq(datafile_check(notebook_file(nb2, 0), NULL), 0);
+	/* where that sandbox had it is no use to the next one */
+	cr_assert_null(notebook_file(nb2, 0)->sandbox);
 	cr_assert_eq(strlen(m.id), strlen("20261129-153012-ab12"));
 	journal_meta_free(&m);
 	notebook_free(nb);
@@ -289,7 +333,7 @@ Test(journal, large_output_stored_once_as_head_and_tail)
 	char *dir = tmpdir(), *err = NULL, *path;
 	struct notebook *nb = notebook_new(), *nb2 = notebook_new();
 	struct journal_meta m;
-	struct journal *j = journal_create(dir, NULL, NULL, nb, &err);
+	struct journal *j = jcreate(dir, NULL, NULL, nb, &err);
 	struct cell *c;
 	char chunk[8192];
 	struct stat st;
@@ -298,16 +342,14 @@ Test(journal, large_output_stored_once_as_head_and_tail)
 	cr_assert_not_null(j, "%s", err);
 	c = notebook_add_cell(nb, CELL_BY_USER, "for i in range(10**6): print(i)",
 	    NULL);
-	emit(j, EV_CELL_START, c, NULL, 0);
 	for (int i = 0; i < nchunks; i++) {
 		memset(chunk, 'a' + i % 26, sizeof chunk);
 		chunk[sizeof chunk - 1] = '\n';
-		out(j, c, 0, chunk, sizeof chunk);
+		out(nb, c, 0, chunk, sizeof chunk);
 	}
-	c->status = CELL_OK;
-	emit(j, EV_RESULT, c, NULL, 0);
+	result(nb, c, CELL_OK);
 	path = store_journal_path(dir, journal_id(j));
-	journal_close(j);
+	jclose(j);
 	cr_assert_eq(stat(path, &st), 0);
 	cr_assert_lt(st.st_size, CELL_OUT_HEAD + CELL_OUT_TAIL + 16384,
 	    "journal is %lld bytes", (long long)st.st_size);
@@ -328,7 +370,7 @@ Test(journal, torn_last_line_ignored_and_cut_on_resume)
 	char *dir = tmpdir(), *err = NULL, *path, *s;
 	struct notebook *nb = notebook_new(), *nb2 = notebook_new(), *nb3;
 	struct journal_meta m;
-	struct journal *j = journal_create(dir, NULL, NULL, nb, &err);
+	struct journal *j = jcreate(dir, NULL, NULL, nb, &err);
 	char *id;
 	size_t len;
 	int fd;
@@ -338,7 +380,7 @@ Test(journal, torn_last_line_ignored_and_cut_on_resume)
 	play_question(j, nb, "first?", "/tmp/p.png");
 	id = xstrdup(journal_id(j));
 	path = store_journal_path(dir, id);
-	journal_close(j);
+	jclose(j);
 	fd = open(path, O_WRONLY | O_APPEND);
 	cr_assert_eq(write_all(fd, torn, sizeof torn - 1), 0);
 	close(fd);
@@ -349,7 +391,7 @@ Test(journal, torn_last_line_ignored_and_cut_on_resume)
 	assert_notebooks_equal(nb, nb2);
 
 	/* resume: the torn bytes are cut, new lines append cleanly */
-	j = journal_reopen(dir, id, nb2, &m, &err);
+	j = jreopen(dir, id, nb2, &m, &err);
 	journal_meta_free(&m);
 	cr_assert_not_null(j, "%s", err);
 	s = slurp(path, &len);
@@ -357,7 +399,7 @@ Test(journal, torn_last_line_ignored_and_cut_on_resume)
 	cr_assert_null(strstr(s, "\"sta\n"));
 	free(s);
 	play_question(j, nb2, "second?", "/tmp/q.png");
-	journal_close(j);
+	jclose(j);
 	nb3 = notebook_new();
 	cr_assert_eq(journal_load(path, nb3, &m, &err), 0, "%s", err);
 	cr_assert_eq(m.torn, 0);
@@ -381,13 +423,13 @@ Test(journal, corrupt_middle_line_skipped_with_count)
 	char *dir = tmpdir(), *err = NULL, *path, *s, *t, *nl;
 	struct notebook *nb = notebook_new(), *nb2 = notebook_new();
 	struct journal_meta m;
-	struct journal *j = journal_create(dir, NULL, NULL, nb, &err);
+	struct journal *j = jcreate(dir, NULL, NULL, nb, &err);
 	size_t len;
 
 	cr_assert_not_null(j, "%s", err);
 	play_question(j, nb, "q?", "/tmp/p.png");
 	path = store_journal_path(dir, journal_id(j));
-	journal_close(j);
+	jclose(j);
 	s = slurp(path, &len);
 	/* after the meta line: a line of garbage and a "turn" line whose
 	 * JSON is cut (a usage line would change the totals) */
@@ -414,18 +456,17 @@ Test(journal, crash_mid_cell_is_repaired)
 	char *dir = tmpdir(), *err = NULL, *path;
 	struct notebook *nb = notebook_new(), *nb2 = notebook_new();
 	struct journal_meta m;
-	struct journal *j = journal_create(dir, NULL, NULL, nb, &err);
+	struct journal *j = jcreate(dir, NULL, NULL, nb, &err);
 	struct cell *c;
 	const cJSON *last;
 
 	cr_assert_not_null(j, "%s", err);
-	notebook_add_message(nb, msg("user", "slow?"));
+	notebook_add_question(nb, "slow?", NULL);
 	emit(j, EV_QUESTION, NULL, "slow?", 5);
-	notebook_add_message(nb, call_msg("call_9", "import time; time.sleep(99)"));
+	call_reply(nb, "call_9", "import time; time.sleep(99)");
 	c = notebook_add_cell(nb, CELL_BY_MODEL, "import time; time.sleep(99)",
 	    "call_9");
-	emit(j, EV_CELL_START, c, NULL, 0);
-	out(j, c, 0, "started\n", 8);
+	out(nb, c, 0, "started\n", 8);
 	path = store_journal_path(dir, journal_id(j));
 	/* no close: as if killed (the lock goes with the process) */
 	cr_assert_eq(journal_load(path, nb2, &m, &err), 0, "%s", err);
@@ -441,7 +482,7 @@ Test(journal, crash_mid_cell_is_repaired)
 	    "call_9");
 	cr_assert(cJSON_IsTrue(cJSON_GetObjectItem(last, "is_error")));
 	journal_meta_free(&m);
-	journal_close(j);
+	jclose(j);
 	notebook_free(nb);
 	notebook_free(nb2);
 	free(path);
@@ -449,24 +490,28 @@ Test(journal, crash_mid_cell_is_repaired)
 	free(dir);
 }
 
-Test(journal, message_completed_in_place_is_rewritten)
+/* Version 1 wrote a message again when the agent completed it in place
+ * (same index): the loader keeps the last one. */
+Test(journal, legacy_message_completed_in_place_is_replaced)
 {
-	char *dir = tmpdir(), *err = NULL, *path;
+	char *dir = tmpdir(), *err = NULL, *path = xasprintf("%s/nb.jsonl", dir);
 	struct notebook *nb = notebook_new(), *nb2 = notebook_new();
 	struct journal_meta m;
-	struct journal *j = journal_create(dir, NULL, NULL, nb, &err);
-	cJSON *a;
+	static const char text[] =
+	    "{\"t\":\"meta\",\"v\":1,\"id\":\"20260101-000000-abcd\",\"data\":[]}\n"
+	    "{\"t\":\"msg\",\"i\":0,\"m\":{\"role\":\"user\",\"content\":\"hi\"}}\n"
+	    "{\"t\":\"question\",\"text\":\"hi\"}\n"
+	    "{\"t\":\"msg\",\"i\":1,\"m\":{\"role\":\"assistant\",\"content\":\"Hel\"}}\n"
+	    "{\"t\":\"turn\",\"n\":1}\n"
+	    "{\"t\":\"msg\",\"i\":1,\"m\":{\"role\":\"assistant\",\"content\":\"Hello.\"}}\n"
+	    "{\"t\":\"answer\",\"text\":\"Hello.\"}\n";
+	FILE *f = fopen(path, "w");
 
-	cr_assert_not_null(j, "%s", err);
-	notebook_add_message(nb, msg("user", "hi"));
-	emit(j, EV_QUESTION, NULL, "hi", 2);
-	a = msg("assistant", "Hel");
-	notebook_add_message(nb, a);
-	emit(j, EV_TURN, NULL, NULL, 0);
-	cJSON_ReplaceItemInObject(a, "content", cJSON_CreateString("Hello."));
-	emit(j, EV_ANSWER, NULL, "Hello.", 6);
-	path = store_journal_path(dir, journal_id(j));
-	journal_close(j);
+	cr_assert_not_null(f);
+	fputs(text, f);
+	fclose(f);
+	notebook_add_question(nb, "hi", NULL);
+	notebook_add_reply(nb, "Hello.", NULL);
 	cr_assert_eq(journal_load(path, nb2, &m, &err), 0, "%s", err);
 	assert_notebooks_equal(nb, nb2);
 	journal_meta_free(&m);
@@ -503,17 +548,17 @@ make_session(const char *dir, const char *q, time_t mtime)
 {
 	struct notebook *nb = notebook_new();
 	char *err = NULL, *id, *path;
-	struct journal *j = journal_create(dir, NULL, NULL, nb, &err);
+	struct journal *j = jcreate(dir, NULL, NULL, nb, &err);
 	struct timeval tv[2] = { { mtime, 0 }, { mtime, 0 } };
 
 	cr_assert_not_null(j, "%s", err);
 	if (q != NULL) {
 		play_question(j, nb, q, "/tmp/p.png");
-		notebook_add_message(nb, msg("user", "again"));
+		notebook_add_question(nb, "again", NULL);
 		emit(j, EV_QUESTION, NULL, "again", 5);
 	}
 	id = xstrdup(journal_id(j));
-	journal_close(j);
+	jclose(j);
 	notebook_free(nb);
 	path = store_journal_path(dir, id);
 	cr_assert_eq(utimes(path, tv), 0);
@@ -599,7 +644,7 @@ Test(journal, delete_and_reopen_refuse_a_session_in_use)
 {
 	char *dir = tmpdir(), *err = NULL;
 	struct notebook *nb = notebook_new();
-	struct journal *j = journal_create(dir, NULL, NULL, nb, &err), *j2;
+	struct journal *j = jcreate(dir, NULL, NULL, nb, &err), *j2;
 
 	cr_assert_not_null(j, "%s", err);
 	cr_assert_eq(store_delete(dir, journal_id(j), &err), -1);
@@ -608,12 +653,12 @@ Test(journal, delete_and_reopen_refuse_a_session_in_use)
 	err = NULL;
 	{
 		struct journal_meta m = { .live_from = 1 };
-		j2 = journal_reopen(dir, journal_id(j), nb, &m, &err);
+		j2 = jreopen(dir, journal_id(j), nb, &m, &err);
 	}
 	cr_assert_null(j2);
 	cr_assert_not_null(strstr(err, "another terp"), "%s", err);
 	free(err);
-	journal_close(j);
+	jclose(j);
 	notebook_free(nb);
 	rm_rf(dir);
 	free(dir);
@@ -737,18 +782,18 @@ ran(struct journal *j, struct notebook *nb, const char *code,
     enum cell_status st, int state_lost)
 {
 	struct cell *c = notebook_add_cell(nb, CELL_BY_USER, code, NULL);
+	struct cell_result r = { .status = st, .state_lost = state_lost };
 
-	emit(j, EV_CELL_START, c, NULL, 0);
-	c->status = st;
-	c->state_lost = state_lost;
-	emit(j, EV_RESULT, c, NULL, 0);
+	(void)j;
+	notebook_cell_result(nb, c->n, &r);
 	return c;
 }
 
 static void
 kernel_ev(struct journal *j, enum kernel_state st)
 {
-	struct event ev = { .type = EV_KERNEL, .n = (int)st };
+	struct event ev = { .type = EV_KERNEL, .kstate = st,
+	    .state_lost = st == KERNEL_STARTING || st == KERNEL_STOPPED };
 	journal_event(j, &ev);
 }
 
@@ -757,7 +802,7 @@ Test(journal, replay_rebuilds_the_state_lost_last)
 	char *dir = tmpdir(), *err = NULL, *path, *id;
 	struct notebook *nb = notebook_new(), *nb2 = notebook_new();
 	struct journal_meta m;
-	struct journal *j = journal_create(dir, NULL, NULL, nb, &err);
+	struct journal *j = jcreate(dir, NULL, NULL, nb, &err);
 	int *cells, n;
 
 	cr_assert_not_null(j, "%s", err);
@@ -774,11 +819,11 @@ Test(journal, replay_rebuilds_the_state_lost_last)
 	free(cells);
 	id = xstrdup(journal_id(j));
 	path = store_journal_path(dir, id);
-	journal_close(j);
+	jclose(j);
 
 	cr_assert_eq(journal_load(path, nb2, &m, &err), 0, "%s", err);
 	cr_assert_eq(m.live_from, 3);
-	j = journal_reopen(dir, id, nb2, &m, &err);
+	j = jreopen(dir, id, nb2, &m, &err);
 	cr_assert_not_null(j, "%s", err);
 	journal_meta_free(&m);
 	n = journal_replay_cells(j, &cells);
@@ -793,7 +838,7 @@ Test(journal, replay_rebuilds_the_state_lost_last)
 	free(cells);
 	/* hand-run cells before the resume were told to no question yet */
 	cr_assert_eq(notebook_cell(nb2, 6)->told_model, 0);
-	journal_close(j);
+	jclose(j);
 	notebook_free(nb);
 	notebook_free(nb2);
 	free(path);
@@ -810,20 +855,136 @@ Test(journal, create_with_a_given_id)
 
 	sdir = xasprintf("%s/20260101-120000-beef", dir);
 	cr_assert_eq(mkdir(sdir, 0711), 0);	/* main made it already */
-	j = journal_create(dir, "20260101-120000-beef", NULL, nb, &err);
+	j = jcreate(dir, "20260101-120000-beef", NULL, nb, &err);
 	cr_assert_not_null(j, "%s", err);
 	cr_assert_str_eq(journal_id(j), "20260101-120000-beef");
 	cr_assert_str_eq(journal_dir(j), sdir);
-	journal_close(j);
+	jclose(j);
 	/* the journal exists: a second create must not clobber it */
-	cr_assert_null(journal_create(dir, "20260101-120000-beef", NULL, nb,
+	cr_assert_null(jcreate(dir, "20260101-120000-beef", NULL, nb,
 	    &err));
 	free(err);
 	err = NULL;
-	cr_assert_null(journal_create(dir, "../evil", NULL, nb, &err));
+	cr_assert_null(jcreate(dir, "../evil", NULL, nb, &err));
 	free(err);
 	notebook_free(nb);
 	free(sdir);
+	rm_rf(dir);
+	free(dir);
+}
+
+/* Journals written before questions were kept apart from their notes:
+ * the user message whole, then a question record with the text. The
+ * loader puts each question in with its notes apart, and the message
+ * comes out as it was sent. */
+Test(journal, legacy_questions_load_apart_from_their_notes)
+{
+	char *dir = tmpdir(), *err = NULL, *path = xasprintf("%s/nb.jsonl", dir);
+	struct notebook *nb = notebook_new();
+	struct journal_meta m;
+	const struct question *q;
+	static const char text[] =
+	    "{\"t\":\"meta\",\"v\":1,\"id\":\"20260101-000000-abcd\",\"data\":[]}\n"
+	    /* a question that reads like a note, sent without notes */
+	    "{\"t\":\"msg\",\"i\":0,\"m\":{\"role\":\"user\",\"content\":"
+	    "\"Note: x\\nQuestion: y\"}}\n"
+	    "{\"t\":\"question\",\"text\":\"Note: x\\nQuestion: y\"}\n"
+	    "{\"t\":\"msg\",\"i\":1,\"m\":{\"role\":\"assistant\",\"content\":\"a\"}}\n"
+	    /* notes, then the question */
+	    "{\"t\":\"msg\",\"i\":2,\"m\":{\"role\":\"user\",\"content\":"
+	    "\"Note: the user restarted.\\n\\nQuestion: and now?\"}}\n"
+	    "{\"t\":\"question\",\"text\":\"and now?\"}\n"
+	    /* the last line cut before its question record */
+	    "{\"t\":\"msg\",\"i\":3,\"m\":{\"role\":\"user\",\"content\":"
+	    "\"Since your last turn the user ran cells.\\n\\nQuestion: more?\"}}\n";
+	FILE *f = fopen(path, "w");
+
+	cr_assert_not_null(f);
+	fputs(text, f);
+	fclose(f);
+	cr_assert_eq(journal_load(path, nb, &m, &err), 0, "%s", err);
+	cr_assert_eq(m.skipped, 0);
+	cr_assert_eq(notebook_nquestions(nb), 3);
+	q = notebook_question(nb, 0);
+	cr_assert_eq(q->msg, 0);
+	cr_assert_str_eq(q->text, "Note: x\nQuestion: y");
+	cr_assert_null(q->notes);
+	q = notebook_question(nb, 1);
+	cr_assert_eq(q->msg, 2);
+	cr_assert_str_eq(q->text, "and now?");
+	cr_assert_str_eq(q->notes, "Note: the user restarted.\n");
+	q = notebook_question(nb, 2);
+	cr_assert_eq(q->msg, 3);
+	cr_assert_str_eq(q->text, "more?");
+	cr_assert_str_eq(q->notes, "Since your last turn the user ran cells.\n");
+	cr_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetArrayItem(
+	    notebook_messages(nb), 2), "content")),
+	    "Note: the user restarted.\n\nQuestion: and now?");
+	cr_assert_eq(cJSON_GetArraySize(notebook_messages(nb)), 4);
+	journal_meta_free(&m);
+	notebook_free(nb);
+	rm_rf(dir);
+	free(dir);
+	free(path);
+}
+
+/* A long session: the notebook keeps every request's size but only the
+ * last NOTEBOOK_SENT_KEEP bodies; the journal has them all, read back
+ * for /sent N, also after a resume. */
+Test(journal, long_session_keeps_few_request_bodies)
+{
+	char *dir = tmpdir(), *err = NULL, *body;
+	struct notebook *nb = notebook_new(), *nb2 = notebook_new();
+	struct journal_meta m;
+	struct journal *j;
+	const int n = 1000;
+	size_t len;
+	int kept = 0;
+
+	j = jcreate(dir, NULL, NULL, nb, &err);
+	cr_assert_not_null(j, "%s", err);
+	for (int i = 0; i < n; i++) {
+		char *b = xasprintf("{\"turn\":%d,\"pad\":\"%0400d\"}", i, i);
+		notebook_add_sent(nb, "POST /v1/chat", b, strlen(b));
+		free(b);
+	}
+	cr_assert_eq(notebook_nsent(nb), n);
+	for (int i = 0; i < n; i++) {
+		const char *what;
+		const char *b = notebook_sent(nb, i, &what, &len);
+		cr_assert_str_eq(what, "POST /v1/chat");
+		cr_assert_gt(len, 400, "the size of every request stays");
+		kept += b != NULL;
+		if (i >= n - NOTEBOOK_SENT_KEEP)
+			cr_assert_not_null(b, "request %d: the last ones are kept", i);
+	}
+	cr_assert_eq(kept, NOTEBOOK_SENT_KEEP);
+	body = journal_read_sent(j, 0, &len, &err);
+	cr_assert_not_null(body, "%s", err);
+	cr_assert_eq(strncmp(body, "{\"turn\":0,", 10), 0, "%s", body);
+	cr_assert_eq(len, strlen(body));
+	free(body);
+	body = journal_read_sent(j, 737, &len, &err);
+	cr_assert_not_null(body, "%s", err);
+	cr_assert_eq(strncmp(body, "{\"turn\":737,", 12), 0, "%s", body);
+	free(body);
+	cr_assert_null(journal_read_sent(j, n, &len, &err));
+	cr_assert_not_null(strstr(err, "not in the journal"), "%s", err);
+	free(err);
+	err = NULL;
+	body = store_journal_path(dir, journal_id(j));
+	jclose(j);
+	/* loaded again (a resume): the same bounded notebook */
+	cr_assert_eq(journal_load(body, nb2, &m, &err), 0, "%s", err);
+	kept = 0;
+	for (int i = 0; i < notebook_nsent(nb2); i++)
+		kept += notebook_sent(nb2, i, NULL, NULL) != NULL;
+	cr_assert_eq(notebook_nsent(nb2), n);
+	cr_assert_eq(kept, NOTEBOOK_SENT_KEEP);
+	journal_meta_free(&m);
+	free(body);
+	notebook_free(nb);
+	notebook_free(nb2);
 	rm_rf(dir);
 	free(dir);
 }

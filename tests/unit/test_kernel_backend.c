@@ -13,7 +13,7 @@
 static void out_cb(void *a, int c, int s, const char *p, size_t n) { (void)a; (void)c; (void)s; (void)p; (void)n; }
 static void res_cb(void *a, int c, const struct kernel_result *r) { (void)a; (void)c; (void)r; }
 static void art_cb(void *a, int c, const char *n, const char *p, uint64_t b) { (void)a; (void)c; (void)n; (void)p; (void)b; }
-static void st_cb(void *a, enum kernel_state s, const char *m) { (void)a; (void)s; (void)m; }
+static void st_cb(void *a, const struct kernel_status *s) { (void)a; (void)s; }
 
 static const struct kernel_cbs cbs = {
 	.output = out_cb, .result = res_cb, .artifact = art_cb, .state = st_cb,

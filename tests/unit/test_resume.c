@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "terp/idle.h"
+#include "terp/datafile.h"
 #include "terp/journal.h"
 #include "terp/kernel.h"
 #include "terp/loop.h"
@@ -42,12 +43,9 @@ write_data(const char *dir, const char *name, const char *text)
 }
 
 static void
-emit(struct journal *j, enum event_type t, const struct cell *c,
-    const char *text)
+observe(void *arg, const struct nb_change *ch)
 {
-	struct event ev = { .type = t, .cell = c, .text = text,
-	    .len = text ? strlen(text) : 0 };
-	journal_event(j, &ev);
+	journal_change(arg, ch);
 }
 
 /* A session over two data files with one question and one cell. */
@@ -55,19 +53,26 @@ static char *
 session(const char *dir, const char *a, const char *b)
 {
 	const char *files[] = { a, b };
-	struct journal_info info = { "demo", "m", files, 2 };
+	struct journal_info info = { "demo", "m" };
 	struct notebook *nb = notebook_new();
 	char *err = NULL, *id;
 	struct journal *j = journal_create(dir, NULL, &info, nb, &err);
-	struct cell *c;
+	struct cell_result ok = { .status = CELL_OK };
 
 	cr_assert_not_null(j, "%s", err);
-	emit(j, EV_QUESTION, NULL, "Which month had the highest revenue per "
-	    "dollar of marketing spend, per channel?\nSecond line.");
-	c = notebook_add_cell(nb, CELL_BY_USER, "df = 1", NULL);
-	emit(j, EV_CELL_START, c, NULL);
-	c->status = CELL_OK;
-	emit(j, EV_RESULT, c, NULL);
+	notebook_observe(nb, observe, j);
+	for (int i = 0; i < 2; i++) {	/* staged, as the agent records them */
+		struct datafile f;
+		cr_assert_eq(datafile_fingerprint(files[i], &f, &err), 0, "%s", err);
+		f.sandbox = xasprintf("/workspace/data/f%d", i);
+		notebook_add_file(nb, &f);
+		datafile_free(&f);
+	}
+	notebook_add_question(nb, "Which month had the highest revenue per "
+	    "dollar of marketing spend, per channel?\nSecond line.", NULL);
+	notebook_add_cell(nb, CELL_BY_USER, "df = 1", NULL);
+	notebook_cell_result(nb, 1, &ok);
+	notebook_observe(nb, NULL, NULL);
 	id = xstrdup(journal_id(j));
 	journal_close(j);
 	notebook_free(nb);
@@ -87,8 +92,11 @@ Test(resume, prepare_warns_about_changed_and_vanished_files)
 	cr_assert_eq(resume_prepare(dir, NULL, &r, &err), 0, "%s", err);
 	cr_assert_str_eq(r.id, id);
 	cr_assert_eq(notebook_ncells(r.nb), 1);
-	cr_assert_eq(r.ndata, 1);
-	cr_assert(strstr(r.data_files[0], "/a.csv") != NULL);
+	cr_assert_eq(notebook_nfiles(r.nb), 2);
+	cr_assert(strstr(notebook_file(r.nb, 0)->path, "/a.csv") != NULL);
+	cr_assert_null(notebook_file(r.nb, 0)->sandbox, "that sandbox is gone");
+	cr_assert_eq(r.file_state[0], 1);	/* changed: staged again */
+	cr_assert_eq(r.file_state[1], 2);	/* gone: not staged */
 	cr_assert_not_null(r.warnings);
 	cr_assert_not_null(strstr(r.warnings, "a.csv changed"), "%s", r.warnings);
 	cr_assert_not_null(strstr(r.warnings, "b.csv is gone"), "%s", r.warnings);
@@ -120,7 +128,9 @@ Test(resume, unchanged_files_no_warnings)
 
 	cr_assert_eq(resume_prepare(dir, id, &r, &err), 0, "%s", err);
 	cr_assert_null(r.warnings);
-	cr_assert_eq(r.ndata, 2);
+	cr_assert_eq(notebook_nfiles(r.nb), 2);
+	cr_assert_eq(r.file_state[0], 0);
+	cr_assert_eq(r.file_state[1], 0);
 	resume_free(&r);
 	free(a);
 	free(b);
@@ -163,27 +173,35 @@ struct fake {
 	int		 runs[8], nruns;
 };
 
-static int
-fake_run(void *arg, int n, char **err)
+/* What the session does from its loop: starts the due cell, if any. */
+static void
+start_due(struct replay *r, struct fake *f)
 {
-	struct fake *f = arg;
-	struct cell *c = notebook_add_cell(f->nb, CELL_BY_USER,
-	    notebook_cell(f->nb, n)->code, NULL);
+	int n = replay_due(r);
+	struct cell *c;
 
+	if (n == 0)
+		return;
+	c = notebook_add_cell(f->nb, CELL_BY_USER, notebook_cell(f->nb, n)->code, NULL);
 	f->runs[f->nruns++] = n;
-	return c->n;
+	replay_started(r, c->n);
 }
 
 static int
-finish(struct replay *r, struct notebook *nb, enum cell_status st)
+finish(struct replay *r, struct fake *f, enum cell_status st)
 {
-	struct cell *c = notebook_cell(nb, notebook_ncells(nb));
+	struct cell *c = notebook_cell(f->nb, notebook_ncells(f->nb));
 	struct event res = { .type = EV_RESULT, .cell = c };
 	struct event idle = { .type = EV_IDLE };
+	struct cell_result cr = { .status = st };
+	int running;
 
-	c->status = st;
+	notebook_cell_result(f->nb, c->n, &cr);
 	cr_assert_eq(replay_event(r, &res), 1);
-	return replay_event(r, &idle);
+	cr_assert_eq(replay_due(r), 0, "due before the cell is over");
+	running = replay_event(r, &idle);
+	start_due(r, f);
+	return running;
 }
 
 Test(replay, runs_in_order_and_stops_at_a_failure)
@@ -191,39 +209,45 @@ Test(replay, runs_in_order_and_stops_at_a_failure)
 	struct fake f = { .nb = notebook_new() };
 	int cells[] = { 1, 3, 4 };
 	struct replay *r;
-	char *err = NULL;
 	int failed;
 
 	for (int i = 0; i < 4; i++)
 		notebook_add_cell(f.nb, CELL_BY_MODEL, "x", NULL);
-	r = replay_new(cells, 3, fake_run, &f);
-	cr_assert_eq(replay_start(r, &err), 0);
+	r = replay_new(cells, 3);
+	start_due(r, &f);
 	cr_assert_eq(f.nruns, 1);
-	cr_assert_eq(finish(r, f.nb, CELL_OK), 1);
+	cr_assert_eq(replay_due(r), 0, "due while the first runs");
+	cr_assert_eq(finish(r, &f, CELL_OK), 1);
 	cr_assert_eq(f.nruns, 2);
 	cr_assert_eq(f.runs[1], 3);
-	cr_assert_eq(finish(r, f.nb, CELL_ERROR), 0);
+	cr_assert_eq(finish(r, &f, CELL_ERROR), 0);
 	cr_assert_eq(f.nruns, 2, "went on after a failure");
 	cr_assert_eq(replay_progress(r, &failed), 1);
 	cr_assert_eq(failed, 3);
 	replay_free(r);
 
-	r = replay_new(cells, 3, fake_run, &f);
+	r = replay_new(cells, 3);
 	f.nruns = 0;
-	cr_assert_eq(replay_start(r, &err), 0);
-	cr_assert_eq(finish(r, f.nb, CELL_OK), 1);
-	cr_assert_eq(finish(r, f.nb, CELL_OK), 1);
-	cr_assert_eq(finish(r, f.nb, CELL_OK), 0);
+	start_due(r, &f);
+	cr_assert_eq(finish(r, &f, CELL_OK), 1);
+	cr_assert_eq(finish(r, &f, CELL_OK), 1);
+	cr_assert_eq(finish(r, &f, CELL_OK), 0);
 	cr_assert_eq(f.nruns, 3);
 	cr_assert_eq(f.runs[2], 4);
 	cr_assert_eq(replay_progress(r, &failed), 3);
 	cr_assert_eq(failed, 0);
 	replay_free(r);
 
-	r = replay_new(NULL, 0, fake_run, &f);
-	cr_assert_eq(replay_start(r, &err), -1);
-	cr_assert_not_null(strstr(err, "nothing to replay"));
-	free(err);
+	/* a refused start ends it, that cell counted as failed */
+	r = replay_new(cells, 3);
+	replay_started(r, -1);
+	cr_assert_eq(replay_due(r), 0);
+	cr_assert_eq(replay_progress(r, &failed), 0);
+	cr_assert_eq(failed, 1);
+	replay_free(r);
+
+	r = replay_new(NULL, 0);
+	cr_assert_eq(replay_due(r), 0, "nothing to replay");
 	replay_free(r);
 	notebook_free(f.nb);
 }
@@ -256,7 +280,7 @@ run_for(struct loop *l, int64_t ms)
 static void
 ev(struct idle *i, enum event_type t, int n)
 {
-	struct event e = { .type = t, .n = n };
+	struct event e = { .type = t, .kstate = (enum kernel_state)n };
 	idle_event(i, &e);
 }
 

@@ -170,7 +170,7 @@ Test(sanitize_controls, printer_kernel_message_and_artifact_path)
 	struct printer *p = printer_new(fo, fe, PRINTER_EXEC);
 	struct artifact a = { .cell = 1, .name = "x", .bytes = 3,
 		.path = "out/a\x1b]0;t\x07\xc2\x9d.txt" };
-	struct event ev = { .type = EV_KERNEL, .n = KERNEL_DEAD,
+	struct event ev = { .type = EV_KERNEL, .kstate = KERNEL_DEAD,
 		.text = "bwrap: \x1b]0;t\x07 \xe2\x80\xae" };
 
 	printer_event(p, &ev);

@@ -1,4 +1,4 @@
-/* The session helper with the real loop, agent and kernel (Python run
+/* The session runner with the real loop, agent and kernel (Python run
  * without the sandbox, so these need no bwrap): --idle-timeout stops
  * the sandbox and the next question or cell starts a new one, telling
  * the user and the model; --max-session ends a long cell; a journal
@@ -27,12 +27,12 @@ struct t {
 	struct notebook	*nb;
 	struct kernel_opts kopts;
 	struct llm_config cfg;
-	struct llm	*llm;
 	struct agent	*agent;
 	struct session	*session;
 	struct buf	 log;		/* "type: text" per event */
 	enum after_stop	 after;
-	int		 started, stops, errors, error_n, timed_out;
+	int		 started, stops, errors, timed_out;
+	enum error_kind	 error_kind;
 	int		 ran_second;
 };
 
@@ -42,17 +42,16 @@ on_event(void *arg, const struct event *ev)
 	struct t *t = arg;
 	char *err = NULL;
 
-	session_record(t->session, ev);
 	if (ev->type == EV_KERNEL || ev->type == EV_NOTICE || ev->type == EV_ERROR)
-		buf_printf(&t->log, "%d/%d: %s\n", ev->type, ev->n, ev->text ? ev->text : "");
-	if (session_event(t->session, ev) != SESSION_PASS)
-		return;
+		buf_printf(&t->log, "%d/%d: %s\n", ev->type, (int)ev->kstate,
+		    ev->text ? ev->text : "");
 	switch (ev->type) {
 	case EV_KERNEL:
-		if ((ev->n == KERNEL_LOADING || ev->n == KERNEL_READY) && !t->started) {
+		if ((ev->kstate == KERNEL_LOADING || ev->kstate == KERNEL_READY) &&
+		    !t->started) {
 			t->started = 1;
 			cr_assert_gt(agent_run_cell(t->agent, "x = 41", &err), 0);
-		} else if (ev->n == KERNEL_STOPPED) {
+		} else if (ev->kstate == KERNEL_STOPPED) {
 			t->stops++;
 			if (t->after == ASK) {
 				cr_assert_eq(agent_ask(t->agent, "q", &err), 0, "%s", err);
@@ -67,7 +66,7 @@ on_event(void *arg, const struct event *ev)
 		break;
 	case EV_ERROR:
 		t->errors++;
-		t->error_n = ev->n;
+		t->error_kind = ev->error;
 		break;
 	case EV_IDLE:
 		if (t->ran_second && !agent_busy(t->agent))
@@ -110,8 +109,6 @@ t_setup(struct t *t, enum after_stop after, int64_t idle_ms, int64_t max_ms,
 	fclose(fp);
 	buf_init(&t->log, 1 << 20);
 	t->after = after;
-	t->loop = loop_new();
-	t->nb = notebook_new();
 	kernel_opts_default(&t->kopts);
 	t->kopts.no_sandbox = 1;
 	t->kopts.session_dir = t->sdir;
@@ -119,25 +116,28 @@ t_setup(struct t *t, enum after_stop after, int64_t idle_ms, int64_t max_ms,
 	t->cfg.provider = xstrdup("demo");
 	t->cfg.model = xstrdup("recorded");
 	t->cfg.demo_script = xstrdup(t->script);
-	t->llm = llm_new(t->loop, &t->cfg, &err);
-	cr_assert_not_null(t->llm, "%s", err);
 	memset(&so, 0, sizeof so);
 	so.sessions_dir = t->sessions;
 	so.id = "t1";
 	so.idle_ms = idle_ms;
 	so.max_ms = max_ms;
-	so.emit = on_event;
+	so.kopts = &t->kopts;
+	so.llm = &t->cfg;
+	so.show = on_event;
 	so.arg = t;
-	t->session = session_new(t->loop, t->nb, &so, &warn, &err);
-	cr_assert_not_null(t->session);
+	/* the session runner as the TUI uses it: no script, the test's
+	 * sink drives the agent */
+	t->session = session_new(&so, &warn, &err);
+	cr_assert_not_null(t->session, "%s", err);
+	t->loop = session_loop(t->session);
+	t->nb = session_notebook(t->session);
+	t->agent = session_agent(t->session);
 	if (sessions_dir == NULL)
 		cr_assert_null(warn, "%s", warn);
 	else
 		buf_printf(&t->log, "warn: %s\n", warn ? warn : "(none)");
 	free(warn);
-	t->agent = agent_new(t->loop, t->nb, &t->kopts, t->llm, NULL, on_event, t);
-	session_attach(t->session, t->agent);
-	cr_assert_eq(agent_start(t->agent, &err), 0, "%s", err);
+	cr_assert_eq(session_start(t->session), 0, "log:\n%s", buf_str(&t->log));
 	loop_timer_add(t->loop, 20000, on_deadline, t);
 	loop_run(t->loop);
 }
@@ -147,11 +147,7 @@ t_teardown(struct t *t)
 {
 	char *cmd = xasprintf("rm -rf '%s'", t->dir);
 
-	agent_free(t->agent);
 	session_free(t->session);
-	llm_free(t->llm);
-	notebook_free(t->nb);
-	loop_free(t->loop);
 	free(t->cfg.provider);
 	free(t->cfg.model);
 	free(t->cfg.demo_script);
@@ -236,7 +232,7 @@ Test(session, max_session_ends_a_long_cell)
 	cr_assert_not(t.timed_out, "log:\n%s", buf_str(&t.log));
 	cr_assert_lt(now_ms() - t0, 5000);
 	cr_assert_eq(t.errors, 1);
-	cr_assert_eq(t.error_n, 3);
+	cr_assert_eq(t.error_kind, ERROR_MAX_SESSION);
 	cr_assert_not_null(strstr(buf_str(&t.log), "the session reached its --max-session "
 	    "limit of 400 ms; ending it"));
 	cr_assert_eq(t.stops, 0);

@@ -1,0 +1,104 @@
+"""Journals written by an earlier terp still load: the journals in
+tests/fixtures/journals/ were recorded from real runs of the terp of
+before issue 9's core change (tests/fixtures/journals/make_fixtures.py:
+`terp exec`, `terp -p` against the fake model, a session resumed with
+--replay, the notebook UI with hand-run cells, /restart and /load, and an
+idle stop). Each must export (.md and .ipynb) exactly as that terp
+exported it, and one resumed with --replay must send the model exactly
+the request that terp sent.
+
+The expected files beside the journals were written by that terp with
+TERP_RECORD_FIXTURES=1; they are never regenerated with a newer one."""
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+TERP = os.path.join(ROOT, "terp")
+FIX = os.path.join(ROOT, "tests", "fixtures", "journals")
+sys.path.insert(0, os.path.join(ROOT, "tests"))
+from fake_model import FakeModel  # noqa: E402
+
+NAMES = ["exec", "prompt", "resumed", "tui", "idle"]
+RECORD = os.environ.get("TERP_RECORD_FIXTURES") == "1"
+
+
+def install(env, name):
+    """Puts fixture name into env's session folder; returns its id."""
+    src = os.path.join(FIX, name + ".jsonl")
+    with open(src) as f:
+        sid = json.loads(f.readline())["id"]
+    d = os.path.join(env["XDG_STATE_HOME"], "terp", "sessions", sid)
+    os.makedirs(d)
+    shutil.copy(src, os.path.join(d, "notebook.jsonl"))
+    return sid
+
+
+def normal(text):
+    """The export with what depends on where it was written made equal:
+    the Markdown links to artifacts are relative to the export's folder."""
+    return re.sub(r"(\.\./)+nonexistent/", "/nonexistent/", text)
+
+
+def same_as_recorded(path, expected_name):
+    exp = os.path.join(FIX, "expected", expected_name)
+    got = normal(open(path).read())
+    if RECORD:
+        os.makedirs(os.path.dirname(exp), exist_ok=True)
+        with open(exp, "w") as f:
+            f.write(got)
+        return
+    assert os.path.exists(exp), "no recorded %s" % exp
+    assert got == open(exp).read(), "%s differs from %s" % (path, exp)
+
+
+@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("fmt", ["md", "ipynb"])
+def test_old_journal_exports_as_before(env, tmp_path, name, fmt):
+    sid = install(env, name)
+    out = tmp_path / ("nb." + fmt)
+    p = subprocess.run([TERP, "--export", sid, str(out)], env=env, cwd=tmp_path,
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert "damaged" not in p.stderr, p.stderr
+    same_as_recorded(out, "%s.%s" % (name, fmt))
+
+
+def test_old_journal_resumes_as_before(env, tmp_path):
+    """The notebook UI's session (hand-run cells, a restart, a /load, two
+    data files of the same name, all gone now) resumed with --replay and a
+    follow-up: the model gets the same conversation, notes and system
+    prompt as from the terp that wrote the journal."""
+    sid = install(env, "tui")
+    log = tmp_path / "log.jsonl"
+    srv = FakeModel({"turns": [{"openai": {"text": "Still here."}, "repeat": True}]},
+                    str(log))
+    port = srv.start()
+    try:
+        e = dict(env)
+        e["OPENAI_API_KEY"] = "test-key-not-real"
+        p = subprocess.run([TERP, "--provider", "openai", "--model", "fake", "--base-url",
+                            "http://127.0.0.1:%d/v1" % port, "--out", str(tmp_path / "out"),
+                            "--resume", sid, "--replay", "-p", "Still there?"],
+                           env=e, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    finally:
+        srv.stop()
+    assert p.returncode == 0, p.stderr
+    assert p.stdout == "Still here.\n", p
+    assert "replay done: 1 cell re-ran" in p.stderr, p.stderr
+    bodies = [json.loads(l)["body"] for l in log.read_text().splitlines()]
+    assert len(bodies) == 1
+    got = tmp_path / "request.json"
+    got.write_text(json.dumps(bodies[0], indent=1, ensure_ascii=False) + "\n")
+    same_as_recorded(got, "tui-resumed-request.json")
+    # and the notebook after it, as that terp exported it
+    out = tmp_path / "after.md"
+    p = subprocess.run([TERP, "--export", sid, str(out)], env=env, cwd=tmp_path,
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    same_as_recorded(out, "tui-resumed.md")
