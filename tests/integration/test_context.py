@@ -90,8 +90,8 @@ def test_sixty_questions_fit_an_8k_window_and_remember_the_first(provider, terp,
     marks = [ln["text"] for ln in lines if ln.get("t") == "notice"
              and "summarised by the model" in ln.get("text", "")]
     assert len(marks) == sum(1 for n in notices if "summarised by the model" in n) >= 1
-    first_out = [ln for ln in lines if ln.get("t") == "msg" and ln["m"].get("role") == "tool"][0]
-    assert "row 099" in first_out["m"]["content"] and "FACT-1 = 1007" in first_out["m"]["content"]
+    first_out = [ln for ln in lines if ln.get("t") == "tool"][0]
+    assert "row 099" in first_out["content"] and "FACT-1 = 1007" in first_out["content"]
     sent = [q["what"] for q in r.of("request")]
     assert sum(1 for w in sent if w.startswith("summary for the context window")) == len(summaries)
     # An elided output says where the rest is.
