@@ -15,19 +15,6 @@ extern char **environ;
 #define CONF_MAX	(64 * 1024)
 #define URL_MAX		2048
 
-static const char *
-env_get(const char *const *envp, const char *key)
-{
-	size_t n = strlen(key);
-
-	if (envp == NULL)
-		envp = (const char *const *)environ;
-	for (; *envp != NULL; envp++)
-		if (strncmp(*envp, key, n) == 0 && (*envp)[n] == '=')
-			return *envp + n + 1;
-	return NULL;
-}
-
 /* Key names as pip compares them: '_' and '-' alike, no case. */
 static int
 key_eq(const char *a, size_t an, const char *b)
@@ -172,9 +159,9 @@ from_file(struct pipindex *p, const char *path)
 void
 pipindex_find(const char *const *envp, const char *venv, struct pipindex *out)
 {
-	const char *cf = env_get(envp, "PIP_CONFIG_FILE");
-	const char *home = env_get(envp, "HOME");
-	const char *xdg = env_get(envp, "XDG_CONFIG_HOME");
+	const char *cf = env_lookup(envp, "PIP_CONFIG_FILE");
+	const char *home = env_lookup(envp, "HOME");
+	const char *xdg = env_lookup(envp, "XDG_CONFIG_HOME");
 	const char *v;
 	char *path;
 
@@ -205,9 +192,9 @@ pipindex_find(const char *const *envp, const char *venv, struct pipindex *out)
 			free(path);
 		}
 	}
-	if ((v = env_get(envp, "PIP_INDEX_URL")) != NULL && *v)
+	if ((v = env_lookup(envp, "PIP_INDEX_URL")) != NULL && *v)
 		set_urls(out, v, "PIP_INDEX_URL", 0);
-	if ((v = env_get(envp, "PIP_EXTRA_INDEX_URL")) != NULL && *v)
+	if ((v = env_lookup(envp, "PIP_EXTRA_INDEX_URL")) != NULL && *v)
 		set_urls(out, v, "PIP_EXTRA_INDEX_URL", 1);
 }
 

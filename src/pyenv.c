@@ -36,19 +36,6 @@ extern char **environ;
 
 /* ---- Paths -------------------------------------------------------- */
 
-static const char *
-env_get(const char *const *envp, const char *key)
-{
-	size_t n = strlen(key);
-
-	if (envp == NULL)
-		envp = (const char *const *)environ;
-	for (; *envp != NULL; envp++)
-		if (strncmp(*envp, key, n) == 0 && (*envp)[n] == '=')
-			return *envp + n + 1;
-	return NULL;
-}
-
 /* p is dir itself or lies below it. */
 static int
 path_under(const char *p, const char *dir)
@@ -1182,8 +1169,8 @@ static int
 shim_resolve(struct rctx *c, const char *shim, const char *name,
     const char *what, char **found, char **why, int *system)
 {
-	const char *ev = env_get(c->envp, "PYENV_VERSION");
-	const char *er = env_get(c->envp, "PYENV_ROOT");
+	const char *ev = env_lookup(c->envp, "PYENV_VERSION");
+	const char *er = env_lookup(c->envp, "PYENV_ROOT");
 	char *root, *shims = path_dirname(shim), *origin = NULL, *words[16];
 	size_t nw = 0;
 	int rc = -1;
@@ -1278,7 +1265,7 @@ static int
 path_search(struct rctx *c, const char *name, int skip_shims, char **found,
     char **why)
 {
-	const char *path = env_get(c->envp, "PATH");
+	const char *path = env_lookup(c->envp, "PATH");
 	char *copy, *save = NULL;
 
 	*found = NULL;
@@ -1358,7 +1345,7 @@ pyenv_resolve(const struct pyenv_choice *choice, struct pyenv *out, char **err)
 		char cwd[PATH_MAX];
 		c.cwd = xstrdup(getcwd(cwd, sizeof cwd) ? cwd : "/");
 	}
-	home = env_get(c.envp, "HOME");
+	home = env_lookup(c.envp, "HOME");
 	if (home == NULL || home[0] != '/') {
 		struct passwd *pw = getpwuid(c.me);
 		home = pw != NULL ? pw->pw_dir : NULL;
@@ -1436,7 +1423,7 @@ pyenv_resolve(const struct pyenv_choice *choice, struct pyenv *out, char **err)
 				goto out;
 			}
 		}
-	} else if ((v = env_get(c.envp, "VIRTUAL_ENV")) != NULL && *v) {
+	} else if ((v = env_lookup(c.envp, "VIRTUAL_ENV")) != NULL && *v) {
 		source = PYENV_FROM_VIRTUAL_ENV;
 		spelled = path_join(v, "bin/python");
 		P = v[0] == '/' ? path_normalize(spelled, "/") : NULL;
@@ -1445,7 +1432,7 @@ pyenv_resolve(const struct pyenv_choice *choice, struct pyenv *out, char **err)
 			    "deactivate the environment, or pass --python", v);
 			goto out;
 		}
-	} else if ((v = env_get(c.envp, "CONDA_PREFIX")) != NULL && *v) {
+	} else if ((v = env_lookup(c.envp, "CONDA_PREFIX")) != NULL && *v) {
 		source = PYENV_FROM_CONDA_PREFIX;
 		spelled = path_join(v, "bin/python");
 		P = v[0] == '/' ? path_normalize(spelled, "/") : NULL;
@@ -1886,8 +1873,8 @@ out:
 char *
 pyenv_cache_dir(const char *const *envp)
 {
-	const char *x = env_get(envp, "XDG_CACHE_HOME");
-	const char *h = env_get(envp, "HOME");
+	const char *x = env_lookup(envp, "XDG_CACHE_HOME");
+	const char *h = env_lookup(envp, "HOME");
 
 	if (x != NULL && x[0] == '/')
 		return path_join(x, "terp/pyenv");

@@ -322,3 +322,17 @@ xdg_config_home(void)
 {
 	return xdg_dir("XDG_CONFIG_HOME", ".config");
 }
+
+const char *
+env_lookup(const char *const *envp, const char *key)
+{
+	extern char **environ;
+	size_t n = strlen(key);
+
+	if (envp == NULL)
+		envp = (const char *const *)environ;
+	for (; *envp != NULL; envp++)
+		if (strncmp(*envp, key, n) == 0 && (*envp)[n] == '=')
+			return *envp + n + 1;
+	return NULL;
+}

@@ -51,4 +51,8 @@ int mkdir_p(const char *path, unsigned mode);
 char *xdg_state_home(void);
 char *xdg_config_home(void);
 
+/* The value of key in envp ("KEY=value" strings, NULL-terminated; NULL:
+ * this process's environment), or NULL. Borrowed from envp. */
+const char *env_lookup(const char *const *envp, const char *key);
+
 #endif
