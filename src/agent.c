@@ -50,6 +50,7 @@ struct agent {
 	int			 hand_running;	/* cells run by hand in flight */
 	struct buf		 notes;		/* things to tell the model next */
 	int			 failed;
+	int			 waiting_python;	/* agent_wait_python */
 };
 
 static void agent_next_call(struct agent *a);
@@ -126,6 +127,11 @@ on_state(void *arg, enum kernel_state st, const char *msg)
 		    "files under /workspace are kept.\n", msg);
 	}
 	emit(a, &ev);
+	if (a->waiting_python && st != KERNEL_STARTING) {
+		a->waiting_python = 0;
+		if (a->asking && st != KERNEL_DEAD)
+			agent_turn(a);
+	}
 	if (st == KERNEL_DEAD && a->asking)
 		agent_session_dead(a, msg);
 }
@@ -585,6 +591,48 @@ describe_file(struct buf *b, const struct datafile *f)
 	}
 }
 
+/* What the model may import and whether it may reach the network:
+ * the probe's sentence (kernel_python_info), then a line on pip and
+ * egress from the hosts allowed at the start. Runtime /allow and /deny
+ * reach the model as notes, so this text stays the same for the whole
+ * session (a changing system prompt defeats the providers' caches). */
+static void
+describe_python(struct agent *a, struct buf *b)
+{
+	const char *info = kernel_python_info(a->k);
+	const char *const *h = a->kopts.allow_hosts;
+	int charts = kernel_python_charts(a->k);
+
+	if (info != NULL)
+		buf_printf(b, "The session runs %s\n", info);
+	else
+		buf_adds(b, "Which packages the session's Python has is not known: check "
+		    "with importlib.util.find_spec before relying on one.\n");
+	buf_adds(b, "Rules:\n"
+	    "- Use python_exec for every computation. Never estimate or do arithmetic in "
+	    "your head; print the numbers you report.\n"
+	    "- The value of a cell's last expression is shown, as in Jupyter.\n");
+	if (charts != 0)
+		buf_adds(b, "- Save charts as PNG files under /workspace/out/ (plt.savefig); "
+		    "they are shown to the user. ");
+	else
+		buf_adds(b, "- ");
+	buf_adds(b, "Files you write under /workspace are kept.\n");
+	if (h != NULL && h[0] != NULL) {
+		buf_adds(b, "- The network reaches only these hosts, through a proxy the "
+		    "environment names: ");
+		for (int i = 0; h[i] != NULL; i++)
+			buf_printf(b, "%s%s", i ? ", " : "", h[i]);
+		buf_adds(b, ". Anything else is refused, and the result of the cell says "
+		    "why. To install a package from an allowed index, run "
+		    "subprocess.run([sys.executable, \"-m\", \"pip\", \"install\", NAME]); "
+		    "the next cell can import it.\n");
+	} else {
+		buf_adds(b, "- The network is off: do not try to install packages or "
+		    "download data (the user can allow a host with /allow HOST).\n");
+	}
+}
+
 static char *
 system_prompt(struct agent *a)
 {
@@ -593,21 +641,13 @@ system_prompt(struct agent *a)
 	if (a->o.system_prompt)
 		return xstrdup(a->o.system_prompt);
 	buf_init(&b, 1 << 20);
-	/* TODO(i10-core): "pandas, numpy and matplotlib are installed" below
-	 * becomes kernel_python_info() (the user's Python and what it has;
-	 * NULL until the sandbox reported it) plus a line on pip and egress. */
 	buf_adds(&b,
 	    "You are a careful data analyst working in a Python notebook.\n"
 	    "You have one tool, python_exec(code), which runs Python 3 in a persistent "
 	    "sandboxed session: variables, imports and loaded data stay between calls, "
-	    "like cells of a Jupyter notebook. pandas, numpy and matplotlib are installed.\n"
-	    "Rules:\n"
-	    "- Use python_exec for every computation. Never estimate or do arithmetic in "
-	    "your head; print the numbers you report.\n"
-	    "- The value of a cell's last expression is shown, as in Jupyter.\n"
-	    "- Save charts as PNG files under /workspace/out/ (plt.savefig); they are shown "
-	    "to the user. Files you write under /workspace are kept.\n"
-	    "- The network is off: do not try to install packages or download data.\n"
+	    "like cells of a Jupyter notebook.\n");
+	describe_python(a, &b);
+	buf_adds(&b,
 	    "- Outputs you see may be truncated; print summaries, not whole tables.\n"
 	    "- When done, answer in plain language with the key numbers, using Markdown.\n");
 	if (a->nfiles > 0) {
@@ -619,6 +659,20 @@ system_prompt(struct agent *a)
 	}
 	buf_adds(&b, "The working directory is /workspace.\n");
 	return buf_take(&b);
+}
+
+/* The first request of a session waits for the sandbox's word on its
+ * Python (its "ready"), unless the probe's cache already answered: a
+ * model told the wrong packages writes code that fails. Only a new or
+ * changed interpreter pays this, once; on_state resumes the turn. */
+static int
+agent_wait_python(struct agent *a)
+{
+	if (a->o.system_prompt != NULL || kernel_python_info(a->k) != NULL ||
+	    kernel_state(a->k) != KERNEL_STARTING)
+		return 0;
+	a->waiting_python = 1;
+	return 1;
 }
 
 static void
@@ -633,6 +687,8 @@ agent_turn(struct agent *a)
 		free(msg);
 		return;
 	}
+	if (agent_wait_python(a))
+		return;
 	a->turn++;
 	{
 		struct event ev = { .type = EV_TURN, .n = a->turn };
@@ -816,6 +872,11 @@ agent_cancel(struct agent *a)
 {
 	if (a->asking) {
 		a->cancelled = 1;
+		if (a->waiting_python) {
+			a->waiting_python = 0;
+			fail_question(a, "cancelled by the user", 1);
+			return;
+		}
 		if (a->llm && llm_busy(a->llm)) {
 			llm_cancel(a->llm);
 			keep_partial_reply(a);

@@ -290,6 +290,12 @@ kernel_python_info(const struct kernel *k)
 	return k->have_probe ? k->probe_line : NULL;
 }
 
+int
+kernel_python_charts(const struct kernel *k)
+{
+	return k->have_probe ? pyenv_probe_charts(&k->probe) : -1;
+}
+
 char *
 kernel_python_label(const struct kernel *k)
 {

@@ -154,6 +154,9 @@ char *kernel_stage(struct kernel *k, const char *host_path, char **err);
  * (the cache had no answer and the sandbox has not reported yet). Owned
  * by k, valid until the next call into the kernel. */
 const char *kernel_python_info(const struct kernel *k);
+/* 1 when the session's Python has matplotlib, 0 when not, -1 until the
+ * probe is known. */
+int kernel_python_charts(const struct kernel *k);
 /* "Python 3.11.2 (virtualenv /home/u/proj/.venv)" for a status line
  * (new string), or NULL without a pyenv and before the probe. */
 char *kernel_python_label(const struct kernel *k);

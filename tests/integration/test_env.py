@@ -447,6 +447,60 @@ def test_missing_pandas_and_matplotlib_do_not_break_the_preload(envs, env, tmp_p
     assert r.text(1, "stderr") == "" and "Traceback" not in r.err
 
 
+def ask(env, cwd, turns, *args, question="what can you import?"):
+    """`terp -p --json` against a fake model playing turns: (Run, the
+    requests the model got)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from fake_model import FakeModel, read_log
+    log = Path(cwd) / ("model-%d.jsonl" % len(list(Path(cwd).glob("model-*.jsonl"))))
+    srv = FakeModel({"turns": turns}, str(log))
+    port = srv.start()
+    try:
+        p = subprocess.run([str(TERP), "-p", question, "--json", "--provider", "openai",
+                            "--base-url", "http://127.0.0.1:%d/v1" % port, *map(str, args)],
+                           capture_output=True, text=True, cwd=cwd, timeout=HANG,
+                           env={**env, "OPENAI_API_KEY": "sk-terp-test-0123"},
+                           errors="replace")
+    finally:
+        srv.stop()
+    return Run(p), read_log(str(log))
+
+
+def system_of(req):
+    (m,) = [m for m in req["body"]["messages"] if m["role"] == "system"]
+    return m["content"]
+
+
+def test_system_prompt_says_what_the_probe_found(envs, env, tmp_path):
+    """The model is told the session's Python version and which common
+    packages import, from the first request of the first session with
+    this interpreter (terp waits for the sandbox's probe then), and again
+    from the cache: the venv has polars and neither pandas nor
+    matplotlib, so charts are said to be unavailable and no savefig rule
+    is given. The system Python has pandas and matplotlib: the chart
+    rule is there."""
+    answer = [{"openai": {"text": "ok"}}]
+    e = venv_env(env, tmp_path, envs)
+    for round_ in ("probed", "cached"):
+        r, reqs = ask(e, tmp_path, answer)
+        assert r.rc == 0, r
+        sys_ = system_of(reqs[0])
+        assert "The session runs Python %s." % VER in sys_ and " with polars 0.0.1" in sys_, \
+            (round_, sys_)
+        assert "not installed: pandas, numpy," in sys_ and "matplotlib" in sys_
+        assert "Charts are unavailable" in sys_ and "savefig" not in sys_, sys_
+        assert "pandas, numpy and matplotlib are installed" not in sys_
+        assert "The network is off" in sys_ and "/allow HOST" in sys_
+    assert list((tmp_path / "cache" / "terp" / "pyenv").glob("*.json"))
+    r, reqs = ask(env, tmp_path, answer, "--allow-host", "example.invalid")
+    assert r.rc == 0, r
+    sys_ = system_of(reqs[0])
+    assert "The session runs Python %s." % VER in sys_ and " with pandas " in sys_, sys_
+    assert "matplotlib" in sys_.split("not installed:")[0] and "savefig" in sys_
+    assert "Charts are unavailable" not in sys_
+    assert "reaches only these hosts" in sys_ and "example.invalid" in sys_
+
+
 @pytest.mark.parametrize("what", ["missing", "no-bin", "script"])
 def test_a_python_that_cannot_be_used_is_one_line(env, tmp_path, what):
     if what == "missing":
