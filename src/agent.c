@@ -14,6 +14,7 @@
 
 #include "terp/buf.h"
 #include "terp/llm.h"
+#include "terp/netlog.h"
 #include "terp/outcap.h"
 #include "terp/sanitize.h"
 #include "terp/util.h"
@@ -114,6 +115,23 @@ on_artifact(void *arg, int n, const char *name, const char *path, uint64_t bytes
 	emit(a, &ev);
 }
 
+/* An egress ledger report: kept in the notebook, shown by whoever
+ * listens. The cell is the kernel's attribution (the running one). */
+static void
+on_net(void *arg, int n, const struct egress_event *e)
+{
+	struct agent *a = arg;
+	struct net_attempt na;
+	const struct net_attempt *kept;
+
+	netlog_from_egress(&na, n, e);
+	if ((kept = notebook_add_net(a->nb, &na)) != NULL) {
+		struct event ev = { .type = EV_NET, .cell = notebook_cell(a->nb, n),
+		    .net = kept };
+		emit(a, &ev);
+	}
+}
+
 static void
 on_state(void *arg, enum kernel_state st, const char *msg)
 {
@@ -147,6 +165,16 @@ tool_result_text(struct agent *a, const struct cell *c)
 	buf_init(&b, (size_t)-1 / 2);
 	buf_printf(&b, "status: %s (%.2f s)\n", cell_status_name(c->status),
 	    (double)c->duration_ms / 1000.0);
+	{
+		/* first, where a truncation of the output cannot cut it:
+		 * why a download failed is the model's to know */
+		size_t nn;
+		const struct net_attempt *nets = notebook_nets(a->nb, &nn, NULL);
+		char *net = netlog_summary(nets, nn, c->n, NETLOG_MODEL);
+		if (net != NULL)
+			buf_printf(&b, "%s\n", net);
+		free(net);
+	}
 	for (int i = 0; i < 2; i++) {
 		if (c->out[i].total == 0)
 			continue;
@@ -714,7 +742,7 @@ agent_new(struct loop *l, struct notebook *nb, const struct kernel_opts *kopts,
 	struct agent *a = xcalloc(1, sizeof *a);
 	static const struct kernel_cbs kcbs = {
 		.output = on_output, .result = on_result,
-		.artifact = on_artifact, .state = on_state,
+		.artifact = on_artifact, .state = on_state, .net = on_net,
 	};
 
 	a->loop = l;

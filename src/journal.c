@@ -22,6 +22,7 @@
 #include "terp/datafile.h"
 #include "terp/digest.h"
 #include "terp/kernel.h"
+#include "terp/netlog.h"
 #include "terp/sanitize.h"
 #include "terp/store.h"
 #include "terp/util.h"
@@ -435,6 +436,12 @@ journal_event(void *arg, const struct event *ev)
 		break;
 	case EV_REQUEST:	/* the ledger entry came with catch_up */
 		return;
+	case EV_NET:	/* one line per attempt, when it ends */
+		if (ev->net == NULL || ev->net->open)
+			return;
+		o = rec("net");
+		netlog_json_add(o, ev->net);
+		break;
 	case EV_IDLE:
 		if (j->fd >= 0 && fdatasync(j->fd) < 0)
 			fail(j, "fdatasync");
@@ -969,6 +976,13 @@ apply(const cJSON *o, struct notebook *nb, struct journal_meta *m, int first)
 		}
 		notebook_add_sent(nb, what ? what : "request", p, len);
 		free(p);
+		return 0;
+	}
+	if (strcmp(t, "net") == 0) {
+		struct net_attempt a;
+		if (netlog_parse(o, &a) < 0)
+			return -1;
+		notebook_add_net(nb, &a);
 		return 0;
 	}
 	/* session, kernel, turn, text, tool_call, answer, error, notice,

@@ -9,6 +9,7 @@
 
 #include "terp/buf.h"
 #include "terp/kernel.h"
+#include "terp/netlog.h"
 #include "terp/sanitize.h"
 #include "terp/util.h"
 
@@ -215,6 +216,12 @@ jsonout_event(void *arg, const struct event *ev)
 		o = obj("request");
 		add_str(o, "what", ev->text);
 		cJSON_AddNumberToObject(o, "bytes", (double)ev->len);
+		break;
+	case EV_NET:
+		if (ev->net == NULL || ev->net->open)
+			return;	/* one event per attempt, when it ends */
+		o = obj("net");
+		netlog_json_add(o, ev->net);
 		break;
 	case EV_IDLE:
 		return;

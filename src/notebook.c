@@ -23,6 +23,9 @@ struct notebook {
 	struct usage	  usage;
 	struct sent	 *sent;
 	int		  nsent, capsent;
+	struct net_attempt *net;	/* the egress ledger (netlog.h) */
+	size_t		  nnet, capnet;
+	uint64_t	  net_dropped;
 };
 
 #define GROW(arr, n, cap) do {						\
@@ -76,6 +79,7 @@ notebook_free(struct notebook *nb)
 		free(nb->sent[i].body);
 	}
 	free(nb->sent);
+	free(nb->net);
 	cJSON_Delete(nb->messages);
 	free(nb);
 }
@@ -220,4 +224,32 @@ char *
 cell_output(const struct cell *c, int stream, size_t *len)
 {
 	return outcap_render(&c->out[stream ? 1 : 0], len);
+}
+
+const struct net_attempt *
+notebook_add_net(struct notebook *nb, const struct net_attempt *a)
+{
+	/* an open attempt's later events: its newest entry, from the end */
+	for (size_t i = nb->nnet; i-- > 0 && a->id != 0;) {
+		if (nb->net[i].open && nb->net[i].id == a->id) {
+			nb->net[i] = *a;
+			return &nb->net[i];
+		}
+	}
+	if (nb->nnet >= NOTEBOOK_NET_MAX) {
+		nb->net_dropped++;
+		return NULL;
+	}
+	GROW(nb->net, nb->nnet, nb->capnet);
+	nb->net[nb->nnet] = *a;
+	return &nb->net[nb->nnet++];
+}
+
+const struct net_attempt *
+notebook_nets(const struct notebook *nb, size_t *n, uint64_t *dropped)
+{
+	*n = nb->nnet;
+	if (dropped != NULL)
+		*dropped = nb->net_dropped;
+	return nb->net;
 }

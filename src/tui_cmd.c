@@ -17,6 +17,7 @@
 #include "terp/export.h"
 #include "terp/kernel.h"
 #include "terp/llm.h"
+#include "terp/netlog.h"
 #include "terp/sanitize.h"
 #include "terp/session.h"
 #include "terp/util.h"
@@ -46,7 +47,7 @@ struct cmd_entry {
 };
 
 static cmd_fn cmd_help, cmd_load, cmd_files, cmd_py, cmd_rerun, cmd_reset,
-    cmd_restart, cmd_replay, cmd_model, cmd_sent, cmd_clear, cmd_export,
+    cmd_restart, cmd_replay, cmd_model, cmd_sent, cmd_net, cmd_clear, cmd_export,
     cmd_save, cmd_quit;
 
 /* In the order /help lists them and Tab offers them. */
@@ -69,6 +70,8 @@ static const struct cmd_entry cmds[] = {
 	{ "model", { NULL }, "/model NAME", "switch the model", 0, cmd_model },
 	{ "sent", { NULL }, "/sent [N]", "what left the machine for the model; "
 	    "N shows request N in full", 0, cmd_sent },
+	{ "net", { NULL }, "/net", "what the sandbox tried to reach: every "
+	    "egress attempt, allowed or refused and why, bytes up and down", 0, cmd_net },
 	{ "clear", { NULL }, "/clear", "clear the conversation pane (the "
 	    "notebook keeps everything)", 0, cmd_clear },
 	{ "export", { NULL }, "/export FILE", "write the notebook as FILE: "
@@ -393,6 +396,60 @@ cmd_sent(struct tui *t, const struct cmd_entry *c, const char *arg)
 	}
 	if (n)
 		buf_adds(&b, "/sent N shows request N exactly as sent.\n");
+	tui_item_text(t, IT_INFO, buf_str(&b));
+	buf_free(&b);
+	t->v[P_CONV].follow = 1;
+}
+
+#define NET_LIST	200	/* /net lists the newest attempts */
+
+static void
+cmd_net(struct tui *t, const struct cmd_entry *c, const char *arg)
+{
+	size_t n, refused = 0;
+	uint64_t dropped, up = 0, down = 0;
+	const struct net_attempt *v = notebook_nets(t->nb, &n, &dropped);
+	char u[32], d[32];
+	struct buf b;
+
+	(void)c;
+	(void)arg;
+	for (size_t i = 0; i < n; i++) {
+		refused += v[i].verdict != NETLOG_ALLOWED;
+		up += v[i].up;
+		down += v[i].down;
+	}
+	fmt_bytes(u, sizeof u, up);
+	fmt_bytes(d, sizeof d, down);
+	buf_init(&b, 256 * 1024);
+	buf_printf(&b, "What the sandbox tried to reach: %zu attempt%s, %zu refused or "
+	    "failed; %s sent out, %s received.\n", n + (size_t)dropped,
+	    n + dropped == 1 ? "" : "s", refused, u, d);
+	if (n == 0)
+		buf_adds(&b, "Nothing leaves without a host allowed (--allow-host HOST, "
+		    "/allow HOST).\n");
+	if (n > NET_LIST)
+		buf_printf(&b, "  (%zu earlier attempts not listed)\n", n - NET_LIST);
+	for (size_t i = n > NET_LIST ? n - NET_LIST : 0; i < n; i++) {
+		const struct net_attempt *a = &v[i];
+		time_t when = (time_t)(a->time_ms / 1000);
+		struct tm tm;
+		char hms[16] = "";
+		if (localtime_r(&when, &tm) != NULL)
+			strftime(hms, sizeof hms, "%H:%M:%S", &tm);
+		buf_printf(&b, "  [%d] %s %s %s:%u ", a->cell, hms,
+		    a->method[0] ? a->method : "-", a->host[0] ? a->host : "(no host)",
+		    a->port);
+		if (a->verdict == NETLOG_ALLOWED) {
+			fmt_bytes(u, sizeof u, a->up);
+			fmt_bytes(d, sizeof d, a->down);
+			buf_printf(&b, "allowed, %s up, %s down%s\n", u, d,
+			    a->open ? ", open" : "");
+		} else
+			buf_printf(&b, "%s: %s\n", netlog_verdict_name(a->verdict), a->reason);
+	}
+	if (dropped)
+		buf_printf(&b, "  (%llu more not kept)\n", (unsigned long long)dropped);
 	tui_item_text(t, IT_INFO, buf_str(&b));
 	buf_free(&b);
 	t->v[P_CONV].follow = 1;

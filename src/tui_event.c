@@ -11,6 +11,7 @@
 #include "terp/session.h"
 #include "terp/util.h"
 
+#include "tui_cells.h"
 #include "tui_items.h"
 
 /* The status bar's step and its clock start again. */
@@ -171,6 +172,9 @@ tui_event_apply(struct tui *t, const struct event *ev)
 		on_message(t, IT_NOTICE, ev->text ? ev->text : "");
 		break;
 	case EV_IDLE:		on_idle(t); break;
+	case EV_NET:		/* the cells show the notebook's ledger */
+		tui_cells_invalidate(t);
+		break;
 	}
 	tui_mark(t);
 }

@@ -6,6 +6,7 @@
 
 #include <stddef.h>
 
+#include "terp/netlog.h"
 #include "terp/notebook.h"
 
 enum event_type {
@@ -26,6 +27,8 @@ enum event_type {
 	EV_NOTICE,	/* text = informational line (retrying, fallback...) */
 	EV_REQUEST,	/* text = what, len = bytes sent to the model */
 	EV_IDLE,	/* the question (or the cell run by hand) is over */
+	EV_NET,		/* net: an egress attempt opened, moved bytes or
+			 * ended (net->open 0: its last report) */
 };
 
 struct event {
@@ -37,6 +40,7 @@ struct event {
 	const char		*id, *name;
 	int			 n;
 	const struct usage	*usage, *total;
+	const struct net_attempt *net;	/* EV_NET; valid during the call */
 };
 
 typedef void (*event_fn)(void *arg, const struct event *ev);

@@ -10,6 +10,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "terp/netlog.h"
 #include "terp/outcap.h"
 
 enum cell_author { CELL_BY_MODEL, CELL_BY_USER };
@@ -97,6 +98,19 @@ int notebook_nsent(const struct notebook *nb);
 /* The i-th request: description and body (owned by the notebook). */
 const char *notebook_sent(const struct notebook *nb, int i, const char **what,
     size_t *len);
+
+/* The egress ledger: every attempt the session's proxy saw (netlog.h).
+ * An entry of an attempt still open (same id) is updated in place;
+ * others are appended, at most NOTEBOOK_NET_MAX, then only counted.
+ * a is copied. Returns the stored entry (valid until the next add), or
+ * NULL past the cap. */
+#define NOTEBOOK_NET_MAX	20000
+const struct net_attempt *notebook_add_net(struct notebook *nb,
+    const struct net_attempt *a);
+/* The entries in order (owned by the notebook), *n of them, and how
+ * many the cap left out (dropped may be NULL). */
+const struct net_attempt *notebook_nets(const struct notebook *nb, size_t *n,
+    uint64_t *dropped);
 
 const char *cell_status_name(enum cell_status s);
 /* The cell's stream (0 stdout, 1 stderr) as text: a new string. */

@@ -837,3 +837,66 @@ def test_stalled_upstream_delays_neither_output_nor_ctrl_c(gate, env, tmp_path, 
     assert "tunnel 200" in "".join(e["text"] for e in events if e["type"] == "stdout")
     assert full is not None and sent
     assert stall.accepted == 1
+
+
+# ================================================================ 4. the ledger
+
+NET_CELL = PRELUDE + r'''
+report(ok=fetch("http://127.0.0.1:PORT/simple/terp-idx-pkg/"),
+       evil=fetch("http://evil.example.invalid/x"))
+'''
+
+
+def test_ledger_under_the_cell_in_json_journal_and_tool_result(gate, env, tmp_path, index):
+    """Each attempt of a cell (allowed with its bytes, refused with why)
+    is a "net" event in --json, a "net" line in the journal, one line in
+    the tool result the model gets next, and one line under the cell in
+    -p's output."""
+    cell = NET_CELL.replace("PORT", str(index.port))
+    turns = [{"openai": {"tool_calls": [{"id": "c1", "code": cell}]}},
+             {"openai": {"text": "done"}}]
+    allow = ("--allow-host", "127.0.0.1:%d" % index.port)
+    r, reqs = ask(env, tmp_path, turns, *allow)
+    assert r.rc == 0, r
+    g = r.report(1)
+    assert g["ok"]["status"] == 200 and g["evil"]["code"] == "not-allowed", g
+    net = [e for e in r.events if e.get("type") == "net"]
+    ok = [e for e in net if e["host"] == "127.0.0.1"]
+    evil = [e for e in net if e["host"] == "evil.example.invalid"]
+    assert len(ok) == 1 and len(evil) == 1 and len(net) == 2, net
+    assert (ok[0]["cell"], ok[0]["port"], ok[0]["verdict"], ok[0]["method"]) == \
+        (1, index.port, "allowed", "GET")
+    assert ok[0]["down"] > 100 and ok[0]["up"] > 0 and ok[0]["time_ms"] > 0
+    assert (evil[0]["cell"], evil[0]["port"], evil[0]["verdict"], evil[0]["code"],
+            evil[0]["reason"]) == (1, 80, "refused", "not-allowed", "not allowed")
+    # the model's next request: the tool result names both, the refusal's why
+    tool = [m for m in reqs[1]["body"]["messages"] if m["role"] == "tool"][-1]["content"]
+    line = [l for l in tool.splitlines() if l.startswith("network: ")]
+    assert len(line) == 1, tool
+    assert ("127.0.0.1:%d allowed (" % index.port) in line[0], line
+    assert "evil.example.invalid:80 refused (not allowed)" in line[0], line
+    # the journal: one "net" line per attempt
+    (sid,) = [e["id"] for e in r.events if e.get("type") == "session"]
+    (jpath,) = Path(env["XDG_STATE_HOME"]).glob("terp/sessions/%s/notebook.jsonl" % sid)
+    recs = [json.loads(l) for l in jpath.read_text().splitlines() if l.strip()]
+    jnet = [x for x in recs if x.get("t") == "net"]
+    assert sorted((x["host"], x["verdict"], x["cell"]) for x in jnet) == \
+        [("127.0.0.1", "allowed", 1), ("evil.example.invalid", "refused", 1)], jnet
+    # -p without --json: one line under the cell
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from fake_model import FakeModel
+    srv = FakeModel({"turns": turns}, str(tmp_path / "plain.jsonl"))
+    port = srv.start()
+    try:
+        p = subprocess.run([str(TERP), "-p", "again", "--provider", "openai", "--base-url",
+                            "http://127.0.0.1:%d/v1" % port, *allow], capture_output=True,
+                           text=True, cwd=tmp_path, timeout=HANG,
+                           env={**env, "OPENAI_API_KEY": "sk-terp-test-0123"})
+    finally:
+        srv.stop()
+    assert p.returncode == 0, p.stderr
+    under = [l for l in p.stderr.splitlines() if l.startswith("    net: ")]
+    assert len(under) == 1, p.stderr
+    assert under[0].startswith("    net: 127.0.0.1:%d ✓ " % index.port), under
+    assert "↓" in under[0] and under[0].endswith(" · evil.example.invalid ✗ not allowed"), under
+    assert p.stderr.index("    [1] ok") < p.stderr.index("    net: "), p.stderr

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "terp/agent.h"
 #include "terp/llm.h"
@@ -122,6 +123,26 @@ tick(struct loop *l, void *arg)
 				struct event e = { .type = EV_ARTIFACT, .cell = a->c,
 					.artifact = art };
 				a->emit(a->arg, &e);
+			}
+			/* "download": two egress attempts, one allowed, one
+			 * refused, as the kernel's proxy reports them */
+			if (strstr(a->q, "download")) {
+				struct net_attempt na[2] = {
+					{ .cell = a->c->n, .id = 1, .verdict = NETLOG_ALLOWED,
+					  .method = "CONNECT", .host = "index.example.invalid",
+					  .port = 443, .code = "done", .reason = "done",
+					  .up = 3000, .down = 2202010 },
+					{ .cell = a->c->n, .id = 2, .verdict = NETLOG_REFUSED,
+					  .method = "CONNECT", .host = "evil.example.invalid",
+					  .port = 443, .code = "not-allowed",
+					  .reason = "not allowed" },
+				};
+				for (int i = 0; i < 2; i++) {
+					na[i].time_ms = (int64_t)time(NULL) * 1000;
+					struct event e = { .type = EV_NET, .cell = a->c,
+						.net = notebook_add_net(a->nb, &na[i]) };
+					a->emit(a->arg, &e);
+				}
 			}
 		}
 		finish_cell(a, CELL_OK);
