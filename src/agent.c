@@ -968,6 +968,24 @@ agent_load(struct agent *a, const char *path, char **err)
 }
 
 int
+agent_egress(struct agent *a, int allow, const char *spec, char **err)
+{
+	int rc = allow ? kernel_egress_allow(a->k, spec, err) :
+	    kernel_egress_deny(a->k, spec, err);
+
+	if (rc < 0)
+		return -1;
+	/* the system prompt stays as it was: the model hears it here */
+	if (allow)
+		buf_printf(&a->notes, "Note: the user allowed network access to %s, through "
+		    "the proxy the environment names (pip install from an index there "
+		    "works).\n", spec);
+	else
+		buf_printf(&a->notes, "Note: the user withdrew network access to %s.\n", spec);
+	return rc;
+}
+
+int
 agent_set_model(struct agent *a, const char *model, char **err)
 {
 	if (a->llm == NULL) {

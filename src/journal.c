@@ -94,6 +94,8 @@ put(struct journal *j, cJSON *o, int sync)
 	return rc;
 }
 
+#define JOURNAL_EGRESS_MAX	1000	/* /allow and /deny kept for a resume */
+
 static cJSON *
 rec(const char *type)
 {
@@ -760,6 +762,9 @@ journal_meta_free(struct journal_meta *m)
 		datafile_free(&m->files[i]);
 	free(m->files);
 	free(m->first_question);
+	for (int i = 0; i < m->negress; i++)
+		free(m->egress[i]);
+	free(m->egress);
 	memset(m, 0, sizeof *m);
 }
 
@@ -882,9 +887,17 @@ apply(const cJSON *o, struct notebook *nb, struct journal_meta *m, int first)
 		return 0;
 	}
 	if (strcmp(t, "note") == 0) {
-		if (jstr(o, "kind") && strcmp(jstr(o, "kind"), "reset") == 0)
+		const char *kind = jstr(o, "kind"), *spec = jstr(o, "text");
+		if (kind && strcmp(kind, "reset") == 0)
 			state_lost(&m->live_from, &m->replay_from, &m->replay_to,
 			    notebook_ncells(nb));
+		if (kind && spec && (strcmp(kind, "allow") == 0 ||
+		    strcmp(kind, "deny") == 0) && m->negress < JOURNAL_EGRESS_MAX) {
+			m->egress = xrealloc(m->egress, (size_t)(m->negress + 2) *
+			    sizeof *m->egress);
+			m->egress[m->negress++] = xasprintf("%s %s", kind, spec);
+			m->egress[m->negress] = NULL;
+		}
 		return 0;
 	}
 	if (strcmp(t, "cell") == 0) {

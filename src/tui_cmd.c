@@ -15,6 +15,7 @@
 
 #include "terp/agent.h"
 #include "terp/export.h"
+#include "terp/journal.h"
 #include "terp/kernel.h"
 #include "terp/llm.h"
 #include "terp/netlog.h"
@@ -47,8 +48,8 @@ struct cmd_entry {
 };
 
 static cmd_fn cmd_help, cmd_load, cmd_files, cmd_py, cmd_rerun, cmd_reset,
-    cmd_restart, cmd_replay, cmd_model, cmd_sent, cmd_net, cmd_clear, cmd_export,
-    cmd_save, cmd_quit;
+    cmd_restart, cmd_replay, cmd_model, cmd_sent, cmd_net, cmd_allow, cmd_deny,
+    cmd_clear, cmd_export, cmd_save, cmd_quit;
 
 /* In the order /help lists them and Tab offers them. */
 static const struct cmd_entry cmds[] = {
@@ -72,6 +73,11 @@ static const struct cmd_entry cmds[] = {
 	    "N shows request N in full", 0, cmd_sent },
 	{ "net", { NULL }, "/net", "what the sandbox tried to reach: every "
 	    "egress attempt, allowed or refused and why, bytes up and down", 0, cmd_net },
+	{ "allow", { NULL }, "/allow HOST[:PORT]", "let the sandbox reach HOST "
+	    "(*.example.org for subdomains; an address); the first one restarts a "
+	    "session started without egress", CMD_HOLDS, cmd_allow },
+	{ "deny", { NULL }, "/deny HOST[:PORT]", "take it back: refused from now on, "
+	    "open connections to it closed", CMD_HOLDS, cmd_deny },
 	{ "clear", { NULL }, "/clear", "clear the conversation pane (the "
 	    "notebook keeps everything)", 0, cmd_clear },
 	{ "export", { NULL }, "/export FILE", "write the notebook as FILE: "
@@ -453,6 +459,46 @@ cmd_net(struct tui *t, const struct cmd_entry *c, const char *arg)
 	tui_item_text(t, IT_INFO, buf_str(&b));
 	buf_free(&b);
 	t->v[P_CONV].follow = 1;
+}
+
+/* /allow and /deny: the session's proxy changed, the change kept in
+ * the journal (a "note" line) so that --resume applies it again. */
+static void
+egress_cmd(struct tui *t, int allow, const char *spec)
+{
+	struct journal *j = t->o.session ? session_journal(t->o.session) : NULL;
+	char *err = NULL, *m;
+	int rc;
+
+	if (!*spec || strchr(spec, ' ') != NULL) {
+		tui_flash(t, "usage: /%s HOST[:PORT]", allow ? "allow" : "deny");
+		return;
+	}
+	if ((rc = agent_egress(t->agent, allow, spec, &err)) < 0) {
+		tui_show_err(t, allow ? "allow" : "deny", err);
+		return;
+	}
+	if (j != NULL)
+		journal_note(j, allow ? "allow" : "deny", spec);
+	m = allow ? xasprintf("the sandbox may reach %s from now on%s", spec, rc == 1 ?
+	    "; the Python session restarts for it (variables are gone, files are kept)" : "") :
+	    xasprintf("the sandbox may no longer reach %s", spec);
+	tui_item_text(t, IT_NOTICE, m);
+	free(m);
+}
+
+static void
+cmd_allow(struct tui *t, const struct cmd_entry *c, const char *arg)
+{
+	(void)c;
+	egress_cmd(t, 1, arg);
+}
+
+static void
+cmd_deny(struct tui *t, const struct cmd_entry *c, const char *arg)
+{
+	(void)c;
+	egress_cmd(t, 0, arg);
 }
 
 static void

@@ -64,6 +64,11 @@ int agent_restart(struct agent *a, char **err);
 /* Stages another data file; returns the sandbox path (new string). */
 char *agent_load(struct agent *a, const char *path, char **err);
 /* Switches model (provider keeps its settings). */
+/* kernel_egress_allow (allow) or kernel_egress_deny for the notebook's
+ * /allow and /deny, and a note so the model hears of it with the next
+ * question. Returns 0, 1 (the sandbox restarted for it), or -1 with
+ * *err. */
+int agent_egress(struct agent *a, int allow, const char *spec, char **err);
 int agent_set_model(struct agent *a, const char *model, char **err);
 
 struct notebook *agent_notebook(const struct agent *a);

@@ -35,6 +35,11 @@ struct journal_meta {
 	 * a result): messages from repaired_from on differ from the file's,
 	 * and journal_reopen writes them again. */
 	int			 repaired, repaired_from;
+	/* The notebook's /allow and /deny ("note" lines of kind allow and
+	 * deny), in order, as "allow SPEC" / "deny SPEC"; NULL-terminated
+	 * (kernel_opts.egress_ops), or NULL when there were none. */
+	char			**egress;
+	int			 negress;
 };
 
 /* Frees what meta holds (not meta itself) and zeroes it. */

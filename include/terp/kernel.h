@@ -58,6 +58,11 @@ struct kernel_opts {
 	 * Needs the sandbox's own network (not network, not no_sandbox). */
 	const char *const *allow_hosts;
 	uint64_t	 egress_max;	/* bytes sent out per session; 0: 10 MiB */
+	/* "allow SPEC" and "deny SPEC", NULL-terminated, applied in order
+	 * over allow_hosts when the proxy starts: the /allow and /deny of
+	 * the session being resumed (its journal's). An "allow" makes a
+	 * proxy even without allow_hosts. */
+	const char *const *egress_ops;
 	/* More KEY=VALUE for the sandbox's environment (the user's pip
 	 * index, passed on when its host is allowed), NULL-terminated. */
 	const char *const *sandbox_env;
@@ -161,12 +166,14 @@ int kernel_python_charts(const struct kernel *k);
  * (new string), or NULL without a pyenv and before the probe. */
 char *kernel_python_label(const struct kernel *k);
 
-/* Changes the egress rules of the running session (the notebook's
- * /allow and /deny; egress.h has the syntax). Returns 0, or -1 with *err
- * (also when the session started without egress: the forwarder exists
- * only when hosts were allowed at the start).
- * TODO(i10-core): the /allow and /deny commands, recorded in the
- * journal and applied again on --resume. */
+/* Changes the egress rules of the session (the notebook's /allow and
+ * /deny; egress.h has the syntax; the journal keeps them, and
+ * kernel_opts.egress_ops gives them back on a resume). Allowing the
+ * first host of a session started without egress starts the proxy and,
+ * when the sandbox runs, restarts it (its forwarder and proxy variables
+ * exist only from a start; state is lost, KERNEL_STARTING says
+ * "restarted"): then 1 is returned; refused while a cell runs. Returns
+ * 0, 1, or -1 with *err (a malformed spec, --network, --no-sandbox). */
 int kernel_egress_allow(struct kernel *k, const char *spec, char **err);
 int kernel_egress_deny(struct kernel *k, const char *spec, char **err);
 

@@ -25,6 +25,7 @@ import fcntl
 import http.server
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -900,3 +901,68 @@ def test_ledger_under_the_cell_in_json_journal_and_tool_result(gate, env, tmp_pa
     assert under[0].startswith("    net: 127.0.0.1:%d ✓ " % index.port), under
     assert "↓" in under[0] and under[0].endswith(" · evil.example.invalid ✗ not allowed"), under
     assert p.stderr.index("    [1] ok") < p.stderr.index("    net: "), p.stderr
+
+
+# ================================================================ 5. /allow and /deny
+
+def _get(name, port):
+    """A /py line: GET the host's server on port, print NAME=status."""
+    body = ("import urllib.request as u\\ntry:\\n s = u.urlopen('http://127.0.0.1:%d/', "
+            "timeout=60).status\\nexcept Exception as x:\\n s = getattr(x, 'code', "
+            "type(x).__name__)\\nprint('%s=%%s' %% s)" % (port, name))
+    return '/py exec("%s")' % body
+
+
+def test_allow_and_deny_in_the_notebook_then_resume(gate, env, tmp_path, server):
+    """A session started without egress: /allow starts the proxy (the
+    sandbox restarts, saying so) and the host answers; /allow then /deny
+    of another host leaves it refused. The journal keeps both, so the
+    resumed session (no --allow-host given) has the same rules."""
+    from tui_tmux import Tmux
+    from conftest import session_dir
+    a, b = server("http"), server("http")
+    e = {**env, "TERM": "tmux-256color", "LANG": "C.UTF-8", "OPENAI_API_KEY": "k"}
+    t = Tmux("%s --provider openai --model fake --base-url http://127.0.0.1:9/v1" % TERP,
+             120, 45, e, cwd=str(tmp_path))
+    try:
+        t.wait(r"│ ready", timeout=HANG)
+        t.text(_get("A", a.port))
+        t.keys("Enter")
+        s = t.wait(r"\[1\] you · ok", timeout=HANG)
+        assert re.search(r"^  A=URLError", s, re.M), s
+        t.text("/allow 127.0.0.1:%d" % a.port)
+        t.keys("Enter")
+        t.wait(r"the Python session restarts for", timeout=HANG)
+        t.wait(r"│ ready", timeout=HANG)
+        t.text(_get("A", a.port))
+        t.keys("Enter")
+        s = t.wait(r"\[2\] you · ok", timeout=HANG)
+        assert re.search(r"^  A=200", s, re.M), s
+        for cmd in ("/allow 127.0.0.1:%d" % b.port, "/deny 127.0.0.1:%d" % b.port):
+            t.text(cmd)
+            t.keys("Enter")
+        t.wait(r"may no longer reach 127\.0\.0\.1:%d" % b.port, timeout=HANG)
+        t.text(_get("B", b.port))
+        t.keys("Enter")
+        s = t.wait(r"\[3\] you · ok", timeout=HANG)
+        assert re.search(r"^  B=403", s, re.M), s
+        t.text("/quit")
+        t.keys("Enter")
+        t.wait(r"EXITED rc=0", timeout=HANG)
+    finally:
+        t.close()
+    assert a.accepted == 1 and b.accepted == 0
+    sid = session_dir(env).name
+    recs = [json.loads(l) for l in (session_dir(env) / "notebook.jsonl").read_text().splitlines()]
+    assert [(x["kind"], x["text"]) for x in recs if x.get("t") == "note"
+            and x.get("kind") in ("allow", "deny")] == [
+        ("allow", "127.0.0.1:%d" % a.port), ("allow", "127.0.0.1:%d" % b.port),
+        ("deny", "127.0.0.1:%d" % b.port)]
+    code = PRELUDE + ("report(a=fetch('http://127.0.0.1:%d/'), b=fetch('http://127.0.0.1:%d/'))"
+                      % (a.port, b.port))
+    r, _ = ask(env, tmp_path, [{"openai": {"tool_calls": [{"id": "c1", "code": code}]}},
+                               {"openai": {"text": "done"}}], "--resume", sid)
+    assert r.rc == 0, r
+    g = r.reports(4)[-1]
+    assert g["a"]["status"] == 200 and g["b"]["status"] == 403, g
+    assert a.accepted == 2 and b.accepted == 0
