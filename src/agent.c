@@ -132,6 +132,18 @@ on_net(void *arg, int n, const struct egress_event *e)
 	}
 }
 
+/* A package a cell installed: recorded (the journal), so that a
+ * resume's replay can install it again first. */
+static void
+on_installed(void *arg, int n, const char *name, const char *version)
+{
+	struct agent *a = arg;
+	struct event ev = { .type = EV_PACKAGE, .cell = notebook_cell(a->nb, n),
+	    .name = name, .text = version, .len = strlen(version) };
+
+	emit(a, &ev);
+}
+
 static void
 on_state(void *arg, enum kernel_state st, const char *msg)
 {
@@ -743,6 +755,7 @@ agent_new(struct loop *l, struct notebook *nb, const struct kernel_opts *kopts,
 	static const struct kernel_cbs kcbs = {
 		.output = on_output, .result = on_result,
 		.artifact = on_artifact, .state = on_state, .net = on_net,
+		.installed = on_installed,
 	};
 
 	a->loop = l;

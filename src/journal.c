@@ -23,6 +23,7 @@
 #include "terp/digest.h"
 #include "terp/kernel.h"
 #include "terp/netlog.h"
+#include "terp/pipindex.h"
 #include "terp/sanitize.h"
 #include "terp/store.h"
 #include "terp/util.h"
@@ -438,6 +439,14 @@ journal_event(void *arg, const struct event *ev)
 		break;
 	case EV_REQUEST:	/* the ledger entry came with catch_up */
 		return;
+	case EV_PACKAGE:	/* for a resume's replay: install it again */
+		if (ev->name == NULL || ev->text == NULL)
+			return;
+		o = rec("installed");
+		cJSON_AddNumberToObject(o, "c", ev->cell ? ev->cell->n : 0);
+		add_str(o, "name", ev->name);
+		add_str(o, "version", ev->text);
+		break;
 	case EV_NET:	/* one line per attempt, when it ends */
 		if (ev->net == NULL || ev->net->open)
 			return;
@@ -765,6 +774,9 @@ journal_meta_free(struct journal_meta *m)
 	for (int i = 0; i < m->negress; i++)
 		free(m->egress[i]);
 	free(m->egress);
+	for (int i = 0; i < m->npackages; i++)
+		free(m->packages[i]);
+	free(m->packages);
 	memset(m, 0, sizeof *m);
 }
 
@@ -828,6 +840,35 @@ set_str(char **dst, const cJSON *o, const char *k)
 {
 	free(*dst);
 	*dst = jdup(o, k);
+}
+
+/* A package pip installed, as "name==version" (a later version of the
+ * same name replaces it). Names and versions go into Python code at a
+ * replay: only pip's characters are taken. */
+static void
+meta_add_package(struct journal_meta *m, const char *name, const char *ver)
+{
+	size_t nl;
+	int i;
+
+	if (name == NULL || ver == NULL || !pipindex_word_ok(name) ||
+	    !pipindex_word_ok(ver))
+		return;
+	nl = strlen(name);
+	for (i = 0; i < m->npackages; i++)
+		if (strncmp(m->packages[i], name, nl) == 0 &&
+		    strncmp(m->packages[i] + nl, "==", 2) == 0)
+			break;
+	if (i == m->npackages) {
+		if (m->npackages >= JOURNAL_EGRESS_MAX)
+			return;
+		m->packages = xrealloc(m->packages, (size_t)(m->npackages + 2) *
+		    sizeof *m->packages);
+		m->packages[m->npackages++] = NULL;
+		m->packages[m->npackages] = NULL;
+	}
+	free(m->packages[i]);
+	m->packages[i] = xasprintf("%s==%s", name, ver);
 }
 
 /* Applies one record. Returns 0, or -1 when it does not fit (counted
@@ -989,6 +1030,10 @@ apply(const cJSON *o, struct notebook *nb, struct journal_meta *m, int first)
 		}
 		notebook_add_sent(nb, what ? what : "request", p, len);
 		free(p);
+		return 0;
+	}
+	if (strcmp(t, "installed") == 0) {
+		meta_add_package(m, jstr(o, "name"), jstr(o, "version"));
 		return 0;
 	}
 	if (strcmp(t, "net") == 0) {

@@ -223,6 +223,13 @@ jsonout_event(void *arg, const struct event *ev)
 		o = obj("net");
 		netlog_json_add(o, ev->net);
 		break;
+	case EV_PACKAGE:
+		o = obj("installed");
+		if (ev->cell)
+			cJSON_AddNumberToObject(o, "cell", ev->cell->n);
+		add_str(o, "name", ev->name);
+		add_str(o, "version", ev->text);
+		break;
 	case EV_IDLE:
 		return;
 	}

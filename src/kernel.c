@@ -1049,9 +1049,8 @@ on_installed(struct kernel *k, const struct kframe *f)
 		ver = cJSON_GetStringValue(cJSON_GetArrayItem(p, 1));
 		if (name == NULL || ver == NULL || !pkg_word_ok(name) || !pkg_word_ok(ver))
 			continue;
-		/* TODO(i10-core): journal it, so that --resume --replay
-		 * reinstalls these (pip install name==version, through the
-		 * same egress rules) before replaying the cells. */
+		/* the journal keeps it (EV_PACKAGE); --resume --replay
+		 * installs it again before replaying the cells */
 		k->cb.installed(k->arg, k->cur, name, ver);
 	}
 }

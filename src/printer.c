@@ -396,6 +396,7 @@ printer_event(void *arg, const struct event *ev)
 	case EV_NET:
 		on_net(p, ev);
 		break;
+	case EV_PACKAGE:	/* pip said so in the cell's output */
 	case EV_USAGE:
 	case EV_SESSION:
 	case EV_QUESTION:

@@ -14,8 +14,12 @@
 #include "terp/idle.h"
 #include "terp/journal.h"
 #include "terp/kernel.h"
+#include "terp/pipindex.h"
 #include "terp/replay.h"
 #include "terp/util.h"
+
+/* In the replay's list: the cell that installs the packages again. */
+#define REINSTALL	(-1)
 
 /* --max-session's exit status in the frontends: a timeout. */
 #define SESSION_MAX_STATUS	3
@@ -41,6 +45,10 @@ struct session {
 	int		 first_new;	/* the first cell it made */
 	int		 inside;	/* in replay_start/replay_event: events
 					 * they cause come back here nested */
+	char		*reinstall;	/* --resume --replay: a first cell that
+					 * installs the session's packages again
+					 * (REINSTALL in cells), or NULL */
+	int		 reinstall_done;
 };
 
 static void
@@ -161,6 +169,9 @@ session_new(struct loop *l, struct notebook *nb, const struct session_opts *o,
 		}
 	}
 	s->replay_wanted = o->replay;
+	if (o->replay && o->resume != NULL)
+		s->reinstall = pipindex_reinstall_code(
+		    (const char *const *)o->resume->meta.packages);
 	if (o->idle_ms > 0 || o->max_ms > 0)
 		s->idle = idle_new(l, o->idle_ms, o->max_ms, on_idle, s);
 	return s;
@@ -176,6 +187,7 @@ session_free(struct session *s)
 	journal_close(s->j);
 	free(s->cells);
 	free(s->model_note);
+	free(s->reinstall);
 	free(s);
 }
 
@@ -210,14 +222,34 @@ rerun(void *arg, int n, char **err)
 {
 	struct session *s = arg;
 
+	if (n == REINSTALL && s->reinstall != NULL)
+		return agent_run_cell(s->agent, s->reinstall, err);
 	return agent_rerun(s->agent, n, err);
 }
 
 static void
 list_cells(struct buf *b, const int *cells, int n)
 {
-	for (int i = 0; i < n; i++)
-		buf_printf(b, "%s[%d]", i ? ", " : "", cells[i]);
+	for (int i = 0; i < n; i++) {
+		if (cells[i] == REINSTALL)
+			buf_printf(b, "%sthe packages pip installed", i ? ", " : "");
+		else
+			buf_printf(b, "%s[%d]", i ? ", " : "", cells[i]);
+	}
+}
+
+/* The resume's packages go first: the cells after may import them.
+ * Once: a later /replay finds them in the workspace. */
+static void
+prepend_reinstall(struct session *s)
+{
+	if (s->reinstall == NULL || s->reinstall_done)
+		return;
+	s->reinstall_done = 1;
+	s->cells = xrealloc(s->cells, (size_t)(s->ncells + 1) * sizeof *s->cells);
+	memmove(s->cells + 1, s->cells, (size_t)s->ncells * sizeof *s->cells);
+	s->cells[0] = REINSTALL;
+	s->ncells++;
 }
 
 /* Starts re-running s->cells. Returns 0, or -1 with *err. */
@@ -270,7 +302,10 @@ replay_end(struct session *s)
 	buf_init(&b, 1 << 20);
 	buf_adds(&b, "Note: terp re-ran these earlier cells in the new sandbox: ");
 	list_cells(&b, s->cells, s->ncells);
-	if (failed)
+	if (failed == REINSTALL)
+		buf_adds(&b, ". pip could not install the session's packages again, so "
+		    "the replay stopped there: none of the cells ran again.\n");
+	else if (failed)
 		buf_printf(&b, ". Cell [%d] failed this time, so the replay stopped "
 		    "there: only the cells before it ran again.\n", failed);
 	else
@@ -278,7 +313,12 @@ replay_end(struct session *s)
 	if (s->agent)
 		agent_note(s->agent, buf_str(&b));
 	buf_free(&b);
-	if (failed) {
+	if (failed == REINSTALL) {
+		char *msg = xasprintf("replay stopped: pip could not install the "
+		    "session's packages again (see the cell); no earlier cell re-ran");
+		emit(s, EV_NOTICE, msg, 0);
+		free(msg);
+	} else if (failed) {
 		char *msg = xasprintf("replay stopped: cell [%d] failed; %d of %d cells "
 		    "re-ran", failed, done, s->ncells);
 		emit(s, EV_NOTICE, msg, 0);
@@ -313,6 +353,7 @@ session_event(struct session *s, const struct event *ev)
 		if (up && s->replay_wanted) {
 			s->replay_wanted = 0;
 			s->ncells = s->j ? journal_replay_cells(s->j, &s->cells) : 0;
+			prepend_reinstall(s);
 			if (s->ncells == 0) {
 				emit(s, EV_NOTICE, "nothing to replay: no cell that "
 				    "succeeded lost its state", 0);

@@ -175,6 +175,7 @@ tui_event_apply(struct tui *t, const struct event *ev)
 	case EV_NET:		/* the cells show the notebook's ledger */
 		tui_cells_invalidate(t);
 		break;
+	case EV_PACKAGE:	break;
 	}
 	tui_mark(t);
 }

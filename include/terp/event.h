@@ -29,6 +29,8 @@ enum event_type {
 	EV_IDLE,	/* the question (or the cell run by hand) is over */
 	EV_NET,		/* net: an egress attempt opened, moved bytes or
 			 * ended (net->open 0: its last report) */
+	EV_PACKAGE,	/* cell, name = a package pip installed into the
+			 * session's site directory, text = its version */
 };
 
 struct event {

@@ -40,6 +40,12 @@ struct journal_meta {
 	 * (kernel_opts.egress_ops), or NULL when there were none. */
 	char			**egress;
 	int			 negress;
+	/* What pip installed into the session's site directory ("installed"
+	 * lines), as "name==version", the last version of each name;
+	 * NULL-terminated, or NULL: --resume --replay installs them again
+	 * first. */
+	char			**packages;
+	int			 npackages;
 };
 
 /* Frees what meta holds (not meta itself) and zeroes it. */

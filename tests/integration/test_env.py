@@ -966,3 +966,49 @@ def test_allow_and_deny_in_the_notebook_then_resume(gate, env, tmp_path, server)
     g = r.reports(4)[-1]
     assert g["a"]["status"] == 200 and g["b"]["status"] == 403, g
     assert a.accepted == 2 and b.accepted == 0
+
+
+# ================================================================ 6. --resume --replay
+
+def test_resume_replay_installs_the_packages_again_first(env, tmp_path, index):
+    """A session pip-installs a package from the user's index (allowed;
+    PIP_INDEX_URL) in a cell that then fails, so the replay skips it,
+    and imports it in the next. The journal records the install; with
+    the session's site directory gone (a cleaned workspace, another
+    interpreter), --resume --replay installs it again from the same
+    index first, and the replayed import works."""
+    from conftest import session_dir
+    allow = ("--allow-host", "127.0.0.1:%d" % index.port)
+    e = {**env, "PIP_INDEX_URL": "http://127.0.0.1:%d/simple" % index.port}
+    pip = ("import subprocess, sys\n"
+           "r = subprocess.run([sys.executable, '-m', 'pip', 'install', 'terp-idx-pkg'])\n"
+           "assert r.returncode == 0\n"
+           "raise RuntimeError('after pip')\n")
+    use = "import terp_idx_pkg\nprint('ANSWER=%d' % terp_idx_pkg.ANSWER)\n"
+    r, _ = ask(e, tmp_path, [{"openai": {"tool_calls": [{"id": "c1", "code": pip},
+                                                        {"id": "c2", "code": use}]}},
+                             {"openai": {"text": "done"}}], *allow)
+    assert r.rc == 0, r
+    assert [x["status"] for x in r.results] == ["error", "ok"], r
+    assert [(x["cell"], x["name"], x["version"]) for x in r.events
+            if x.get("type") == "installed"] == [(1, "terp_idx_pkg", "1.0")], r
+    sd = session_dir(e)
+    recs = [json.loads(l) for l in (sd / "notebook.jsonl").read_text().splitlines()]
+    assert [(x["c"], x["name"], x["version"]) for x in recs if x.get("t") == "installed"] \
+        == [(1, "terp_idx_pkg", "1.0")]
+    ws = sd / "workspace"
+    if not ws.exists():
+        ws = sd / "sandbox" / "workspace"
+    shutil.rmtree(ws / ".terp" / "site")
+    hits = len(index.hits)
+    r, _ = ask(e, tmp_path, [{"openai": {"text": "done"}}], "--resume", sd.name, "--replay",
+               *allow)
+    assert r.rc == 0, r
+    assert [x["status"] for x in r.results] == ["ok", "ok"], r
+    assert "installed again: terp_idx_pkg==1.0" in r.text(3), r
+    assert "ANSWER=42" in r.text(4), r
+    assert any(h.endswith(".whl") for h in index.hits[hits:]), index.hits
+    notes = [x["message"] for x in r.events if x.get("type") == "notice"]
+    assert any(n.startswith("replaying 2 cells that succeeded before the state was lost: "
+                            "the packages pip installed, [2]") for n in notes), notes
+    assert "replay done: 2 cells re-ran" in notes, notes
