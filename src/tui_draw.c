@@ -439,6 +439,25 @@ status_model(struct tui *t, struct tline *l)
 	tui_tline_adds(l, R_STATUS_KEY, tmp);
 }
 
+/* "Python 3.11.2 (virtualenv /home/u/proj/.venv) │ ": which Python the
+ * session runs, once the sandbox (or the probe's cache) said. */
+static void
+status_python(struct tui *t, struct tline *l)
+{
+	struct kernel *k = t->agent ? agent_kernel(t->agent) : NULL;
+	char *label = k ? kernel_python_label(k) : NULL, *clean;
+
+	if (label == NULL)
+		return;
+	/* a path of the user's: shown, never interpreted */
+	clean = sanitize_str(label, strlen(label), 0);
+	tui_tline_adds(l, R_STATUS, "│ ");
+	tui_tline_adds(l, R_STATUS, clean);
+	tui_tline_adds(l, R_STATUS, " ");
+	free(clean);
+	free(label);
+}
+
 /* What is going on: a replay's progress, the running cell, the model
  * thinking or answering, else the sandbox's state. */
 static void
@@ -529,6 +548,7 @@ draw_status(struct tui *t)
 		deadline = session_idle_deadline(t->o.session, &idle_stopped);
 	t->st.ticking = 0;
 	status_model(t, &l);
+	status_python(t, &l);
 	tui_tline_adds(&l, R_STATUS, "│ ");
 	status_step(t, &l, done, total, idle_stopped);
 	if (t->cmd.nheld > 0) {

@@ -1012,3 +1012,28 @@ def test_resume_replay_installs_the_packages_again_first(env, tmp_path, index):
     assert any(n.startswith("replaying 2 cells that succeeded before the state was lost: "
                             "the packages pip installed, [2]") for n in notes), notes
     assert "replay done: 2 cells re-ran" in notes, notes
+
+
+# ================================================================ 7. the notebook names it
+
+def test_notebook_names_the_python_and_offers_the_pip_index(envs, env, tmp_path, index):
+    """The status bar names the interpreter (from the probe, once the
+    sandbox said), and the user's pip index, not allowed, is offered in
+    the notebook with the exact flag (as -p prints it on stderr)."""
+    from tui_tmux import Tmux
+    e = {**venv_env(env, tmp_path, envs), "TERM": "tmux-256color", "LANG": "C.UTF-8",
+         "OPENAI_API_KEY": "k", "PIP_INDEX_URL": "http://127.0.0.1:%d/simple" % index.port}
+    t = Tmux("%s --provider openai --model fake --base-url http://127.0.0.1:9/v1" % TERP,
+             200, 40, e, cwd=str(tmp_path))
+    try:
+        s = t.wait(r"│ Python %s\.\d+ \(virtualenv [^)]*\) │ ready" % re.escape(VER),
+                   timeout=HANG)
+        assert "(virtualenv %s)" % envs["venv"] in s, s
+        s = t.wait(r"add --allow-host 127\.0\.0\.1:%d" % index.port, timeout=HANG)
+        assert "pip's index 127.0.0.1 (PIP_INDEX_URL) is not reachable" in s, s
+        t.text("/quit")
+        t.keys("Enter")
+        t.wait(r"EXITED rc=0", timeout=HANG)
+    finally:
+        t.close()
+    assert index.hits == []

@@ -271,6 +271,7 @@ agent_load(struct agent *a, const char *path, char **err)
 	return xasprintf("/workspace/data/%s", b ? b + 1 : path);
 }
 int agent_egress(struct agent *a, int allow, const char *spec, char **err) { (void)a; (void)allow; (void)spec; (void)err; return 0; }
+char *kernel_python_label(const struct kernel *k) { (void)k; return NULL; }
 struct journal *session_journal(const struct session *s) { (void)s; return NULL; }
 void journal_note(struct journal *j, const char *k, const char *t) { (void)j; (void)k; (void)t; }
 int agent_set_model(struct agent *a, const char *m, char **err) { (void)a; (void)m; (void)err; return 0; }
