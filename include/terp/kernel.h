@@ -106,12 +106,8 @@ struct kernel_cbs {
 	/* Every egress ledger event (egress.h: one END per attempt, OPEN
 	 * and PROGRESS for allowed ones), attributed to cell (the running
 	 * one, else the last). May be NULL. Refused and failed attempts
-	 * also get a line on the cell's stderr from terp.
-	 * TODO(i10-core): the ledger as a notebook event, written to the
-	 * journal, shown under the cell ("host ✓ 2.1 MB ↓ · x ✗ not
-	 * allowed"), listed by /net, as --json "net" events, and summed up
-	 * in the tool result sent to the model (then the stderr lines may
-	 * go, or stay for `terp exec`). */
+	 * also get a line on the cell's stderr from terp. The agent keeps
+	 * them in the notebook (netlog.h) and emits EV_NET. */
 	void (*net)(void *arg, int cell, const struct egress_event *ev);
 	/* A package the cell installed into the session's site directory
 	 * (pip install from a cell): name and version as pip recorded them
