@@ -500,6 +500,10 @@ def test_system_prompt_says_what_the_probe_found(envs, env, tmp_path):
     assert "matplotlib" in sys_.split("not installed:")[0] and "savefig" in sys_
     assert "Charts are unavailable" not in sys_
     assert "reaches only these hosts" in sys_ and "example.invalid" in sys_
+    # the tool's description does not contradict it
+    (tool,) = reqs[0]["body"]["tools"]
+    desc = tool["function"]["description"]
+    assert "no network access" not in desc and "unless the user allowed hosts" in desc, desc
 
 
 @pytest.mark.parametrize("what", ["missing", "no-bin", "script"])

@@ -13,7 +13,7 @@ import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 LIBOBJS = ["journal", "store", "datafile", "export", "digest", "notebook",
-           "outcap", "util", "buf", "sanitize"]
+           "outcap", "util", "buf", "sanitize", "netlog", "pipindex"]
 
 
 def pkg_libs(*pkgs):
