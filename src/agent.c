@@ -18,6 +18,7 @@
 #include "terp/context.h"
 #include "terp/datafile.h"
 #include "terp/llm.h"
+#include "terp/netlog.h"
 #include "terp/outcap.h"
 #include "terp/sanitize.h"
 #include "terp/util.h"
@@ -47,6 +48,7 @@ struct agent {
 	struct usage		 last_usage;	/* the last model call's, priced */
 	struct context		*cx;		/* the window; NULL without a model */
 	int			 ctx_retried;	/* this turn's request was refused */
+	int			 waiting_python;	/* agent_wait_python */
 };
 
 static void agent_next_call(struct agent *a);
@@ -109,6 +111,36 @@ on_artifact(void *arg, int n, const char *name, const char *path, uint64_t bytes
 	emit(a, &ev);
 }
 
+/* An egress ledger report: kept in the notebook, shown by whoever
+ * listens. The cell is the kernel's attribution (the running one). */
+static void
+on_net(void *arg, int n, const struct egress_event *e)
+{
+	struct agent *a = arg;
+	struct net_attempt na;
+	const struct net_attempt *kept;
+
+	netlog_from_egress(&na, n, e);
+	if ((kept = notebook_add_net(a->nb, &na)) != NULL) {
+		struct event ev = { .type = EV_NET, .cell = notebook_cell(a->nb, n),
+		    .net = kept };
+		emit(a, &ev);
+	}
+}
+
+/* A package a cell installed: kept in the notebook (its journal), so
+ * that a resume's replay can install it again first. */
+static void
+on_installed(void *arg, int n, const char *name, const char *version)
+{
+	struct agent *a = arg;
+	struct event ev = { .type = EV_PACKAGE, .cell = notebook_cell(a->nb, n),
+	    .name = name, .text = version, .len = strlen(version) };
+
+	notebook_add_package(a->nb, n, name, version);
+	emit(a, &ev);
+}
+
 static void
 on_state(void *arg, const struct kernel_status *st)
 {
@@ -125,6 +157,11 @@ on_state(void *arg, const struct kernel_status *st)
 		    st->msg, files ? "; " : "", files ? files : "");
 	}
 	emit(a, &ev);
+	if (a->waiting_python && st->state != KERNEL_STARTING) {
+		a->waiting_python = 0;
+		if (a->asking && st->state != KERNEL_DEAD)
+			agent_turn(a);
+	}
 	if (st->state == KERNEL_DEAD && a->asking)
 		agent_session_dead(a, st->msg);
 }
@@ -140,6 +177,16 @@ tool_result_text(struct agent *a, const struct cell *c)
 	buf_init(&b, (size_t)-1 / 2);
 	buf_printf(&b, "status: %s (%.2f s)\n", cell_status_name(c->status),
 	    (double)c->duration_ms / 1000.0);
+	{
+		/* first, where a truncation of the output cannot cut it:
+		 * why a download failed is the model's to know */
+		size_t nn;
+		const struct net_attempt *nets = notebook_nets(a->nb, &nn, NULL);
+		char *net = netlog_summary(nets, nn, c->n, NETLOG_MODEL);
+		if (net != NULL)
+			buf_printf(&b, "%s\n", net);
+		free(net);
+	}
 	for (int i = 0; i < 2; i++) {
 		if (c->out[i].total == 0)
 			continue;
@@ -614,6 +661,52 @@ describe_file(struct buf *b, const struct datafile *f)
 	}
 }
 
+/* What the model may import and whether it may reach the network:
+ * the probe's sentence (kernel_python_info), then a line on pip and
+ * egress from the hosts allowed at the start. Runtime /allow and /deny
+ * reach the model as notes, so this text stays the same for the whole
+ * session (a changing system prompt defeats the providers' caches). */
+static void
+describe_python(struct agent *a, struct buf *b)
+{
+	const char *info = kernel_python_info(a->k);
+	const char *const *h = a->kopts.allow_hosts;
+	int charts = kernel_python_charts(a->k);
+
+	if (info != NULL)
+		buf_printf(b, "The session runs %s\n", info);
+	else
+		buf_adds(b, "Which packages the session's Python has is not known: check "
+		    "with importlib.util.find_spec before relying on one.\n");
+	buf_adds(b, "Rules:\n"
+	    "- Use python_exec for every computation. Never estimate or do arithmetic in "
+	    "your head; print the numbers you report.\n"
+	    "- Print every figure your answer will state (counts, totals, means, "
+	    "percentages, differences) in a cell's output first, at the precision you "
+	    "will write it or finer: each number in the answer is checked against the "
+	    "outputs, and one no cell printed is flagged to the user.\n"
+	    "- The value of a cell's last expression is shown, as in Jupyter.\n");
+	if (charts != 0)
+		buf_adds(b, "- Save charts as PNG files under /workspace/out/ (plt.savefig); "
+		    "they are shown to the user. ");
+	else
+		buf_adds(b, "- ");
+	buf_adds(b, "Files you write under /workspace are kept.\n");
+	if (h != NULL && h[0] != NULL) {
+		buf_adds(b, "- The network reaches only these hosts, through a proxy the "
+		    "environment names: ");
+		for (int i = 0; h[i] != NULL; i++)
+			buf_printf(b, "%s%s", i ? ", " : "", h[i]);
+		buf_adds(b, ". Anything else is refused, and the result of the cell says "
+		    "why. To install a package from an allowed index, run "
+		    "subprocess.run([sys.executable, \"-m\", \"pip\", \"install\", NAME]); "
+		    "the next cell can import it.\n");
+	} else {
+		buf_adds(b, "- The network is off: do not try to install packages or "
+		    "download data (the user can allow a host with /allow HOST).\n");
+	}
+}
+
 static char *
 system_prompt(struct agent *a)
 {
@@ -623,25 +716,13 @@ system_prompt(struct agent *a)
 	if (a->o.system_prompt)
 		return xstrdup(a->o.system_prompt);
 	buf_init(&b, 1 << 20);
-	/* TODO(i10-core): "pandas, numpy and matplotlib are installed" below
-	 * becomes kernel_python_info() (the user's Python and what it has;
-	 * NULL until the sandbox reported it) plus a line on pip and egress. */
 	buf_adds(&b,
 	    "You are a careful data analyst working in a Python notebook.\n"
 	    "You have one tool, python_exec(code), which runs Python 3 in a persistent "
 	    "sandboxed session: variables, imports and loaded data stay between calls, "
-	    "like cells of a Jupyter notebook. pandas, numpy and matplotlib are installed.\n"
-	    "Rules:\n"
-	    "- Use python_exec for every computation. Never estimate or do arithmetic in "
-	    "your head; print the numbers you report.\n"
-	    "- Print every figure your answer will state (counts, totals, means, "
-	    "percentages, differences) in a cell's output first, at the precision you "
-	    "will write it or finer: each number in the answer is checked against the "
-	    "outputs, and one no cell printed is flagged to the user.\n"
-	    "- The value of a cell's last expression is shown, as in Jupyter.\n"
-	    "- Save charts as PNG files under /workspace/out/ (plt.savefig); they are shown "
-	    "to the user. Files you write under /workspace are kept.\n"
-	    "- The network is off: do not try to install packages or download data.\n"
+	    "like cells of a Jupyter notebook.\n");
+	describe_python(a, &b);
+	buf_adds(&b,
 	    "- Outputs you see may be truncated; print summaries, not whole tables.\n"
 	    "- When done, answer in plain language with the key numbers, using Markdown.\n");
 	for (int i = 0; i < notebook_nfiles(a->nb); i++) {
@@ -707,6 +788,20 @@ agent_send(struct agent *a, int force)
 	free(err);
 }
 
+/* The first request of a session waits for the sandbox's word on its
+ * Python (its "ready"), unless the probe's cache already answered: a
+ * model told the wrong packages writes code that fails. Only a new or
+ * changed interpreter pays this, once; on_state resumes the turn. */
+static int
+agent_wait_python(struct agent *a)
+{
+	if (a->o.system_prompt != NULL || kernel_python_info(a->k) != NULL ||
+	    kernel_state(a->k) != KERNEL_STARTING)
+		return 0;
+	a->waiting_python = 1;
+	return 1;
+}
+
 static void
 agent_turn(struct agent *a)
 {
@@ -727,6 +822,8 @@ agent_turn(struct agent *a)
 		free(why);
 		return;
 	}
+	if (agent_wait_python(a))
+		return;
 	a->turn++;
 	{
 		struct event ev = { .type = EV_TURN, .n = a->turn };
@@ -748,7 +845,8 @@ agent_new(struct loop *l, struct notebook *nb, const struct kernel_opts *kopts,
 	struct agent *a = xcalloc(1, sizeof *a);
 	static const struct kernel_cbs kcbs = {
 		.output = on_output, .result = on_result,
-		.artifact = on_artifact, .state = on_state,
+		.artifact = on_artifact, .state = on_state, .net = on_net,
+		.installed = on_installed,
 	};
 
 	a->loop = l;
@@ -890,6 +988,11 @@ agent_cancel(struct agent *a)
 {
 	if (a->asking) {
 		a->cancelled = 1;
+		if (a->waiting_python) {
+			a->waiting_python = 0;
+			fail_question(a, "cancelled by the user", ERROR_CANCELLED);
+			return;
+		}
 		if (a->llm && llm_busy(a->llm)) {
 			llm_cancel(a->llm);
 			keep_partial_reply(a);
@@ -982,6 +1085,24 @@ agent_load(struct agent *a, const char *path, int told, char **err)
 }
 
 int
+agent_egress(struct agent *a, int allow, const char *spec, char **err)
+{
+	int rc = allow ? kernel_egress_allow(a->k, spec, err) :
+	    kernel_egress_deny(a->k, spec, err);
+
+	if (rc < 0)
+		return -1;
+	/* the system prompt stays as it was: the model hears it here */
+	if (allow)
+		buf_printf(&a->notes, "Note: the user allowed network access to %s, through "
+		    "the proxy the environment names (pip install from an index there "
+		    "works).\n", spec);
+	else
+		buf_printf(&a->notes, "Note: the user withdrew network access to %s.\n", spec);
+	return rc;
+}
+
+int
 agent_set_model(struct agent *a, const char *model, char **err)
 {
 	if (a->llm == NULL) {
@@ -1014,6 +1135,12 @@ const char *
 agent_isolation(const struct agent *a)
 {
 	return kernel_isolation(a->k);
+}
+
+char *
+agent_python_label(const struct agent *a)
+{
+	return kernel_python_label(a->k);
 }
 
 void

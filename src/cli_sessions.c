@@ -133,6 +133,8 @@ cli_sessions_resume(struct cli *c)
 			line = nl + 1;
 		}
 	}
+	/* the session's /allow and /deny, over this run's --allow-host */
+	c->kopts.egress_ops = (const char *const *)c->res.meta.egress;
 	c->session_id = xstrdup(c->res.id);
 	fprintf(stderr, "terp: resuming session %s (%d cell%s, %d question%s)\n",
 	    c->session_id, notebook_ncells(c->res.nb),

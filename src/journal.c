@@ -22,6 +22,8 @@
 #include "terp/datafile.h"
 #include "terp/digest.h"
 #include "terp/kernel.h"
+#include "terp/netlog.h"
+#include "terp/pipindex.h"
 #include "terp/sanitize.h"
 #include "terp/store.h"
 #include "terp/util.h"
@@ -88,6 +90,8 @@ put(struct journal *j, cJSON *o, int sync)
 	free(s);
 	return rc;
 }
+
+#define JOURNAL_EGRESS_MAX	1000	/* /allow and /deny kept for a resume */
 
 static cJSON *
 rec(const char *type)
@@ -454,6 +458,20 @@ journal_change(struct journal *j, const struct nb_change *ch)
 		cJSON_AddItemToObject(o, "file", file_json(ch->file));
 		sync = 1;
 		break;
+	case NB_NET:
+		/* one line per attempt, when it ends */
+		if (ch->net->open)
+			return;
+		o = rec("net");
+		netlog_json_add(o, ch->net);
+		break;
+	case NB_PACKAGE:
+		/* for a resume's replay: install it again */
+		o = rec("installed");
+		cJSON_AddNumberToObject(o, "c", ch->package->cell);
+		add_str(o, "name", ch->package->name);
+		add_str(o, "version", ch->package->version);
+		break;
 	}
 	if (o != NULL)
 		put(j, o, sync);
@@ -507,7 +525,7 @@ journal_event(struct journal *j, const struct event *ev)
 		return;
 	case EV_CELL_START: case EV_STDOUT: case EV_STDERR: case EV_RESULT:
 	case EV_ARTIFACT: case EV_QUESTION: case EV_TEXT: case EV_TOOL_CALL:
-	case EV_USAGE: case EV_REQUEST:
+	case EV_USAGE: case EV_REQUEST: case EV_NET: case EV_PACKAGE:
 		/* notebook changes (journal_change), or in one: the reply
 		 * holds its text and its tool calls */
 		return;
@@ -770,6 +788,9 @@ journal_meta_free(struct journal_meta *m)
 	free(m->files);
 	free(m->first_question);
 	free(m->repaired);
+	for (int i = 0; i < m->negress; i++)
+		free(m->egress[i]);
+	free(m->egress);
 	memset(m, 0, sizeof *m);
 }
 
@@ -1100,6 +1121,52 @@ rec_sent(const cJSON *o, struct notebook *nb)
 	return 0;
 }
 
+/* terp's own lines: a reset lost the state; /allow and /deny are
+ * applied again by a resume (kernel_opts.egress_ops). */
+static int
+rec_note(const cJSON *o, struct notebook *nb, struct journal_meta *m)
+{
+	const char *kind = jstr(o, "kind"), *spec = jstr(o, "text");
+
+	if (kind && strcmp(kind, "reset") == 0)
+		state_lost(&m->live_from, &m->replay_from, &m->replay_to,
+		    notebook_ncells(nb));
+	if (kind && spec && (strcmp(kind, "allow") == 0 ||
+	    strcmp(kind, "deny") == 0) && m->negress < JOURNAL_EGRESS_MAX) {
+		m->egress = xrealloc(m->egress, (size_t)(m->negress + 2) *
+		    sizeof *m->egress);
+		m->egress[m->negress++] = xasprintf("%s %s", kind, spec);
+		m->egress[m->negress] = NULL;
+	}
+	return 0;
+}
+
+/* An egress attempt, as it ended (netlog_parse checks it again). */
+static int
+rec_net(const cJSON *o, struct notebook *nb)
+{
+	struct net_attempt a;
+
+	if (netlog_parse(o, &a) < 0)
+		return -1;
+	notebook_add_net(nb, &a);
+	return 0;
+}
+
+/* A package pip installed. Names and versions go into Python code at
+ * a replay (pipindex_reinstall_code): only pip's characters are taken. */
+static int
+rec_installed(const cJSON *o, struct notebook *nb)
+{
+	const char *name = jstr(o, "name"), *ver = jstr(o, "version");
+
+	if (name == NULL || ver == NULL || !pipindex_word_ok(name) ||
+	    !pipindex_word_ok(ver))
+		return -1;
+	notebook_add_package(nb, (int)jnum(o, "c", 0), name, ver);
+	return 0;
+}
+
 static int
 rec_meta(const cJSON *o, struct notebook *nb, struct journal_meta *m)
 {
@@ -1156,12 +1223,8 @@ apply(const cJSON *o, struct notebook *nb, struct journal_meta *m, int first,
 		return 0;
 	if (strcmp(t, "kernel") == 0)
 		return rec_kernel(o, nb, m);
-	if (strcmp(t, "note") == 0) {
-		if (jstr(o, "kind") && strcmp(jstr(o, "kind"), "reset") == 0)
-			state_lost(&m->live_from, &m->replay_from, &m->replay_to,
-			    notebook_ncells(nb));
-		return 0;
-	}
+	if (strcmp(t, "note") == 0)
+		return rec_note(o, nb, m);
 	if (strcmp(t, "cell") == 0)
 		return rec_cell(o, nb);
 	if (strcmp(t, "out") == 0)
@@ -1182,6 +1245,10 @@ apply(const cJSON *o, struct notebook *nb, struct journal_meta *m, int first,
 		return rec_sent(o, nb);
 	if (strcmp(t, "summary") == 0)
 		return rec_summary(o, nb);
+	if (strcmp(t, "net") == 0)
+		return rec_net(o, nb);
+	if (strcmp(t, "installed") == 0)
+		return rec_installed(o, nb);
 	/* session, turn, error, notice, and version 1's text, tool_call
 	 * and answer: the record of what happened; the notebook needs
 	 * none (a reply holds its text and its calls) */

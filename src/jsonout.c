@@ -10,6 +10,7 @@
 #include "terp/answer_trace.h"
 #include "terp/buf.h"
 #include "terp/kernel.h"
+#include "terp/netlog.h"
 #include "terp/sanitize.h"
 #include "terp/util.h"
 
@@ -230,6 +231,19 @@ jsonout_event(void *arg, const struct event *ev)
 		o = obj("request");
 		add_str(o, "what", ev->text);
 		cJSON_AddNumberToObject(o, "bytes", (double)ev->len);
+		break;
+	case EV_NET:
+		if (ev->net == NULL || ev->net->open)
+			return;	/* one event per attempt, when it ends */
+		o = obj("net");
+		netlog_json_add(o, ev->net);
+		break;
+	case EV_PACKAGE:
+		o = obj("installed");
+		if (ev->cell)
+			cJSON_AddNumberToObject(o, "cell", ev->cell->n);
+		add_str(o, "name", ev->name);
+		add_str(o, "version", ev->text);
 		break;
 	case EV_IDLE:
 		return;

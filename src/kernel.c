@@ -23,6 +23,7 @@
 
 #include "terp/buf.h"
 #include "terp/digest.h"
+#include "terp/egress.h"
 #include "terp/sandbox_cgroup.h"
 #include "terp/kernel_artifact.h"
 #include "terp/kernel_backend.h"
@@ -315,6 +316,12 @@ kernel_python_info(const struct kernel *k)
 	return k->have_probe ? k->probe_line : NULL;
 }
 
+int
+kernel_python_charts(const struct kernel *k)
+{
+	return k->have_probe ? pyenv_probe_charts(&k->probe) : -1;
+}
+
 char *
 kernel_python_label(const struct kernel *k)
 {
@@ -358,48 +365,97 @@ has_allow(const struct kernel_opts *o)
 	return o->allow_hosts != NULL && o->allow_hosts[0] != NULL;
 }
 
-/* The session's proxy, once: its socket goes beside the workspace. */
+/* A resumed session's runtime changes ("allow SPEC", "deny SPEC" from
+ * its journal), in order, over the rules of the command line. They
+ * were valid when made; one that is not any more is skipped. */
 static int
-net_start(struct kernel *k, char **err)
+has_ops_allow(const struct kernel_opts *o)
+{
+	for (int i = 0; o->egress_ops != NULL && o->egress_ops[i] != NULL; i++)
+		if (strncmp(o->egress_ops[i], "allow ", 6) == 0)
+			return 1;
+	return 0;
+}
+
+static void
+net_apply_ops(struct kernel *k)
+{
+	for (int i = 0; k->o->egress_ops != NULL && k->o->egress_ops[i] != NULL; i++) {
+		const char *op = k->o->egress_ops[i];
+		char *err = NULL;
+		if (strncmp(op, "allow ", 6) == 0)
+			(void)kernel_net_allow(k->net, op + 6, &err);
+		else if (strncmp(op, "deny ", 5) == 0)
+			(void)kernel_net_deny(k->net, op + 5, &err);
+		free(err);
+	}
+}
+
+static int
+net_new(struct kernel *k, const char *const *allow, char **err)
 {
 	static const struct kernel_net_cbs cbs = { .event = net_event, .note = net_note };
 
-	if (!has_allow(k->o))
-		return 0;
 	if (k->o->no_sandbox || k->o->network) {
-		*err = xstrdup("--allow-host needs the sandbox's own network: it has no "
-		    "meaning with --network or --no-sandbox");
+		*err = xstrdup("--allow-host and /allow need the sandbox's own network: they "
+		    "have no meaning with --network or --no-sandbox");
 		return -1;
 	}
-	if (k->net == NULL &&
-	    (k->net = kernel_net_new(k->loop, k->o->allow_hosts, k->o->egress_max, &cbs,
-	    k, err)) == NULL)
-		return -1;
+	k->net = kernel_net_new(k->loop, allow, k->o->egress_max, &cbs, k, err);
+	return k->net != NULL ? 0 : -1;
+}
+
+/* The session's proxy, once: its socket goes beside the workspace. A
+ * proxy made by /allow before the start is started here too. */
+static int
+net_start(struct kernel *k, char **err)
+{
+	if (k->net == NULL) {
+		if (!has_allow(k->o) && !has_ops_allow(k->o))
+			return 0;
+		if (net_new(k, k->o->allow_hosts, err) < 0)
+			return -1;
+		net_apply_ops(k);
+	}
 	return kernel_net_start(k->net, workspace_base(k->ws), workspace_uid(k->ws), err);
 }
 
 int
 kernel_egress_allow(struct kernel *k, const char *spec, char **err)
 {
+	const char *one[] = { spec, NULL };
+
 	if (k->remote.ops != NULL) {
 		*err = xasprintf("egress rules are for the local sandbox; the session on "
 		    "%s reaches what that machine allows", k->remote.where);
 		return -1;
 	}
-	if (k->net == NULL) {
-		/* TODO(i10-core): /allow in a session started without egress:
-		 * start the proxy and restart the sandbox (its forwarder and
-		 * proxy variables exist only from the start), saying so. */
-		*err = xstrdup("this session started without egress; start terp with "
-		    "--allow-host HOST");
+	if (egress_rule_check(spec, err) < 0)
+		return -1;
+	if (k->net != NULL)
+		return kernel_net_allow(k->net, spec, err);
+	/* A session started without egress: its sandbox has neither the
+	 * proxy's socket nor the forwarder nor the proxy variables, which
+	 * exist only from a start. So: the proxy now, and a restart. */
+	if (k->cur != 0) {
+		*err = xstrdup("a cell is running, and allowing the first host restarts the "
+		    "Python session; try again when it ends (or interrupt it)");
 		return -1;
 	}
-	return kernel_net_allow(k->net, spec, err);
+	if (net_new(k, one, err) < 0)
+		return -1;
+	if (k->state == KERNEL_STOPPED || k->state == KERNEL_DEAD)
+		return 0;	/* kernel_start starts the proxy */
+	if (net_start(k, err) < 0 || kernel_restart(k, err) < 0)
+		return -1;
+	return 1;
 }
 
 int
 kernel_egress_deny(struct kernel *k, const char *spec, char **err)
 {
+	if (egress_rule_check(spec, err) < 0)
+		return -1;
 	if (k->net == NULL)
 		return 0;	/* nothing gets out anyway */
 	return kernel_net_deny(k->net, spec, err);
@@ -1117,9 +1173,8 @@ on_installed(struct kernel *k, const struct kframe *f)
 		ver = cJSON_GetStringValue(cJSON_GetArrayItem(p, 1));
 		if (name == NULL || ver == NULL || !pkg_word_ok(name) || !pkg_word_ok(ver))
 			continue;
-		/* TODO(i10-core): journal it, so that --resume --replay
-		 * reinstalls these (pip install name==version, through the
-		 * same egress rules) before replaying the cells. */
+		/* the journal keeps it (EV_PACKAGE); --resume --replay
+		 * installs it again before replaying the cells */
 		k->cb.installed(k->arg, k->cur, name, ver);
 	}
 }

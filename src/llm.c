@@ -17,7 +17,8 @@ const char llm_tool_description[] =
     "(like a Jupyter kernel: variables, imports and loaded data survive "
     "between calls). Data files are under /workspace/data (read-only); save "
     "charts and files to /workspace/out. Returns stdout, stderr, the value "
-    "of the last expression and any traceback. There is no network access.";
+    "of the last expression and any traceback. The network is off unless the "
+    "user allowed hosts (the system prompt says which).";
 const char llm_code_description[] = "The Python code to run.";
 
 static const struct llm_provider providers[] = {

@@ -615,6 +615,17 @@ print_version(void)
 	return 0;
 }
 
+/* A line for the notebook to show at its start (cli.startup_notes). */
+static void
+add_startup_note(struct cli *c, const char *line)
+{
+	char *s = c->startup_notes ? xasprintf("%s%s\n", c->startup_notes, line) :
+	    xasprintf("%s\n", line);
+
+	free(c->startup_notes);
+	c->startup_notes = s;
+}
+
 /* The index the user configured for pip on the host, offered: passed
  * into the sandbox when its host is allowed (and the URL holds no
  * credentials), else the exact flag to add is named. */
@@ -626,7 +637,7 @@ offer_pip_index(struct cli *c)
 
 	pipindex_find(NULL, m.pe.kind == PYENV_VENV ? m.pe.prefix : NULL, &pi);
 	for (size_t i = 0; i < pi.n; i++) {
-		char host[256], rule[300];
+		char host[256], rule[300], *note;
 		unsigned port;
 		int cred;
 
@@ -636,18 +647,25 @@ offer_pip_index(struct cli *c)
 			snprintf(rule, sizeof rule, strchr(host, ':') ? "[%s]" : "%s", host);
 			if (port != 80 && port != 443)
 				snprintf(rule + strlen(rule), sizeof rule - strlen(rule), ":%u", port);
+			note = xasprintf("pip's index %s (%s) is not reachable from the "
+			    "sandbox; to let pip use it there, add --allow-host %s%s",
+			    host, pi.u[i].from, rule, c->mode == CLI_TUI ?
+			    " (or /allow it now)" : "");
 			if (c->mode != CLI_TUI)
-				fprintf(stderr, "terp: pip's index %s (%s) is not reachable from the "
-				    "sandbox; to let pip use it there, add --allow-host %s\n",
-				    host, pi.u[i].from, rule);
-			/* TODO(i10-core): the notebook shows this offer too. */
+				fprintf(stderr, "terp: %s\n", note);
+			else
+				add_startup_note(c, note);
+			free(note);
 			continue;
 		}
 		if (cred) {
+			note = xasprintf("pip's index %s (%s) holds credentials, which never "
+			    "enter the sandbox: pip there does not use it", host, pi.u[i].from);
 			if (c->mode != CLI_TUI)
-				fprintf(stderr, "terp: pip's index %s (%s) holds credentials, "
-				    "which never enter the sandbox: pip there does not use it\n",
-				    host, pi.u[i].from);
+				fprintf(stderr, "terp: %s\n", note);
+			else
+				add_startup_note(c, note);
+			free(note);
 			continue;
 		}
 		if (!pi.u[i].extra && idx == NULL) {
@@ -688,8 +706,7 @@ setup_python(struct cli *c)
 	c->kopts.python = m.pe.exec;
 	c->kopts.probe_cache = pyenv_cache_dir(NULL);
 	/* The one line saying which Python runs, when it is not the obvious
-	 * one. TODO(i10-core): the TUI's status bar names it
-	 * (kernel_python_label). */
+	 * one; the notebook's status bar names it (kernel_python_label). */
 	if (m.pe.kind != PYENV_SYSTEM && c->mode != CLI_TUI)
 		fprintf(stderr, "terp: %s\n", m.pe.reason);
 	offer_pip_index(c);

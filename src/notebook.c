@@ -33,6 +33,11 @@ struct notebook {
 	int		  nfiles, capfiles;
 	notebook_observer observer;
 	void		 *observer_arg;
+	struct net_attempt *net;	/* the egress ledger (netlog.h) */
+	size_t		  nnet, capnet;
+	uint64_t	  net_dropped;
+	struct package	 *pkgs;		/* what pip installed, in order */
+	int		  npkgs, cappkgs;
 };
 
 #define GROW(arr, n, cap) do {						\
@@ -112,6 +117,12 @@ notebook_free(struct notebook *nb)
 		free(nb->files[i]);
 	}
 	free(nb->files);
+	free(nb->net);
+	for (int i = 0; i < nb->npkgs; i++) {
+		free(nb->pkgs[i].name);
+		free(nb->pkgs[i].version);
+	}
+	free(nb->pkgs);
 	cJSON_Delete(nb->messages);
 	free(nb);
 }
@@ -525,4 +536,74 @@ char *
 cell_output(const struct cell *c, int stream, size_t *len)
 {
 	return outcap_render(&c->out[stream ? 1 : 0], len);
+}
+
+/* Every report of an attempt is told (the journal writes the last). */
+static const struct net_attempt *
+net_told(struct notebook *nb, struct net_attempt *kept)
+{
+	struct nb_change ch = { .kind = NB_NET, .net = kept };
+
+	tell(nb, &ch);
+	return kept;
+}
+
+const struct net_attempt *
+notebook_add_net(struct notebook *nb, const struct net_attempt *a)
+{
+	/* an open attempt's later events: its newest entry, from the end */
+	for (size_t i = nb->nnet; i-- > 0 && a->id != 0;) {
+		if (nb->net[i].open && nb->net[i].id == a->id) {
+			nb->net[i] = *a;
+			return net_told(nb, &nb->net[i]);
+		}
+	}
+	if (nb->nnet >= NOTEBOOK_NET_MAX) {
+		nb->net_dropped++;
+		return NULL;
+	}
+	GROW(nb->net, nb->nnet, nb->capnet);
+	nb->net[nb->nnet] = *a;
+	return net_told(nb, &nb->net[nb->nnet++]);
+}
+
+const struct net_attempt *
+notebook_nets(const struct notebook *nb, size_t *n, uint64_t *dropped)
+{
+	*n = nb->nnet;
+	if (dropped != NULL)
+		*dropped = nb->net_dropped;
+	return nb->net;
+}
+
+const struct package *
+notebook_add_package(struct notebook *nb, int cell, const char *name,
+    const char *version)
+{
+	struct nb_change ch = { .kind = NB_PACKAGE };
+	struct package *p;
+
+	/* bounded: a cell looping over pip is not a reason to grow */
+	if (nb->npkgs >= NOTEBOOK_PACKAGES_MAX)
+		return NULL;
+	GROW(nb->pkgs, nb->npkgs, nb->cappkgs);
+	p = &nb->pkgs[nb->npkgs++];
+	p->cell = cell;
+	p->name = xstrdup(name);
+	p->version = xstrdup(version);
+	ch.package = p;
+	tell(nb, &ch);
+	return p;
+}
+
+int
+notebook_npackages(const struct notebook *nb)
+{
+	return nb->npkgs;
+}
+
+const struct package *
+notebook_package(const struct notebook *nb, int i)
+{
+	return i >= 0 && i < nb->npkgs ? &nb->pkgs[i] : NULL;
 }

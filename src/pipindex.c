@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "terp/buf.h"
 #include "terp/util.h"
 
 extern char **environ;
@@ -262,4 +263,66 @@ pipindex_url_host(const char *url, char *host, size_t hostlen, unsigned *port,
 	host[n] = '\0';
 	*port = p;
 	return 0;
+}
+
+int
+pipindex_word_ok(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n == 0 || n > 100)
+		return 0;
+	for (; *s; s++)
+		if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
+		    (*s >= '0' && *s <= '9') || strchr(".-_+!", *s)))
+			return 0;
+	return 1;
+}
+
+char *
+pipindex_reinstall_code(const char *const *specs)
+{
+	struct buf b;
+	int n = 0;
+
+	buf_init(&b, 1 << 20);
+	buf_adds(&b, "# terp: the packages this session installed, again (--replay)\n"
+	    "import importlib.metadata as _tm, subprocess as _ts, sys as _tsys\n"
+	    "_tw = [");
+	for (int i = 0; specs != NULL && specs[i] != NULL; i++) {
+		const char *eq = strstr(specs[i], "==");
+		char *name, *ver;
+		if (eq == NULL)
+			continue;
+		name = xstrndup(specs[i], (size_t)(eq - specs[i]));
+		ver = xstrdup(eq + 2);
+		/* only pip's characters: nothing here can close the quotes */
+		if (pipindex_word_ok(name) && pipindex_word_ok(ver))
+			buf_printf(&b, "%s(\"%s\", \"%s\")", n++ ? ", " : "", name, ver);
+		free(name);
+		free(ver);
+	}
+	if (n == 0) {
+		buf_free(&b);
+		return NULL;
+	}
+	buf_adds(&b, "]\n"
+	    "_tmiss = []\n"
+	    "for _tn, _tv in _tw:\n"
+	    "    try:\n"
+	    "        if _tm.version(_tn) == _tv:\n"
+	    "            continue\n"
+	    "    except _tm.PackageNotFoundError:\n"
+	    "        pass\n"
+	    "    _tmiss.append(_tn + \"==\" + _tv)\n"
+	    "if _tmiss:\n"
+	    "    _tr = _ts.run([_tsys.executable, \"-m\", \"pip\", \"install\", "
+	    "\"--no-deps\"] + _tmiss)\n"
+	    "    if _tr.returncode != 0:\n"
+	    "        raise RuntimeError(\"pip could not install again: \" + \" \".join(_tmiss))\n"
+	    "    print(\"installed again: \" + \" \".join(_tmiss))\n"
+	    "else:\n"
+	    "    print(\"already there: \" + \" \".join(n + \"==\" + v for n, v in _tw))\n"
+	    "del _tm, _ts, _tsys, _tw, _tmiss\n");
+	return buf_take(&b);
 }

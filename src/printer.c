@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "terp/kernel.h"
+#include "terp/netlog.h"
 #include "terp/png.h"
 #include "terp/sanitize.h"
 #include "terp/thumb.h"
@@ -16,6 +17,7 @@
 #define CODE_HEAD_LINES	8	/* -p shows this much of each cell's code */
 #define OUT_HEAD_LINES	12	/* ... and of its output */
 #define OUT_HEAD_BYTES	2048	/* ... even when it is one long line */
+#define PRINTER_NET	64	/* egress attempts kept for one summary */
 
 struct printer {
 	FILE			*out, *err;
@@ -28,6 +30,13 @@ struct printer {
 	size_t			 out_bytes;	/* bytes of output shown for this cell */
 	int			 out_cut;
 	size_t			 col;
+	/* The egress attempts of cells not shown yet, summed up under the
+	 * cell at its result (a fixed array: printer_new's caller frees the
+	 * printer with free()). */
+	struct net_attempt	 net[PRINTER_NET];
+	size_t			 nnet;
+	int			 net_over;	/* attempts past the array */
+	int			 last_result;	/* the last cell shown */
 };
 
 struct printer *
@@ -143,6 +152,8 @@ put_code_head(struct printer *p, const struct cell *c)
 	}
 }
 
+static void put_net(struct printer *p, int cell, const char *lead);
+
 static void
 on_result(struct printer *p, const struct cell *c)
 {
@@ -202,6 +213,63 @@ on_result(struct printer *p, const struct cell *c)
 	}
 	fputc('\n', e);
 	fflush(e);
+	if (c->n > p->last_result)
+		p->last_result = c->n;
+	put_net(p, c->n, p->mode == PRINTER_EXEC ? "terp: " : "    ");
+}
+
+/* The cell's egress, one line under it ("host ✓ 2 MiB ↓ 3 KiB ↑ ·
+ * evil.example ✗ not allowed"), then forgotten. */
+static void
+put_net(struct printer *p, int cell, const char *lead)
+{
+	char *s = netlog_summary(p->net, p->nnet, cell, NETLOG_UTF8);
+	size_t k = 0;
+
+	if (s != NULL) {
+		fprintf(p->err, "%snet: %s", lead, s);
+		if (p->net_over)
+			fprintf(p->err, " (and %d more attempts)", p->net_over);
+		fputc('\n', p->err);
+		fflush(p->err);
+	}
+	free(s);
+	for (size_t i = 0; i < p->nnet; i++)
+		if (p->net[i].cell != cell)
+			p->net[k++] = p->net[i];
+	p->nnet = k;
+	p->net_over = 0;
+}
+
+static void
+on_net(struct printer *p, const struct event *ev)
+{
+	const struct net_attempt *a = ev->net;
+	char lead[48];
+
+	if (a == NULL)
+		return;
+	if (a->cell != 0 && a->cell <= p->last_result) {
+		/* the cell was shown: only what ends badly later is news */
+		if (a->open || a->verdict == NETLOG_ALLOWED)
+			return;
+		p->net[0] = *a;
+		p->nnet = 1;
+		snprintf(lead, sizeof lead, "%s[%d] ",
+		    p->mode == PRINTER_EXEC ? "terp: " : "    ", a->cell);
+		put_net(p, a->cell, lead);
+		return;
+	}
+	for (size_t i = 0; i < p->nnet; i++) {
+		if (p->net[i].open && p->net[i].id == a->id && a->id != 0) {
+			p->net[i] = *a;
+			return;
+		}
+	}
+	if (p->nnet < PRINTER_NET)
+		p->net[p->nnet++] = *a;
+	else
+		p->net_over++;
 }
 
 /* A chart artifact, previewed in block characters on a terminal. */
@@ -324,6 +392,9 @@ printer_event(void *arg, const struct event *ev)
 		}
 		fflush(p->out);
 		break;
+	case EV_NET:
+		on_net(p, ev);
+		break;
 	case EV_SESSION:
 		if (ev->isolation) {	/* once, when connecting to a remote */
 			fputs("terp: the session runs on ", p->err);
@@ -333,6 +404,7 @@ printer_event(void *arg, const struct event *ev)
 			fputc('\n', p->err);
 		}
 		break;
+	case EV_PACKAGE:	/* pip said so in the cell's output */
 	case EV_USAGE:
 	case EV_QUESTION:
 	case EV_REQUEST:

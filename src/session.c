@@ -19,8 +19,12 @@
 #include "terp/buf.h"
 #include "terp/idle.h"
 #include "terp/journal.h"
+#include "terp/pipindex.h"
 #include "terp/replay.h"
 #include "terp/util.h"
+
+/* In the replay's list: the cell that installs the packages again. */
+#define REINSTALL	(-1)
 
 struct session {
 	struct loop	*loop;
@@ -48,6 +52,10 @@ struct session {
 	int		*cells;		/* what it re-runs (original numbers) */
 	int		 ncells;
 	int		 first_new;	/* the first cell it made */
+	char		*reinstall;	/* --resume --replay: a first cell that
+					 * installs the session's packages again
+					 * (REINSTALL in cells), or NULL */
+	int		 reinstall_done;
 
 	/* the script (exec's cells or -p's questions) */
 	const char	**items;
@@ -218,8 +226,50 @@ on_change(void *arg, const struct nb_change *ch)
 static void
 list_cells(struct buf *b, const int *cells, int n)
 {
-	for (int i = 0; i < n; i++)
-		buf_printf(b, "%s[%d]", i ? ", " : "", cells[i]);
+	for (int i = 0; i < n; i++) {
+		if (cells[i] == REINSTALL)
+			buf_printf(b, "%sthe packages pip installed", i ? ", " : "");
+		else
+			buf_printf(b, "%s[%d]", i ? ", " : "", cells[i]);
+	}
+}
+
+/* The cell that installs again what pip installed in the resumed
+ * session (the notebook's packages, the last version of each name),
+ * or NULL when it installed nothing. */
+static char *
+reinstall_code(const struct notebook *nb)
+{
+	int n = notebook_npackages(nb), k = 0;
+	char **specs = xcalloc((size_t)n + 1, sizeof *specs), *code;
+
+	for (int i = 0; i < n; i++) {
+		const struct package *p = notebook_package(nb, i);
+		int later = 0;
+		for (int j = i + 1; j < n && !later; j++)
+			later = strcmp(notebook_package(nb, j)->name, p->name) == 0;
+		if (!later)
+			specs[k++] = xasprintf("%s==%s", p->name, p->version);
+	}
+	code = pipindex_reinstall_code((const char *const *)specs);
+	for (int i = 0; i < k; i++)
+		free(specs[i]);
+	free(specs);
+	return code;
+}
+
+/* The resume's packages go first: the cells after may import them.
+ * Once: a later /replay finds them in the workspace. */
+static void
+prepend_reinstall(struct session *s)
+{
+	if (s->reinstall == NULL || s->reinstall_done)
+		return;
+	s->reinstall_done = 1;
+	s->cells = xrealloc(s->cells, (size_t)(s->ncells + 1) * sizeof *s->cells);
+	memmove(s->cells + 1, s->cells, (size_t)s->ncells * sizeof *s->cells);
+	s->cells[0] = REINSTALL;
+	s->ncells++;
 }
 
 /* Starts re-running s->cells: the first is due at the next step. */
@@ -266,14 +316,20 @@ replay_end(struct session *s)
 	buf_init(&b, 1 << 20);
 	buf_adds(&b, "Note: terp re-ran these earlier cells in the new sandbox: ");
 	list_cells(&b, s->cells, s->ncells);
-	if (failed)
+	if (failed == REINSTALL)
+		buf_adds(&b, ". pip could not install the session's packages again, so "
+		    "the replay stopped there: none of the cells ran again.\n");
+	else if (failed)
 		buf_printf(&b, ". Cell [%d] failed this time, so the replay stopped "
 		    "there: only the cells before it ran again.\n", failed);
 	else
 		buf_adds(&b, ". The variables and imports they made exist again.\n");
 	agent_note(s->agent, buf_str(&b));
 	buf_free(&b);
-	if (failed)
+	if (failed == REINSTALL)
+		msg = xstrdup("replay stopped: pip could not install the session's "
+		    "packages again (see the cell); no earlier cell re-ran");
+	else if (failed)
 		msg = xasprintf("replay stopped: cell [%d] failed; %d of %d cells "
 		    "re-ran", failed, done, s->ncells);
 	else
@@ -292,7 +348,9 @@ replay_step(struct session *s)
 {
 	int first = replay_progress(s->replay, NULL) == 0;
 	char *err = NULL;
-	int n = agent_rerun(s->agent, replay_due(s->replay), &err);
+	int due = replay_due(s->replay);
+	int n = due == REINSTALL ? agent_run_cell(s->agent, s->reinstall, &err) :
+	    agent_rerun(s->agent, due, &err);
 
 	if (n < 0 && first) {
 		char *msg = xasprintf("replay failed: %s", err);
@@ -328,6 +386,7 @@ replay_track(struct session *s, const struct event *ev)
 		if (up && s->replay_wanted) {
 			s->replay_wanted = 0;
 			s->ncells = s->j ? journal_replay_cells(s->j, &s->cells) : 0;
+			prepend_reinstall(s);
 			if (s->ncells == 0) {
 				say(s, EV_NOTICE, "nothing to replay: no cell that "
 				    "succeeded lost its state");
@@ -572,6 +631,8 @@ session_new(const struct session_opts *o, char **warn, char **err)
 	s->data_files = o->data_files;
 	s->ndata = o->ndata;
 	s->replay_wanted = o->replay;
+	if (o->replay && o->resume != NULL)
+		s->reinstall = reinstall_code(s->nb);
 	s->questions = o->nquestions > 0;
 	s->items = s->questions ? o->questions : o->cells;
 	s->nitems = s->questions ? o->nquestions : o->ncells;
@@ -608,6 +669,7 @@ session_free(struct session *s)
 	loop_free(s->loop);
 	free(s->cells);
 	free(s->file_state);
+	free(s->reinstall);
 	free(s);
 }
 
@@ -726,6 +788,17 @@ session_reset(struct session *s, char **err)
 	if (s->j)
 		journal_note(s->j, "reset", NULL);
 	return 0;
+}
+
+int
+session_egress(struct session *s, int allow, const char *spec, char **err)
+{
+	int rc = agent_egress(s->agent, allow, spec, err);
+
+	/* kept as a note: a resume applies it again (journal_meta.egress) */
+	if (rc >= 0 && s->j)
+		journal_note(s->j, allow ? "allow" : "deny", spec);
+	return rc;
 }
 
 int

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "terp/netlog.h"
 #include "terp/sanitize.h"
 #include "terp/tui_pyhl.h"
 #include "terp/tui_span.h"
@@ -188,6 +189,24 @@ cell_files(struct tui *t, struct tlines *ls, const struct cell *c, int w,
 			tui_tlines_cut(ls, why, strlen(why), w, R_DIM, "    ",
 			    R_BORDER, tag);
 	}
+}
+
+/* The cell's egress on one line: "⇄ host ✓ 2 MiB ↓ 3 KiB ↑ · evil ✗
+ * not allowed", in the failure colour when something was refused. */
+static void
+cell_net(struct tui *t, struct tlines *ls, const struct cell *c, int w)
+{
+	size_t n, bad = 0;
+	const struct net_attempt *v = notebook_nets(t->nb, &n, NULL);
+	char *s;
+
+	for (size_t i = 0; i < n; i++)
+		bad += v[i].cell == c->n && v[i].verdict != NETLOG_ALLOWED;
+	s = netlog_summary(v, n, c->n, tui_style_utf8() ? NETLOG_UTF8 : NETLOG_ASCII);
+	if (s != NULL)
+		add_sanitized(ls, s, strlen(s), w, bad ? R_FAIL : R_DIM,
+		    tui_style_utf8() ? "  \xe2\x87\x84 " : "  net ", 0, 5, c->n);
+	free(s);
 }
 
 /* The rows each collapsed output of c (stdout, stderr, value) gets out
@@ -391,6 +410,7 @@ cell_body(struct tui *t, struct tlines *ls, const struct cell *c, int w,
 		tui_tlines_cut(&end, m, strlen(m), w, R_FAIL, "  ! ", R_BORDER, tag);
 	}
 	cell_files(t, &end, c, w, ex);
+	cell_net(t, &end, c, w);
 
 	code_lines(ls, c->code ? c->code : "", w, ex, tag);
 	/* the outputs get what the header, the code, the lines after and

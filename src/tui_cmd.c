@@ -20,6 +20,7 @@
 #include "terp/export.h"
 #include "terp/kernel.h"
 #include "terp/llm.h"
+#include "terp/netlog.h"
 #include "terp/sanitize.h"
 #include "terp/session.h"
 #include "terp/util.h"
@@ -51,8 +52,8 @@ struct cmd_entry {
 };
 
 static cmd_fn cmd_help, cmd_load, cmd_files, cmd_py, cmd_rerun, cmd_reset,
-    cmd_restart, cmd_replay, cmd_model, cmd_sent, cmd_clear, cmd_export,
-    cmd_save, cmd_quit, cmd_trace, cmd_context, cmd_compact;
+    cmd_restart, cmd_replay, cmd_model, cmd_sent, cmd_net, cmd_allow, cmd_deny,
+    cmd_clear, cmd_export, cmd_save, cmd_quit, cmd_trace, cmd_context, cmd_compact;
 
 /* In the order /help lists them and Tab offers them. */
 static const struct cmd_entry cmds[] = {
@@ -80,6 +81,13 @@ static const struct cmd_entry cmds[] = {
 	    "with token counts", 0, cmd_context },
 	{ "compact", { NULL }, "/compact", "make room in the context window now "
 	    "(elide old outputs, summarise old questions)", 0, cmd_compact },
+	{ "net", { NULL }, "/net", "what the sandbox tried to reach: every "
+	    "egress attempt, allowed or refused and why, bytes up and down", 0, cmd_net },
+	{ "allow", { NULL }, "/allow HOST[:PORT]", "let the sandbox reach HOST "
+	    "(*.example.org for subdomains; an address); the first one restarts a "
+	    "session started without egress", CMD_HOLDS, cmd_allow },
+	{ "deny", { NULL }, "/deny HOST[:PORT]", "take it back: refused from now on, "
+	    "open connections to it closed", CMD_HOLDS, cmd_deny },
 	{ "clear", { NULL }, "/clear", "clear the conversation pane (the "
 	    "notebook keeps everything)", 0, cmd_clear },
 	{ "export", { NULL }, "/export FILE", "write the notebook as FILE: "
@@ -519,6 +527,60 @@ cmd_context(struct tui *t, const struct cmd_entry *c, const char *arg)
 	t->v[P_CONV].follow = 1;
 }
 
+#define NET_LIST	200	/* /net lists the newest attempts */
+
+static void
+cmd_net(struct tui *t, const struct cmd_entry *c, const char *arg)
+{
+	size_t n, refused = 0;
+	uint64_t dropped, up = 0, down = 0;
+	const struct net_attempt *v = notebook_nets(t->nb, &n, &dropped);
+	char u[32], d[32];
+	struct buf b;
+
+	(void)c;
+	(void)arg;
+	for (size_t i = 0; i < n; i++) {
+		refused += v[i].verdict != NETLOG_ALLOWED;
+		up += v[i].up;
+		down += v[i].down;
+	}
+	fmt_bytes(u, sizeof u, up);
+	fmt_bytes(d, sizeof d, down);
+	buf_init(&b, 256 * 1024);
+	buf_printf(&b, "What the sandbox tried to reach: %zu attempt%s, %zu refused or "
+	    "failed; %s sent out, %s received.\n", n + (size_t)dropped,
+	    n + dropped == 1 ? "" : "s", refused, u, d);
+	if (n == 0)
+		buf_adds(&b, "Nothing leaves without a host allowed (--allow-host HOST, "
+		    "/allow HOST).\n");
+	if (n > NET_LIST)
+		buf_printf(&b, "  (%zu earlier attempts not listed)\n", n - NET_LIST);
+	for (size_t i = n > NET_LIST ? n - NET_LIST : 0; i < n; i++) {
+		const struct net_attempt *a = &v[i];
+		time_t when = (time_t)(a->time_ms / 1000);
+		struct tm tm;
+		char hms[16] = "";
+		if (localtime_r(&when, &tm) != NULL)
+			strftime(hms, sizeof hms, "%H:%M:%S", &tm);
+		buf_printf(&b, "  [%d] %s %s %s:%u ", a->cell, hms,
+		    a->method[0] ? a->method : "-", a->host[0] ? a->host : "(no host)",
+		    a->port);
+		if (a->verdict == NETLOG_ALLOWED) {
+			fmt_bytes(u, sizeof u, a->up);
+			fmt_bytes(d, sizeof d, a->down);
+			buf_printf(&b, "allowed, %s up, %s down%s\n", u, d,
+			    a->open ? ", open" : "");
+		} else
+			buf_printf(&b, "%s: %s\n", netlog_verdict_name(a->verdict), a->reason);
+	}
+	if (dropped)
+		buf_printf(&b, "  (%llu more not kept)\n", (unsigned long long)dropped);
+	tui_item_text(t, IT_INFO, buf_str(&b));
+	buf_free(&b);
+	t->v[P_CONV].follow = 1;
+}
+
 static void
 compact_done(void *arg, const char *err)
 {
@@ -556,6 +618,50 @@ cmd_compact(struct tui *t, const struct cmd_entry *c, const char *arg)
 		tui_flash(t, "the conversation already fits: about %ld tokens of %ld",
 		    before, context_window(cx));
 	}
+}
+
+/* /allow and /deny: the session's proxy changed, the change kept in
+ * the journal (session_egress) so that --resume applies it again. */
+static void
+egress_cmd(struct tui *t, int allow, const char *spec)
+{
+	char *err = NULL, *m;
+	int rc;
+
+	if (!*spec || strchr(spec, ' ') != NULL) {
+		tui_flash(t, "usage: /%s HOST[:PORT]", allow ? "allow" : "deny");
+		return;
+	}
+	rc = t->o.session ? session_egress(t->o.session, allow, spec, &err) :
+	    agent_egress(t->agent, allow, spec, &err);
+	if (rc < 0) {
+		tui_show_err(t, allow ? "allow" : "deny", err);
+		return;
+	}
+	/* short enough for one line beside the files pane */
+	if (!allow)
+		m = xasprintf("the sandbox may no longer reach %s", spec);
+	else if (rc == 1)
+		m = xasprintf("the sandbox may reach %s; the Python session restarts for it "
+		    "(variables are gone, files are kept)", spec);
+	else
+		m = xasprintf("the sandbox may reach %s from now on", spec);
+	tui_item_text(t, IT_NOTICE, m);
+	free(m);
+}
+
+static void
+cmd_allow(struct tui *t, const struct cmd_entry *c, const char *arg)
+{
+	(void)c;
+	egress_cmd(t, 1, arg);
+}
+
+static void
+cmd_deny(struct tui *t, const struct cmd_entry *c, const char *arg)
+{
+	(void)c;
+	egress_cmd(t, 0, arg);
 }
 
 static void

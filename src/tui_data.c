@@ -186,7 +186,7 @@ describe_all(struct tui *t)
 	if (t->data.done)
 		return;
 	t->data.done = 1;
-	/* the notebook holds the session's data files (their host paths) */
+	/* the session's data files are the notebook's */
 	t->data.n = t->nb ? notebook_nfiles(t->nb) : 0;
 	t->data.v = xcalloc((size_t)(t->data.n > 0 ? t->data.n : 1),
 	    sizeof *t->data.v);

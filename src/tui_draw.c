@@ -565,6 +565,24 @@ status_model(struct tui *t, struct tline *l)
 	tui_tline_adds(l, R_STATUS_KEY, tmp);
 }
 
+/* "Python 3.11.2 (virtualenv /home/u/proj/.venv) │ ": which Python the
+ * session runs, once the sandbox (or the probe's cache) said. */
+static void
+status_python(struct tui *t, struct tline *l)
+{
+	char *label = t->agent ? agent_python_label(t->agent) : NULL, *clean;
+
+	if (label == NULL)
+		return;
+	/* a path of the user's: shown, never interpreted */
+	clean = sanitize_str(label, strlen(label), 0);
+	tui_tline_adds(l, R_STATUS, "│ ");
+	tui_tline_adds(l, R_STATUS, clean);
+	tui_tline_adds(l, R_STATUS, " ");
+	free(clean);
+	free(label);
+}
+
 /* What is going on: a replay's progress, the running cell, the model
  * thinking or answering, else the sandbox's state. */
 static void
@@ -729,10 +747,10 @@ status_hint(struct tui *t, struct tline *l)
 	buf_free(&b);
 }
 
+/* The bar up to its hint; with the interpreter's name when python. */
 static void
-draw_status(struct tui *t)
+status_body(struct tui *t, struct tline *lp, int python)
 {
-	int y = t->lay.rows - t->lay.inrows - 1;
 	struct tline l = { 0 };
 	char tmp[64];
 	int total = 0, idle_stopped = 0;
@@ -743,6 +761,8 @@ draw_status(struct tui *t)
 		deadline = session_idle_deadline(t->o.session, &idle_stopped);
 	t->st.ticking = 0;
 	status_model(t, &l);
+	if (python)
+		status_python(t, &l);
 	tui_tline_adds(&l, R_STATUS, "│ ");
 	status_step(t, &l, done, total, idle_stopped);
 	if (t->cmd.nheld > 0) {
@@ -767,6 +787,24 @@ draw_status(struct tui *t)
 	if (flash) {
 		tui_tline_adds(&l, R_STATUS, " │ ");
 		tui_tline_adds(&l, R_STATUS_KEY, t->st.flash);
+	}
+	*lp = l;
+}
+
+#define STATUS_HINT_LEAST	10	/* room kept for " ? help " */
+
+static void
+draw_status(struct tui *t)
+{
+	int y = t->lay.rows - t->lay.inrows - 1;
+	struct tline l = { 0 };
+
+	/* the interpreter's name is the first thing to go when the bar is
+	 * short: the state, tokens and context share matter more */
+	status_body(t, &l, 1);
+	if (tui_tline_width(&l) + STATUS_HINT_LEAST > t->lay.cols) {
+		tui_tline_free(&l);
+		status_body(t, &l, 0);
 	}
 	status_hint(t, &l);
 	draw_line(t, t->lay.mainw, y, 0, t->lay.cols, &l, -1);

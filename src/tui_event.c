@@ -189,6 +189,10 @@ tui_event_apply(struct tui *t, const struct event *ev)
 		on_message(t, IT_NOTICE, ev->text ? ev->text : "");
 		break;
 	case EV_IDLE:		on_idle(t); break;
+	case EV_NET:		/* the cells show the notebook's ledger */
+		tui_cells_invalidate(t);
+		break;
+	case EV_PACKAGE:	break;
 	}
 	tui_mark(t);
 }

@@ -25,6 +25,22 @@ notice(const char *text)
 	tui_on_event(NULL, &e);
 }
 
+/* What main.c would have printed on stderr before the session (the pip
+ * index offered), one notice per line. */
+static void
+startup_notes(const struct cli *c)
+{
+	const char *line = c->startup_notes;
+
+	while (line != NULL && *line) {
+		const char *nl = strchr(line, '\n');
+		char *msg = xstrndup(line, nl ? (size_t)(nl - line) : strlen(line));
+		notice(msg);
+		free(msg);
+		line = nl ? nl + 1 : NULL;
+	}
+}
+
 /* A resumed notebook back on screen, then what the user must know: the
  * resume's warnings (changed or vanished data files) and that the
  * sandbox is new, with how to get the variables back. Shown, not
@@ -88,6 +104,7 @@ tui_session_run(struct cli *c)
 		free(msg);
 		free(warn);
 	}
+	startup_notes(c);
 	signal(SIGPIPE, SIG_IGN);
 	/* a sandbox that cannot start is shown in the notebook; the UI
 	 * still comes up */

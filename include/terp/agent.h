@@ -74,6 +74,11 @@ void agent_stop_sandbox(struct agent *a, const char *why);
  * the line on its isolation (kernel_isolation; else NULL): the agent's. */
 const char *agent_where(const struct agent *a);
 const char *agent_isolation(const struct agent *a);
+/* Which Python the session runs, for the status bar (kernel_python_label:
+ * "Python 3.11.2 (virtualenv ...)"): a new string, or NULL before the
+ * probe, without a pyenv, or for a remote session. */
+char *agent_python_label(const struct agent *a);
+
 int agent_reset(struct agent *a, char **err);
 int agent_restart(struct agent *a, char **err);
 /* Stages the data file at path, before agent_start or while the
@@ -83,6 +88,11 @@ int agent_restart(struct agent *a, char **err);
  * question, and its fingerprint is taken anew; else it is a file of
  * the session's start (a resumed one keeps its first fingerprint). */
 char *agent_load(struct agent *a, const char *path, int told, char **err);
+/* kernel_egress_allow (allow) or kernel_egress_deny for the notebook's
+ * /allow and /deny, and a note so the model hears of it with the next
+ * question. Returns 0, 1 (the sandbox restarted for it), or -1 with
+ * *err. */
+int agent_egress(struct agent *a, int allow, const char *spec, char **err);
 /* Switches model (provider keeps its settings). */
 int agent_set_model(struct agent *a, const char *model, char **err);
 

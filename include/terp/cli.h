@@ -42,6 +42,10 @@ struct cli {
 	int64_t			 idle_ms;	/* --idle-timeout (30 min; 0 off) */
 	int64_t			 max_ms;	/* --max-session (0: none) */
 	struct resume		 res;		/* the resumed session, when resume */
+	/* Lines the notebook shows as notices when it starts (what -p and
+	 * exec print on stderr before the session: the pip index offered),
+	 * newline-separated, or NULL. */
+	char			*startup_notes;
 };
 
 /* Runs `terp exec`: cells in order in one session. Returns the exit

@@ -8,6 +8,7 @@
 
 #include "terp/kernel.h"
 #include "terp/llm.h"
+#include "terp/netlog.h"
 #include "terp/notebook.h"
 
 enum event_type {
@@ -28,6 +29,10 @@ enum event_type {
 	EV_NOTICE,	/* text = informational line (retrying, fallback...) */
 	EV_REQUEST,	/* text = what, len = bytes sent to the model */
 	EV_IDLE,	/* the question (or the cell run by hand) is over */
+	EV_NET,		/* net: an egress attempt opened, moved bytes or
+			 * ended (net->open 0: its last report) */
+	EV_PACKAGE,	/* cell, name = a package pip installed into the
+			 * session's site directory, text = its version */
 };
 
 struct answer_trace;
@@ -65,6 +70,7 @@ struct event {
 	enum error_kind		 error;
 	enum llm_err		 llm_err;	/* with ERROR_MODEL */
 	int			 http_status;	/* 0: no HTTP status came */
+	const struct net_attempt *net;	/* EV_NET; valid during the call */
 };
 
 /* The name of ev's error kind, for records and scripts: the model

@@ -39,6 +39,12 @@ struct journal_meta {
 	 * journal_reopen writes. */
 	int			*repaired;
 	int			 nrepaired;
+	/* The notebook's /allow and /deny ("note" lines of kind allow and
+	 * deny), in order, as "allow SPEC" / "deny SPEC"; NULL-terminated
+	 * (kernel_opts.egress_ops), or NULL when there were none. What pip
+	 * installed is the notebook's (notebook_package). */
+	char			**egress;
+	int			 negress;
 };
 
 /* Frees what meta holds (not meta itself) and zeroes it. */

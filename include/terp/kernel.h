@@ -58,6 +58,11 @@ struct kernel_opts {
 	 * Needs the sandbox's own network (not network, not no_sandbox). */
 	const char *const *allow_hosts;
 	uint64_t	 egress_max;	/* bytes sent out per session; 0: 10 MiB */
+	/* "allow SPEC" and "deny SPEC", NULL-terminated, applied in order
+	 * over allow_hosts when the proxy starts: the /allow and /deny of
+	 * the session being resumed (its journal's). An "allow" makes a
+	 * proxy even without allow_hosts. */
+	const char *const *egress_ops;
 	/* More KEY=VALUE for the sandbox's environment (the user's pip
 	 * index, passed on when its host is allowed), NULL-terminated. */
 	const char *const *sandbox_env;
@@ -132,12 +137,8 @@ struct kernel_cbs {
 	/* Every egress ledger event (egress.h: one END per attempt, OPEN
 	 * and PROGRESS for allowed ones), attributed to cell (the running
 	 * one, else the last). May be NULL. Refused and failed attempts
-	 * also get a line on the cell's stderr from terp.
-	 * TODO(i10-core): the ledger as a notebook event, written to the
-	 * journal, shown under the cell ("host ✓ 2.1 MB ↓ · x ✗ not
-	 * allowed"), listed by /net, as --json "net" events, and summed up
-	 * in the tool result sent to the model (then the stderr lines may
-	 * go, or stay for `terp exec`). */
+	 * also get a line on the cell's stderr from terp. The agent keeps
+	 * them in the notebook (netlog.h) and emits EV_NET. */
 	void (*net)(void *arg, int cell, const struct egress_event *ev);
 	/* A package the cell installed into the session's site directory
 	 * (pip install from a cell): name and version as pip recorded them
@@ -185,16 +186,21 @@ char *kernel_stage(struct kernel *k, const char *host_path, char **err);
  * (the cache had no answer and the sandbox has not reported yet). Owned
  * by k, valid until the next call into the kernel. */
 const char *kernel_python_info(const struct kernel *k);
+/* 1 when the session's Python has matplotlib, 0 when not, -1 until the
+ * probe is known. */
+int kernel_python_charts(const struct kernel *k);
 /* "Python 3.11.2 (virtualenv /home/u/proj/.venv)" for a status line
  * (new string), or NULL without a pyenv and before the probe. */
 char *kernel_python_label(const struct kernel *k);
 
-/* Changes the egress rules of the running session (the notebook's
- * /allow and /deny; egress.h has the syntax). Returns 0, or -1 with *err
- * (also when the session started without egress: the forwarder exists
- * only when hosts were allowed at the start).
- * TODO(i10-core): the /allow and /deny commands, recorded in the
- * journal and applied again on --resume. */
+/* Changes the egress rules of the session (the notebook's /allow and
+ * /deny; egress.h has the syntax; the journal keeps them, and
+ * kernel_opts.egress_ops gives them back on a resume). Allowing the
+ * first host of a session started without egress starts the proxy and,
+ * when the sandbox runs, restarts it (its forwarder and proxy variables
+ * exist only from a start; state is lost, KERNEL_STARTING says
+ * "restarted"): then 1 is returned; refused while a cell runs. Returns
+ * 0, 1, or -1 with *err (a malformed spec, --network, --no-sandbox). */
 int kernel_egress_allow(struct kernel *k, const char *spec, char **err);
 int kernel_egress_deny(struct kernel *k, const char *spec, char **err);
 

@@ -14,6 +14,7 @@
 #include <cjson/cJSON.h>
 
 #include "terp/datafile.h"
+#include "terp/netlog.h"
 #include "terp/outcap.h"
 
 enum cell_author { CELL_BY_MODEL, CELL_BY_USER };
@@ -73,6 +74,14 @@ struct question {
 	char	*notes;		/* sent before it; NULL when none */
 };
 
+/* A package pip installed into the session's site directory, as pip
+ * recorded it (the kernel checked both words): a resume's --replay
+ * installs it again first. */
+struct package {
+	int	 cell;		/* the cell that installed it; 0: none */
+	char	*name, *version;
+};
+
 /* The result of a cell as the kernel reports it (strings borrowed). */
 struct cell_result {
 	enum cell_status status;
@@ -97,6 +106,9 @@ enum nb_change_kind {
 	NB_SENT,		/* sent: index of a request body; p/len */
 	NB_FILE,		/* file: a data file staged (again) */
 	NB_SUMMARY,		/* p: the context summary of messages [0, msg) */
+	NB_NET,			/* net: an egress attempt opened, moved bytes
+				 * or ended (net->open 0: its last report) */
+	NB_PACKAGE,		/* package: one pip installed (a cell did) */
 };
 
 struct nb_change {
@@ -111,6 +123,8 @@ struct nb_change {
 	const struct usage	*usage;
 	int			 sent;
 	const struct datafile	*file;
+	const struct net_attempt *net;
+	const struct package	*package;
 };
 
 typedef void (*notebook_observer)(void *arg, const struct nb_change *ch);
@@ -217,6 +231,28 @@ const struct datafile *notebook_add_file(struct notebook *nb,
 int notebook_nfiles(const struct notebook *nb);
 /* The i-th data file (0-based) in the order they came, or NULL. */
 const struct datafile *notebook_file(const struct notebook *nb, int i);
+/* The egress ledger: every attempt the session's proxy saw (netlog.h).
+ * An entry of an attempt still open (same id) is updated in place;
+ * others are appended, at most NOTEBOOK_NET_MAX, then only counted.
+ * a is copied. Returns the stored entry (valid until the next add), or
+ * NULL past the cap. */
+#define NOTEBOOK_NET_MAX	20000
+const struct net_attempt *notebook_add_net(struct notebook *nb,
+    const struct net_attempt *a);
+/* The entries in order (owned by the notebook), *n of them, and how
+ * many the cap left out (dropped may be NULL). */
+const struct net_attempt *notebook_nets(const struct notebook *nb, size_t *n,
+    uint64_t *dropped);
+
+/* Records that cell installed package name at version (copied), after
+ * any earlier record of the same name (the last one counts). Returns
+ * the stored one (valid until the next add), or NULL past the cap. */
+#define NOTEBOOK_PACKAGES_MAX	1000
+const struct package *notebook_add_package(struct notebook *nb, int cell,
+    const char *name, const char *version);
+int notebook_npackages(const struct notebook *nb);
+/* The i-th package record (0-based, in the order they came), or NULL. */
+const struct package *notebook_package(const struct notebook *nb, int i);
 
 const char *cell_status_name(enum cell_status s);
 /* The status named s (cell_status_name's), or -1. */

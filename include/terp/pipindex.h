@@ -44,4 +44,17 @@ char *pipindex_conf_value(const char *text, size_t len, const char *key);
 int pipindex_url_host(const char *url, char *host, size_t hostlen, unsigned *port,
     int *has_cred);
 
+/* Whether s can be a package name or version as the session reports
+ * them: 1 to 100 of letters, digits and ".-_+!". */
+int pipindex_word_ok(const char *s);
+
+/* The Python of a cell that installs again what a session installed
+ * (--resume --replay): specs are "name==version" (NULL-terminated; ones
+ * with other characters than pipindex_word_ok's are left out). Packages
+ * already there at that version are not fetched; the others go through
+ * `pip install --no-deps`, from the index the sandbox's pip is given
+ * (the user's, when its host is allowed), and a failure raises, which
+ * stops the replay. A new string, or NULL when nothing is left. */
+char *pipindex_reinstall_code(const char *const *specs);
+
 #endif

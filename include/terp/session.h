@@ -129,6 +129,10 @@ int session_replay(struct session *s, char **err);
 int session_reset(struct session *s, char **err);
 /* agent_restart, recorded in the journal. */
 int session_restart(struct session *s, char **err);
+/* /allow (allow 1) or /deny SPEC: agent_egress, recorded in the journal
+ * so that --resume applies it again. Returns 0, 1 (the sandbox restarted
+ * for it), or -1 with *err. */
+int session_egress(struct session *s, int allow, const char *spec, char **err);
 /* While a replay runs: the cells it has re-run so far, and in *total
  * how many it re-runs. 0 and 0 when none runs. */
 int session_progress(const struct session *s, int *total);

@@ -25,6 +25,7 @@ import fcntl
 import http.server
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -447,6 +448,64 @@ def test_missing_pandas_and_matplotlib_do_not_break_the_preload(envs, env, tmp_p
     assert r.text(1, "stderr") == "" and "Traceback" not in r.err
 
 
+def ask(env, cwd, turns, *args, question="what can you import?"):
+    """`terp -p --json` against a fake model playing turns: (Run, the
+    requests the model got)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from fake_model import FakeModel, read_log
+    log = Path(cwd) / ("model-%d.jsonl" % len(list(Path(cwd).glob("model-*.jsonl"))))
+    srv = FakeModel({"turns": turns}, str(log))
+    port = srv.start()
+    try:
+        p = subprocess.run([str(TERP), "-p", question, "--json", "--provider", "openai",
+                            "--base-url", "http://127.0.0.1:%d/v1" % port, *map(str, args)],
+                           capture_output=True, text=True, cwd=cwd, timeout=HANG,
+                           env={**env, "OPENAI_API_KEY": "sk-terp-test-0123"},
+                           errors="replace")
+    finally:
+        srv.stop()
+    return Run(p), read_log(str(log))
+
+
+def system_of(req):
+    (m,) = [m for m in req["body"]["messages"] if m["role"] == "system"]
+    return m["content"]
+
+
+def test_system_prompt_says_what_the_probe_found(envs, env, tmp_path):
+    """The model is told the session's Python version and which common
+    packages import, from the first request of the first session with
+    this interpreter (terp waits for the sandbox's probe then), and again
+    from the cache: the venv has polars and neither pandas nor
+    matplotlib, so charts are said to be unavailable and no savefig rule
+    is given. The system Python has pandas and matplotlib: the chart
+    rule is there."""
+    answer = [{"openai": {"text": "ok"}}]
+    e = venv_env(env, tmp_path, envs)
+    for round_ in ("probed", "cached"):
+        r, reqs = ask(e, tmp_path, answer)
+        assert r.rc == 0, r
+        sys_ = system_of(reqs[0])
+        assert "The session runs Python %s." % VER in sys_ and " with polars 0.0.1" in sys_, \
+            (round_, sys_)
+        assert "not installed: pandas, numpy," in sys_ and "matplotlib" in sys_
+        assert "Charts are unavailable" in sys_ and "savefig" not in sys_, sys_
+        assert "pandas, numpy and matplotlib are installed" not in sys_
+        assert "The network is off" in sys_ and "/allow HOST" in sys_
+    assert list((tmp_path / "cache" / "terp" / "pyenv").glob("*.json"))
+    r, reqs = ask(env, tmp_path, answer, "--allow-host", "example.invalid")
+    assert r.rc == 0, r
+    sys_ = system_of(reqs[0])
+    assert "The session runs Python %s." % VER in sys_ and " with pandas " in sys_, sys_
+    assert "matplotlib" in sys_.split("not installed:")[0] and "savefig" in sys_
+    assert "Charts are unavailable" not in sys_
+    assert "reaches only these hosts" in sys_ and "example.invalid" in sys_
+    # the tool's description does not contradict it
+    (tool,) = reqs[0]["body"]["tools"]
+    desc = tool["function"]["description"]
+    assert "no network access" not in desc and "unless the user allowed hosts" in desc, desc
+
+
 @pytest.mark.parametrize("what", ["missing", "no-bin", "script"])
 def test_a_python_that_cannot_be_used_is_one_line(env, tmp_path, what):
     if what == "missing":
@@ -783,3 +842,202 @@ def test_stalled_upstream_delays_neither_output_nor_ctrl_c(gate, env, tmp_path, 
     assert "tunnel 200" in "".join(e["text"] for e in events if e["type"] == "stdout")
     assert full is not None and sent
     assert stall.accepted == 1
+
+
+# ================================================================ 4. the ledger
+
+NET_CELL = PRELUDE + r'''
+report(ok=fetch("http://127.0.0.1:PORT/simple/terp-idx-pkg/"),
+       evil=fetch("http://evil.example.invalid/x"))
+'''
+
+
+def test_ledger_under_the_cell_in_json_journal_and_tool_result(gate, env, tmp_path, index):
+    """Each attempt of a cell (allowed with its bytes, refused with why)
+    is a "net" event in --json, a "net" line in the journal, one line in
+    the tool result the model gets next, and one line under the cell in
+    -p's output."""
+    cell = NET_CELL.replace("PORT", str(index.port))
+    turns = [{"openai": {"tool_calls": [{"id": "c1", "code": cell}]}},
+             {"openai": {"text": "done"}}]
+    allow = ("--allow-host", "127.0.0.1:%d" % index.port)
+    r, reqs = ask(env, tmp_path, turns, *allow)
+    assert r.rc == 0, r
+    g = r.report(1)
+    assert g["ok"]["status"] == 200 and g["evil"]["code"] == "not-allowed", g
+    net = [e for e in r.events if e.get("type") == "net"]
+    ok = [e for e in net if e["host"] == "127.0.0.1"]
+    evil = [e for e in net if e["host"] == "evil.example.invalid"]
+    assert len(ok) == 1 and len(evil) == 1 and len(net) == 2, net
+    assert (ok[0]["cell"], ok[0]["port"], ok[0]["verdict"], ok[0]["method"]) == \
+        (1, index.port, "allowed", "GET")
+    assert ok[0]["down"] > 100 and ok[0]["up"] > 0 and ok[0]["time_ms"] > 0
+    assert (evil[0]["cell"], evil[0]["port"], evil[0]["verdict"], evil[0]["code"],
+            evil[0]["reason"]) == (1, 80, "refused", "not-allowed", "not allowed")
+    # the model's next request: the tool result names both, the refusal's why
+    tool = [m for m in reqs[1]["body"]["messages"] if m["role"] == "tool"][-1]["content"]
+    line = [l for l in tool.splitlines() if l.startswith("network: ")]
+    assert len(line) == 1, tool
+    assert ("127.0.0.1:%d allowed (" % index.port) in line[0], line
+    assert "evil.example.invalid:80 refused (not allowed)" in line[0], line
+    # the journal: one "net" line per attempt
+    (sid,) = [e["id"] for e in r.events if e.get("type") == "session"]
+    (jpath,) = Path(env["XDG_STATE_HOME"]).glob("terp/sessions/%s/notebook.jsonl" % sid)
+    recs = [json.loads(l) for l in jpath.read_text().splitlines() if l.strip()]
+    jnet = [x for x in recs if x.get("t") == "net"]
+    assert sorted((x["host"], x["verdict"], x["cell"]) for x in jnet) == \
+        [("127.0.0.1", "allowed", 1), ("evil.example.invalid", "refused", 1)], jnet
+    # -p without --json: one line under the cell
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from fake_model import FakeModel
+    srv = FakeModel({"turns": turns}, str(tmp_path / "plain.jsonl"))
+    port = srv.start()
+    try:
+        p = subprocess.run([str(TERP), "-p", "again", "--provider", "openai", "--base-url",
+                            "http://127.0.0.1:%d/v1" % port, *allow], capture_output=True,
+                           text=True, cwd=tmp_path, timeout=HANG,
+                           env={**env, "OPENAI_API_KEY": "sk-terp-test-0123"})
+    finally:
+        srv.stop()
+    assert p.returncode == 0, p.stderr
+    under = [l for l in p.stderr.splitlines() if l.startswith("    net: ")]
+    assert len(under) == 1, p.stderr
+    assert under[0].startswith("    net: 127.0.0.1:%d ✓ " % index.port), under
+    assert "↓" in under[0] and under[0].endswith(" · evil.example.invalid ✗ not allowed"), under
+    assert p.stderr.index("    [1] ok") < p.stderr.index("    net: "), p.stderr
+
+
+# ================================================================ 5. /allow and /deny
+
+def _get(name, port):
+    """A /py line: GET the host's server on port, print NAME=status."""
+    body = ("import urllib.request as u\\ntry:\\n s = u.urlopen('http://127.0.0.1:%d/', "
+            "timeout=60).status\\nexcept Exception as x:\\n s = getattr(x, 'code', "
+            "type(x).__name__)\\nprint('%s=%%s' %% s)" % (port, name))
+    return '/py exec("%s")' % body
+
+
+def test_allow_and_deny_in_the_notebook_then_resume(gate, env, tmp_path, server):
+    """A session started without egress: /allow starts the proxy (the
+    sandbox restarts, saying so) and the host answers; /allow then /deny
+    of another host leaves it refused. The journal keeps both, so the
+    resumed session (no --allow-host given) has the same rules."""
+    from tui_tmux import Tmux
+    from conftest import session_dir
+    a, b = server("http"), server("http")
+    e = {**env, "TERM": "tmux-256color", "LANG": "C.UTF-8", "OPENAI_API_KEY": "k"}
+    t = Tmux("%s --provider openai --model fake --base-url http://127.0.0.1:9/v1" % TERP,
+             120, 45, e, cwd=str(tmp_path))
+    try:
+        t.wait(r"│ ready", timeout=HANG)
+        t.text(_get("A", a.port))
+        t.keys("Enter")
+        s = t.wait(r"\[1\] you · ok", timeout=HANG)
+        assert re.search(r"^  A=URLError", s, re.M), s
+        t.text("/allow 127.0.0.1:%d" % a.port)
+        t.keys("Enter")
+        t.wait(r"the Python session restarts for", timeout=HANG)
+        t.wait(r"│ ready", timeout=HANG)
+        t.text(_get("A", a.port))
+        t.keys("Enter")
+        s = t.wait(r"\[2\] you · ok", timeout=HANG)
+        assert re.search(r"^  A=200", s, re.M), s
+        for cmd in ("/allow 127.0.0.1:%d" % b.port, "/deny 127.0.0.1:%d" % b.port):
+            t.text(cmd)
+            t.keys("Enter")
+        t.wait(r"may no longer reach 127\.0\.0\.1:%d" % b.port, timeout=HANG)
+        t.text(_get("B", b.port))
+        t.keys("Enter")
+        s = t.wait(r"\[3\] you · ok", timeout=HANG)
+        assert re.search(r"^  B=403", s, re.M), s
+        t.text("/quit")
+        t.keys("Enter")
+        t.wait(r"EXITED rc=0", timeout=HANG)
+    finally:
+        t.close()
+    assert a.accepted == 1 and b.accepted == 0
+    sid = session_dir(env).name
+    recs = [json.loads(l) for l in (session_dir(env) / "notebook.jsonl").read_text().splitlines()]
+    assert [(x["kind"], x["text"]) for x in recs if x.get("t") == "note"
+            and x.get("kind") in ("allow", "deny")] == [
+        ("allow", "127.0.0.1:%d" % a.port), ("allow", "127.0.0.1:%d" % b.port),
+        ("deny", "127.0.0.1:%d" % b.port)]
+    code = PRELUDE + ("report(a=fetch('http://127.0.0.1:%d/'), b=fetch('http://127.0.0.1:%d/'))"
+                      % (a.port, b.port))
+    r, _ = ask(env, tmp_path, [{"openai": {"tool_calls": [{"id": "c1", "code": code}]}},
+                               {"openai": {"text": "done"}}], "--resume", sid)
+    assert r.rc == 0, r
+    g = r.reports(4)[-1]
+    assert g["a"]["status"] == 200 and g["b"]["status"] == 403, g
+    assert a.accepted == 2 and b.accepted == 0
+
+
+# ================================================================ 6. --resume --replay
+
+def test_resume_replay_installs_the_packages_again_first(env, tmp_path, index):
+    """A session pip-installs a package from the user's index (allowed;
+    PIP_INDEX_URL) in a cell that then fails, so the replay skips it,
+    and imports it in the next. The journal records the install; with
+    the session's site directory gone (a cleaned workspace, another
+    interpreter), --resume --replay installs it again from the same
+    index first, and the replayed import works."""
+    from conftest import session_dir
+    allow = ("--allow-host", "127.0.0.1:%d" % index.port)
+    e = {**env, "PIP_INDEX_URL": "http://127.0.0.1:%d/simple" % index.port}
+    pip = ("import subprocess, sys\n"
+           "r = subprocess.run([sys.executable, '-m', 'pip', 'install', 'terp-idx-pkg'])\n"
+           "assert r.returncode == 0\n"
+           "raise RuntimeError('after pip')\n")
+    use = "import terp_idx_pkg\nprint('ANSWER=%d' % terp_idx_pkg.ANSWER)\n"
+    r, _ = ask(e, tmp_path, [{"openai": {"tool_calls": [{"id": "c1", "code": pip},
+                                                        {"id": "c2", "code": use}]}},
+                             {"openai": {"text": "done"}}], *allow)
+    assert r.rc == 0, r
+    assert [x["status"] for x in r.results] == ["error", "ok"], r
+    assert [(x["cell"], x["name"], x["version"]) for x in r.events
+            if x.get("type") == "installed"] == [(1, "terp_idx_pkg", "1.0")], r
+    sd = session_dir(e)
+    recs = [json.loads(l) for l in (sd / "notebook.jsonl").read_text().splitlines()]
+    assert [(x["c"], x["name"], x["version"]) for x in recs if x.get("t") == "installed"] \
+        == [(1, "terp_idx_pkg", "1.0")]
+    ws = sd / "workspace"
+    if not ws.exists():
+        ws = sd / "sandbox" / "workspace"
+    shutil.rmtree(ws / ".terp" / "site")
+    hits = len(index.hits)
+    r, _ = ask(e, tmp_path, [{"openai": {"text": "done"}}], "--resume", sd.name, "--replay",
+               *allow)
+    assert r.rc == 0, r
+    assert [x["status"] for x in r.results] == ["ok", "ok"], r
+    assert "installed again: terp_idx_pkg==1.0" in r.text(3), r
+    assert "ANSWER=42" in r.text(4), r
+    assert any(h.endswith(".whl") for h in index.hits[hits:]), index.hits
+    notes = [x["message"] for x in r.events if x.get("type") == "notice"]
+    assert any(n.startswith("replaying 2 cells that succeeded before the state was lost: "
+                            "the packages pip installed, [2]") for n in notes), notes
+    assert "replay done: 2 cells re-ran" in notes, notes
+
+
+# ================================================================ 7. the notebook names it
+
+def test_notebook_names_the_python_and_offers_the_pip_index(envs, env, tmp_path, index):
+    """The status bar names the interpreter (from the probe, once the
+    sandbox said), and the user's pip index, not allowed, is offered in
+    the notebook with the exact flag (as -p prints it on stderr)."""
+    from tui_tmux import Tmux
+    e = {**venv_env(env, tmp_path, envs), "TERM": "tmux-256color", "LANG": "C.UTF-8",
+         "OPENAI_API_KEY": "k", "PIP_INDEX_URL": "http://127.0.0.1:%d/simple" % index.port}
+    t = Tmux("%s --provider openai --model fake --base-url http://127.0.0.1:9/v1" % TERP,
+             200, 40, e, cwd=str(tmp_path))
+    try:
+        s = t.wait(r"│ Python %s\.\d+ \(virtualenv [^)]*\) │ ready" % re.escape(VER),
+                   timeout=HANG)
+        assert "(virtualenv %s)" % envs["venv"] in s, s
+        s = t.wait(r"add --allow-host 127\.0\.0\.1:%d" % index.port, timeout=HANG)
+        assert "pip's index 127.0.0.1 (PIP_INDEX_URL) is not reachable" in s, s
+        t.text("/quit")
+        t.keys("Enter")
+        t.wait(r"EXITED rc=0", timeout=HANG)
+    finally:
+        t.close()
+    assert index.hits == []

@@ -12,6 +12,9 @@ import sys
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+LIBOBJS = ["journal", "store", "datafile", "export", "digest", "notebook",
+           "outcap", "util", "buf", "sanitize", "answer_trace", "numtrace", "netlog",
+           "pipindex"]
 
 
 def pkg_libs(*pkgs):
@@ -34,8 +37,8 @@ def mknb(tmp_path_factory):
                     "-o", exe, os.path.join(ROOT, "tests", "integration",
                                             "mknb.c"), *objs,
                     *pkg_libs("ncursesw", "libcurl", "libcjson", "libpng",
-                              "libseccomp", "readline"),
-                    "-lwslay", "-ldl", "-lpthread", "-lm"], check=True)
+                              "libseccomp", "readline"), "-lwslay", "-ldl",
+                    "-lpthread", "-lm"], check=True)
     return exe
 
 

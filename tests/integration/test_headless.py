@@ -601,6 +601,10 @@ def test_sandbox_dying_at_start_ends_the_question(delay, terp, fake):
     # queued for the session (delay 0) or still being answered (delay 1);
     # either way terp stops at once instead of waiting forever.
     # (a terp that waited forever fails at the timeout, a safety net)
+    # The interpreter's probe cached first: without it the first request
+    # waits for the sandbox's report, and a sandbox that dies first means
+    # the model is never asked.
+    assert terp("exec", "-c", "pass").rc == 0
     srv = fake([dict(reply("openai", "", [("c1", "print(1)")]), delay=delay),
                 reply("openai", "never asked")])
     f, e = flags("openai", srv)

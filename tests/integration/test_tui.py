@@ -179,6 +179,23 @@ def test_sent_ledger(tui):
     assert re.search(r'^ *"messages": \[\]$', s, re.M), s
 
 
+def test_egress_under_the_cell_and_net_lists_it(tui):
+    """The cell shows its egress on one line (the allowed host with its
+    bytes, the refused one with why); /net lists every attempt."""
+    t = tui(width=120)
+    ask(t, "download the data")
+    s = t.wait(r"evil\.example\.invalid ✗ not allowed")
+    assert "⇄ index.example.invalid ✓ 2.1 MiB ↓ 2.9 KiB ↑ · evil.example.invalid ✗ " \
+        "not allowed" in s, s
+    t.wait(r"online channel")
+    ask(t, "/net")
+    s = t.wait(r"What the sandbox tried to reach: 2 attempts, 1 refused")
+    assert re.search(r"\[1\] \d\d:\d\d:\d\d CONNECT index\.example\.invalid:443 allowed, "
+                     r"2\.9 KiB up, 2\.1 MiB down", s), s
+    assert re.search(r"\[1\] \d\d:\d\d:\d\d CONNECT evil\.example\.invalid:443 refused: "
+                     r"not allowed", s), s
+
+
 def test_a_million_lines_keep_the_ui_responsive(tui):
     t = tui()
     # keys are handled while the output pours in: this flood lasts until

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "terp/agent.h"
 #include "terp/buf.h"
@@ -152,6 +153,26 @@ tick(struct loop *l, void *arg)
 				struct event e = { .type = EV_ARTIFACT, .cell = a->c,
 					.artifact = art };
 				a->emit(a->arg, &e);
+			}
+			/* "download": two egress attempts, one allowed, one
+			 * refused, as the kernel's proxy reports them */
+			if (strstr(a->q, "download")) {
+				struct net_attempt na[2] = {
+					{ .cell = a->c->n, .id = 1, .verdict = NETLOG_ALLOWED,
+					  .method = "CONNECT", .host = "index.example.invalid",
+					  .port = 443, .code = "done", .reason = "done",
+					  .up = 3000, .down = 2202010 },
+					{ .cell = a->c->n, .id = 2, .verdict = NETLOG_REFUSED,
+					  .method = "CONNECT", .host = "evil.example.invalid",
+					  .port = 443, .code = "not-allowed",
+					  .reason = "not allowed" },
+				};
+				for (int i = 0; i < 2; i++) {
+					na[i].time_ms = (int64_t)time(NULL) * 1000;
+					struct event e = { .type = EV_NET, .cell = a->c,
+						.net = notebook_add_net(a->nb, &na[i]) };
+					a->emit(a->arg, &e);
+				}
 			}
 		}
 		finish_cell(a, CELL_OK);
@@ -318,6 +339,9 @@ agent_set_model(struct agent *a, const char *m, char **err)
 	snprintf(fake_model, sizeof fake_model, "%s", m);
 	return 0;
 }
+int agent_egress(struct agent *a, int allow, const char *spec, char **err) { (void)a; (void)allow; (void)spec; (void)err; return 0; }
+char *agent_python_label(const struct agent *a) { (void)a; return NULL; }
+int session_egress(struct session *s, int allow, const char *spec, char **err) { (void)s; (void)allow; (void)spec; *err = xstrdup("no session"); return -1; }
 struct notebook *agent_notebook(const struct agent *a) { return a->nb; }
 const char *agent_where(const struct agent *a) { (void)a; return "local"; }
 const char *agent_isolation(const struct agent *a) { (void)a; return NULL; }

@@ -130,24 +130,22 @@ tool(const char *id, const char *content)
 	return m;
 }
 
-/* Adds m (taken) through the notebook's typed update functions, by its
- * role, as the agent does. */
+/* Adds message m (taken) through the notebook's update function of
+ * its kind, as the agent would: a question, a reply, a tool result. */
 static void
-add_msg(struct notebook *nb, cJSON *m)
+notebook_add_message(struct notebook *nb, cJSON *m)
 {
-	const char *role = cJSON_GetObjectItem(m, "role")->valuestring;
-	const cJSON *content = cJSON_GetObjectItem(m, "content");
-	const char *text = cJSON_IsString(content) ? content->valuestring : NULL;
+	const char *role = cJSON_GetStringValue(cJSON_GetObjectItem(m, "role"));
+	const char *content = cJSON_GetStringValue(cJSON_GetObjectItem(m, "content"));
+	cJSON *calls = cJSON_GetObjectItem(m, "tool_calls");
 
-	if (strcmp(role, "user") == 0) {
-		notebook_add_question(nb, text, NULL);
-	} else if (strcmp(role, "tool") == 0) {
-		notebook_add_tool_result(nb, cJSON_GetObjectItem(m, "tool_call_id")->valuestring,
-		    text, 0);
-	} else {
-		cJSON *calls = cJSON_DetachItemFromObject(m, "tool_calls");
-		notebook_add_reply(nb, text, calls);
-	}
+	if (strcmp(role, "user") == 0)
+		notebook_add_question(nb, content, NULL);
+	else if (strcmp(role, "assistant") == 0)
+		notebook_add_reply(nb, content, calls ? cJSON_Duplicate(calls, 1) : NULL);
+	else
+		notebook_add_tool_result(nb, cJSON_GetStringValue(cJSON_GetObjectItem(m,
+		    "tool_call_id")), content, 0);
 	cJSON_Delete(m);
 }
 
@@ -176,15 +174,15 @@ session(struct notebook *nb, int nq)
 		struct cell *c;
 		snprintf(id, sizeof id, "call_%d", q);
 		snprintf(text, sizeof text, "Question %d: what is the total of block %d?", q, q);
-		add_msg(nb, msg("user", text));
-		add_msg(nb, call(id, "print(df.sum())"));
+		notebook_add_message(nb, msg("user", text));
+		notebook_add_message(nb, call(id, "print(df.sum())"));
 		c = notebook_add_cell(nb, CELL_BY_MODEL, "print(df.sum())", id);
 		c->status = CELL_OK;
-		add_msg(nb, tool(id, out));
+		notebook_add_message(nb, tool(id, out));
 		free(out);
 		if (q <= nq) {
 			snprintf(text, sizeof text, "The total of block %d is %d.", q, 1000 + q);
-			add_msg(nb, msg("assistant", text));
+			notebook_add_message(nb, msg("assistant", text));
 		}
 	}
 }
@@ -207,7 +205,7 @@ Test(context, estimate_uses_the_reported_count_for_what_was_sent)
 	cr_assert_eq(context_estimate(cx, "You are terse."), 5000);
 	extra = msg("assistant", "The total of block 3 is 1003.");
 	new_part = context_estimate_message(extra);
-	add_msg(nb, extra);
+	notebook_add_message(nb, extra);
 	est = context_estimate(cx, "You are terse.");
 	/* The provider counted 5000 for what was sent, more than terp's
 	 * estimate, so the new part is scaled up the same way. */
@@ -315,13 +313,13 @@ Test(context, plan_keeps_the_current_question_and_latest_results)
 	char *out = output(9);
 
 	/* Only the current question, with three cells of 4 KB each. */
-	add_msg(nb, msg("user", "the current question"));
+	notebook_add_message(nb, msg("user", "the current question"));
 	for (int i = 1; i <= 3; i++) {
 		char id[16];
 		snprintf(id, sizeof id, "c%d", i);
-		add_msg(nb, call(id, "print(1)"));
+		notebook_add_message(nb, call(id, "print(1)"));
 		notebook_add_cell(nb, CELL_BY_MODEL, "print(1)", id);
-		add_msg(nb, tool(id, out));
+		notebook_add_message(nb, tool(id, out));
 	}
 	free(out);
 	n = cJSON_GetArraySize(notebook_messages(nb));
@@ -429,7 +427,7 @@ Test(context, a_refusal_names_the_window)
 	{
 		/* No number: 90% of what was sent. */
 		struct context *cx = context_new(nb, NULL, 1000000, NULL, NULL);
-		add_msg(nb, msg("user", "a question of some length, to count"));
+		notebook_add_message(nb, msg("user", "a question of some length, to count"));
 		context_messages(cx, "system");
 		context_refused(cx, "the input length exceeds the context length");
 		cr_assert(context_window(cx) > 0 && context_window(cx) < 1000, "%ld",

@@ -988,3 +988,106 @@ Test(journal, long_session_keeps_few_request_bodies)
 	rm_rf(dir);
 	free(dir);
 }
+
+/* The egress ledger: an attempt is written once, when it ends (an open
+ * one is not), and comes back into the notebook; a "net" line that is
+ * not one is skipped and counted. */
+Test(journal, net_attempts_written_when_they_end_and_read_back)
+{
+	char *dir = tmpdir(), *err = NULL, *path, *s, *t;
+	struct notebook *nb = notebook_new(), *nb2 = notebook_new();
+	struct journal_meta m;
+	struct journal *j = jcreate(dir, NULL, NULL, nb, &err);
+	struct net_attempt a = { .cell = 1, .id = 7, .time_ms = 1795956977467,
+	    .verdict = NETLOG_ALLOWED, .open = 1, .method = "CONNECT",
+	    .host = "index.example.invalid", .port = 443, .code = "ok", .reason = "ok",
+	    .up = 10, .down = 20 };
+	struct net_attempt r = { .cell = 1, .id = 8, .time_ms = 1795956977468,
+	    .verdict = NETLOG_REFUSED, .method = "GET", .host = "evil.example.invalid",
+	    .port = 80, .code = "not-allowed", .reason = "not allowed" };
+	const struct net_attempt *v;
+	size_t n, len;
+
+	cr_assert_not_null(j, "%s", err);
+	play_question(j, nb, "q?", "/tmp/p.png");
+	notebook_add_net(nb, &a);	/* open: not written */
+	a.open = 0;
+	a.up = 1000;
+	a.down = 2000000;
+	strcpy(a.code, "done");
+	notebook_add_net(nb, &a);
+	notebook_add_net(nb, &r);
+	path = store_journal_path(dir, journal_id(j));
+	jclose(j);
+	s = slurp(path, &len);
+	t = xasprintf("%s{\"t\":\"net\",\"cell\":1,\"verdict\":\"allowed\"}\n", s);
+	spit(path, t, strlen(t));
+	cr_assert_eq(journal_load(path, nb2, &m, &err), 0, "%s", err);
+	cr_assert_eq(m.skipped, 1);
+	assert_notebooks_equal(nb, nb2);
+	v = notebook_nets(nb2, &n, NULL);
+	cr_assert_eq(n, 2);
+	cr_assert_eq(v[0].cell, 1);
+	cr_assert_eq(v[0].verdict, NETLOG_ALLOWED);
+	cr_assert_eq(v[0].open, 0);
+	cr_assert_str_eq(v[0].method, "CONNECT");
+	cr_assert_str_eq(v[0].host, "index.example.invalid");
+	cr_assert_eq(v[0].port, 443);
+	cr_assert_str_eq(v[0].code, "done");
+	cr_assert_eq(v[0].up, 1000);
+	cr_assert_eq(v[0].down, 2000000);
+	cr_assert_eq(v[0].time_ms, 1795956977467);
+	cr_assert_eq(v[1].verdict, NETLOG_REFUSED);
+	cr_assert_str_eq(v[1].reason, "not allowed");
+	cr_assert_eq(v[1].port, 80);
+	journal_meta_free(&m);
+	notebook_free(nb);
+	notebook_free(nb2);
+	free(s);
+	free(t);
+	free(path);
+	rm_rf(dir);
+	free(dir);
+}
+
+/* What pip installed: each notebook_add_package is one "installed"
+ * line, read back into the notebook in order; a line with a name that
+ * is not pip's (it would go into Python code at a replay) is skipped
+ * and counted. */
+Test(journal, installed_packages_written_and_read_back)
+{
+	char *dir = tmpdir(), *err = NULL, *path, *s, *t;
+	struct notebook *nb = notebook_new(), *nb2 = notebook_new();
+	struct journal_meta m;
+	struct journal *j = jcreate(dir, NULL, NULL, nb, &err);
+	const struct package *p;
+	size_t len;
+
+	cr_assert_not_null(j, "%s", err);
+	play_question(j, nb, "q?", "/tmp/p.png");
+	notebook_add_package(nb, 1, "tinypkg", "1.0");
+	notebook_add_package(nb, 1, "tinypkg", "1.1");
+	notebook_add_package(nb, 1, "other_pkg", "2.0.post1");
+	path = store_journal_path(dir, journal_id(j));
+	jclose(j);
+	s = slurp(path, &len);
+	t = xasprintf("%s{\"t\":\"installed\",\"c\":1,\"name\":\"x\\\")\","
+	    "\"version\":\"1\"}\n", s);
+	spit(path, t, strlen(t));
+	cr_assert_eq(journal_load(path, nb2, &m, &err), 0, "%s", err);
+	cr_assert_eq(m.skipped, 1);
+	cr_assert_eq(notebook_npackages(nb2), 3);
+	p = notebook_package(nb2, 1);
+	cr_assert_eq(p->cell, 1);
+	cr_assert_str_eq(p->name, "tinypkg");
+	cr_assert_str_eq(p->version, "1.1");
+	cr_assert_str_eq(notebook_package(nb2, 2)->name, "other_pkg");
+	journal_meta_free(&m);
+	notebook_free(nb);
+	notebook_free(nb2);
+	free(s);
+	free(t);
+	free(path);
+	rm_rf(dir);
+	free(dir);
+}

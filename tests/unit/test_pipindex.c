@@ -122,3 +122,26 @@ Test(pipindex, find_files_then_environment)
 	unlink(path);
 	rmdir(dir);
 }
+
+/* The replay's reinstall cell: only pip's characters reach the code (a
+ * journal is a file on disk; a quote must not end the string), nothing
+ * left is no cell. */
+Test(pipindex, reinstall_code_takes_only_plain_specs)
+{
+	const char *specs[] = { "terp_idx_pkg==1.0", "evil\")==1", "x==1\"; import os",
+	    "noversion", "polars==0.0.1", NULL };
+	const char *bad[] = { "a\"b==1", "==1", "c==", NULL };
+	char *code = pipindex_reinstall_code(specs);
+
+	cr_assert_not_null(code);
+	cr_assert(strstr(code, "_tw = [(\"terp_idx_pkg\", \"1.0\"), (\"polars\", \"0.0.1\")]\n")
+	    != NULL, "%s", code);
+	cr_assert(strstr(code, "evil") == NULL && strstr(code, "import os") == NULL);
+	cr_assert(strstr(code, "\"--no-deps\"") != NULL);
+	free(code);
+	cr_assert_null(pipindex_reinstall_code(bad));
+	cr_assert_null(pipindex_reinstall_code(NULL));
+	cr_assert(pipindex_word_ok("1.0rc1+local.2!x"));
+	cr_assert(!pipindex_word_ok(""));
+	cr_assert(!pipindex_word_ok("a b"));
+}

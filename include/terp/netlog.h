@@ -1,0 +1,63 @@
+/* netlog: the egress ledger as the notebook keeps it. One entry per
+ * attempt the session's proxy saw (egress.h's events, folded: OPEN
+ * makes it, PROGRESS and END update it), its JSON for the journal and
+ * --json, and the one-line summaries shown under a cell ("pypi.org ✓
+ * 2.1 MB ↓ · evil.example ✗ not allowed") and sent to the model in the
+ * cell's tool result. Pure: no I/O. */
+#ifndef TERP_NETLOG_H
+#define TERP_NETLOG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+
+struct egress_event;
+
+enum netlog_verdict { NETLOG_ALLOWED, NETLOG_REFUSED, NETLOG_FAILED };
+
+/* Every string is bounded, NUL-terminated, printable ASCII (the proxy
+ * validates host names; a journal's are checked again on load). */
+struct net_attempt {
+	int			 cell;		/* 0: before any cell */
+	uint64_t		 id;		/* the proxy's number, per terp run */
+	int64_t			 time_ms;	/* wall clock at accept */
+	enum netlog_verdict	 verdict;
+	int			 open;		/* allowed and not ended yet */
+	char			 method[16];	/* "CONNECT", "GET" or "" */
+	char			 host[256];	/* "" when the request named none */
+	unsigned		 port;
+	char			 code[24];	/* egress.h's codes: "not-allowed" */
+	char			 reason[128];	/* "not allowed", "resolves to loopback" */
+	uint64_t		 up, down;	/* bytes so far */
+};
+
+/* Fills a from one egress event of cell. Long strings are cut, bytes
+ * outside printable ASCII become '?'. */
+void netlog_from_egress(struct net_attempt *a, int cell, const struct egress_event *ev);
+
+/* Adds "cell":N,"time_ms":T,"method":S,"host":S,"port":N,"verdict":S,
+ * "code":S,"reason":S,"up":N,"down":N to o: what --json prints as a
+ * "net" event and the journal keeps as a "net" line. */
+void netlog_json_add(cJSON *o, const struct net_attempt *a);
+/* The reverse, for a journal's line: 0, or -1 when o is not one (no
+ * host member, an unknown verdict). */
+int netlog_parse(const cJSON *o, struct net_attempt *a);
+
+const char *netlog_verdict_name(enum netlog_verdict v);
+
+enum netlog_style {
+	NETLOG_UTF8,	/* "host ✓ 2.1 MiB ↓ 3 KiB ↑ · evil ✗ not allowed" */
+	NETLOG_ASCII,	/* the same with "ok", "refused", "down", "up" */
+	NETLOG_MODEL	/* "network: evil:443 refused (not allowed); ..." */
+};
+
+/* One line (no newline) summing up the attempts of cell among v[0..n):
+ * attempts to the same host and port with the same verdict and reason
+ * are one item (their bytes added, "3x" when more than one); at most
+ * 8 items, then "and N more". A new string, or NULL when the cell made
+ * no attempt. */
+char *netlog_summary(const struct net_attempt *v, size_t n, int cell,
+    enum netlog_style style);
+
+#endif

@@ -1,0 +1,202 @@
+/* netlog: the egress ledger's entries, their JSON and their summaries
+ * (netlog.h). */
+#include "terp/netlog.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "terp/buf.h"
+#include "terp/egress.h"
+#include "terp/util.h"
+
+#define SUMMARY_ITEMS	8
+
+/* Copies s into dst[len], cut, anything outside printable ASCII as '?'. */
+static void
+put(char *dst, size_t len, const char *s)
+{
+	size_t i = 0;
+
+	for (; s != NULL && s[i] != '\0' && i + 1 < len; i++)
+		dst[i] = (s[i] >= 0x20 && s[i] < 0x7f) ? s[i] : '?';
+	dst[i] = '\0';
+}
+
+void
+netlog_from_egress(struct net_attempt *a, int cell, const struct egress_event *ev)
+{
+	memset(a, 0, sizeof *a);
+	a->cell = cell;
+	a->id = ev->id;
+	a->time_ms = ev->time_ms;
+	a->verdict = ev->verdict == EGRESS_REFUSED ? NETLOG_REFUSED :
+	    ev->verdict == EGRESS_FAILED ? NETLOG_FAILED : NETLOG_ALLOWED;
+	a->open = ev->phase != EGRESS_EV_END;
+	put(a->method, sizeof a->method, ev->method);
+	put(a->host, sizeof a->host, ev->host);
+	a->port = ev->port;
+	put(a->code, sizeof a->code, ev->code);
+	put(a->reason, sizeof a->reason, ev->reason);
+	a->up = ev->up;
+	a->down = ev->down;
+}
+
+const char *
+netlog_verdict_name(enum netlog_verdict v)
+{
+	switch (v) {
+	case NETLOG_ALLOWED:	return "allowed";
+	case NETLOG_REFUSED:	return "refused";
+	case NETLOG_FAILED:	return "failed";
+	}
+	return "?";
+}
+
+void
+netlog_json_add(cJSON *o, const struct net_attempt *a)
+{
+	cJSON_AddNumberToObject(o, "cell", a->cell);
+	cJSON_AddNumberToObject(o, "time_ms", (double)a->time_ms);
+	cJSON_AddStringToObject(o, "method", a->method);
+	cJSON_AddStringToObject(o, "host", a->host);
+	cJSON_AddNumberToObject(o, "port", a->port);
+	cJSON_AddStringToObject(o, "verdict", netlog_verdict_name(a->verdict));
+	cJSON_AddStringToObject(o, "code", a->code);
+	cJSON_AddStringToObject(o, "reason", a->reason);
+	cJSON_AddNumberToObject(o, "up", (double)a->up);
+	cJSON_AddNumberToObject(o, "down", (double)a->down);
+}
+
+static double
+num(const cJSON *o, const char *k, double max)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+	double d = cJSON_IsNumber(v) ? v->valuedouble : 0;
+
+	return d >= 0 && d <= max ? d : 0;
+}
+
+static const char *
+str(const cJSON *o, const char *k)
+{
+	return cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, k));
+}
+
+int
+netlog_parse(const cJSON *o, struct net_attempt *a)
+{
+	const char *v = str(o, "verdict");
+
+	memset(a, 0, sizeof *a);
+	if (str(o, "host") == NULL || v == NULL)
+		return -1;
+	if (strcmp(v, "allowed") == 0)
+		a->verdict = NETLOG_ALLOWED;
+	else if (strcmp(v, "refused") == 0)
+		a->verdict = NETLOG_REFUSED;
+	else if (strcmp(v, "failed") == 0)
+		a->verdict = NETLOG_FAILED;
+	else
+		return -1;
+	a->cell = (int)num(o, "cell", 1e9);
+	a->time_ms = (int64_t)num(o, "time_ms", 9e15);
+	put(a->method, sizeof a->method, str(o, "method"));
+	put(a->host, sizeof a->host, str(o, "host"));
+	a->port = (unsigned)num(o, "port", 65535);
+	put(a->code, sizeof a->code, str(o, "code"));
+	put(a->reason, sizeof a->reason, str(o, "reason"));
+	a->up = (uint64_t)num(o, "up", 9e15);
+	a->down = (uint64_t)num(o, "down", 9e15);
+	return 0;
+}
+
+/* Attempts that read as one item: same host, port, verdict, reason. */
+static int
+same(const struct net_attempt *x, const struct net_attempt *y)
+{
+	return x->port == y->port && x->verdict == y->verdict &&
+	    strcmp(x->host, y->host) == 0 &&
+	    (x->verdict == NETLOG_ALLOWED || strcmp(x->reason, y->reason) == 0);
+}
+
+static void
+item(struct buf *b, const struct net_attempt *a, size_t count, uint64_t up,
+    uint64_t down, int open, enum netlog_style style)
+{
+	char u[32], d[32];
+	const char *host = a->host[0] ? a->host : "(no host)";
+	int model = style == NETLOG_MODEL;
+
+	fmt_bytes(u, sizeof u, up);
+	fmt_bytes(d, sizeof d, down);
+	if (model || (a->port != 443 && a->port != 80 && a->port != 0))
+		buf_printf(b, strchr(host, ':') ? "[%s]:%u" : "%s:%u", host, a->port);
+	else
+		buf_adds(b, host);
+	if (count > 1)
+		buf_printf(b, " %zux", count);
+	if (a->verdict == NETLOG_ALLOWED) {
+		if (model)
+			buf_printf(b, " allowed (%s down, %s up%s)", d, u,
+			    open ? ", still open" : "");
+		else if (style == NETLOG_UTF8)
+			buf_printf(b, " \xe2\x9c\x93 %s \xe2\x86\x93 %s \xe2\x86\x91%s", d, u,
+			    open ? " (open)" : "");
+		else
+			buf_printf(b, " ok %s down %s up%s", d, u, open ? " (open)" : "");
+		return;
+	}
+	if (model)
+		buf_printf(b, " %s (%s)", netlog_verdict_name(a->verdict), a->reason);
+	else
+		buf_printf(b, " %s %s", style == NETLOG_UTF8 ? "\xe2\x9c\x97" :
+		    netlog_verdict_name(a->verdict), a->reason);
+}
+
+char *
+netlog_summary(const struct net_attempt *v, size_t n, int cell,
+    enum netlog_style style)
+{
+	struct buf b;
+	size_t items = 0, more = 0;
+	unsigned char *done;
+
+	done = xcalloc(n ? n : 1, 1);
+	buf_init(&b, 64 * 1024);
+	for (size_t i = 0; i < n; i++) {
+		size_t count = 0;
+		uint64_t up = 0, down = 0;
+		int open = 0;
+
+		if (done[i] || v[i].cell != cell)
+			continue;
+		for (size_t j = i; j < n; j++) {
+			if (done[j] || v[j].cell != cell || !same(&v[i], &v[j]))
+				continue;
+			done[j] = 1;
+			count++;
+			up += v[j].up;
+			down += v[j].down;
+			open |= v[j].open;
+		}
+		if (items >= SUMMARY_ITEMS) {
+			more++;
+			continue;
+		}
+		if (items++ > 0)
+			buf_adds(&b, style == NETLOG_MODEL ? "; " :
+			    style == NETLOG_UTF8 ? " \xc2\xb7 " : " - ");
+		else if (style == NETLOG_MODEL)
+			buf_adds(&b, "network: ");
+		item(&b, &v[i], count, up, down, open, style);
+	}
+	free(done);
+	if (items == 0) {
+		buf_free(&b);
+		return NULL;
+	}
+	if (more)
+		buf_printf(&b, "%sand %zu more", style == NETLOG_MODEL ? "; " : " ", more);
+	return buf_take(&b);
+}

@@ -1,0 +1,112 @@
+/* Unit tests of netlog: the egress ledger's summaries (under a cell and
+ * for the model), its JSON both ways, and what it keeps of odd input. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "terp/egress.h"
+#include "terp/netlog.h"
+
+static struct net_attempt
+att(int cell, const char *host, unsigned port, enum netlog_verdict v,
+    const char *reason, uint64_t up, uint64_t down)
+{
+	struct net_attempt a = { .cell = cell, .verdict = v, .port = port,
+	    .up = up, .down = down };
+	strcpy(a.host, host);
+	strcpy(a.reason, reason);
+	strcpy(a.code, v == NETLOG_ALLOWED ? "done" : "not-allowed");
+	return a;
+}
+
+Test(netlog, summary_groups_by_host_and_verdict)
+{
+	struct net_attempt v[] = {
+		att(1, "index.example.invalid", 443, NETLOG_ALLOWED, "", 1000, 1048576),
+		att(2, "other.example.invalid", 443, NETLOG_ALLOWED, "", 1, 1),
+		att(1, "index.example.invalid", 443, NETLOG_ALLOWED, "", 1048, 1153434),
+		att(1, "evil.example.invalid", 443, NETLOG_REFUSED, "not allowed", 0, 0),
+		att(1, "10.0.0.1", 8080, NETLOG_FAILED, "does not resolve", 0, 0),
+	};
+	char *s = netlog_summary(v, 5, 1, NETLOG_UTF8);
+
+	cr_assert_str_eq(s, "index.example.invalid 2x \xe2\x9c\x93 2.1 MiB \xe2\x86\x93 "
+	    "2 KiB \xe2\x86\x91 \xc2\xb7 evil.example.invalid \xe2\x9c\x97 not allowed "
+	    "\xc2\xb7 10.0.0.1:8080 \xe2\x9c\x97 does not resolve");
+	free(s);
+	s = netlog_summary(v, 5, 1, NETLOG_MODEL);
+	cr_assert_str_eq(s, "network: index.example.invalid:443 2x allowed (2.1 MiB down, "
+	    "2 KiB up); evil.example.invalid:443 refused (not allowed); "
+	    "10.0.0.1:8080 failed (does not resolve)");
+	free(s);
+	s = netlog_summary(v, 5, 1, NETLOG_ASCII);
+	cr_assert_str_eq(s, "index.example.invalid 2x ok 2.1 MiB down 2 KiB up - "
+	    "evil.example.invalid refused not allowed - 10.0.0.1:8080 failed does not resolve");
+	free(s);
+	cr_assert_null(netlog_summary(v, 5, 3, NETLOG_UTF8));
+}
+
+Test(netlog, summary_bounded_to_eight_items)
+{
+	struct net_attempt v[20];
+	char host[32], *s;
+
+	for (int i = 0; i < 20; i++) {
+		snprintf(host, sizeof host, "h%d.example.invalid", i);
+		v[i] = att(1, host, 443, NETLOG_REFUSED, "not allowed", 0, 0);
+	}
+	s = netlog_summary(v, 20, 1, NETLOG_MODEL);
+	cr_assert(strstr(s, "h7.example.invalid") != NULL);
+	cr_assert(strstr(s, "h8.example.invalid") == NULL);
+	cr_assert(strstr(s, "; and 12 more") != NULL, "%s", s);
+	free(s);
+}
+
+Test(netlog, from_egress_cuts_and_cleans)
+{
+	char longhost[600];
+	struct egress_event ev = { .phase = EGRESS_EV_OPEN, .verdict = EGRESS_ALLOWED,
+	    .id = 3, .time_ms = 5, .method = "CONNECT", .host = longhost, .port = 443,
+	    .addr = "", .code = "ok", .reason = "bad\x1b[2Jreason\n", .up = 1, .down = 2 };
+	struct net_attempt a;
+
+	memset(longhost, 'a', sizeof longhost - 1);
+	longhost[sizeof longhost - 1] = '\0';
+	netlog_from_egress(&a, 4, &ev);
+	cr_assert_eq(a.open, 1);
+	cr_assert_eq(a.cell, 4);
+	cr_assert_eq(strlen(a.host), sizeof a.host - 1);
+	cr_assert_str_eq(a.reason, "bad?[2Jreason?");
+	ev.phase = EGRESS_EV_END;
+	ev.verdict = EGRESS_FAILED;
+	netlog_from_egress(&a, 4, &ev);
+	cr_assert_eq(a.open, 0);
+	cr_assert_eq(a.verdict, NETLOG_FAILED);
+}
+
+Test(netlog, json_both_ways)
+{
+	struct net_attempt a = att(2, "evil.example.invalid", 80, NETLOG_REFUSED,
+	    "not allowed", 0, 0), b;
+	cJSON *o = cJSON_CreateObject();
+
+	strcpy(a.method, "GET");
+	a.time_ms = 1795956977468;
+	netlog_json_add(o, &a);
+	cr_assert_eq(netlog_parse(o, &b), 0);
+	cr_assert_eq(memcmp(&a, &b, sizeof a), 0);
+	cJSON_ReplaceItemInObject(o, "verdict", cJSON_CreateString("maybe"));
+	cr_assert_eq(netlog_parse(o, &b), -1);
+	cJSON_DeleteItemFromObject(o, "verdict");
+	cr_assert_eq(netlog_parse(o, &b), -1);
+	cJSON_Delete(o);
+	/* numbers out of range read as 0, not as garbage */
+	o = cJSON_Parse("{\"host\":\"x\",\"verdict\":\"allowed\",\"port\":1e12,"
+	    "\"up\":-5,\"cell\":\"3\"}");
+	cr_assert_eq(netlog_parse(o, &b), 0);
+	cr_assert_eq(b.port, 0);
+	cr_assert_eq(b.up, 0);
+	cr_assert_eq(b.cell, 0);
+	cJSON_Delete(o);
+}
