@@ -31,7 +31,8 @@ def mknb(tmp_path_factory):
     # the model client's table, and so on down
     objs = [os.path.join(ROOT, "build", "obj", f)
             for f in sorted(os.listdir(os.path.join(ROOT, "build", "obj")))
-            if f.endswith(".o") and f != "main.o"]
+            if f.endswith(".o") and f != "main.o"
+            and os.path.exists(os.path.join(ROOT, "src", f[:-2] + ".c"))]
     subprocess.run(["cc", "-std=c11", "-D_GNU_SOURCE", "-Wall", "-Wextra",
                     "-Werror", "-I" + os.path.join(ROOT, "include"),
                     "-o", exe, os.path.join(ROOT, "tests", "integration",

@@ -9,9 +9,11 @@ the request that terp sent.
 
 The expected files beside the journals were written by that terp with
 TERP_RECORD_FIXTURES=1; they are never regenerated with a newer one. What
-terp added on purpose since (issue 11: the traced numbers after each
-answer in an export, the system prompt's rule to print every figure) is
-taken out of the new output before comparing, and nothing else."""
+terp changed on purpose since (issue 11: the traced numbers after each
+answer in an export, the system prompt's rule to print every figure;
+issue 10: the prompt's Python and package line and its network rule, the
+tool's description) is taken out of both sides before comparing; the
+conversation, its notes and everything else must match as recorded."""
 import json
 import os
 import re
@@ -64,7 +66,21 @@ def without_additions(path, text):
         return json.dumps(nb, indent="\t", ensure_ascii=False,
                           separators=(",", ":\t")) + "\n"
     if path.endswith(".json"):
-        return text.replace(json.dumps(PRINT_RULE, ensure_ascii=False)[1:-1], "")
+        # issue 10 since: the system prompt says what the probe found
+        # (this machine's Python and packages) and how to allow a host,
+        # and the tool's description no longer says the network is off
+        body = json.loads(text)
+        for m in body.get("messages", [])[:1]:
+            if m.get("role") == "system":
+                lines = [ln for ln in m["content"].replace(
+                    " pandas, numpy and matplotlib are installed.", "").split("\n")
+                    if not ln.startswith("The session runs Python")
+                    and ln + "\n" != PRINT_RULE]
+                m["content"] = "\n".join(re.sub(r"^(- The network is off: .*?data).*",
+                                                 r"\1.", ln) for ln in lines)
+        for t in body.get("tools", []):
+            t.get("function", t).pop("description", None)
+        return json.dumps(body, indent=1, ensure_ascii=False) + "\n"
     return NUMBERS_MD.sub("\n", text)
 
 
@@ -84,7 +100,7 @@ def same_as_recorded(path, expected_name):
         return
     assert os.path.exists(exp), "no recorded %s" % exp
     want = open(exp).read()
-    if got != want and str(path).endswith(".ipynb"):
+    if got != want and str(path).endswith((".ipynb", ".json")):
         # compared as JSON: the additions change how the cell's lines split
         want = without_additions(str(path), want)
     got = without_additions(str(path), got) if got != want else got
