@@ -237,11 +237,9 @@ clean:
 
 # Number tracing benchmark (issue 11): us per cell indexed and per
 # answer traced over 100 cells of 4 KB pandas-style output.
-build/bench-numtrace: bench/numtrace.c build/obj/numtrace.o build/obj/util.o \
-    build/obj/answer_trace.o build/obj/notebook.o build/obj/outcap.o \
-    build/obj/buf.o build/obj/sanitize.o
+build/bench-numtrace: bench/numtrace.c $(LIBOBJS)
 	@mkdir -p $(dir $@)
-	$(Q)$(CC) $(T_CFLAGS) $(CFLAGS) -o $@ $^ $(T_LIBS)
+	$(Q)$(CC) $(T_CFLAGS) $(CFLAGS) -o $@ $< $(LIBOBJS) $(T_LIBS)
 
 # Context budget benchmark (issue 11): us of bookkeeping per turn over a
 # 100-question session in an 8k window (bench/context.c).
