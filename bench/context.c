@@ -44,6 +44,27 @@ msg(const char *role, const char *content)
 	return m;
 }
 
+/* Adds m (taken) through the notebook's typed update functions, by its
+ * role, as the agent does. */
+static void
+add_msg(struct notebook *nb, cJSON *m)
+{
+	const char *role = cJSON_GetObjectItem(m, "role")->valuestring;
+	const cJSON *content = cJSON_GetObjectItem(m, "content");
+	const char *text = cJSON_IsString(content) ? content->valuestring : NULL;
+
+	if (strcmp(role, "user") == 0) {
+		notebook_add_question(nb, text, NULL);
+	} else if (strcmp(role, "tool") == 0) {
+		notebook_add_tool_result(nb, cJSON_GetObjectItem(m, "tool_call_id")->valuestring,
+		    text, 0);
+	} else {
+		cJSON *calls = cJSON_DetachItemFromObject(m, "tool_calls");
+		notebook_add_reply(nb, text, calls);
+	}
+	cJSON_Delete(m);
+}
+
 static cJSON *
 call(const char *id, const char *code)
 {
@@ -145,23 +166,23 @@ main(int argc, char **argv)
 			struct cell *c;
 			snprintf(id, sizeof id, "call_q%d", q);
 			snprintf(text, sizeof text, "Question %d: compute block %d.", q, q);
-			notebook_add_message(nb, msg("user", text));
+			add_msg(nb, msg("user", text));
 			all[k] = turn(cx, nb, sys, &peak, &summaries);
 			total += all[k++];
-			notebook_add_message(nb, call(id, "print(df.sum())"));
+			add_msg(nb, call(id, "print(df.sum())"));
 			c = notebook_add_cell(nb, CELL_BY_MODEL, "print(df.sum())", id);
 			c->status = CELL_OK;
 			{
 				cJSON *m = msg("tool", out);
 				cJSON_AddStringToObject(m, "tool_call_id", id);
 				cJSON_AddBoolToObject(m, "is_error", 0);
-				notebook_add_message(nb, m);
+				add_msg(nb, m);
 			}
 			free(out);
 			all[k] = turn(cx, nb, sys, &peak, &summaries);
 			total += all[k++];
 			snprintf(text, sizeof text, "The result: FACT-%d = %d.", q, 1000 * q + 7);
-			notebook_add_message(nb, msg("assistant", text));
+			add_msg(nb, msg("assistant", text));
 		}
 		context_free(cx);
 		notebook_free(nb);
