@@ -127,8 +127,8 @@ class Term:
 
 
 def journal_ready(state):
-    """Whether the session's journal says the kernel is ready (state 3,
-    KERNEL_READY: sandbox up, libraries loaded)."""
+    """Whether the session's journal says the kernel is ready (sandbox up,
+    libraries loaded): "ready" by name, or 3 in a version 1 journal."""
     for path in glob.glob(os.path.join(state, "terp", "sessions", "*", "notebook.jsonl")):
         try:
             with open(path, "rb") as f:
@@ -136,7 +136,8 @@ def journal_ready(state):
         except OSError:
             continue
         for line in data.splitlines():
-            if b'"t":"kernel"' in line and b'"state":3' in line:
+            if b'"t":"kernel"' in line and (b'"state":"ready"' in line or
+                                             b'"state":3' in line):
                 return True
     return False
 
