@@ -5,6 +5,7 @@
  * per source, newest source first. */
 #include "terp/numtrace.h"
 
+#include <ctype.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -658,6 +659,11 @@ nt_classify(struct nt_scan *sc, size_t a, size_t e, const struct nt_tok *t)
 			return NT_K_CELL;
 		if (a > 1 && s[a - 1] == '^' && s[a - 2] == '[')
 			return NT_K_CELL;	/* a footnote */
+		/* a manual page's section, "terp(1)": a reference too */
+		if (a > 1 && s[a - 1] == '(' && e < n && s[e] == ')' &&
+		    t->ndig == 1 && (isalnum((unsigned char)s[a - 2]) ||
+		    s[a - 2] == '_' || s[a - 2] == '-'))
+			return NT_K_CELL;
 		l = nt_prev_word(s, a, " \t[#", &w);
 		if (nt_is(s + w, l, cellw, 2))
 			return NT_K_CELL;

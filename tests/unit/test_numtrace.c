@@ -191,6 +191,9 @@ Test(numtrace, cells_ordinals_and_names_are_not_numbers)
 	expect_found("the 3rd and 21st rows, 2nd-highest", NULL, "");
 	expect_found("Q3, float64, int32, col_2, v3.11.2, 10.0.0.1, 0x1F, "
 	    "H2O, py3 and 3.11.2", NULL, "");
+	/* a manual page's section is a reference; a number in parentheses
+	 * after a space is not */
+	expect_found("see terp(1) and bwrap(1); sales (12) grew", NULL, "12");
 }
 
 /* Numbers in code are code (a call's argument, a literal), not claims
