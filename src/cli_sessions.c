@@ -135,6 +135,8 @@ cli_sessions_resume(struct cli *c)
 	}
 	/* the session's /allow and /deny, over this run's --allow-host */
 	c->kopts.egress_ops = (const char *const *)c->res.meta.egress;
+	/* the remote session it ran in, when resumed on the same remote */
+	c->kopts.sandbox_session = resume_remote(&c->res, c->kopts.sandbox);
 	c->session_id = xstrdup(c->res.id);
 	fprintf(stderr, "terp: resuming session %s (%d cell%s, %d question%s)\n",
 	    c->session_id, notebook_ncells(c->res.nb),

@@ -243,9 +243,21 @@ static char *j_stage(void *b, const char *p, char **err) { return jupyter_stage(
 static enum kernel_state j_state(const void *b) { return jupyter_state(b); }
 static int j_busy(const void *b) { return jupyter_busy(b); }
 
+/* "FOLDER/KERNELID": the session folder without its "terp-" (what
+ * jupyter_opts.session takes) and the kernel; neither has a '/'. */
+static char *
+j_session(const void *b)
+{
+	const char *dir = jupyter_session_dir(b), *id = jupyter_kernel_id(b);
+
+	if (dir == NULL || id == NULL || strncmp(dir, "terp-", 5) != 0)
+		return NULL;
+	return xasprintf("%s/%s", dir + 5, id);
+}
+
 static const struct kernel_ops jupyter_ops = {
 	j_free, j_start, j_stop, j_run, j_interrupt, j_reset, j_restart, j_stage,
-	j_state, j_busy,
+	j_state, j_busy, j_session,
 };
 
 #define JUPYTER_NOTE \
@@ -273,6 +285,18 @@ jupyter_build(struct loop *l, const struct kernel_opts *o, struct kernel_backend
 	}
 	jo->token = kb->token;
 	jo->kernel_name = o->jupyter_kernel;
+	if (o->sandbox_session != NULL) {
+		/* a resumed session: its folder and kernel (j_session's form;
+		 * jupyter_start checks both) */
+		const char *slash = strchr(o->sandbox_session, '/');
+		if (slash != NULL && slash > o->sandbox_session && slash[1] != '\0') {
+			kb->jsession = xstrndup(o->sandbox_session,
+			    (size_t)(slash - o->sandbox_session));
+			kb->jkernel = xstrdup(slash + 1);
+			jo->session = kb->jsession;
+			jo->kernel_id = kb->jkernel;
+		}
+	}
 	jo->out_dir = o->out_dir;
 	jo->data_files = o->data_files;
 	jo->ndata = o->ndata;
@@ -310,9 +334,17 @@ static char *a_stage(void *b, const char *p, char **err) { return aca_stage(b, p
 static enum kernel_state a_state(const void *b) { return aca_state(b); }
 static int a_busy(const void *b) { return aca_busy(b); }
 
+static char *
+a_session(const void *b)
+{
+	const char *id = aca_identifier(b);
+
+	return id != NULL && *id != '\0' ? xstrdup(id) : NULL;
+}
+
 static const struct kernel_ops aca_ops = {
 	a_free, a_start, a_stop, a_run, a_interrupt, a_reset, a_restart, a_stage,
-	a_state, a_busy,
+	a_state, a_busy, a_session,
 };
 
 #define ACA_ISOLATION \
@@ -360,7 +392,7 @@ static int f_busy(const void *b) { (void)b; return 0; }
 
 static const struct kernel_ops failed_ops = {
 	f_free, f_start, f_stop, f_run, f_interrupt, f_start, f_start, f_stage,
-	f_state, f_busy,
+	f_state, f_busy, NULL,
 };
 
 /* ------------------------------------------------------------ public */
@@ -406,6 +438,24 @@ kernel_backend_start(struct kernel_backend *kb, char **err)
 	return rc;
 }
 
+const char *
+kernel_backend_session(struct kernel_backend *kb)
+{
+	char *s;
+
+	if (kb->ops == NULL || kb->ops->session == NULL)
+		return NULL;
+	s = kb->ops->session(kb->b);
+	if (s == NULL)
+		return kb->session;	/* between two kernels: the last one */
+	if (kb->session != NULL) {
+		explicit_bzero(kb->session, strlen(kb->session));
+		free(kb->session);
+	}
+	kb->session = s;
+	return s;
+}
+
 void
 kernel_backend_free(struct kernel_backend *kb)
 {
@@ -417,6 +467,12 @@ kernel_backend_free(struct kernel_backend *kb)
 		free(kb->deferred[i].msg);
 	free(kb->where);
 	free(kb->opts);
+	free(kb->jsession);
+	free(kb->jkernel);
+	if (kb->session != NULL) {
+		explicit_bzero(kb->session, strlen(kb->session));
+		free(kb->session);
+	}
 	if (kb->token != NULL) {
 		explicit_bzero(kb->token, strlen(kb->token));
 		free(kb->token);

@@ -45,6 +45,9 @@ struct journal_meta {
 	 * installed is the notebook's (notebook_package). */
 	char			**egress;
 	int			 negress;
+	/* The remote session the notebook ran in last ("remote" lines:
+	 * journal_remote), or NULL and NULL. Never shown. */
+	char			*remote_sandbox, *remote_session;
 };
 
 /* Frees what meta holds (not meta itself) and zeroes it. */
@@ -82,6 +85,11 @@ void journal_change(struct journal *j, const struct nb_change *ch);
  * sandbox's states, turns, errors, notices; and syncs at a question's
  * edges. */
 void journal_event(struct journal *j, const struct event *ev);
+/* Records the remote session the Python runs in (sandbox: the
+ * --sandbox spec; session: kernel_remote_session's string), so that a
+ * resume on the same sandbox reaches it again; once per change, synced.
+ * NULL for either: nothing is written. The record is never shown. */
+void journal_remote(struct journal *j, const char *sandbox, const char *session);
 /* Records a line of terp's own (replay, idle stop...). */
 void journal_note(struct journal *j, const char *kind, const char *text);
 
