@@ -88,9 +88,14 @@ where_of(int kind, const char *spec)
 	return w;
 }
 
-/* The output of sh -c cmd, first line, or NULL with *err. Runs at
- * start-up, before the loop: the command (an `az` or a secret store)
- * is the user's own. */
+/* The output of sh -c cmd, first line, or NULL with *err. It runs
+ * once, from kernel_new, which every frontend calls (through
+ * session_new) before its loop runs and before the TUI takes the
+ * screen: nothing is frozen while it runs, and the command (an `az`
+ * or a secret store) may talk to the user's terminal. A Jupyter token
+ * does not expire; a pool's does, so kernel_aca.c runs its command
+ * itself, in a child the loop polls, and caches the token until it
+ * expires. */
 static char *
 token_from_cmd(const char *cmd, char **err)
 {
@@ -108,15 +113,21 @@ token_from_cmd(const char *cmd, char **err)
 	buf[n] = '\0';
 	st = pclose(fp);
 	if (st == -1 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+		explicit_bzero(buf, n);
 		free(buf);
-		*err = xstrdup("the token command failed (it is run with sh -c; its "
-		    "output is not shown)");
+		if (st != -1 && WIFEXITED(st))
+			*err = xasprintf("the token command (--sandbox-token-cmd) failed "
+			    "with exit status %d (it is run with sh -c; its output is not "
+			    "shown)", WEXITSTATUS(st));
+		else
+			*err = xstrdup("the token command (--sandbox-token-cmd) failed (it "
+			    "is run with sh -c; its output is not shown)");
 		return NULL;
 	}
 	buf[strcspn(buf, "\r\n")] = '\0';
 	if (buf[0] == '\0') {
 		free(buf);
-		*err = xstrdup("the token command printed no token");
+		*err = xstrdup("the token command (--sandbox-token-cmd) printed no token");
 		return NULL;
 	}
 	return buf;
@@ -231,6 +242,8 @@ cb_installed(void *arg, int cell, const char *name, const char *version)
 
 /* ------------------------------------------------------------ jupyter */
 
+static const struct kernel_ops failed_ops;
+
 static void j_free(void *b) { jupyter_free(b); }
 static int j_start(void *b, char **err) { return jupyter_start(b, err); }
 
@@ -276,8 +289,13 @@ jupyter_build(struct loop *l, const struct kernel_opts *o, struct kernel_backend
 	jupyter_opts_default(jo);
 	jo->url = o->sandbox;		/* the "jupyter+" prefix is accepted */
 	if (o->sandbox_token_cmd != NULL) {
-		kb->token = token_from_cmd(o->sandbox_token_cmd, &err);
-		free(err);	/* the server's 401 then says what to fix */
+		if ((kb->token = token_from_cmd(o->sandbox_token_cmd, &err)) == NULL) {
+			/* every call says so, in one line, from start on */
+			free(jo);
+			kb->ops = &failed_ops;
+			kb->b = err;
+			return;
+		}
 	} else {
 		const char *v = getenv(o->sandbox_token_env ? o->sandbox_token_env :
 		    JUPYTER_TOKEN_ENV);
