@@ -569,9 +569,14 @@ journal_remote(struct journal *j, const char *sandbox, const char *session)
 {
 	cJSON *o;
 
+	const char *auth = sandbox ? strstr(sandbox, "://") : NULL;
+
 	if (sandbox == NULL || session == NULL || strlen(sandbox) > REMOTE_MAX ||
 	    strlen(session) > REMOTE_MAX ||
 	    (j->remote != NULL && strcmp(j->remote, session) == 0))
+		return;
+	/* a URL with user:password@ stays out of the journal */
+	if (auth != NULL && memchr(auth + 3, '@', strcspn(auth + 3, "/?#")) != NULL)
 		return;
 	free(j->remote);
 	j->remote = xstrdup(session);

@@ -306,8 +306,13 @@ jupyter_build(struct loop *l, const struct kernel_opts *o, struct kernel_backend
 	if (o->sandbox_session != NULL) {
 		/* a resumed session: its folder and kernel (j_session's form;
 		 * jupyter_start checks both) */
-		const char *slash = strchr(o->sandbox_session, '/');
-		if (slash != NULL && slash > o->sandbox_session && slash[1] != '\0') {
+		const char *ss = o->sandbox_session, *slash = strchr(ss, '/');
+		size_t nf = slash ? (size_t)(slash - ss) : 0;
+		/* a malformed one (a damaged journal) is a new kernel */
+		if (slash != NULL && nf > 0 && nf <= 64 && strspn(ss, "abcdefghijklmnopq"
+		    "rstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") == nf &&
+		    slash[1] != '\0' && strlen(slash + 1) <= 128 &&
+		    strspn(slash + 1, "0123456789abcdefABCDEF-") == strlen(slash + 1)) {
 			kb->jsession = xstrndup(o->sandbox_session,
 			    (size_t)(slash - o->sandbox_session));
 			kb->jkernel = xstrdup(slash + 1);

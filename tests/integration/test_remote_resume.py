@@ -172,3 +172,20 @@ def test_pool_resume_reuses_the_identifier_and_never_shows_it(terp, env, tmp_pat
         assert ATOKEN not in json.dumps(journal(env, sid))
     finally:
         pool.close()
+
+
+def test_a_damaged_remote_line_is_a_new_kernel(terp, env, tmp_path, jupyter):
+    """A remote line that does not have the form (a damaged journal) is
+    not sent to the server: the resume starts a new kernel."""
+    spec = "jupyter+" + jupyter.url
+    r = terp("exec", "--sandbox", spec, "-c", "x = 1", extra_env={"JUPYTER_TOKEN": JTOKEN},
+             timeout=300)
+    assert r.rc == 0, r
+    sid = only_session(env)
+    path = os.path.join(sessions_dir(env), sid, "notebook.jsonl")
+    with open(path, "a") as f:
+        f.write(json.dumps({"t": "remote", "sandbox": spec, "session": "../x/../y"}) + "\n")
+    r = terp("exec", "--resume", sid, "--sandbox", spec, "-c", "print('x' in globals())",
+             extra_env={"JUPYTER_TOKEN": JTOKEN}, timeout=300)
+    assert r.rc == 0, r
+    assert r.out == "False\n"

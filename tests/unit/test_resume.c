@@ -160,6 +160,8 @@ Test(resume, remote_session_on_the_same_sandbox_only)
 	journal_remote(j, "aca:http://127.0.0.1:9/p", "id-one");
 	journal_remote(j, "aca:http://127.0.0.1:9/p", NULL);
 	journal_remote(j, "aca:http://127.0.0.1:9/p", "id-two");
+	/* never a password */
+	journal_remote(j, "jupyter+http://u:pw@127.0.0.1:9/b", "f/0a-1");
 	journal_close(j);
 	notebook_free(nb);
 
@@ -184,6 +186,7 @@ Test(resume, remote_session_on_the_same_sandbox_only)
 	n = (long)fread(text, 1, (1 << 16) - 1, f);
 	fclose(f);
 	cr_assert_gt(n, 0);
+	cr_assert(strstr(text, "pw@") == NULL, "%s", text);
 	{
 		int count = 0;
 		for (char *p = text; (p = strstr(p, "\"t\":\"remote\"")) != NULL; p++)
