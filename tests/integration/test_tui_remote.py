@@ -71,12 +71,13 @@ def ask(t, q):
 
 def test_status_bar_names_the_server_and_the_isolation_is_said_once(tui, jupyter):
     port = jupyter.url.rsplit(":", 1)[1]
-    t = tui()
+    # tall enough that the notice stays on screen to be counted
+    t = tui(height=60)
     s = t.wait(r"ready on jupyter 127\.0\.0\.1:%s" % port, timeout=120)
     assert "ready on jupyter 127.0.0.1:%s" % port in status(s), status(s)
     assert s.count(NOTICE) == 1, s
     assert "whatever isolation that server gives" in s, s
-    ask(t, "/py print(6 * 7)")
+    ask(t, "/py x = 6 * 7; print(x)")
     s = t.wait(r"\[1\] you · ok", timeout=120)
     assert "42" in s, s
     ask(t, "/restart")
@@ -84,8 +85,8 @@ def test_status_bar_names_the_server_and_the_isolation_is_said_once(tui, jupyter
     ask(t, "/py print('x' in dir())")
     s = t.wait(r"\[2\] you · ok", timeout=120)
     assert re.search(r"False", s), s
+    s = t.wait_for(lambda s: "ready on jupyter 127.0.0.1:%s" % port in status(s), timeout=120)
     assert s.count(NOTICE) == 1, s
-    assert "ready on jupyter 127.0.0.1:%s" % port in status(s), status(s)
     ask(t, "/quit")
     t.wait(r"EXITED rc=0", timeout=120)
 
