@@ -110,16 +110,18 @@ def test_jupyter_resume_reaches_the_same_kernel(terp, env, tmp_path, jupyter):
 
 def test_jupyter_resume_elsewhere_starts_fresh(terp, env, tmp_path, jupyter):
     """The journal's kernel is only looked for on the server it ran on:
-    a resume with the local sandbox is a new sandbox, as before."""
+    a resume with --sandbox local is a new local sandbox."""
     spec = "jupyter+" + jupyter.url
     r = terp("exec", "--sandbox", spec, "-c", "x = 1", extra_env={"JUPYTER_TOKEN": JTOKEN},
              timeout=300)
     assert r.rc == 0, r
     sid = only_session(env)
     assert len(remotes(env, sid)) == 1
-    r = terp("exec", "--resume", sid, "-c", "print('x' in globals())", timeout=300)
+    r = terp("exec", "--resume", sid, "--sandbox", "local", "-c", "print('x' in globals())",
+             timeout=300)
     assert r.rc == 0, r
     assert r.out == "False\n"
+    assert "resuming it there" not in r.err
 
 
 def test_pool_resume_reuses_the_identifier_and_never_shows_it(terp, env, tmp_path):
@@ -148,10 +150,12 @@ def test_pool_resume_reuses_the_identifier_and_never_shows_it(terp, env, tmp_pat
         assert r2.rc == 0, r2
         assert last_out(r2) == "42\n"
         assert lost_events(r2) == [], r2
-        r3 = terp("exec", "--resume", sid, "--sandbox", "aca:" + pool.endpoint,
-                  "-c", "print(y + 1)", extra_env=ee, timeout=300)
+        # without --sandbox: where the session ran, said in one line
+        r3 = terp("exec", "--resume", sid, "-c", "print(y + 1)", extra_env=ee, timeout=300)
         assert r3.rc == 0, r3
         assert r3.out == "8\n"
+        assert "terp: the session ran on aca:%s; resuming it there (--sandbox local runs "\
+            "it here)" % pool.endpoint in r3.err.splitlines(), r3
         exp = tmp_path / "nb.ipynb"
         r4 = terp("--export", sid, exp)
         assert r4.rc == 0, r4
