@@ -1268,6 +1268,8 @@ apply(const cJSON *o, struct notebook *nb, struct journal_meta *m, int first,
 	}
 	if (nb == NULL)
 		return 0;
+	if (strcmp(t, "remote") == 0)
+		return rec_remote(o, m);
 	if (strcmp(t, "kernel") == 0)
 		return rec_kernel(o, nb, m);
 	if (strcmp(t, "note") == 0)
@@ -1296,8 +1298,6 @@ apply(const cJSON *o, struct notebook *nb, struct journal_meta *m, int first,
 		return rec_net(o, nb);
 	if (strcmp(t, "installed") == 0)
 		return rec_installed(o, nb);
-	if (strcmp(t, "remote") == 0)
-		return rec_remote(o, m);
 	/* session, turn, error, notice, and version 1's text, tool_call
 	 * and answer: the record of what happened; the notebook needs
 	 * none (a reply holds its text and its calls) */

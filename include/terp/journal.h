@@ -20,6 +20,9 @@ struct journal_meta {
 	int64_t			 started;	/* unix seconds */
 	int64_t			 last_active;	/* unix seconds (file mtime) */
 	char			*provider, *model;	/* may be NULL */
+	/* The remote session the notebook ran in last ("remote" lines:
+	 * journal_remote), or NULL and NULL. Never shown. */
+	char			*remote_sandbox, *remote_session;
 	/* The data files, for a listing (journal_read_meta) only: a
 	 * notebook that journal_load builds holds them itself. */
 	struct datafile		*files;
@@ -45,9 +48,6 @@ struct journal_meta {
 	 * installed is the notebook's (notebook_package). */
 	char			**egress;
 	int			 negress;
-	/* The remote session the notebook ran in last ("remote" lines:
-	 * journal_remote), or NULL and NULL. Never shown. */
-	char			*remote_sandbox, *remote_session;
 };
 
 /* Frees what meta holds (not meta itself) and zeroes it. */
