@@ -1137,6 +1137,12 @@ agent_isolation(const struct agent *a)
 	return kernel_isolation(a->k);
 }
 
+const char *
+agent_remote_session(struct agent *a)
+{
+	return a->k != NULL ? kernel_remote_session(a->k) : NULL;
+}
+
 char *
 agent_python_label(const struct agent *a)
 {

@@ -12,6 +12,7 @@
 #include "terp/export.h"
 #include "terp/journal.h"
 #include "terp/resume.h"
+#include "terp/sanitize.h"
 #include "terp/session.h"
 #include "terp/store.h"
 #include "terp/util.h"
@@ -135,6 +136,18 @@ cli_sessions_resume(struct cli *c)
 	}
 	/* the session's /allow and /deny, over this run's --allow-host */
 	c->kopts.egress_ops = (const char *const *)c->res.meta.egress;
+	/* Resumed without --sandbox (nor sandbox = in the config): where it
+	 * ran last, a Jupyter server or pool the journal names. */
+	if (c->kopts.sandbox == NULL && c->res.meta.remote_sandbox != NULL) {
+		char *shown = sanitize_str(c->res.meta.remote_sandbox,
+		    strnlen(c->res.meta.remote_sandbox, 200), 0);
+		c->kopts.sandbox = c->res.meta.remote_sandbox;
+		fprintf(stderr, "terp: the session ran on %s; resuming it there "
+		    "(--sandbox local runs it here)\n", shown);
+		free(shown);
+	}
+	/* the remote session it ran in, when resumed on the same remote */
+	c->kopts.sandbox_session = resume_remote(&c->res, c->kopts.sandbox);
 	c->session_id = xstrdup(c->res.id);
 	fprintf(stderr, "terp: resuming session %s (%d cell%s, %d question%s)\n",
 	    c->session_id, notebook_ncells(c->res.nb),

@@ -44,6 +44,7 @@ struct journal {
 	int		  live_from, replay_from, replay_to;
 	int		  nlogged;
 	char		 *failed;
+	char		 *remote;	/* the last "remote" line's session */
 };
 
 static int64_t
@@ -561,6 +562,30 @@ journal_replay_cells(const struct journal *j, int **cells)
 	return n;
 }
 
+#define REMOTE_MAX	1024	/* a "remote" line's fields, in bytes */
+
+void
+journal_remote(struct journal *j, const char *sandbox, const char *session)
+{
+	cJSON *o;
+
+	const char *auth = sandbox ? strstr(sandbox, "://") : NULL;
+
+	if (sandbox == NULL || session == NULL || strlen(sandbox) > REMOTE_MAX ||
+	    strlen(session) > REMOTE_MAX ||
+	    (j->remote != NULL && strcmp(j->remote, session) == 0))
+		return;
+	/* a URL with user:password@ stays out of the journal */
+	if (auth != NULL && memchr(auth + 3, '@', strcspn(auth + 3, "/?#")) != NULL)
+		return;
+	free(j->remote);
+	j->remote = xstrdup(session);
+	o = rec("remote");
+	add_str(o, "sandbox", sandbox);
+	add_str(o, "session", session);
+	put(j, o, 1);	/* a crash is when a resume needs it */
+}
+
 void
 journal_note(struct journal *j, const char *kind, const char *text)
 {
@@ -618,6 +643,7 @@ journal_free(struct journal *j)
 	free(j->path);
 	free(j->logged);
 	free(j->failed);
+	free(j->remote);
 	free(j);
 }
 
@@ -751,6 +777,8 @@ journal_reopen(const char *sessions_dir, const char *id, struct notebook *nb,
 	state_lost(&j->live_from, &j->replay_from, &j->replay_to,
 	    notebook_ncells(nb));
 	put(j, rec("resume"), 0);
+	/* journal_remote writes a remote session again only when it changed */
+	j->remote = meta->remote_session ? xstrdup(meta->remote_session) : NULL;
 	/* The tool results the loader's repair added are not in the file
 	 * yet (the loader puts each back at its place). */
 	for (int i = 0; i < meta->nrepaired; i++)
@@ -791,6 +819,8 @@ journal_meta_free(struct journal_meta *m)
 	for (int i = 0; i < m->negress; i++)
 		free(m->egress[i]);
 	free(m->egress);
+	free(m->remote_sandbox);
+	free(m->remote_session);
 	memset(m, 0, sizeof *m);
 }
 
@@ -1141,6 +1171,23 @@ rec_note(const cJSON *o, struct notebook *nb, struct journal_meta *m)
 	return 0;
 }
 
+/* The remote session the notebook ran in: the last one counts. The
+ * backend checks the session's form again before it uses it. */
+static int
+rec_remote(const cJSON *o, struct journal_meta *m)
+{
+	const char *sb = jstr(o, "sandbox"), *se = jstr(o, "session");
+
+	if (sb == NULL || se == NULL || strlen(sb) > REMOTE_MAX ||
+	    strlen(se) > REMOTE_MAX)
+		return -1;
+	free(m->remote_sandbox);
+	free(m->remote_session);
+	m->remote_sandbox = xstrdup(sb);
+	m->remote_session = xstrdup(se);
+	return 0;
+}
+
 /* An egress attempt, as it ended (netlog_parse checks it again). */
 static int
 rec_net(const cJSON *o, struct notebook *nb)
@@ -1221,6 +1268,8 @@ apply(const cJSON *o, struct notebook *nb, struct journal_meta *m, int first,
 	}
 	if (nb == NULL)
 		return 0;
+	if (strcmp(t, "remote") == 0)
+		return rec_remote(o, m);
 	if (strcmp(t, "kernel") == 0)
 		return rec_kernel(o, nb, m);
 	if (strcmp(t, "note") == 0)

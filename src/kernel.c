@@ -531,6 +531,12 @@ kernel_where(const struct kernel *k)
 }
 
 const char *
+kernel_remote_session(struct kernel *k)
+{
+	return k->remote.ops != NULL ? kernel_backend_session(&k->remote) : NULL;
+}
+
+const char *
 kernel_isolation(const struct kernel *k)
 {
 	return k->remote.isolation;

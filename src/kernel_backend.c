@@ -88,9 +88,14 @@ where_of(int kind, const char *spec)
 	return w;
 }
 
-/* The output of sh -c cmd, first line, or NULL with *err. Runs at
- * start-up, before the loop: the command (an `az` or a secret store)
- * is the user's own. */
+/* The output of sh -c cmd, first line, or NULL with *err. It runs
+ * once, from kernel_new, which every frontend calls (through
+ * session_new) before its loop runs and before the TUI takes the
+ * screen: nothing is frozen while it runs, and the command (an `az`
+ * or a secret store) may talk to the user's terminal. A Jupyter token
+ * does not expire; a pool's does, so kernel_aca.c runs its command
+ * itself, in a child the loop polls, and caches the token until it
+ * expires. */
 static char *
 token_from_cmd(const char *cmd, char **err)
 {
@@ -108,15 +113,21 @@ token_from_cmd(const char *cmd, char **err)
 	buf[n] = '\0';
 	st = pclose(fp);
 	if (st == -1 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+		explicit_bzero(buf, n);
 		free(buf);
-		*err = xstrdup("the token command failed (it is run with sh -c; its "
-		    "output is not shown)");
+		if (st != -1 && WIFEXITED(st))
+			*err = xasprintf("the token command (--sandbox-token-cmd) failed "
+			    "with exit status %d (it is run with sh -c; its output is not "
+			    "shown)", WEXITSTATUS(st));
+		else
+			*err = xstrdup("the token command (--sandbox-token-cmd) failed (it "
+			    "is run with sh -c; its output is not shown)");
 		return NULL;
 	}
 	buf[strcspn(buf, "\r\n")] = '\0';
 	if (buf[0] == '\0') {
 		free(buf);
-		*err = xstrdup("the token command printed no token");
+		*err = xstrdup("the token command (--sandbox-token-cmd) printed no token");
 		return NULL;
 	}
 	return buf;
@@ -231,6 +242,8 @@ cb_installed(void *arg, int cell, const char *name, const char *version)
 
 /* ------------------------------------------------------------ jupyter */
 
+static const struct kernel_ops failed_ops;
+
 static void j_free(void *b) { jupyter_free(b); }
 static int j_start(void *b, char **err) { return jupyter_start(b, err); }
 
@@ -243,9 +256,21 @@ static char *j_stage(void *b, const char *p, char **err) { return jupyter_stage(
 static enum kernel_state j_state(const void *b) { return jupyter_state(b); }
 static int j_busy(const void *b) { return jupyter_busy(b); }
 
+/* "FOLDER/KERNELID": the session folder without its "terp-" (what
+ * jupyter_opts.session takes) and the kernel; neither has a '/'. */
+static char *
+j_session(const void *b)
+{
+	const char *dir = jupyter_session_dir(b), *id = jupyter_kernel_id(b);
+
+	if (dir == NULL || id == NULL || strncmp(dir, "terp-", 5) != 0)
+		return NULL;
+	return xasprintf("%s/%s", dir + 5, id);
+}
+
 static const struct kernel_ops jupyter_ops = {
 	j_free, j_start, j_stop, j_run, j_interrupt, j_reset, j_restart, j_stage,
-	j_state, j_busy,
+	j_state, j_busy, j_session,
 };
 
 #define JUPYTER_NOTE \
@@ -264,8 +289,13 @@ jupyter_build(struct loop *l, const struct kernel_opts *o, struct kernel_backend
 	jupyter_opts_default(jo);
 	jo->url = o->sandbox;		/* the "jupyter+" prefix is accepted */
 	if (o->sandbox_token_cmd != NULL) {
-		kb->token = token_from_cmd(o->sandbox_token_cmd, &err);
-		free(err);	/* the server's 401 then says what to fix */
+		if ((kb->token = token_from_cmd(o->sandbox_token_cmd, &err)) == NULL) {
+			/* every call says so, in one line, from start on */
+			free(jo);
+			kb->ops = &failed_ops;
+			kb->b = err;
+			return;
+		}
 	} else {
 		const char *v = getenv(o->sandbox_token_env ? o->sandbox_token_env :
 		    JUPYTER_TOKEN_ENV);
@@ -273,6 +303,23 @@ jupyter_build(struct loop *l, const struct kernel_opts *o, struct kernel_backend
 	}
 	jo->token = kb->token;
 	jo->kernel_name = o->jupyter_kernel;
+	if (o->sandbox_session != NULL) {
+		/* a resumed session: its folder and kernel (j_session's form;
+		 * jupyter_start checks both) */
+		const char *ss = o->sandbox_session, *slash = strchr(ss, '/');
+		size_t nf = slash ? (size_t)(slash - ss) : 0;
+		/* a malformed one (a damaged journal) is a new kernel */
+		if (slash != NULL && nf > 0 && nf <= 64 && strspn(ss, "abcdefghijklmnopq"
+		    "rstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") == nf &&
+		    slash[1] != '\0' && strlen(slash + 1) <= 128 &&
+		    strspn(slash + 1, "0123456789abcdefABCDEF-") == strlen(slash + 1)) {
+			kb->jsession = xstrndup(o->sandbox_session,
+			    (size_t)(slash - o->sandbox_session));
+			kb->jkernel = xstrdup(slash + 1);
+			jo->session = kb->jsession;
+			jo->kernel_id = kb->jkernel;
+		}
+	}
 	jo->out_dir = o->out_dir;
 	jo->data_files = o->data_files;
 	jo->ndata = o->ndata;
@@ -310,9 +357,17 @@ static char *a_stage(void *b, const char *p, char **err) { return aca_stage(b, p
 static enum kernel_state a_state(const void *b) { return aca_state(b); }
 static int a_busy(const void *b) { return aca_busy(b); }
 
+static char *
+a_session(const void *b)
+{
+	const char *id = aca_identifier(b);
+
+	return id != NULL && *id != '\0' ? xstrdup(id) : NULL;
+}
+
 static const struct kernel_ops aca_ops = {
 	a_free, a_start, a_stop, a_run, a_interrupt, a_reset, a_restart, a_stage,
-	a_state, a_busy,
+	a_state, a_busy, a_session,
 };
 
 #define ACA_ISOLATION \
@@ -360,7 +415,7 @@ static int f_busy(const void *b) { (void)b; return 0; }
 
 static const struct kernel_ops failed_ops = {
 	f_free, f_start, f_stop, f_run, f_interrupt, f_start, f_start, f_stage,
-	f_state, f_busy,
+	f_state, f_busy, NULL,
 };
 
 /* ------------------------------------------------------------ public */
@@ -406,6 +461,24 @@ kernel_backend_start(struct kernel_backend *kb, char **err)
 	return rc;
 }
 
+const char *
+kernel_backend_session(struct kernel_backend *kb)
+{
+	char *s;
+
+	if (kb->ops == NULL || kb->ops->session == NULL)
+		return NULL;
+	s = kb->ops->session(kb->b);
+	if (s == NULL)
+		return kb->session;	/* between two kernels: the last one */
+	if (kb->session != NULL) {
+		explicit_bzero(kb->session, strlen(kb->session));
+		free(kb->session);
+	}
+	kb->session = s;
+	return s;
+}
+
 void
 kernel_backend_free(struct kernel_backend *kb)
 {
@@ -417,6 +490,12 @@ kernel_backend_free(struct kernel_backend *kb)
 		free(kb->deferred[i].msg);
 	free(kb->where);
 	free(kb->opts);
+	free(kb->jsession);
+	free(kb->jkernel);
+	if (kb->session != NULL) {
+		explicit_bzero(kb->session, strlen(kb->session));
+		free(kb->session);
+	}
 	if (kb->token != NULL) {
 		explicit_bzero(kb->token, strlen(kb->token));
 		free(kb->token);

@@ -1140,7 +1140,7 @@ ssh_free(void *b)
 
 static const struct kernel_ops ssh_ops = {
 	ssh_free, ssh_start, ssh_stop, ssh_run, ssh_interrupt, ssh_reset, ssh_restart,
-	ssh_stage, ssh_state, ssh_busy,
+	ssh_stage, ssh_state, ssh_busy, NULL,	/* a reconnect is a new session */
 };
 
 #define SSH_ISOLATION \

@@ -111,6 +111,17 @@ resume_list_text(const struct journal_meta *l, int n)
 	return buf_take(&b);
 }
 
+/* The first line of the model's note on a resume: in a new sandbox,
+ * or reaching the same remote session again. */
+#define NOTE_NEW "Note: this session was resumed in a new Python sandbox. " \
+	"The variables and imports of the earlier cells are gone until they " \
+	"are re-created (the user can replay the cells that succeeded); the " \
+	"data files are staged again.\n"
+#define NOTE_REMOTE "Note: this session was resumed; terp reaches the same " \
+	"remote Python session again, so the variables and imports of the " \
+	"earlier cells are still there unless a note says that its state was " \
+	"lost; the data files are staged again.\n"
+
 int
 resume_prepare(const char *sessions_dir, const char *id, struct resume *r,
     char **err)
@@ -169,11 +180,7 @@ resume_prepare(const char *sessions_dir, const char *id, struct resume *r,
 	{
 		struct buf m;
 		buf_init(&m, 1 << 20);
-		buf_adds(&m, "Note: this session was resumed in a new Python "
-		    "sandbox. The variables and imports of the earlier cells "
-		    "are gone until they are re-created (the user can replay "
-		    "the cells that succeeded); the data files are staged "
-		    "again.\n");
+		buf_adds(&m, NOTE_NEW);
 		if (note.len > 0) {
 			buf_adds(&m, "Since the session started:\n");
 			buf_add(&m, note.data, note.len);
@@ -184,6 +191,24 @@ resume_prepare(const char *sessions_dir, const char *id, struct resume *r,
 	r->warnings = warn.len ? buf_take(&warn) : NULL;
 	buf_free(&warn);
 	return 0;
+}
+
+const char *
+resume_remote(struct resume *r, const char *sandbox)
+{
+	char *note;
+
+	if (sandbox == NULL || r->meta.remote_sandbox == NULL ||
+	    r->meta.remote_session == NULL ||
+	    strcmp(sandbox, r->meta.remote_sandbox) != 0)
+		return NULL;
+	if (r->model_note != NULL &&
+	    strncmp(r->model_note, NOTE_NEW, strlen(NOTE_NEW)) == 0) {
+		note = xasprintf("%s%s", NOTE_REMOTE, r->model_note + strlen(NOTE_NEW));
+		free(r->model_note);
+		r->model_note = note;
+	}
+	return r->meta.remote_session;
 }
 
 void

@@ -39,6 +39,7 @@ struct session {
 	event_fn	 show;
 	void		*arg;
 	const char	*id, *dir;	/* for EV_SESSION */
+	const char	*sandbox;	/* --sandbox, for journal_remote */
 	int		*file_state;	/* a resume's, per file of nb; or NULL */
 	int		 nfile_state;
 	const char	**data_files;	/* given on the command line */
@@ -539,6 +540,9 @@ on_event(void *arg, const struct event *ev)
 
 	if (s->j != NULL) {
 		journal_event(s->j, ev);
+		/* the remote session a resume is to reach again */
+		if (ev->type == EV_KERNEL && s->agent != NULL && !s->closing)
+			journal_remote(s->j, s->sandbox, agent_remote_session(s->agent));
 		journal_check(s);
 	}
 	s->show(s->arg, ev);
@@ -613,6 +617,7 @@ session_new(const struct session_opts *o, char **warn, char **err)
 	s->arg = o->arg;
 	s->id = o->id;
 	s->dir = o->kopts->session_dir;
+	s->sandbox = o->kopts->sandbox;
 	s->idle_ms = o->idle_ms;
 	s->max_ms = o->max_ms;
 	if (o->llm != NULL && (s->llm = llm_new(s->loop, o->llm, err)) == NULL) {

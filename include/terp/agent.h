@@ -74,6 +74,9 @@ void agent_stop_sandbox(struct agent *a, const char *why);
  * the line on its isolation (kernel_isolation; else NULL): the agent's. */
 const char *agent_where(const struct agent *a);
 const char *agent_isolation(const struct agent *a);
+/* The remote session's identity for the journal (kernel_remote_session;
+ * never shown), or NULL. */
+const char *agent_remote_session(struct agent *a);
 /* Which Python the session runs, for the status bar (kernel_python_label:
  * "Python 3.11.2 (virtualenv ...)"): a new string, or NULL before the
  * probe, without a pyenv, or for a remote session. */

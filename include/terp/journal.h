@@ -20,6 +20,9 @@ struct journal_meta {
 	int64_t			 started;	/* unix seconds */
 	int64_t			 last_active;	/* unix seconds (file mtime) */
 	char			*provider, *model;	/* may be NULL */
+	/* The remote session the notebook ran in last ("remote" lines:
+	 * journal_remote), or NULL and NULL. Never shown. */
+	char			*remote_sandbox, *remote_session;
 	/* The data files, for a listing (journal_read_meta) only: a
 	 * notebook that journal_load builds holds them itself. */
 	struct datafile		*files;
@@ -82,6 +85,11 @@ void journal_change(struct journal *j, const struct nb_change *ch);
  * sandbox's states, turns, errors, notices; and syncs at a question's
  * edges. */
 void journal_event(struct journal *j, const struct event *ev);
+/* Records the remote session the Python runs in (sandbox: the
+ * --sandbox spec; session: kernel_remote_session's string), so that a
+ * resume on the same sandbox reaches it again; once per change, synced.
+ * NULL for either: nothing is written. The record is never shown. */
+void journal_remote(struct journal *j, const char *sandbox, const char *session);
 /* Records a line of terp's own (replay, idle stop...). */
 void journal_note(struct journal *j, const char *kind, const char *text);
 

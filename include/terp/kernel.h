@@ -78,8 +78,9 @@ struct kernel_opts {
 	const char	*sandbox_token_cmd;
 	const char	*sandbox_token_env;
 	const char	*jupyter_kernel;	/* kernelspec name; NULL: the server's default */
-	/* A session pool's session identifier to reach again (--resume),
-	 * or NULL for a new one. */
+	/* The remote session to reach again (--resume), as
+	 * kernel_remote_session gave it when the session ran on the same
+	 * sandbox; NULL for a new one. Never shown. */
 	const char	*sandbox_session;
 	const char	*ssh_terp;	/* the remote's terp command; NULL: "terp" */
 	const char	*ssh_command;	/* the ssh client and its options; NULL: "ssh" */
@@ -218,6 +219,13 @@ const char *kernel_prompt_note(const struct kernel *k);
  * note after a restart ("files under /workspace are kept"), or NULL
  * when the backend cannot say. Static string. */
 const char *kernel_files_note(const struct kernel *k);
+/* The remote session's identity, for the journal only, so that a
+ * resume reaches the same session (kernel_opts.sandbox_session): a
+ * pool's session identifier, a Jupyter server's folder and kernel id.
+ * NULL for the local sandbox and ssh, and until known. Never to be
+ * shown (it is all it takes to reach a pool's session). Owned by k,
+ * valid until the next call into the kernel. */
+const char *kernel_remote_session(struct kernel *k);
 /* Whether opts->sandbox names a remote backend (a remote needs neither
  * bwrap nor a local Python). */
 int kernel_opts_remote(const struct kernel_opts *opts);

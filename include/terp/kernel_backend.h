@@ -29,6 +29,10 @@ struct kernel_ops {
 	char		*(*stage)(void *b, const char *host_path, char **err);
 	enum kernel_state (*state)(const void *b);
 	int		 (*busy)(const void *b);
+	/* The remote session's identity for the journal (new string), or
+	 * NULL; kernel_opts.sandbox_session gives it back. May be NULL
+	 * (a backend with nothing to reach again: ssh). */
+	char		*(*session)(const void *b);
 };
 
 /* A built backend: its table, its object, and what to say about it. */
@@ -41,6 +45,8 @@ struct kernel_backend {
 	const char		*files_note;	/* what a restart does to files, or NULL */
 	char			*token;		/* kept for the backend's life; never shown */
 	void			*opts;		/* the backend's options (they outlive it) */
+	char			*session;	/* the last ops->session; never shown */
+	char			*jsession, *jkernel;	/* a resumed Jupyter kernel's */
 
 	/* The callbacks go through here: a death the backend reports from
 	 * inside start (a missing token, a bad endpoint) is passed on from
@@ -75,6 +81,14 @@ void kernel_backend_new(struct loop *l, const struct kernel_opts *o,
     const struct kernel_cbs *cbs, void *arg, struct kernel_backend *kb);
 /* Starts it (ops->start); the states it reports meanwhile come after. */
 int kernel_backend_start(struct kernel_backend *kb, char **err);
+/* The remote session's identity, for the journal only (so that
+ * --resume reaches the same session: kernel_opts.sandbox_session takes
+ * it back): a pool's session identifier; a Jupyter server's session
+ * folder and kernel id ("FOLDER/KERNELID"). NULL when the backend has
+ * none (ssh) or does not know it yet. Never shown: a pool's identifier
+ * is all it takes to reach its session. Owned by kb, valid until the
+ * next call. */
+const char *kernel_backend_session(struct kernel_backend *kb);
 /* Frees the backend (its session is shut down) and what kb holds. */
 void kernel_backend_free(struct kernel_backend *kb);
 

@@ -200,3 +200,27 @@ def test_a_death_inside_start_ends_exec(terp):
              extra_env={"TERP_ACA_TOKEN": "bad"}, timeout=120)
     assert r.rc == 4, r
     assert "terp: the environment variable TERP_ACA_TOKEN holds no token" in r.err, r
+
+
+def test_jupyter_token_from_a_command(terp, jupyter):
+    """--sandbox-token-cmd: its first line is the token (run once, before
+    the loop); a command that fails ends the run with one line that says
+    so, instead of the server's 401."""
+    spec = "jupyter+" + jupyter.url
+    r = terp("exec", "--sandbox", spec, "--sandbox-token-cmd", "printf '%s\\n' " + JTOKEN,
+             "-c", "print(6 * 7)", timeout=300)
+    assert r.rc == 0, r
+    assert r.out == "42\n"
+    assert JTOKEN not in r.err
+    r = terp("exec", "--sandbox", spec, "--sandbox-token-cmd", "echo " + JTOKEN + "; exit 3",
+             "-c", "print(1)", timeout=300)
+    assert r.rc == 4, r
+    lines = [x for x in r.err.splitlines() if "token" in x]
+    assert lines == ["terp: the token command (--sandbox-token-cmd) failed with exit status 3 "
+                     "(it is run with sh -c; its output is not shown)"], r.err
+    assert JTOKEN not in r.err + r.out
+    r = terp("exec", "--sandbox", spec, "--sandbox-token-cmd", "true", "-c", "print(1)",
+             timeout=300)
+    assert r.rc == 4, r
+    assert [x for x in r.err.splitlines() if "token" in x] == [
+        "terp: the token command (--sandbox-token-cmd) printed no token"], r.err

@@ -308,3 +308,59 @@ def test_remote_sandbox_cannot_start(terp, tmp_path, sshd):
     assert r.rc == 4, r
     line = one_line(r, "terp: on box: ")
     assert "/nonexistent/python3" in line
+
+
+def test_reconnect_is_a_new_folder_with_the_data_staged_again(env, tmp_path, sshd):
+    """After a dropped connection the next cell runs in a new session
+    folder there: what the code wrote is gone, the data file (a local
+    one, streamed up again) is there, and the loss is said."""
+    (tmp_path / "d.csv").write_text("a\n1\n")
+    r = Run(env, tmp_path, *flags(sshd),
+            "-c", "open('/workspace/mine.txt', 'w').write('x')\n"
+                  "print(open('/workspace/data/d.csv').read().split())",
+            "-c", WAIT,
+            "-c", "import os\nprint(os.path.exists('/workspace/mine.txt'), "
+                  "open('/workspace/data/d.csv').read().split())",
+            "d.csv")
+    r.printed(2, "waiting\n")
+    [ssh] = [p for p in children(r.p.pid)
+             if Path("/proc/%s/comm" % p).read_text().strip() == "ssh"]
+    os.kill(int(ssh), signal.SIGKILL)
+    rc = r.finish()
+    assert rc == 4, r.err
+    assert [e["status"] for e in r.of("result")] == ["ok", "crashed", "ok"], r.err
+    out = {c: "".join(e["text"] for e in r.of("stdout") if e["cell"] == c) for c in (1, 3)}
+    assert out == {1: "['a', '1']\n", 3: "False ['a', '1']\n"}, out
+    ups = [e["message"] for e in r.of("kernel") if e["message"].startswith("uploading d.csv")]
+    assert ups, [e["message"] for e in r.of("kernel")]
+    msgs = [e["message"] for e in r.of("kernel")]
+    assert any(m.startswith("restarted: reconnecting to box") for m in msgs), msgs
+
+
+def test_remote_serve_gets_the_limits_only(env, tmp_path, sshd):
+    """What terp puts on the remote's command line: `terp serve` with
+    --timeout and --grace, never a local path (the session, output or
+    data folders) nor a token."""
+    wrapper = tmp_path / "ssh-wrap"
+    log = tmp_path / "ssh-argv"
+    wrapper.write_text("#!/bin/sh\nfor a in \"$@\"; do printf '%%s\\n' \"$a\" >> %s; done\n"
+                       "exec ssh \"$@\"\n" % log)
+    wrapper.chmod(0o755)
+    (tmp_path / "d.csv").write_text("a\n1\n")
+    cmd = sshd.config().replace("ssh ", str(wrapper) + " ", 1)
+    e = dict(env, JUPYTER_TOKEN="tok-jupyter-77aa", TERP_ACA_TOKEN="tok-aca-88bb")
+    p = subprocess.run([str(TERP), "exec", "--sandbox", "ssh://box", "--ssh-command", cmd,
+                        "--ssh-terp", REMOTE_TERP, "--timeout", "7s", "--grace", "2s",
+                        "--memory", "3G", "--sandbox-token-cmd", "echo tok-cmd-99cc",
+                        "-c", "print(1)", "d.csv"],
+                       capture_output=True, text=True, env=e, cwd=tmp_path, timeout=HANG)
+    assert p.returncode == 0, p.stderr
+    argv = log.read_text().splitlines()
+    remote = argv[argv.index("--") + 1:]
+    assert remote == ["%s serve --python /usr/bin/python3 --timeout 7000ms --grace 2000ms"
+                      % TERP], argv
+    text = "\n".join(argv)
+    for secret in ("tok-jupyter-77aa", "tok-aca-88bb", "tok-cmd-99cc"):
+        assert secret not in text
+    assert str(tmp_path) not in "\n".join(remote)
+    assert env["XDG_STATE_HOME"] not in text

@@ -139,6 +139,67 @@ Test(resume, unchanged_files_no_warnings)
 	free(dir);
 }
 
+/* The remote session: the last "remote" line counts, written once per
+ * change (a reopened journal knows the last one), reached again only
+ * on the same sandbox, and the model's note then says the state may be
+ * there still. */
+Test(resume, remote_session_on_the_same_sandbox_only)
+{
+	char *dir = tmpdir(), *err = NULL;
+	struct journal_info info = { 0 };
+	struct notebook *nb = notebook_new();
+	struct journal *j = journal_create(dir, NULL, &info, nb, &err);
+	char *id, *path, *text;
+	struct resume r;
+	FILE *f;
+	long n;
+
+	cr_assert_not_null(j, "%s", err);
+	id = xstrdup(journal_id(j));
+	journal_remote(j, "aca:http://127.0.0.1:9/p", "id-one");
+	journal_remote(j, "aca:http://127.0.0.1:9/p", "id-one");
+	journal_remote(j, "aca:http://127.0.0.1:9/p", NULL);
+	journal_remote(j, "aca:http://127.0.0.1:9/p", "id-two");
+	/* never a password */
+	journal_remote(j, "jupyter+http://u:pw@127.0.0.1:9/b", "f/0a-1");
+	journal_close(j);
+	notebook_free(nb);
+
+	cr_assert_eq(resume_prepare(dir, id, &r, &err), 0, "%s", err);
+	cr_assert_str_eq(r.meta.remote_session, "id-two");
+	cr_assert_null(resume_remote(&r, NULL));
+	cr_assert_null(resume_remote(&r, "aca:http://127.0.0.1:9/other"));
+	cr_assert(strstr(r.model_note, "in a new Python sandbox") != NULL);
+	cr_assert_str_eq(resume_remote(&r, "aca:http://127.0.0.1:9/p"), "id-two");
+	cr_assert(strstr(r.model_note, "reaches the same remote Python session") != NULL);
+	cr_assert(strstr(r.model_note, "new Python sandbox") == NULL);
+	j = journal_reopen(dir, id, r.nb, &r.meta, &err);
+	cr_assert_not_null(j, "%s", err);
+	journal_remote(j, "aca:http://127.0.0.1:9/p", "id-two");
+	journal_close(j);
+	resume_free(&r);
+
+	path = xasprintf("%s/%s/notebook.jsonl", dir, id);
+	f = fopen(path, "r");
+	cr_assert_not_null(f);
+	text = xcalloc(1, 1 << 16);
+	n = (long)fread(text, 1, (1 << 16) - 1, f);
+	fclose(f);
+	cr_assert_gt(n, 0);
+	cr_assert(strstr(text, "pw@") == NULL, "%s", text);
+	{
+		int count = 0;
+		for (char *p = text; (p = strstr(p, "\"t\":\"remote\"")) != NULL; p++)
+			count++;
+		cr_assert_eq(count, 2, "%s", text);
+	}
+	free(text);
+	free(path);
+	free(id);
+	rm_rf(dir);
+	free(dir);
+}
+
 Test(resume, list_text)
 {
 	char *dir = tmpdir(), *err = NULL, *t;
