@@ -124,3 +124,17 @@ def test_the_notebook_shows_the_copy_and_the_rename(tmp_path):
         t.wait(r"EXITED rc=0")
     finally:
         t.close()
+
+
+# Issue 12, item 19: a plotting cell that raised saves no figure.
+
+def test_a_failed_plotting_cell_saves_no_figure(terp, tmp_path):
+    r = terp("exec", "--json",
+             "-c", "import matplotlib\nmatplotlib.use('Agg')\nimport matplotlib.pyplot as plt\n"
+                   "fig = plt.figure()\nplt.plot(undefined_name)",
+             "-c", "print('next')",
+             "-c", "plt.figure()\nplt.plot([1, 2])")
+    assert [e["status"] for e in r.results()] == ["error", "ok", "ok"], r
+    # the failed cell's figure is neither saved with it nor with the next
+    assert [(a["cell"], a["name"]) for a in r.of("artifact")] == [(3, "figure-3-1.png")], r
+    assert sorted(os.listdir(tmp_path / "out")) == ["figure-3-1.png"]
