@@ -325,7 +325,20 @@ notebook_insert_tool_result(struct notebook *nb, int at, const char *id,
 		add_message(nb, m);
 		return;
 	}
-	cJSON_InsertItemInArray(nb->messages, at, m);
+	/* Not cJSON_InsertItemInArray: Debian's cJSON 1.7.15 (+deb12u4)
+	 * refuses every index but 0 and the end, and the result was lost
+	 * while the questions' indexes moved on. The tail is moved. */
+	{
+		cJSON *tail = cJSON_CreateArray();
+		while (cJSON_GetArraySize(nb->messages) > at)
+			cJSON_AddItemToArray(tail, cJSON_DetachItemFromArray(
+			    nb->messages, at));
+		cJSON_AddItemToArray(nb->messages, m);
+		while (cJSON_GetArraySize(tail) > 0)
+			cJSON_AddItemToArray(nb->messages,
+			    cJSON_DetachItemFromArray(tail, 0));
+		cJSON_Delete(tail);
+	}
 	for (int i = 0; i < nb->nqs; i++)
 		if (nb->qs[i]->msg >= at)
 			nb->qs[i]->msg++;
