@@ -809,6 +809,7 @@ meta_add_file(struct journal_meta *m, struct notebook *nb, const cJSON *f)
 			.size = (uint64_t)jnum(f, "size", 0),
 			.mtime = (int64_t)jnum(f, "mtime", 0),
 			.fingerprint = (char *)jstr(f, "fp"),
+			.recorded = (char *)jstr(f, "sandbox"),
 		};
 		notebook_add_file(nb, &d);
 		return;
