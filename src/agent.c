@@ -351,6 +351,7 @@ fail_question_as(struct agent *a, const char *msg, enum error_kind kind,
 		ev.llm_err = e->kind;
 		ev.http_status = e->http_status;
 	}
+	notebook_question_unanswered(a->nb, msg);	/* for an export */
 	emit(a, &ev);
 	finish_question(a);
 }

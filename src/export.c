@@ -27,6 +27,7 @@ struct walker {
 	export_walk_fn		 emit;
 	void			*arg;
 	int			 final;		/* the reply emitted is an answer */
+	const struct question	*q;		/* the question emitted last */
 };
 
 static const char *
@@ -102,6 +103,7 @@ walk(struct walker *w)
 			 * it (hand-run cells appear as cells of their own) */
 			const struct question *q = notebook_question_at(w->nb, i);
 			emit_cells_before(w, next_called_cell(w->nb, msgs, i));
+			w->q = q;
 			w->emit(w->arg, EXPORT_QUESTION, q ? q->text :
 			    content ? content : "", NULL);
 		} else if (strcmp(role, "assistant") == 0) {
@@ -505,6 +507,29 @@ paths_setup(const struct paths *p)
 
 /* ---- ipynb ------------------------------------------------------------ */
 
+static void add_md_text(struct buf *b, const char *s);
+
+/* "*No answer: cancelled by the user*" under a question that ended
+ * without one (else a question alone reads as if it were never
+ * finished, or as if the cells after it answered it). */
+static void
+add_unanswered(struct buf *b, const struct question *q)
+{
+	char *why;
+	size_t n;
+
+	if (q == NULL || q->unanswered == NULL)
+		return;
+	n = strlen(q->unanswered);
+	if (n > 300)
+		n = utf8_complete_prefix(q->unanswered, 300);
+	why = xstrndup(q->unanswered, n);
+	buf_adds(b, "\n*No answer: ");
+	add_md_text(b, why);
+	buf_adds(b, n < strlen(q->unanswered) ? "…*\n" : "*\n");
+	free(why);
+}
+
 struct nbw {
 	cJSON		*cells;
 	int		 nmd;
@@ -714,6 +739,7 @@ ipynb_item(void *arg, enum export_item k, const char *text, const struct cell *c
 			buf_addc(&b, '\n');
 			p += n + (nl != NULL);
 		}
+		add_unanswered(&b, iw->nums.w->q);
 	} else {
 		buf_adds(&b, fixed);
 		nums_item(&iw->nums, k, fixed, c, &b);
@@ -1077,6 +1103,7 @@ md_item(void *arg, enum export_item k, const char *text, const struct cell *c)
 			buf_addc(&mw->b, '\n');
 			p += n + (nl != NULL);
 		}
+		add_unanswered(&mw->b, mw->nums.w->q);
 		buf_addc(&mw->b, '\n');
 	} else {
 		buf_adds(&mw->b, t);

@@ -109,6 +109,7 @@ notebook_free(struct notebook *nb)
 	for (int i = 0; i < nb->nqs; i++) {
 		free(nb->qs[i]->text);
 		free(nb->qs[i]->notes);
+		free(nb->qs[i]->unanswered);
 		free(nb->qs[i]);
 	}
 	free(nb->qs);
@@ -390,6 +391,25 @@ notebook_question(const struct notebook *nb, int i)
 	if (i < 0 || i >= nb->nqs)
 		return NULL;
 	return nb->qs[i];
+}
+
+void
+notebook_question_unanswered(struct notebook *nb, const char *why)
+{
+	struct question *q = nb->nqs > 0 ? nb->qs[nb->nqs - 1] : NULL;
+	int n = cJSON_GetArraySize(nb->messages);
+
+	if (q == NULL || why == NULL || q->unanswered != NULL)
+		return;
+	for (int i = q->msg + 1; i < n; i++) {
+		const cJSON *m = cJSON_GetArrayItem(nb->messages, i);
+		const cJSON *role = cJSON_GetObjectItemCaseSensitive(m, "role");
+		if (cJSON_IsString(role) && strcmp(role->valuestring, "assistant") == 0 &&
+		    cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(m,
+		    "tool_calls")) == 0)
+			return;
+	}
+	q->unanswered = xstrdup(why);
 }
 
 const struct question *

@@ -214,3 +214,36 @@ def test_an_export_that_reads_data_reruns_in_jupyter(terp, env, tmp_path):
         out = ipynb.parent / "out"
         assert (out / "v.png").read_bytes()[:4] == b"\x89PNG"
         assert (out / "w.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_a_cancelled_question_exports_with_its_text_and_why(env, tmp_path):
+    import signal
+    sys.path.insert(0, os.path.join(ROOT, "tests"))
+    from fake_model import FakeModel
+    srv = FakeModel({"turns": [{"openai": {"text": "late"}, "delay": 600}]},
+                    str(tmp_path / "model.jsonl"))
+    port = srv.start()
+    try:
+        p = subprocess.Popen([str(TERP), "-p", "Which month was best?", "--json",
+                              "--provider", "openai", "--base-url",
+                              "http://127.0.0.1:%d/v1" % port],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             cwd=tmp_path, env=dict(env, OPENAI_API_KEY="sk-test"))
+        for line in p.stdout:
+            if json.loads(line)["type"] == "request":
+                break
+        p.send_signal(signal.SIGINT)
+        p.communicate(timeout=120)
+    finally:
+        srv.stop()
+    assert p.returncode == 130
+    sid = session_dir(env).name
+    for name in ("nb.ipynb", "nb.md"):
+        r = subprocess.run([str(TERP), "--export", sid, str(tmp_path / name)], env=env,
+                           cwd=tmp_path, capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0, r.stderr
+    nb = json.loads((tmp_path / "nb.ipynb").read_text())
+    assert ["".join(c["source"]) for c in nb["cells"]] == [
+        "**Question:**\n\n> Which month was best?\n\n*No answer: cancelled by the user*\n"]
+    assert "## Question\n\n> Which month was best?\n\n*No answer: cancelled by the user*\n" \
+        in (tmp_path / "nb.md").read_text()
