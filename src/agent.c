@@ -362,8 +362,8 @@ fail_question(struct agent *a, const char *msg, enum error_kind kind)
 	fail_question_as(a, msg, kind, NULL);
 }
 
-/* Non-blank lines in the n bytes at p, and their bytes past the first
- * 200 of each (a "line" of a whole paragraph is no one line). */
+/* Non-blank lines in the n bytes at p, each 200 bytes of a line
+ * counting as one more (a paragraph on one line is no one line). */
 static int
 prose_lines(const char *p, size_t n)
 {
@@ -403,7 +403,6 @@ static char *
 fallback_code(const char *text, int local)
 {
 	const char *open = strstr(text, "```python"), *b, *e;
-	size_t tail;
 	cJSON *j;
 	char *code = NULL;
 
@@ -440,10 +439,9 @@ fallback_code(const char *text, int local)
 		if (code == NULL)
 			return NULL;
 	}
-	tail = strlen(e);
 	{
 		int before = prose_lines(text, (size_t)(b - text));
-		int after = prose_lines(e, tail);
+		int after = prose_lines(e, strlen(e));
 		if (before + after <= 1 || (local && after == 0 && before <= 5))
 			return code;
 	}
