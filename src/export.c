@@ -315,14 +315,25 @@ path_char(int ch)
 }
 
 /* A replacement that can stand in a Python string literal and a comment
- * line as it is: no quote, backslash, or control character. */
+ * line as it is: valid UTF-8, no quote, backslash, or control character. */
 static int
 literal_safe(const char *s)
 {
-	for (; *s != '\0'; s++)
-		if (*s == '\'' || *s == '"' || *s == '\\' ||
-		    (unsigned char)*s < 0x20 || *s == 0x7f)
+	size_t n = strlen(s), k;
+	unsigned cp;
+
+	for (size_t i = 0; i < n; i += k) {
+		if ((unsigned char)s[i] >= 0x80) {
+			if ((k = utf8_decode(s + i, n - i, &cp)) == 0 ||
+			    (cp >= 0x80 && cp <= 0x9f))
+				return 0;
+			continue;
+		}
+		k = 1;
+		if (s[i] == '\'' || s[i] == '"' || s[i] == '\\' ||
+		    (unsigned char)s[i] < 0x20 || s[i] == 0x7f)
 			return 0;
+	}
 	return 1;
 }
 

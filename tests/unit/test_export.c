@@ -451,9 +451,12 @@ Test(export, ipynb_paths_rewritten)
 	    .sandbox = "/workspace/data/x.csv" };
 	struct datafile far = { .path = "/srv/it's/y.csv",
 	    .sandbox = "/workspace/data/y.csv" };
+	struct datafile bad = { .path = "/srv/b\xff/z.csv",
+	    .sandbox = "/workspace/data/z.csv" };
 
 	notebook_add_file(nb, &in);
 	notebook_add_file(nb, &far);
+	notebook_add_file(nb, &bad);
 	c = notebook_add_cell(nb, CELL_BY_USER,
 	    "a = '/workspace/data/x.csv'\n"
 	    "b = \"/workspace/data/x.csv2\"\n"
@@ -461,7 +464,8 @@ Test(export, ipynb_paths_rewritten)
 	    "d = '/workspace/data/y.csv'\n"
 	    "e = '/workspace/out/c.png'\n"
 	    "f = '/workspaces'\n"
-	    "g = '/workspace'\n", NULL);
+	    "g = '/workspace'\n"
+	    "h = '/workspace/data/z.csv'\n", NULL);
 	c->status = CELL_OK;
 	code = exported_code(nb, dir, &setup);
 	cr_assert_not_null(setup, "no paths cell");
@@ -471,7 +475,8 @@ Test(export, ipynb_paths_rewritten)
 	    "d = './data/y.csv'\n"	/* a quote in the host path: not written in */
 	    "e = 'out/c.png'\n"
 	    "f = '/workspaces'\n"
-	    "g = '.'\n";
+	    "g = '.'\n"
+	    "h = './data/z.csv'\n";	/* nor one that is not UTF-8 */
 	cr_assert_str_eq(code, want);
 	cr_assert_not_null(strstr(setup, "#   /workspace/data/x.csv -> x.csv\n"), "%s", setup);
 	cr_assert_null(strstr(setup, "it's"), "%s", setup);
