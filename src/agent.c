@@ -351,6 +351,7 @@ fail_question_as(struct agent *a, const char *msg, enum error_kind kind,
 		ev.llm_err = e->kind;
 		ev.http_status = e->http_status;
 	}
+	notebook_question_unanswered(a->nb, msg);	/* for an export */
 	emit(a, &ev);
 	finish_question(a);
 }
@@ -361,14 +362,47 @@ fail_question(struct agent *a, const char *msg, enum error_kind kind)
 	fail_question_as(a, msg, kind, NULL);
 }
 
+/* Non-blank lines in the n bytes at p, each 200 bytes of a line
+ * counting as one more (a paragraph on one line is no one line). */
+static int
+prose_lines(const char *p, size_t n)
+{
+	int lines = 0, blank = 1;
+	size_t len = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		if (p[i] == '\n') {
+			blank = 1;
+			len = 0;
+			continue;
+		}
+		if (p[i] == ' ' || p[i] == '\t' || p[i] == '\r')
+			continue;
+		if (blank)
+			lines++;
+		blank = 0;
+		if (++len > 200) {
+			lines++;
+			len = 0;
+		}
+	}
+	return lines;
+}
+
 /* Local models often write code in a fenced block, or a tool call as
  * JSON text, instead of calling the tool. When the reply holds exactly
- * one such thing, it is run as if the model had called python_exec.
- * Returns the code (new string) or NULL. */
+ * one such thing, and the reply is that thing, it is run as if the
+ * model had called python_exec. "Is that thing": at most one line of
+ * prose around it; from a local provider (ollama: models that may not
+ * call tools at all), also a short lead-in of up to 5 lines when the
+ * code ends the reply ("I'll load the data:" then the code). A reply
+ * with more prose is an answer, its code an example for the reader,
+ * never run: a provider with tool calling calls the tool when it means
+ * to run code. Returns the code (new string) or NULL. */
 static char *
-fallback_code(const char *text)
+fallback_code(const char *text, int local)
 {
-	const char *open = strstr(text, "```python");
+	const char *open = strstr(text, "```python"), *b, *e;
 	cJSON *j;
 	char *code = NULL;
 
@@ -377,31 +411,42 @@ fallback_code(const char *text)
 	if (open != NULL) {
 		const char *start = strchr(open, '\n');
 		const char *end = start ? strstr(start + 1, "```") : NULL;
-		if (start && end && strstr(end + 3, "```python") == NULL)
-			return xstrndup(start + 1, (size_t)(end - start - 1));
-		return NULL;
-	}
-	/* {"name": "python_exec", "arguments": {"code": "..."}} */
-	{
-		const char *b = strchr(text, '{');
-		const char *e = strrchr(text, '}');
+		if (start == NULL || end == NULL || strstr(end + 3, "```python") != NULL)
+			return NULL;
+		b = open;
+		e = end + 3;
+		code = xstrndup(start + 1, (size_t)(end - start - 1));
+	} else {
+		/* {"name": "python_exec", "arguments": {"code": "..."}} */
+		b = strchr(text, '{');
+		e = strrchr(text, '}');
 		if (b == NULL || e == NULL || e < b)
 			return NULL;
-		j = cJSON_ParseWithLength(b, (size_t)(e - b + 1));
-	}
-	if (j != NULL) {
-		const char *name = cJSON_GetStringValue(cJSON_GetObjectItem(j, "name"));
-		cJSON *args = cJSON_GetObjectItem(j, "arguments");
-		if (args == NULL)
-			args = cJSON_GetObjectItem(j, "parameters");
-		if (name && strcmp(name, "python_exec") == 0 && cJSON_IsObject(args)) {
-			const char *c = cJSON_GetStringValue(cJSON_GetObjectItem(args, "code"));
-			if (c)
-				code = xstrdup(c);
+		e++;
+		j = cJSON_ParseWithLength(b, (size_t)(e - b));
+		if (j != NULL) {
+			const char *name = cJSON_GetStringValue(cJSON_GetObjectItem(j, "name"));
+			cJSON *args = cJSON_GetObjectItem(j, "arguments");
+			if (args == NULL)
+				args = cJSON_GetObjectItem(j, "parameters");
+			if (name && strcmp(name, "python_exec") == 0 && cJSON_IsObject(args)) {
+				const char *c = cJSON_GetStringValue(cJSON_GetObjectItem(args, "code"));
+				if (c)
+					code = xstrdup(c);
+			}
+			cJSON_Delete(j);
 		}
-		cJSON_Delete(j);
+		if (code == NULL)
+			return NULL;
 	}
-	return code;
+	{
+		int before = prose_lines(text, (size_t)(b - text));
+		int after = prose_lines(e, strlen(e));
+		if (before + after <= 1 || (local && after == 0 && before <= 5))
+			return code;
+	}
+	free(code);
+	return NULL;
 }
 
 static void
@@ -412,7 +457,9 @@ m_done(void *arg, const char *stop_reason)
 	char *fallback = NULL;
 
 	assert(a->asking);	/* the model answers only a question */
-	if (ncalls == 0 && a->text.len > 0 && (fallback = fallback_code(a->text.data))) {
+	if (ncalls == 0 && a->text.len > 0 && (fallback = fallback_code(a->text.data,
+	    llm_provider(a->llm) != NULL &&
+	    strcmp(llm_provider(a->llm), "ollama") == 0))) {
 		cJSON *c = cJSON_CreateObject(), *args = cJSON_CreateObject();
 		char id[32], *s;
 		snprintf(id, sizeof id, "call_terp_text_%d", a->turn);

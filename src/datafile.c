@@ -26,6 +26,7 @@ datafile_copy(struct datafile *to, const struct datafile *f)
 	to->mtime = f->mtime;
 	to->fingerprint = f->fingerprint ? xstrdup(f->fingerprint) : NULL;
 	to->sandbox = f->sandbox ? xstrdup(f->sandbox) : NULL;
+	to->recorded = f->recorded ? xstrdup(f->recorded) : NULL;
 }
 
 void
@@ -34,6 +35,7 @@ datafile_free(struct datafile *f)
 	free(f->path);
 	free(f->fingerprint);
 	free(f->sandbox);
+	free(f->recorded);
 	memset(f, 0, sizeof *f);
 }
 

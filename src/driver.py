@@ -697,6 +697,11 @@ def _error(e):
 # moves them in as its import ends, and later ones go straight in.
 _pending_sources = {}
 
+def _drop_figures():
+    plt = _pyplot()
+    if plt is not None:
+        plt.close("all")
+
 
 def _add_source(fname, code):
     _pending_sources[fname] = (len(code), None, code.splitlines(True), fname)
@@ -771,7 +776,13 @@ def _run(cell, code):
     _flush_sources()  # in case the hook could not run
     try:
         _patch_pyplot()
-        _save_figures()
+        if status == "ok":
+            _save_figures()
+        else:
+            # A cell that raised has not finished its figure (often an
+            # empty one, the plot call being what failed): saved, it
+            # would be an artifact of a chart that does not exist.
+            _drop_figures()
     except BaseException as e:
         print("terp: saving figures failed: %s" % e, file=sys.stderr)
         _flush()

@@ -27,6 +27,7 @@ struct walker {
 	export_walk_fn		 emit;
 	void			*arg;
 	int			 final;		/* the reply emitted is an answer */
+	const struct question	*q;		/* the question emitted last */
 };
 
 static const char *
@@ -102,6 +103,7 @@ walk(struct walker *w)
 			 * it (hand-run cells appear as cells of their own) */
 			const struct question *q = notebook_question_at(w->nb, i);
 			emit_cells_before(w, next_called_cell(w->nb, msgs, i));
+			w->q = q;
 			w->emit(w->arg, EXPORT_QUESTION, q ? q->text :
 			    content ? content : "", NULL);
 		} else if (strcmp(role, "assistant") == 0) {
@@ -270,11 +272,280 @@ write_atomic(const char *path, const char *text, size_t len, char **err)
 	return 0;
 }
 
+/* ---- the sandbox's paths, where the notebook is ----------------- */
+
+/* The cells ran in terp's sandbox, where the data files are under
+ * /workspace/data and the working directory is /workspace, whose out/
+ * terp copies into the user's output folder. None of that exists where
+ * the .ipynb is opened, so an export that keeps those paths stops at its
+ * first cell. The export rewrites them, in the code only, to where the
+ * notebook finds the same files: a data file is named where it is on
+ * this machine (relative to the notebook when it is at or below its
+ * folder, so that the two move together; absolute otherwise), and
+ * /workspace is the notebook's folder, whose out/ a first cell creates.
+ * Rewriting beats copying or linking the data next to the notebook: an
+ * export writes one file, and data files can be large. Each rewritten
+ * cell keeps the code as it ran in its metadata (terp.sandbox_source),
+ * and the first cell lists what was rewritten. */
+
+#define SANDBOX_ROOT	"/workspace"	/* the local sandbox's (sandbox.c) */
+
+static char *absolute(const char *p);
+
+struct pathmap {
+	char	*from;		/* a sandbox path */
+	char	*to;		/* where the notebook finds it */
+	int	 folder;	/* from may go on with "/..." */
+	int	 used;
+};
+
+struct paths {
+	struct pathmap	*v;
+	int		 n;
+	int		 out_rel;	/* a cell writes to a relative out/ */
+};
+
+/* Characters a path name goes on with: a match must end before them. */
+static int
+path_char(int ch)
+{
+	return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+	    (ch >= '0' && ch <= '9') || ch == '_' || ch == '.' || ch == '-' ||
+	    ch == '~';
+}
+
+/* A replacement that can stand in a Python string literal and a comment
+ * line as it is: valid UTF-8, no quote, backslash, or control character. */
+static int
+literal_safe(const char *s)
+{
+	size_t n = strlen(s), k;
+	unsigned cp;
+
+	for (size_t i = 0; i < n; i += k) {
+		if ((unsigned char)s[i] >= 0x80) {
+			if ((k = utf8_decode(s + i, n - i, &cp)) == 0 ||
+			    (cp >= 0x80 && cp <= 0x9f))
+				return 0;
+			continue;
+		}
+		k = 1;
+		if (s[i] == '\'' || s[i] == '"' || s[i] == '\\' ||
+		    (unsigned char)s[i] < 0x20 || s[i] == 0x7f)
+			return 0;
+	}
+	return 1;
+}
+
+static void
+paths_add(struct paths *p, const char *from, char *to, int folder)
+{
+	if (from == NULL || !literal_safe(to)) {
+		free(to);
+		return;
+	}
+	for (int i = 0; i < p->n; i++)
+		if (strcmp(p->v[i].from, from) == 0) {
+			free(to);
+			return;
+		}
+	p->v = xrealloc(p->v, (size_t)(p->n + 1) * sizeof *p->v);
+	p->v[p->n].from = xstrdup(from);
+	p->v[p->n].to = to;
+	p->v[p->n].folder = folder;
+	p->v[p->n].used = 0;
+	p->n++;
+}
+
+/* host (absolute) as the notebook in dir names it. */
+static char *
+host_for(const char *dir, const char *host)
+{
+	char *rel = export_relpath(dir, host);
+
+	if (strcmp(rel, "..") == 0 || strncmp(rel, "../", 3) == 0) {
+		free(rel);
+		return xstrdup(host);
+	}
+	return rel;
+}
+
+/* A name terp stages as it is: letters, digits, '.', '-', '_'. */
+static int
+plain_name(const char *s)
+{
+	if (*s == '\0' || *s == '.' || *s == '-')
+		return 0;
+	for (; *s != '\0'; s++)
+		if (!path_char((unsigned char)*s) || *s == '~')
+			return 0;
+	return 1;
+}
+
+static int
+by_length(const void *a, const void *b)
+{
+	size_t x = strlen(((const struct pathmap *)a)->from);
+	size_t y = strlen(((const struct pathmap *)b)->from);
+
+	return x < y ? 1 : x > y ? -1 : 0;
+}
+
+static void
+paths_init(struct paths *p, const struct notebook *nb, const char *dir)
+{
+	char *common = NULL;
+	int same = 1, any = 0;
+
+	memset(p, 0, sizeof *p);
+	for (int i = 0; i < notebook_nfiles(nb); i++) {
+		const struct datafile *f = notebook_file(nb, i);
+		const char *names[2] = { f->sandbox, f->recorded };
+		const char *slash = strrchr(f->path, '/');
+		char *guess = NULL;
+		if (f->path[0] != '/' || slash == NULL)
+			continue;
+		if (names[0] == NULL && names[1] == NULL && plain_name(slash + 1)) {
+			/* a journal older than the record of where it was:
+			 * staged under its own name, as terp does when the
+			 * name is plain and no other file took it */
+			guess = xasprintf(SANDBOX_ROOT "/data/%s", slash + 1);
+			names[0] = guess;
+		}
+		for (int k = 0; k < 2; k++) {
+			if (names[k] == NULL)
+				continue;
+			paths_add(p, names[k], host_for(dir, f->path), 0);
+			/* all under /workspace/data by their own names, from
+			 * one folder: that folder is /workspace/data */
+			any = 1;
+			if (strncmp(names[k], SANDBOX_ROOT "/data/", 16) != 0 ||
+			    strcmp(names[k] + 16, slash + 1) != 0)
+				same = 0;
+			else if (common == NULL)
+				common = xstrndup(f->path, (size_t)(slash - f->path));
+			else if (strlen(common) != (size_t)(slash - f->path) ||
+			    strncmp(common, f->path, (size_t)(slash - f->path)) != 0)
+				same = 0;
+		}
+		free(guess);
+	}
+	if (any && same && common != NULL)
+		paths_add(p, SANDBOX_ROOT "/data",
+		    host_for(dir, *common ? common : "/"), 1);
+	free(common);
+	paths_add(p, SANDBOX_ROOT "/out", xstrdup("out"), 1);
+	paths_add(p, SANDBOX_ROOT, xstrdup("."), 1);
+	qsort(p->v, (size_t)p->n, sizeof *p->v, by_length);
+}
+
+static void
+paths_free(struct paths *p)
+{
+	for (int i = 0; i < p->n; i++) {
+		free(p->v[i].from);
+		free(p->v[i].to);
+	}
+	free(p->v);
+}
+
+/* code with the sandbox's paths rewritten (a new string), or NULL when
+ * it has none. A path is matched where it starts a name (not inside
+ * "/x/workspace") and ends one ("/workspace/data/a.csv" is not
+ * "/workspace/data/a.csv2"); a folder's path may go on with "/". */
+static char *
+paths_rewrite(struct paths *p, const char *code)
+{
+	struct buf b;
+	int changed = 0;
+
+	for (const char *q = code; (q = strstr(q, "out/")) != NULL; q++)
+		if (q > code && (q[-1] == '\'' || q[-1] == '"'))
+			p->out_rel = 1;
+	buf_init(&b, (size_t)-1);
+	for (size_t i = 0; code[i] != '\0'; i++) {
+		int hit = -1;
+		if (code[i] == '/' && (i == 0 || (!path_char((unsigned char)code[i - 1]) &&
+		    code[i - 1] != '/'))) {
+			for (int k = 0; k < p->n && hit < 0; k++) {
+				size_t n = strlen(p->v[k].from);
+				unsigned char after = (unsigned char)code[i + n];
+				if (strncmp(code + i, p->v[k].from, n) == 0 &&
+				    !path_char(after) && (after != '/' || p->v[k].folder))
+					hit = k;
+			}
+		}
+		if (hit < 0) {
+			buf_addc(&b, code[i]);
+			continue;
+		}
+		buf_adds(&b, p->v[hit].to);
+		p->v[hit].used = 1;
+		i += strlen(p->v[hit].from) - 1;
+		changed = 1;
+	}
+	if (!changed) {
+		buf_free(&b);
+		return NULL;
+	}
+	return buf_take(&b);
+}
+
+/* The first cell's code: what was rewritten, and the out/ folder the
+ * cells save to. NULL when no cell needs it. */
+static char *
+paths_setup(const struct paths *p)
+{
+	struct buf b;
+	int any = 0;
+
+	for (int i = 0; i < p->n; i++)
+		any |= p->v[i].used;
+	if (!any && !p->out_rel)
+		return NULL;
+	buf_init(&b, (size_t)-1);
+	buf_adds(&b, "# terp: these cells ran in terp's sandbox. To run them here, "
+	    "its paths\n# are rewritten to where this notebook finds the same "
+	    "files (relative\n# paths: to this notebook's folder; each cell's "
+	    "metadata keeps its code\n# as it ran, in terp.sandbox_source)");
+	buf_adds(&b, any ? ":\n" : ".\n");
+	for (int i = 0; i < p->n; i++)
+		if (p->v[i].used)
+			buf_printf(&b, "#   %s -> %s\n", p->v[i].from, p->v[i].to);
+	buf_adds(&b, "import os\nos.makedirs(\"out\", exist_ok=True)\n");
+	return buf_take(&b);
+}
+
 /* ---- ipynb ------------------------------------------------------------ */
 
+static void add_md_text(struct buf *b, const char *s);
+
+/* "*No answer: cancelled by the user*" under a question that ended
+ * without one (else a question alone reads as if it were never
+ * finished, or as if the cells after it answered it). */
+static void
+add_unanswered(struct buf *b, const struct question *q)
+{
+	char *why;
+	size_t n;
+
+	if (q == NULL || q->unanswered == NULL)
+		return;
+	n = strlen(q->unanswered);
+	if (n > 300)
+		n = utf8_complete_prefix(q->unanswered, 300);
+	why = xstrndup(q->unanswered, n);
+	buf_adds(b, "\n*No answer: ");
+	add_md_text(b, why);
+	buf_adds(b, n < strlen(q->unanswered) ? "…*\n" : "*\n");
+	free(why);
+}
+
 struct nbw {
-	cJSON	*cells;
-	int	 nmd;
+	cJSON		*cells;
+	int		 nmd;
+	struct paths	 paths;
+	int		 first_code;	/* index in cells; -1: none yet */
 };
 
 static void
@@ -370,7 +641,10 @@ add_code(struct nbw *w, const struct notebook *nb, const struct cell *c)
 	char id[32];
 	int ran = c->status != CELL_PENDING && c->status != CELL_RUNNING;
 	char *code = utf8_fix(c->code, strlen(c->code));
+	char *here = paths_rewrite(&w->paths, code);
 
+	if (w->first_code < 0)
+		w->first_code = cJSON_GetArraySize(w->cells);
 	snprintf(id, sizeof id, "cell-%d", c->n);
 	cJSON_AddStringToObject(o, "cell_type", "code");
 	cJSON_AddStringToObject(o, "id", id);
@@ -384,7 +658,10 @@ add_code(struct nbw *w, const struct notebook *nb, const struct cell *c)
 	    c->author == CELL_BY_USER ? "user" : "model");
 	cJSON_AddStringToObject(terp, "status", cell_status_name(c->status));
 	cJSON_AddNumberToObject(terp, "duration_ms", (double)c->duration_ms);
-	cJSON_AddItemToObject(o, "source", lines_json(code));
+	if (here != NULL)
+		cJSON_AddStringToObject(terp, "sandbox_source", code);
+	cJSON_AddItemToObject(o, "source", lines_json(here ? here : code));
+	free(here);
 	free(code);
 	outs = cJSON_AddArrayToObject(o, "outputs");
 	for (int s = 0; s < 2; s++) {
@@ -473,6 +750,7 @@ ipynb_item(void *arg, enum export_item k, const char *text, const struct cell *c
 			buf_addc(&b, '\n');
 			p += n + (nl != NULL);
 		}
+		add_unanswered(&b, iw->nums.w->q);
 	} else {
 		buf_adds(&b, fixed);
 		nums_item(&iw->nums, k, fixed, c, &b);
@@ -482,8 +760,40 @@ ipynb_item(void *arg, enum export_item k, const char *text, const struct cell *c
 	free(fixed);
 }
 
-char *
-export_ipynb_string(const struct notebook *nb)
+/* The first code cell: the paths the others were given (see paths_init). */
+static void
+add_setup(struct nbw *w)
+{
+	char *code = paths_setup(&w->paths);
+	cJSON *o, *meta, *rest;
+
+	if (code == NULL || w->first_code < 0) {
+		free(code);
+		return;
+	}
+	o = cJSON_CreateObject();
+	cJSON_AddStringToObject(o, "cell_type", "code");
+	cJSON_AddStringToObject(o, "id", "terp-paths");
+	cJSON_AddNullToObject(o, "execution_count");
+	meta = cJSON_AddObjectToObject(o, "metadata");
+	cJSON_AddTrueToObject(cJSON_AddObjectToObject(meta, "terp"), "paths");
+	cJSON_AddItemToObject(o, "source", lines_json(code));
+	cJSON_AddArrayToObject(o, "outputs");
+	free(code);
+	/* in place of the first code cell (cJSON_InsertItemInArray of
+	 * cJSON 1.7.15 refuses an index past the first: moved by hand) */
+	rest = cJSON_CreateArray();
+	while (cJSON_GetArraySize(w->cells) > w->first_code)
+		cJSON_AddItemToArray(rest, cJSON_DetachItemFromArray(w->cells,
+		    w->first_code));
+	cJSON_AddItemToArray(w->cells, o);
+	while (cJSON_GetArraySize(rest) > 0)
+		cJSON_AddItemToArray(w->cells, cJSON_DetachItemFromArray(rest, 0));
+	cJSON_Delete(rest);
+}
+
+static char *
+ipynb_string(const struct notebook *nb, const char *dir)
 {
 	struct ipynb_walk iw = { .nb = nb };
 	struct walker w = { .nb = nb, .emit = ipynb_item, .arg = &iw };
@@ -514,9 +824,13 @@ export_ipynb_string(const struct notebook *nb)
 	cJSON_AddNumberToObject(u, "output_tokens", (double)us->output_tokens);
 	cJSON_AddNumberToObject(u, "cached_tokens", (double)us->cached_tokens);
 	iw.w.cells = cJSON_AddArrayToObject(doc, "cells");
+	iw.w.first_code = -1;
+	paths_init(&iw.w.paths, nb, dir);
 	nums_init(&iw.nums, &w);
 	walk(&w);
 	nums_free(&iw.nums);
+	add_setup(&iw.w);
+	paths_free(&iw.w.paths);
 	s = cJSON_Print(doc);
 	cJSON_Delete(doc);
 	if (s == NULL)
@@ -529,10 +843,21 @@ export_ipynb_string(const struct notebook *nb)
 	return buf_take(&b);
 }
 
+char *
+export_ipynb_string(const struct notebook *nb)
+{
+	char *dir = absolute("."), *s = ipynb_string(nb, dir);
+
+	free(dir);
+	return s;
+}
+
 int
 export_ipynb(const struct notebook *nb, const char *path, char **err)
 {
-	char *s = export_ipynb_string(nb);
+	char *abs = absolute(path), *slash = strrchr(abs, '/');
+	char *dir = slash == abs ? xstrdup("/") : xstrndup(abs, (size_t)(slash - abs));
+	char *s = ipynb_string(nb, dir);
 	int rc;
 	size_t len = strlen(s);
 
@@ -541,6 +866,8 @@ export_ipynb(const struct notebook *nb, const char *path, char **err)
 	s[len] = '\0';
 	rc = write_atomic(path, s, len, err);
 	free(s);
+	free(abs);
+	free(dir);
 	return rc;
 }
 
@@ -787,6 +1114,7 @@ md_item(void *arg, enum export_item k, const char *text, const struct cell *c)
 			buf_addc(&mw->b, '\n');
 			p += n + (nl != NULL);
 		}
+		add_unanswered(&mw->b, mw->nums.w->q);
 		buf_addc(&mw->b, '\n');
 	} else {
 		buf_adds(&mw->b, t);

@@ -839,6 +839,7 @@ meta_add_file(struct journal_meta *m, struct notebook *nb, const cJSON *f)
 			.size = (uint64_t)jnum(f, "size", 0),
 			.mtime = (int64_t)jnum(f, "mtime", 0),
 			.fingerprint = (char *)jstr(f, "fp"),
+			.recorded = (char *)jstr(f, "sandbox"),
 		};
 		notebook_add_file(nb, &d);
 		return;
@@ -1298,7 +1299,12 @@ apply(const cJSON *o, struct notebook *nb, struct journal_meta *m, int first,
 		return rec_net(o, nb);
 	if (strcmp(t, "installed") == 0)
 		return rec_installed(o, nb);
-	/* session, turn, error, notice, and version 1's text, tool_call
+	if (strcmp(t, "error") == 0) {
+		/* how a question ended without an answer, for an export */
+		notebook_question_unanswered(nb, jstr(o, "text"));
+		return 0;
+	}
+	/* session, turn, notice, and version 1's text, tool_call
 	 * and answer: the record of what happened; the notebook needs
 	 * none (a reply holds its text and its calls) */
 	return 0;

@@ -32,6 +32,7 @@ struct kernel_artifacts {
 	char			*shown;		/* the sandbox's name, safe to print */
 	char			*path;		/* the host name in out_dir */
 	char			*tmp;		/* the temporary file's name in out_dir */
+	char			*renamed;	/* its note when path is not the sandbox's name */
 	uint64_t		 size, got;	/* announced, and received so far */
 
 	struct written {
@@ -158,7 +159,8 @@ kernel_artifact_abandon(struct kernel_artifacts *a, const char *why)
 	free(a->shown);
 	free(a->path);
 	free(a->tmp);
-	a->shown = a->path = a->tmp = NULL;
+	free(a->renamed);
+	a->shown = a->path = a->tmp = a->renamed = NULL;
 	a->size = a->got = 0;
 }
 
@@ -221,6 +223,25 @@ refuse(struct kernel_artifacts *a, enum kframe_refusal r, uint64_t size)
 	free(why);
 }
 
+/* The note for a copy whose host name (a->path) is not the name the
+ * cell gave it (a->shown), or NULL: the cell printed and the model
+ * remembers its own name, so without the note both would point at
+ * another file (an older chart.png) or at none. host is the name before
+ * the search for a free one. */
+static char *
+rename_note(const struct kernel_artifacts *a, const char *host)
+{
+	if (strcmp(a->shown, a->path) == 0)
+		return NULL;
+	if (strcmp(host, a->path) != 0)
+		return xasprintf("terp: out/%s copied as %s/%s: %s/%s was already "
+		    "there and is not this session's (left as it was)\n", a->shown,
+		    a->out_dir, a->path, a->out_dir, host);
+	return xasprintf("terp: out/%s copied as %s/%s (the output folder takes plain "
+	    "file names only)\n",
+	    a->shown, a->out_dir, a->path);
+}
+
 /* Chooses the host name: the sanitized name; when a file of that name
  * exists that terp did not write in this session, name-2.ext and so on.
  * A file terp wrote in this session is replaced (through a temp file and
@@ -268,11 +289,13 @@ kernel_artifact_begin(struct kernel_artifacts *a, const struct kframe *f)
 		}
 		free(cand);
 	}
-	free(host);
 	if (a->path == NULL) {
+		free(host);
 		kernel_artifact_abandon(a, "no free name for it in the output folder");
 		return;
 	}
+	a->renamed = rename_note(a, host);
+	free(host);
 	r = kframe_admit(&a->caps, &a->use, size, w >= 0, w >= 0 ? a->written[w].size : 0);
 	if (r != KF_ADMIT) {
 		refuse(a, r, size);
@@ -369,6 +392,8 @@ kernel_artifact_end(struct kernel_artifacts *a, const struct kframe *f)
 		a->copied(a->arg, a->cell, a->path, host, a->got);
 		free(host);
 	}
+	if (a->renamed != NULL)
+		a->note(a->arg, a->renamed);
 	kernel_artifact_abandon(a, NULL);
 }
 

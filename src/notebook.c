@@ -109,6 +109,7 @@ notebook_free(struct notebook *nb)
 	for (int i = 0; i < nb->nqs; i++) {
 		free(nb->qs[i]->text);
 		free(nb->qs[i]->notes);
+		free(nb->qs[i]->unanswered);
 		free(nb->qs[i]);
 	}
 	free(nb->qs);
@@ -325,7 +326,20 @@ notebook_insert_tool_result(struct notebook *nb, int at, const char *id,
 		add_message(nb, m);
 		return;
 	}
-	cJSON_InsertItemInArray(nb->messages, at, m);
+	/* Not cJSON_InsertItemInArray: Debian's cJSON 1.7.15 (+deb12u4)
+	 * refuses every index but 0 and the end, and the result was lost
+	 * while the questions' indexes moved on. The tail is moved. */
+	{
+		cJSON *tail = cJSON_CreateArray();
+		while (cJSON_GetArraySize(nb->messages) > at)
+			cJSON_AddItemToArray(tail, cJSON_DetachItemFromArray(
+			    nb->messages, at));
+		cJSON_AddItemToArray(nb->messages, m);
+		while (cJSON_GetArraySize(tail) > 0)
+			cJSON_AddItemToArray(nb->messages,
+			    cJSON_DetachItemFromArray(tail, 0));
+		cJSON_Delete(tail);
+	}
 	for (int i = 0; i < nb->nqs; i++)
 		if (nb->qs[i]->msg >= at)
 			nb->qs[i]->msg++;
@@ -377,6 +391,25 @@ notebook_question(const struct notebook *nb, int i)
 	if (i < 0 || i >= nb->nqs)
 		return NULL;
 	return nb->qs[i];
+}
+
+void
+notebook_question_unanswered(struct notebook *nb, const char *why)
+{
+	struct question *q = nb->nqs > 0 ? nb->qs[nb->nqs - 1] : NULL;
+	int n = cJSON_GetArraySize(nb->messages);
+
+	if (q == NULL || why == NULL || q->unanswered != NULL)
+		return;
+	for (int i = q->msg + 1; i < n; i++) {
+		const cJSON *m = cJSON_GetArrayItem(nb->messages, i);
+		const cJSON *role = cJSON_GetObjectItemCaseSensitive(m, "role");
+		if (cJSON_IsString(role) && strcmp(role->valuestring, "assistant") == 0 &&
+		    cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(m,
+		    "tool_calls")) == 0)
+			return;
+	}
+	q->unanswered = xstrdup(why);
 }
 
 const struct question *

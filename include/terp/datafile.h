@@ -16,6 +16,10 @@ struct datafile {
 	/* Where the code sees it in the running sandbox (e.g.
 	 * "/workspace/data/my_sales-2.csv"); NULL when not staged there. */
 	char		*sandbox;
+	/* Where the code saw it in the sandbox of the session a journal
+	 * recorded (loaded from the journal, unlike sandbox): what an
+	 * export maps back to path. NULL when none was recorded. */
+	char		*recorded;
 };
 
 /* Fingerprints a data file: sha256 of the contents up to 64 MiB, and

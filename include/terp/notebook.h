@@ -72,6 +72,9 @@ struct question {
 	int	 msg;		/* index of its user message */
 	char	*text;		/* as the user asked it */
 	char	*notes;		/* sent before it; NULL when none */
+	/* Why it got no answer ("cancelled by the user", the model's
+	 * error); NULL: answered, or not ended yet. */
+	char	*unanswered;
 };
 
 /* A package pip installed into the session's site directory, as pip
@@ -179,6 +182,11 @@ const struct question *notebook_add_question(struct notebook *nb,
 int notebook_nquestions(const struct notebook *nb);
 /* The i-th question (0-based), or NULL. */
 const struct question *notebook_question(const struct notebook *nb, int i);
+/* The last question ended without an answer, for the reason why (a
+ * line; copied). Nothing when it has its answer (a reply without tool
+ * calls after it; an error after the answer is not the question's) or
+ * a reason already (the first says how it ended). */
+void notebook_question_unanswered(struct notebook *nb, const char *why);
 /* The question whose user message is message msg, or NULL. */
 const struct question *notebook_question_at(const struct notebook *nb,
     int msg);

@@ -11,6 +11,8 @@ import sys
 
 import pytest
 
+from conftest import TERP, session_dir
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 LIBOBJS = ["journal", "store", "datafile", "export", "digest", "notebook",
            "outcap", "util", "buf", "sanitize", "answer_trace", "numtrace", "netlog",
@@ -135,3 +137,113 @@ def test_markdown_links_the_chart_relative_to_the_file(exported):
     assert "```text\n42007\n```" in text
     assert "![chart.png](out/chart.png)" in text
     assert text.index("42007") < text.index("The total is **42**.")
+
+
+# ---- issue 12 item 3: an export re-runs where it is written -------------
+
+LOAD_CODE = ("import pandas as pd\ndf = pd.read_csv('/workspace/data/x.csv')\n"
+             "print(int(df['v'].sum()))")
+PLOT_CODE = ("import matplotlib\nmatplotlib.use('Agg')\nimport matplotlib.pyplot as plt\n"
+             "plt.plot(df['v'])\nplt.savefig('/workspace/out/v.png')\n"
+             "plt.savefig('out/w.png')\nprint(len(df))")
+
+
+def nbconvert_execute(ipynb, cwd):
+    """The notebook executed by Debian's Jupyter: (returncode, stderr, the
+    executed notebook or None)."""
+    import nbformat
+    if shutil.which("jupyter-nbconvert", path="/usr/bin") is None:
+        pytest.fail("jupyter-nbconvert is not installed: `make deps` installs it",
+                    pytrace=False)
+    env = dict(os.environ)
+    env["JUPYTER_RUNTIME_DIR"] = str(cwd / "rt")
+    env["PATH"] = "/usr/bin:/bin"
+    executed = cwd / ("executed-%s" % ipynb.name)
+    r = subprocess.run(["/usr/bin/jupyter-nbconvert", "--to", "notebook", "--execute",
+                        "--ExecutePreprocessor.timeout=120", "--output", str(executed),
+                        str(ipynb)], capture_output=True, text=True, env=env, cwd=cwd,
+                       timeout=300)
+    return r.returncode, r.stderr, (nbformat.read(str(executed), as_version=4)
+                                    if r.returncode == 0 else None)
+
+
+def test_an_export_that_reads_data_reruns_in_jupyter(terp, env, tmp_path):
+    sys.path.insert(0, os.path.join(ROOT, "tests"))
+    from fake_model import FakeModel
+    (tmp_path / "x.csv").write_text("v\n" + "\n".join(str(i) for i in range(1, 31)) + "\n")
+    srv = FakeModel({"turns": [
+        {"openai": {"text": "Loading.", "tool_calls": [{"id": "c1", "code": LOAD_CODE}]}},
+        {"openai": {"text": "Plotting.", "tool_calls": [{"id": "c2", "code": PLOT_CODE}]}},
+        {"openai": {"text": "The total is 465."}},
+    ]}, str(tmp_path / "model.jsonl"))
+    port = srv.start()
+    try:
+        r = terp("-p", "total?", "--provider", "openai", "--base-url",
+                 "http://127.0.0.1:%d/v1" % port, "x.csv",
+                 extra_env={"OPENAI_API_KEY": "sk-test"})
+    finally:
+        srv.stop()
+    assert r.rc == 0, r
+    sid = session_dir(env).name
+    # beside the data (relative paths), and in a folder of its own
+    # (the data by its absolute path); both executed from elsewhere
+    (tmp_path / "far" / "away").mkdir(parents=True)
+    (tmp_path / "run").mkdir()
+    for ipynb, data in [(tmp_path / "nb.ipynb", "x.csv"),
+                        (tmp_path / "far" / "away" / "nb.ipynb", str(tmp_path / "x.csv"))]:
+        p = subprocess.run([str(TERP), "--export", sid, str(ipynb)], env=env,
+                           cwd=tmp_path / "run", capture_output=True, text=True,
+                           timeout=60)
+        assert p.returncode == 0, p.stderr
+        # (the charts terp copied at the time are not the ones checked)
+        shutil.rmtree(ipynb.parent / "out", ignore_errors=True)
+        # executed where it is, the cells read the data and save the charts
+        rc, err, after = nbconvert_execute(ipynb, tmp_path / "run")
+        assert rc == 0, err[-3000:]
+        got = code_cells(after)
+        assert [stdout_of(c) for c in got[1:]] == ["465\n", "30\n"]
+        # the first code cell says what was rewritten and makes out/
+        cells = code_cells(json.loads(ipynb.read_text()))
+        assert cells[0]["id"] == "terp-paths"
+        setup = "".join(cells[0]["source"])
+        assert "#   /workspace/data/x.csv -> %s\n" % data in setup, setup
+        assert "#   /workspace/out -> out\n" in setup, setup
+        assert "pd.read_csv('%s')" % data in "".join(cells[1]["source"])
+        assert cells[1]["metadata"]["terp"]["sandbox_source"] == LOAD_CODE
+        assert stdout_of(cells[1]) == "465\n" and stdout_of(cells[2]) == "30\n"
+        out = ipynb.parent / "out"
+        assert (out / "v.png").read_bytes()[:4] == b"\x89PNG"
+        assert (out / "w.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_a_cancelled_question_exports_with_its_text_and_why(env, tmp_path):
+    import signal
+    sys.path.insert(0, os.path.join(ROOT, "tests"))
+    from fake_model import FakeModel
+    srv = FakeModel({"turns": [{"openai": {"text": "late"}, "delay": 600}]},
+                    str(tmp_path / "model.jsonl"))
+    port = srv.start()
+    try:
+        p = subprocess.Popen([str(TERP), "-p", "Which month was best?", "--json",
+                              "--provider", "openai", "--base-url",
+                              "http://127.0.0.1:%d/v1" % port],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             cwd=tmp_path, env=dict(env, OPENAI_API_KEY="sk-test"))
+        for line in p.stdout:
+            if json.loads(line)["type"] == "request":
+                break
+        p.send_signal(signal.SIGINT)
+        p.communicate(timeout=120)
+    finally:
+        srv.stop()
+    assert p.returncode == 130
+    sid = session_dir(env).name
+    for name in ("nb.ipynb", "nb.md"):
+        r = subprocess.run([str(TERP), "--export", sid, str(tmp_path / name)], env=env,
+                           cwd=tmp_path, capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0, r.stderr
+    nb = json.loads((tmp_path / "nb.ipynb").read_text())
+    assert ["".join(c["source"]) for c in nb["cells"]] == [
+        "**Question:**\n\n> Which month was best?\n\n*No answer: cancelled by the user*\n"]
+    assert "## Question\n\n> Which month was best?\n\n*No answer: cancelled by the user*\n" \
+        in (tmp_path / "nb.md").read_text()

@@ -480,6 +480,43 @@ def test_local_model_code_in_text_runs_as_a_cell(text, terp, fake):
     assert [a["text"] for a in r.of("answer")] == ["The answer is 42."]
 
 
+EXAMPLE = ("The total is **42**.\n\nYou can check it yourself:\n\n"
+           "```python\nprint(6 * 7)\n```\n\nIt prints the same number.")
+EXAMPLE_LAST = ("The total is **42** (cell [1] printed it).\n\n"
+                "To reproduce it:\n\n```python\nprint(6 * 7)\n```\n")
+
+
+@pytest.mark.parametrize("provider,text", [
+    ("openai", EXAMPLE), ("openai", EXAMPLE_LAST), ("anthropic", EXAMPLE_LAST),
+    ("ollama", EXAMPLE),
+])
+def test_an_answer_with_example_code_is_the_answer(provider, text, terp, fake):
+    # issue 12 item 2: the example is for the reader; nothing runs, the
+    # model is not called again, and stdout holds this answer
+    srv = fake([{"openai" if provider == "ollama" else provider: {"text": text}},
+                {"openai": {"text": "a second call"}}])
+    if provider == "ollama":
+        f, e = ["--provider", "ollama", "--model", "tiny", "--base-url", srv.url], {}
+    else:
+        f, e = flags(provider, srv)
+    r = terp("-p", "q", *f, extra_env=e)
+    assert r.rc == 0, r
+    assert len(srv.requests()) == 1
+    assert r.out.strip() == text.strip(), r.out
+    assert "runs it as a cell" not in r.err and "[1] python" not in r.err, r.err
+
+
+def test_a_reply_that_is_only_code_runs_from_any_provider(terp, fake):
+    srv = fake([reply("openai", "```python\nprint(6 * 7)\n```"),
+                reply("openai", "It is 42.")])
+    f, e = flags("openai", srv)
+    r = terp("-p", "q", "--json", *f, extra_env=e)
+    assert r.rc == 0, r
+    assert [c["code"] for c in r.of("cell")] == ["print(6 * 7)\n"]
+    assert r.stdout_of(1) == "42\n"
+    assert [a["text"] for a in r.of("answer")] == ["It is 42."]
+
+
 # ---------------------------------------------------------------- limits
 
 def test_max_turns_cap(terp, fake):

@@ -11,6 +11,7 @@ The expected files beside the journals were written by that terp with
 TERP_RECORD_FIXTURES=1; they are never regenerated with a newer one. What
 terp changed on purpose since (issue 11: the traced numbers after each
 answer in an export, the system prompt's rule to print every figure;
+issue 12: an .ipynb's sandbox paths rewritten for where it is written;
 issue 10: the prompt's Python and package line and its network rule, the
 tool's description) is taken out of both sides before comparing; the
 conversation, its notes and everything else must match as recorded."""
@@ -55,6 +56,14 @@ PRINT_RULE = ("- Print every figure your answer will state (counts, totals, mean
 def without_additions(path, text):
     if path.endswith(".ipynb"):
         nb = json.loads(text)
+        # issue 12: the sandbox's paths rewritten for where the notebook
+        # is, the code as it ran kept in the metadata, and a first cell
+        # that says so
+        nb["cells"] = [c for c in nb["cells"] if c.get("id") != "terp-paths"]
+        for c in nb["cells"]:
+            ran = c.get("metadata", {}).get("terp", {}).pop("sandbox_source", None)
+            if ran is not None:
+                c["source"] = ran.splitlines(keepends=True)
         for c in nb["cells"]:
             if c["cell_type"] != "markdown":
                 continue

@@ -334,8 +334,10 @@ def test_export_of_a_real_session_validates_and_reexecutes(env, tmp_path):
     assert run(env, tmp_path, "--export", sid, tmp_path / "s.txt").returncode == 1
     nb = nbformat.read(str(ipynb), as_version=4)
     nbformat.validate(nb)
-    code = [c for c in nb.cells if c.cell_type == "code"]
-    assert [c.source for c in code] == cells
+    # (issue 12: a first cell and the sandbox's paths rewritten, the
+    # code as it ran kept in the metadata)
+    code = [c for c in nb.cells if c.cell_type == "code" and c.id != "terp-paths"]
+    assert [c.metadata.terp.get("sandbox_source", c.source) for c in code] == cells
     printed = "".join(code[1].outputs[0].text)
     value = code[2].outputs[0].data["text/plain"]
     assert any(o.output_type == "display_data" and "image/png" in o.data
@@ -346,14 +348,10 @@ def test_export_of_a_real_session_validates_and_reexecutes(env, tmp_path):
     jenv = dict(os.environ)
     jenv["JUPYTER_RUNTIME_DIR"] = str(tmp_path / "rt")
     jenv["PATH"] = "/usr/bin:/bin"
-    # The notebook's paths are the sandbox's: give them a /workspace-like
-    # place by rewriting the one absolute path the code uses.
-    (tmp_path / "wsout").mkdir()
-    for c in nb.cells:
-        if c.cell_type == "code":
-            c.source = c.source.replace("/workspace/out/", str(tmp_path / "wsout") + "/")
-    runnable = tmp_path / "runnable.ipynb"
-    nbformat.write(nb, str(runnable))
+    # As exported: it runs where it is written (issue 12), its chart in
+    # out/ beside it (not the copy terp made, removed first)
+    shutil.rmtree(tmp_path / "out")
+    runnable = ipynb
     executed = tmp_path / "executed.ipynb"
     r = subprocess.run(["/usr/bin/jupyter-nbconvert", "--to", "notebook", "--execute",
                         "--ExecutePreprocessor.timeout=120", "--output", str(executed),
@@ -362,11 +360,11 @@ def test_export_of_a_real_session_validates_and_reexecutes(env, tmp_path):
     assert r.returncode == 0, r.stderr
     after = nbformat.read(str(executed), as_version=4)
     nbformat.validate(after)
-    acode = [c for c in after.cells if c.cell_type == "code"]
+    acode = [c for c in after.cells if c.cell_type == "code" and c.id != "terp-paths"]
     assert "".join(o.text for o in acode[1].outputs if o.output_type == "stream") == printed
     assert [o.data["text/plain"] for o in acode[2].outputs
             if o.output_type == "execute_result"] == [value]
-    assert (tmp_path / "wsout" / "v.png").stat().st_size > 0
+    assert (tmp_path / "out" / "v.png").stat().st_size > 0
 
 
 def test_a_question_that_looks_like_a_note_is_exported_whole(model, menv, tmp_path):

@@ -409,3 +409,99 @@ Test(export, ipynb_controls_escaped)
 	free(s);
 	notebook_free(nb);
 }
+
+/* The code of the first (only) code cell after the paths cell of an
+ * .ipynb exported into dir, and the paths cell's in *setup. */
+static char *
+exported_code(struct notebook *nb, const char *dir, char **setup)
+{
+	char *path = xasprintf("%s/nb.ipynb", dir), *err = NULL, *text, *s;
+	cJSON *doc, *c, *cells;
+	int k = 0;
+
+	cr_assert_eq(export_ipynb(nb, path, &err), 0, "%s", err);
+	text = read_file(path, 1 << 20, NULL);
+	doc = cJSON_Parse(text);
+	cr_assert_not_null(doc);
+	cells = cJSON_GetObjectItem(doc, "cells");
+	*setup = NULL;
+	s = NULL;
+	cJSON_ArrayForEach(c, cells) {
+		if (strcmp(str(c, "cell_type"), "code") != 0)
+			continue;
+		if (k++ == 0 && strcmp(str(c, "id"), "terp-paths") == 0)
+			*setup = joined(c, "source");
+		else if (s == NULL)
+			s = joined(c, "source");
+	}
+	cJSON_Delete(doc);
+	free(text);
+	free(path);
+	return s;
+}
+
+/* Issue 12: an .ipynb re-runs where it is written: the sandbox's paths
+ * are rewritten where they are whole paths, and only there. */
+Test(export, ipynb_paths_rewritten)
+{
+	char *dir = tmpdir(), *setup, *code, *want;
+	struct notebook *nb = notebook_new();
+	struct cell *c;
+	struct datafile in = { .path = xasprintf("%s/x.csv", dir),
+	    .sandbox = "/workspace/data/x.csv" };
+	struct datafile far = { .path = "/srv/it's/y.csv",
+	    .sandbox = "/workspace/data/y.csv" };
+	struct datafile bad = { .path = "/srv/b\xff/z.csv",
+	    .sandbox = "/workspace/data/z.csv" };
+
+	notebook_add_file(nb, &in);
+	notebook_add_file(nb, &far);
+	notebook_add_file(nb, &bad);
+	c = notebook_add_cell(nb, CELL_BY_USER,
+	    "a = '/workspace/data/x.csv'\n"
+	    "b = \"/workspace/data/x.csv2\"\n"
+	    "c = '/x/workspace/data/x.csv'\n"
+	    "d = '/workspace/data/y.csv'\n"
+	    "e = '/workspace/out/c.png'\n"
+	    "f = '/workspaces'\n"
+	    "g = '/workspace'\n"
+	    "h = '/workspace/data/z.csv'\n", NULL);
+	c->status = CELL_OK;
+	code = exported_code(nb, dir, &setup);
+	cr_assert_not_null(setup, "no paths cell");
+	want = "a = 'x.csv'\n"
+	    "b = \"./data/x.csv2\"\n"
+	    "c = '/x/workspace/data/x.csv'\n"
+	    "d = './data/y.csv'\n"	/* a quote in the host path: not written in */
+	    "e = 'out/c.png'\n"
+	    "f = '/workspaces'\n"
+	    "g = '.'\n"
+	    "h = './data/z.csv'\n";	/* nor one that is not UTF-8 */
+	cr_assert_str_eq(code, want);
+	cr_assert_not_null(strstr(setup, "#   /workspace/data/x.csv -> x.csv\n"), "%s", setup);
+	cr_assert_null(strstr(setup, "it's"), "%s", setup);
+	cr_assert_not_null(strstr(setup, "os.makedirs(\"out\", exist_ok=True)"), "%s", setup);
+	free(setup);
+	free(code);
+	free(in.path);
+	notebook_free(nb);
+	rm_rf(dir);
+	free(dir);
+}
+
+/* A notebook whose cells name no sandbox path gets no paths cell. */
+Test(export, ipynb_without_paths_has_no_paths_cell)
+{
+	char *dir = tmpdir(), *setup, *code;
+	struct notebook *nb = notebook_new();
+	struct cell *c = notebook_add_cell(nb, CELL_BY_USER, "print(6 * 7)", NULL);
+
+	c->status = CELL_OK;
+	code = exported_code(nb, dir, &setup);
+	cr_assert_null(setup);
+	cr_assert_str_eq(code, "print(6 * 7)");
+	free(code);
+	notebook_free(nb);
+	rm_rf(dir);
+	free(dir);
+}

@@ -490,6 +490,43 @@ Test(journal, crash_mid_cell_is_repaired)
 	free(dir);
 }
 
+/* A crash mid-cell, then the session resumed and asked again: the
+ * repair's result goes in the middle of the conversation, before the
+ * next question, which keeps its place. */
+Test(journal, crash_mid_cell_then_resumed_is_repaired_in_place)
+{
+	char *dir = tmpdir(), *err = NULL, *path;
+	struct notebook *nb = notebook_new(), *nb2 = notebook_new();
+	struct journal_meta m;
+	struct journal *j = jcreate(dir, NULL, NULL, nb, &err);
+	const cJSON *msgs;
+
+	cr_assert_not_null(j, "%s", err);
+	notebook_add_question(nb, "slow?", NULL);
+	call_reply(nb, "call_9", "import time; time.sleep(99)");
+	notebook_add_cell(nb, CELL_BY_MODEL, "import time; time.sleep(99)",
+	    "call_9");
+	notebook_add_question(nb, "again?", NULL);
+	notebook_add_reply(nb, "Yes.", NULL);
+	path = store_journal_path(dir, journal_id(j));
+	cr_assert_eq(journal_load(path, nb2, &m, &err), 0, "%s", err);
+	msgs = notebook_messages(nb2);
+	cr_assert_eq(cJSON_GetArraySize(msgs), 5);
+	cr_assert_str_eq(cJSON_GetObjectItem(cJSON_GetArrayItem(msgs, 2),
+	    "tool_call_id")->valuestring, "call_9");
+	cr_assert_str_eq(cJSON_GetObjectItem(cJSON_GetArrayItem(msgs, 3),
+	    "content")->valuestring, "again?");
+	cr_assert_eq(notebook_question(nb2, 1)->msg, 3);
+	cr_assert_str_eq(notebook_question_at(nb2, 3)->text, "again?");
+	journal_meta_free(&m);
+	jclose(j);
+	notebook_free(nb);
+	notebook_free(nb2);
+	free(path);
+	rm_rf(dir);
+	free(dir);
+}
+
 /* Version 1 wrote a message again when the agent completed it in place
  * (same index): the loader keeps the last one. */
 Test(journal, legacy_message_completed_in_place_is_replaced)
