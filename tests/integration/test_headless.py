@@ -853,7 +853,7 @@ def test_question_from_stdin(terp, fake):
 def test_empty_question_is_a_usage_error(terp, q):
     r = terp("-p", q, "--provider", "demo")
     assert r.rc == 2, r
-    assert r.err == "terp: -p: the question is empty (terp --help lists the options)\n"
+    assert r.err == "terp: -p: the question is empty (try terp --help)\n"
 
 
 def test_empty_question_from_stdin_is_a_usage_error(terp):
