@@ -13,7 +13,7 @@ from conftest import ROOT, TERP
 from tui_tmux import Tmux
 
 sys.path.insert(0, str(ROOT / "tests"))
-from fake_model import FakeModel  # noqa: E402
+from fake_model import FakeModel, read_log  # noqa: E402
 
 SALES = str(ROOT / "examples" / "sales.csv")
 KEY = "sk-terp-test-0123456789"
@@ -36,8 +36,10 @@ def fake(tmp_path):
     servers = []
 
     def start(turns):
-        srv = FakeModel({"turns": turns}, str(tmp_path / ("m%d.jsonl" % len(servers))))
+        log = str(tmp_path / ("m%d.jsonl" % len(servers)))
+        srv = FakeModel({"turns": turns}, log)
         srv.url = "http://127.0.0.1:%d/v1" % srv.start()
+        srv.requests = lambda: read_log(log)
         servers.append(srv)
         return srv
     yield start
@@ -182,6 +184,77 @@ def test_headless_says_how_to_resume_on_a_terminal_only(env, tmp_path):
     r = subprocess.run(args, capture_output=True, text=True, env=env, cwd=tmp_path,
                        timeout=120)
     assert r.returncode == 0 and "--resume" not in r.stderr + r.stdout, r
+
+
+# ---------------------------------------------------------------- item 15: the model's errors
+
+def free_port():
+    import socket
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()                                   # nothing listens there now
+    return port
+
+
+@pytest.mark.parametrize("provider, how, var", [
+    ("openai", "flag", "OPENAI_BASE_URL"),
+    ("openai", "env", "OPENAI_BASE_URL"),
+    ("anthropic", "env", "ANTHROPIC_BASE_URL"),
+    ("ollama", "config", "base_url in the config"),
+])
+def test_an_unreachable_server_is_one_line_naming_the_fix(terp, env, provider, how, var):
+    url = "http://127.0.0.1:%d" % free_port()
+    extra = {"OPENAI_API_KEY": KEY, "ANTHROPIC_API_KEY": KEY}
+    args = ["-p", "q", "--provider", provider]
+    if how == "flag":
+        args += ["--base-url", url + "/v1"]
+        origin = "--base-url"
+    elif how == "env":
+        extra[var] = url + ("/v1" if provider == "openai" else "")
+        origin = var
+    else:
+        cfg = os.path.join(env["XDG_CONFIG_HOME"], "terp", "config")
+        os.makedirs(os.path.dirname(cfg))
+        with open(cfg, "w") as f:
+            f.write("base_url = %s/v1\n" % url)
+        origin = "base_url in " + cfg
+    r = terp(*args, extra_env=extra)
+    assert r.rc == 1, r
+    line = one_line(r)              # no retry notices: one line, at once
+    assert line.startswith("terp: cannot reach %s/" % url), line
+    server = "ollama server" if provider == "ollama" else "server"
+    assert line.endswith("(gave up after 1 retry); is the %s running? check --base-url / %s "
+                         "(this URL is from %s)" % (server, var, origin)), line
+    assert sessions(env) == []      # and nothing to keep
+
+
+def test_the_json_stream_has_no_retry_notices_for_a_refused_connection(terp):
+    r = terp("-p", "q", "--json", "--provider", "openai", "--base-url",
+             "http://127.0.0.1:%d/v1" % free_port(), extra_env={"OPENAI_API_KEY": KEY})
+    assert r.rc == 1, r
+    assert r.of("notice") == [] and len(r.of("error")) == 1, r
+
+
+def test_a_rejected_key_names_where_it_came_from(terp, env, fake):
+    body = {"status": 401, "body": {"error": {"message": "Incorrect API key"}}}
+    srv = fake([body])
+    r = terp("-p", "q", "--provider", "openai", "--base-url", srv.url,
+             extra_env={"OPENAI_API_KEY": KEY})
+    assert r.rc == 1, r
+    assert one_line(r) == ("terp: 401 Unauthorized: the API key from OPENAI_API_KEY was "
+                           "rejected by openai (Incorrect API key)")
+    # from the config's command: the file and the key
+    cfg = os.path.join(env["XDG_CONFIG_HOME"], "terp", "config")
+    os.makedirs(os.path.dirname(cfg))
+    with open(cfg, "w") as f:
+        f.write("api_key_cmd = echo sk-from-a-command\n")
+    srv = fake([body])
+    r = terp("-p", "q", "--provider", "openai", "--base-url", srv.url)
+    assert r.rc == 1, r
+    assert one_line(r) == ("terp: 401 Unauthorized: the API key from api_key_cmd in %s was "
+                           "rejected by openai (Incorrect API key)" % cfg)
+    assert srv.requests()[0]["headers"]["authorization"] == "Bearer sk-from-a-command"
 
 
 # ---------------------------------------------------------------- item 18: keep what matters
