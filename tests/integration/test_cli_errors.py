@@ -337,3 +337,23 @@ def test_a_notebook_opened_and_closed_leaves_nothing(env, tmp_path):
         t.close()
     assert "--resume" not in s, s
     assert sessions(env) == []
+
+
+def test_an_unreachable_server_is_one_notice_in_the_notebook(env, tmp_path):
+    e = {k: env[k] for k in ("XDG_STATE_HOME", "XDG_CONFIG_HOME", "HOME")}
+    e.update(TERM="tmux-256color", LANG="C.UTF-8", OPENAI_API_KEY=KEY)
+    t = Tmux("%s --provider openai --base-url http://127.0.0.1:%d/v1 --python "
+             "/usr/bin/python3 %s" % (TERP, free_port(), SALES), 160, 40, e,
+             cwd=str(tmp_path))
+    try:
+        t.wait(r"│ ready", timeout=60)
+        t.text("which month sold most?")
+        t.keys("Enter")
+        s = t.wait(r"is the server running\?", timeout=60)
+        t.text("/quit")
+        t.keys("Enter")
+        end = t.wait(r"EXITED rc=0", timeout=60)
+    finally:
+        t.close()
+    assert s.count("cannot reach") == 1 and "retrying" not in s, s
+    assert "--resume" not in end and sessions(env) == []
