@@ -458,9 +458,9 @@ on_done(void *arg, const struct http_result *r)
 		e = (struct llm_error){ LLM_ERR_NET, 0, s,
 		    transport_retryable(r->curl_code) };
 		hint = no_server(r->curl_code) ? llm_unreachable_hint(b->cfg) : NULL;
-		/* a refused connection is an answer: asked again once, at
-		 * once and silently, in case the server was restarting; the
-		 * failure is then one line */
+		/* a refused connection is an answer: asked again once, after
+		 * the first backoff and without a notice, in case the server
+		 * was restarting; the failure is then one line */
 		if (r->curl_code == CURLE_COULDNT_CONNECT)
 			b->net_told = 1;
 		if (e.retryable)
