@@ -139,10 +139,8 @@ cli_sessions_export(struct cli *c)
 {
 	struct notebook *nb;
 	struct journal_meta meta;
-	char *path, *err = NULL;
+	char *path, *err = NULL, *id;
 	int rc = 0;
-
-	char *id;
 
 	if ((id = resume_find_id(c->sessions_dir, c->export_id, &err)) == NULL)
 		return fail(err);
