@@ -287,10 +287,12 @@ llm_config_resolve(struct llm_config *cfg, char **err)
 	}
 	if (cfg->api_key == NULL && (strcmp(p, "openai") == 0 ||
 	    strcmp(p, "azure") == 0 || strcmp(p, "anthropic") == 0)) {
-		*err = xasprintf("%s: no API key; set %s or api_key_cmd in the "
-		    "config file", p, strcmp(p, "openai") == 0 ? "OPENAI_API_KEY" :
+		char *cf = file.path ? xstrdup(file.path) : config_default_path();
+		*err = xasprintf("%s: no API key; set %s or api_key_cmd in %s", p,
+		    strcmp(p, "openai") == 0 ? "OPENAI_API_KEY" :
 		    strcmp(p, "azure") == 0 ? "AZURE_OPENAI_API_KEY" :
-		    "ANTHROPIC_API_KEY");
+		    "ANTHROPIC_API_KEY", cf);
+		free(cf);
 		goto out;
 	}
 	if (cfg->max_retries == 0)

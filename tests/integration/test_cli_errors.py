@@ -257,6 +257,14 @@ def test_a_rejected_key_names_where_it_came_from(terp, env, fake):
     assert srv.requests()[0]["headers"]["authorization"] == "Bearer sk-from-a-command"
 
 
+def test_a_missing_key_names_the_variable_and_the_config_file(terp, env):
+    r = terp("-p", "q", "--provider", "anthropic")
+    assert r.rc == 2, r
+    assert one_line(r) == ("terp: anthropic: no API key; set ANTHROPIC_API_KEY or api_key_cmd "
+                           "in %s/terp/config" % env["XDG_CONFIG_HOME"])
+    assert sessions(env) == []
+
+
 # ---------------------------------------------------------------- item 18: keep what matters
 
 def test_a_run_that_did_nothing_leaves_no_session(terp, env, fake):
