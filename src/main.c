@@ -429,6 +429,12 @@ question_error(const struct cli *c, int q)
 {
 	const char *quote = strchr(c->data_files[q], '"') ? "'" : "\"";
 
+	if (c->mode == CLI_PROMPT) {	/* a follow-up is its own -p */
+		fprintf(stderr, "terp: there is no file '%s'; did you mean another "
+		    "question: `-p %s%s%s`?\n", c->data_files[q], quote, c->data_files[q],
+		    quote);
+		exit(2);
+	}
 	fprintf(stderr, "terp: there is no file '%s'; did you mean `terp -p %s%s%s",
 	    c->data_files[q], quote, c->data_files[q], quote);
 	for (int i = 0; i < c->ndata; i++)

@@ -70,6 +70,10 @@ def test_a_question_without_p_suggests_it(terp, env):
                            "`terp -p \"what month sold most?\" %s`?" % SALES)
     r = terp("plot revenue per channel", "--provider", "demo")
     assert r.rc == 2 and "did you mean `terp -p \"plot revenue per channel\"`?" in one_line(r)
+    # with -p already: a follow-up is another -p
+    r = terp("-p", "q", "--provider", "demo", "and per month?", SALES)
+    assert r.rc == 2 and one_line(r) == ("terp: there is no file 'and per month?'; did you "
+                                         "mean another question: `-p \"and per month?\"`?")
     assert sessions(env) == []
 
 
