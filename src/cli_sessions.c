@@ -70,16 +70,65 @@ has_sandbox_base(const char *sessions_dir, const char *id)
 	return yes;
 }
 
+/* Removes session id's folder and its sandbox folder, if any. */
+static int
+delete_session(const char *sessions_dir, const char *id, char **err)
+{
+	int base = store_id_valid(id) == 0 && has_sandbox_base(sessions_dir, id);
+
+	if (store_delete(sessions_dir, id, err) < 0)
+		return -1;
+	if (base && store_delete(SANDBOX_SESSIONS, id, err) < 0) {
+		fprintf(stderr, "terp: warning: %s\n", *err);
+		free(*err);
+		*err = NULL;
+	}
+	return 0;
+}
+
 int
 cli_sessions_delete(struct cli *c)
 {
-	char *err = NULL;
-	int base = store_id_valid(c->delete_id) == 0 &&
-	    has_sandbox_base(c->sessions_dir, c->delete_id);
+	char *err = NULL, *id;
 
-	if (store_delete(c->sessions_dir, c->delete_id, &err) < 0)
+	if ((id = resume_find_id(c->sessions_dir, c->delete_id, &err)) == NULL)
 		return fail(err);
-	if (base && store_delete(SANDBOX_SESSIONS, c->delete_id, &err) < 0) {
+	/* a prefix is enough to read a session, not to delete one */
+	if (strcmp(id, c->delete_id) != 0) {
+		err = xasprintf("no session %s; --delete takes the whole id: "
+		    "did you mean %s?", c->delete_id, id);
+		free(id);
+		return fail(err);
+	}
+	free(id);
+	if (delete_session(c->sessions_dir, c->delete_id, &err) < 0)
+		return fail(err);
+	fprintf(stderr, "terp: deleted session %s\n", c->delete_id);
+	return 0;
+}
+
+int
+cli_sessions_end(struct cli *c)
+{
+	struct journal_meta meta;
+	char *path, *err = NULL;
+	int read, empty;
+
+	if (c->session_id == NULL ||
+	    (path = store_journal_path(c->sessions_dir, c->session_id)) == NULL)
+		return 0;
+	read = journal_read_meta(path, &meta, &err) == 0;
+	empty = read && resume_meta_empty(&meta);
+	free(err);
+	err = NULL;
+	journal_meta_free(&meta);
+	free(path);
+	if (!read)
+		return 0;	/* no journal: nothing to resume, nothing to judge */
+	/* a resumed session holds what its earlier runs did */
+	if (!c->no_save && (!empty || c->resume))
+		return 1;
+	if (delete_session(c->sessions_dir, c->session_id, &err) < 0) {
 		fprintf(stderr, "terp: warning: %s\n", err);
 		free(err);
 	}
@@ -91,25 +140,31 @@ cli_sessions_export(struct cli *c)
 {
 	struct notebook *nb;
 	struct journal_meta meta;
-	char *path, *err = NULL;
+	char *path, *err = NULL, *id;
 	int rc = 0;
 
-	if ((path = store_journal_path(c->sessions_dir, c->export_id)) == NULL)
-		return fail(xasprintf("not a session id: '%s'", c->export_id));
+	if ((id = resume_find_id(c->sessions_dir, c->export_id, &err)) == NULL)
+		return fail(err);
+	path = store_journal_path(c->sessions_dir, id);
 	memset(&meta, 0, sizeof meta);
 	nb = notebook_new();
-	if (access(path, F_OK) < 0)
-		rc = fail(xasprintf("no session %s (terp --list shows them)", c->export_id));
-	else if (journal_load(path, nb, &meta, &err) < 0 ||
-	    export_file(nb, c->export_file, &err) < 0)
+	if (journal_load(path, nb, &meta, &err) < 0 ||
+	    export_file(nb, c->export_file, &err) < 0) {
 		rc = fail(err);
-	else if (meta.torn || meta.skipped)
-		fprintf(stderr, "terp: warning: the journal was damaged (%s); the export "
-		    "holds what could be read\n", meta.torn ? "its last line was cut short" :
-		    "lines were skipped");
+	} else {
+		if (meta.torn || meta.skipped)
+			fprintf(stderr, "terp: warning: the journal was damaged (%s); "
+			    "the export holds what could be read\n", meta.torn ?
+			    "its last line was cut short" : "lines were skipped");
+		fprintf(stderr, "terp: wrote %s (session %s: %d cell%s, %d "
+		    "question%s)\n", c->export_file, id, notebook_ncells(nb),
+		    notebook_ncells(nb) == 1 ? "" : "s", meta.nquestions,
+		    meta.nquestions == 1 ? "" : "s");
+	}
 	journal_meta_free(&meta);
 	notebook_free(nb);
 	free(path);
+	free(id);
 	return rc;
 }
 

@@ -106,6 +106,15 @@ config_parse(struct config *c, const char *text, size_t len, const char *name,
 	return 0;
 }
 
+char *
+config_default_path(void)
+{
+	char *dir = xdg_config_home(), *p = xasprintf("%s/terp/config", dir);
+
+	free(dir);
+	return p;
+}
+
 int
 config_load(struct config *c, const char *path, char **err)
 {
@@ -113,13 +122,7 @@ config_load(struct config *c, const char *path, char **err)
 	size_t len;
 	int r;
 
-	if (path != NULL)
-		p = xstrdup(path);
-	else {
-		char *dir = xdg_config_home();
-		p = xasprintf("%s/terp/config", dir);
-		free(dir);
-	}
+	p = path != NULL ? xstrdup(path) : config_default_path();
 	text = read_file(p, CONFIG_MAX, &len);
 	if (text == NULL) {
 		if (errno == ENOENT) {

@@ -1451,6 +1451,11 @@ scan(const char *path, struct notebook *nb, struct journal_meta *m, char **err)
 		}
 		if (len == 0)
 			continue;
+		/* "t" comes first in every record (rec) */
+		if (strncmp(line, "{\"t\":\"cell\"", 11) == 0)
+			m->ncells++;
+		else if (strncmp(line, "{\"t\":\"reply\"", 12) == 0)
+			m->nreplies++;
 		/* listing: only the lines that feed the meta are parsed */
 		if (nb == NULL && !first &&
 		    strncmp(line, "{\"t\":\"question\"", 15) != 0 &&

@@ -178,6 +178,8 @@ cfg_copy(struct llm_config *d, const struct llm_config *s)
 	d->api_key = s->api_key ? xstrdup(s->api_key) : NULL;
 	d->api_version = s->api_version ? xstrdup(s->api_version) : NULL;
 	d->demo_script = s->demo_script ? xstrdup(s->demo_script) : NULL;
+	d->base_url_from = s->base_url_from ? xstrdup(s->base_url_from) : NULL;
+	d->api_key_from = s->api_key_from ? xstrdup(s->api_key_from) : NULL;
 }
 
 struct llm *

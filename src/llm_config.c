@@ -33,6 +33,24 @@ set(char **dst, const char *v)
 		*dst = xstrdup(v);
 }
 
+/* set, and *from names where the value came from when it was taken. */
+static void
+set_from(char **dst, const char *v, char **from, const char *name)
+{
+	if (*dst == NULL && v != NULL && *v != '\0') {
+		*dst = xstrdup(v);
+		free(*from);
+		*from = xstrdup(name);
+	}
+}
+
+/* "KEY in PATH" (a config file's key, for messages). */
+static char *
+in_file(const struct config *c, const char *key)
+{
+	return xasprintf("%s in %s", key, c->path ? c->path : "the config file");
+}
+
 /* "ollama:llama3.1:8b" -> provider ollama, model llama3.1:8b; a model
  * whose prefix is not a provider name is left alone. */
 static void
@@ -128,7 +146,14 @@ from_file(struct llm_config *cfg, const struct config *c, char **key_cmd,
 		set(&cfg->model, v);
 		split_model(cfg);
 	}
-	set(&cfg->base_url, config_get(c, "base_url"));
+	if (cfg->base_url != NULL && cfg->base_url_from == NULL)
+		cfg->base_url_from = xstrdup("--base-url");
+	if (cfg->base_url == NULL && config_get(c, "base_url") != NULL) {
+		char *from = in_file(c, "base_url");
+		set_from(&cfg->base_url, config_get(c, "base_url"),
+		    &cfg->base_url_from, from);
+		free(from);
+	}
 	set(&cfg->api_version, config_get(c, "api_version"));
 	set(&cfg->demo_script, config_get(c, "demo_script"));
 	set(key_cmd, config_get(c, "api_key_cmd"));
@@ -215,16 +240,23 @@ llm_config_resolve(struct llm_config *cfg, char **err)
 		    "anthropic, ollama or demo)", p);
 		goto out;
 	}
-	if (key_cmd != NULL && cfg->api_key == NULL && strcmp(p, "demo") != 0 &&
-	    (cfg->api_key = key_from_cmd(key_cmd, err)) == NULL)
-		goto out;
+	if (key_cmd != NULL && cfg->api_key == NULL && strcmp(p, "demo") != 0) {
+		if ((cfg->api_key = key_from_cmd(key_cmd, err)) == NULL)
+			goto out;
+		free(cfg->api_key_from);
+		cfg->api_key_from = in_file(&file, "api_key_cmd");
+	}
 	if (strcmp(p, "openai") == 0) {
-		set(&cfg->api_key, env("OPENAI_API_KEY"));
-		set(&cfg->base_url, env("OPENAI_BASE_URL"));
+		set_from(&cfg->api_key, env("OPENAI_API_KEY"), &cfg->api_key_from,
+		    "OPENAI_API_KEY");
+		set_from(&cfg->base_url, env("OPENAI_BASE_URL"), &cfg->base_url_from,
+		    "OPENAI_BASE_URL");
 		set(&cfg->model, "gpt-4.1");
 	} else if (strcmp(p, "azure") == 0) {
-		set(&cfg->api_key, env("AZURE_OPENAI_API_KEY"));
-		set(&cfg->base_url, env("AZURE_OPENAI_ENDPOINT"));
+		set_from(&cfg->api_key, env("AZURE_OPENAI_API_KEY"),
+		    &cfg->api_key_from, "AZURE_OPENAI_API_KEY");
+		set_from(&cfg->base_url, env("AZURE_OPENAI_ENDPOINT"),
+		    &cfg->base_url_from, "AZURE_OPENAI_ENDPOINT");
 		set(&cfg->model, env("AZURE_OPENAI_DEPLOYMENT"));
 		set(&cfg->api_version, env("AZURE_OPENAI_API_VERSION"));
 		set(&cfg->api_version, "2024-10-21");
@@ -239,11 +271,14 @@ llm_config_resolve(struct llm_config *cfg, char **err)
 			goto out;
 		}
 	} else if (strcmp(p, "anthropic") == 0) {
-		set(&cfg->api_key, env("ANTHROPIC_API_KEY"));
-		set(&cfg->base_url, env("ANTHROPIC_BASE_URL"));
+		set_from(&cfg->api_key, env("ANTHROPIC_API_KEY"), &cfg->api_key_from,
+		    "ANTHROPIC_API_KEY");
+		set_from(&cfg->base_url, env("ANTHROPIC_BASE_URL"),
+		    &cfg->base_url_from, "ANTHROPIC_BASE_URL");
 		set(&cfg->model, "claude-sonnet-4-5");
 	} else if (strcmp(p, "ollama") == 0) {
-		set(&cfg->base_url, "http://localhost:11434/v1");
+		set_from(&cfg->base_url, "http://localhost:11434/v1",
+		    &cfg->base_url_from, "the default");
 		set(&cfg->model, "llama3.1");
 	} else {
 		set(&cfg->model, "recorded");
@@ -252,10 +287,12 @@ llm_config_resolve(struct llm_config *cfg, char **err)
 	}
 	if (cfg->api_key == NULL && (strcmp(p, "openai") == 0 ||
 	    strcmp(p, "azure") == 0 || strcmp(p, "anthropic") == 0)) {
-		*err = xasprintf("%s: no API key; set %s or api_key_cmd in the "
-		    "config file", p, strcmp(p, "openai") == 0 ? "OPENAI_API_KEY" :
+		char *cf = file.path ? xstrdup(file.path) : config_default_path();
+		*err = xasprintf("%s: no API key; set %s or api_key_cmd in %s", p,
+		    strcmp(p, "openai") == 0 ? "OPENAI_API_KEY" :
 		    strcmp(p, "azure") == 0 ? "AZURE_OPENAI_API_KEY" :
-		    "ANTHROPIC_API_KEY");
+		    "ANTHROPIC_API_KEY", cf);
+		free(cf);
 		goto out;
 	}
 	if (cfg->max_retries == 0)
@@ -287,5 +324,7 @@ llm_config_free(struct llm_config *cfg)
 	}
 	free(cfg->api_version);
 	free(cfg->demo_script);
+	free(cfg->base_url_from);
+	free(cfg->api_key_from);
 	memset(cfg, 0, sizeof *cfg);
 }

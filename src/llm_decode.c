@@ -322,7 +322,10 @@ llm_status_message(const struct llm_config *cfg, long status, const char *body,
 	const char *prov = cfg->provider ? cfg->provider : "";
 	const char *model = cfg->model ? cfg->model : "";
 
-	if (status == 401)
+	if (status == 401 && cfg->api_key_from != NULL)
+		r = xasprintf("401 Unauthorized: the API key from %s was rejected "
+		    "by %s (%s)", cfg->api_key_from, prov, msg);
+	else if (status == 401)
 		r = xasprintf("401 Unauthorized: the API key was rejected by %s (%s)",
 		    prov, msg);
 	else if (status == 404 && strcmp(prov, "azure") == 0)
@@ -339,6 +342,24 @@ llm_status_message(const struct llm_config *cfg, long status, const char *body,
 		r = xasprintf("%ld %s: %s", status, status_name(status), msg);
 	free(msg);
 	free(type);
+	llm_one_line(r, 400);
+	return r;
+}
+
+char *
+llm_unreachable_hint(const struct llm_config *cfg)
+{
+	const char *prov = cfg->provider ? cfg->provider : "";
+	const char *var = strcmp(prov, "openai") == 0 ? "OPENAI_BASE_URL" :
+	    strcmp(prov, "azure") == 0 ? "AZURE_OPENAI_ENDPOINT" :
+	    strcmp(prov, "anthropic") == 0 ? "ANTHROPIC_BASE_URL" :
+	    "base_url in the config";
+	char *r = xasprintf("is the %s running? check --base-url / %s%s%s%s",
+	    strcmp(prov, "ollama") == 0 ? "ollama server" : "server", var,
+	    cfg->base_url_from ? " (this URL is from " : "",
+	    cfg->base_url_from ? cfg->base_url_from : "",
+	    cfg->base_url_from ? ")" : "");
+
 	llm_one_line(r, 400);
 	return r;
 }

@@ -6,6 +6,7 @@
  * backoff and jitter, honouring Retry-After; after output, or when it
  * cannot help, it is reported as a typed llm_error. */
 #include <curl/curl.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,6 +53,9 @@ struct hb {
 	int				 delivered;	/* the caller saw output */
 	int				 sent;
 	uint64_t			 timer;		/* start or retry */
+	/* A server that cannot be reached: its retries are told once, and
+	 * the final failure says what to check (llm_unreachable_hint). */
+	int				 net_told;
 };
 
 void
@@ -136,6 +140,14 @@ transport_retryable(int code)
 		return 0;
 	}
 	return 1;
+}
+
+/* No server answered at that address: its URL is what to check. */
+static int
+no_server(int code)
+{
+	return code == CURLE_COULDNT_CONNECT || code == CURLE_COULDNT_RESOLVE_HOST ||
+	    code == CURLE_OPERATION_TIMEDOUT;
 }
 
 static int64_t
@@ -249,18 +261,21 @@ notice(struct hb *b, const char *fmt, ...)
 }
 
 /* Schedules another attempt after e, or fails with e when the retries
- * are used up. wait_ms < 0: the backoff decides. */
+ * (at most retry_cap of them) are used up, the failure ending with hint
+ * (or NULL). wait_ms < 0: the backoff decides. */
 static void
-retry_or_fail(struct hb *b, const struct llm_error *e, int64_t wait_ms)
+retry_or_fail_hint(struct hb *b, const struct llm_error *e, int64_t wait_ms,
+    int retry_cap, const char *hint)
 {
 	char *why = xstrdup(e->msg), *s;
 	struct llm_error last = *e;
 
 	attempt_drop(b);
-	if (b->retries >= b->cfg->max_retries) {
-		s = b->retries > 0 ? xasprintf("%s (gave up after %d %s)", why,
-		    b->retries, b->retries == 1 ? "retry" : "retries") :
-		    xstrdup(why);
+	if (b->retries >= b->cfg->max_retries || b->retries >= retry_cap) {
+		s = b->retries > 0 ? xasprintf("%s (gave up after %d %s)%s%s", why,
+		    b->retries, b->retries == 1 ? "retry" : "retries",
+		    hint ? "; " : "", hint ? hint : "") :
+		    xasprintf("%s%s%s", why, hint ? "; " : "", hint ? hint : "");
 		last.msg = s;
 		fail(b, &last);
 	} else if (wait_ms > RETRY_AFTER_CAP) {
@@ -274,12 +289,25 @@ retry_or_fail(struct hb *b, const struct llm_error *e, int64_t wait_ms)
 			wait_ms = backoff_ms(b->retries);
 		b->retries++;
 		b->timer = loop_timer_add(b->loop, wait_ms, start_attempt, b);
-		/* The notice may cancel the request, which drops the timer. */
-		notice(b, "%s; retrying in %.1f s (%d/%d)", why,
-		    (double)wait_ms / 1000, b->retries, b->cfg->max_retries);
+		/* The notice may cancel the request, which drops the timer.
+		 * An unreachable server's retries are told once: the same line
+		 * again says nothing new. */
+		if (e->kind != LLM_ERR_NET || e->http_status != 0 || !b->net_told)
+			notice(b, "%s; retrying in %.1f s (%d/%d)", why,
+			    (double)wait_ms / 1000, b->retries,
+			    retry_cap < b->cfg->max_retries ? retry_cap :
+			    b->cfg->max_retries);
+		if (e->kind == LLM_ERR_NET && e->http_status == 0)
+			b->net_told = 1;
 	}
 	free(s);
 	free(why);
+}
+
+static void
+retry_or_fail(struct hb *b, const struct llm_error *e, int64_t wait_ms)
+{
+	retry_or_fail_hint(b, e, wait_ms, INT_MAX, NULL);
 }
 
 static void
@@ -414,7 +442,7 @@ on_done(void *arg, const struct http_result *r)
 	struct attempt *a = arg;
 	struct hb *b = a->b;
 	struct llm_error e;
-	char *s;
+	char *s, *hint;
 	int64_t wait;
 
 	a->x = NULL;	/* http.c frees it after this call */
@@ -429,10 +457,18 @@ on_done(void *arg, const struct http_result *r)
 		llm_one_line(s, 400);
 		e = (struct llm_error){ LLM_ERR_NET, 0, s,
 		    transport_retryable(r->curl_code) };
+		hint = no_server(r->curl_code) ? llm_unreachable_hint(b->cfg) : NULL;
+		/* a refused connection is an answer: asked again once, after
+		 * the first backoff and without a notice, in case the server
+		 * was restarting; the failure is then one line */
+		if (r->curl_code == CURLE_COULDNT_CONNECT)
+			b->net_told = 1;
 		if (e.retryable)
-			retry_or_fail(b, &e, -1);
+			retry_or_fail_hint(b, &e, -1, r->curl_code ==
+			    CURLE_COULDNT_CONNECT ? 1 : INT_MAX, hint);
 		else
-			fail(b, &e);
+			retry_or_fail_hint(b, &e, -1, 0, hint);
+		free(hint);
 		free(s);
 		return;
 	}
@@ -522,6 +558,7 @@ hb_request(void *p, const char *system, const cJSON *messages,
 	b->arg = arg;
 	b->retries = 0;
 	b->delivered = 0;
+	b->net_told = 0;
 	b->sent = 0;
 	b->busy = 1;
 	/* Callbacks only ever fire from the loop, never from here. */

@@ -33,7 +33,7 @@ enum {
 	OPT_LIST, OPT_DELETE, OPT_EXPORT, OPT_RESUME, OPT_REPLAY, OPT_IDLE,
 	OPT_MAX_SESSION, OPT_STRICT_NUMBERS, OPT_MAX_COST, OPT_DISK, OPT_PYTHON, OPT_ALLOW_HOST,
 	OPT_EGRESS_MAX, OPT_SANDBOX, OPT_SANDBOX_TOKEN_ENV, OPT_SANDBOX_TOKEN_CMD,
-	OPT_JUPYTER_KERNEL, OPT_SSH_COMMAND, OPT_SSH_TERP,
+	OPT_JUPYTER_KERNEL, OPT_SSH_COMMAND, OPT_SSH_TERP, OPT_NO_SAVE,
 };
 
 #define IDLE_DEFAULT_MS	(30 * 60 * 1000)
@@ -111,6 +111,7 @@ static const struct option long_opts[] = {
 	{ "export", required_argument, NULL, OPT_EXPORT },
 	{ "resume", optional_argument, NULL, OPT_RESUME },
 	{ "replay", no_argument, NULL, OPT_REPLAY },
+	{ "no-save", no_argument, NULL, OPT_NO_SAVE },
 	{ "idle-timeout", required_argument, NULL, OPT_IDLE },
 	{ "max-session", required_argument, NULL, OPT_MAX_SESSION },
 	{ "help", no_argument, NULL, 'h' },
@@ -184,6 +185,8 @@ usage(FILE *fp)
 	    "                           new sandbox; with -p or exec, headless\n"
 	    "      --replay             (with --resume) first re-run the cells that\n"
 	    "                           succeeded, to rebuild the variables\n"
+	    "      --no-save            remove the session when the run ends (a run\n"
+	    "                           that ran no cell and got no reply is never kept)\n"
 	    "      --idle-timeout DUR   stop an idle sandbox (default 30m; 0: never); it\n"
 	    "                           restarts at the next cell, without its variables\n"
 	    "      --max-session DUR    end the session after DUR (default: never)\n"
@@ -195,7 +198,29 @@ usage_error(const char *fmt, const char *arg)
 {
 	fputs("terp: ", stderr);
 	fprintf(stderr, fmt, arg);
-	fputs(" (terp --help lists the options)\n", stderr);
+	fputs(" (try terp --help)\n", stderr);
+	exit(2);
+}
+
+/* getopt's complaint, in one line: the option as typed, without its
+ * value. */
+static void __attribute__((noreturn))
+bad_option(int ch, char **argv)
+{
+	const char *typed = argv[optind - 1];
+	size_t n = strcspn(typed, "=");
+
+	if (ch == ':')
+		fprintf(stderr, "terp: %.*s needs a value (try terp --help)\n", (int)n,
+		    typed);
+	else if (optopt >= 256)
+		fprintf(stderr, "terp: %.*s takes no value (try terp --help)\n", (int)n,
+		    typed);
+	else if (optopt != 0)
+		fprintf(stderr, "terp: unknown option -%c (try terp --help)\n", optopt);
+	else
+		fprintf(stderr, "terp: unknown option %.*s (try terp --help)\n", (int)n,
+		    typed);
 	exit(2);
 }
 
@@ -346,6 +371,18 @@ is_session(const struct cli *c, const char *id)
 	return yes;
 }
 
+/* A first argument after --resume that is no file but could be an id
+ * or its start (ids begin with the date: 20261201-...; no dot, unlike
+ * most file names): taken as the session to resume, so that a mistyped
+ * one is named as a session, not as a missing data file. */
+static int
+looks_like_id(const char *s)
+{
+	return s[0] >= '0' && s[0] <= '9' && strspn(s, "0123456789"
+	    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ-_") == strlen(s) &&
+	    access(s, F_OK) != 0;
+}
+
 /* The session options' positional arguments: --export's FILE, and
  * --resume's ID when it is not given as --resume=ID (a first argument
  * that names a saved session is taken as the id, not as a data file). */
@@ -364,12 +401,47 @@ parse_sessions(struct cli *c)
 		return;
 	if (c->replay && !c->resume)
 		usage_error("%s: only with --resume", "--replay");
+	if (c->no_save && c->resume)
+		usage_error("%s: not with --resume (terp --delete ID removes a session)",
+		    "--no-save");
 	if (c->resume && c->resume_id == NULL && c->ndata > 0 &&
-	    is_session(c, c->data_files[0])) {
+	    (is_session(c, c->data_files[0]) || looks_like_id(c->data_files[0]))) {
 		c->resume_id = c->data_files[0];
 		c->data_files++;
 		c->ndata--;
 	}
+}
+
+/* A data file argument that is no file and reads like a question
+ * (words, or a question mark at its end). */
+static int
+is_question(const char *s)
+{
+	size_t n = strlen(s);
+
+	return access(s, F_OK) != 0 && n > 0 && (strchr(s, ' ') != NULL ||
+	    s[n - 1] == '?');
+}
+
+/* `terp "what is the mean?" data.csv`: the command that was meant. */
+static void __attribute__((noreturn))
+question_error(const struct cli *c, int q)
+{
+	const char *quote = strchr(c->data_files[q], '"') ? "'" : "\"";
+
+	if (c->mode == CLI_PROMPT) {	/* a follow-up is its own -p */
+		fprintf(stderr, "terp: there is no file '%s'; did you mean another "
+		    "question: `-p %s%s%s`?\n", c->data_files[q], quote, c->data_files[q],
+		    quote);
+		exit(2);
+	}
+	fprintf(stderr, "terp: there is no file '%s'; did you mean `terp -p %s%s%s",
+	    c->data_files[q], quote, c->data_files[q], quote);
+	for (int i = 0; i < c->ndata; i++)
+		if (i != q && !is_question(c->data_files[i]))
+			fprintf(stderr, " %s", c->data_files[i]);
+	fputs("`?\n", stderr);
+	exit(2);
 }
 
 static void
@@ -396,7 +468,8 @@ parse(struct cli *c, int argc, char **argv)
 		argv++;
 		argc--;
 	}
-	while ((ch = getopt_long(argc, argv, "p:c:h", long_opts, NULL)) != -1) {
+	opterr = 0;	/* bad_option says it in one line */
+	while ((ch = getopt_long(argc, argv, ":p:c:h", long_opts, NULL)) != -1) {
 		switch (ch) {
 		case 'p':
 			if (c->mode == CLI_EXEC)
@@ -489,6 +562,7 @@ parse(struct cli *c, int argc, char **argv)
 			c->resume_id = optarg;
 			break;
 		case OPT_REPLAY: c->replay = 1; break;
+		case OPT_NO_SAVE: c->no_save = 1; break;
 		case OPT_IDLE:
 			if (parse_duration_ms(optarg, &ms) < 0)
 				usage_error("invalid duration for --idle-timeout: %s", optarg);
@@ -501,7 +575,7 @@ parse(struct cli *c, int argc, char **argv)
 			break;
 		case 'h': usage(stdout); exit(0);
 		case OPT_VERSION: m.version = 1; break;
-		default: usage(stderr); exit(2);
+		default: bad_option(ch, argv);
 		}
 	}
 	if (m.version)
@@ -533,6 +607,8 @@ parse(struct cli *c, int argc, char **argv)
 		    kernel_ssh_remote_path(c->data_files[i]) &&
 		    access(c->data_files[i], F_OK) != 0)
 			continue;
+		if (c->mode != CLI_EXEC && is_question(c->data_files[i]))
+			question_error(c, i);
 		/* Opened without blocking: a FIFO or a folder is refused here,
 		 * in one line, instead of hanging or failing later. */
 		if (kernel_check_data(c->data_files[i], &err) < 0) {
@@ -809,6 +885,11 @@ main(int argc, char **argv)
 		rc = tui_session_run(&c);
 		break;
 	}
+	/* kept: how to come back to it, on the terminal (-p's stdout is the
+	 * answer only; a script's stderr does not need it either) */
+	if (cli_sessions_end(&c) && !c.json && (c.mode == CLI_TUI || isatty(2)))
+		fprintf(stderr, "session %s \xc2\xb7 terp --resume %s to continue\n",
+		    c.session_id, c.session_id);
 	llm_config_free(&c.llm);
 	if (c.resume)
 		resume_free(&c.res);

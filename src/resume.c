@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "terp/buf.h"
 #include "terp/datafile.h"
@@ -30,7 +31,8 @@ resume_list(const char *sessions_dir, struct journal_meta **out, int *n,
 	for (int i = 0; i < nl; i++) {
 		char *path = store_journal_path(sessions_dir, l[i].id), *e = NULL;
 
-		if (journal_read_meta(path, &(*out)[*n], &e) < 0) {
+		if (journal_read_meta(path, &(*out)[*n], &e) < 0 ||
+		    resume_meta_empty(&(*out)[*n])) {
 			free(e);
 			journal_meta_free(&(*out)[*n]);
 		} else {
@@ -40,6 +42,119 @@ resume_list(const char *sessions_dir, struct journal_meta **out, int *n,
 	}
 	store_list_free(l, nl);
 	return 0;
+}
+
+int
+resume_meta_empty(const struct journal_meta *m)
+{
+	return m->ncells == 0 && m->nreplies == 0;
+}
+
+/* Edit distance between a and b (ids: at most 64 bytes each). */
+static int
+distance(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b);
+	int row[66];
+
+	if (la > 64 || lb > 64)
+		return 99;
+	for (size_t j = 0; j <= lb; j++)
+		row[j] = (int)j;
+	for (size_t i = 1; i <= la; i++) {
+		int diag = row[0];
+		row[0] = (int)i;
+		for (size_t j = 1; j <= lb; j++) {
+			int up = row[j], best = diag + (a[i - 1] != b[j - 1]);
+			if (up + 1 < best)
+				best = up + 1;
+			if (row[j - 1] + 1 < best)
+				best = row[j - 1] + 1;
+			diag = up;
+			row[j] = best;
+		}
+	}
+	return row[lb];
+}
+
+/* How far given is from id, or from as much of id's start (a
+ * mistyped prefix). */
+static int
+near(const char *given, const char *id)
+{
+	char head[65];
+	size_t n = strlen(given);
+
+	if (n >= strlen(id) || n >= sizeof head)
+		return distance(given, id);
+	memcpy(head, id, n);
+	head[n] = '\0';
+	return distance(given, head);
+}
+
+/* ", a, b, c" (the first max of ids, then how many more). */
+static void
+name_ids(struct buf *b, const char **ids, int n, int max)
+{
+	for (int i = 0; i < n && i < max; i++)
+		buf_printf(b, "%s%s", i ? ", " : "", ids[i]);
+	if (n > max)
+		buf_printf(b, " and %d more", n - max);
+}
+
+char *
+resume_find_id(const char *sessions_dir, const char *given, char **err)
+{
+	struct journal_meta *l;
+	const char **hits;
+	char *path, *id = NULL;
+	int n, nhits = 0;
+	struct buf b;
+
+	if ((path = store_journal_path(sessions_dir, given)) == NULL) {
+		*err = xasprintf("not a session id: '%s' (terp --list shows them)",
+		    given);
+		return NULL;
+	}
+	if (access(path, F_OK) == 0) {
+		free(path);
+		return xstrdup(given);
+	}
+	free(path);
+	if (resume_list(sessions_dir, &l, &n, err) < 0)
+		return NULL;
+	hits = xcalloc((size_t)n + 1, sizeof *hits);
+	for (int i = 0; i < n; i++)
+		if (strncmp(l[i].id, given, strlen(given)) == 0)
+			hits[nhits++] = l[i].id;
+	buf_init(&b, 1 << 16);
+	if (nhits == 1) {
+		id = xstrdup(hits[0]);
+	} else if (nhits > 1) {
+		buf_printf(&b, "session id %s is ambiguous: ", given);
+		name_ids(&b, hits, nhits, 3);
+		buf_adds(&b, " start with it");
+	} else {
+		/* the closest ids, nearest first (a typo is a few edits) */
+		int limit = (int)strlen(given) / 5 + 1;
+		buf_printf(&b, "no session %s", given);
+		for (int d = 0; d <= limit && nhits < 3; d++)
+			for (int i = 0; i < n && nhits < 3; i++)
+				if (near(given, l[i].id) == d)
+					hits[nhits++] = l[i].id;
+		if (nhits > 0) {
+			buf_adds(&b, "; did you mean ");
+			name_ids(&b, hits, nhits, 3);
+			buf_adds(&b, "?");
+		}
+		buf_adds(&b, " (terp --list shows them)");
+	}
+	if (id == NULL)
+		*err = buf_take(&b);
+	buf_free(&b);
+	free(hits);
+	resume_list_free(l, n);
+	return id;
 }
 
 void
@@ -142,8 +257,8 @@ resume_prepare(const char *sessions_dir, const char *id, struct resume *r,
 		}
 		r->id = xstrdup(l[0].id);
 		resume_list_free(l, n);
-	} else {
-		r->id = xstrdup(id);
+	} else if ((r->id = resume_find_id(sessions_dir, id, err)) == NULL) {
+		return -1;
 	}
 	if ((path = store_journal_path(sessions_dir, r->id)) == NULL) {
 		*err = xasprintf("not a session id: %s", r->id);

@@ -39,6 +39,7 @@ struct cli {
 	int			 resume;	/* --resume [ID] */
 	const char		*resume_id;	/* NULL: the latest */
 	int			 replay;	/* --replay */
+	int			 no_save;	/* --no-save: remove it at the end */
 	int64_t			 idle_ms;	/* --idle-timeout (30 min; 0 off) */
 	int64_t			 max_ms;	/* --max-session (0: none) */
 	struct resume		 res;		/* the resumed session, when resume */
@@ -62,6 +63,11 @@ int cli_sessions_export(struct cli *c);
  * data files are in the notebook; the session adds those given on the
  * command line). Returns 0, or -1 after printing why. */
 int cli_sessions_resume(struct cli *c);
+/* After a frontend's run: removes the session's folder when the run
+ * did nothing (resume_meta_empty; never a resumed session) or when
+ * --no-save asked for it (a failure to remove is a warning on stderr).
+ * Returns 1 when the session is kept (it can be resumed), else 0. */
+int cli_sessions_end(struct cli *c);
 /* The session options of c for a frontend's session_new: the
  * session, its options, the model (not for exec) and the signals (not
  * for the TUI); the frontend adds its script and its sink. */

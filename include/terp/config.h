@@ -29,6 +29,10 @@ struct config {
 int config_parse(struct config *c, const char *text, size_t len,
     const char *name, char **err);
 
+/* $XDG_CONFIG_HOME/terp/config, where the settings file is read from
+ * (for messages that name it too). A new string. */
+char *config_default_path(void);
+
 /* Reads $XDG_CONFIG_HOME/terp/config (or path when not NULL) into c. A
  * missing file is an empty config. 0, or -1 with *err. */
 int config_load(struct config *c, const char *path, char **err);

@@ -29,6 +29,10 @@ struct journal_meta {
 	int			 nfiles;
 	int			 nquestions;
 	char			*first_question;	/* may be NULL */
+	/* Cell and model-reply records seen (counted without parsing):
+	 * a session with neither did nothing worth keeping (resume.h's
+	 * resume_meta_empty). */
+	int			 ncells, nreplies;
 	int			 nresumed;	/* times the session was resumed */
 	/* The cells whose effects made up the Python state that was lost
 	 * most recently (a resume, restart or crash): replay re-runs the

@@ -27,6 +27,11 @@ struct llm_config {
 	long	 idle_timeout_ms;	/* a stream silent this long fails: 120 s */
 	int	 max_tokens;	/* Anthropic needs one: 4096 */
 	char	*demo_script;	/* the demo provider's recording */
+	/* Where base_url and api_key came from, for messages that name the
+	 * fix ("--base-url", "OPENAI_API_KEY", "api_key_cmd in PATH"): set
+	 * by llm_config_resolve, NULL when unknown. */
+	char	*base_url_from;
+	char	*api_key_from;
 };
 
 /* The visible text of one reply is bounded: a reply that would pass

@@ -226,9 +226,15 @@ char *llm_error_body_message(const char *body, size_t len, char **type);
 /* What kind of failure an error answer is: the HTTP status (200 for an
  * error inside a stream) and the body's type, code and message. */
 enum llm_err llm_error_kind(long status, const char *body, size_t len);
-/* The one-line message for a failed HTTP status. New string. */
+/* The one-line message for a failed HTTP status (a 401 names where the
+ * key came from). New string. */
 char *llm_status_message(const struct llm_config *cfg, long status,
     const char *body, size_t len);
+/* What to check when the provider's server cannot be reached: "is the
+ * server running? check --base-url / OPENAI_BASE_URL (this URL is from
+ * --base-url)", the variable being the provider's. A static-free new
+ * string. */
+char *llm_unreachable_hint(const struct llm_config *cfg);
 /* Makes s one line of at most max bytes (in place). */
 void llm_one_line(char *s, size_t max);
 

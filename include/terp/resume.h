@@ -17,6 +17,18 @@ int resume_list(const char *sessions_dir, struct journal_meta **out, int *n,
     char **err);
 void resume_list_free(struct journal_meta *list, int n);
 
+/* A session that did nothing: no cell ran and the model never replied
+ * (a run that stopped at a wrong key or an unreachable server, a
+ * notebook opened and closed). resume_list leaves these out, and main
+ * removes such a session's folder when its run ends. */
+int resume_meta_empty(const struct journal_meta *m);
+
+/* The session that given names: its exact id, else the one listed
+ * session whose id starts with it. Returns a new string, or NULL with
+ * *err naming the session and saying why: not an id, ambiguous (the
+ * candidates), or none (up to 3 listed ids close to it). */
+char *resume_find_id(const char *sessions_dir, const char *given, char **err);
+
 /* The table `terp --list` prints: one line per session, most recent
  * first (id, started, last active, questions, data files, the first
  * question cut to fit). A new string; "" when there are none. */

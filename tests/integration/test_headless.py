@@ -192,7 +192,8 @@ def test_azure_wrong_key_is_rejected_by_the_server(terp, fake):
     r = terp("-p", "q", "--provider", "azure", "--model", "dep1",
              extra_env={"AZURE_OPENAI_API_KEY": "wrong", "AZURE_OPENAI_ENDPOINT": srv.root})
     assert r.rc == 1, r
-    assert "terp: 401 Unauthorized: the API key was rejected by azure (bad or missing api-key)\n" in r.err
+    assert ("terp: 401 Unauthorized: the API key from AZURE_OPENAI_API_KEY was rejected by "
+            "azure (bad or missing api-key)\n") in r.err
     assert len(srv.requests()) == 1
 
 
@@ -450,7 +451,8 @@ def test_401_says_the_key_was_rejected(terp, fake):
     assert r.rc == 1, r
     assert len(srv.requests()) == 1
     assert r.err.splitlines() == [
-        "terp: 401 Unauthorized: the API key was rejected by openai (Incorrect API key provided)"]
+        "terp: 401 Unauthorized: the API key from OPENAI_API_KEY was rejected by openai "
+        "(Incorrect API key provided)"]
     assert r.out == ""
 
 
@@ -666,7 +668,8 @@ def test_unreachable_server_is_one_line(terp, fake):
     assert r.rc == 1, r
     last = r.err.splitlines()[-1]
     assert last.startswith("terp: cannot reach http://127.0.0.1:%d/v1/chat/completions: " % port)
-    assert last.endswith("(gave up after 1 retry)")
+    assert last.endswith("(gave up after 1 retry); is the server running? check --base-url / "
+                         "OPENAI_BASE_URL (this URL is from --base-url)")
 
 
 # ---------------------------------------------------------------- Ctrl-C
@@ -890,7 +893,7 @@ def test_question_from_stdin(terp, fake):
 def test_empty_question_is_a_usage_error(terp, q):
     r = terp("-p", q, "--provider", "demo")
     assert r.rc == 2, r
-    assert r.err == "terp: -p: the question is empty (terp --help lists the options)\n"
+    assert r.err == "terp: -p: the question is empty (try terp --help)\n"
 
 
 def test_empty_question_from_stdin_is_a_usage_error(terp):

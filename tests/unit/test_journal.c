@@ -615,17 +615,26 @@ Test(journal, list_sorted_by_last_activity)
 
 	cr_assert_eq(mkdir(junk, 0700), 0);	/* no journal: not listed */
 	cr_assert_eq(resume_list(dir, &l, &n, &err), 0, "%s", err);
-	cr_assert_eq(n, 3);
+	/* a session without a cell or a reply is not listed either */
+	cr_assert_eq(n, 2);
 	cr_assert_str_eq(l[0].id, recent);
-	cr_assert_str_eq(l[1].id, empty);
-	cr_assert_str_eq(l[2].id, old);
+	cr_assert_str_eq(l[1].id, old);
 	cr_assert_eq(l[0].nquestions, 2);
 	cr_assert_str_eq(l[0].first_question, "Plot it");
 	cr_assert_eq(l[0].last_active, 2000000000);
-	cr_assert_eq(l[1].nquestions, 0);
-	cr_assert_null(l[1].first_question);
-	cr_assert_str_eq(l[2].first_question, "Which month?");
+	cr_assert(l[0].ncells > 0 && l[0].nreplies > 0);
+	cr_assert_str_eq(l[1].first_question, "Which month?");
 	resume_list_free(l, n);
+	{
+		struct journal_meta m;
+		char *path = store_journal_path(dir, empty);
+		cr_assert_eq(journal_read_meta(path, &m, &err), 0, "%s", err);
+		cr_assert_eq(m.ncells, 0);
+		cr_assert_eq(m.nreplies, 0);
+		cr_assert(resume_meta_empty(&m));
+		journal_meta_free(&m);
+		free(path);
+	}
 
 	cr_assert_eq(resume_list("/nonexistent/terp", &l, &n, &err), 0);
 	cr_assert_eq(n, 0);

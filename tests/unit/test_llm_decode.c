@@ -377,6 +377,23 @@ Test(llm_helpers, status_messages)
 	cr_assert_str_eq(m, "401 Unauthorized: the API key was rejected by openai "
 	    "(Incorrect API key provided)");
 	free(m);
+	c.api_key_from = "OPENAI_API_KEY";
+	m = llm_status_message(&c, 401, b, strlen(b));
+	cr_assert_str_eq(m, "401 Unauthorized: the API key from OPENAI_API_KEY was "
+	    "rejected by openai (Incorrect API key provided)");
+	free(m);
+	c.api_key_from = NULL;
+	m = llm_unreachable_hint(&c);
+	cr_assert_str_eq(m, "is the server running? check --base-url / OPENAI_BASE_URL");
+	free(m);
+	c.provider = "azure";
+	c.base_url_from = "AZURE_OPENAI_ENDPOINT";
+	m = llm_unreachable_hint(&c);
+	cr_assert_str_eq(m, "is the server running? check --base-url / "
+	    "AZURE_OPENAI_ENDPOINT (this URL is from AZURE_OPENAI_ENDPOINT)");
+	free(m);
+	c.provider = "openai";
+	c.base_url_from = NULL;
 	m = llm_status_message(&c, 404, "{}", 2);
 	cr_assert(strstr(m, "404 Not Found") == m && strstr(m, "'gpt-x'"), "%s", m);
 	free(m);

@@ -241,6 +241,8 @@ Test(config, resolve_precedence_flags_file_env)
 	cr_assert_eq(llm_config_resolve(&c, &err), 0, "%s", err);
 	cr_assert_str_eq(c.provider, "anthropic");
 	cr_assert_str_eq(c.api_key, "sk-a");
+	cr_assert_str_eq(c.api_key_from, "ANTHROPIC_API_KEY");
+	cr_assert_null(c.base_url_from);	/* the provider's own */
 	cr_assert_eq(c.max_retries, 4);
 	cr_assert_eq(c.max_tokens, 4096);
 	llm_config_free(&c);
@@ -252,6 +254,8 @@ Test(config, resolve_precedence_flags_file_env)
 	cr_assert_str_eq(c.provider, "openai");
 	cr_assert_str_eq(c.model, "gpt-file");
 	cr_assert_str_eq(c.api_key, "sk-cmd");
+	cr_assert(strncmp(c.api_key_from, "api_key_cmd in /", 16) == 0, "%s", c.api_key_from);
+	cr_assert(strstr(c.api_key_from, "/terp/config") != NULL, "%s", c.api_key_from);
 	cr_assert_eq(c.max_retries, 2);
 	cr_assert_eq(c.idle_timeout_ms, 30000);
 	llm_config_free(&c);
@@ -262,6 +266,14 @@ Test(config, resolve_precedence_flags_file_env)
 	cr_assert_str_eq(c.provider, "ollama");
 	cr_assert_str_eq(c.model, "qwen2.5:7b");
 	cr_assert_str_eq(c.base_url, "http://localhost:11434/v1");
+	cr_assert_str_eq(c.base_url_from, "the default");
+	llm_config_free(&c);
+	/* a flag's URL is the flag's */
+	memset(&c, 0, sizeof c);
+	c.provider = xstrdup("ollama");
+	c.base_url = xstrdup("http://127.0.0.1:9/v1");
+	cr_assert_eq(llm_config_resolve(&c, &err), 0, "%s", err);
+	cr_assert_str_eq(c.base_url_from, "--base-url");
 	llm_config_free(&c);
 	/* A model with a colon that is not a provider stays whole. */
 	memset(&c, 0, sizeof c);

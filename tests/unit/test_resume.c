@@ -228,6 +228,95 @@ Test(resume, list_text)
 	free(dir);
 }
 
+/* A journal of only its meta line (and an unanswered question): a run
+ * that did nothing. */
+static void
+empty_session(const char *dir, const char *id)
+{
+	char *d = xasprintf("%s/%s", dir, id), *j;
+	FILE *f;
+
+	cr_assert_eq(mkdir_p(d, 0700), 0);
+	j = xasprintf("%s/notebook.jsonl", d);
+	cr_assert_not_null(f = fopen(j, "w"));
+	fprintf(f, "{\"t\":\"meta\",\"v\":2,\"id\":\"%s\",\"started\":1}\n"
+	    "{\"t\":\"question\",\"text\":\"q\"}\n", id);
+	fclose(f);
+	free(j);
+	free(d);
+}
+
+Test(resume, find_id_by_prefix_and_names_the_near_ones)
+{
+	char *dir = tmpdir(), *err = NULL, *got;
+	char *a = write_data(dir, "a.csv", "x\n1\n");
+	char *id = session(dir, a, a), *prefix, *typo;
+	struct journal_meta *l;
+	int n;
+
+	empty_session(dir, "20000101-000000-0000");
+	/* the empty one is not listed, but its exact id still reads it */
+	cr_assert_eq(resume_list(dir, &l, &n, &err), 0, "%s", err);
+	cr_assert_eq(n, 1);
+	cr_assert_str_eq(l[0].id, id);
+	resume_list_free(l, n);
+	got = resume_find_id(dir, "20000101-000000-0000", &err);
+	cr_assert_str_eq(got, "20000101-000000-0000");
+	free(got);
+	/* a unique start of the id */
+	prefix = xstrndup(id, strlen(id) - 3);
+	got = resume_find_id(dir, prefix, &err);
+	cr_assert_not_null(got, "%s", err);
+	cr_assert_str_eq(got, id);
+	free(got);
+	/* a mistyped one: named, with the listed id close to it */
+	typo = xstrdup(id);
+	typo[strlen(typo) - 1] = typo[strlen(typo) - 1] == 'z' ? 'y' : 'z';
+	cr_assert_null(resume_find_id(dir, typo, &err));
+	got = xasprintf("no session %s; did you mean %s? (terp --list shows them)",
+	    typo, id);
+	cr_assert_str_eq(err, got);
+	free(got);
+	free(err);
+	/* nothing near: no guess */
+	cr_assert_null(resume_find_id(dir, "19990909-zzzzzz-qqqq", &err));
+	cr_assert_str_eq(err, "no session 19990909-zzzzzz-qqqq (terp --list shows them)");
+	free(err);
+	cr_assert_null(resume_find_id(dir, "../x", &err));
+	cr_assert_not_null(strstr(err, "not a session id"), "%s", err);
+	free(err);
+	free(typo);
+	free(prefix);
+	free(a);
+	free(id);
+	rm_rf(dir);
+	free(dir);
+}
+
+Test(resume, find_id_ambiguous_prefix)
+{
+	char *dir = tmpdir(), *err = NULL;
+	char *a = write_data(dir, "a.csv", "x\n1\n");
+	char *id1 = session(dir, a, a), *id2 = session(dir, a, a), *p;
+	size_t k = 0;
+
+	while (id1[k] == id2[k])
+		k++;
+	p = xstrndup(id1, k);
+	cr_assert_null(resume_find_id(dir, p, &err));
+	cr_assert(strncmp(err, "session id ", 11) == 0, "%s", err);
+	cr_assert_not_null(strstr(err, " is ambiguous: "), "%s", err);
+	cr_assert_not_null(strstr(err, id1), "%s", err);
+	cr_assert_not_null(strstr(err, id2), "%s", err);
+	free(err);
+	free(p);
+	free(a);
+	free(id1);
+	free(id2);
+	rm_rf(dir);
+	free(dir);
+}
+
 /* A fake core: each run adds a new cell; the test feeds the events. */
 struct fake {
 	struct notebook	*nb;
