@@ -52,6 +52,8 @@ struct session {
 	int		*cells;		/* what it re-runs (original numbers) */
 	int		 ncells;
 	int		 first_new;	/* the first cell it made */
+	int		 chosen;	/* the user named the cells (/replay 2-4) */
+	char		*skipped;	/* of those, the ones that failed: "[3], [5]" */
 	char		*reinstall;	/* --resume --replay: a first cell that
 					 * installs the session's packages again
 					 * (REINSTALL in cells), or NULL */
@@ -280,9 +282,15 @@ replay_begin(struct session *s)
 
 	assert(s->replay == NULL && s->ncells > 0);	/* one replay at a time */
 	buf_init(&b, 1 << 20);
-	buf_printf(&b, "replaying %d cell%s that succeeded before the state was lost: ",
-	    s->ncells, s->ncells == 1 ? "" : "s");
+	if (s->chosen)
+		buf_printf(&b, "replaying %d cell%s you chose: ", s->ncells,
+		    s->ncells == 1 ? "" : "s");
+	else
+		buf_printf(&b, "replaying %d cell%s that succeeded before the state "
+		    "was lost: ", s->ncells, s->ncells == 1 ? "" : "s");
 	list_cells(&b, s->cells, s->ncells);
+	if (s->skipped != NULL)
+		buf_printf(&b, " (not %s: failed the first time)", s->skipped);
 	if (s->j)
 		journal_note(s->j, "replay", buf_str(&b));
 	say(s, EV_NOTICE, buf_str(&b));
@@ -314,7 +322,8 @@ replay_end(struct session *s)
 			c->told_model = 1;
 	}
 	buf_init(&b, 1 << 20);
-	buf_adds(&b, "Note: terp re-ran these earlier cells in the new sandbox: ");
+	buf_adds(&b, s->chosen ? "Note: the user had terp re-run these earlier "
+	    "cells: " : "Note: terp re-ran these earlier cells in the new sandbox: ");
 	list_cells(&b, s->cells, s->ncells);
 	if (failed == REINSTALL)
 		buf_adds(&b, ". pip could not install the session's packages again, so "
@@ -668,6 +677,7 @@ session_free(struct session *s)
 	notebook_free(s->nb);
 	loop_free(s->loop);
 	free(s->cells);
+	free(s->skipped);
 	free(s->file_state);
 	free(s->reinstall);
 	free(s);
@@ -759,21 +769,62 @@ session_busy(const struct session *s)
 	return s->replay != NULL || s->replay_wanted;
 }
 
+/* The cells of which (a /replay list) that succeeded into s->cells,
+ * the others named in s->skipped. -1 with *err for a bad list or when
+ * none of them succeeded. */
+static int
+chosen_cells(struct session *s, const char *which, char **err)
+{
+	int *all, n = replay_parse_range(which, notebook_ncells(s->nb), &all, err);
+	struct buf skipped;
+
+	if (n < 0)
+		return -1;
+	buf_init(&skipped, 1 << 20);
+	s->ncells = 0;
+	s->cells = xcalloc((size_t)n + 1, sizeof *s->cells);
+	for (int i = 0; i < n; i++) {
+		const struct cell *c = notebook_cell(s->nb, all[i]);
+		if (c->status == CELL_OK)
+			s->cells[s->ncells++] = all[i];
+		else
+			buf_printf(&skipped, "%s[%d]", skipped.len ? ", " : "", all[i]);
+	}
+	free(all);
+	if (s->ncells == 0) {
+		*err = xasprintf("nothing to replay: %s failed the first time "
+		    "(/rerun N runs one cell again as it is)", buf_str(&skipped));
+		buf_free(&skipped);
+		return -1;
+	}
+	if (skipped.len > 0)
+		s->skipped = xstrdup(buf_str(&skipped));
+	buf_free(&skipped);
+	return 0;
+}
+
 int
-session_replay(struct session *s, char **err)
+session_replay(struct session *s, const char *which, char **err)
 {
 	if (s->replay != NULL || agent_busy(s->agent)) {
 		*err = xstrdup("busy: wait for the running cell or question");
 		return -1;
 	}
-	if (s->j == NULL) {
-		*err = xstrdup("nothing to replay: the session is not saved");
-		return -1;
-	}
 	free(s->cells);
-	s->ncells = journal_replay_cells(s->j, &s->cells);
-	if (s->ncells == 0) {
-		*err = xstrdup("nothing to replay: no cell that succeeded lost its state");
+	s->cells = NULL;
+	free(s->skipped);
+	s->skipped = NULL;
+	s->chosen = which != NULL && *which != '\0';
+	if (s->chosen) {
+		if (chosen_cells(s, which, err) < 0)
+			return -1;
+	} else if (s->j == NULL) {
+		*err = xstrdup("nothing to replay: the session is not saved "
+		    "(/replay N-M re-runs the cells you name)");
+		return -1;
+	} else if ((s->ncells = journal_replay_cells(s->j, &s->cells)) == 0) {
+		*err = xstrdup("nothing to replay: no cell that succeeded lost its "
+		    "state (/replay N-M re-runs the cells you name)");
 		return -1;
 	}
 	replay_begin(s);

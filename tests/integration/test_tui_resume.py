@@ -174,7 +174,7 @@ def test_export_and_save(terp, tmp_path):
     t.keys("C-u")
     t.text("?")
     s = t.wait(r"Commands \(Tab completes\)")
-    assert re.search(r"/replay\s+re-run the cells that succeeded", s), s
+    assert re.search(r"/replay \[N-M\]\s+re-run the cells that succeeded", s), s
     assert re.search(r"/export FILE\s+write the notebook as FILE", s), s
     assert re.search(r"/save\s+write both", s), s
     t.keys("q")
