@@ -36,6 +36,7 @@ struct session {
 	struct idle	*idle;
 	int64_t		 idle_ms, max_ms;
 	int		 idle_stopped;	/* the idle timeout stopped the sandbox */
+	const struct cell *held;	/* a cell's start, held for the restart */
 	event_fn	 show;
 	void		*arg;
 	const char	*id, *dir;	/* for EV_SESSION */
@@ -100,6 +101,7 @@ fail(struct session *s, enum session_end e)
 }
 
 static void on_step(struct loop *l, void *arg);
+static void release_held(struct session *s, const struct event *ev);
 
 /* on_step runs from the loop, after the event being handled. */
 static void
@@ -526,6 +528,8 @@ on_step(struct loop *l, void *arg)
 
 	(void)l;
 	s->step_timer = 0;
+	if (s->held != NULL)
+		release_held(s, NULL);
 	if (s->replay != NULL) {
 		if (replay_due(s->replay))
 			replay_step(s);
@@ -542,10 +546,8 @@ on_step(struct loop *l, void *arg)
 /* Every event of the session, in one order: journaled (what was shown
  * is saved), shown, then the timers, the replay and the script. */
 static void
-on_event(void *arg, const struct event *ev)
+deliver(struct session *s, const struct event *ev)
 {
-	struct session *s = arg;
-
 	if (s->j != NULL) {
 		journal_event(s->j, ev);
 		journal_check(s);
@@ -558,6 +560,45 @@ on_event(void *arg, const struct event *ev)
 	if (replay_track(s, ev))
 		return;
 	script_event(s, ev);
+}
+
+/* The held cell start goes now, before ev (NULL: alone). */
+static void
+release_held(struct session *s, const struct event *ev)
+{
+	struct event cs = { .type = EV_CELL_START, .cell = s->held };
+
+	s->held = NULL;
+	deliver(s, &cs);
+	if (ev != NULL)
+		deliver(s, ev);
+}
+
+/* The first cell after an idle stop starts a new sandbox: the user is
+ * told so before the cell, not under it (the agent announces the cell,
+ * then the kernel starts for it). So its start waits for the restart's
+ * event, or for whatever comes first, or for the next step. */
+static void
+on_event(void *arg, const struct event *ev)
+{
+	struct session *s = arg;
+
+	if (s->held != NULL) {
+		if (ev->type == EV_KERNEL && ev->restarted) {
+			deliver(s, ev);
+			release_held(s, NULL);
+		} else {
+			release_held(s, ev);
+		}
+		return;
+	}
+	if (ev->type == EV_CELL_START && ev->cell != NULL && s->idle_stopped &&
+	    !s->closing) {
+		s->held = ev->cell;
+		schedule(s);	/* at the latest */
+		return;
+	}
+	deliver(s, ev);
 }
 
 /* ------------------------------------------------------------ life */

@@ -229,6 +229,9 @@ def test_idle_timeout_on_the_status_bar(terp, tmp_path):
     assert re.search(words("restarted the sandbox, which was stopped (idle for 8 s): "
                            "variables from before are gone; /replay re-runs the "
                            "cells that succeeded"), left(s)), s
+    # said before the cell that needed the new sandbox, not under it
+    conv = left(s)
+    assert conv.index("restarted the sandbox") < conv.index("ran cell [2]"), s
     # and the countdown starts again
     t.wait(r"│ ready │ idle stop in 0:0[1-8]")
     quit_(t)
