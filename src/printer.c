@@ -126,7 +126,7 @@ err_cols(const struct printer *p)
 {
 	struct winsize ws;
 
-	if (ioctl(fileno(p->err), TIOCGWINSZ, &ws) == 0 && ws.ws_col >= 20)
+	if (ioctl(fileno(p->err), TIOCGWINSZ, &ws) == 0 && ws.ws_col > 1)
 		return ws.ws_col;
 	return 80;
 }
