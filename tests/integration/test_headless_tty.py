@@ -9,7 +9,9 @@ import os
 import pty
 import re
 import select
+import signal
 import sys
+import time
 
 import pytest
 
@@ -75,9 +77,16 @@ class Pty:
         return wait_until(lambda: rx.search(self.out) or (not self.pump() and
                           rx.search(self.out)), what, timeout=120)
 
-    def finish(self):
+    def finish(self, timeout=120):
+        """Reads to the end; the exit status. The deadline is a safety
+        net: a terp that never ends is killed and fails the test."""
+        end = time.monotonic() + timeout
         while self.pump():
-            pass
+            if time.monotonic() > end:
+                os.kill(self.pid, signal.SIGKILL)
+                os.waitpid(self.pid, 0)
+                pytest.fail("terp did not end within %d s:\n%s"
+                            % (timeout, self.out.decode(errors="replace")), pytrace=False)
         _, st = os.waitpid(self.pid, 0)
         os.close(self.fd)
         self.rc = os.waitstatus_to_exitcode(st)
