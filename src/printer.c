@@ -347,6 +347,12 @@ on_result(struct printer *p, const struct cell *c)
 		if (p->col != 0)
 			fputc('\n', e);
 		p->col = 0;
+		if (p->live && p->out_cut && p->tail_len > 0) {
+			/* the live line's last word stays: how the output ended */
+			fputs("    │ ", e);
+			put_clean(e, p->tail, p->tail_len, NULL);
+			fputc('\n', e);
+		}
 		if (c->value && !p->out_cut) {
 			size_t n = strcspn(c->value, "\n");
 			fputs("    │ ", e);

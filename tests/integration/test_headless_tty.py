@@ -111,10 +111,12 @@ def test_a_long_cell_shows_a_live_line_redrawn_in_place(env, fake, tmp_path):
     text = t.out.decode(errors="replace")
     assert "│ line 11\r\n    │ …\r\n" in text, text
     assert "│ line 12\r\n" not in text, text
-    # the line is cleared before the cell's result and never left behind
+    # the line is cleared before the cell's result and never left behind;
+    # the output's last line stays above the result
     last = text.rindex("running")
     rest = text[last:]
-    assert re.match(r"running [^\r\n]*\x1b\[K\r\x1b\[K    \[1\] ok \(\d+ ms\)\r\n", rest), rest
+    assert re.match(r"running [^\r\n]*\x1b\[K\r\x1b\[K    │ after\r\n"
+                    r"    \[1\] ok \(\d+ ms\)\r\n", rest), rest
     assert text.rstrip().endswith("Done.") or "Done." in text, text
 
 
