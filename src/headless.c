@@ -5,10 +5,12 @@
  * session's cells on the way to the printer. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "terp/answer_trace.h"
 #include "terp/cli.h"
 #include "terp/cost.h"
+#include "terp/loop.h"
 #include "terp/printer.h"
 #include "terp/session.h"
 #include "terp/util.h"
@@ -22,7 +24,21 @@ struct headless {
 	char			*question;	/* the one being answered */
 	int			 json;
 	int			 untraced;	/* answers with an untraced number */
+	uint64_t		 tick;		/* the printer's next tick */
 };
+
+#define TICK_MS	250	/* the live line under a running cell: 4 redraws a second */
+
+/* The printer redraws the line under a running cell (stderr a terminal,
+ * not --json). */
+static void
+on_tick(struct loop *l, void *arg)
+{
+	struct headless *h = arg;
+
+	printer_tick(h->sink_arg);
+	h->tick = loop_timer_add(l, TICK_MS, on_tick, h);
+}
 
 /* 0 answered, 1 could not answer, 3 --max-session, 5 turn cap, 6 an
  * untraced number with --strict-numbers, 7 --max-cost, 130 Ctrl-C,
@@ -121,7 +137,13 @@ headless_run(struct cli *c)
 		fprintf(stderr, "terp: warning: %s\n", warn);
 		free(warn);
 	}
+	if (!c->json && isatty(STDERR_FILENO))
+		h.tick = loop_timer_add(session_loop(h.session), TICK_MS, on_tick, &h);
 	session_run(h.session, &out);
+	if (!c->json) {
+		loop_timer_cancel(session_loop(h.session), h.tick);
+		printer_done(h.sink_arg);
+	}
 	rc = exit_status(&out);
 	if (rc == 0 && h.untraced > 0 && c->strict_numbers) {
 		fprintf(stderr, "terp: --strict-numbers: %d answer%s a number "

@@ -244,15 +244,24 @@ logged(struct journal *j, int cell)
 }
 
 /* The Python state of cells live_from..k is gone: remember that
- * segment (if not empty) as the one a replay rebuilds. */
+ * segment as the one a replay rebuilds, if a cell in it succeeded. One
+ * where every cell failed built nothing (`/reset`, a NameError,
+ * `/restart`): the segment before it stays the one to rebuild. */
 static void
-state_lost(int *live_from, int *from, int *to, int k)
+state_lost(const struct notebook *nb, int *live_from, int *from, int *to, int k)
 {
-	if (k >= *live_from) {
+	int built = 0;
+
+	for (int i = *live_from; i <= k && !built; i++) {
+		const struct cell *c = notebook_cell(nb, i);
+		built = c != NULL && c->status == CELL_OK;
+	}
+	if (built) {
 		*from = *live_from;
 		*to = k;
-		*live_from = k + 1;
 	}
+	if (k >= *live_from)
+		*live_from = k + 1;
 }
 
 /* Output is written as it comes while the cell's stream is within the
@@ -407,7 +416,7 @@ journal_change(struct journal *j, const struct nb_change *ch)
 	case NB_RESULT:
 		put_result(j, ch->cell);
 		if (ch->cell->state_lost)
-			state_lost(&j->live_from, &j->replay_from, &j->replay_to,
+			state_lost(j->nb, &j->live_from, &j->replay_from, &j->replay_to,
 			    ch->cell->n);
 		return;
 	case NB_ARTIFACT:
@@ -492,7 +501,7 @@ journal_event(struct journal *j, const struct event *ev)
 		break;
 	case EV_KERNEL:
 		if (ev->state_lost)
-			state_lost(&j->live_from, &j->replay_from, &j->replay_to,
+			state_lost(j->nb, &j->live_from, &j->replay_from, &j->replay_to,
 			    notebook_ncells(j->nb));
 		o = rec("kernel");
 		cJSON_AddStringToObject(o, "state", kstate_name(ev->kstate));
@@ -592,7 +601,7 @@ journal_note(struct journal *j, const char *kind, const char *text)
 	cJSON *o = rec("note");
 
 	if (kind != NULL && strcmp(kind, "reset") == 0)
-		state_lost(&j->live_from, &j->replay_from, &j->replay_to,
+		state_lost(j->nb, &j->live_from, &j->replay_from, &j->replay_to,
 		    notebook_ncells(j->nb));
 	add_str(o, "kind", kind);
 	add_str(o, "text", text);
@@ -774,7 +783,7 @@ journal_reopen(const char *sessions_dir, const char *id, struct notebook *nb,
 	j->live_from = meta->live_from > 0 ? meta->live_from : 1;
 	j->replay_from = meta->replay_from;
 	j->replay_to = meta->replay_to;
-	state_lost(&j->live_from, &j->replay_from, &j->replay_to,
+	state_lost(j->nb, &j->live_from, &j->replay_from, &j->replay_to,
 	    notebook_ncells(nb));
 	put(j, rec("resume"), 0);
 	/* journal_remote writes a remote session again only when it changed */
@@ -985,7 +994,7 @@ apply_result(const cJSON *o, struct notebook *nb, struct journal_meta *m)
 	r.status = (enum cell_status)status;
 	notebook_cell_result(nb, c->n, &r);
 	if (c->state_lost)
-		state_lost(&m->live_from, &m->replay_from, &m->replay_to, c->n);
+		state_lost(nb, &m->live_from, &m->replay_from, &m->replay_to, c->n);
 	cJSON_ArrayForEach(tl, cJSON_GetObjectItemCaseSensitive(o, "tails")) {
 		int s = (int)jnum(tl, "s", -1);
 		size_t len;
@@ -1039,7 +1048,7 @@ rec_kernel(const cJSON *o, struct notebook *nb, struct journal_meta *m)
 	lost = cJSON_IsNumber(st) ? k == KERNEL_STARTING || k == KERNEL_STOPPED :
 	    cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "state_lost"));
 	if (lost)
-		state_lost(&m->live_from, &m->replay_from, &m->replay_to,
+		state_lost(nb, &m->live_from, &m->replay_from, &m->replay_to,
 		    notebook_ncells(nb));
 	return 0;
 }
@@ -1160,7 +1169,7 @@ rec_note(const cJSON *o, struct notebook *nb, struct journal_meta *m)
 	const char *kind = jstr(o, "kind"), *spec = jstr(o, "text");
 
 	if (kind && strcmp(kind, "reset") == 0)
-		state_lost(&m->live_from, &m->replay_from, &m->replay_to,
+		state_lost(nb, &m->live_from, &m->replay_from, &m->replay_to,
 		    notebook_ncells(nb));
 	if (kind && spec && (strcmp(kind, "allow") == 0 ||
 	    strcmp(kind, "deny") == 0) && m->negress < JOURNAL_EGRESS_MAX) {
@@ -1263,7 +1272,7 @@ apply(const cJSON *o, struct notebook *nb, struct journal_meta *m, int first,
 	if (strcmp(t, "resume") == 0) {
 		m->nresumed++;
 		if (nb != NULL)
-			state_lost(&m->live_from, &m->replay_from, &m->replay_to,
+			state_lost(nb, &m->live_from, &m->replay_from, &m->replay_to,
 			    notebook_ncells(nb));
 		return 0;
 	}

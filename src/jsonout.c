@@ -16,6 +16,7 @@
 
 struct jsonout {
 	FILE	*fp;
+	int	 kstate;	/* the last kernel state written, or -1 */
 };
 
 struct jsonout *
@@ -23,7 +24,24 @@ jsonout_new(FILE *fp)
 {
 	struct jsonout *j = xcalloc(1, sizeof *j);
 	j->fp = fp;
+	j->kstate = -1;
 	return j;
+}
+
+/* Whether a kernel event is news to a script: a change of state, a
+ * restart, a lost state, or a start's progress ("uploading ... 2 MB of
+ * 3 MB"). Not the running state around every cell (the cell and result
+ * events say that), nor the state it goes back to after one. */
+static int
+kernel_news(struct jsonout *j, const struct event *ev)
+{
+	if (ev->kstate == KERNEL_BUSY && !ev->restarted && !ev->state_lost)
+		return 0;
+	if ((int)ev->kstate == j->kstate && ev->kstate != KERNEL_STARTING &&
+	    !ev->restarted && !ev->state_lost)
+		return 0;
+	j->kstate = (int)ev->kstate;
+	return 1;
 }
 
 /* JSON strings must be valid UTF-8; C0 controls are escaped by cJSON
@@ -151,6 +169,8 @@ jsonout_event(void *arg, const struct event *ev)
 			add_str(o, "isolation", ev->isolation);
 		break;
 	case EV_KERNEL:
+		if (!kernel_news(j, ev))
+			return;
 		o = obj("kernel");
 		cJSON_AddStringToObject(o, "state", kernel_state_name(ev->kstate));
 		add_str(o, "message", ev->text);

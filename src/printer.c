@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include "terp/kernel.h"
@@ -12,12 +13,15 @@
 #include "terp/png.h"
 #include "terp/sanitize.h"
 #include "terp/thumb.h"
+#include "terp/tui_uwidth.h"
 #include "terp/util.h"
 
 #define CODE_HEAD_LINES	8	/* -p shows this much of each cell's code */
 #define OUT_HEAD_LINES	12	/* ... and of its output */
 #define OUT_HEAD_BYTES	2048	/* ... even when it is one long line */
 #define PRINTER_NET	64	/* egress attempts kept for one summary */
+#define LIVE_AFTER_MS	1000	/* a cell this old gets the live line */
+#define LIVE_TAIL	512	/* bytes of the latest output line kept */
 
 struct printer {
 	FILE			*out, *err;
@@ -37,6 +41,19 @@ struct printer {
 	size_t			 nnet;
 	int			 net_over;	/* attempts past the array */
 	int			 last_result;	/* the last cell shown */
+	/* -p on a terminal: under a running cell, one line on stderr,
+	 * redrawn in place by printer_tick, that says how long it has run
+	 * and, once the output is cut, its latest line. Drawn only at the
+	 * start of a line; cleared before anything else is printed. */
+	int			 live;		/* stderr is a terminal, -p */
+	int			 live_shown;	/* the line is on screen */
+	int			 running;	/* the cell that runs, or 0 */
+	int64_t			 started_ms;	/* when it started */
+	char			 tail[LIVE_TAIL]; /* its latest line, raw */
+	size_t			 tail_len;
+	int			 tail_open;	/* no newline after it yet */
+	int			 interrupted;	/* the last thing shown: an
+						 * interrupted cell's line */
 };
 
 struct printer *
@@ -49,7 +66,127 @@ printer_new(FILE *out, FILE *err, enum printer_mode mode)
 	p->mode = mode;
 	p->same_tty = isatty(fileno(out)) && isatty(fileno(err));
 	p->err_tty = isatty(fileno(err));
+	p->live = p->err_tty && mode == PRINTER_PROMPT;
 	return p;
+}
+
+/* ---- the live line ---- */
+
+/* The live line goes: the cursor is back at the start of its line. */
+static void
+live_clear(struct printer *p)
+{
+	if (!p->live_shown)
+		return;
+	fputs("\r\033[K", p->err);
+	p->live_shown = 0;
+}
+
+static void
+tail_add(struct printer *p, const char *s, size_t n)
+{
+	if (n > LIVE_TAIL - p->tail_len)
+		n = LIVE_TAIL - p->tail_len;	/* the start of a long line */
+	memcpy(p->tail + p->tail_len, s, n);
+	p->tail_len += n;
+}
+
+static int
+is_break(char c)
+{
+	return c == '\n' || c == '\r';
+}
+
+/* The latest line of a cell's output chunk s[0..n) (all of it, not only
+ * what the head shows), kept raw and bounded: sanitized when drawn. An
+ * empty line does not replace the one before it. */
+static void
+live_feed(struct printer *p, const char *s, size_t n)
+{
+	size_t end = n, start;
+
+	if (!p->live || n == 0)
+		return;
+	while (end > 0 && is_break(s[end - 1]))
+		end--;
+	start = end;
+	while (start > 0 && !is_break(s[start - 1]))
+		start--;
+	if (start > 0 || !p->tail_open) {
+		if (end > start)
+			p->tail_len = 0;	/* a new line, with text */
+	}
+	if (end > start)
+		tail_add(p, s + start, end - start);
+	p->tail_open = end == n;
+}
+
+static size_t
+err_cols(const struct printer *p)
+{
+	struct winsize ws;
+
+	if (ioctl(fileno(p->err), TIOCGWINSZ, &ws) == 0 && ws.ws_col > 1)
+		return ws.ws_col;
+	return 80;
+}
+
+/* "3.2 s", "1 min 05 s" */
+static void
+fmt_elapsed(char *b, size_t len, int64_t ms)
+{
+	if (ms < 60000)
+		snprintf(b, len, "%.1f s", (double)ms / 1000.0);
+	else
+		snprintf(b, len, "%lld min %02lld s", (long long)(ms / 60000),
+		    (long long)(ms / 1000 % 60));
+}
+
+/* Draws the live line: "    [3] running 12.3 s │ the latest line",
+ * cut to the terminal's width (a line that wraps could not be redrawn
+ * in place). */
+static void
+live_draw(struct printer *p, int64_t now)
+{
+	char el[48];
+	struct buf b, t;
+	size_t cols = err_cols(p) - 1, used, fit;
+
+	if (!p->live || p->running == 0 || p->col != 0 || p->text_open)
+		return;
+	if (now - p->started_ms < LIVE_AFTER_MS && !p->out_cut)
+		return;
+	fmt_elapsed(el, sizeof el, now - p->started_ms);
+	buf_init(&b, 1 << 16);
+	buf_printf(&b, "    [%d] running %s", p->running, el);
+	if (p->out_cut && p->tail_len > 0) {
+		buf_init(&t, 1 << 16);
+		sanitize_append(&t, p->tail, p->tail_len, SANITIZE_EXPAND_TABS, NULL);
+		buf_adds(&b, " │ ");
+		buf_add(&b, t.data ? t.data : "", t.len);
+		buf_free(&t);
+	}
+	fit = tui_uwidth_prefix(b.data, b.len, cols, &used);
+	fputs("\r", p->err);
+	fwrite(b.data, 1, fit, p->err);
+	fputs("\033[K", p->err);
+	fflush(p->err);
+	buf_free(&b);
+	p->live_shown = 1;
+}
+
+void
+printer_tick(struct printer *p)
+{
+	if (p->live && p->running != 0)
+		live_draw(p, now_ms());
+}
+
+void
+printer_done(struct printer *p)
+{
+	live_clear(p);
+	fflush(p->err);
 }
 
 static void
@@ -153,6 +290,33 @@ put_code_head(struct printer *p, const struct cell *c)
 }
 
 static void put_net(struct printer *p, int cell, const char *lead);
+static void printer_show(struct printer *p, const struct event *ev, char *size,
+    size_t sizelen);
+
+/* -p: a cell the user interrupted (Ctrl-C) is the end of the question:
+ * one line says so, and the error that follows is not said again. */
+static void
+put_interrupted(struct printer *p, const struct cell *c)
+{
+	static const char plain[] = "interrupted; ";
+	char el[48];
+	const char *why = c->reason;
+
+	fmt_elapsed(el, sizeof el, c->duration_ms);
+	fprintf(p->err, "terp: interrupted cell [%d] after %s", c->n, el);
+	if (why != NULL && strncmp(why, plain, sizeof plain - 1) == 0)
+		why += sizeof plain - 1;	/* "the session kept its state" */
+	if (why != NULL && *why) {
+		fputs("; ", p->err);
+		put_clean(p->err, why, strlen(why), NULL);
+	}
+	fputc('\n', p->err);
+	fflush(p->err);
+	p->interrupted = 1;
+	if (c->n > p->last_result)
+		p->last_result = c->n;
+	put_net(p, c->n, "    ");
+}
 
 static void
 on_result(struct printer *p, const struct cell *c)
@@ -183,6 +347,12 @@ on_result(struct printer *p, const struct cell *c)
 		if (p->col != 0)
 			fputc('\n', e);
 		p->col = 0;
+		if (p->live && p->out_cut && p->tail_len > 0) {
+			/* the live line's last word stays: how the output ended */
+			fputs("    │ ", e);
+			put_clean(e, p->tail, p->tail_len, NULL);
+			fputc('\n', e);
+		}
 		if (c->value && !p->out_cut) {
 			size_t n = strcspn(c->value, "\n");
 			fputs("    │ ", e);
@@ -197,6 +367,10 @@ on_result(struct printer *p, const struct cell *c)
 	if (c->ename && c->traceback && *c->traceback &&
 	    (c->status == CELL_ERROR || p->mode == PRINTER_EXEC))
 		put_clean(e, c->traceback, strlen(c->traceback), NULL);
+	if (p->mode == PRINTER_PROMPT && c->status == CELL_INTERRUPTED) {
+		put_interrupted(p, c);
+		return;
+	}
 	fprintf(e, "%s[%d] %s (%lld ms)", p->mode == PRINTER_EXEC ? "terp: " : "    ",
 	    c->n, cell_status_name(c->status), (long long)c->duration_ms);
 	if (c->ename) {
@@ -315,14 +489,36 @@ void
 printer_event(void *arg, const struct event *ev)
 {
 	struct printer *p = arg;
+	int stream = ev->type == EV_STDOUT || ev->type == EV_STDERR;
+	int live = p->live_shown;
 	char size[32];
 
+	/* Output past the cut prints nothing: the line stays, and the
+	 * next tick shows the new tail. Anything else prints over it. */
+	if (!(stream && p->out_cut))
+		live_clear(p);
+	if (ev->type != EV_ERROR && ev->type != EV_KERNEL && ev->type != EV_NET)
+		p->interrupted = 0;
+	printer_show(p, ev, size, sizeof size);
+	if (live && p->running != 0 && !p->live_shown)
+		live_draw(p, now_ms());
+}
+
+static void
+printer_show(struct printer *p, const struct event *ev, char *size, size_t sizelen)
+{
 	switch (ev->type) {
 	case EV_STDOUT:
 	case EV_STDERR:
+		if (ev->cell != NULL && ev->cell->n == p->running)
+			live_feed(p, ev->text, ev->len);
 		on_stream(p, ev);
 		break;
 	case EV_CELL_START:
+		p->running = ev->cell->n;
+		p->started_ms = now_ms();
+		p->tail_len = 0;
+		p->tail_open = 0;
 		p->out_lines = 0;
 		p->out_bytes = 0;
 		p->out_cut = 0;
@@ -333,10 +529,12 @@ printer_event(void *arg, const struct event *ev)
 		}
 		break;
 	case EV_RESULT:
+		if (ev->cell->n == p->running)
+			p->running = 0;
 		on_result(p, ev->cell);
 		break;
 	case EV_ARTIFACT:
-		fmt_bytes(size, sizeof size, ev->artifact->bytes);
+		fmt_bytes(size, sizelen, ev->artifact->bytes);
 		fprintf(p->err, "%s[%d] artifact ",
 		    p->mode == PRINTER_EXEC ? "terp: " : "    ", ev->artifact->cell);
 		put_clean(p->err, ev->artifact->path, strlen(ev->artifact->path), NULL);
@@ -374,6 +572,8 @@ printer_event(void *arg, const struct event *ev)
 		fputc('\n', p->err);
 		break;
 	case EV_ERROR:
+		if (ev->error == ERROR_CANCELLED && p->interrupted)
+			break;	/* put_interrupted said it */
 		end_text(p);
 		fputs("terp: ", p->err);
 		put_clean(p->err, ev->text, ev->len, NULL);

@@ -357,7 +357,12 @@ sandbox_launcher_run(struct sandbox_launcher_args *a)
 	sigset_t none;
 
 	/* terp's handlers go; the terminal's signals (Ctrl-C reaches the
-	 * whole process group) are terp's to act on, not ours. */
+	 * whole process group) are terp's to act on, not ours. Our own
+	 * process group keeps them from bwrap too, which gets their
+	 * default back: in terp's, a Ctrl-C killed bwrap where it is not
+	 * the init of a pid namespace (terp not root), and the cell the
+	 * user meant to interrupt crashed. */
+	setpgid(0, 0);
 	loop_signal_reset_child();
 	for (size_t i = 0; i < sizeof launcher_ignored / sizeof launcher_ignored[0]; i++)
 		signal(launcher_ignored[i], SIG_IGN);

@@ -36,6 +36,7 @@ struct session {
 	struct idle	*idle;
 	int64_t		 idle_ms, max_ms;
 	int		 idle_stopped;	/* the idle timeout stopped the sandbox */
+	const struct cell *held;	/* a cell's start, held for the restart */
 	event_fn	 show;
 	void		*arg;
 	const char	*id, *dir;	/* for EV_SESSION */
@@ -53,6 +54,8 @@ struct session {
 	int		*cells;		/* what it re-runs (original numbers) */
 	int		 ncells;
 	int		 first_new;	/* the first cell it made */
+	int		 chosen;	/* the user named the cells (/replay 2-4) */
+	char		*skipped;	/* of those, the ones that failed: "[3], [5]" */
 	char		*reinstall;	/* --resume --replay: a first cell that
 					 * installs the session's packages again
 					 * (REINSTALL in cells), or NULL */
@@ -99,6 +102,7 @@ fail(struct session *s, enum session_end e)
 }
 
 static void on_step(struct loop *l, void *arg);
+static void release_held(struct session *s, const struct event *ev);
 
 /* on_step runs from the loop, after the event being handled. */
 static void
@@ -281,9 +285,15 @@ replay_begin(struct session *s)
 
 	assert(s->replay == NULL && s->ncells > 0);	/* one replay at a time */
 	buf_init(&b, 1 << 20);
-	buf_printf(&b, "replaying %d cell%s that succeeded before the state was lost: ",
-	    s->ncells, s->ncells == 1 ? "" : "s");
+	if (s->chosen)
+		buf_printf(&b, "replaying %d cell%s you chose: ", s->ncells,
+		    s->ncells == 1 ? "" : "s");
+	else
+		buf_printf(&b, "replaying %d cell%s that succeeded before the state "
+		    "was lost: ", s->ncells, s->ncells == 1 ? "" : "s");
 	list_cells(&b, s->cells, s->ncells);
+	if (s->skipped != NULL)
+		buf_printf(&b, " (not %s: failed the first time)", s->skipped);
 	if (s->j)
 		journal_note(s->j, "replay", buf_str(&b));
 	say(s, EV_NOTICE, buf_str(&b));
@@ -315,7 +325,8 @@ replay_end(struct session *s)
 			c->told_model = 1;
 	}
 	buf_init(&b, 1 << 20);
-	buf_adds(&b, "Note: terp re-ran these earlier cells in the new sandbox: ");
+	buf_adds(&b, s->chosen ? "Note: the user had terp re-run these earlier "
+	    "cells: " : "Note: terp re-ran these earlier cells in the new sandbox: ");
 	list_cells(&b, s->cells, s->ncells);
 	if (failed == REINSTALL)
 		buf_adds(&b, ". pip could not install the session's packages again, so "
@@ -518,6 +529,8 @@ on_step(struct loop *l, void *arg)
 
 	(void)l;
 	s->step_timer = 0;
+	if (s->held != NULL)
+		release_held(s, NULL);
 	if (s->replay != NULL) {
 		if (replay_due(s->replay))
 			replay_step(s);
@@ -534,10 +547,8 @@ on_step(struct loop *l, void *arg)
 /* Every event of the session, in one order: journaled (what was shown
  * is saved), shown, then the timers, the replay and the script. */
 static void
-on_event(void *arg, const struct event *ev)
+deliver(struct session *s, const struct event *ev)
 {
-	struct session *s = arg;
-
 	if (s->j != NULL) {
 		journal_event(s->j, ev);
 		/* the remote session a resume is to reach again */
@@ -553,6 +564,45 @@ on_event(void *arg, const struct event *ev)
 	if (replay_track(s, ev))
 		return;
 	script_event(s, ev);
+}
+
+/* The held cell start goes now, before ev (NULL: alone). */
+static void
+release_held(struct session *s, const struct event *ev)
+{
+	struct event cs = { .type = EV_CELL_START, .cell = s->held };
+
+	s->held = NULL;
+	deliver(s, &cs);
+	if (ev != NULL)
+		deliver(s, ev);
+}
+
+/* The first cell after an idle stop starts a new sandbox: the user is
+ * told so before the cell, not under it (the agent announces the cell,
+ * then the kernel starts for it). So its start waits for the restart's
+ * event, or for whatever comes first, or for the next step. */
+static void
+on_event(void *arg, const struct event *ev)
+{
+	struct session *s = arg;
+
+	if (s->held != NULL) {
+		if (ev->type == EV_KERNEL && ev->restarted) {
+			deliver(s, ev);
+			release_held(s, NULL);
+		} else {
+			release_held(s, ev);
+		}
+		return;
+	}
+	if (ev->type == EV_CELL_START && ev->cell != NULL && s->idle_stopped &&
+	    !s->closing) {
+		s->held = ev->cell;
+		schedule(s);	/* at the latest */
+		return;
+	}
+	deliver(s, ev);
 }
 
 /* ------------------------------------------------------------ life */
@@ -673,6 +723,7 @@ session_free(struct session *s)
 	notebook_free(s->nb);
 	loop_free(s->loop);
 	free(s->cells);
+	free(s->skipped);
 	free(s->file_state);
 	free(s->reinstall);
 	free(s);
@@ -764,21 +815,62 @@ session_busy(const struct session *s)
 	return s->replay != NULL || s->replay_wanted;
 }
 
+/* The cells of which (a /replay list) that succeeded into s->cells,
+ * the others named in s->skipped. -1 with *err for a bad list or when
+ * none of them succeeded. */
+static int
+chosen_cells(struct session *s, const char *which, char **err)
+{
+	int *all, n = replay_parse_range(which, notebook_ncells(s->nb), &all, err);
+	struct buf skipped;
+
+	if (n < 0)
+		return -1;
+	buf_init(&skipped, 1 << 20);
+	s->ncells = 0;
+	s->cells = xcalloc((size_t)n + 1, sizeof *s->cells);
+	for (int i = 0; i < n; i++) {
+		const struct cell *c = notebook_cell(s->nb, all[i]);
+		if (c->status == CELL_OK)
+			s->cells[s->ncells++] = all[i];
+		else
+			buf_printf(&skipped, "%s[%d]", skipped.len ? ", " : "", all[i]);
+	}
+	free(all);
+	if (s->ncells == 0) {
+		*err = xasprintf("nothing to replay: %s failed the first time "
+		    "(/rerun N runs one cell again as it is)", buf_str(&skipped));
+		buf_free(&skipped);
+		return -1;
+	}
+	if (skipped.len > 0)
+		s->skipped = xstrdup(buf_str(&skipped));
+	buf_free(&skipped);
+	return 0;
+}
+
 int
-session_replay(struct session *s, char **err)
+session_replay(struct session *s, const char *which, char **err)
 {
 	if (s->replay != NULL || agent_busy(s->agent)) {
 		*err = xstrdup("busy: wait for the running cell or question");
 		return -1;
 	}
-	if (s->j == NULL) {
-		*err = xstrdup("nothing to replay: the session is not saved");
-		return -1;
-	}
 	free(s->cells);
-	s->ncells = journal_replay_cells(s->j, &s->cells);
-	if (s->ncells == 0) {
-		*err = xstrdup("nothing to replay: no cell that succeeded lost its state");
+	s->cells = NULL;
+	free(s->skipped);
+	s->skipped = NULL;
+	s->chosen = which != NULL && *which != '\0';
+	if (s->chosen) {
+		if (chosen_cells(s, which, err) < 0)
+			return -1;
+	} else if (s->j == NULL) {
+		*err = xstrdup("nothing to replay: the session is not saved "
+		    "(/replay N-M re-runs the cells you name)");
+		return -1;
+	} else if ((s->ncells = journal_replay_cells(s->j, &s->cells)) == 0) {
+		*err = xstrdup("nothing to replay: no cell that succeeded lost its "
+		    "state (/replay N-M re-runs the cells you name)");
 		return -1;
 	}
 	replay_begin(s);

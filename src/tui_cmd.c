@@ -69,8 +69,9 @@ static const struct cmd_entry cmds[] = {
 	    CMD_HOLDS, cmd_reset },
 	{ "restart", { NULL }, "/restart", "restart the sandbox (state is lost)",
 	    CMD_HOLDS, cmd_restart },
-	{ "replay", { NULL }, "/replay", "re-run the cells that succeeded before "
-	    "the state was lost (after a resume, restart or idle stop)",
+	{ "replay", { NULL }, "/replay [N-M]", "re-run the cells that succeeded "
+	    "before the state was lost (after a resume, restart or idle stop), or "
+	    "those you name: /replay 3, /replay 1-5, /replay 2,4-6",
 	    CMD_HOLDS, cmd_replay },
 	{ "model", { NULL }, "/model NAME", "switch the model", 0, cmd_model },
 	{ "sent", { NULL }, "/sent [N]", "what left the machine for the model; "
@@ -341,10 +342,9 @@ cmd_replay(struct tui *t, const struct cmd_entry *c, const char *arg)
 	char *err = NULL;
 
 	(void)c;
-	(void)arg;
 	if (!t->o.session)
 		tui_flash(t, "/replay needs a saved session");
-	else if (session_replay(t->o.session, &err) < 0)
+	else if (session_replay(t->o.session, arg, &err) < 0)
 		tui_show_err(t, "replay", err);
 	else {
 		t->v[P_CELLS].follow = 1;

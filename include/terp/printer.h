@@ -18,5 +18,11 @@ enum printer_mode {
 /* out and err are borrowed. Free with free(). */
 struct printer *printer_new(FILE *out, FILE *err, enum printer_mode mode);
 void printer_event(void *arg, const struct event *ev);
+/* -p on a terminal: redraws the line under a running cell (its time, its
+ * latest output line once the output is cut); call it a few times a
+ * second. Nothing elsewhere. */
+void printer_tick(struct printer *p);
+/* Takes that line away before the caller prints (the run is over). */
+void printer_done(struct printer *p);
 
 #endif

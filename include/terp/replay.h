@@ -26,4 +26,11 @@ int replay_event(struct replay *r, const struct event *ev);
  * of the cell that failed, or 0. */
 int replay_progress(const struct replay *r, int *failed);
 
+/* /replay's list of cells: "3", "1-5", "2,4-6" (blanks around "," and
+ * "-" allowed), each between 1 and max. Returns how many, in *cells a
+ * new array (caller frees) in ascending order without repeats; or -1
+ * with *err, one line that says what is wrong (no cell past max, no
+ * backward range, nothing but digits, "-" and ","). */
+int replay_parse_range(const char *spec, int max, int **cells, char **err);
+
 #endif

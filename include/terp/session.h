@@ -121,10 +121,12 @@ struct journal *session_journal(const struct session *s);
 /* Whether a replay is pending or running (frontends hold user input). */
 int session_busy(const struct session *s);
 
-/* Re-runs now the cells whose state was lost most recently (/replay
- * after a restart). Returns 0, or -1 with *err (nothing to replay, or
- * busy). */
-int session_replay(struct session *s, char **err);
+/* Re-runs now, in order, the cells whose state was lost most recently
+ * (which NULL or empty: /replay after a restart; a lost state in which
+ * every cell failed does not count), or those of which that succeeded
+ * ("3", "1-5", "2,4-6": /replay 2,4-6; see replay_parse_range). Returns
+ * 0, or -1 with *err (a bad list, nothing to replay, or busy). */
+int session_replay(struct session *s, const char *which, char **err);
 /* agent_reset, recorded in the journal (the state before is lost). */
 int session_reset(struct session *s, char **err);
 /* agent_restart, recorded in the journal. */

@@ -174,7 +174,7 @@ def test_export_and_save(terp, tmp_path):
     t.keys("C-u")
     t.text("?")
     s = t.wait(r"Commands \(Tab completes\)")
-    assert re.search(r"/replay\s+re-run the cells that succeeded", s), s
+    assert re.search(r"/replay \[N-M\]\s+re-run the cells that succeeded", s), s
     assert re.search(r"/export FILE\s+write the notebook as FILE", s), s
     assert re.search(r"/save\s+write both", s), s
     t.keys("q")
@@ -229,6 +229,9 @@ def test_idle_timeout_on_the_status_bar(terp, tmp_path):
     assert re.search(words("restarted the sandbox, which was stopped (idle for 8 s): "
                            "variables from before are gone; /replay re-runs the "
                            "cells that succeeded"), left(s)), s
+    # said before the cell that needed the new sandbox, not under it
+    conv = left(s)
+    assert conv.index("restarted the sandbox") < conv.index("ran cell [2]"), s
     # and the countdown starts again
     t.wait(r"│ ready │ idle stop in 0:0[1-8]")
     quit_(t)

@@ -368,7 +368,7 @@ kernel_data_path(const char *host)
 /* The harness runs without a session (tui_opts.session is NULL, so the
  * TUI calls the agent directly); these only satisfy the linker. */
 int session_busy(const struct session *s) { (void)s; return 0; }
-int session_replay(struct session *s, char **err) { (void)s; *err = xstrdup("no session"); return -1; }
+int session_replay(struct session *s, const char *which, char **err) { (void)s; (void)which; *err = xstrdup("no session"); return -1; }
 int session_reset(struct session *s, char **err) { (void)s; *err = xstrdup("no session"); return -1; }
 int session_restart(struct session *s, char **err) { (void)s; *err = xstrdup("no session"); return -1; }
 char *session_load(struct session *s, const char *p, char **err) { (void)s; (void)p; *err = xstrdup("no session"); return NULL; }

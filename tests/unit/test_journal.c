@@ -893,6 +893,52 @@ Test(journal, replay_rebuilds_the_state_lost_last)
 	free(dir);
 }
 
+/* /py y = 42, /reset, /py print(y) (NameError), /restart: the state
+ * the restart lost had nothing in it (every cell failed), so the one to
+ * rebuild is still y = 42's, in the journal and once it is read back. */
+Test(journal, a_lost_state_where_every_cell_failed_keeps_the_one_before)
+{
+	char *dir = tmpdir(), *err = NULL, *path, *id;
+	struct notebook *nb = notebook_new(), *nb2 = notebook_new();
+	struct journal_meta m;
+	struct journal *j = jcreate(dir, NULL, NULL, nb, &err);
+	int *cells;
+
+	cr_assert_not_null(j, "%s", err);
+	kernel_ev(j, KERNEL_STARTING);
+	ran(j, nb, "y = 42", CELL_OK, 0);			/* 1 */
+	journal_note(j, "reset", NULL);
+	ran(j, nb, "print(y)", CELL_ERROR, 0);			/* 2 */
+	kernel_ev(j, KERNEL_STARTING);				/* /restart */
+	cr_assert_eq(journal_replay_cells(j, &cells), 1);
+	cr_assert_eq(cells[0], 1);
+	free(cells);
+	/* a cell that succeeds after it makes its own state again */
+	ran(j, nb, "z = 1", CELL_OK, 0);			/* 3 */
+	ran(j, nb, "1/0", CELL_ERROR, 0);			/* 4 */
+	kernel_ev(j, KERNEL_STARTING);
+	cr_assert_eq(journal_replay_cells(j, &cells), 1);
+	cr_assert_eq(cells[0], 3);
+	free(cells);
+	ran(j, nb, "1/0", CELL_ERROR, 0);			/* 5 */
+	kernel_ev(j, KERNEL_STARTING);
+	id = xstrdup(journal_id(j));
+	path = store_journal_path(dir, id);
+	jclose(j);
+
+	cr_assert_eq(journal_load(path, nb2, &m, &err), 0, "%s", err);
+	cr_assert_eq(m.replay_from, 3);
+	cr_assert_eq(m.replay_to, 4);
+	cr_assert_eq(m.live_from, 6);
+	journal_meta_free(&m);
+	notebook_free(nb);
+	notebook_free(nb2);
+	free(path);
+	free(id);
+	rm_rf(dir);
+	free(dir);
+}
+
 Test(journal, create_with_a_given_id)
 {
 	char *dir = tmpdir(), *err = NULL, *sdir;

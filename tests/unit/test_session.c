@@ -45,6 +45,9 @@ on_event(void *arg, const struct event *ev)
 	if (ev->type == EV_KERNEL || ev->type == EV_NOTICE || ev->type == EV_ERROR)
 		buf_printf(&t->log, "%d/%d: %s\n", ev->type, (int)ev->kstate,
 		    ev->text ? ev->text : "");
+	else if (ev->type == EV_CELL_START || ev->type == EV_RESULT)
+		buf_printf(&t->log, "%s [%d]\n", ev->type == EV_CELL_START ?
+		    "cell" : "result", ev->cell->n);
 	switch (ev->type) {
 	case EV_KERNEL:
 		if ((ev->kstate == KERNEL_LOADING || ev->kstate == KERNEL_READY) &&
@@ -218,6 +221,15 @@ Test(session, idle_stop_then_a_cell_runs_in_a_new_sandbox)
 	cr_assert_eq(c->status, CELL_ERROR);
 	cr_assert_str_eq(c->ename, "NameError");
 	cr_assert_not_null(strstr(buf_str(&t.log), "restarted the sandbox"));
+	/* the user is told of the new sandbox before the cell that needed
+	 * it, not under it */
+	{
+		const char *log = buf_str(&t.log);
+		const char *restart = strstr(log, ": restarted the sandbox, which was "
+		    "stopped (idle for 200 ms)\n"), *cell = strstr(log, "cell [2]\n");
+		cr_assert(restart && cell && restart < cell, "%s", log);
+		cr_assert(strstr(cell, "result [2]\n"), "%s", log);
+	}
 	t_teardown(&t);
 }
 
