@@ -149,7 +149,10 @@ extern const struct llm_codec llm_ollama_codec;
 cJSON *llm_openai_encode(enum llm_openai_flavor f, const char *model,
     const char *system, const cJSON *messages);
 /* The same body as JSON text, byte for byte cJSON_PrintUnformatted of
- * the above, written without the tree (new string; *len its length). */
+ * the above, written without the tree (new string; *len its length).
+ * The messages' bytes are kept for the next call and reused for the
+ * messages that compare equal (one process-wide cache: call it from
+ * the loop's thread only). */
 char *llm_openai_body(enum llm_openai_flavor f, const char *model,
     const char *system, const cJSON *messages, size_t *len);
 /* The URL of the chat completions endpoint (new string), or NULL. */
