@@ -21,6 +21,7 @@
 #include "terp/buf.h"
 #include "terp/datafile.h"
 #include "terp/digest.h"
+#include "terp/json_text.h"
 #include "terp/kernel.h"
 #include "terp/netlog.h"
 #include "terp/pipindex.h"
@@ -76,27 +77,22 @@ fail(struct journal *j, const char *what)
 static int
 put(struct journal *j, cJSON *o, int sync)
 {
-	char *s;
-	size_t len;
+	struct buf b;
 	int rc = 0;
 
 	cJSON_AddNumberToObject(o, "ts", (double)wall_ms());
-	s = cJSON_PrintUnformatted(o);
+	buf_init(&b, (size_t)-1 / 2);
+	if (json_text(&b, o) < 0 || buf_addc(&b, '\n') < 0)
+		fatal("out of memory (journal line)");
 	cJSON_Delete(o);
-	if (s == NULL)
-		fatal("out of memory (cJSON)");
-	len = strlen(s);
-	s = xrealloc(s, len + 2);
-	s[len++] = '\n';
-	s[len] = '\0';
-	if (j->fd < 0 || write_all(j->fd, s, len) < 0) {
+	if (j->fd < 0 || write_all(j->fd, b.data, b.len) < 0) {
 		fail(j, "write");
 		rc = -1;
 	} else if (sync && fdatasync(j->fd) < 0) {
 		fail(j, "fdatasync");
 		rc = -1;
 	}
-	free(s);
+	buf_free(&b);
 	return rc;
 }
 
