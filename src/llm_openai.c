@@ -301,27 +301,50 @@ static struct {
 
 /* The snapshot of a JSON value's children: per child its key, its
  * type, its value (a string's bytes, a number's, or the children of
- * an array or object), so two equal snapshots encode alike. */
+ * an array or object), so two equal snapshots encode alike. Strings
+ * go with their length first, so comparing needs no strlen. */
+static void
+snap_str(struct buf *s, const char *v)
+{
+	size_t n = strlen(v);
+
+	buf_add(s, &n, sizeof n);
+	buf_add(s, v, n);
+}
+
 static void
 snap_put(struct buf *s, const cJSON *o)
 {
 	const cJSON *c;
 
 	for (c = o->child; c != NULL; c = c->next) {
-		unsigned char t = (unsigned char)(c->type & 0xff);
-		buf_adds(s, c->string ? c->string : "");
-		buf_addc(s, '\0');
-		buf_addc(s, (char)t);
-		if (cJSON_IsString(c) && c->valuestring != NULL) {
-			buf_adds(s, c->valuestring);
-			buf_addc(s, '\0');
-		} else if (cJSON_IsNumber(c)) {
+		snap_str(s, c->string ? c->string : "");
+		buf_addc(s, (char)(c->type & 0xff));
+		if (cJSON_IsString(c) && c->valuestring != NULL)
+			snap_str(s, c->valuestring);
+		else if (cJSON_IsNumber(c))
 			buf_add(s, &c->valuedouble, sizeof c->valuedouble);
-		} else if (cJSON_IsArray(c) || cJSON_IsObject(c)) {
+		else if (cJSON_IsArray(c) || cJSON_IsObject(c))
 			snap_put(s, c);
-		}
 		buf_addc(s, '\1');
 	}
+}
+
+/* Whether the string v is the one at *p (moved past it). strncmp stops
+ * at v's end, so a shorter v is never read past. */
+static int
+snap_str_same(const char **p, const char *end, const char *v)
+{
+	size_t n;
+
+	if ((size_t)(end - *p) < sizeof n)
+		return 0;
+	memcpy(&n, *p, sizeof n);
+	if ((size_t)(end - *p) - sizeof n < n || strncmp(*p + sizeof n, v, n) != 0 ||
+	    v[n] != '\0')
+		return 0;
+	*p += sizeof n + n;
+	return 1;
 }
 
 /* Whether o's children match the snapshot at *p (up to end); moves *p
@@ -332,20 +355,13 @@ snap_same(const char **p, const char *end, const cJSON *o)
 	const cJSON *c;
 
 	for (c = o->child; c != NULL; c = c->next) {
-		const char *k = c->string ? c->string : "";
-		size_t kl = strlen(k);
-		unsigned char t = (unsigned char)(c->type & 0xff);
-
-		if ((size_t)(end - *p) < kl + 2 || memcmp(*p, k, kl + 1) != 0 ||
-		    (unsigned char)(*p)[kl + 1] != t)
+		if (!snap_str_same(p, end, c->string ? c->string : "") ||
+		    *p == end || (unsigned char)**p != (unsigned char)(c->type & 0xff))
 			return 0;
-		*p += kl + 2;
+		(*p)++;
 		if (cJSON_IsString(c) && c->valuestring != NULL) {
-			size_t vl = strlen(c->valuestring);
-			if ((size_t)(end - *p) < vl + 1 ||
-			    memcmp(*p, c->valuestring, vl + 1) != 0)
+			if (!snap_str_same(p, end, c->valuestring))
 				return 0;
-			*p += vl + 1;
 		} else if (cJSON_IsNumber(c)) {
 			if ((size_t)(end - *p) < sizeof c->valuedouble ||
 			    memcmp(*p, &c->valuedouble, sizeof c->valuedouble) != 0)
