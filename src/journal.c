@@ -1,8 +1,10 @@
 /* journal: the crash-safe record of a session. Every notebook change is
  * appended as one JSON line with one write(2), so a killed terp (even
  * kill -9) loses nothing written. Against power loss the file is also
- * fdatasync'ed at a question's edges (question, answer, error, idle), not
- * at every cell: a sync costs ~0.1 ms here and a turn's budget is small.
+ * fdatasync'ed at a question's edges (question, answer, error, idle) and
+ * at the close, each only when a line was written since the last sync;
+ * not at every cell: a sync costs ~0.1 ms here and a turn's budget is
+ * small.
  * The loader replays the lines into a fresh notebook. Where the file
  * lives and its lock are store.c's; data-file fingerprints datafile.c's. */
 #include "terp/journal.h"
@@ -53,6 +55,7 @@ struct journal {
 	/* 1 + the index of the last request written whole or as a delta
 	 * by this journal (what the next one may keep bytes of); 0: none */
 	int		  sent_base;
+	int		  unsynced;	/* lines written since the last sync */
 	char		 *failed;
 };
 
@@ -72,6 +75,22 @@ fail(struct journal *j, const char *what)
 		    strerror(errno));
 }
 
+/* fdatasyncs what was written since the last sync, if anything: a
+ * sync with nothing new (the close right after an answer's) costs a
+ * flush of the disk's cache for no durability. Returns 0 or -1. */
+static int
+sync_now(struct journal *j)
+{
+	if (j->fd < 0 || !j->unsynced)
+		return 0;
+	if (fdatasync(j->fd) < 0) {
+		fail(j, "fdatasync");
+		return -1;
+	}
+	j->unsynced = 0;
+	return 0;
+}
+
 /* Writes o as one line with one write(2) (write_all only loops on a
  * short write) and frees it; syncs when asked. */
 static int
@@ -85,11 +104,12 @@ put(struct journal *j, cJSON *o, int sync)
 	if (json_text(&b, o) < 0 || buf_addc(&b, '\n') < 0)
 		fatal("out of memory (journal line)");
 	cJSON_Delete(o);
+	if (j->fd >= 0)
+		j->unsynced = 1;	/* a short write too: what went, syncs */
 	if (j->fd < 0 || write_all(j->fd, b.data, b.len) < 0) {
 		fail(j, "write");
 		rc = -1;
-	} else if (sync && fdatasync(j->fd) < 0) {
-		fail(j, "fdatasync");
+	} else if (sync && sync_now(j) < 0) {
 		rc = -1;
 	}
 	buf_free(&b);
@@ -601,8 +621,7 @@ journal_event(struct journal *j, const struct event *ev)
 	case EV_ANSWER:
 	case EV_IDLE:
 		/* a question's edge: what it wrote reaches the disk */
-		if (j->fd >= 0 && fdatasync(j->fd) < 0)
-			fail(j, "fdatasync");
+		sync_now(j);
 		return;
 	case EV_CELL_START: case EV_STDOUT: case EV_STDERR: case EV_RESULT:
 	case EV_ARTIFACT: case EV_QUESTION: case EV_TEXT: case EV_TOOL_CALL:
@@ -619,10 +638,8 @@ journal_event(struct journal *j, const struct event *ev)
 static int
 journal_sync(struct journal *j)
 {
-	if (j->fd >= 0 && fdatasync(j->fd) < 0) {
-		fail(j, "fdatasync");
+	if (sync_now(j) < 0)
 		return -1;
-	}
 	return j->failed ? -1 : 0;
 }
 
@@ -839,8 +856,7 @@ journal_reopen(const char *sessions_dir, const char *id, struct notebook *nb,
 	for (int i = 0; i < meta->nrepaired; i++)
 		put_tool_result(j, cJSON_GetArrayItem(notebook_messages(nb),
 		    meta->repaired[i]), meta->repaired[i]);
-	if (j->fd >= 0 && fdatasync(j->fd) < 0)
-		fail(j, "fdatasync");
+	sync_now(j);
 	if (j->failed != NULL) {
 		*err = xstrdup(j->failed);
 		journal_free(j);
