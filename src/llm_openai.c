@@ -14,6 +14,7 @@
 #include <strings.h>
 
 #include "terp/buf.h"
+#include "terp/llm_cache.h"
 #include "terp/llm_provider.h"
 #include "terp/util.h"
 
@@ -273,163 +274,33 @@ put_message(struct buf *b, enum llm_openai_flavor f, const cJSON *m)
 	buf_addc(b, '}');
 }
 
-/* ---- The messages, encoded once ---------------------------------
- *
- * A conversation only grows between two requests, so each message is
- * encoded once and its bytes reused while it stays the same: a turn
- * encodes what is new and copies the rest. Whether it stays the same
- * is not taken from its address (an edited, compacted or freed and
- * reallocated message may sit where the old one was): each cached
- * message keeps a snapshot of what it was encoded from, its keys and
- * values in order, and is compared with it (plain byte compares, no
- * escaping) before its bytes are reused. The first message that
- * differs and all after it are encoded again. */
-
-struct enc_msg {
-	char	*snap;		/* the snapshot (snap_put) */
-	size_t	 snap_len;
-	size_t	 end;		/* its bytes end here in enc, comma included */
-};
-
-static struct {
-	int		 init;
-	enum llm_openai_flavor f;
-	struct enc_msg	*m;
-	int		 n, cap;
-	struct buf	 enc;	/* each message's bytes and a comma */
-} cache;
-
-/* The snapshot of a JSON value's children: per child its key, its
- * type, its value (a string's bytes, a number's, or the children of
- * an array or object), so two equal snapshots encode alike. Strings
- * go with their length first, so comparing needs no strlen. */
-static void
-snap_str(struct buf *s, const char *v)
-{
-	size_t n = strlen(v);
-
-	buf_add(s, &n, sizeof n);
-	buf_add(s, v, n);
-}
-
-static void
-snap_put(struct buf *s, const cJSON *o)
-{
-	const cJSON *c;
-
-	for (c = o->child; c != NULL; c = c->next) {
-		snap_str(s, c->string ? c->string : "");
-		buf_addc(s, (char)(c->type & 0xff));
-		if (cJSON_IsString(c) && c->valuestring != NULL)
-			snap_str(s, c->valuestring);
-		else if (cJSON_IsNumber(c))
-			buf_add(s, &c->valuedouble, sizeof c->valuedouble);
-		else if (cJSON_IsArray(c) || cJSON_IsObject(c))
-			snap_put(s, c);
-		buf_addc(s, '\1');
-	}
-}
-
-/* Whether the string v is the one at *p (moved past it). strncmp stops
- * at v's end, so a shorter v is never read past. */
-static int
-snap_str_same(const char **p, const char *end, const char *v)
-{
-	size_t n;
-
-	if ((size_t)(end - *p) < sizeof n)
-		return 0;
-	memcpy(&n, *p, sizeof n);
-	if ((size_t)(end - *p) - sizeof n < n || strncmp(*p + sizeof n, v, n) != 0 ||
-	    v[n] != '\0')
-		return 0;
-	*p += sizeof n + n;
-	return 1;
-}
-
-/* Whether o's children match the snapshot at *p (up to end); moves *p
- * past what matched. */
-static int
-snap_same(const char **p, const char *end, const cJSON *o)
-{
-	const cJSON *c;
-
-	for (c = o->child; c != NULL; c = c->next) {
-		if (!snap_str_same(p, end, c->string ? c->string : "") ||
-		    *p == end || (unsigned char)**p != (unsigned char)(c->type & 0xff))
-			return 0;
-		(*p)++;
-		if (cJSON_IsString(c) && c->valuestring != NULL) {
-			if (!snap_str_same(p, end, c->valuestring))
-				return 0;
-		} else if (cJSON_IsNumber(c)) {
-			if ((size_t)(end - *p) < sizeof c->valuedouble ||
-			    memcmp(*p, &c->valuedouble, sizeof c->valuedouble) != 0)
-				return 0;
-			*p += sizeof c->valuedouble;
-		} else if ((cJSON_IsArray(c) || cJSON_IsObject(c)) &&
-		    !snap_same(p, end, c)) {
-			return 0;
-		}
-		if (*p == end || **p != '\1')
-			return 0;
-		(*p)++;
-	}
-	return 1;
-}
-
-static void
-cache_drop(int from)
-{
-	for (int i = from; i < cache.n; i++)
-		free(cache.m[i].snap);
-	cache.n = from;
-	cache.enc.len = from > 0 ? cache.m[from - 1].end : 0;
-	if (cache.enc.data != NULL)
-		cache.enc.data[cache.enc.len] = '\0';
-}
-
 /* The messages' bytes, each followed by a comma (none for a message
- * without a role: it is left out); valid until the next call. */
-static const struct buf *
-cache_encode(enum llm_openai_flavor f, const cJSON *messages)
+ * without a role: it is left out), encoded once and reused while they
+ * stay the same (llm_cache.h). One cache for the process: requests are
+ * made from the loop's thread, one at a time. */
+static const char *
+cache_encode(enum llm_openai_flavor f, const cJSON *messages, size_t *len)
 {
+	static struct llm_cache *cache;
 	const cJSON *m;
-	int i = 0;
+	struct buf b;
+	int i;
 
-	if (!cache.init) {
-		buf_init(&cache.enc, BODY_MAX);
-		cache.init = 1;
-	}
-	if (cache.f != f)
-		cache_drop(0);
-	cache.f = f;
-	/* the messages encoded before and unchanged since */
-	for (m = messages ? messages->child : NULL; m != NULL && i < cache.n;
-	    m = m->next, i++) {
-		const char *p = cache.m[i].snap, *end = p + cache.m[i].snap_len;
-		if (!snap_same(&p, end, m) || p != end)
-			break;
-	}
-	cache_drop(i);
-	for (; m != NULL; m = m->next, i++) {
-		struct buf s;
-		if (cache.n == cache.cap) {
-			cache.cap = cache.cap ? 2 * cache.cap : 64;
-			cache.m = xrealloc(cache.m, (size_t)cache.cap * sizeof *cache.m);
-		}
-		buf_init(&s, BODY_MAX);
-		snap_put(&s, m);
+	if (cache == NULL)
+		cache = llm_cache_new();
+	i = llm_cache_sync(cache, (int)f, messages);
+	m = cJSON_GetArrayItem(messages, i);
+	buf_init(&b, BODY_MAX);
+	for (; m != NULL; m = m->next) {
+		buf_reset(&b);
 		if (str(m, "role") != NULL) {
-			put_message(&cache.enc, f, m);
-			buf_addc(&cache.enc, ',');
+			put_message(&b, f, m);
+			buf_addc(&b, ',');
 		}
-		cache.m[cache.n].snap_len = s.len;
-		cache.m[cache.n].snap = buf_take(&s);
-		cache.m[cache.n].end = cache.enc.len;
-		cache.n++;
+		llm_cache_add(cache, m, b.data, b.len);
 	}
-	return &cache.enc;
+	buf_free(&b);
+	return llm_cache_all(cache, len);
 }
 
 char *
@@ -437,7 +308,8 @@ llm_openai_body(enum llm_openai_flavor f, const char *model, const char *system,
     const cJSON *messages, size_t *len)
 {
 	struct buf b;
-	const struct buf *enc = cache_encode(f, messages);
+	size_t enc_len;
+	const char *enc = cache_encode(f, messages, &enc_len);
 	cJSON *tool = tool_json(f);
 	char *tools = cJSON_PrintUnformatted(tool);
 
@@ -456,11 +328,11 @@ llm_openai_body(enum llm_openai_flavor f, const char *model, const char *system,
 		put_kv(&b, 1, "role", "system");
 		put_kv(&b, 0, "content", system);
 		buf_addc(&b, '}');
-		if (enc->len > 0)
+		if (enc_len > 0)
 			buf_addc(&b, ',');
 	}
-	if (enc->len > 0)
-		buf_add(&b, enc->data, enc->len - 1);	/* not the last comma */
+	if (enc_len > 0)
+		buf_add(&b, enc, enc_len - 1);	/* not the last comma */
 	buf_adds(&b, "],\"tools\":[");
 	buf_adds(&b, tools);
 	free(tools);

@@ -113,3 +113,55 @@ Test(body, reused_bytes_follow_every_change)
 	same(LLM_OPENAI, "m", "S", msgs);
 	cJSON_Delete(msgs);
 }
+
+/* Anthropic's body as text equals its printed tree: the conversation
+ * above (tool results gathered at the start of a user message, empty
+ * texts left out, bad arguments as {}), growing, edited, cut. */
+static void
+same_anthropic(const char *model, int max_tokens, const char *system,
+    const cJSON *msgs)
+{
+	cJSON *tree = llm_anthropic_encode(model, max_tokens, system, msgs);
+	char *want = cJSON_PrintUnformatted(tree), *got;
+	size_t len = 0;
+
+	got = llm_anthropic_body(model, max_tokens, system, msgs, &len);
+	cr_assert_str_eq(got, want);
+	cr_assert_eq(len, strlen(want));
+	free(got);
+	free(want);
+	cJSON_Delete(tree);
+}
+
+Test(body, anthropic_text_equals_the_printed_tree)
+{
+	cJSON *msgs = cJSON_Parse(conv), *empty = cJSON_CreateArray(), *m;
+	char text[64];
+
+	cr_assert_not_null(msgs);
+	same_anthropic("claude-x", 1000, "SYS \"q\"\n", msgs);
+	same_anthropic(NULL, 0, NULL, msgs);
+	same_anthropic("m", 5, "", empty);
+	for (int i = 0; i < 30; i++) {
+		m = cJSON_CreateObject();
+		snprintf(text, sizeof text, "turn %d \u00e9\t", i);
+		cJSON_AddStringToObject(m, "role", i % 3 == 0 ? "user" :
+		    i % 3 == 1 ? "tool" : "assistant");
+		cJSON_AddStringToObject(m, "content", text);
+		if (i % 3 == 1)
+			cJSON_AddStringToObject(m, "tool_call_id", "c1");
+		cJSON_AddItemToArray(msgs, m);
+		same_anthropic("claude-x", 1000, "SYS", msgs);
+	}
+	cJSON_SetValuestring(cJSON_GetObjectItem(cJSON_GetArrayItem(msgs, 14), "content"),
+	    "edited");
+	same_anthropic("claude-x", 1000, "SYS", msgs);
+	cJSON_DeleteItemFromArray(msgs, 3);
+	same_anthropic("claude-x", 1000, "SYS", msgs);
+	m = cJSON_GetObjectItem(cJSON_GetArrayItem(msgs, 1), "tool_calls");
+	cJSON_SetValuestring(cJSON_GetObjectItem(cJSON_GetArrayItem(m, 0), "arguments"),
+	    "{\"code\": \"2/0\", \"n\": 1.50}");
+	same_anthropic("claude-x", 1000, "SYS", msgs);
+	cJSON_Delete(msgs);
+	cJSON_Delete(empty);
+}
