@@ -524,7 +524,7 @@ journal_change(struct journal *j, const struct nb_change *ch)
 		sync = 1;
 		break;
 	case NB_REPLY:
-		m = cJSON_GetArrayItem(notebook_messages(j->nb), ch->msg);
+		m = notebook_message(j->nb, ch->msg);
 		o = rec("reply");
 		add_str(o, "text", jstr(m, "content"));
 		if (cJSON_GetObjectItemCaseSensitive(m, "tool_calls") != NULL)
@@ -532,8 +532,7 @@ journal_change(struct journal *j, const struct nb_change *ch)
 			    cJSON_GetObjectItemCaseSensitive(m, "tool_calls"), 1));
 		break;
 	case NB_TOOL_RESULT:
-		put_tool_result(j, cJSON_GetArrayItem(notebook_messages(j->nb),
-		    ch->msg), -1);
+		put_tool_result(j, notebook_message(j->nb, ch->msg), -1);
 		return;
 	case NB_USAGE:
 		o = rec("usage");
