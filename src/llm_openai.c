@@ -310,12 +310,16 @@ llm_openai_body(enum llm_openai_flavor f, const char *model, const char *system,
 	struct buf b;
 	size_t enc_len;
 	const char *enc = cache_encode(f, messages, &enc_len);
-	cJSON *tool = tool_json(f);
-	char *tools = cJSON_PrintUnformatted(tool);
+	/* the tool's definition, the same for every flavour and turn */
+	static char *tools;
 
-	cJSON_Delete(tool);
-	if (tools == NULL)
-		fatal("out of memory");
+	if (tools == NULL) {
+		cJSON *tool = tool_json(f);
+		tools = cJSON_PrintUnformatted(tool);
+		cJSON_Delete(tool);
+		if (tools == NULL)
+			fatal("out of memory");
+	}
 	buf_init(&b, BODY_MAX);
 	buf_addc(&b, '{');
 	if (model != NULL && *model != '\0') {
@@ -324,9 +328,19 @@ llm_openai_body(enum llm_openai_flavor f, const char *model, const char *system,
 	}
 	buf_adds(&b, "\"messages\":[");
 	if (system != NULL && *system != '\0') {
-		buf_addc(&b, '{');
-		put_kv(&b, 1, "role", "system");
-		put_kv(&b, 0, "content", system);
+		/* the same prompt every turn: escaped once */
+		static char *sys_src, *sys_enc;
+		if (sys_src == NULL || strcmp(sys_src, system) != 0) {
+			struct buf s;
+			buf_init(&s, BODY_MAX);
+			put_str(&s, system);
+			free(sys_src);
+			free(sys_enc);
+			sys_src = xstrdup(system);
+			sys_enc = buf_take(&s);
+		}
+		buf_adds(&b, "{\"role\":\"system\",\"content\":");
+		buf_adds(&b, sys_enc);
 		buf_addc(&b, '}');
 		if (enc_len > 0)
 			buf_addc(&b, ',');
@@ -335,7 +349,6 @@ llm_openai_body(enum llm_openai_flavor f, const char *model, const char *system,
 		buf_add(&b, enc, enc_len - 1);	/* not the last comma */
 	buf_adds(&b, "],\"tools\":[");
 	buf_adds(&b, tools);
-	free(tools);
 	buf_addc(&b, ']');
 	/* Ollama ignores tool_choice and some vLLM setups reject "auto"
 	 * without extra flags: only the hosted APIs get it. */
