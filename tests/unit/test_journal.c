@@ -1029,7 +1029,7 @@ Test(journal, request_bodies_written_as_what_is_new)
 	cr_assert_gt(strlen(want[n - 1]), 64 * 1024, "past the old limit");
 	path = store_journal_path(dir, journal_id(j));
 	cr_assert_eq(stat(path, &st), 0);
-	cr_assert_lt(st.st_size, total / 20, "journal %lld bytes for %zu of requests",
+	cr_assert_lt((size_t)st.st_size, total / 20, "journal %lld bytes for %zu of requests",
 	    (long long)st.st_size, total);
 	for (int i = 0; i < n; i += i < 98 || i > n - 4 ? 1 : 7) {
 		body = journal_read_sent(j, i, &len, &err);
