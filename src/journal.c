@@ -1,8 +1,10 @@
 /* journal: the crash-safe record of a session. Every notebook change is
  * appended as one JSON line with one write(2), so a killed terp (even
  * kill -9) loses nothing written. Against power loss the file is also
- * fdatasync'ed at a question's edges (question, answer, error, idle), not
- * at every cell: a sync costs ~0.1 ms here and a turn's budget is small.
+ * fdatasync'ed at a question's edges (question, answer, error, idle) and
+ * at the close, each only when a line was written since the last sync;
+ * not at every cell: a sync costs ~0.1 ms here and a turn's budget is
+ * small.
  * The loader replays the lines into a fresh notebook. Where the file
  * lives and its lock are store.c's; data-file fingerprints datafile.c's. */
 #include "terp/journal.h"
@@ -21,6 +23,7 @@
 #include "terp/buf.h"
 #include "terp/datafile.h"
 #include "terp/digest.h"
+#include "terp/json_text.h"
 #include "terp/kernel.h"
 #include "terp/netlog.h"
 #include "terp/pipindex.h"
@@ -33,8 +36,14 @@
 #define JOURNAL_VERSION	2
 /* The longest line the loader accepts; longer ones count as corrupt. */
 #define LINE_MAX_BYTES	(16u << 20)
-/* Request bodies up to this size are kept whole; larger ones by hash. */
+/* A request's new bytes up to this size are kept; more by hash. */
 #define SENT_BODY_MAX	(64u << 10)
+/* A request body shares its beginning with the one before (the
+ * conversation only grew), so a "sent" record keeps that many bytes of
+ * the previous body ("keep") and holds the rest ("dt" or "bt"): a
+ * turn writes what is new, not the whole conversation again. A delta
+ * below this many shared bytes is not worth it: the body goes whole. */
+#define SENT_KEEP_MIN	256
 
 struct journal {
 	char		 *id, *dir, *path;
@@ -43,6 +52,10 @@ struct journal {
 	uint64_t	(*logged)[2];	/* per cell, per stream: bytes written */
 	int		  live_from, replay_from, replay_to;
 	int		  nlogged;
+	/* 1 + the index of the last request written whole or as a delta
+	 * by this journal (what the next one may keep bytes of); 0: none */
+	int		  sent_base;
+	int		  unsynced;	/* lines written since the last sync */
 	char		 *failed;
 	char		 *remote;	/* the last "remote" line's session */
 };
@@ -63,32 +76,44 @@ fail(struct journal *j, const char *what)
 		    strerror(errno));
 }
 
+/* fdatasyncs what was written since the last sync, if anything: a
+ * sync with nothing new (the close right after an answer's) costs a
+ * flush of the disk's cache for no durability. Returns 0 or -1. */
+static int
+sync_now(struct journal *j)
+{
+	if (j->fd < 0 || !j->unsynced)
+		return 0;
+	if (fdatasync(j->fd) < 0) {
+		fail(j, "fdatasync");
+		return -1;
+	}
+	j->unsynced = 0;
+	return 0;
+}
+
 /* Writes o as one line with one write(2) (write_all only loops on a
  * short write) and frees it; syncs when asked. */
 static int
 put(struct journal *j, cJSON *o, int sync)
 {
-	char *s;
-	size_t len;
+	struct buf b;
 	int rc = 0;
 
 	cJSON_AddNumberToObject(o, "ts", (double)wall_ms());
-	s = cJSON_PrintUnformatted(o);
+	buf_init(&b, (size_t)-1 / 2);
+	if (json_text(&b, o) < 0 || buf_addc(&b, '\n') < 0)
+		fatal("out of memory (journal line)");
 	cJSON_Delete(o);
-	if (s == NULL)
-		fatal("out of memory (cJSON)");
-	len = strlen(s);
-	s = xrealloc(s, len + 2);
-	s[len++] = '\n';
-	s[len] = '\0';
-	if (j->fd < 0 || write_all(j->fd, s, len) < 0) {
+	if (j->fd >= 0)
+		j->unsynced = 1;	/* a short write too: what went, syncs */
+	if (j->fd < 0 || write_all(j->fd, b.data, b.len) < 0) {
 		fail(j, "write");
 		rc = -1;
-	} else if (sync && fdatasync(j->fd) < 0) {
-		fail(j, "fdatasync");
+	} else if (sync && sync_now(j) < 0) {
 		rc = -1;
 	}
-	free(s);
+	buf_free(&b);
 	return rc;
 }
 
@@ -136,26 +161,34 @@ utf8_clean(const char *p, size_t n)
 }
 
 static void
-add_bytes(cJSON *o, const char *p, size_t n)
+add_bytes_as(cJSON *o, const char *p, size_t n, const char *d_key,
+    const char *b_key)
 {
 	char *s;
 
 	if (utf8_clean(p, n)) {
 		s = xstrndup(p, n);
-		cJSON_AddStringToObject(o, "d", s);
+		cJSON_AddStringToObject(o, d_key, s);
 	} else {
 		s = base64_encode(p, n, NULL);
-		cJSON_AddStringToObject(o, "b", s);
+		cJSON_AddStringToObject(o, b_key, s);
 	}
 	free(s);
 }
 
-/* The bytes of a "d" or "b" member: a new buffer, or NULL. */
-static char *
-get_bytes(const cJSON *o, size_t *len)
+static void
+add_bytes(cJSON *o, const char *p, size_t n)
 {
-	const cJSON *d = cJSON_GetObjectItemCaseSensitive(o, "d");
-	const cJSON *b = cJSON_GetObjectItemCaseSensitive(o, "b");
+	add_bytes_as(o, p, n, "d", "b");
+}
+
+/* The bytes of a d_key (text) or b_key (base64) member: a new buffer,
+ * or NULL. */
+static char *
+get_bytes_as(const cJSON *o, const char *d_key, const char *b_key, size_t *len)
+{
+	const cJSON *d = cJSON_GetObjectItemCaseSensitive(o, d_key);
+	const cJSON *b = cJSON_GetObjectItemCaseSensitive(o, b_key);
 
 	if (cJSON_IsString(d)) {
 		*len = strlen(d->valuestring);
@@ -164,6 +197,13 @@ get_bytes(const cJSON *o, size_t *len)
 	if (cJSON_IsString(b))
 		return base64_decode(b->valuestring, strlen(b->valuestring), len);
 	return NULL;
+}
+
+/* The bytes of a "d" or "b" member. */
+static char *
+get_bytes(const cJSON *o, size_t *len)
+{
+	return get_bytes_as(o, "d", "b", len);
 }
 
 static const char *
@@ -324,35 +364,95 @@ put_result(struct journal *j, const struct cell *c)
 	put(j, o, 0);
 }
 
-/* A sent record's body, or the line that stands for one too big to
- * journal. New string. */
+/* A sent record's body, or the line that stands for one not kept.
+ * prev (prev_len bytes, NULL when unknown) is what the request before
+ * read back as, n the number of requests read before this one: a
+ * delta ("keep") applies only when the record says it is request n
+ * (a record lost in between yields no wrong body) and keeps at least
+ * SENT_KEEP_MIN bytes, more than any stand-in line holds, so a delta
+ * is never applied on a stand-in. New string. */
 static char *
-sent_body(const cJSON *o, size_t *len)
+sent_body(const cJSON *o, int n, const char *prev, size_t prev_len, int *whole,
+    size_t *len)
 {
-	char *p = get_bytes(o, len);
+	const cJSON *keep = cJSON_GetObjectItemCaseSensitive(o, "keep");
+	char *p, *tail;
+	size_t k, tlen;
 
-	if (p == NULL) {
-		p = xasprintf("(%.0f bytes, sha256 %s: not kept in the journal)",
+	*whole = 0;
+	if (keep == NULL) {
+		if ((p = get_bytes(o, len)) != NULL) {
+			*whole = 1;
+			return p;
+		}
+		p = xasprintf("(%.0f bytes, sha256 %.64s: not kept in the journal)",
 		    jnum(o, "len", 0), jstr(o, "sha256") ? jstr(o, "sha256") : "?");
 		*len = strlen(p);
+		return p;
 	}
+	k = cJSON_IsNumber(keep) && keep->valuedouble >= 0 ?
+	    (size_t)keep->valuedouble : SIZE_MAX;
+	if (prev == NULL || k < SENT_KEEP_MIN || k > prev_len ||
+	    jnum(o, "n", -1) != (double)n ||
+	    (tail = get_bytes_as(o, "dt", "bt", &tlen)) == NULL ||
+	    tlen > LINE_MAX_BYTES) {
+		p = xasprintf("(%.0f bytes: the request before it is not in the "
+		    "journal)", jnum(o, "len", 0));
+		*len = strlen(p);
+		return p;
+	}
+	p = xmalloc(k + tlen + 1);
+	memcpy(p, prev, k);
+	memcpy(p + k, tail, tlen);
+	p[k + tlen] = '\0';
+	*len = k + tlen;
+	*whole = 1;
+	free(tail);
 	return p;
+}
+
+/* The bytes a and b begin with alike, cut back to the start of a UTF-8
+ * sequence so both parts stay text. */
+static size_t
+common_prefix(const char *a, size_t alen, const char *b, size_t blen)
+{
+	size_t n = alen < blen ? alen : blen, i = 0;
+
+	/* word by word, then byte by byte */
+	while (i + sizeof(uint64_t) <= n && memcmp(a + i, b + i, sizeof(uint64_t)) == 0)
+		i += sizeof(uint64_t);
+	while (i < n && a[i] == b[i])
+		i++;
+	while (i > 0 && i < blen && ((unsigned char)b[i] & 0xc0) == 0x80)
+		i--;
+	return i;
 }
 
 static void
 put_sent(struct journal *j, const struct nb_change *ch)
 {
-	const char *what;
+	const char *what, *prev = NULL;
 	unsigned char d[32];
 	char hex[65];
 	struct sha256 h;
+	size_t prev_len = 0, keep = 0;
 	cJSON *o = rec("sent");
 
 	notebook_sent(j->nb, ch->sent, &what, NULL);
 	add_str(o, "what", what);
 	cJSON_AddNumberToObject(o, "len", (double)ch->len);
-	if (ch->len <= SENT_BODY_MAX) {
+	if (j->sent_base == ch->sent && ch->sent > 0)
+		prev = notebook_sent(j->nb, ch->sent - 1, NULL, &prev_len);
+	if (prev != NULL)
+		keep = common_prefix(prev, prev_len, ch->p, ch->len);
+	if (keep >= SENT_KEEP_MIN && ch->len - keep <= SENT_BODY_MAX) {
+		cJSON_AddNumberToObject(o, "n", ch->sent);
+		cJSON_AddNumberToObject(o, "keep", (double)keep);
+		add_bytes_as(o, ch->p + keep, ch->len - keep, "dt", "bt");
+		j->sent_base = ch->sent + 1;
+	} else if (ch->len <= SENT_BODY_MAX) {
 		add_bytes(o, ch->p, ch->len);
+		j->sent_base = ch->sent + 1;
 	} else {
 		/* Too big to keep every turn: its fingerprint. */
 		sha256_init(&h);
@@ -360,6 +460,7 @@ put_sent(struct journal *j, const struct nb_change *ch)
 		sha256_done(&h, d);
 		sha256_hex(d, hex);
 		cJSON_AddStringToObject(o, "sha256", hex);
+		j->sent_base = 0;
 	}
 	put(j, o, 0);
 }
@@ -433,7 +534,7 @@ journal_change(struct journal *j, const struct nb_change *ch)
 		sync = 1;
 		break;
 	case NB_REPLY:
-		m = cJSON_GetArrayItem(notebook_messages(j->nb), ch->msg);
+		m = notebook_message(j->nb, ch->msg);
 		o = rec("reply");
 		add_str(o, "text", jstr(m, "content"));
 		if (cJSON_GetObjectItemCaseSensitive(m, "tool_calls") != NULL)
@@ -441,8 +542,7 @@ journal_change(struct journal *j, const struct nb_change *ch)
 			    cJSON_GetObjectItemCaseSensitive(m, "tool_calls"), 1));
 		break;
 	case NB_TOOL_RESULT:
-		put_tool_result(j, cJSON_GetArrayItem(notebook_messages(j->nb),
-		    ch->msg), -1);
+		put_tool_result(j, notebook_message(j->nb, ch->msg), -1);
 		return;
 	case NB_USAGE:
 		o = rec("usage");
@@ -530,8 +630,7 @@ journal_event(struct journal *j, const struct event *ev)
 	case EV_ANSWER:
 	case EV_IDLE:
 		/* a question's edge: what it wrote reaches the disk */
-		if (j->fd >= 0 && fdatasync(j->fd) < 0)
-			fail(j, "fdatasync");
+		sync_now(j);
 		return;
 	case EV_CELL_START: case EV_STDOUT: case EV_STDERR: case EV_RESULT:
 	case EV_ARTIFACT: case EV_QUESTION: case EV_TEXT: case EV_TOOL_CALL:
@@ -548,10 +647,8 @@ journal_event(struct journal *j, const struct event *ev)
 static int
 journal_sync(struct journal *j)
 {
-	if (j->fd >= 0 && fdatasync(j->fd) < 0) {
-		fail(j, "fdatasync");
+	if (sync_now(j) < 0)
 		return -1;
-	}
 	return j->failed ? -1 : 0;
 }
 
@@ -783,6 +880,8 @@ journal_reopen(const char *sessions_dir, const char *id, struct notebook *nb,
 	j->live_from = meta->live_from > 0 ? meta->live_from : 1;
 	j->replay_from = meta->replay_from;
 	j->replay_to = meta->replay_to;
+	if (meta->sent_whole)
+		j->sent_base = notebook_nsent(nb);
 	state_lost(j->nb, &j->live_from, &j->replay_from, &j->replay_to,
 	    notebook_ncells(nb));
 	put(j, rec("resume"), 0);
@@ -793,8 +892,7 @@ journal_reopen(const char *sessions_dir, const char *id, struct notebook *nb,
 	for (int i = 0; i < meta->nrepaired; i++)
 		put_tool_result(j, cJSON_GetArrayItem(notebook_messages(nb),
 		    meta->repaired[i]), meta->repaired[i]);
-	if (j->fd >= 0 && fdatasync(j->fd) < 0)
-		fail(j, "fdatasync");
+	sync_now(j);
 	if (j->failed != NULL) {
 		*err = xstrdup(j->failed);
 		journal_free(j);
@@ -1150,11 +1248,15 @@ rec_summary(const cJSON *o, struct notebook *nb)
 }
 
 static int
-rec_sent(const cJSON *o, struct notebook *nb)
+rec_sent(const cJSON *o, struct notebook *nb, struct journal_meta *m)
 {
-	const char *what = jstr(o, "what");
-	size_t len;
-	char *p = sent_body(o, &len);
+	const char *what = jstr(o, "what"), *prev;
+	int n = notebook_nsent(nb);
+	size_t len, prev_len = 0;
+	char *p;
+
+	prev = n > 0 ? notebook_sent(nb, n - 1, NULL, &prev_len) : NULL;
+	p = sent_body(o, n, prev, prev_len, &m->sent_whole, &len);
 
 	notebook_add_sent(nb, what ? what : "request", p, len);
 	free(p);
@@ -1301,7 +1403,7 @@ apply(const cJSON *o, struct notebook *nb, struct journal_meta *m, int first,
 	if (strcmp(t, "usage") == 0)
 		return rec_usage(o, nb);
 	if (strcmp(t, "sent") == 0)
-		return rec_sent(o, nb);
+		return rec_sent(o, nb, m);
 	if (strcmp(t, "summary") == 0)
 		return rec_summary(o, nb);
 	if (strcmp(t, "net") == 0)
@@ -1501,29 +1603,40 @@ char *
 journal_read_sent(const struct journal *j, int i, size_t *len, char **err)
 {
 	struct lines ls = { .fd = -1 };
-	char *line, *body = NULL;
-	size_t n;
-	int k = 0;
+	char *line, *body = NULL, *prev = NULL;
+	size_t n, prev_len = 0;
+	int k = 0, whole;
 
 	if ((ls.fd = open(j->path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) < 0) {
 		*err = xasprintf("cannot read %s: %s", j->path, strerror(errno));
 		return NULL;
 	}
+	/* Every request up to i is read back: a record may keep the bytes
+	 * of the one before (put_sent). */
 	while (body == NULL && next_line(&ls, &line, &n) == 1) {
 		cJSON *o;
+		char *p;
 		if (ls.toolong == 2) {
 			ls.toolong = 0;
 			continue;
 		}
 		/* "t" comes first in every record (rec) */
-		if (strncmp(line, "{\"t\":\"sent\"", 11) != 0 || k++ != i)
+		if (strncmp(line, "{\"t\":\"sent\"", 11) != 0)
 			continue;
-		if ((o = cJSON_ParseWithLength(line, n)) != NULL)
-			body = sent_body(o, len);
+		/* a corrupt line is no request, as for the loader */
+		if ((o = cJSON_ParseWithLength(line, n)) == NULL)
+			continue;
+		p = sent_body(o, k, prev, prev_len, &whole, &prev_len);
 		cJSON_Delete(o);
-		if (body == NULL)
-			break;
+		free(prev);
+		prev = p;
+		if (k++ == i) {
+			body = prev;
+			*len = prev_len;
+			prev = NULL;
+		}
 	}
+	free(prev);
 	close(ls.fd);
 	free(ls.buf);
 	if (body == NULL)

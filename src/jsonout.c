@@ -9,6 +9,7 @@
 
 #include "terp/answer_trace.h"
 #include "terp/buf.h"
+#include "terp/json_text.h"
 #include "terp/kernel.h"
 #include "terp/netlog.h"
 #include "terp/sanitize.h"
@@ -66,18 +67,17 @@ add_str(cJSON *o, const char *key, const char *s)
 static void
 put(struct jsonout *j, cJSON *o)
 {
-	char *s = cJSON_PrintUnformatted(o);
-	struct buf b;
+	struct buf t, b;
 
-	if (s == NULL)
-		fatal("out of memory (cJSON)");
+	buf_init(&t, (size_t)-1 / 2);
 	buf_init(&b, (size_t)-1 / 2);
-	if (sanitize_json_inert(&b, s, strlen(s)) < 0 || buf_addc(&b, '\n') < 0)
+	if (json_text(&t, o) < 0 ||
+	    sanitize_json_inert(&b, t.data, t.len) < 0 || buf_addc(&b, '\n') < 0)
 		fatal("out of memory (JSON line)");
 	fwrite(b.data, 1, b.len, j->fp);
 	fflush(j->fp);
 	buf_free(&b);
-	free(s);
+	buf_free(&t);
 	cJSON_Delete(o);
 }
 

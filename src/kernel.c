@@ -83,6 +83,7 @@ struct kernel {
 
 	struct workspace	*ws;		/* the session's folders */
 	uint64_t		 disk_timer;
+	int64_t			 disk_last;	/* now_ms() of the last check */
 	char			*kill_why;	/* why terp itself killed the sandbox */
 	struct sandbox_cgroup	*cg;		/* NULL: rlimits only */
 	int			 cg_tried;
@@ -588,7 +589,8 @@ kernel_stage(struct kernel *k, const char *host_path, char **err)
 
 /* The workspace is a folder of the host's disk: its size is bounded by
  * measuring (workspace.h) on a timer while the sandbox lives and at
- * each cell's end. Over the limit, terp kills the sandbox: that stops
+ * each cell's end (unless one ran less than DISK_EVERY_MS before: the
+ * timer's next one keeps the bound). Over the limit, terp kills the sandbox: that stops
  * every writer, threads and background processes included. The
  * overshoot is what the sandbox writes between two checks: at most
  * write speed x the interval (DISK_EVERY_MS, longer when a check is
@@ -627,6 +629,7 @@ disk_check(struct kernel *k)
 
 	if (k->o->disk == 0 || k->p.pid <= 0 || k->dying)
 		return 0;
+	k->disk_last = now_ms();
 	if ((why = workspace_disk_check(k->ws, disk_root(k), &cost)) == NULL) {
 		disk_schedule(k, cost * 20 / 1000);
 		return 0;
@@ -699,6 +702,12 @@ cell_cleanup(struct kernel *k)
 		sandbox_tree_kill_strays(k->init_pid > 0 ? k->init_pid : k->py_pid, keep, 2,
 		    STRAY_WAIT_MS);
 	}
+	/* A check less than an interval ago: the timer's next one keeps
+	 * the bound (what the sandbox writes between two checks, whatever
+	 * its cells), and cells ending every millisecond do not each pay
+	 * a walk of the workspace. */
+	if (k->disk_timer != 0 && now_ms() - k->disk_last < DISK_EVERY_MS)
+		return;
 	/* From the loop, not from here: a kill now could end in
 	 * finish_death, which finishes this very cell a second time. */
 	loop_timer_cancel(k->loop, k->disk_timer);

@@ -7,6 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "terp/buf.h"
+#include "terp/json_text.h"
+#include "terp/llm_cache.h"
 #include "terp/llm_provider.h"
 #include "terp/util.h"
 
@@ -156,6 +159,224 @@ llm_anthropic_encode(const char *model, int max_tokens, const char *system,
 	return body;
 }
 
+/* ---- The body as text --------------------------------------------
+ *
+ * The same body written as text, byte for byte what printing the tree
+ * above gives (a unit test holds them equal), without building the
+ * whole history as a tree (and parsing every tool call's arguments
+ * again) on every turn: each message's blocks are encoded once and
+ * reused while it stays the same (llm_cache.h); a turn joins them. */
+
+#define BODY_MAX	((size_t)1 << 31)
+
+/* A block in a cache entry: its role ('u' or 'a'), whether it is a
+ * tool_result ('r', else 'o'), its length, its JSON text. */
+struct block_head {
+	char	role, kind;
+	size_t	len;
+};
+
+static void
+entry_block(struct buf *e, const char *role, cJSON *block)
+{
+	struct block_head h = { role[0] == 'a' ? 'a' : 'u', 'o', 0 };
+	struct buf t;
+
+	if (strcmp(str(block, "type"), "tool_result") == 0)
+		h.kind = 'r';
+	buf_init(&t, BODY_MAX);
+	if (json_text(&t, block) < 0)
+		fatal("out of memory (request body)");
+	cJSON_Delete(block);
+	h.len = t.len;
+	buf_add(e, &h, sizeof h);
+	buf_add(e, t.data, t.len);
+	buf_free(&t);
+}
+
+/* A message's blocks, as llm_anthropic_encode makes them. */
+static void
+entry_encode(struct buf *e, const cJSON *m)
+{
+	const char *role = str(m, "role"), *c = str(m, "content");
+
+	if (role == NULL)
+		return;
+	if (strcmp(role, "tool") == 0) {
+		cJSON *b = cJSON_CreateObject();
+		cJSON_AddStringToObject(b, "type", "tool_result");
+		cJSON_AddStringToObject(b, "tool_use_id",
+		    str(m, "tool_call_id") ? str(m, "tool_call_id") : "");
+		cJSON_AddStringToObject(b, "content", c ? c : "");
+		if (cJSON_IsTrue(get(m, "is_error")))
+			cJSON_AddTrueToObject(b, "is_error");
+		entry_block(e, "user", b);
+	} else if (strcmp(role, "assistant") == 0) {
+		const cJSON *call;
+		if (c != NULL && *c != '\0')
+			entry_block(e, "assistant", text_block(c));
+		cJSON_ArrayForEach(call, get(m, "tool_calls")) {
+			cJSON *b = cJSON_CreateObject(), *in;
+			const char *args = str(call, "arguments");
+			in = args ? cJSON_Parse(args) : NULL;
+			if (!cJSON_IsObject(in)) {
+				cJSON_Delete(in);
+				in = cJSON_CreateObject();
+			}
+			cJSON_AddStringToObject(b, "type", "tool_use");
+			cJSON_AddStringToObject(b, "id", str(call, "id") ? str(call, "id") : "");
+			cJSON_AddStringToObject(b, "name",
+			    str(call, "name") ? str(call, "name") : "");
+			cJSON_AddItemToObject(b, "input", in);
+			entry_block(e, "assistant", b);
+		}
+	} else if (c != NULL && *c != '\0') {
+		entry_block(e, "user", text_block(c));
+	}
+}
+
+/* One API message being joined: its blocks, tool_results first (they
+ * must open a user message), each group in order. */
+struct joined {
+	char		 role;
+	const char	**blk;
+	size_t		 *len;
+	int		  n, cap, nres;
+};
+
+static const char cache_mark_text[] = ",\"cache_control\":{\"type\":\"ephemeral\"}}";
+
+/* Writes the message held in j (the last one carries the cache mark on
+ * its last block) and empties j. */
+static void
+joined_put(struct buf *b, struct joined *j, int *first, int last)
+{
+	if (j->n == 0)
+		return;
+	if (!*first)
+		buf_addc(b, ',');
+	*first = 0;
+	buf_adds(b, j->role == 'a' ? "{\"role\":\"assistant\",\"content\":[" :
+	    "{\"role\":\"user\",\"content\":[");
+	for (int i = 0; i < j->n; i++) {
+		if (i > 0)
+			buf_addc(b, ',');
+		if (last && i == j->n - 1) {
+			/* the block's text less its '}', then the mark */
+			buf_add(b, j->blk[i], j->len[i] - 1);
+			buf_adds(b, cache_mark_text);
+		} else
+			buf_add(b, j->blk[i], j->len[i]);
+	}
+	buf_adds(b, "]}");
+	j->n = j->nres = 0;
+}
+
+static void
+joined_add(struct joined *j, const struct block_head *h, const char *p)
+{
+	int at = j->n;
+
+	if (j->n == j->cap) {
+		j->cap = j->cap ? 2 * j->cap : 16;
+		j->blk = xrealloc(j->blk, (size_t)j->cap * sizeof *j->blk);
+		j->len = xrealloc(j->len, (size_t)j->cap * sizeof *j->len);
+	}
+	if (h->kind == 'r') {
+		at = j->nres++;
+		memmove(j->blk + at + 1, j->blk + at, (size_t)(j->n - at) * sizeof *j->blk);
+		memmove(j->len + at + 1, j->len + at, (size_t)(j->n - at) * sizeof *j->len);
+	}
+	j->blk[at] = p;
+	j->len[at] = h->len;
+	j->n++;
+}
+
+/* The tools and what follows them, the same for every request. */
+static const char *
+tail_text(void)
+{
+	static char *tail;
+
+	if (tail == NULL) {
+		cJSON *o = llm_anthropic_encode("", 1, NULL, NULL);
+		struct buf b;
+		buf_init(&b, BODY_MAX);
+		buf_adds(&b, ",\"tools\":");
+		json_text(&b, cJSON_GetObjectItemCaseSensitive(o, "tools"));
+		buf_adds(&b, ",\"tool_choice\":");
+		json_text(&b, cJSON_GetObjectItemCaseSensitive(o, "tool_choice"));
+		buf_adds(&b, ",\"stream\":true}");
+		cJSON_Delete(o);
+		tail = buf_take(&b);
+	}
+	return tail;
+}
+
+char *
+llm_anthropic_body(const char *model, int max_tokens, const char *system,
+    const cJSON *messages, size_t *len)
+{
+	static struct llm_cache *cache;
+	struct joined j = { 0 };
+	struct buf b, e;
+	const cJSON *m;
+	cJSON *v;
+	int i, n, first = 1;
+
+	if (cache == NULL)
+		cache = llm_cache_new();
+	i = llm_cache_sync(cache, 0, messages);
+	buf_init(&e, BODY_MAX);
+	for (m = cJSON_GetArrayItem(messages, i); m != NULL; m = m->next) {
+		buf_reset(&e);
+		entry_encode(&e, m);
+		llm_cache_add(cache, m, e.data, e.len);
+	}
+	buf_free(&e);
+
+	buf_init(&b, BODY_MAX);
+	buf_adds(&b, "{\"model\":");
+	v = cJSON_CreateString(model ? model : "");
+	json_text(&b, v);
+	cJSON_Delete(v);
+	buf_adds(&b, ",\"max_tokens\":");
+	v = cJSON_CreateNumber(max_tokens > 0 ? max_tokens : 4096);
+	json_text(&b, v);
+	cJSON_Delete(v);
+	if (system != NULL && *system != '\0') {
+		buf_adds(&b, ",\"system\":[{\"type\":\"text\",\"text\":");
+		v = cJSON_CreateString(system);
+		json_text(&b, v);
+		cJSON_Delete(v);
+		buf_adds(&b, cache_mark_text);
+		buf_addc(&b, ']');
+	}
+	buf_adds(&b, ",\"messages\":[");
+	n = cJSON_GetArraySize(messages);
+	for (i = 0; i < n; i++) {
+		size_t elen, off = 0;
+		const char *p = llm_cache_get(cache, i, &elen);
+		while (p != NULL && off + sizeof(struct block_head) <= elen) {
+			struct block_head h;
+			memcpy(&h, p + off, sizeof h);
+			off += sizeof h;
+			if (j.n > 0 && j.role != h.role)
+				joined_put(&b, &j, &first, 0);
+			j.role = h.role;
+			joined_add(&j, &h, p + off);
+			off += h.len;
+		}
+	}
+	joined_put(&b, &j, &first, 1);
+	free(j.blk);
+	free(j.len);
+	buf_addc(&b, ']');
+	buf_adds(&b, tail_text());
+	*len = b.len;
+	return buf_take(&b);
+}
+
 static int
 prepare(const struct llm_config *cfg, const char *system,
     const cJSON *messages, struct llm_wire *w, char **err)
@@ -163,7 +384,6 @@ prepare(const struct llm_config *cfg, const char *system,
 	const char *base = cfg->base_url && *cfg->base_url ? cfg->base_url :
 	    "https://api.anthropic.com";
 	size_t n = strlen(base);
-	cJSON *body;
 
 	(void)err;
 	while (n > 0 && base[n - 1] == '/')
@@ -172,12 +392,8 @@ prepare(const struct llm_config *cfg, const char *system,
 		w->url = xasprintf("%.*s/messages", (int)n, base);
 	else
 		w->url = xasprintf("%.*s/v1/messages", (int)n, base);
-	body = llm_anthropic_encode(cfg->model, cfg->max_tokens, system, messages);
-	w->body = cJSON_PrintUnformatted(body);
-	cJSON_Delete(body);
-	if (w->body == NULL)
-		fatal("out of memory");
-	w->body_len = strlen(w->body);
+	w->body = llm_anthropic_body(cfg->model, cfg->max_tokens, system, messages,
+	    &w->body_len);
 	llm_wire_header(w, "Content-Type: application/json");
 	llm_wire_header(w, "Accept: text/event-stream");
 	llm_wire_header(w, "anthropic-version: 2023-06-01");

@@ -14,6 +14,7 @@
 #include <strings.h>
 
 #include "terp/buf.h"
+#include "terp/llm_cache.h"
 #include "terp/llm_provider.h"
 #include "terp/util.h"
 
@@ -273,19 +274,52 @@ put_message(struct buf *b, enum llm_openai_flavor f, const cJSON *m)
 	buf_addc(b, '}');
 }
 
+/* The messages' bytes, each followed by a comma (none for a message
+ * without a role: it is left out), encoded once and reused while they
+ * stay the same (llm_cache.h). One cache for the process: requests are
+ * made from the loop's thread, one at a time. */
+static const char *
+cache_encode(enum llm_openai_flavor f, const cJSON *messages, size_t *len)
+{
+	static struct llm_cache *cache;
+	const cJSON *m;
+	struct buf b;
+	int i;
+
+	if (cache == NULL)
+		cache = llm_cache_new();
+	i = llm_cache_sync(cache, (int)f, messages);
+	m = cJSON_GetArrayItem(messages, i);
+	buf_init(&b, BODY_MAX);
+	for (; m != NULL; m = m->next) {
+		buf_reset(&b);
+		if (str(m, "role") != NULL) {
+			put_message(&b, f, m);
+			buf_addc(&b, ',');
+		}
+		llm_cache_add(cache, m, b.data, b.len);
+	}
+	buf_free(&b);
+	return llm_cache_all(cache, len);
+}
+
 char *
 llm_openai_body(enum llm_openai_flavor f, const char *model, const char *system,
     const cJSON *messages, size_t *len)
 {
 	struct buf b;
-	const cJSON *m;
-	cJSON *tool = tool_json(f);
-	char *tools = cJSON_PrintUnformatted(tool);
-	int first = 1;
+	size_t enc_len;
+	const char *enc = cache_encode(f, messages, &enc_len);
+	/* the tool's definition, the same for every flavour and turn */
+	static char *tools;
 
-	cJSON_Delete(tool);
-	if (tools == NULL)
-		fatal("out of memory");
+	if (tools == NULL) {
+		cJSON *tool = tool_json(f);
+		tools = cJSON_PrintUnformatted(tool);
+		cJSON_Delete(tool);
+		if (tools == NULL)
+			fatal("out of memory");
+	}
 	buf_init(&b, BODY_MAX);
 	buf_addc(&b, '{');
 	if (model != NULL && *model != '\0') {
@@ -294,23 +328,27 @@ llm_openai_body(enum llm_openai_flavor f, const char *model, const char *system,
 	}
 	buf_adds(&b, "\"messages\":[");
 	if (system != NULL && *system != '\0') {
-		buf_addc(&b, '{');
-		put_kv(&b, 1, "role", "system");
-		put_kv(&b, 0, "content", system);
+		/* the same prompt every turn: escaped once */
+		static char *sys_src, *sys_enc;
+		if (sys_src == NULL || strcmp(sys_src, system) != 0) {
+			struct buf s;
+			buf_init(&s, BODY_MAX);
+			put_str(&s, system);
+			free(sys_src);
+			free(sys_enc);
+			sys_src = xstrdup(system);
+			sys_enc = buf_take(&s);
+		}
+		buf_adds(&b, "{\"role\":\"system\",\"content\":");
+		buf_adds(&b, sys_enc);
 		buf_addc(&b, '}');
-		first = 0;
-	}
-	cJSON_ArrayForEach(m, messages) {
-		if (str(m, "role") == NULL)
-			continue;
-		if (!first)
+		if (enc_len > 0)
 			buf_addc(&b, ',');
-		first = 0;
-		put_message(&b, f, m);
 	}
+	if (enc_len > 0)
+		buf_add(&b, enc, enc_len - 1);	/* not the last comma */
 	buf_adds(&b, "],\"tools\":[");
 	buf_adds(&b, tools);
-	free(tools);
 	buf_addc(&b, ']');
 	/* Ollama ignores tool_choice and some vLLM setups reject "auto"
 	 * without extra flags: only the hosted APIs get it. */

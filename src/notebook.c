@@ -22,6 +22,8 @@ struct notebook {
 	struct artifact	**arts;
 	int		  narts, caparts;
 	cJSON		 *messages;
+	int		  nmsgs;	/* its length, kept: a list walk per turn no more */
+	cJSON		 *last_msg;	/* its last item, or NULL */
 	struct usage	  usage;
 	struct sent	 *sent;
 	int		  nsent, capsent;
@@ -261,16 +263,25 @@ notebook_messages(const struct notebook *nb)
 	return nb->messages;
 }
 
+const cJSON *
+notebook_message(const struct notebook *nb, int i)
+{
+	if (i < 0 || i >= nb->nmsgs)
+		return NULL;
+	if (i == nb->nmsgs - 1)
+		return nb->last_msg;
+	return cJSON_GetArrayItem(nb->messages, i);
+}
+
 /* Appends m (taken); returns its index. */
 static int
 add_message(struct notebook *nb, cJSON *m)
 {
-	int i = cJSON_GetArraySize(nb->messages);
-
 	if (m == NULL)
 		fatal("out of memory (cJSON)");
 	cJSON_AddItemToArray(nb->messages, m);
-	return i;
+	nb->last_msg = m;
+	return nb->nmsgs++;
 }
 
 void
@@ -314,11 +325,30 @@ notebook_add_tool_result(struct notebook *nb, const char *id,
 	tell(nb, &ch);
 }
 
+/* Links m in before item at (at < the length). Not cJSON_InsertItemInArray:
+ * libcjson 1.7.15 refuses every place but the first (it returns false and
+ * inserts nothing), so a repaired tool result was lost while the
+ * questions' indexes moved. cJSON's lists: the first item's prev is the
+ * last item. */
+static void
+insert_at(cJSON *array, int at, cJSON *m)
+{
+	cJSON *after = cJSON_GetArrayItem(array, at);
+
+	m->next = after;
+	m->prev = after->prev;
+	if (after == array->child)
+		array->child = m;
+	else
+		after->prev->next = m;
+	after->prev = m;
+}
+
 void
 notebook_insert_tool_result(struct notebook *nb, int at, const char *id,
     const char *content, int is_error)
 {
-	int n = cJSON_GetArraySize(nb->messages);
+	int n = nb->nmsgs;
 	cJSON *m = tool_result(id, content, is_error);
 
 	assert(at >= 0 && at <= n);
@@ -326,20 +356,8 @@ notebook_insert_tool_result(struct notebook *nb, int at, const char *id,
 		add_message(nb, m);
 		return;
 	}
-	/* Not cJSON_InsertItemInArray: Debian's cJSON 1.7.15 (+deb12u4)
-	 * refuses every index but 0 and the end, and the result was lost
-	 * while the questions' indexes moved on. The tail is moved. */
-	{
-		cJSON *tail = cJSON_CreateArray();
-		while (cJSON_GetArraySize(nb->messages) > at)
-			cJSON_AddItemToArray(tail, cJSON_DetachItemFromArray(
-			    nb->messages, at));
-		cJSON_AddItemToArray(nb->messages, m);
-		while (cJSON_GetArraySize(tail) > 0)
-			cJSON_AddItemToArray(nb->messages,
-			    cJSON_DetachItemFromArray(tail, 0));
-		cJSON_Delete(tail);
-	}
+	insert_at(nb->messages, at, m);
+	nb->nmsgs++;
 	for (int i = 0; i < nb->nqs; i++)
 		if (nb->qs[i]->msg >= at)
 			nb->qs[i]->msg++;
@@ -348,8 +366,10 @@ notebook_insert_tool_result(struct notebook *nb, int at, const char *id,
 void
 notebook_replace_message(struct notebook *nb, int i, cJSON *m)
 {
-	assert(i >= 0 && i < cJSON_GetArraySize(nb->messages));
+	assert(i >= 0 && i < nb->nmsgs);
 	cJSON_ReplaceItemInArray(nb->messages, i, m);
+	if (i == nb->nmsgs - 1)
+		nb->last_msg = m;
 }
 
 const struct question *

@@ -52,6 +52,10 @@ struct journal_meta {
 	 * installed is the notebook's (notebook_package). */
 	char			**egress;
 	int			 negress;
+	/* The last request body read back is the request itself (not a
+	 * line standing for one): the next one may be written as what is
+	 * new since (journal.c's put_sent). */
+	int			 sent_whole;
 };
 
 /* Frees what meta holds (not meta itself) and zeroes it. */

@@ -149,7 +149,10 @@ extern const struct llm_codec llm_ollama_codec;
 cJSON *llm_openai_encode(enum llm_openai_flavor f, const char *model,
     const char *system, const cJSON *messages);
 /* The same body as JSON text, byte for byte cJSON_PrintUnformatted of
- * the above, written without the tree (new string; *len its length). */
+ * the above, written without the tree (new string; *len its length).
+ * The messages' bytes are kept for the next call and reused for the
+ * messages that compare equal (one process-wide cache: call it from
+ * the loop's thread only). */
 char *llm_openai_body(enum llm_openai_flavor f, const char *model,
     const char *system, const cJSON *messages, size_t *len);
 /* The URL of the chat completions endpoint (new string), or NULL. */
@@ -160,6 +163,12 @@ char *llm_openai_url(enum llm_openai_flavor f, const struct llm_config *cfg,
 extern const struct llm_codec llm_anthropic_codec;
 cJSON *llm_anthropic_encode(const char *model, int max_tokens,
     const char *system, const cJSON *messages);
+/* The same body as JSON text, byte for byte cJSON_PrintUnformatted of
+ * the above, each message's blocks encoded once and reused while the
+ * message stays the same (llm_cache.h; one process-wide cache: call it
+ * from the loop's thread only). New string; *len its length. */
+char *llm_anthropic_body(const char *model, int max_tokens, const char *system,
+    const cJSON *messages, size_t *len);
 
 /* ------------------------------------------------------------ decoding
  * (llm_decode.c) */

@@ -173,6 +173,8 @@ const struct artifact *notebook_artifact(const struct notebook *nb, int i);
  *           {"role":"tool","tool_call_id":S,"content":S,"is_error":B}
  * Owned by the notebook; changed only through the functions here. */
 cJSON *notebook_messages(const struct notebook *nb);
+/* Message i (the last one without walking the list), or NULL. */
+const cJSON *notebook_message(const struct notebook *nb, int i);
 
 /* Adds the user message of a question: the notes (NULL or "" for
  * none), then "Question: " and the text, or the text alone without

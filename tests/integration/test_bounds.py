@@ -201,6 +201,26 @@ def test_a_cell_filling_the_disk_is_stopped(cells, scrub):
     assert used < DISK, used
 
 
+def test_quick_cells_filling_the_disk_are_stopped(cells, scrub):
+    """Cells of a millisecond each: a check at every cell's end is skipped
+    when one ran less than an interval before (the timer's next one keeps
+    the bound), so what they write before one is stopped stays within the
+    overshoot, as for one long cell."""
+    code = r'''
+        chunk = b"x" * (2 << 20)
+        n = len(os.listdir("/workspace"))
+        with open("/workspace/q%d" % n, "wb") as f:
+            f.write(chunk)
+    '''
+    r = cells(*[code] * 300, args=("--disk", "64M", "--max-file-size", "16M"))
+    res = r.results()
+    stopped = [i for i, x in enumerate(res) if x["status"] == "crashed"]
+    assert stopped and "disk limit" in res[stopped[0]]["reason"], res[-3:]
+    assert all(x["status"] == "ok" for x in res[:stopped[0]]), res[:stopped[0]]
+    scrub(workspace_of(r))
+    assert DISK < stopped[0] * (2 << 20) <= DISK + OVERSHOOT, stopped[0]
+
+
 def test_host_usage_stays_under_the_bound(cells, scrub):
     r = cells(r'''
         chunk = os.urandom(1 << 20)

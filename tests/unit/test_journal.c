@@ -7,9 +7,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/time.h>
 #include <unistd.h>
 
+#include "terp/buf.h"
 #include "terp/digest.h"
 #include "terp/journal.h"
 #include "terp/kernel.h"
@@ -1077,6 +1079,141 @@ Test(journal, long_session_keeps_few_request_bodies)
 	free(body);
 	notebook_free(nb);
 	notebook_free(nb2);
+	rm_rf(dir);
+	free(dir);
+}
+
+/* A request body repeats the one before and adds the new turn: the
+ * journal writes what is new ("keep" bytes of the one before, then the
+ * rest), not the whole conversation every turn, and every body reads
+ * back exactly, past 64 KiB too, after a change in the middle (a
+ * compaction), after a lost line, and after a resume. */
+static char *
+grown_body(struct buf *conv, int i, int edited)
+{
+	buf_printf(conv, "%s{\"role\":\"tool\",\"content\":\"turn %d \\u00e9 %0300d\"}",
+	    i ? "," : "", i, i);
+	return xasprintf("{\"model\":\"m\",\"messages\":[%s%s],\"stream\":true}",
+	    edited ? "{\"role\":\"user\",\"content\":\"summary\"}," : "", buf_str(conv));
+}
+
+Test(journal, request_bodies_written_as_what_is_new)
+{
+	char *dir = tmpdir(), *err = NULL, *path, *body;
+	struct notebook *nb = notebook_new(), *nb2 = notebook_new();
+	struct journal_meta m;
+	struct journal *j;
+	struct buf conv;
+	const int n = 400;
+	char **want = xcalloc(n + 2, sizeof *want);
+	size_t len, total = 0;
+	struct stat st;
+
+	buf_init(&conv, 1 << 24);
+	j = jcreate(dir, NULL, NULL, nb, &err);
+	cr_assert_not_null(j, "%s", err);
+	for (int i = 0; i < n; i++) {
+		/* turn 100: the conversation changes at its start */
+		want[i] = grown_body(&conv, i, i >= 100);
+		total += strlen(want[i]);
+		notebook_add_sent(nb, "openai m", want[i], strlen(want[i]));
+	}
+	cr_assert_gt(strlen(want[n - 1]), 64 * 1024, "past the old limit");
+	path = store_journal_path(dir, journal_id(j));
+	cr_assert_eq(stat(path, &st), 0);
+	cr_assert_lt((size_t)st.st_size, total / 20, "journal %lld bytes for %zu of requests",
+	    (long long)st.st_size, total);
+	for (int i = 0; i < n; i += i < 98 || i > n - 4 ? 1 : 7) {
+		body = journal_read_sent(j, i, &len, &err);
+		cr_assert_not_null(body, "%d: %s", i, err);
+		cr_assert_eq(len, strlen(want[i]), "%d", i);
+		cr_assert_str_eq(body, want[i], "request %d", i);
+		free(body);
+	}
+	jclose(j);
+	cr_assert_eq(journal_load(path, nb2, &m, &err), 0, "%s", err);
+	cr_assert_eq(notebook_nsent(nb2), n);
+	for (int i = n - NOTEBOOK_SENT_KEEP; i < n; i++)
+		cr_assert_str_eq(notebook_sent(nb2, i, NULL, NULL), want[i], "%d", i);
+	/* resumed: the next request goes whole, then as deltas again */
+	j = jreopen(dir, m.id, nb2, &m, &err);
+	cr_assert_not_null(j, "%s", err);
+	for (int i = n; i < n + 2; i++) {
+		want[i] = grown_body(&conv, i, 1);
+		notebook_add_sent(nb2, "openai m", want[i], strlen(want[i]));
+	}
+	for (int i = n - 1; i < n + 2; i++) {
+		body = journal_read_sent(j, i, &len, &err);
+		cr_assert_not_null(body, "%d: %s", i, err);
+		cr_assert_str_eq(body, want[i], "request %d", i);
+		free(body);
+	}
+	jclose(j);
+	journal_meta_free(&m);
+	/* a lost line (cut out): what depended on it is not made up */
+	{
+		char *cmd = xasprintf("sed -i '0,/\"t\":\"sent\".*\"n\":300,/{/\"n\":300,/d}' '%s'",
+		    path);
+		cr_assert_eq(system(cmd), 0);
+		free(cmd);
+	}
+	notebook_free(nb2);
+	nb2 = notebook_new();
+	cr_assert_eq(journal_load(path, nb2, &m, &err), 0, "%s", err);
+	cr_assert_eq(notebook_nsent(nb2), n + 1);
+	for (int i = n + 1 - NOTEBOOK_SENT_KEEP; i < n + 1; i++) {
+		const char *b = notebook_sent(nb2, i, NULL, NULL);
+		cr_assert_not_null(strstr(b, "not in the journal"), "%d: %.80s", i, b);
+	}
+	journal_meta_free(&m);
+	for (int i = 0; i < n + 2; i++)
+		free(want[i]);
+	free(want);
+	buf_free(&conv);
+	free(path);
+	notebook_free(nb);
+	notebook_free(nb2);
+	rm_rf(dir);
+	free(dir);
+}
+
+/* fdatasync counted: this binary's definition is the one the journal
+ * calls (the executable's symbol comes first). */
+static int syncs;
+
+int
+fdatasync(int fd)
+{
+	syncs++;
+	return (int)syscall(SYS_fdatasync, fd);
+}
+
+/* A sync where durability needs one: at a question's edges and at the
+ * close, each only when something was written since the last one (the
+ * close right after an answer syncs nothing new: no second flush on
+ * the exit path). */
+Test(journal, syncs_only_what_is_new)
+{
+	char *dir = tmpdir(), *err = NULL;
+	struct notebook *nb = notebook_new();
+	struct journal *j = jcreate(dir, NULL, NULL, nb, &err);
+	int base;
+
+	cr_assert_not_null(j, "%s", err);
+	notebook_add_question(nb, "how many?", NULL);
+	base = syncs;
+	emit(j, EV_TURN, NULL, NULL, 0);
+	emit(j, EV_ANSWER, NULL, "42", 2);
+	cr_assert_eq(syncs, base + 1, "the answer syncs the turn's lines");
+	emit(j, EV_IDLE, NULL, NULL, 0);
+	cr_assert_eq(syncs, base + 1, "nothing new since: no sync");
+	emit(j, EV_TURN, NULL, NULL, 0);
+	emit(j, EV_IDLE, NULL, NULL, 0);
+	cr_assert_eq(syncs, base + 2, "a line since: synced");
+	jclose(j);
+	cr_assert_eq(syncs, base + 2, "the close after the idle: nothing new");
+	j = NULL;
+	notebook_free(nb);
 	rm_rf(dir);
 	free(dir);
 }

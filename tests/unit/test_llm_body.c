@@ -3,6 +3,7 @@
  * every flavour, with and without model and system prompt, and with
  * strings that need every kind of escape. */
 #include <criterion/criterion.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -52,6 +53,115 @@ Test(body, text_equals_the_printed_tree)
 		same(fl[i], "", "", msgs);
 		same(fl[i], "m", "S", empty);
 	}
+	cJSON_Delete(msgs);
+	cJSON_Delete(empty);
+}
+
+/* The messages are encoded once and their bytes reused while they stay
+ * the same: a conversation that grows, a message edited in place (same
+ * address, new text), one deleted in the middle, one replaced by a new
+ * object, a change of flavour: every body is still the printed tree. */
+Test(body, reused_bytes_follow_every_change)
+{
+	cJSON *msgs = cJSON_Parse(conv), *m;
+	char text[64];
+
+	cr_assert_not_null(msgs);
+	same(LLM_OPENAI, "m", "S", msgs);
+	for (int i = 0; i < 40; i++) {
+		m = cJSON_CreateObject();
+		snprintf(text, sizeof text, "turn %d \"q\"\n", i);
+		cJSON_AddStringToObject(m, "role", i % 2 ? "tool" : "user");
+		cJSON_AddStringToObject(m, "content", text);
+		cJSON_AddItemToArray(msgs, m);
+		same(LLM_OPENAI, "m", "S", msgs);
+	}
+	/* edited where it is: same object, same length, other bytes */
+	m = cJSON_GetArrayItem(msgs, 20);
+	cJSON_SetValuestring(cJSON_GetObjectItem(m, "content"), "turn X \"q\"\n");
+	same(LLM_OPENAI, "m", "S", msgs);
+	/* a number that changes (no string does) */
+	cJSON_AddNumberToObject(cJSON_GetArrayItem(msgs, 25), "n", 1);
+	same(LLM_OPENAI, "m", "S", msgs);
+	cJSON_GetObjectItem(cJSON_GetArrayItem(msgs, 25), "n")->valuedouble = 2;
+	same(LLM_OPENAI, "m", "S", msgs);
+	/* a role that changes: the message goes out otherwise */
+	cJSON_SetValuestring(cJSON_GetObjectItem(cJSON_GetArrayItem(msgs, 30), "role"),
+	    "user");
+	same(LLM_OPENAI, "m", "S", msgs);
+	/* one deleted in the middle, one replaced, then freed and made anew */
+	cJSON_DeleteItemFromArray(msgs, 5);
+	same(LLM_OPENAI, "m", "S", msgs);
+	m = cJSON_Parse("{\"role\":\"user\",\"content\":\"replaced\"}");
+	cJSON_ReplaceItemInArray(msgs, 7, m);
+	same(LLM_OPENAI, "m", NULL, msgs);
+	for (int i = 0; i < 3; i++) {
+		cJSON_DeleteItemFromArray(msgs, cJSON_GetArraySize(msgs) - 1);
+		m = cJSON_CreateObject();
+		cJSON_AddStringToObject(m, "role", "user");
+		cJSON_AddStringToObject(m, "content", i == 1 ? "again" : "anew");
+		cJSON_AddItemToArray(msgs, m);
+		same(LLM_OPENAI, "m", "S", msgs);
+	}
+	/* Ollama's flavour writes bad arguments otherwise */
+	same(LLM_LOCAL, "m", "S", msgs);
+	same(LLM_OPENAI, "m", "S", msgs);
+	/* a tool call's arguments edited deep inside */
+	m = cJSON_GetObjectItem(cJSON_GetArrayItem(msgs, 1), "tool_calls");
+	cJSON_SetValuestring(cJSON_GetObjectItem(cJSON_GetArrayItem(m, 0), "arguments"),
+	    "{\"code\":\"2/0\"}");
+	same(LLM_OPENAI, "m", "S", msgs);
+	cJSON_Delete(msgs);
+}
+
+/* Anthropic's body as text equals its printed tree: the conversation
+ * above (tool results gathered at the start of a user message, empty
+ * texts left out, bad arguments as {}), growing, edited, cut. */
+static void
+same_anthropic(const char *model, int max_tokens, const char *system,
+    const cJSON *msgs)
+{
+	cJSON *tree = llm_anthropic_encode(model, max_tokens, system, msgs);
+	char *want = cJSON_PrintUnformatted(tree), *got;
+	size_t len = 0;
+
+	got = llm_anthropic_body(model, max_tokens, system, msgs, &len);
+	cr_assert_str_eq(got, want);
+	cr_assert_eq(len, strlen(want));
+	free(got);
+	free(want);
+	cJSON_Delete(tree);
+}
+
+Test(body, anthropic_text_equals_the_printed_tree)
+{
+	cJSON *msgs = cJSON_Parse(conv), *empty = cJSON_CreateArray(), *m;
+	char text[64];
+
+	cr_assert_not_null(msgs);
+	same_anthropic("claude-x", 1000, "SYS \"q\"\n", msgs);
+	same_anthropic(NULL, 0, NULL, msgs);
+	same_anthropic("m", 5, "", empty);
+	for (int i = 0; i < 30; i++) {
+		m = cJSON_CreateObject();
+		snprintf(text, sizeof text, "turn %d \u00e9\t", i);
+		cJSON_AddStringToObject(m, "role", i % 3 == 0 ? "user" :
+		    i % 3 == 1 ? "tool" : "assistant");
+		cJSON_AddStringToObject(m, "content", text);
+		if (i % 3 == 1)
+			cJSON_AddStringToObject(m, "tool_call_id", "c1");
+		cJSON_AddItemToArray(msgs, m);
+		same_anthropic("claude-x", 1000, "SYS", msgs);
+	}
+	cJSON_SetValuestring(cJSON_GetObjectItem(cJSON_GetArrayItem(msgs, 14), "content"),
+	    "edited");
+	same_anthropic("claude-x", 1000, "SYS", msgs);
+	cJSON_DeleteItemFromArray(msgs, 3);
+	same_anthropic("claude-x", 1000, "SYS", msgs);
+	m = cJSON_GetObjectItem(cJSON_GetArrayItem(msgs, 1), "tool_calls");
+	cJSON_SetValuestring(cJSON_GetObjectItem(cJSON_GetArrayItem(m, 0), "arguments"),
+	    "{\"code\": \"2/0\", \"n\": 1.50}");
+	same_anthropic("claude-x", 1000, "SYS", msgs);
 	cJSON_Delete(msgs);
 	cJSON_Delete(empty);
 }

@@ -1,0 +1,36 @@
+/* llm_cache: a codec's encoding of each message of a conversation, kept
+ * from one request to the next. A conversation only grows between two
+ * requests, so a codec encodes each message once and reuses its bytes
+ * while it stays the same: a turn encodes what is new and copies the
+ * rest. Whether a message stays the same is not taken from its address
+ * (an edited, compacted, or freed and reallocated message may sit
+ * where the old one was): each entry keeps a snapshot of what it was
+ * encoded from, its keys and values in order, compared (byte compares,
+ * no escaping) before its bytes are reused. */
+#ifndef TERP_LLM_CACHE_H
+#define TERP_LLM_CACHE_H
+
+#include <stddef.h>
+
+#include <cjson/cJSON.h>
+
+struct llm_cache;
+
+/* A new empty cache (the caller frees it with llm_cache_free). */
+struct llm_cache *llm_cache_new(void);
+void llm_cache_free(struct llm_cache *c);
+/* Begins a request: keeps the entries of the leading messages of the
+ * array that compare equal to their snapshots (all of them only when
+ * key, what the encoding depends on besides the message, is the one of
+ * the last call) and drops the others. Returns how many were kept: the
+ * caller encodes messages from there on, in order, with llm_cache_add. */
+int llm_cache_sync(struct llm_cache *c, int key, const cJSON *messages);
+/* Adds the next entry: message m encoded as p (n bytes, copied). */
+void llm_cache_add(struct llm_cache *c, const cJSON *m, const void *p, size_t n);
+/* Entry i's bytes (owned by the cache, valid until the next sync or
+ * add), or NULL. */
+const char *llm_cache_get(const struct llm_cache *c, int i, size_t *n);
+/* All entries' bytes, one after the other (owned by the cache). */
+const char *llm_cache_all(const struct llm_cache *c, size_t *n);
+
+#endif

@@ -1,0 +1,138 @@
+/* json_text: cJSON's unformatted printing, done faster (json_text.h).
+ * Strings escape what cJSON escapes (", \, the C0 controls; UTF-8 and
+ * DEL as they are); a number prints as cJSON prints it: an integer
+ * below 1e15 as its digits (what "%1.15g" gives it), anything
+ * else by cJSON's own rule ("%1.15g", "%1.17g" when that does not read
+ * back within an epsilon, null for NaN and infinities). */
+#include "terp/json_text.h"
+
+#include <float.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The bytes a JSON string may hold as they are: not ", \ or a C0
+ * control. */
+static int
+plain(unsigned char c)
+{
+	return c >= 32 && c != '"' && c != '\\';
+}
+
+static int
+put_str(struct buf *b, const char *s)
+{
+	static const char hex[] = "0123456789abcdef";
+	const char *run;
+
+	if (buf_addc(b, '"') < 0)
+		return -1;
+	if (s == NULL)
+		return buf_addc(b, '"');
+	for (run = s;; s++) {
+		unsigned char c = (unsigned char)*s;
+		char esc[6];
+		size_t n = 2;
+
+		if (plain(c))
+			continue;
+		if (buf_add(b, run, (size_t)(s - run)) < 0)
+			return -1;
+		if (c == '\0')
+			break;
+		run = s + 1;
+		esc[0] = '\\';
+		switch (c) {
+		case '"': esc[1] = '"'; break;
+		case '\\': esc[1] = '\\'; break;
+		case '\b': esc[1] = 'b'; break;
+		case '\f': esc[1] = 'f'; break;
+		case '\n': esc[1] = 'n'; break;
+		case '\r': esc[1] = 'r'; break;
+		case '\t': esc[1] = 't'; break;
+		default:
+			memcpy(esc + 1, "u00", 3);
+			esc[4] = hex[c >> 4];
+			esc[5] = hex[c & 15];
+			n = 6;
+		}
+		if (buf_add(b, esc, n) < 0)
+			return -1;
+	}
+	return buf_addc(b, '"');
+}
+
+static int
+put_num(struct buf *b, double d)
+{
+	char s[32];
+	int n;
+
+	if (isnan(d) || isinf(d))
+		return buf_add(b, "null", 4);
+	if (d == floor(d) && fabs(d) < 1e15) {
+		/* digits from the end, as "%1.15g" writes an integer */
+		long long v = (long long)d;
+		unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v :
+		    (unsigned long long)v;
+		char *p = s + sizeof s;
+		do {
+			*--p = (char)('0' + u % 10);
+			u /= 10;
+		} while (u != 0);
+		if (v < 0 || signbit(d))	/* -0 too, as "%1.15g" */
+			*--p = '-';
+		return buf_add(b, p, (size_t)(s + sizeof s - p));
+	}
+	n = snprintf(s, sizeof s, "%1.15g", d);
+	if (n > 0) {	/* cJSON's test: equal within an epsilon */
+		double t = strtod(s, NULL);
+		if (fabs(t - d) > fmax(fabs(t), fabs(d)) * DBL_EPSILON)
+			n = snprintf(s, sizeof s, "%1.17g", d);
+	}
+	if (n <= 0 || (size_t)n >= sizeof s)
+		return buf_add(b, "null", 4);
+	return buf_add(b, s, (size_t)n);
+}
+
+int
+json_text(struct buf *b, const cJSON *v)
+{
+	const cJSON *c;
+
+	if (v == NULL)
+		return buf_add(b, "null", 4);
+	switch (v->type & 0xff) {
+	case cJSON_NULL:
+		return buf_add(b, "null", 4);
+	case cJSON_False:
+		return buf_add(b, "false", 5);
+	case cJSON_True:
+		return buf_add(b, "true", 4);
+	case cJSON_Number:
+		return put_num(b, v->valuedouble);
+	case cJSON_String:
+		return put_str(b, v->valuestring);
+	case cJSON_Raw:
+		return v->valuestring ? buf_adds(b, v->valuestring) : 0;
+	case cJSON_Array:
+		if (buf_addc(b, '[') < 0)
+			return -1;
+		for (c = v->child; c != NULL; c = c->next)
+			if ((c != v->child && buf_addc(b, ',') < 0) || json_text(b, c) < 0)
+				return -1;
+		return buf_addc(b, ']');
+	case cJSON_Object:
+		if (buf_addc(b, '{') < 0)
+			return -1;
+		for (c = v->child; c != NULL; c = c->next)
+			if ((c != v->child && buf_addc(b, ',') < 0) ||
+			    put_str(b, c->string ? c->string : "") < 0 ||
+			    buf_addc(b, ':') < 0 || json_text(b, c) < 0)
+				return -1;
+		return buf_addc(b, '}');
+	default:
+		return -1;
+	}
+}

@@ -1,0 +1,191 @@
+/* llm_cache: the messages' encodings kept between requests, reused
+ * while a message compares equal to its snapshot (llm_cache.h). */
+#include "terp/llm_cache.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "terp/buf.h"
+#include "terp/util.h"
+
+#define ENC_MAX	((size_t)1 << 31)
+
+struct entry {
+	char	*snap;		/* the snapshot (snap_put) */
+	size_t	 snap_len;
+	size_t	 end;		/* its bytes end here in enc */
+};
+
+struct llm_cache {
+	int		 key;
+	struct entry	*e;
+	int		 n, cap;
+	struct buf	 enc;	/* every entry's bytes, one after the other */
+};
+
+struct llm_cache *
+llm_cache_new(void)
+{
+	struct llm_cache *c = xcalloc(1, sizeof *c);
+
+	buf_init(&c->enc, ENC_MAX);
+	return c;
+}
+
+static void
+drop(struct llm_cache *c, int from)
+{
+	for (int i = from; i < c->n; i++)
+		free(c->e[i].snap);
+	c->n = from;
+	c->enc.len = from > 0 ? c->e[from - 1].end : 0;
+	if (c->enc.data != NULL)
+		c->enc.data[c->enc.len] = '\0';
+}
+
+void
+llm_cache_free(struct llm_cache *c)
+{
+	if (c == NULL)
+		return;
+	drop(c, 0);
+	free(c->e);
+	buf_free(&c->enc);
+	free(c);
+}
+
+/* The snapshot of a JSON value's children: per child its key, its
+ * type, its value (a string's bytes, a number's, or the children of
+ * an array or object), so two equal snapshots encode alike. Strings
+ * go with their length first, so comparing needs no strlen. */
+static void
+snap_str(struct buf *s, const char *v)
+{
+	size_t n = strlen(v);
+
+	buf_add(s, &n, sizeof n);
+	buf_add(s, v, n);
+}
+
+static void
+snap_put(struct buf *s, const cJSON *o)
+{
+	const cJSON *c;
+
+	for (c = o->child; c != NULL; c = c->next) {
+		snap_str(s, c->string ? c->string : "");
+		buf_addc(s, (char)(c->type & 0xff));
+		if (cJSON_IsString(c) && c->valuestring != NULL)
+			snap_str(s, c->valuestring);
+		else if (cJSON_IsNumber(c))
+			buf_add(s, &c->valuedouble, sizeof c->valuedouble);
+		else if (cJSON_IsArray(c) || cJSON_IsObject(c))
+			snap_put(s, c);
+		buf_addc(s, '\1');
+	}
+}
+
+/* Whether the string v is the one at *p (moved past it). strncmp stops
+ * at v's end, so a shorter v is never read past. */
+static int
+snap_str_same(const char **p, const char *end, const char *v)
+{
+	size_t n;
+
+	if ((size_t)(end - *p) < sizeof n)
+		return 0;
+	memcpy(&n, *p, sizeof n);
+	if ((size_t)(end - *p) - sizeof n < n || strncmp(*p + sizeof n, v, n) != 0 ||
+	    v[n] != '\0')
+		return 0;
+	*p += sizeof n + n;
+	return 1;
+}
+
+/* Whether o's children match the snapshot at *p (up to end); moves *p
+ * past what matched. */
+static int
+snap_same(const char **p, const char *end, const cJSON *o)
+{
+	const cJSON *c;
+
+	for (c = o->child; c != NULL; c = c->next) {
+		if (!snap_str_same(p, end, c->string ? c->string : "") ||
+		    *p == end || (unsigned char)**p != (unsigned char)(c->type & 0xff))
+			return 0;
+		(*p)++;
+		if (cJSON_IsString(c) && c->valuestring != NULL) {
+			if (!snap_str_same(p, end, c->valuestring))
+				return 0;
+		} else if (cJSON_IsNumber(c)) {
+			if ((size_t)(end - *p) < sizeof c->valuedouble ||
+			    memcmp(*p, &c->valuedouble, sizeof c->valuedouble) != 0)
+				return 0;
+			*p += sizeof c->valuedouble;
+		} else if ((cJSON_IsArray(c) || cJSON_IsObject(c)) &&
+		    !snap_same(p, end, c)) {
+			return 0;
+		}
+		if (*p == end || **p != '\1')
+			return 0;
+		(*p)++;
+	}
+	return 1;
+}
+
+int
+llm_cache_sync(struct llm_cache *c, int key, const cJSON *messages)
+{
+	const cJSON *m;
+	int i = 0;
+
+	if (c->key != key)
+		drop(c, 0);
+	c->key = key;
+	for (m = messages ? messages->child : NULL; m != NULL && i < c->n;
+	    m = m->next, i++) {
+		const char *p = c->e[i].snap, *end = p + c->e[i].snap_len;
+		if (!snap_same(&p, end, m) || p != end)
+			break;
+	}
+	drop(c, i);
+	return i;
+}
+
+void
+llm_cache_add(struct llm_cache *c, const cJSON *m, const void *p, size_t n)
+{
+	struct buf s;
+
+	if (c->n == c->cap) {
+		c->cap = c->cap ? 2 * c->cap : 64;
+		c->e = xrealloc(c->e, (size_t)c->cap * sizeof *c->e);
+	}
+	buf_init(&s, ENC_MAX);
+	snap_put(&s, m);
+	if (buf_add(&c->enc, p, n) < 0)
+		fatal("out of memory (request body)");
+	c->e[c->n].snap_len = s.len;
+	c->e[c->n].snap = buf_take(&s);
+	c->e[c->n].end = c->enc.len;
+	c->n++;
+}
+
+const char *
+llm_cache_get(const struct llm_cache *c, int i, size_t *n)
+{
+	size_t from;
+
+	if (i < 0 || i >= c->n)
+		return NULL;
+	from = i > 0 ? c->e[i - 1].end : 0;
+	*n = c->e[i].end - from;
+	return c->enc.data + from;
+}
+
+const char *
+llm_cache_all(const struct llm_cache *c, size_t *n)
+{
+	*n = c->enc.len;
+	return c->enc.data != NULL ? c->enc.data : "";
+}

@@ -1,0 +1,70 @@
+/* Unit tests for json_text: the text is byte for byte what
+ * cJSON_PrintUnformatted prints, for every kind of value, escapes and
+ * numbers of every size. */
+#include <criterion/criterion.h>
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "terp/json_text.h"
+
+static void
+same(const cJSON *v)
+{
+	char *want = cJSON_PrintUnformatted(v);
+	struct buf b;
+
+	buf_init(&b, 1 << 20);
+	cr_assert_eq(json_text(&b, v), 0);
+	cr_assert_str_eq(buf_str(&b), want);
+	buf_free(&b);
+	free(want);
+}
+
+Test(json_text, equals_cjson)
+{
+	static const double nums[] = { 0, -0.0, 1, -1, 2.5, -2.5, 0.1, 1.0 / 3,
+	    2147483647, 2147483648.0, -2147483648.0, -2147483649.0,
+	    1764573556123.0, 999999999999999.0, 1e15, 1e16, -1e15, 1e300,
+	    1e-300, 5e-324, DBL_MAX, 123456789.125, 0.30000000000000004 };
+	cJSON *o = cJSON_CreateObject(), *a = cJSON_CreateArray(), *x;
+	char ctl[40];
+
+	for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++) {
+		x = cJSON_CreateNumber(nums[i]);
+		same(x);
+		cJSON_AddItemToArray(a, x);
+	}
+	for (int i = 1; i < 32; i++)
+		ctl[i - 1] = (char)i;
+	memcpy(ctl + 31, "\"\\/\x7f\xc3\xa9", 7);
+	ctl[38] = '\0';
+	cJSON_AddStringToObject(o, "t", "sent");
+	cJSON_AddStringToObject(o, ctl, ctl);
+	cJSON_AddStringToObject(o, "", "");
+	cJSON_AddItemToObject(o, "nums", a);
+	cJSON_AddItemToObject(o, "nan", cJSON_CreateNumber(NAN));
+	cJSON_AddItemToObject(o, "inf", cJSON_CreateNumber(-INFINITY));
+	cJSON_AddTrueToObject(o, "yes");
+	cJSON_AddFalseToObject(o, "no");
+	cJSON_AddNullToObject(o, "none");
+	cJSON_AddItemToObject(o, "empty", cJSON_CreateObject());
+	cJSON_AddItemToObject(o, "list", cJSON_CreateArray());
+	x = cJSON_Parse("[{\"a\":[1,[2,{}],\"x\"]},[],null,\"caf\\u00e9 \\u2603\"]");
+	cr_assert_not_null(x);
+	cJSON_AddItemToObject(o, "deep", x);
+	same(o);
+	cJSON_Delete(o);
+}
+
+Test(json_text, stops_at_the_buffers_maximum)
+{
+	cJSON *s = cJSON_CreateString("0123456789");
+	struct buf b;
+
+	buf_init(&b, 8);
+	cr_assert_eq(json_text(&b, s), -1);
+	buf_free(&b);
+	cJSON_Delete(s);
+}

@@ -1,0 +1,57 @@
+/* Unit tests of the notebook's message bookkeeping: the kept length and
+ * last message follow every way the conversation changes; a tool result
+ * inserted in the middle (the loader's repair) is there. */
+#include <criterion/criterion.h>
+
+#include "terp/notebook.h"
+
+static void
+same_as_the_array_at(const struct notebook *nb, int line)
+{
+	const cJSON *a = notebook_messages(nb);
+	int n = cJSON_GetArraySize(a);
+
+	for (int i = 0; i < n; i++)
+		cr_assert_eq(notebook_message(nb, i), cJSON_GetArrayItem(a, i), "%d of %d (line %d)", i, n, line);
+	cr_assert_null(notebook_message(nb, n), "n %d (line %d)", n, line);
+	cr_assert_null(notebook_message(nb, -1));
+}
+
+#define same_as_the_array(nb) same_as_the_array_at(nb, __LINE__)
+
+Test(notebook, message_by_index_follows_every_change)
+{
+	struct notebook *nb = notebook_new();
+	cJSON *calls;
+
+	same_as_the_array(nb);
+	notebook_add_question(nb, "how many?", NULL);
+	same_as_the_array(nb);
+	for (int i = 0; i < 5; i++) {
+		calls = cJSON_Parse("[{\"id\":\"c\",\"name\":\"python_exec\",\"arguments\":\"{}\"}]");
+		notebook_add_reply(nb, NULL, calls);
+		same_as_the_array(nb);
+		notebook_add_tool_result(nb, "c", "ok", 0);
+		same_as_the_array(nb);
+	}
+	notebook_insert_tool_result(nb, 2, "x", "inserted", 1);
+	same_as_the_array(nb);
+	cr_assert_eq(cJSON_GetArraySize(notebook_messages(nb)), 12, "inserted, not lost");
+	cr_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(notebook_message(nb, 2),
+	    "content")), "inserted");
+	cr_assert_eq(notebook_question(nb, 0)->msg, 0, "before it: not moved");
+	notebook_insert_tool_result(nb, 0, "z", "first", 1);
+	same_as_the_array(nb);
+	cr_assert_eq(notebook_question(nb, 0)->msg, 1, "after it: moved");
+	notebook_insert_tool_result(nb, cJSON_GetArraySize(notebook_messages(nb)), "y",
+	    "at the end", 0);
+	same_as_the_array(nb);
+	notebook_replace_message(nb, cJSON_GetArraySize(notebook_messages(nb)) - 1,
+	    cJSON_Parse("{\"role\":\"tool\",\"tool_call_id\":\"y\",\"content\":\"new\"}"));
+	same_as_the_array(nb);
+	notebook_replace_message(nb, 0, cJSON_Parse("{\"role\":\"user\",\"content\":\"q\"}"));
+	same_as_the_array(nb);
+	notebook_add_reply(nb, "done", NULL);
+	same_as_the_array(nb);
+	notebook_free(nb);
+}
