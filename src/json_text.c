@@ -136,3 +136,22 @@ json_text(struct buf *b, const cJSON *v)
 		return -1;
 	}
 }
+
+void
+json_array_insert(cJSON *array, int at, cJSON *item)
+{
+	cJSON *after = cJSON_GetArrayItem(array, at);
+
+	if (after == NULL) {
+		cJSON_AddItemToArray(array, item);
+		return;
+	}
+	/* cJSON's lists: the first item's prev is the last item */
+	item->next = after;
+	item->prev = after->prev;
+	if (after == array->child)
+		array->child = item;
+	else
+		after->prev->next = item;
+	after->prev = item;
+}

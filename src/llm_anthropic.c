@@ -52,7 +52,7 @@ add_block(cJSON *msgs, const char *role, cJSON *block)
 				break;
 			i++;
 		}
-		cJSON_InsertItemInArray(content, i, block);
+		json_array_insert(content, i, block);
 	} else
 		cJSON_AddItemToArray(content, block);
 }

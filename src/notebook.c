@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "terp/json_text.h"
 #include "terp/util.h"
 
 struct sent {
@@ -325,25 +326,6 @@ notebook_add_tool_result(struct notebook *nb, const char *id,
 	tell(nb, &ch);
 }
 
-/* Links m in before item at (at < the length). Not cJSON_InsertItemInArray:
- * libcjson 1.7.15 refuses every place but the first (it returns false and
- * inserts nothing), so a repaired tool result was lost while the
- * questions' indexes moved. cJSON's lists: the first item's prev is the
- * last item. */
-static void
-insert_at(cJSON *array, int at, cJSON *m)
-{
-	cJSON *after = cJSON_GetArrayItem(array, at);
-
-	m->next = after;
-	m->prev = after->prev;
-	if (after == array->child)
-		array->child = m;
-	else
-		after->prev->next = m;
-	after->prev = m;
-}
-
 void
 notebook_insert_tool_result(struct notebook *nb, int at, const char *id,
     const char *content, int is_error)
@@ -356,7 +338,7 @@ notebook_insert_tool_result(struct notebook *nb, int at, const char *id,
 		add_message(nb, m);
 		return;
 	}
-	insert_at(nb->messages, at, m);
+	json_array_insert(nb->messages, at, m);
 	nb->nmsgs++;
 	for (int i = 0; i < nb->nqs; i++)
 		if (nb->qs[i]->msg >= at)

@@ -13,4 +13,10 @@
  * be passed (b holds part of it then). */
 int json_text(struct buf *b, const cJSON *v);
 
+/* Links item into array before the item at index at (0 <= at <= the
+ * length; at the length it is appended); array owns item then. Not
+ * cJSON_InsertItemInArray: Debian 12's libcjson 1.7.15 returns false and
+ * inserts nothing at every place but the first and the end. */
+void json_array_insert(cJSON *array, int at, cJSON *item);
+
 #endif

@@ -68,3 +68,22 @@ Test(json_text, stops_at_the_buffers_maximum)
 	buf_free(&b);
 	cJSON_Delete(s);
 }
+
+/* Debian's cJSON_InsertItemInArray inserts nothing in the middle */
+Test(json_text, array_insert_anywhere)
+{
+	cJSON *a = cJSON_CreateArray();
+	char *s;
+
+	json_array_insert(a, 0, cJSON_CreateNumber(2));	/* empty: appended */
+	json_array_insert(a, 0, cJSON_CreateNumber(0));	/* first */
+	json_array_insert(a, 1, cJSON_CreateNumber(1));	/* middle */
+	json_array_insert(a, 3, cJSON_CreateNumber(3));	/* the end */
+	json_array_insert(a, 3, cJSON_CreateNumber(9));	/* before the last */
+	s = cJSON_PrintUnformatted(a);
+	cr_assert_str_eq(s, "[0,1,2,9,3]");
+	cr_assert_eq(cJSON_GetArrayItem(a, 4)->valueint, 3);
+	cr_assert_eq(a->child->prev, cJSON_GetArrayItem(a, 4));
+	free(s);
+	cJSON_Delete(a);
+}

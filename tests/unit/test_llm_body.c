@@ -165,3 +165,33 @@ Test(body, anthropic_text_equals_the_printed_tree)
 	cJSON_Delete(msgs);
 	cJSON_Delete(empty);
 }
+
+/* A tool result after a note in the same user message still opens it,
+ * after the results before it (the insert Debian's cJSON does not do). */
+Test(body, anthropic_tool_results_open_the_user_message)
+{
+	cJSON *msgs = cJSON_Parse("["
+	    "{\"role\":\"user\",\"content\":\"q\"},"
+	    "{\"role\":\"assistant\",\"content\":null,\"tool_calls\":["
+	    "{\"id\":\"c1\",\"type\":\"function\",\"function\":{\"name\":\"python_exec\",\"arguments\":\"{}\"}},"
+	    "{\"id\":\"c2\",\"type\":\"function\",\"function\":{\"name\":\"python_exec\",\"arguments\":\"{}\"}}]},"
+	    "{\"role\":\"tool\",\"tool_call_id\":\"c1\",\"content\":\"r1\"},"
+	    "{\"role\":\"user\",\"content\":\"note\"},"
+	    "{\"role\":\"tool\",\"tool_call_id\":\"c2\",\"content\":\"r2\"}]");
+	cJSON *tree, *content;
+
+	cr_assert_not_null(msgs);
+	tree = llm_anthropic_encode("m", 10, NULL, msgs);
+	content = cJSON_GetObjectItem(cJSON_GetArrayItem(
+	    cJSON_GetObjectItem(tree, "messages"), 2), "content");
+	cr_assert_eq(cJSON_GetArraySize(content), 3);
+	cr_assert_str_eq(cJSON_GetObjectItem(cJSON_GetArrayItem(content, 0),
+	    "tool_use_id")->valuestring, "c1");
+	cr_assert_str_eq(cJSON_GetObjectItem(cJSON_GetArrayItem(content, 1),
+	    "tool_use_id")->valuestring, "c2");
+	cr_assert_str_eq(cJSON_GetObjectItem(cJSON_GetArrayItem(content, 2),
+	    "type")->valuestring, "text");
+	same_anthropic("m", 10, NULL, msgs);
+	cJSON_Delete(tree);
+	cJSON_Delete(msgs);
+}
