@@ -690,7 +690,7 @@ connection_ended(struct ssh *s)
 		    "(variables, imports) was lost, and the next cell reconnects", s->host);
 		struct ssh_cell *cells = take_cells(s);
 		s->reconnect_lost = 1;
-		set_state(s, KERNEL_STOPPED, why);
+		set_status(s, KERNEL_STOPPED, why, 0, 1);
 		fail_cells(s, cells, CELL_CRASHED, why);
 		free(why);
 	}

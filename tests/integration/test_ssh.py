@@ -235,9 +235,13 @@ def test_ssh_killed_mid_cell_loses_state_and_reconnects(env, tmp_path, sshd):
     res = r.of("result")
     assert [e["status"] for e in res] == ["ok", "crashed", "ok"], r.err
     assert "the connection to box dropped" in res[1]["reason"]
-    msgs = [e["message"] for e in r.of("kernel")]
-    assert any(m.startswith("the connection to box dropped") for m in msgs), msgs
-    assert any(m.startswith("restarted: reconnecting to box") for m in msgs), msgs
+    # the facts by their flags; the messages say them to people
+    [drop] = [e for e in r.of("kernel") if e["state"] == "stopped"]
+    assert drop["state_lost"] is True and "restarted" not in drop, drop
+    assert drop["message"].startswith("the connection to box dropped"), drop
+    [back] = [e for e in r.of("kernel") if e.get("restarted")]
+    assert back["state_lost"] is True and back["state"] == "starting", back
+    assert back["message"].startswith("restarted: reconnecting to box"), back
     assert "".join(e["text"] for e in r.of("stdout") if e["cell"] == 3) == "False\n"
     assert rc == 4
 
@@ -333,8 +337,8 @@ def test_reconnect_is_a_new_folder_with_the_data_staged_again(env, tmp_path, ssh
     assert out == {1: "['a', '1']\n", 3: "False ['a', '1']\n"}, out
     ups = [e["message"] for e in r.of("kernel") if e["message"].startswith("uploading d.csv")]
     assert ups, [e["message"] for e in r.of("kernel")]
-    msgs = [e["message"] for e in r.of("kernel")]
-    assert any(m.startswith("restarted: reconnecting to box") for m in msgs), msgs
+    assert [(e["state"], e["state_lost"]) for e in r.of("kernel")
+            if e.get("restarted")] == [("starting", True)], r.of("kernel")
 
 
 def test_remote_serve_gets_the_limits_only(env, tmp_path, sshd):
