@@ -29,6 +29,7 @@
 
 #include "terp/buf.h"
 #include "terp/digest.h"
+#include "terp/kernel_artifact.h"
 #include "terp/kernel_frame.h"
 #include "terp/sanitize.h"
 #include "terp/serve.h"
@@ -94,6 +95,7 @@ struct ssh {
 	/* the artifact coming in */
 	int			 art_fd, art_cell, art_skip;
 	char			*art_name, *art_path;
+	char			*art_note;	/* its other name, said after it */
 	uint64_t		 art_got;
 	uint64_t		 art_bytes;	/* the session's */
 	int			 art_count;
@@ -497,7 +499,8 @@ end_ssh(struct ssh *s, int64_t wait_ms)
 	}
 	free(s->art_path);
 	free(s->art_name);
-	s->art_path = s->art_name = NULL;
+	free(s->art_note);
+	s->art_path = s->art_name = s->art_note = NULL;
 }
 
 static char *
@@ -748,8 +751,12 @@ art_begin(struct ssh *s, const cJSON *o)
 		char *path = xasprintf("%s/%s", s->o->out_dir, cand);
 		s->art_fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
 		if (s->art_fd >= 0) {
+			char *shown = kframe_display_name(name);
 			s->art_name = cand;
 			s->art_path = path;
+			s->art_note = kernel_artifact_rename_note("out/", shown,
+			    s->o->out_dir, host, cand);
+			free(shown);
 		} else {
 			free(cand);
 			free(path);
@@ -795,10 +802,13 @@ art_end(struct ssh *s)
 		s->art_bytes += s->art_got;
 		s->art_count++;
 		s->cb->artifact(s->arg, s->art_cell, s->art_name, s->art_path, s->art_got);
+		if (s->art_note != NULL)	/* as the local sandbox says it */
+			s->cb->output(s->arg, s->art_cell, 1, s->art_note, strlen(s->art_note));
 	}
 	free(s->art_name);
 	free(s->art_path);
-	s->art_name = s->art_path = NULL;
+	free(s->art_note);
+	s->art_name = s->art_path = s->art_note = NULL;
 }
 
 static void

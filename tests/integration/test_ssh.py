@@ -147,6 +147,21 @@ def test_analysis_chart_and_error(terp, tmp_path, sshd):
                 and (Path("/tmp") / p / "uploads" / "sales.csv").exists()]
 
 
+def test_a_renamed_chart_is_said_on_the_cells_stderr(terp, tmp_path, sshd):
+    """out/chart.png is the user's: the chart comes back as chart-2.png
+    and the cell's stderr says so, in the local sandbox's words."""
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "chart.png").write_bytes(b"the user's older chart")
+    r = terp("exec", "--json", *flags(sshd), "-c", CHART, timeout=HANG)
+    assert r.rc == 0, r
+    assert [(a["name"], a["path"]) for a in r.of("artifact")] == \
+        [("chart-2.png", "out/chart-2.png")], r
+    assert [e["text"] for e in r.of("stderr")] == [
+        "terp: out/chart.png copied as out/chart-2.png: out/chart.png was already "
+        "there and is not this session's (left as it was)\n"], r
+    assert (tmp_path / "out" / "chart.png").read_bytes() == b"the user's older chart"
+
+
 class Run:
     """terp exec --json as a process, its events read as they come."""
 
