@@ -192,13 +192,20 @@ cli_sessions_resume(struct cli *c)
 	/* the session's /allow and /deny, over this run's --allow-host */
 	c->kopts.egress_ops = (const char *const *)c->res.meta.egress;
 	/* Resumed without --sandbox (nor sandbox = in the config): where it
-	 * ran last, a Jupyter server or pool the journal names. */
+	 * ran last, a Jupyter server, pool or ssh host the journal names. */
 	if (c->kopts.sandbox == NULL && c->res.meta.remote_sandbox != NULL) {
 		char *shown = sanitize_str(c->res.meta.remote_sandbox,
 		    strnlen(c->res.meta.remote_sandbox, 200), 0);
 		c->kopts.sandbox = c->res.meta.remote_sandbox;
-		fprintf(stderr, "terp: the session ran on %s; resuming it there "
-		    "(--sandbox local runs it here)\n", shown);
+		if (c->res.meta.remote_session != NULL &&
+		    c->res.meta.remote_session[0] == '\0')	/* ssh */
+			fprintf(stderr, "terp: the session ran on %s; resuming it there in "
+			    "a new session: the variables of earlier cells are gone and the "
+			    "data files are sent again (--sandbox local runs it here)\n",
+			    shown);
+		else
+			fprintf(stderr, "terp: the session ran on %s; resuming it there "
+			    "(--sandbox local runs it here)\n", shown);
 		free(shown);
 	}
 	/* the remote session it ran in, when resumed on the same remote */

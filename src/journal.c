@@ -44,7 +44,7 @@ struct journal {
 	int		  live_from, replay_from, replay_to;
 	int		  nlogged;
 	char		 *failed;
-	char		 *remote;	/* the last "remote" line's session */
+	char		 *remote;	/* the last "remote" line: "SANDBOX\nSESSION" */
 };
 
 static int64_t
@@ -567,19 +567,29 @@ journal_replay_cells(const struct journal *j, int **cells)
 void
 journal_remote(struct journal *j, const char *sandbox, const char *session)
 {
-	cJSON *o;
-
 	const char *auth = sandbox ? strstr(sandbox, "://") : NULL;
+	cJSON *o;
+	char *key;
 
 	if (sandbox == NULL || session == NULL || strlen(sandbox) > REMOTE_MAX ||
-	    strlen(session) > REMOTE_MAX ||
-	    (j->remote != NULL && strcmp(j->remote, session) == 0))
+	    strlen(session) > REMOTE_MAX)
 		return;
-	/* a URL with user:password@ stays out of the journal */
-	if (auth != NULL && memchr(auth + 3, '@', strcspn(auth + 3, "/?#")) != NULL)
+	/* A URL with user:password@ (or a token as its user) stays out of
+	 * the journal; ssh://user@host has no password in it. */
+	if (auth != NULL) {
+		const char *at = memchr(auth + 3, '@', strcspn(auth + 3, "/?#"));
+		if (at != NULL && (strncmp(sandbox, "ssh://", 6) != 0 ||
+		    memchr(auth + 3, ':', (size_t)(at - (auth + 3))) != NULL))
+			return;
+	}
+	/* once per change; the host counts too (every ssh session is "") */
+	key = xasprintf("%s\n%s", sandbox, session);
+	if (j->remote != NULL && strcmp(j->remote, key) == 0) {
+		free(key);
 		return;
+	}
 	free(j->remote);
-	j->remote = xstrdup(session);
+	j->remote = key;
 	o = rec("remote");
 	add_str(o, "sandbox", sandbox);
 	add_str(o, "session", session);
@@ -778,7 +788,8 @@ journal_reopen(const char *sessions_dir, const char *id, struct notebook *nb,
 	    notebook_ncells(nb));
 	put(j, rec("resume"), 0);
 	/* journal_remote writes a remote session again only when it changed */
-	j->remote = meta->remote_session ? xstrdup(meta->remote_session) : NULL;
+	j->remote = meta->remote_session && meta->remote_sandbox ? xasprintf("%s\n%s",
+	    meta->remote_sandbox, meta->remote_session) : NULL;
 	/* The tool results the loader's repair added are not in the file
 	 * yet (the loader puts each back at its place). */
 	for (int i = 0; i < meta->nrepaired; i++)

@@ -74,6 +74,8 @@ struct ssh {
 	int			 hello;		/* serve answered */
 	int			 ever;		/* a session was up once */
 	int			 reconnect_lost;	/* the next connect says "restarted" */
+	int			 resumed;	/* a resumed notebook's: the first
+						 * connect says its state is new */
 	pid_t			 pid;
 	int			 in_fd, out_fd, err_fd;
 	struct kframe_reader	 rd;
@@ -597,11 +599,18 @@ connect_ssh(struct ssh *s, char **err)
 
 	if (spawn(s, err) < 0)
 		return -1;
-	if (s->reconnect_lost)
+	if (s->reconnect_lost) {
 		msg = xasprintf("restarted: reconnecting to %s; the session's state "
 		    "(variables, imports) was lost", s->host);
-	else
+	} else if (s->resumed && !s->ever) {
+		/* ssh reaches no earlier session: say so, as a Jupyter
+		 * server does for a kernel that is gone */
+		msg = xasprintf("restarted: connecting to %s in a new session; the resumed "
+		    "notebook's state (variables, imports) was lost", s->host);
+		s->reconnect_lost = 1;
+	} else {
 		msg = xasprintf("connecting to %s", s->host);
+	}
 	set_status(s, KERNEL_STARTING, msg, s->reconnect_lost, s->reconnect_lost);
 	free(msg);
 	s->reconnect_lost = 0;
@@ -1148,9 +1157,19 @@ ssh_free(void *b)
 	free(s);
 }
 
+/* "": the journal keeps where the session ran (so that --resume goes
+ * back to that host), with nothing to reach again there: a connection
+ * is a new session. */
+static char *
+ssh_session(const void *b)
+{
+	(void)b;
+	return xstrdup("");
+}
+
 static const struct kernel_ops ssh_ops = {
 	ssh_free, ssh_start, ssh_stop, ssh_run, ssh_interrupt, ssh_reset, ssh_restart,
-	ssh_stage, ssh_state, ssh_busy, NULL,	/* a reconnect is a new session */
+	ssh_stage, ssh_state, ssh_busy, ssh_session,
 };
 
 #define SSH_ISOLATION \
@@ -1172,6 +1191,7 @@ kernel_ssh_build(struct loop *l, const struct kernel_opts *o, const struct kerne
 	if (parse_spec(o->sandbox, &s->spec_user, &s->spec_host, &s->spec_port) < 0)
 		s->spec_host = xstrdup("invalid.invalid");
 	s->host = xstrdup(s->spec_host);
+	s->resumed = o->sandbox_session != NULL;
 	kframe_reader_init(&s->rd, SERVE_LINE_MAX);
 	buf_init(&s->errbuf, ERR_KEEP * 2);
 	buf_init(&s->wq, (size_t)SERVE_LINE_MAX * 2);

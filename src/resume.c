@@ -317,6 +317,9 @@ resume_remote(struct resume *r, const char *sandbox)
 	    r->meta.remote_session == NULL ||
 	    strcmp(sandbox, r->meta.remote_sandbox) != 0)
 		return NULL;
+	/* ssh: nothing to reach there; the note says the sandbox is new */
+	if (r->meta.remote_session[0] == '\0')
+		return r->meta.remote_session;
 	if (r->model_note != NULL &&
 	    strncmp(r->model_note, NOTE_NEW, strlen(NOTE_NEW)) == 0) {
 		note = xasprintf("%s%s", NOTE_REMOTE, r->model_note + strlen(NOTE_NEW));

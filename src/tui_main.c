@@ -70,11 +70,12 @@ resume_show(struct cli *c, struct session *s)
 	buf_printf(&b, "resumed session %s: %d question%s, %d cell%s. %s", c->session_id,
 	    c->res.meta.nquestions, c->res.meta.nquestions == 1 ? "" : "s",
 	    notebook_ncells(nb), notebook_ncells(nb) == 1 ? "" : "s",
-	    /* a remote session the journal named is reached again */
-	    c->kopts.sandbox_session != NULL ? "terp reaches the same remote "
-	    "session again: variables and imports from before are kept unless it "
-	    "says they were lost" : "The sandbox is new: variables and imports "
-	    "from before are gone");
+	    /* a remote session the journal named is reached again (over
+	     * ssh, "": the host only) */
+	    c->kopts.sandbox_session != NULL && *c->kopts.sandbox_session ?
+	    "terp reaches the same remote session again: variables and imports "
+	    "from before are kept unless it says they were lost" :
+	    "The sandbox is new: variables and imports from before are gone");
 	if (n > 0)
 		buf_printf(&b, "; %s the %d cell%s that succeeded",
 		    c->replay ? "--replay re-runs now" : "/replay re-runs", n,

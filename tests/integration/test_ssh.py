@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, TERP, children, wait_until
+from conftest import ROOT, TERP, children, session_dir, wait_until
 
 import sys  # noqa: E402
 sys.path.insert(0, str(ROOT / "tests"))
@@ -354,6 +354,37 @@ def test_reconnect_is_a_new_folder_with_the_data_staged_again(env, tmp_path, ssh
     assert ups, [e["message"] for e in r.of("kernel")]
     assert [(e["state"], e["state_lost"]) for e in r.of("kernel")
             if e.get("restarted")] == [("starting", True)], r.of("kernel")
+
+
+def test_resume_goes_back_to_the_host_in_a_new_session(terp, env, tmp_path, sshd):
+    """The journal keeps where the session ran (ssh://USER@box: a user
+    name is no password), with no session to reach there; `terp
+    --resume ID` without --sandbox goes back to that host, says in one
+    line and in the kernel's state (restarted, state_lost) that the
+    session there is new, and sends the data file up again."""
+    (tmp_path / "d.csv").write_text("a\n1\n")
+    spec = "ssh://%s@box" % sshd.user
+    rest = ["--ssh-command", sshd.config(), "--ssh-terp", REMOTE_TERP]
+    r = terp("exec", "--sandbox", spec, *rest, "-c", "x = 1", "d.csv", timeout=HANG)
+    assert r.rc == 0, r
+    d = session_dir(env)
+    recs = [json.loads(l) for l in (d / "notebook.jsonl").read_text().splitlines()]
+    assert [(x["sandbox"], x["session"]) for x in recs if x["t"] == "remote"] == \
+        [(spec, "")], recs
+    r = terp("exec", "--json", "--resume", d.name, *rest,
+             "-c", "print('x' in dir(), open('/workspace/data/d.csv').read().split())",
+             timeout=HANG)
+    assert r.rc == 0, r
+    assert ("terp: the session ran on %s; resuming it there in a new session: the "
+            "variables of earlier cells are gone and the data files are sent again "
+            "(--sandbox local runs it here)" % spec) in r.err.splitlines(), r
+    assert [s["sandbox"] for s in r.of("session")] == ["ssh box"]
+    [new] = [e for e in r.of("kernel") if e.get("restarted")]
+    assert new["state_lost"] is True and new["state"] == "starting", r
+    assert new["message"] == ("restarted: connecting to box in a new session; the resumed "
+                              "notebook's state (variables, imports) was lost")
+    assert r.stdout_of(2) == "False ['a', '1']\n", r
+    assert any(e["message"].startswith("uploading d.csv") for e in r.of("kernel")), r
 
 
 def test_remote_serve_gets_the_limits_only(env, tmp_path, sshd):
