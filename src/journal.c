@@ -755,6 +755,7 @@ journal_reopen(const char *sessions_dir, const char *id, struct notebook *nb,
     const struct journal_meta *meta, char **err)
 {
 	struct journal *j;
+	cJSON *o;
 	int rfd;
 
 	if (store_id_valid(id) < 0) {
@@ -784,9 +785,13 @@ journal_reopen(const char *sessions_dir, const char *id, struct notebook *nb,
 	j->live_from = meta->live_from > 0 ? meta->live_from : 1;
 	j->replay_from = meta->replay_from;
 	j->replay_to = meta->replay_to;
-	state_lost(&j->live_from, &j->replay_from, &j->replay_to,
-	    notebook_ncells(nb));
-	put(j, rec("resume"), 0);
+	o = rec("resume");
+	if (meta->reach_remote)
+		cJSON_AddTrueToObject(o, "remote");
+	else
+		state_lost(&j->live_from, &j->replay_from, &j->replay_to,
+		    notebook_ncells(nb));
+	put(j, o, 0);
 	/* journal_remote writes a remote session again only when it changed */
 	j->remote = meta->remote_session && meta->remote_sandbox ? xasprintf("%s\n%s",
 	    meta->remote_sandbox, meta->remote_session) : NULL;
@@ -1273,7 +1278,8 @@ apply(const cJSON *o, struct notebook *nb, struct journal_meta *m, int first,
 	}
 	if (strcmp(t, "resume") == 0) {
 		m->nresumed++;
-		if (nb != NULL)
+		/* one that reached its remote session kept the state */
+		if (nb != NULL && !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "remote")))
 			state_lost(&m->live_from, &m->replay_from, &m->replay_to,
 			    notebook_ncells(nb));
 		return 0;

@@ -326,6 +326,7 @@ resume_remote(struct resume *r, const char *sandbox)
 		free(r->model_note);
 		r->model_note = note;
 	}
+	r->meta.reach_remote = 1;	/* journal_reopen: the state may be kept */
 	return r->meta.remote_session;
 }
 

@@ -110,6 +110,43 @@ def test_jupyter_resume_reaches_the_same_kernel(terp, env, tmp_path, jupyter):
     assert JTOKEN not in json.dumps(journal(env, sid))
 
 
+def test_a_kept_state_is_not_replayed_a_lost_one_is(terp, env, tmp_path, jupyter):
+    """--replay after a resume that reached the kernel with its state:
+    nothing lost, nothing to replay (the journal does not take the
+    resume as a loss; x is there). After a clean exit (the kernel shut
+    down), the next --resume --replay finds it gone: the backend's loss
+    is the journal's, and the cells that succeeded are re-run."""
+    spec = "jupyter+" + jupyter.url
+    pidfile = tmp_path / "terp.pid"
+    e = dict(env, JUPYTER_TOKEN=JTOKEN)
+    kill = ("import os, signal\n"
+            "os.kill(int(open(%r).read()), signal.SIGKILL)" % str(pidfile))
+    p = subprocess.Popen([str(TERP), "exec", "--json", "--sandbox", spec, "-c", "x = 41",
+                          "-c", kill], cwd=tmp_path, env=e, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    pidfile.write_text(str(p.pid))
+    out, err = p.communicate(timeout=300)
+    assert p.returncode == -signal.SIGKILL, (out, err)
+    sid = only_session(env)
+    r = terp("exec", "--json", "--resume", sid, "--replay", "--sandbox", spec,
+             "-c", "print(x + 1)", extra_env={"JUPYTER_TOKEN": JTOKEN}, timeout=300)
+    assert r.rc == 0, r
+    assert lost_events(r) == [], r
+    notes = [n["message"] for n in r.of("notice")]
+    assert "nothing to replay: no cell that succeeded lost its state" in notes, notes
+    assert not [n for n in notes if n.startswith("replaying")], notes
+    assert [c["cell"] for c in r.of("cell")] == [3] and last_out(r) == "42\n", r
+    # the clean exit shut the kernel down: lost, and replayed
+    r = terp("exec", "--json", "--resume", sid, "--replay", "--sandbox", spec,
+             "-c", "print(x + 2)", extra_env={"JUPYTER_TOKEN": JTOKEN}, timeout=300)
+    assert r.rc == 0, r
+    assert len(lost_events(r)) == 1, r
+    notes = [n["message"] for n in r.of("notice")]
+    assert [n for n in notes if n.startswith("replaying")] == [
+        "replaying 2 cells that succeeded before the state was lost: [1], [3]"], notes
+    assert last_out(r) == "43\n", r
+
+
 def test_jupyter_resume_elsewhere_starts_fresh(terp, env, tmp_path, jupyter):
     """The journal's kernel is only looked for on the server it ran on:
     a resume with --sandbox local is a new local sandbox."""
