@@ -178,17 +178,6 @@ cli_sessions_resume(struct cli *c)
 		fail(err);
 		return -1;
 	}
-	if (c->res.warnings) {
-		char *line = c->res.warnings, *nl;
-		while (*line) {
-			nl = strchr(line, '\n');
-			fprintf(stderr, "terp: warning: %.*s\n",
-			    nl ? (int)(nl - line) : (int)strlen(line), line);
-			if (nl == NULL)
-				break;
-			line = nl + 1;
-		}
-	}
 	/* the session's /allow and /deny, over this run's --allow-host */
 	c->kopts.egress_ops = (const char *const *)c->res.meta.egress;
 	/* Resumed without --sandbox (nor sandbox = in the config): where it
@@ -210,6 +199,18 @@ cli_sessions_resume(struct cli *c)
 	}
 	/* the remote session it ran in, when resumed on the same remote */
 	c->kopts.sandbox_session = resume_remote(&c->res, c->kopts.sandbox);
+	/* after resume_remote: it knows of files on an ssh host */
+	if (c->res.warnings) {
+		char *line = c->res.warnings, *nl;
+		while (*line) {
+			nl = strchr(line, '\n');
+			fprintf(stderr, "terp: warning: %.*s\n",
+			    nl ? (int)(nl - line) : (int)strlen(line), line);
+			if (nl == NULL)
+				break;
+			line = nl + 1;
+		}
+	}
 	c->session_id = xstrdup(c->res.id);
 	fprintf(stderr, "terp: resuming session %s (%d cell%s, %d question%s)\n",
 	    c->session_id, notebook_ncells(c->res.nb),

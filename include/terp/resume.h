@@ -59,7 +59,11 @@ int resume_prepare(const char *sessions_dir, const char *id, struct resume *r,
  * reports it lost when the session is gone), and r->meta.reach_remote
  * is set, so that the journal does not take the state as lost until
  * the backend says so; neither when it is "" (ssh: a new session on
- * the same host, which its backend says). Owned by r; never shown. */
+ * the same host, which its backend says). A data file HOST:/path of a
+ * session that ran over ssh is staged there in place again, and only
+ * there: resumed elsewhere, it is marked gone, with a line added to
+ * r->warnings (so they are read after this call). Owned by r; never
+ * shown. */
 const char *resume_remote(struct resume *r, const char *sandbox);
 /* Frees what r holds, the notebook too unless the caller set r->nb to
  * NULL after taking it. */

@@ -361,20 +361,29 @@ def test_resume_goes_back_to_the_host_in_a_new_session(terp, env, tmp_path, sshd
     name is no password), with no session to reach there; `terp
     --resume ID` without --sandbox goes back to that host, says in one
     line and in the kernel's state (restarted, state_lost) that the
-    session there is new, and sends the data file up again."""
+    session there is new, sends the data file up again and stages the
+    file that is over there (box:/path) in place again; a resume here
+    says that file is not staged."""
     (tmp_path / "d.csv").write_text("a\n1\n")
+    there = tmp_path / "there"
+    there.mkdir()
+    (there / "remote.csv").write_text("b\n2\n")
+    os.chmod(there, 0o755)
     spec = "ssh://%s@box" % sshd.user
     rest = ["--ssh-command", sshd.config(), "--ssh-terp", REMOTE_TERP]
-    r = terp("exec", "--sandbox", spec, *rest, "-c", "x = 1", "d.csv", timeout=HANG)
+    r = terp("exec", "--sandbox", spec, *rest, "-c", "x = 1", "d.csv",
+             "box:%s" % (there / "remote.csv"), timeout=HANG)
     assert r.rc == 0, r
     d = session_dir(env)
     recs = [json.loads(l) for l in (d / "notebook.jsonl").read_text().splitlines()]
     assert [(x["sandbox"], x["session"]) for x in recs if x["t"] == "remote"] == \
         [(spec, "")], recs
     r = terp("exec", "--json", "--resume", d.name, *rest,
-             "-c", "print('x' in dir(), open('/workspace/data/d.csv').read().split())",
+             "-c", "print('x' in dir(), open('/workspace/data/d.csv').read().split(), "
+                   "open('/workspace/data/remote.csv').read().split())",
              timeout=HANG)
     assert r.rc == 0, r
+    assert "warning" not in r.err, r
     assert ("terp: the session ran on %s; resuming it there in a new session: the "
             "variables of earlier cells are gone and the data files are sent again "
             "(--sandbox local runs it here)" % spec) in r.err.splitlines(), r
@@ -383,8 +392,14 @@ def test_resume_goes_back_to_the_host_in_a_new_session(terp, env, tmp_path, sshd
     assert new["state_lost"] is True and new["state"] == "starting", r
     assert new["message"] == ("restarted: connecting to box in a new session; the resumed "
                               "notebook's state (variables, imports) was lost")
-    assert r.stdout_of(2) == "False ['a', '1']\n", r
+    assert r.stdout_of(2) == "False ['a', '1'] ['b', '2']\n", r
     assert any(e["message"].startswith("uploading d.csv") for e in r.of("kernel")), r
+    r = terp("exec", "--resume", d.name, "--sandbox", "local", "-c",
+             "import os; print(sorted(os.listdir('/workspace/data')))", timeout=HANG)
+    assert r.rc == 0 and r.out == "['d.csv']\n", r
+    assert ("terp: warning: box:%s is a file on the ssh host the session ran on; it is "
+            "not staged (resume it there to have it)" % (there / "remote.csv")
+            ) in r.err.splitlines(), r
 
 
 def test_remote_serve_gets_the_limits_only(env, tmp_path, sshd):
