@@ -182,7 +182,8 @@ cli_sessions_resume(struct cli *c)
 	c->kopts.egress_ops = (const char *const *)c->res.meta.egress;
 	/* Resumed without --sandbox (nor sandbox = in the config): where it
 	 * ran last, a Jupyter server, pool or ssh host the journal names. */
-	if (c->kopts.sandbox == NULL && c->res.meta.remote_sandbox != NULL) {
+	if (c->kopts.sandbox == NULL && c->res.meta.remote_sandbox != NULL &&
+	    strcmp(c->res.meta.remote_sandbox, "local") != 0) {
 		char *shown = sanitize_str(c->res.meta.remote_sandbox,
 		    strnlen(c->res.meta.remote_sandbox, 200), 0);
 		c->kopts.sandbox = c->res.meta.remote_sandbox;

@@ -572,8 +572,9 @@ journal_remote(struct journal *j, const char *sandbox, const char *session)
 	char *key;
 
 	if (sandbox == NULL || session == NULL || strlen(sandbox) > REMOTE_MAX ||
-	    strlen(session) > REMOTE_MAX)
-		return;
+	    strlen(session) > REMOTE_MAX ||
+	    (j->remote == NULL && strcmp(sandbox, "local") == 0))
+		return;		/* "local" only after a remote: where it ran last */
 	/* A URL with user:password@ (or a token as its user) stays out of
 	 * the journal; ssh://user@host has no password in it. */
 	if (auth != NULL) {

@@ -549,7 +549,8 @@ on_event(void *arg, const struct event *ev)
 		journal_event(s->j, ev);
 		/* the remote session a resume is to reach again */
 		if (ev->type == EV_KERNEL && s->agent != NULL && !s->closing)
-			journal_remote(s->j, s->sandbox, agent_remote_session(s->agent));
+			journal_remote(s->j, s->sandbox && *s->sandbox ? s->sandbox :
+			    "local", agent_remote_session(s->agent));
 		journal_check(s);
 	}
 	s->show(s->arg, ev);

@@ -97,6 +97,7 @@ void journal_event(struct journal *j, const struct event *ev);
 /* Records the remote session the Python runs in (sandbox: the
  * --sandbox spec; session: kernel_remote_session's string), so that a
  * resume on the same sandbox reaches it again; once per change, synced.
+ * "local" is written only after a remote one (a resume then runs here).
  * NULL for either: nothing is written. The record is never shown. */
 void journal_remote(struct journal *j, const char *sandbox, const char *session);
 /* Records a line of terp's own (replay, idle stop...). */

@@ -223,8 +223,8 @@ const char *kernel_files_note(const struct kernel *k);
 /* The remote session's identity, for the journal only, so that a
  * resume reaches the same session (kernel_opts.sandbox_session): a
  * pool's session identifier, a Jupyter server's folder and kernel id;
- * "" over ssh (where it ran, nothing to reach there). NULL for the
- * local sandbox, and until known. Never to be
+ * "" over ssh (where it ran, nothing to reach there) and for the local
+ * sandbox. NULL until known. Never to be
  * shown (it is all it takes to reach a pool's session). Owned by k,
  * valid until the next call into the kernel. */
 const char *kernel_remote_session(struct kernel *k);

@@ -149,7 +149,9 @@ def test_a_kept_state_is_not_replayed_a_lost_one_is(terp, env, tmp_path, jupyter
 
 def test_jupyter_resume_elsewhere_starts_fresh(terp, env, tmp_path, jupyter):
     """The journal's kernel is only looked for on the server it ran on:
-    a resume with --sandbox local is a new local sandbox."""
+    a resume with --sandbox local is a new local sandbox, and since it
+    ran here last, the next --resume without --sandbox runs here too;
+    a session that never ran elsewhere has no remote line."""
     spec = "jupyter+" + jupyter.url
     r = terp("exec", "--sandbox", spec, "-c", "x = 1", extra_env={"JUPYTER_TOKEN": JTOKEN},
              timeout=300)
@@ -161,6 +163,15 @@ def test_jupyter_resume_elsewhere_starts_fresh(terp, env, tmp_path, jupyter):
     assert r.rc == 0, r
     assert r.out == "False\n"
     assert "resuming it there" not in r.err
+    assert [(x["sandbox"], x["session"]) for x in remotes(env, sid)][1:] == [("local", "")]
+    r = terp("exec", "--resume", sid, "-c", "import os; print(os.getcwd())", timeout=300)
+    assert r.rc == 0, r
+    assert r.out == "/workspace\n" and "resuming it there" not in r.err, r
+    assert len(remotes(env, sid)) == 2
+    r = terp("exec", "-c", "1", timeout=300)
+    assert r.rc == 0, r
+    [other] = [s for s in os.listdir(sessions_dir(env)) if s != sid]
+    assert remotes(env, other) == []
 
 
 def test_pool_resume_reuses_the_identifier_and_never_shows_it(terp, env, tmp_path):

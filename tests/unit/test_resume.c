@@ -180,6 +180,7 @@ Test(resume, ssh_remote_is_the_host_only)
 
 	cr_assert_not_null(j, "%s", err);
 	id = xstrdup(journal_id(j));
+	journal_remote(j, "local", "");		/* never elsewhere yet: no line */
 	journal_remote(j, "ssh://u:pw@127.0.0.1:2222", "");
 	journal_remote(j, "jupyter+http://tok@127.0.0.1:9/b", "f/0a-1");
 	journal_remote(j, "ssh://user@127.0.0.1:2222", "");
@@ -202,11 +203,13 @@ Test(resume, ssh_remote_is_the_host_only)
 	cr_assert_not_null(j, "%s", err);
 	journal_remote(j, "ssh://user@127.0.0.1:2222", "");	/* known */
 	journal_remote(j, "ssh://other.invalid", "");		/* another host */
+	journal_remote(j, "local", "");		/* here, after a remote */
 	journal_close(j);
 	resume_free(&r);
 	text = journal_text(dir, id);
-	cr_assert_eq(count_of(text, "\"t\":\"remote\""), 2, "%s", text);
+	cr_assert_eq(count_of(text, "\"t\":\"remote\""), 3, "%s", text);
 	cr_assert(strstr(text, "\"sandbox\":\"ssh://other.invalid\"") != NULL, "%s", text);
+	cr_assert(strstr(text, "\"sandbox\":\"local\"") != NULL, "%s", text);
 	free(text);
 	free(id);
 	rm_rf(dir);
