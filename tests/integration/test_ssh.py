@@ -162,6 +162,20 @@ def test_a_renamed_chart_is_said_on_the_cells_stderr(terp, tmp_path, sshd):
     assert (tmp_path / "out" / "chart.png").read_bytes() == b"the user's older chart"
 
 
+def test_a_chart_saved_again_replaces_the_sessions_own(terp, tmp_path, sshd):
+    """A file terp wrote in this session is replaced when the cell saves
+    it again (as the local sandbox does), under its own name, with no
+    line about another name; nothing is left half-written in out/."""
+    again = CHART.replace("[1, 3, 2]", "[5, 1, 4, 2]")
+    r = terp("exec", "--json", *flags(sshd), "-c", CHART, "-c", again, timeout=HANG)
+    assert r.rc == 0, r
+    assert [(a["cell"], a["name"]) for a in r.of("artifact")] == \
+        [(1, "chart.png"), (2, "chart.png")], r
+    assert r.of("stderr") == [], r
+    assert sorted(os.listdir(tmp_path / "out")) == ["chart.png"]
+    assert (tmp_path / "out" / "chart.png").stat().st_size == r.of("artifact")[1]["bytes"]
+
+
 class Run:
     """terp exec --json as a process, its events read as they come."""
 
