@@ -342,6 +342,11 @@ resume_remote(struct resume *r, const char *sandbox)
 		    r->warnings ? r->warnings : "", shown);
 		free(r->warnings);
 		r->warnings = note;
+		note = xasprintf("%sNote: the data file %s is on the ssh host the session "
+		    "ran on; it is not staged here.\n", r->model_note ? r->model_note : "",
+		    shown);
+		free(r->model_note);
+		r->model_note = note;
 		free(shown);
 	}
 	if (sandbox == NULL || r->meta.remote_sandbox == NULL ||

@@ -62,7 +62,7 @@ int resume_prepare(const char *sessions_dir, const char *id, struct resume *r,
  * the same host, which its backend says). A data file HOST:/path of a
  * session that ran over ssh is staged there in place again, and only
  * there: resumed elsewhere, it is marked gone, with a line added to
- * r->warnings (so they are read after this call). Owned by r; never
+ * r->warnings (so they are read after this call) and r->model_note. Owned by r; never
  * shown. */
 const char *resume_remote(struct resume *r, const char *sandbox);
 /* Frees what r holds, the notebook too unless the caller set r->nb to

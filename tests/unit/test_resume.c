@@ -216,6 +216,51 @@ Test(resume, ssh_remote_is_the_host_only)
 	free(dir);
 }
 
+/* A data file HOST:/path of a session that ran over ssh was staged in
+ * place there: a resume there stages it again (nothing here to check
+ * it against, so no warning); a resume elsewhere does not, and says so
+ * to the user and the model. */
+Test(resume, a_file_on_the_ssh_host_is_staged_there_only)
+{
+	char *dir = tmpdir(), *err = NULL, *id;
+	struct journal_info info = { 0 };
+	struct notebook *nb = notebook_new();
+	struct journal *j = journal_create(dir, NULL, &info, nb, &err);
+	struct datafile f = { .path = "box.invalid:/srv/x.csv",
+	    .sandbox = "/workspace/data/x.csv" };
+	struct resume r;
+
+	cr_assert_not_null(j, "%s", err);
+	id = xstrdup(journal_id(j));
+	notebook_observe(nb, observe, j);
+	notebook_add_file(nb, &f);
+	notebook_observe(nb, NULL, NULL);
+	journal_remote(j, "ssh://box.invalid", "");
+	journal_close(j);
+	notebook_free(nb);
+
+	cr_assert_eq(resume_prepare(dir, id, &r, &err), 0, "%s", err);
+	cr_assert_eq(notebook_nfiles(r.nb), 1);
+	cr_assert_null(r.warnings, "%s", r.warnings);
+	cr_assert_str_eq(resume_remote(&r, "ssh://box.invalid"), "");
+	cr_assert_eq(r.file_state[0], 0);
+	cr_assert_null(r.warnings, "%s", r.warnings);
+	resume_free(&r);
+
+	cr_assert_eq(resume_prepare(dir, id, &r, &err), 0, "%s", err);
+	cr_assert_null(resume_remote(&r, NULL));
+	cr_assert_eq(r.file_state[0], 2);
+	cr_assert_str_eq(r.warnings, "box.invalid:/srv/x.csv is a file on the ssh host "
+	    "the session ran on; it is not staged (resume it there to have it)\n");
+	cr_assert(strstr(r.model_note, "Note: the data file box.invalid:/srv/x.csv is on "
+	    "the ssh host the session ran on; it is not staged here.\n") != NULL, "%s",
+	    r.model_note);
+	resume_free(&r);
+	free(id);
+	rm_rf(dir);
+	free(dir);
+}
+
 /* The remote session: the last "remote" line counts, written once per
  * change (a reopened journal knows the last one), reached again only
  * on the same sandbox, and the model's note then says the state may be
