@@ -178,6 +178,29 @@ cli_sessions_resume(struct cli *c)
 		fail(err);
 		return -1;
 	}
+	/* the session's /allow and /deny, over this run's --allow-host */
+	c->kopts.egress_ops = (const char *const *)c->res.meta.egress;
+	/* Resumed without --sandbox (nor sandbox = in the config): where it
+	 * ran last, a Jupyter server, pool or ssh host the journal names. */
+	if (c->kopts.sandbox == NULL && c->res.meta.remote_sandbox != NULL &&
+	    strcmp(c->res.meta.remote_sandbox, "local") != 0) {
+		char *shown = sanitize_str(c->res.meta.remote_sandbox,
+		    strnlen(c->res.meta.remote_sandbox, 200), 0);
+		c->kopts.sandbox = c->res.meta.remote_sandbox;
+		if (c->res.meta.remote_session != NULL &&
+		    c->res.meta.remote_session[0] == '\0')	/* ssh */
+			fprintf(stderr, "terp: the session ran on %s; resuming it there in "
+			    "a new session: the variables of earlier cells are gone and the "
+			    "data files are sent again (--sandbox local runs it here)\n",
+			    shown);
+		else
+			fprintf(stderr, "terp: the session ran on %s; resuming it there "
+			    "(--sandbox local runs it here)\n", shown);
+		free(shown);
+	}
+	/* the remote session it ran in, when resumed on the same remote */
+	c->kopts.sandbox_session = resume_remote(&c->res, c->kopts.sandbox);
+	/* after resume_remote: it knows of files on an ssh host */
 	if (c->res.warnings) {
 		char *line = c->res.warnings, *nl;
 		while (*line) {
@@ -189,20 +212,6 @@ cli_sessions_resume(struct cli *c)
 			line = nl + 1;
 		}
 	}
-	/* the session's /allow and /deny, over this run's --allow-host */
-	c->kopts.egress_ops = (const char *const *)c->res.meta.egress;
-	/* Resumed without --sandbox (nor sandbox = in the config): where it
-	 * ran last, a Jupyter server or pool the journal names. */
-	if (c->kopts.sandbox == NULL && c->res.meta.remote_sandbox != NULL) {
-		char *shown = sanitize_str(c->res.meta.remote_sandbox,
-		    strnlen(c->res.meta.remote_sandbox, 200), 0);
-		c->kopts.sandbox = c->res.meta.remote_sandbox;
-		fprintf(stderr, "terp: the session ran on %s; resuming it there "
-		    "(--sandbox local runs it here)\n", shown);
-		free(shown);
-	}
-	/* the remote session it ran in, when resumed on the same remote */
-	c->kopts.sandbox_session = resume_remote(&c->res, c->kopts.sandbox);
 	c->session_id = xstrdup(c->res.id);
 	fprintf(stderr, "terp: resuming session %s (%d cell%s, %d question%s)\n",
 	    c->session_id, notebook_ncells(c->res.nb),

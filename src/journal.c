@@ -57,7 +57,7 @@ struct journal {
 	int		  sent_base;
 	int		  unsynced;	/* lines written since the last sync */
 	char		 *failed;
-	char		 *remote;	/* the last "remote" line's session */
+	char		 *remote;	/* the last "remote" line: "SANDBOX\nSESSION" */
 };
 
 static int64_t
@@ -673,19 +673,30 @@ journal_replay_cells(const struct journal *j, int **cells)
 void
 journal_remote(struct journal *j, const char *sandbox, const char *session)
 {
-	cJSON *o;
-
 	const char *auth = sandbox ? strstr(sandbox, "://") : NULL;
+	cJSON *o;
+	char *key;
 
 	if (sandbox == NULL || session == NULL || strlen(sandbox) > REMOTE_MAX ||
 	    strlen(session) > REMOTE_MAX ||
-	    (j->remote != NULL && strcmp(j->remote, session) == 0))
+	    (j->remote == NULL && strcmp(sandbox, "local") == 0))
+		return;		/* "local" only after a remote: where it ran last */
+	/* A URL with user:password@ (or a token as its user) stays out of
+	 * the journal; ssh://user@host has no password in it. */
+	if (auth != NULL) {
+		const char *at = memchr(auth + 3, '@', strcspn(auth + 3, "/?#"));
+		if (at != NULL && (strncmp(sandbox, "ssh://", 6) != 0 ||
+		    memchr(auth + 3, ':', (size_t)(at - (auth + 3))) != NULL))
+			return;
+	}
+	/* once per change; the host counts too (every ssh session is "") */
+	key = xasprintf("%s\n%s", sandbox, session);
+	if (j->remote != NULL && strcmp(j->remote, key) == 0) {
+		free(key);
 		return;
-	/* a URL with user:password@ stays out of the journal */
-	if (auth != NULL && memchr(auth + 3, '@', strcspn(auth + 3, "/?#")) != NULL)
-		return;
+	}
 	free(j->remote);
-	j->remote = xstrdup(session);
+	j->remote = key;
 	o = rec("remote");
 	add_str(o, "sandbox", sandbox);
 	add_str(o, "session", session);
@@ -851,6 +862,7 @@ journal_reopen(const char *sessions_dir, const char *id, struct notebook *nb,
     const struct journal_meta *meta, char **err)
 {
 	struct journal *j;
+	cJSON *o;
 	int rfd;
 
 	if (store_id_valid(id) < 0) {
@@ -882,11 +894,16 @@ journal_reopen(const char *sessions_dir, const char *id, struct notebook *nb,
 	j->replay_to = meta->replay_to;
 	if (meta->sent_whole)
 		j->sent_base = notebook_nsent(nb);
-	state_lost(j->nb, &j->live_from, &j->replay_from, &j->replay_to,
-	    notebook_ncells(nb));
-	put(j, rec("resume"), 0);
+	o = rec("resume");
+	if (meta->reach_remote)
+		cJSON_AddTrueToObject(o, "remote");
+	else
+		state_lost(j->nb, &j->live_from, &j->replay_from, &j->replay_to,
+		    notebook_ncells(nb));
+	put(j, o, 0);
 	/* journal_remote writes a remote session again only when it changed */
-	j->remote = meta->remote_session ? xstrdup(meta->remote_session) : NULL;
+	j->remote = meta->remote_session && meta->remote_sandbox ? xasprintf("%s\n%s",
+	    meta->remote_sandbox, meta->remote_session) : NULL;
 	/* The tool results the loader's repair added are not in the file
 	 * yet (the loader puts each back at its place). */
 	for (int i = 0; i < meta->nrepaired; i++)
@@ -1373,7 +1390,8 @@ apply(const cJSON *o, struct notebook *nb, struct journal_meta *m, int first,
 	}
 	if (strcmp(t, "resume") == 0) {
 		m->nresumed++;
-		if (nb != NULL)
+		/* one that reached its remote session kept the state */
+		if (nb != NULL && !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "remote")))
 			state_lost(nb, &m->live_from, &m->replay_from, &m->replay_to,
 			    notebook_ncells(nb));
 		return 0;

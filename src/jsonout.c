@@ -174,6 +174,11 @@ jsonout_event(void *arg, const struct event *ev)
 		o = obj("kernel");
 		cJSON_AddStringToObject(o, "state", kernel_state_name(ev->kstate));
 		add_str(o, "message", ev->text);
+		/* the facts a script tests, not the message's words */
+		if (ev->restarted)
+			cJSON_AddTrueToObject(o, "restarted");
+		if (ev->state_lost)
+			cJSON_AddTrueToObject(o, "state_lost");
 		break;
 	case EV_CELL_START:
 		o = obj("cell");

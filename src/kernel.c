@@ -534,7 +534,8 @@ kernel_where(const struct kernel *k)
 const char *
 kernel_remote_session(struct kernel *k)
 {
-	return k->remote.ops != NULL ? kernel_backend_session(&k->remote) : NULL;
+	/* "": here, nothing to reach (the journal's "local") */
+	return k->remote.ops != NULL ? kernel_backend_session(&k->remote) : "";
 }
 
 const char *

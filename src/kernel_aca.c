@@ -34,6 +34,7 @@
 #include <unistd.h>
 
 #include "terp/buf.h"
+#include "terp/kernel_artifact.h"
 #include "terp/digest.h"
 #include "terp/http.h"
 #include "terp/kernel_frame.h"
@@ -134,6 +135,7 @@ struct written {
 
 /* An artifact being written: a hidden temporary file in out_dir. */
 struct art {
+	const char	*from;		/* where the code saved it: "/mnt/data/", "" */
 	char		*shown;		/* the pool's name, for messages */
 	char		*path;		/* host name chosen */
 	char		*tmp;
@@ -1690,10 +1692,11 @@ cap_reason(const struct aca *a, enum kframe_refusal r, uint64_t size)
 
 /* Admits an artifact of the pool's name and size, chooses its host
  * name (a file terp wrote this session is replaced, any other is left
- * alone: name-2.ext...) and opens a hidden temporary file for it.
- * Returns 0, or -1 after reporting why not. */
+ * alone: name-2.ext...) and opens a hidden temporary file for it. from
+ * (static) is where the code saved it, ACA_DATA_DIR "/", or "" for an
+ * image terp named. Returns 0, or -1 after reporting why not. */
 static int
-art_open(struct aca *a, const char *name, uint64_t size, struct art *t)
+art_open(struct aca *a, const char *from, const char *name, uint64_t size, struct art *t)
 {
 	struct kframe_caps caps = {
 		.size_max = a->o.artifact_max,
@@ -1744,6 +1747,7 @@ art_open(struct aca *a, const char *name, uint64_t size, struct art *t)
 	}
 	a->use.cell++;
 	t->size = size;
+	t->from = from;
 	t->shown = xstrdup(name);
 	t->tmp = xasprintf(".terp-%d-%s.part", (int)getpid(), t->path);
 	(void)unlinkat(a->out_dirfd, t->tmp, 0);
@@ -1796,6 +1800,18 @@ art_commit(struct aca *a, struct art *t)
 	free(host_path);
 	if (a->gen != g)
 		return -1;
+	{	/* after the artifact, as the local sandbox says it */
+		char *host = kframe_host_name(t->shown), *shown = kframe_display_name(t->shown);
+		char *line = kernel_artifact_rename_note(t->from, shown, a->o.out_dir, host,
+		    t->path);
+		if (line != NULL)
+			emit(a, 1, line, strlen(line));
+		free(line);
+		free(shown);
+		free(host);
+		if (a->gen != g)
+			return -1;
+	}
 	art_drop(a, t);
 	return 0;
 }
@@ -1824,7 +1840,7 @@ image_result(struct aca *a, const char *b64, const char *fmt)
 		free(name);
 		return 0;
 	}
-	if (art_open(a, name, n, &t) == 0) {
+	if (art_open(a, "", name, n, &t) == 0) {
 		if (write_all(t.fd, data, n) < 0) {
 			char *why = xasprintf("cannot write it in the output folder: %s",
 			    strerror(errno));
@@ -2289,7 +2305,7 @@ next_download(struct aca *a)
 		struct aca_file *f = &c->cand[c->next++];
 		struct buf p;
 
-		if (art_open(a, f->name, f->size, &c->art) < 0)
+		if (art_open(a, ACA_DATA_DIR "/", f->name, f->size, &c->art) < 0)
 			continue;
 		buf_init(&p, SIZE_MAX / 2);
 		if (a->shape == SHAPE_PROPERTIES) {

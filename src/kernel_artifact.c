@@ -223,23 +223,27 @@ refuse(struct kernel_artifacts *a, enum kframe_refusal r, uint64_t size)
 	free(why);
 }
 
+char *
+kernel_artifact_rename_note(const char *from, const char *shown,
+    const char *out_dir, const char *host, const char *path)
+{
+	if (strcmp(shown, path) == 0)
+		return NULL;
+	if (strcmp(host, path) != 0)
+		return xasprintf("terp: %s%s copied as %s/%s: %s/%s was already "
+		    "there and is not this session's (left as it was)\n", from, shown,
+		    out_dir, path, out_dir, host);
+	return xasprintf("terp: %s%s copied as %s/%s (the output folder takes plain "
+	    "file names only)\n", from, shown, out_dir, path);
+}
+
 /* The note for a copy whose host name (a->path) is not the name the
- * cell gave it (a->shown), or NULL: the cell printed and the model
- * remembers its own name, so without the note both would point at
- * another file (an older chart.png) or at none. host is the name before
- * the search for a free one. */
+ * cell gave it (a->shown), or NULL. host is the name before the search
+ * for a free one. */
 static char *
 rename_note(const struct kernel_artifacts *a, const char *host)
 {
-	if (strcmp(a->shown, a->path) == 0)
-		return NULL;
-	if (strcmp(host, a->path) != 0)
-		return xasprintf("terp: out/%s copied as %s/%s: %s/%s was already "
-		    "there and is not this session's (left as it was)\n", a->shown,
-		    a->out_dir, a->path, a->out_dir, host);
-	return xasprintf("terp: out/%s copied as %s/%s (the output folder takes plain "
-	    "file names only)\n",
-	    a->shown, a->out_dir, a->path);
+	return kernel_artifact_rename_note("out/", a->shown, a->out_dir, host, a->path);
 }
 
 /* Chooses the host name: the sanitized name; when a file of that name

@@ -35,6 +35,7 @@
 #include "terp/buf.h"
 #include "terp/digest.h"
 #include "terp/http.h"
+#include "terp/kernel_artifact.h"
 #include "terp/kernel_frame.h"
 #include "terp/util.h"
 #include "terp/ws.h"
@@ -651,9 +652,11 @@ caps_of(const struct jupyter *j)
 /* Writes data[0..n) as an artifact of the running cell for the server's
  * name want (any bytes: only the host name terp derives from it is
  * used), through a hidden temporary file and a rename. Problems go to
- * the cell's stderr. */
+ * the cell's stderr, and so does another name than want's (from: where
+ * the code saved it, "out/", or "" for a figure terp named). */
 static void
-art_write(struct jupyter *j, const char *want, const char *data, size_t n)
+art_write(struct jupyter *j, const char *from, const char *want, const char *data,
+    size_t n)
 {
 	struct kframe_caps caps = caps_of(j);
 	enum kframe_refusal r;
@@ -687,9 +690,9 @@ art_write(struct jupyter *j, const char *want, const char *data, size_t n)
 		}
 		free(cand);
 	}
-	free(host);
 	if (path == NULL) {
 		note(j, "artifact %s not copied: no free name for it in the output folder", shown);
+		free(host);
 		free(shown);
 		return;
 	}
@@ -698,6 +701,7 @@ art_write(struct jupyter *j, const char *want, const char *data, size_t n)
 		why = cap_reason(j, r, n);
 		note(j, "artifact %s not copied: %s", shown, why);
 		free(why);
+		free(host);
 		free(shown);
 		free(path);
 		return;
@@ -715,6 +719,7 @@ art_write(struct jupyter *j, const char *want, const char *data, size_t n)
 		note(j, "artifact %s not copied: cannot write it in the output folder: %s", shown,
 		    strerror(e));
 		free(tmp);
+		free(host);
 		free(shown);
 		free(path);
 		return;
@@ -735,6 +740,14 @@ art_write(struct jupyter *j, const char *want, const char *data, size_t n)
 		j->cb.artifact(j->arg, j->cur.n, path, hp, n);
 		free(hp);
 	}
+	{	/* after the artifact, as the local sandbox says it */
+		char *line = kernel_artifact_rename_note(from, shown, j->o->out_dir, host,
+		    path);
+		if (line != NULL)
+			emit_output(j, j->cur.n, 1, line, strlen(line));
+		free(line);
+	}
+	free(host);
 	free(shown);
 	free(path);
 }
@@ -776,7 +789,7 @@ art_image(struct jupyter *j, const char *b64)
 		free(data);
 		return;
 	}
-	art_write(j, name, data, n);
+	art_write(j, "", name, data, n);
 	free(data);
 }
 
@@ -843,7 +856,7 @@ on_file(struct jupyter *j, struct jreq *q, const struct http_result *r)
 	if (data == NULL) {
 		note(j, "artifact out/%s not copied: the server sent data that is not base64", q->s);
 	} else {
-		art_write(j, q->s, data, n);
+		art_write(j, "out/", q->s, data, n);
 		free(data);
 	}
 	cJSON_Delete(doc);

@@ -29,6 +29,7 @@
 
 #include "terp/buf.h"
 #include "terp/digest.h"
+#include "terp/kernel_artifact.h"
 #include "terp/kernel_frame.h"
 #include "terp/sanitize.h"
 #include "terp/serve.h"
@@ -73,6 +74,8 @@ struct ssh {
 	int			 hello;		/* serve answered */
 	int			 ever;		/* a session was up once */
 	int			 reconnect_lost;	/* the next connect says "restarted" */
+	int			 resumed;	/* a resumed notebook's: the first
+						 * connect says its state is new */
 	pid_t			 pid;
 	int			 in_fd, out_fd, err_fd;
 	struct kframe_reader	 rd;
@@ -94,6 +97,10 @@ struct ssh {
 	/* the artifact coming in */
 	int			 art_fd, art_cell, art_skip;
 	char			*art_name, *art_path;
+	char			*art_tmp;	/* written here, renamed to art_path */
+	char			*art_note;	/* its other name, said after it */
+	char			**written;	/* names terp wrote in out_dir */
+	int			 nwritten;
 	uint64_t		 art_got;
 	uint64_t		 art_bytes;	/* the session's */
 	int			 art_count;
@@ -451,6 +458,22 @@ close_fds(struct ssh *s)
 	}
 }
 
+/* Drops the artifact coming in, if any: its temporary file is removed. */
+static void
+art_abandon(struct ssh *s)
+{
+	if (s->art_fd >= 0) {
+		close(s->art_fd);
+		unlink(s->art_tmp);
+		s->art_fd = -1;
+	}
+	free(s->art_path);
+	free(s->art_name);
+	free(s->art_tmp);
+	free(s->art_note);
+	s->art_path = s->art_name = s->art_tmp = s->art_note = NULL;
+}
+
 /* Ends ssh (its stdin closed first, so that serve ends the sandbox and
  * removes its folder), waiting at most wait_ms before the kill. */
 static void
@@ -490,14 +513,7 @@ end_ssh(struct ssh *s, int64_t wait_ms)
 	s->connected = s->hello = 0;
 	ops_clear(s);
 	kframe_reader_reset(&s->rd);
-	if (s->art_fd >= 0) {
-		close(s->art_fd);
-		unlink(s->art_path);
-		s->art_fd = -1;
-	}
-	free(s->art_path);
-	free(s->art_name);
-	s->art_path = s->art_name = NULL;
+	art_abandon(s);
 }
 
 static char *
@@ -594,11 +610,18 @@ connect_ssh(struct ssh *s, char **err)
 
 	if (spawn(s, err) < 0)
 		return -1;
-	if (s->reconnect_lost)
+	if (s->reconnect_lost) {
 		msg = xasprintf("restarted: reconnecting to %s; the session's state "
 		    "(variables, imports) was lost", s->host);
-	else
+	} else if (s->resumed && !s->ever) {
+		/* ssh reaches no earlier session: say so, as a Jupyter
+		 * server does for a kernel that is gone */
+		msg = xasprintf("restarted: connecting to %s in a new session; the resumed "
+		    "notebook's state (variables, imports) was lost", s->host);
+		s->reconnect_lost = 1;
+	} else {
 		msg = xasprintf("connecting to %s", s->host);
+	}
 	set_status(s, KERNEL_STARTING, msg, s->reconnect_lost, s->reconnect_lost);
 	free(msg);
 	s->reconnect_lost = 0;
@@ -690,7 +713,7 @@ connection_ended(struct ssh *s)
 		    "(variables, imports) was lost, and the next cell reconnects", s->host);
 		struct ssh_cell *cells = take_cells(s);
 		s->reconnect_lost = 1;
-		set_state(s, KERNEL_STOPPED, why);
+		set_status(s, KERNEL_STOPPED, why, 0, 1);
 		fail_cells(s, cells, CELL_CRASHED, why);
 		free(why);
 	}
@@ -722,6 +745,15 @@ cell_known(const struct ssh *s, int n)
 	return 0;
 }
 
+static int
+written_index(const struct ssh *s, const char *name)
+{
+	for (int i = 0; i < s->nwritten; i++)
+		if (strcmp(s->written[i], name) == 0)
+			return i;
+	return -1;
+}
+
 static void
 art_begin(struct ssh *s, const cJSON *o)
 {
@@ -729,6 +761,7 @@ art_begin(struct ssh *s, const cJSON *o)
 	double cell = 0, size = 0;
 	char *host;
 
+	art_abandon(s);		/* one that did not end */
 	s->art_skip = 1;
 	if (name == NULL || num(o, "cell", &cell) < 0 || num(o, "size", &size) < 0)
 		return;
@@ -742,20 +775,33 @@ art_begin(struct ssh *s, const cJSON *o)
 	}
 	if (mkdir_p(s->o->out_dir, 0755) < 0)
 		return;
+	/* The name: free, or a file terp wrote in this session (replaced,
+	 * through a temporary file and a rename, as kernel_artifact.c does);
+	 * anything else is left alone: name-2.ext... */
 	host = kframe_host_name(name);
-	for (int i = 1; i < 1000 && s->art_fd < 0; i++) {
+	for (int i = 1; i < 1000 && s->art_path == NULL; i++) {
 		char *cand = kframe_host_candidate(host, i);
 		char *path = xasprintf("%s/%s", s->o->out_dir, cand);
-		s->art_fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-		if (s->art_fd >= 0) {
+		struct stat st;
+		if (lstat(path, &st) < 0 ? errno == ENOENT :
+		    S_ISREG(st.st_mode) && written_index(s, cand) >= 0) {
 			s->art_name = cand;
 			s->art_path = path;
 		} else {
 			free(cand);
 			free(path);
-			if (errno != EEXIST)
-				break;
 		}
+	}
+	if (s->art_path != NULL) {
+		char *shown = kframe_display_name(name);
+		s->art_tmp = xasprintf("%s/.terp-%d-%s.part", s->o->out_dir, (int)getpid(),
+		    s->art_name);
+		(void)unlink(s->art_tmp);
+		s->art_fd = open(s->art_tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
+		    O_CLOEXEC, 0644);
+		s->art_note = kernel_artifact_rename_note("out/", shown, s->o->out_dir, host,
+		    s->art_name);
+		free(shown);
 	}
 	free(host);
 	s->art_got = 0;
@@ -776,7 +822,7 @@ art_chunk(struct ssh *s, const cJSON *o)
 	    write_all(s->art_fd, raw, n) < 0) {
 		close(s->art_fd);
 		s->art_fd = -1;
-		unlink(s->art_path);
+		unlink(s->art_tmp);
 		s->art_skip = 1;
 		note(s, "artifact %s not copied: it came back damaged or too large", s->art_name);
 		emit_note(s, s->art_cell);
@@ -790,15 +836,33 @@ static void
 art_end(struct ssh *s)
 {
 	if (s->art_fd >= 0) {
-		close(s->art_fd);
+		int bad = close(s->art_fd) < 0 || rename(s->art_tmp, s->art_path) < 0;
 		s->art_fd = -1;
-		s->art_bytes += s->art_got;
-		s->art_count++;
-		s->cb->artifact(s->arg, s->art_cell, s->art_name, s->art_path, s->art_got);
+		if (bad) {
+			unlink(s->art_tmp);
+			note(s, "artifact %s not copied: cannot write it in the output folder",
+			    s->art_name);
+			emit_note(s, s->art_cell);
+		} else {
+			if (written_index(s, s->art_name) < 0) {
+				s->written = xrealloc(s->written, (size_t)(s->nwritten + 1) *
+				    sizeof *s->written);
+				s->written[s->nwritten++] = xstrdup(s->art_name);
+			}
+			s->art_bytes += s->art_got;
+			s->art_count++;
+			s->cb->artifact(s->arg, s->art_cell, s->art_name, s->art_path,
+			    s->art_got);
+			if (s->art_note != NULL)	/* as the local sandbox says it */
+				s->cb->output(s->arg, s->art_cell, 1, s->art_note,
+				    strlen(s->art_note));
+		}
 	}
 	free(s->art_name);
 	free(s->art_path);
-	s->art_name = s->art_path = NULL;
+	free(s->art_tmp);
+	free(s->art_note);
+	s->art_name = s->art_path = s->art_tmp = s->art_note = NULL;
 }
 
 static void
@@ -1127,6 +1191,9 @@ ssh_free(void *b)
 		s->cells = c->next;
 		free(c);
 	}
+	for (int i = 0; i < s->nwritten; i++)
+		free(s->written[i]);
+	free(s->written);
 	kframe_reader_free(&s->rd);
 	buf_free(&s->errbuf);
 	buf_free(&s->wq);
@@ -1138,9 +1205,19 @@ ssh_free(void *b)
 	free(s);
 }
 
+/* "": the journal keeps where the session ran (so that --resume goes
+ * back to that host), with nothing to reach again there: a connection
+ * is a new session. */
+static char *
+ssh_session(const void *b)
+{
+	(void)b;
+	return xstrdup("");
+}
+
 static const struct kernel_ops ssh_ops = {
 	ssh_free, ssh_start, ssh_stop, ssh_run, ssh_interrupt, ssh_reset, ssh_restart,
-	ssh_stage, ssh_state, ssh_busy, NULL,	/* a reconnect is a new session */
+	ssh_stage, ssh_state, ssh_busy, ssh_session,
 };
 
 #define SSH_ISOLATION \
@@ -1162,6 +1239,7 @@ kernel_ssh_build(struct loop *l, const struct kernel_opts *o, const struct kerne
 	if (parse_spec(o->sandbox, &s->spec_user, &s->spec_host, &s->spec_port) < 0)
 		s->spec_host = xstrdup("invalid.invalid");
 	s->host = xstrdup(s->spec_host);
+	s->resumed = o->sandbox_session != NULL;
 	kframe_reader_init(&s->rd, SERVE_LINE_MAX);
 	buf_init(&s->errbuf, ERR_KEEP * 2);
 	buf_init(&s->wq, (size_t)SERVE_LINE_MAX * 2);

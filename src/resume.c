@@ -11,6 +11,7 @@
 
 #include "terp/buf.h"
 #include "terp/datafile.h"
+#include "terp/kernel_ssh.h"
 #include "terp/sanitize.h"
 #include "terp/store.h"
 #include "terp/util.h"
@@ -237,6 +238,15 @@ resume_list_text(const struct journal_meta *l, int n)
 	"earlier cells are still there unless a note says that its state was " \
 	"lost; the data files are staged again.\n"
 
+/* Whether path is HOST:/path on the ssh host the session ran on (it
+ * was staged there in place): nothing here to check it against. */
+static int
+on_ssh_host(const struct journal_meta *m, const char *path)
+{
+	return m->remote_sandbox != NULL && strncmp(m->remote_sandbox, "ssh://", 6) == 0 &&
+	    kernel_ssh_remote_path(path) && access(path, F_OK) != 0;
+}
+
 int
 resume_prepare(const char *sessions_dir, const char *id, struct resume *r,
     char **err)
@@ -283,7 +293,11 @@ resume_prepare(const char *sessions_dir, const char *id, struct resume *r,
 	    sizeof *r->file_state);
 	for (int i = 0; i < notebook_nfiles(r->nb); i++) {
 		char *why = NULL;
-		int st = datafile_check(notebook_file(r->nb, i), &why);
+		int st;
+
+		if (on_ssh_host(&r->meta, notebook_file(r->nb, i)->path))
+			continue;	/* resume_remote: staged there again, or not */
+		st = datafile_check(notebook_file(r->nb, i), &why);
 		r->file_state[i] = st;
 		if (st != 0) {
 			buf_printf(&warn, "%s%s\n", why, st == 2 ?
@@ -311,18 +325,44 @@ resume_prepare(const char *sessions_dir, const char *id, struct resume *r,
 const char *
 resume_remote(struct resume *r, const char *sandbox)
 {
+	int there = sandbox != NULL && r->meta.remote_sandbox != NULL &&
+	    strcmp(sandbox, r->meta.remote_sandbox) == 0;
 	char *note;
 
+	/* HOST:/path files are staged in place on that host only */
+	for (int i = 0; !there && i < notebook_nfiles(r->nb); i++) {
+		const char *path = notebook_file(r->nb, i)->path;
+		char *shown;
+		if (!on_ssh_host(&r->meta, path) || r->file_state[i] == 2)
+			continue;
+		r->file_state[i] = 2;
+		shown = sanitize_str(path, strnlen(path, 400), 0);
+		note = xasprintf("%s%s is a file on the ssh host the session ran on; "
+		    "it is not staged (resume it there to have it)\n",
+		    r->warnings ? r->warnings : "", shown);
+		free(r->warnings);
+		r->warnings = note;
+		note = xasprintf("%sNote: the data file %s is on the ssh host the session "
+		    "ran on; it is not staged here.\n", r->model_note ? r->model_note : "",
+		    shown);
+		free(r->model_note);
+		r->model_note = note;
+		free(shown);
+	}
 	if (sandbox == NULL || r->meta.remote_sandbox == NULL ||
 	    r->meta.remote_session == NULL ||
 	    strcmp(sandbox, r->meta.remote_sandbox) != 0)
 		return NULL;
+	/* ssh: nothing to reach there; the note says the sandbox is new */
+	if (r->meta.remote_session[0] == '\0')
+		return r->meta.remote_session;
 	if (r->model_note != NULL &&
 	    strncmp(r->model_note, NOTE_NEW, strlen(NOTE_NEW)) == 0) {
 		note = xasprintf("%s%s", NOTE_REMOTE, r->model_note + strlen(NOTE_NEW));
 		free(r->model_note);
 		r->model_note = note;
 	}
+	r->meta.reach_remote = 1;	/* journal_reopen: the state may be kept */
 	return r->meta.remote_session;
 }
 

@@ -49,7 +49,10 @@ struct session {
 	int		 closing;	/* session_free: events are only kept */
 
 	/* replay */
-	int		 replay_wanted;	/* --replay: at the first kernel event */
+	int		 replay_wanted;	/* --replay: at the first kernel event;
+					 * 2: a remote session reached again,
+					 * once the backend says whether its
+					 * state was lost */
 	struct replay	*replay;	/* running when non-NULL */
 	int		*cells;		/* what it re-runs (original numbers) */
 	int		 ncells;
@@ -395,10 +398,14 @@ replay_track(struct session *s, const struct event *ev)
 			replay_end(s);
 			return 0;
 		}
-		if (up && s->replay_wanted) {
+		if (up && s->replay_wanted && (s->replay_wanted == 1 ||
+		    ev->kstate != KERNEL_STARTING || ev->state_lost)) {
+			int remote = s->replay_wanted == 2;
 			s->replay_wanted = 0;
 			s->ncells = s->j ? journal_replay_cells(s->j, &s->cells) : 0;
-			prepend_reinstall(s);
+			/* a remote session reached with its state has its packages */
+			if (!remote || s->ncells > 0)
+				prepend_reinstall(s);
 			if (s->ncells == 0) {
 				say(s, EV_NOTICE, "nothing to replay: no cell that "
 				    "succeeded lost its state");
@@ -553,7 +560,8 @@ deliver(struct session *s, const struct event *ev)
 		journal_event(s->j, ev);
 		/* the remote session a resume is to reach again */
 		if (ev->type == EV_KERNEL && s->agent != NULL && !s->closing)
-			journal_remote(s->j, s->sandbox, agent_remote_session(s->agent));
+			journal_remote(s->j, s->sandbox && *s->sandbox ? s->sandbox :
+			    "local", agent_remote_session(s->agent));
 		journal_check(s);
 	}
 	s->show(s->arg, ev);
@@ -685,7 +693,8 @@ session_new(const struct session_opts *o, char **warn, char **err)
 		agent_note(s->agent, o->resume->model_note);
 	s->data_files = o->data_files;
 	s->ndata = o->ndata;
-	s->replay_wanted = o->replay;
+	s->replay_wanted = !o->replay ? 0 : o->resume != NULL &&
+	    o->resume->meta.reach_remote ? 2 : 1;
 	if (o->replay && o->resume != NULL)
 		s->reinstall = reinstall_code(s->nb);
 	s->questions = o->nquestions > 0;

@@ -41,9 +41,46 @@ startup_notes(const struct cli *c)
 	}
 }
 
+/* A resumed notebook whose remote session terp reaches again: whether
+ * its state is still there is known once the backend says so (its
+ * first state that is not "starting"), so /replay is offered then, and
+ * only when the state was lost. One terminal, one session. */
+static struct {
+	struct session	*s;	/* watching while set */
+} remote_resume;
+
+/* The session's events for the terminal (tui_on_event), and the offer
+ * of /replay after a remote resume that lost the state. */
+static void
+tui_show(void *arg, const struct event *ev)
+{
+	struct session *s = remote_resume.s;
+	int *cells = NULL, n;
+
+	tui_on_event(arg, ev);
+	if (s == NULL || ev->type != EV_KERNEL)
+		return;
+	if (!ev->state_lost) {
+		if (ev->kstate != KERNEL_STARTING)
+			remote_resume.s = NULL;	/* reached with its state */
+		return;
+	}
+	remote_resume.s = NULL;
+	/* the journal took the loss before the terminal was shown it */
+	n = session_journal(s) ? journal_replay_cells(session_journal(s), &cells) : 0;
+	free(cells);
+	if (n > 0) {
+		char *m = xasprintf("the remote session's state was lost: /replay re-runs "
+		    "the %d cell%s that succeeded", n, n == 1 ? "" : "s");
+		notice(m);
+		free(m);
+	}
+}
+
 /* A resumed notebook back on screen, then what the user must know: the
  * resume's warnings (changed or vanished data files) and that the
- * sandbox is new, with how to get the variables back. Shown, not
+ * sandbox is new, with how to get the variables back (on a remote
+ * session reached again: later, if its state was lost). Shown, not
  * journaled: the journal has its own record of the resume. */
 static void
 resume_show(struct cli *c, struct session *s)
@@ -52,6 +89,9 @@ resume_show(struct cli *c, struct session *s)
 	const char *line = c->res.warnings;
 	int *cells = NULL, n;
 	struct journal *j = session_journal(s);
+	/* the remote session the journal named is reached again (over ssh,
+	 * "": the host only) */
+	int reach = c->kopts.sandbox_session != NULL && *c->kopts.sandbox_session;
 	struct buf b;
 	char *msg;
 
@@ -64,17 +104,17 @@ resume_show(struct cli *c, struct session *s)
 		free(msg);
 		line = nl ? nl + 1 : NULL;
 	}
-	n = j ? journal_replay_cells(j, &cells) : 0;
+	n = j && !reach ? journal_replay_cells(j, &cells) : 0;
 	free(cells);
+	if (reach && !c->replay)	/* --replay replays it when lost */
+		remote_resume.s = s;
 	buf_init(&b, 4096);
 	buf_printf(&b, "resumed session %s: %d question%s, %d cell%s. %s", c->session_id,
 	    c->res.meta.nquestions, c->res.meta.nquestions == 1 ? "" : "s",
 	    notebook_ncells(nb), notebook_ncells(nb) == 1 ? "" : "s",
-	    /* a remote session the journal named is reached again */
-	    c->kopts.sandbox_session != NULL ? "terp reaches the same remote "
-	    "session again: variables and imports from before are kept unless it "
-	    "says they were lost" : "The sandbox is new: variables and imports "
-	    "from before are gone");
+	    reach ? "terp reaches the same remote session again: variables and imports "
+	    "from before are kept unless it says they were lost" :
+	    "The sandbox is new: variables and imports from before are gone");
 	if (n > 0)
 		buf_printf(&b, "; %s the %d cell%s that succeeded",
 		    c->replay ? "--replay re-runs now" : "/replay re-runs", n,
@@ -94,7 +134,7 @@ tui_session_run(struct cli *c)
 	int rc = 0;
 
 	cli_sessions_opts(c, &so);
-	so.show = tui_on_event;		/* the one terminal: arg NULL */
+	so.show = tui_show;		/* the one terminal: arg NULL */
 	if ((s = session_new(&so, &warn, &err)) == NULL) {
 		fprintf(stderr, "terp: %s\n", err);
 		free(err);
@@ -123,6 +163,7 @@ tui_session_run(struct cli *c)
 		free(err);
 		rc = 1;
 	}
+	remote_resume.s = NULL;
 	session_free(s);	/* the journal is synced and closed */
 	return rc;
 }

@@ -23,6 +23,10 @@ struct journal_meta {
 	/* The remote session the notebook ran in last ("remote" lines:
 	 * journal_remote), or NULL and NULL. Never shown. */
 	char			*remote_sandbox, *remote_session;
+	/* Set by the caller (resume_remote) before journal_reopen when the
+	 * resume is to reach that remote session again: its state is then
+	 * not taken as lost (the backend's kernel line says when it is). */
+	int			 reach_remote;
 	/* The data files, for a listing (journal_read_meta) only: a
 	 * notebook that journal_load builds holds them itself. */
 	struct datafile		*files;
@@ -77,8 +81,9 @@ struct journal *journal_create(const char *sessions_dir, const char *id,
     const struct journal_info *info, struct notebook *nb, char **err);
 /* Reopens session id for appending after journal_load rebuilt nb and
  * meta from it (resume): cuts a torn last line, takes the session's
- * lock, and records the resume (the Python state is lost there). meta
- * is read only during the call. Returns NULL with *err when the session
+ * lock, and records the resume (the Python state is lost there, unless
+ * meta->reach_remote: a remote session reached again). meta is read
+ * only during the call. Returns NULL with *err when the session
  * is in use by another terp or cannot be opened. */
 struct journal *journal_reopen(const char *sessions_dir, const char *id,
     struct notebook *nb, const struct journal_meta *meta, char **err);
@@ -96,6 +101,7 @@ void journal_event(struct journal *j, const struct event *ev);
 /* Records the remote session the Python runs in (sandbox: the
  * --sandbox spec; session: kernel_remote_session's string), so that a
  * resume on the same sandbox reaches it again; once per change, synced.
+ * "local" is written only after a remote one (a resume then runs here).
  * NULL for either: nothing is written. The record is never shown. */
 void journal_remote(struct journal *j, const char *sandbox, const char *session);
 /* Records a line of terp's own (replay, idle stop...). */

@@ -80,7 +80,8 @@ struct kernel_opts {
 	const char	*jupyter_kernel;	/* kernelspec name; NULL: the server's default */
 	/* The remote session to reach again (--resume), as
 	 * kernel_remote_session gave it when the session ran on the same
-	 * sandbox; NULL for a new one. Never shown. */
+	 * sandbox; NULL for a new one. "" over ssh: a resumed notebook's
+	 * new session there, whose first start says so. Never shown. */
 	const char	*sandbox_session;
 	const char	*ssh_terp;	/* the remote's terp command; NULL: "terp" */
 	const char	*ssh_command;	/* the ssh client and its options; NULL: "ssh" */
@@ -221,8 +222,9 @@ const char *kernel_prompt_note(const struct kernel *k);
 const char *kernel_files_note(const struct kernel *k);
 /* The remote session's identity, for the journal only, so that a
  * resume reaches the same session (kernel_opts.sandbox_session): a
- * pool's session identifier, a Jupyter server's folder and kernel id.
- * NULL for the local sandbox and ssh, and until known. Never to be
+ * pool's session identifier, a Jupyter server's folder and kernel id;
+ * "" over ssh (where it ran, nothing to reach there) and for the local
+ * sandbox. NULL until known. Never to be
  * shown (it is all it takes to reach a pool's session). Owned by k,
  * valid until the next call into the kernel. */
 const char *kernel_remote_session(struct kernel *k);

@@ -25,6 +25,17 @@ typedef void (*kernel_artifact_copied_fn)(void *arg, int cell, const char *name,
  * artifact x not copied: why"). */
 typedef void (*kernel_artifact_note_fn)(void *arg, const char *line);
 
+/* The line for the cell's stderr, '\n' included, when the file the
+ * cell saved as from+shown (shown: its name, safe to print; from: where
+ * the code saved it, "out/", or "" for a file terp named) was copied as
+ * out_dir/path instead: the cell printed, and the model remembers, its
+ * own name, which would point at another file (an older chart.png) or
+ * at none. host is the name before terp looked for a free one
+ * (kframe_host_name's). NULL when path is shown. A new string; every
+ * backend says it in these words. */
+char *kernel_artifact_rename_note(const char *from, const char *shown,
+    const char *out_dir, const char *host, const char *path);
+
 /* A receiver that writes into out_dir (borrowed: it must outlive the
  * receiver) within caps. Opens nothing yet. */
 struct kernel_artifacts *kernel_artifact_new(const char *out_dir,

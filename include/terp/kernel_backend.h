@@ -30,8 +30,8 @@ struct kernel_ops {
 	enum kernel_state (*state)(const void *b);
 	int		 (*busy)(const void *b);
 	/* The remote session's identity for the journal (new string), or
-	 * NULL; kernel_opts.sandbox_session gives it back. May be NULL
-	 * (a backend with nothing to reach again: ssh). */
+	 * NULL; kernel_opts.sandbox_session gives it back. "" for ssh: the
+	 * journal keeps where it ran, with nothing to reach again there. */
 	char		*(*session)(const void *b);
 };
 
@@ -84,8 +84,9 @@ int kernel_backend_start(struct kernel_backend *kb, char **err);
 /* The remote session's identity, for the journal only (so that
  * --resume reaches the same session: kernel_opts.sandbox_session takes
  * it back): a pool's session identifier; a Jupyter server's session
- * folder and kernel id ("FOLDER/KERNELID"). NULL when the backend has
- * none (ssh) or does not know it yet. Never shown: a pool's identifier
+ * folder and kernel id ("FOLDER/KERNELID"); "" over ssh (a resume goes
+ * back to the host, in a new session). NULL when the backend does not
+ * know it yet. Never shown: a pool's identifier
  * is all it takes to reach its session. Owned by kb, valid until the
  * next call. */
 const char *kernel_backend_session(struct kernel_backend *kb);

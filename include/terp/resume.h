@@ -56,7 +56,14 @@ int resume_prepare(const char *sessions_dir, const char *id, struct resume *r,
  * the session is resumed on the sandbox it last ran on (sandbox, the
  * --sandbox spec, equal to the journal's), else NULL. When there is
  * one, r->model_note says the state may still be there (the backend
- * reports it lost when the session is gone). Owned by r; never shown. */
+ * reports it lost when the session is gone), and r->meta.reach_remote
+ * is set, so that the journal does not take the state as lost until
+ * the backend says so; neither when it is "" (ssh: a new session on
+ * the same host, which its backend says). A data file HOST:/path of a
+ * session that ran over ssh is staged there in place again, and only
+ * there: resumed elsewhere, it is marked gone, with a line added to
+ * r->warnings (so they are read after this call) and r->model_note. Owned by r; never
+ * shown. */
 const char *resume_remote(struct resume *r, const char *sandbox);
 /* Frees what r holds, the notebook too unless the caller set r->nb to
  * NULL after taking it. */

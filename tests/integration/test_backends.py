@@ -105,6 +105,30 @@ def test_exec_analysis_chart_and_error(terp, tmp_path, backend):
     assert JTOKEN not in r.out + r.err and ATOKEN not in r.out + r.err
 
 
+def test_a_renamed_chart_is_said_on_the_cells_stderr(terp, tmp_path, backend):
+    """out/chart.png is the user's: the chart comes back as chart-2.png,
+    and the cell's stderr says so in the local sandbox's words (with
+    where the code saved it), so that the model, the journal and an
+    export carry the real name; the user's file is left as it was."""
+    kind, url = backend
+    _, out = paths(kind)
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "chart.png").write_bytes(b"the user's older chart")
+    flags, env = where(kind, url)
+    r = terp("exec", "--json", *flags, "-c", CHART % (out + "chart.png"),
+             extra_env=env, timeout=300)
+    assert r.rc == 0, r
+    assert [(a["name"], a["path"]) for a in r.of("artifact")] == \
+        [("chart-2.png", "out/chart-2.png")], r
+    note = ("terp: %schart.png copied as out/chart-2.png: out/chart.png was already "
+            "there and is not this session's (left as it was)\n"
+            % ("out/" if kind == "jupyter" else "/mnt/data/"))
+    # (a pool's cell also says that its output arrives at the end)
+    assert [e["text"] for e in r.of("stderr") if "copied" in e["text"]] == [note], r
+    assert (tmp_path / "out" / "chart.png").read_bytes() == b"the user's older chart"
+    assert (tmp_path / "out" / "chart-2.png").read_bytes().startswith(b"\x89PNG")
+
+
 def test_exec_text_mode_says_where_once_and_the_error_line(terp, tmp_path, backend):
     kind, url = backend
     flags, env = where(kind, url)

@@ -63,8 +63,9 @@ def last_out(r):
 
 
 def lost_events(r):
-    """The kernel events that say the Python state was lost."""
-    return [e for e in r.of("kernel") if "lost" in e.get("message", "")]
+    """The kernel events that say the Python state was lost (their
+    flag: the message is for people)."""
+    return [e for e in r.of("kernel") if e.get("state_lost") is True]
 
 
 def test_jupyter_resume_reaches_the_same_kernel(terp, env, tmp_path, jupyter):
@@ -101,16 +102,56 @@ def test_jupyter_resume_reaches_the_same_kernel(terp, env, tmp_path, jupyter):
              timeout=300)
     assert r.rc == 0, r
     assert last_out(r) == "False\n"
-    assert [e["message"] for e in lost_events(r)] == [
-        "restarted the Jupyter kernel; its state (variables, imports) was lost"], r
+    [ev] = lost_events(r)
+    assert ev["restarted"] is True and ev["state"] == "ready", r
+    assert ev["message"] == "restarted the Jupyter kernel; its state (variables, imports) was lost"
     new = remotes(env, sid)[-1]["session"]
     assert new.split("/")[0] == folder and new.split("/")[1] != kid
     assert JTOKEN not in json.dumps(journal(env, sid))
 
 
+def test_a_kept_state_is_not_replayed_a_lost_one_is(terp, env, tmp_path, jupyter):
+    """--replay after a resume that reached the kernel with its state:
+    nothing lost, nothing to replay (the journal does not take the
+    resume as a loss; x is there). After a clean exit (the kernel shut
+    down), the next --resume --replay finds it gone: the backend's loss
+    is the journal's, and the cells that succeeded are re-run."""
+    spec = "jupyter+" + jupyter.url
+    pidfile = tmp_path / "terp.pid"
+    e = dict(env, JUPYTER_TOKEN=JTOKEN)
+    kill = ("import os, signal\n"
+            "os.kill(int(open(%r).read()), signal.SIGKILL)" % str(pidfile))
+    p = subprocess.Popen([str(TERP), "exec", "--json", "--sandbox", spec, "-c", "x = 41",
+                          "-c", kill], cwd=tmp_path, env=e, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    pidfile.write_text(str(p.pid))
+    out, err = p.communicate(timeout=300)
+    assert p.returncode == -signal.SIGKILL, (out, err)
+    sid = only_session(env)
+    r = terp("exec", "--json", "--resume", sid, "--replay", "--sandbox", spec,
+             "-c", "print(x + 1)", extra_env={"JUPYTER_TOKEN": JTOKEN}, timeout=300)
+    assert r.rc == 0, r
+    assert lost_events(r) == [], r
+    notes = [n["message"] for n in r.of("notice")]
+    assert "nothing to replay: no cell that succeeded lost its state" in notes, notes
+    assert not [n for n in notes if n.startswith("replaying")], notes
+    assert [c["cell"] for c in r.of("cell")] == [3] and last_out(r) == "42\n", r
+    # the clean exit shut the kernel down: lost, and replayed
+    r = terp("exec", "--json", "--resume", sid, "--replay", "--sandbox", spec,
+             "-c", "print(x + 2)", extra_env={"JUPYTER_TOKEN": JTOKEN}, timeout=300)
+    assert r.rc == 0, r
+    assert len(lost_events(r)) == 1, r
+    notes = [n["message"] for n in r.of("notice")]
+    assert [n for n in notes if n.startswith("replaying")] == [
+        "replaying 2 cells that succeeded before the state was lost: [1], [3]"], notes
+    assert last_out(r) == "43\n", r
+
+
 def test_jupyter_resume_elsewhere_starts_fresh(terp, env, tmp_path, jupyter):
     """The journal's kernel is only looked for on the server it ran on:
-    a resume with --sandbox local is a new local sandbox."""
+    a resume with --sandbox local is a new local sandbox, and since it
+    ran here last, the next --resume without --sandbox runs here too;
+    a session that never ran elsewhere has no remote line."""
     spec = "jupyter+" + jupyter.url
     r = terp("exec", "--sandbox", spec, "-c", "x = 1", extra_env={"JUPYTER_TOKEN": JTOKEN},
              timeout=300)
@@ -122,6 +163,15 @@ def test_jupyter_resume_elsewhere_starts_fresh(terp, env, tmp_path, jupyter):
     assert r.rc == 0, r
     assert r.out == "False\n"
     assert "resuming it there" not in r.err
+    assert [(x["sandbox"], x["session"]) for x in remotes(env, sid)][1:] == [("local", "")]
+    r = terp("exec", "--resume", sid, "-c", "import os; print(os.getcwd())", timeout=300)
+    assert r.rc == 0, r
+    assert r.out == "/workspace\n" and "resuming it there" not in r.err, r
+    assert len(remotes(env, sid)) == 2
+    r = terp("exec", "-c", "1", timeout=300)
+    assert r.rc == 0, r
+    [other] = [s for s in os.listdir(sessions_dir(env)) if s != sid]
+    assert remotes(env, other) == []
 
 
 def test_pool_resume_reuses_the_identifier_and_never_shows_it(terp, env, tmp_path):

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, TERP, children, wait_until
+from conftest import ROOT, TERP, children, session_dir, wait_until
 
 import sys  # noqa: E402
 sys.path.insert(0, str(ROOT / "tests"))
@@ -147,6 +147,35 @@ def test_analysis_chart_and_error(terp, tmp_path, sshd):
                 and (Path("/tmp") / p / "uploads" / "sales.csv").exists()]
 
 
+def test_a_renamed_chart_is_said_on_the_cells_stderr(terp, tmp_path, sshd):
+    """out/chart.png is the user's: the chart comes back as chart-2.png
+    and the cell's stderr says so, in the local sandbox's words."""
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "chart.png").write_bytes(b"the user's older chart")
+    r = terp("exec", "--json", *flags(sshd), "-c", CHART, timeout=HANG)
+    assert r.rc == 0, r
+    assert [(a["name"], a["path"]) for a in r.of("artifact")] == \
+        [("chart-2.png", "out/chart-2.png")], r
+    assert [e["text"] for e in r.of("stderr")] == [
+        "terp: out/chart.png copied as out/chart-2.png: out/chart.png was already "
+        "there and is not this session's (left as it was)\n"], r
+    assert (tmp_path / "out" / "chart.png").read_bytes() == b"the user's older chart"
+
+
+def test_a_chart_saved_again_replaces_the_sessions_own(terp, tmp_path, sshd):
+    """A file terp wrote in this session is replaced when the cell saves
+    it again (as the local sandbox does), under its own name, with no
+    line about another name; nothing is left half-written in out/."""
+    again = CHART.replace("[1, 3, 2]", "[5, 1, 4, 2]")
+    r = terp("exec", "--json", *flags(sshd), "-c", CHART, "-c", again, timeout=HANG)
+    assert r.rc == 0, r
+    assert [(a["cell"], a["name"]) for a in r.of("artifact")] == \
+        [(1, "chart.png"), (2, "chart.png")], r
+    assert r.of("stderr") == [], r
+    assert sorted(os.listdir(tmp_path / "out")) == ["chart.png"]
+    assert (tmp_path / "out" / "chart.png").stat().st_size == r.of("artifact")[1]["bytes"]
+
+
 class Run:
     """terp exec --json as a process, its events read as they come."""
 
@@ -235,9 +264,13 @@ def test_ssh_killed_mid_cell_loses_state_and_reconnects(env, tmp_path, sshd):
     res = r.of("result")
     assert [e["status"] for e in res] == ["ok", "crashed", "ok"], r.err
     assert "the connection to box dropped" in res[1]["reason"]
-    msgs = [e["message"] for e in r.of("kernel")]
-    assert any(m.startswith("the connection to box dropped") for m in msgs), msgs
-    assert any(m.startswith("restarted: reconnecting to box") for m in msgs), msgs
+    # the facts by their flags; the messages say them to people
+    [drop] = [e for e in r.of("kernel") if e["state"] == "stopped"]
+    assert drop["state_lost"] is True and "restarted" not in drop, drop
+    assert drop["message"].startswith("the connection to box dropped"), drop
+    [back] = [e for e in r.of("kernel") if e.get("restarted")]
+    assert back["state_lost"] is True and back["state"] == "starting", back
+    assert back["message"].startswith("restarted: reconnecting to box"), back
     assert "".join(e["text"] for e in r.of("stdout") if e["cell"] == 3) == "False\n"
     assert rc == 4
 
@@ -333,8 +366,54 @@ def test_reconnect_is_a_new_folder_with_the_data_staged_again(env, tmp_path, ssh
     assert out == {1: "['a', '1']\n", 3: "False ['a', '1']\n"}, out
     ups = [e["message"] for e in r.of("kernel") if e["message"].startswith("uploading d.csv")]
     assert ups, [e["message"] for e in r.of("kernel")]
-    msgs = [e["message"] for e in r.of("kernel")]
-    assert any(m.startswith("restarted: reconnecting to box") for m in msgs), msgs
+    assert [(e["state"], e["state_lost"]) for e in r.of("kernel")
+            if e.get("restarted")] == [("starting", True)], r.of("kernel")
+
+
+def test_resume_goes_back_to_the_host_in_a_new_session(terp, env, tmp_path, sshd):
+    """The journal keeps where the session ran (ssh://USER@box: a user
+    name is no password), with no session to reach there; `terp
+    --resume ID` without --sandbox goes back to that host, says in one
+    line and in the kernel's state (restarted, state_lost) that the
+    session there is new, sends the data file up again and stages the
+    file that is over there (box:/path) in place again; a resume here
+    says that file is not staged."""
+    (tmp_path / "d.csv").write_text("a\n1\n")
+    there = tmp_path / "there"
+    there.mkdir()
+    (there / "remote.csv").write_text("b\n2\n")
+    os.chmod(there, 0o755)
+    spec = "ssh://%s@box" % sshd.user
+    rest = ["--ssh-command", sshd.config(), "--ssh-terp", REMOTE_TERP]
+    r = terp("exec", "--sandbox", spec, *rest, "-c", "x = 1", "d.csv",
+             "box:%s" % (there / "remote.csv"), timeout=HANG)
+    assert r.rc == 0, r
+    d = session_dir(env)
+    recs = [json.loads(l) for l in (d / "notebook.jsonl").read_text().splitlines()]
+    assert [(x["sandbox"], x["session"]) for x in recs if x["t"] == "remote"] == \
+        [(spec, "")], recs
+    r = terp("exec", "--json", "--resume", d.name, *rest,
+             "-c", "print('x' in dir(), open('/workspace/data/d.csv').read().split(), "
+                   "open('/workspace/data/remote.csv').read().split())",
+             timeout=HANG)
+    assert r.rc == 0, r
+    assert "warning" not in r.err, r
+    assert ("terp: the session ran on %s; resuming it there in a new session: the "
+            "variables of earlier cells are gone and the data files are sent again "
+            "(--sandbox local runs it here)" % spec) in r.err.splitlines(), r
+    assert [s["sandbox"] for s in r.of("session")] == ["ssh box"]
+    [new] = [e for e in r.of("kernel") if e.get("restarted")]
+    assert new["state_lost"] is True and new["state"] == "starting", r
+    assert new["message"] == ("restarted: connecting to box in a new session; the resumed "
+                              "notebook's state (variables, imports) was lost")
+    assert r.stdout_of(2) == "False ['a', '1'] ['b', '2']\n", r
+    assert any(e["message"].startswith("uploading d.csv") for e in r.of("kernel")), r
+    r = terp("exec", "--resume", d.name, "--sandbox", "local", "-c",
+             "import os; print(sorted(os.listdir('/workspace/data')))", timeout=HANG)
+    assert r.rc == 0 and r.out == "['d.csv']\n", r
+    assert ("terp: warning: box:%s is a file on the ssh host the session ran on; it is "
+            "not staged (resume it there to have it)" % (there / "remote.csv")
+            ) in r.err.splitlines(), r
 
 
 def test_remote_serve_gets_the_limits_only(env, tmp_path, sshd):

@@ -112,5 +112,15 @@ def test_resume_in_the_tui_reaches_the_same_kernel(tui, jupyter, tmp_path):
     ask(t, "/py print(x + 1)")
     s = t.wait(r"\[2\] you · ok", timeout=120)
     assert "42" in s and "was lost" not in s, s
+    # reached with its state: nothing to re-run is offered
+    assert "/replay" not in re.sub(r"\s", "", left(s)), s
+    ask(t, "/quit")
+    t.wait(r"EXITED rc=0", timeout=120)
+    # the clean exit shut the kernel down: the next resume finds it
+    # gone, and offers then to re-run the cells that succeeded
+    t = tui("--resume", sid)
+    s = t.wait(words("the remote session's state was lost: /replay re-runs the 2 cells "
+                     "that succeeded"), timeout=120)
+    assert "restarted the Jupyter kernel" in re.sub(r"\s+", " ", s), s
     ask(t, "/quit")
     t.wait(r"EXITED rc=0", timeout=120)

@@ -1320,3 +1320,62 @@ Test(journal, installed_packages_written_and_read_back)
 	rm_rf(dir);
 	free(dir);
 }
+
+/* The replay segment of a one-cell session after a reopen (want: how
+ * many cells to replay), and again after a load. */
+static void
+check_replay(const char *dir, const char *id, int reach, int lose, int want)
+{
+	char *err = NULL, *path = store_journal_path(dir, id);
+	struct notebook *nb = notebook_new(), *nb2 = notebook_new();
+	struct journal_meta m, m2;
+	struct journal *j;
+	int *cells = NULL;
+
+	cr_assert_eq(journal_load(path, nb, &m, &err), 0, "%s", err);
+	m.reach_remote = reach;
+	j = jreopen(dir, id, nb, &m, &err);
+	cr_assert_not_null(j, "%s", err);
+	if (lose) {
+		struct event ev = { .type = EV_KERNEL, .kstate = KERNEL_READY,
+		    .restarted = 1, .state_lost = 1, .text = "lost", .len = 4 };
+		journal_event(j, &ev);
+	}
+	cr_assert_eq(journal_replay_cells(j, &cells), want);
+	free(cells);
+	jclose(j);
+	journal_meta_free(&m);
+	cr_assert_eq(journal_load(path, nb2, &m2, &err), 0, "%s", err);
+	/* one cell: [1] lost, or none */
+	cr_assert(m2.replay_from == want && m2.replay_to == want, "%d..%d",
+	    m2.replay_from, m2.replay_to);
+	journal_meta_free(&m2);
+	notebook_free(nb);
+	notebook_free(nb2);
+	free(path);
+}
+
+/* A resume that is to reach its remote session again (journal_meta's
+ * reach_remote, from resume_remote) does not take the state as lost:
+ * nothing to replay, after the reopen and after a load, until the
+ * backend's kernel line says the state was lost. A local resume loses
+ * it at once, as before. */
+Test(journal, a_remote_resume_loses_the_state_only_when_the_backend_says)
+{
+	char *dir = tmpdir(), *err = NULL, *id;
+	struct notebook *nb = notebook_new();
+	struct journal *j = jcreate(dir, NULL, NULL, nb, &err);
+
+	cr_assert_not_null(j, "%s", err);
+	id = xstrdup(journal_id(j));
+	result(nb, notebook_add_cell(nb, CELL_BY_USER, "x = 1", NULL), CELL_OK);
+	jclose(j);
+	notebook_free(nb);
+	check_replay(dir, id, 1, 0, 0);		/* reached with its state */
+	check_replay(dir, id, 1, 0, 0);		/* again: still kept */
+	check_replay(dir, id, 1, 1, 1);		/* the backend says it was lost */
+	check_replay(dir, id, 0, 0, 1);		/* a local resume */
+	free(id);
+	rm_rf(dir);
+	free(dir);
+}

@@ -139,6 +139,128 @@ Test(resume, unchanged_files_no_warnings)
 	free(dir);
 }
 
+/* The journal's text, a new string. */
+static char *
+journal_text(const char *dir, const char *id)
+{
+	char *path = xasprintf("%s/%s/notebook.jsonl", dir, id);
+	char *text = xcalloc(1, 1 << 16);
+	FILE *f = fopen(path, "r");
+
+	cr_assert_not_null(f);
+	cr_assert_gt((long)fread(text, 1, (1 << 16) - 1, f), 0);
+	fclose(f);
+	free(path);
+	return text;
+}
+
+static int
+count_of(const char *text, const char *s)
+{
+	int n = 0;
+
+	for (const char *p = text; (p = strstr(p, s)) != NULL; p++)
+		n++;
+	return n;
+}
+
+/* ssh: the journal keeps the host (ssh://user@host: a user name is no
+ * password; user:password@ is still never written, nor a token as a
+ * URL's user), with "" for the session: a resume goes back to the host
+ * without a session to reach there, so the model's note says the
+ * sandbox is new. Another host is written again though the session
+ * ("") is the same. */
+Test(resume, ssh_remote_is_the_host_only)
+{
+	char *dir = tmpdir(), *err = NULL, *id, *text;
+	struct journal_info info = { 0 };
+	struct notebook *nb = notebook_new();
+	struct journal *j = journal_create(dir, NULL, &info, nb, &err);
+	struct resume r;
+
+	cr_assert_not_null(j, "%s", err);
+	id = xstrdup(journal_id(j));
+	journal_remote(j, "local", "");		/* never elsewhere yet: no line */
+	journal_remote(j, "ssh://u:pw@127.0.0.1:2222", "");
+	journal_remote(j, "jupyter+http://tok@127.0.0.1:9/b", "f/0a-1");
+	journal_remote(j, "ssh://user@127.0.0.1:2222", "");
+	journal_remote(j, "ssh://user@127.0.0.1:2222", "");
+	journal_close(j);
+	notebook_free(nb);
+	text = journal_text(dir, id);
+	cr_assert(strstr(text, "pw@") == NULL && strstr(text, "tok@") == NULL, "%s", text);
+	cr_assert_eq(count_of(text, "\"t\":\"remote\""), 1, "%s", text);
+	free(text);
+
+	cr_assert_eq(resume_prepare(dir, id, &r, &err), 0, "%s", err);
+	cr_assert_str_eq(r.meta.remote_sandbox, "ssh://user@127.0.0.1:2222");
+	cr_assert_str_eq(r.meta.remote_session, "");
+	cr_assert_null(resume_remote(&r, "ssh://other.invalid"));
+	cr_assert_str_eq(resume_remote(&r, "ssh://user@127.0.0.1:2222"), "");
+	cr_assert(strstr(r.model_note, "in a new Python sandbox") != NULL, "%s", r.model_note);
+	cr_assert(strstr(r.model_note, "same remote Python session") == NULL);
+	j = journal_reopen(dir, id, r.nb, &r.meta, &err);
+	cr_assert_not_null(j, "%s", err);
+	journal_remote(j, "ssh://user@127.0.0.1:2222", "");	/* known */
+	journal_remote(j, "ssh://other.invalid", "");		/* another host */
+	journal_remote(j, "local", "");		/* here, after a remote */
+	journal_close(j);
+	resume_free(&r);
+	text = journal_text(dir, id);
+	cr_assert_eq(count_of(text, "\"t\":\"remote\""), 3, "%s", text);
+	cr_assert(strstr(text, "\"sandbox\":\"ssh://other.invalid\"") != NULL, "%s", text);
+	cr_assert(strstr(text, "\"sandbox\":\"local\"") != NULL, "%s", text);
+	free(text);
+	free(id);
+	rm_rf(dir);
+	free(dir);
+}
+
+/* A data file HOST:/path of a session that ran over ssh was staged in
+ * place there: a resume there stages it again (nothing here to check
+ * it against, so no warning); a resume elsewhere does not, and says so
+ * to the user and the model. */
+Test(resume, a_file_on_the_ssh_host_is_staged_there_only)
+{
+	char *dir = tmpdir(), *err = NULL, *id;
+	struct journal_info info = { 0 };
+	struct notebook *nb = notebook_new();
+	struct journal *j = journal_create(dir, NULL, &info, nb, &err);
+	struct datafile f = { .path = "box.invalid:/srv/x.csv",
+	    .sandbox = "/workspace/data/x.csv" };
+	struct resume r;
+
+	cr_assert_not_null(j, "%s", err);
+	id = xstrdup(journal_id(j));
+	notebook_observe(nb, observe, j);
+	notebook_add_file(nb, &f);
+	notebook_observe(nb, NULL, NULL);
+	journal_remote(j, "ssh://box.invalid", "");
+	journal_close(j);
+	notebook_free(nb);
+
+	cr_assert_eq(resume_prepare(dir, id, &r, &err), 0, "%s", err);
+	cr_assert_eq(notebook_nfiles(r.nb), 1);
+	cr_assert_null(r.warnings, "%s", r.warnings);
+	cr_assert_str_eq(resume_remote(&r, "ssh://box.invalid"), "");
+	cr_assert_eq(r.file_state[0], 0);
+	cr_assert_null(r.warnings, "%s", r.warnings);
+	resume_free(&r);
+
+	cr_assert_eq(resume_prepare(dir, id, &r, &err), 0, "%s", err);
+	cr_assert_null(resume_remote(&r, NULL));
+	cr_assert_eq(r.file_state[0], 2);
+	cr_assert_str_eq(r.warnings, "box.invalid:/srv/x.csv is a file on the ssh host "
+	    "the session ran on; it is not staged (resume it there to have it)\n");
+	cr_assert(strstr(r.model_note, "Note: the data file box.invalid:/srv/x.csv is on "
+	    "the ssh host the session ran on; it is not staged here.\n") != NULL, "%s",
+	    r.model_note);
+	resume_free(&r);
+	free(id);
+	rm_rf(dir);
+	free(dir);
+}
+
 /* The remote session: the last "remote" line counts, written once per
  * change (a reopened journal knows the last one), reached again only
  * on the same sandbox, and the model's note then says the state may be
