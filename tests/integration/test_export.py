@@ -220,17 +220,21 @@ def test_a_cancelled_question_exports_with_its_text_and_why(env, tmp_path):
     import signal
     sys.path.insert(0, os.path.join(ROOT, "tests"))
     from fake_model import FakeModel
-    srv = FakeModel({"turns": [{"openai": {"text": "late"}, "delay": 600}]},
+    # a first question answered: a run that did nothing is not kept
+    srv = FakeModel({"turns": [{"openai": {"text": "March."}},
+                               {"openai": {"text": "late"}, "delay": 600}]},
                     str(tmp_path / "model.jsonl"))
     port = srv.start()
     try:
-        p = subprocess.Popen([str(TERP), "-p", "Which month was best?", "--json",
+        p = subprocess.Popen([str(TERP), "-p", "Hello?", "-p", "Which month was best?", "--json",
                               "--provider", "openai", "--base-url",
                               "http://127.0.0.1:%d/v1" % port],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                              cwd=tmp_path, env=dict(env, OPENAI_API_KEY="sk-test"))
+        requests = 0
         for line in p.stdout:
-            if json.loads(line)["type"] == "request":
+            requests += json.loads(line)["type"] == "request"
+            if requests == 2:
                 break
         p.send_signal(signal.SIGINT)
         p.communicate(timeout=120)
@@ -243,7 +247,8 @@ def test_a_cancelled_question_exports_with_its_text_and_why(env, tmp_path):
                            cwd=tmp_path, capture_output=True, text=True, timeout=60)
         assert r.returncode == 0, r.stderr
     nb = json.loads((tmp_path / "nb.ipynb").read_text())
-    assert ["".join(c["source"]) for c in nb["cells"]] == [
-        "**Question:**\n\n> Which month was best?\n\n*No answer: cancelled by the user*\n"]
+    assert any("> Hello?" in "".join(c["source"]) for c in nb["cells"])
+    assert ["".join(c["source"]) for c in nb["cells"]][-1] == \
+        "**Question:**\n\n> Which month was best?\n\n*No answer: cancelled by the user*\n"
     assert "## Question\n\n> Which month was best?\n\n*No answer: cancelled by the user*\n" \
         in (tmp_path / "nb.md").read_text()
