@@ -193,6 +193,9 @@ struct context {
 	int		 elide_upto;
 	int		 gen;			/* bumped when the view changes */
 	cJSON		*view;
+	uint64_t	 stamp;			/* context_stamp, of gen and */
+	uint64_t	 stamp_nb;		/* this notebook_gen */
+	int		 stamp_gen;
 
 	/* calibration: the last request as sent */
 	long		 sys_tokens;		/* of the last system prompt */
@@ -726,6 +729,14 @@ context_messages(struct context *cx, const char *system)
 	}
 	cJSON_Delete(cx->view);
 	cx->view = v;
+	if (cx->stamp == 0 || cx->stamp_gen != cx->gen ||
+	    cx->stamp_nb != notebook_gen(cx->nb)) {
+		/* the high bit: never a notebook_gen */
+		static uint64_t stamps;
+		cx->stamp = (UINT64_C(1) << 63) | ++stamps;
+		cx->stamp_gen = cx->gen;
+		cx->stamp_nb = notebook_gen(cx->nb);
+	}
 	/* Calibration: what the provider will count for this request. */
 	cx->sent_raw = raw_view(cx, sys, cx->summary_upto, cx->elide_upto);
 	cx->sent_gen = cx->gen;
@@ -743,6 +754,12 @@ context_messages(struct context *cx, const char *system)
 		free(w);
 	}
 	return v;
+}
+
+uint64_t
+context_stamp(const struct context *cx)
+{
+	return cx->stamp;
 }
 
 int

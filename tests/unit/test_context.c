@@ -436,3 +436,45 @@ Test(context, a_refusal_names_the_window)
 	}
 	notebook_free(nb);
 }
+
+/* context_stamp: the same from one view to the next while the
+ * conversation only grows; another after an elision, a summary, or a
+ * change to a message already there; never a notebook's generation. */
+Test(context, stamp_follows_the_view_and_the_notebook)
+{
+	struct notebook *nb = notebook_new();
+	struct context *cx = context_new(nb, NULL, 8192, NULL, NULL);
+	struct context_plan p;
+	char *err = NULL;
+	uint64_t s, t;
+
+	cr_assert_eq(context_stamp(cx), 0, "no view yet");
+	session(nb, 3);
+	context_messages(cx, "sys");
+	s = context_stamp(cx);
+	cr_assert_neq(s, 0);
+	cr_assert_neq(s, notebook_gen(nb));
+	notebook_add_question(nb, "and now?", NULL);
+	context_messages(cx, "sys");
+	cr_assert_eq(context_stamp(cx), s, "only grown");
+	notebook_insert_tool_result(nb, 2, "x", "inserted", 0);
+	context_messages(cx, "sys");
+	t = context_stamp(cx);
+	cr_assert_neq(t, s, "a message inserted before the end");
+	/* elided to fit: the view changed */
+	session(nb, 20);
+	context_messages(cx, "sys");
+	t = context_stamp(cx);
+	cr_assert_eq(context_prepare(cx, "sys", 0, NULL, NULL, &err), 0);
+	context_plan(cx, "sys", 0, &p);
+	context_messages(cx, "sys");
+	cr_assert_neq(context_stamp(cx), t, "elided");
+	t = context_stamp(cx);
+	context_plan(cx, "sys", 1500, &p);
+	cr_assert(p.summarise_to > 0);
+	cr_assert_eq(context_set_summary(cx, p.summarise_to, "Totals."), 0);
+	context_messages(cx, "sys");
+	cr_assert_neq(context_stamp(cx), t, "summarised");
+	context_free(cx);
+	notebook_free(nb);
+}
