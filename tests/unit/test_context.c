@@ -478,3 +478,63 @@ Test(context, stamp_follows_the_view_and_the_notebook)
 	context_free(cx);
 	notebook_free(nb);
 }
+
+/* The view grows with the conversation: its earlier items are kept (not
+ * made again every turn), and it is the view a fresh context makes of
+ * the same notebook, however it changed: grown, elided, summarised, a
+ * message inserted before the end. */
+static void
+view_as_fresh(struct notebook *nb, struct context *cx, int line)
+{
+	struct context *fresh = context_new(nb, NULL, 8192, NULL, NULL);
+	int upto;
+	const char *s = context_summary(cx, &upto);
+	char *a, *b;
+
+	if (s != NULL)
+		cr_assert_eq(context_set_summary(fresh, upto, s), 0);
+	/* the same elision: the fresh one plans it alike */
+	context_prepare(fresh, "sys", 0, NULL, NULL, &(char *){ NULL });
+	a = cJSON_PrintUnformatted(context_messages(cx, "sys"));
+	b = cJSON_PrintUnformatted(context_messages(fresh, "sys"));
+	cr_assert_str_eq(a, b, "line %d", line);
+	free(a);
+	free(b);
+	context_free(fresh);
+}
+
+Test(context, the_view_grows_and_stays_the_fresh_one)
+{
+	struct notebook *nb = notebook_new();
+	struct context *cx = context_new(nb, NULL, 8192, NULL, NULL);
+	struct context_plan p;
+	const cJSON *v, *first;
+	char *err = NULL;
+
+	notebook_add_question(nb, "q1", NULL);
+	notebook_add_reply(nb, "a1", NULL);
+	v = context_messages(cx, "sys");
+	first = v->child;
+	for (int i = 0; i < 5; i++) {
+		notebook_add_question(nb, "more?", NULL);
+		view_as_fresh(nb, cx, __LINE__);
+		notebook_add_reply(nb, "yes", NULL);
+		view_as_fresh(nb, cx, __LINE__);
+	}
+	cr_assert_eq(context_messages(cx, "sys")->child, first, "kept, not made again");
+	notebook_insert_tool_result(nb, 1, "x", "inserted", 0);
+	view_as_fresh(nb, cx, __LINE__);
+	notebook_add_question(nb, "next", NULL);
+	view_as_fresh(nb, cx, __LINE__);
+	session(nb, 20);
+	cr_assert_eq(context_prepare(cx, "sys", 0, NULL, NULL, &err), 0);
+	view_as_fresh(nb, cx, __LINE__);
+	context_plan(cx, "sys", 1500, &p);
+	cr_assert(p.summarise_to > 0);
+	cr_assert_eq(context_set_summary(cx, p.summarise_to, "Totals."), 0);
+	view_as_fresh(nb, cx, __LINE__);
+	notebook_add_question(nb, "after the summary", NULL);
+	view_as_fresh(nb, cx, __LINE__);
+	context_free(cx);
+	notebook_free(nb);
+}
