@@ -824,6 +824,9 @@ agent_send(struct agent *a, int force)
 		r = context_prepare(a->cx, sys, force, ctx_ready, a, &err);
 	if (r == 0 && a->cx != NULL)
 		msgs = context_messages(a->cx, sys);
+	if (r == 0)	/* what was sent last time is not compared again */
+		llm_vouch(a->llm, a->cx != NULL ? context_stamp(a->cx) :
+		    notebook_gen(a->nb));
 	if (r == 0 && llm_request(a->llm, sys, msgs, &agent_llm_cbs, a, &err) == 0) {
 		free(sys);
 		return;

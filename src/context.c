@@ -193,9 +193,16 @@ struct context {
 	int		 elide_upto;
 	int		 gen;			/* bumped when the view changes */
 	cJSON		*view;
+	int		 nview;			/* its items */
+	uint64_t	 mc_nbgen;		/* notebook_gen the cache is of */
+	uint64_t	 stamp;			/* context_stamp, of gen and */
+	uint64_t	 stamp_nb;		/* this notebook_gen */
+	int		 stamp_gen;
 
 	/* calibration: the last request as sent */
 	long		 sys_tokens;		/* of the last system prompt */
+	char		*sys_text;		/* it (owned), NULL: none yet */
+	size_t		 sys_len;
 	long		 sent_raw;		/* its raw estimate */
 	int		 sent_gen;
 	long		 usage_mark;		/* notebook input tokens then */
@@ -275,6 +282,7 @@ context_free(struct context *cx)
 	free(cx->summary);
 	free(cx->probe_root);
 	free(cx->wait_sys);
+	free(cx->sys_text);
 	cJSON_Delete(cx->view);
 	buf_free(&cx->reply);
 	buf_free(&cx->probe);
@@ -406,7 +414,12 @@ sync_cache(struct context *cx)
 	const cJSON *m;
 	int i;
 
-	if (n < cx->nmc) {
+	if (cx->nmc > 0 && cx->mc_nbgen != notebook_gen(cx->nb) && n >= cx->nmc) {
+		/* A message there changed (an insert, a replacement): the
+		 * cache by index is measured again, the view made anew. */
+		from = 0;
+		cx->gen++;
+	} else if (n < cx->nmc) {
 		/* The notebook was rebuilt: start over. */
 		from = 0;
 		cx->summary_upto = cx->elide_upto = 0;
@@ -415,6 +428,7 @@ sync_cache(struct context *cx)
 		cx->gen++;
 	} else if (from > 0)
 		from--;
+	cx->mc_nbgen = notebook_gen(cx->nb);
 	if (n > cx->cap) {
 		int old = cx->cap;
 		cx->cap = n + n / 2 + 16;
@@ -514,8 +528,19 @@ raw_view(struct context *cx, long sys, int summary_upto, int elide_upto)
 static long
 sys_tokens(struct context *cx, const char *system)
 {
-	if (system != NULL)
-		cx->sys_tokens = context_estimate_text(system, strlen(system));
+	size_t n;
+
+	/* the same prompt every turn as a rule: a compare, not an estimate */
+	if (system == NULL)
+		return cx->sys_tokens;
+	n = strlen(system);
+	if (cx->sys_text == NULL || n != cx->sys_len ||
+	    memcmp(system, cx->sys_text, n) != 0) {
+		free(cx->sys_text);
+		cx->sys_text = xstrndup(system, n);
+		cx->sys_len = n;
+		cx->sys_tokens = context_estimate_text(system, n);
+	}
 	return cx->sys_tokens;
 }
 
@@ -682,50 +707,85 @@ static const char summary_head[] =
     "model's context window; their cells and full outputs are still in the "
     "notebook, and the Python session keeps its variables):\n%s\n\nQuestion %d follows.\n\n";
 
+/* The view's item for message i (m): a new item, the summary's head
+ * with the first kept question, an elided tool result, or a reference
+ * to the notebook's message. */
+static cJSON *
+view_item(struct context *cx, int i, const cJSON *m)
+{
+	cJSON *c;
+
+	if (i == cx->summary_upto && cx->summary && i > 0 &&
+	    cx->mc[i].role == R_USER) {
+		const char *q = cJSON_GetStringValue(
+		    cJSON_GetObjectItemCaseSensitive(m, "content"));
+		char *s = xasprintf(summary_head, cx->summary_questions,
+		    cx->summary, cx->summary_questions + 1);
+		char *all = xasprintf("%s%s", s, q ? q : "");
+		c = cJSON_CreateObject();
+		cJSON_AddStringToObject(c, "role", "user");
+		cJSON_AddStringToObject(c, "content", all);
+		free(s);
+		free(all);
+	} else if (cx->mc[i].role == R_TOOL && i < cx->elide_upto) {
+		const cJSON *f;
+		c = cJSON_CreateObject();
+		cJSON_ArrayForEach(f, m) {
+			if (f->string && strcmp(f->string, "content") == 0)
+				cJSON_AddItemToObject(c, "content",
+				    cJSON_CreateStringReference(etext(cx, i, m)));
+			else if (f->string)
+				cJSON_AddItemReferenceToObject(c, f->string, (cJSON *)f);
+		}
+	} else {
+		/* A reference: the notebook's message is sent as is. */
+		c = cJSON_CreateObjectReference(m->child);
+	}
+	if (c == NULL)
+		fatal("out of memory (cJSON)");
+	return c;
+}
+
 const cJSON *
 context_messages(struct context *cx, const char *system)
 {
 	const cJSON *msgs = notebook_messages(cx->nb);
 	const cJSON *m;
-	cJSON *v = cJSON_CreateArray();
 	long sys;
+	int keep = 0, i;
 
 	sync_cache(cx);
 	take_usage(cx);
 	sys = sys_tokens(cx, system);
-	m = cJSON_GetArrayItem(msgs, cx->summary_upto);
-	for (int i = cx->summary_upto; i < cx->nmc && m; i++, m = m->next) {
-		cJSON *c;
-		if (i == cx->summary_upto && cx->summary && i > 0 &&
-		    cx->mc[i].role == R_USER) {
-			const char *q = cJSON_GetStringValue(
-			    cJSON_GetObjectItemCaseSensitive(m, "content"));
-			char *s = xasprintf(summary_head, cx->summary_questions,
-			    cx->summary, cx->summary_questions + 1);
-			char *all = xasprintf("%s%s", s, q ? q : "");
-			c = cJSON_CreateObject();
-			cJSON_AddStringToObject(c, "role", "user");
-			cJSON_AddStringToObject(c, "content", all);
-			free(s);
-			free(all);
-		} else if (cx->mc[i].role == R_TOOL && i < cx->elide_upto) {
-			const cJSON *f;
-			c = cJSON_CreateObject();
-			cJSON_ArrayForEach(f, m) {
-				if (f->string && strcmp(f->string, "content") == 0)
-					cJSON_AddItemToObject(c, "content",
-					    cJSON_CreateStringReference(etext(cx, i, m)));
-				else if (f->string)
-					cJSON_AddItemReferenceToObject(c, f->string, (cJSON *)f);
-			}
-		} else {
-			/* A reference: the notebook's message is sent as is. */
-			c = cJSON_CreateObjectReference(m->child);
-		}
-		cJSON_AddItemToArray(v, c);
+	/* Neither the view nor the messages there changed since the last
+	 * one (its stamp's): the conversation only grew. Its items stay
+	 * but the last (a message completed in place is made again); the
+	 * new messages are added. */
+	if (cx->view != NULL && cx->stamp != 0 && cx->stamp_gen == cx->gen &&
+	    cx->stamp_nb == notebook_gen(cx->nb) && cx->nview > 1 &&
+	    cx->nview <= cx->nmc - cx->summary_upto) {
+		keep = cx->nview - 1;
+		cJSON_Delete(cJSON_DetachItemViaPointer(cx->view, cx->view->child->prev));
+	} else {
+		cJSON_Delete(cx->view);
+		cx->view = cJSON_CreateArray();
+		if (cx->view == NULL)
+			fatal("out of memory (cJSON)");
 	}
-	cJSON_Delete(cx->view);
-	cx->view = v;
+	cx->nview = keep;
+	m = cJSON_GetArrayItem(msgs, cx->summary_upto + keep);
+	for (i = cx->summary_upto + keep; i < cx->nmc && m; i++, m = m->next) {
+		cJSON_AddItemToArray(cx->view, view_item(cx, i, m));
+		cx->nview++;
+	}
+	if (keep == 0) {
+		/* another view: another stamp (the high bit: never a
+		 * notebook_gen) */
+		static uint64_t stamps;
+		cx->stamp = (UINT64_C(1) << 63) | ++stamps;
+		cx->stamp_gen = cx->gen;
+		cx->stamp_nb = notebook_gen(cx->nb);
+	}
 	/* Calibration: what the provider will count for this request. */
 	cx->sent_raw = raw_view(cx, sys, cx->summary_upto, cx->elide_upto);
 	cx->sent_gen = cx->gen;
@@ -742,7 +802,13 @@ context_messages(struct context *cx, const char *system)
 		emit_notice(cx, w);
 		free(w);
 	}
-	return v;
+	return cx->view;
+}
+
+uint64_t
+context_stamp(const struct context *cx)
+{
+	return cx->stamp;
 }
 
 int

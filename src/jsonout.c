@@ -2,6 +2,7 @@
  * later versions add events and fields, never change these. */
 #include "terp/jsonout.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -64,6 +65,29 @@ add_str(cJSON *o, const char *key, const char *s)
 /* Prints one line. cJSON writes U+0080-U+009F (C1: U+009D starts an
  * OSC on many terminals), DEL and the bidi controls raw; a line shown on
  * a terminal must not drive it, so they go out as \uXXXX escapes. */
+/* Whether the n bytes at p are all below DEL: nothing there for
+ * sanitize_json_inert to change (no DEL, no C1 or bidi control, no
+ * UTF-8 to check). Eight bytes at a time: a byte >= 0x7F sets its top
+ * bit in itself or in itself plus one (a carry out of a 0xFF byte
+ * only flags a word that has one already). */
+static int
+below_del(const char *p, size_t n)
+{
+	const uint64_t ones = 0x0101010101010101u, tops = 0x8080808080808080u;
+	size_t i = 0;
+	uint64_t w;
+
+	for (; i + 8 <= n; i += 8) {
+		memcpy(&w, p + i, 8);
+		if ((w | (w + ones)) & tops)
+			return 0;
+	}
+	for (; i < n; i++)
+		if ((unsigned char)p[i] >= 0x7F)
+			return 0;
+	return 1;
+}
+
 static void
 put(struct jsonout *j, cJSON *o)
 {
@@ -71,10 +95,18 @@ put(struct jsonout *j, cJSON *o)
 
 	buf_init(&t, (size_t)-1 / 2);
 	buf_init(&b, (size_t)-1 / 2);
-	if (json_text(&t, o) < 0 ||
-	    sanitize_json_inert(&b, t.data, t.len) < 0 || buf_addc(&b, '\n') < 0)
+	if (json_text(&t, o) < 0)
 		fatal("out of memory (JSON line)");
-	fwrite(b.data, 1, b.len, j->fp);
+	if (below_del(t.data, t.len)) {
+		/* the common case: the line as printed */
+		if (buf_addc(&t, '\n') < 0)
+			fatal("out of memory (JSON line)");
+		fwrite(t.data, 1, t.len, j->fp);
+	} else {
+		if (sanitize_json_inert(&b, t.data, t.len) < 0 || buf_addc(&b, '\n') < 0)
+			fatal("out of memory (JSON line)");
+		fwrite(b.data, 1, b.len, j->fp);
+	}
 	fflush(j->fp);
 	buf_free(&b);
 	buf_free(&t);

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "terp/llm_cache.h"
 #include "terp/llm_provider.h"
 #include "terp/util.h"
 
@@ -38,6 +39,7 @@ struct llm {
 	struct llm_cbs			 cbs;
 	void				*arg;
 	size_t				 text_len;	/* of this reply */
+	uint64_t			 stamp;		/* llm_vouch's, for the next request */
 };
 
 static const char *const err_names[] = {
@@ -225,18 +227,32 @@ int
 llm_request(struct llm *m, const char *system, const cJSON *messages,
     const struct llm_cbs *cbs, void *arg, char **err)
 {
+	int r;
+
 	if (m->busy) {
+		m->stamp = 0;
 		*err = xstrdup("a model request is already running");
 		return -1;
 	}
 	m->cbs = *cbs;
 	m->arg = arg;
 	m->text_len = 0;
-	if (m->prov->backend->request(m->backend, system, messages, &relay, m,
-	    err) < 0)
+	/* the body is encoded inside request(): the promise goes to the
+	 * encoders' cache for that one encoding only */
+	llm_cache_vouch(m->stamp);
+	m->stamp = 0;
+	r = m->prov->backend->request(m->backend, system, messages, &relay, m, err);
+	llm_cache_vouch(0);
+	if (r < 0)
 		return -1;
 	m->busy = 1;
 	return 0;
+}
+
+void
+llm_vouch(struct llm *m, uint64_t stamp)
+{
+	m->stamp = stamp;
 }
 
 void

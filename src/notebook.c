@@ -25,6 +25,7 @@ struct notebook {
 	cJSON		 *messages;
 	int		  nmsgs;	/* its length, kept: a list walk per turn no more */
 	cJSON		 *last_msg;	/* its last item, or NULL */
+	uint64_t	  gen;		/* notebook_gen */
 	struct usage	  usage;
 	struct sent	 *sent;
 	int		  nsent, capsent;
@@ -64,10 +65,15 @@ notebook_observe(struct notebook *nb, notebook_observer fn, void *arg)
 	nb->observer_arg = arg;
 }
 
+/* The last generation given to a notebook (notebook_gen). */
+static uint64_t gens;
+
 struct notebook *
 notebook_new(void)
 {
 	struct notebook *nb = xcalloc(1, sizeof *nb);
+
+	nb->gen = ++gens;
 	nb->messages = cJSON_CreateArray();
 	if (nb->messages == NULL)
 		fatal("out of memory (cJSON)");
@@ -264,6 +270,12 @@ notebook_messages(const struct notebook *nb)
 	return nb->messages;
 }
 
+uint64_t
+notebook_gen(const struct notebook *nb)
+{
+	return nb->gen;
+}
+
 const cJSON *
 notebook_message(const struct notebook *nb, int i)
 {
@@ -340,6 +352,7 @@ notebook_insert_tool_result(struct notebook *nb, int at, const char *id,
 	}
 	json_array_insert(nb->messages, at, m);
 	nb->nmsgs++;
+	nb->gen = ++gens;
 	for (int i = 0; i < nb->nqs; i++)
 		if (nb->qs[i]->msg >= at)
 			nb->qs[i]->msg++;
@@ -350,6 +363,7 @@ notebook_replace_message(struct notebook *nb, int i, cJSON *m)
 {
 	assert(i >= 0 && i < nb->nmsgs);
 	cJSON_ReplaceItemInArray(nb->messages, i, m);
+	nb->gen = ++gens;
 	if (i == nb->nmsgs - 1)
 		nb->last_msg = m;
 }

@@ -19,6 +19,7 @@
 #define TERP_CONTEXT_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include <cjson/cJSON.h>
 
@@ -141,6 +142,12 @@ void context_cancel(struct context *cx);
  * estimate, so that the usage the provider reports for it calibrates
  * the next estimate. */
 const cJSON *context_messages(struct context *cx, const char *system);
+/* The stamp of the last view context_messages made, for llm_vouch: the
+ * same while neither the view (a compaction, an elision) nor the
+ * notebook's messages already there (notebook_gen) changed, and no
+ * other view or notebook of the process ever had it; 0 before the
+ * first view. */
+uint64_t context_stamp(const struct context *cx);
 
 /* What the next request holds, in order: *parts is a new array (caller
  * frees); returns its length. */

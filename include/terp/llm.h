@@ -9,6 +9,7 @@
 #define TERP_LLM_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include <cjson/cJSON.h>
 
@@ -113,6 +114,14 @@ void llm_free(struct llm *m);
  * with *err when a request is already running. */
 int llm_request(struct llm *m, const char *system, const cJSON *messages,
     const struct llm_cbs *cbs, void *arg, char **err);
+/* A promise about the next llm_request's messages, so that its encoding
+ * need not compare the whole conversation with the last request's: two
+ * requests vouched with the same nonzero stamp have the earlier one's
+ * messages unchanged at the same places in the later one (it only
+ * grew). The caller changes the stamp with every change to a message
+ * already sent (notebook_gen, context_stamp); 0 (the default): none.
+ * Used up by the next llm_request. */
+void llm_vouch(struct llm *m, uint64_t stamp);
 /* Aborts the running request at once; no callback fires after it. */
 void llm_cancel(struct llm *m);
 int llm_busy(const struct llm *m);

@@ -6,11 +6,13 @@
  * (an edited, compacted, or freed and reallocated message may sit
  * where the old one was): each entry keeps a snapshot of what it was
  * encoded from, its keys and values in order, compared (byte compares,
- * no escaping) before its bytes are reused. */
+ * no escaping) before its bytes are reused, unless the caller vouched
+ * for them (llm_cache_vouch). */
 #ifndef TERP_LLM_CACHE_H
 #define TERP_LLM_CACHE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include <cjson/cJSON.h>
 
@@ -25,6 +27,14 @@ void llm_cache_free(struct llm_cache *c);
  * the last call) and drops the others. Returns how many were kept: the
  * caller encodes messages from there on, in order, with llm_cache_add. */
 int llm_cache_sync(struct llm_cache *c, int key, const cJSON *messages);
+/* A promise for the next llm_cache_sync (of any cache; it is used up
+ * there): two syncs with the same nonzero stamp are given arrays whose
+ * leading messages, as many as the earlier one had, are unchanged (the
+ * conversation only grew). The sync then compares only the last of
+ * them (a message completed in place) and the new ones, not the whole
+ * conversation. The caller's stamp changes with every change to a
+ * message already sent (an edit, a compaction, a repair); 0: none. */
+void llm_cache_vouch(uint64_t stamp);
 /* Adds the next entry: message m encoded as p (n bytes, copied). */
 void llm_cache_add(struct llm_cache *c, const cJSON *m, const void *p, size_t n);
 /* Entry i's bytes (owned by the cache, valid until the next sync or

@@ -173,6 +173,11 @@ const struct artifact *notebook_artifact(const struct notebook *nb, int i);
  *           {"role":"tool","tool_call_id":S,"content":S,"is_error":B}
  * Owned by the notebook; changed only through the functions here. */
 cJSON *notebook_messages(const struct notebook *nb);
+/* The messages' generation: a number no other notebook of the process
+ * has, changed by every change to a message already there (an insert
+ * before the end, a replacement), not by adding one at the end. Equal
+ * generations: the earlier messages are unchanged (llm_vouch). */
+uint64_t notebook_gen(const struct notebook *nb);
 /* Message i (the last one without walking the list), or NULL. */
 const cJSON *notebook_message(const struct notebook *nb, int i);
 

@@ -436,3 +436,105 @@ Test(context, a_refusal_names_the_window)
 	}
 	notebook_free(nb);
 }
+
+/* context_stamp: the same from one view to the next while the
+ * conversation only grows; another after an elision, a summary, or a
+ * change to a message already there; never a notebook's generation. */
+Test(context, stamp_follows_the_view_and_the_notebook)
+{
+	struct notebook *nb = notebook_new();
+	struct context *cx = context_new(nb, NULL, 8192, NULL, NULL);
+	struct context_plan p;
+	char *err = NULL;
+	uint64_t s, t;
+
+	cr_assert_eq(context_stamp(cx), 0, "no view yet");
+	session(nb, 3);
+	context_messages(cx, "sys");
+	s = context_stamp(cx);
+	cr_assert_neq(s, 0);
+	cr_assert_neq(s, notebook_gen(nb));
+	notebook_add_question(nb, "and now?", NULL);
+	context_messages(cx, "sys");
+	cr_assert_eq(context_stamp(cx), s, "only grown");
+	notebook_insert_tool_result(nb, 2, "x", "inserted", 0);
+	context_messages(cx, "sys");
+	t = context_stamp(cx);
+	cr_assert_neq(t, s, "a message inserted before the end");
+	/* elided to fit: the view changed */
+	session(nb, 20);
+	context_messages(cx, "sys");
+	t = context_stamp(cx);
+	cr_assert_eq(context_prepare(cx, "sys", 0, NULL, NULL, &err), 0);
+	context_plan(cx, "sys", 0, &p);
+	context_messages(cx, "sys");
+	cr_assert_neq(context_stamp(cx), t, "elided");
+	t = context_stamp(cx);
+	context_plan(cx, "sys", 1500, &p);
+	cr_assert(p.summarise_to > 0);
+	cr_assert_eq(context_set_summary(cx, p.summarise_to, "Totals."), 0);
+	context_messages(cx, "sys");
+	cr_assert_neq(context_stamp(cx), t, "summarised");
+	context_free(cx);
+	notebook_free(nb);
+}
+
+/* The view grows with the conversation: its earlier items are kept (not
+ * made again every turn), and it is the view a fresh context makes of
+ * the same notebook, however it changed: grown, elided, summarised, a
+ * message inserted before the end. */
+static void
+view_as_fresh(struct notebook *nb, struct context *cx, int line)
+{
+	struct context *fresh = context_new(nb, NULL, 8192, NULL, NULL);
+	int upto;
+	const char *s = context_summary(cx, &upto);
+	char *a, *b;
+
+	if (s != NULL)
+		cr_assert_eq(context_set_summary(fresh, upto, s), 0);
+	/* the same elision: the fresh one plans it alike */
+	context_prepare(fresh, "sys", 0, NULL, NULL, &(char *){ NULL });
+	a = cJSON_PrintUnformatted(context_messages(cx, "sys"));
+	b = cJSON_PrintUnformatted(context_messages(fresh, "sys"));
+	cr_assert_str_eq(a, b, "line %d", line);
+	free(a);
+	free(b);
+	context_free(fresh);
+}
+
+Test(context, the_view_grows_and_stays_the_fresh_one)
+{
+	struct notebook *nb = notebook_new();
+	struct context *cx = context_new(nb, NULL, 8192, NULL, NULL);
+	struct context_plan p;
+	const cJSON *v, *first;
+	char *err = NULL;
+
+	notebook_add_question(nb, "q1", NULL);
+	notebook_add_reply(nb, "a1", NULL);
+	v = context_messages(cx, "sys");
+	first = v->child;
+	for (int i = 0; i < 5; i++) {
+		notebook_add_question(nb, "more?", NULL);
+		view_as_fresh(nb, cx, __LINE__);
+		notebook_add_reply(nb, "yes", NULL);
+		view_as_fresh(nb, cx, __LINE__);
+	}
+	cr_assert_eq(context_messages(cx, "sys")->child, first, "kept, not made again");
+	notebook_insert_tool_result(nb, 1, "x", "inserted", 0);
+	view_as_fresh(nb, cx, __LINE__);
+	notebook_add_question(nb, "next", NULL);
+	view_as_fresh(nb, cx, __LINE__);
+	session(nb, 20);
+	cr_assert_eq(context_prepare(cx, "sys", 0, NULL, NULL, &err), 0);
+	view_as_fresh(nb, cx, __LINE__);
+	context_plan(cx, "sys", 1500, &p);
+	cr_assert(p.summarise_to > 0);
+	cr_assert_eq(context_set_summary(cx, p.summarise_to, "Totals."), 0);
+	view_as_fresh(nb, cx, __LINE__);
+	notebook_add_question(nb, "after the summary", NULL);
+	view_as_fresh(nb, cx, __LINE__);
+	context_free(cx);
+	notebook_free(nb);
+}

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "terp/llm_cache.h"
 #include "terp/llm_provider.h"
 
 static const char conv[] = "["
@@ -193,5 +194,49 @@ Test(body, anthropic_tool_results_open_the_user_message)
 	    "type")->valuestring, "text");
 	same_anthropic("m", 10, NULL, msgs);
 	cJSON_Delete(tree);
+	cJSON_Delete(msgs);
+}
+
+/* llm_cache_vouch: a sync vouched with the last sync's stamp takes the
+ * messages sent then as they were (an edit behind the promise's back
+ * goes unseen: what is not compared), compares the last of them and
+ * the new ones; another stamp, none, or a promise used up compares
+ * everything again. */
+Test(body, a_vouched_sync_compares_only_the_last_and_new_messages)
+{
+	cJSON *msgs = cJSON_Parse(conv), *m;
+	char *got;
+	size_t len;
+
+	cr_assert_not_null(msgs);
+	llm_cache_vouch(7);
+	same(LLM_OPENAI, "m", "S", msgs);
+	/* message 0 edited in place, the last one too, one added */
+	cJSON_SetValuestring(cJSON_GetObjectItem(cJSON_GetArrayItem(msgs, 0),
+	    "content"), "EDITED-FIRST");
+	cJSON_SetValuestring(cJSON_GetObjectItem(cJSON_GetArrayItem(msgs,
+	    cJSON_GetArraySize(msgs) - 1), "content"), "EDITED-LAST");
+	m = cJSON_Parse("{\"role\":\"user\",\"content\":\"NEW\"}");
+	cJSON_AddItemToArray(msgs, m);
+	llm_cache_vouch(7);
+	got = llm_openai_body(LLM_OPENAI, "m", "S", msgs, &len);
+	cr_assert_null(strstr(got, "EDITED-FIRST"), "vouched for: not compared");
+	cr_assert_not_null(strstr(got, "EDITED-LAST"), "the last one is compared");
+	cr_assert_not_null(strstr(got, "NEW"));
+	free(got);
+	/* the promise was used up: this one compares all */
+	same(LLM_OPENAI, "m", "S", msgs);
+	/* another stamp after a first one: compared too */
+	llm_cache_vouch(8);
+	same(LLM_OPENAI, "m", "S", msgs);
+	cJSON_SetValuestring(cJSON_GetObjectItem(cJSON_GetArrayItem(msgs, 0),
+	    "content"), "EDITED-AGAIN");
+	llm_cache_vouch(9);
+	same(LLM_OPENAI, "m", "S", msgs);
+	/* a vouched sync of fewer messages than kept: no entry past them */
+	cJSON_DeleteItemFromArray(msgs, cJSON_GetArraySize(msgs) - 1);
+	cJSON_DeleteItemFromArray(msgs, cJSON_GetArraySize(msgs) - 1);
+	llm_cache_vouch(9);
+	same(LLM_OPENAI, "m", "S", msgs);
 	cJSON_Delete(msgs);
 }

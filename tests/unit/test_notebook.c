@@ -55,3 +55,31 @@ Test(notebook, message_by_index_follows_every_change)
 	same_as_the_array(nb);
 	notebook_free(nb);
 }
+
+/* notebook_gen: the same while messages are only added at the end;
+ * another after an insert before the end or a replacement; never one
+ * of another notebook. */
+Test(notebook, gen_changes_with_every_change_to_a_message_there)
+{
+	struct notebook *nb = notebook_new(), *other = notebook_new();
+	uint64_t g = notebook_gen(nb), h;
+
+	cr_assert_neq(g, 0);
+	cr_assert_neq(notebook_gen(other), g);
+	notebook_add_question(nb, "how many?", NULL);
+	notebook_add_reply(nb, NULL, cJSON_Parse(
+	    "[{\"id\":\"c\",\"name\":\"python_exec\",\"arguments\":\"{}\"}]"));
+	notebook_add_tool_result(nb, "c", "ok", 0);
+	notebook_insert_tool_result(nb, 3, "d", "at the end", 0);
+	notebook_add_reply(nb, "3", NULL);
+	cr_assert_eq(notebook_gen(nb), g, "only added at the end");
+	notebook_insert_tool_result(nb, 1, "x", "inserted", 1);
+	h = notebook_gen(nb);
+	cr_assert_neq(h, g);
+	cr_assert_neq(h, notebook_gen(other));
+	notebook_replace_message(nb, 0, cJSON_Parse("{\"role\":\"user\",\"content\":\"q\"}"));
+	cr_assert_neq(notebook_gen(nb), h);
+	cr_assert_neq(notebook_gen(nb), g);
+	notebook_free(other);
+	notebook_free(nb);
+}
