@@ -22,6 +22,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "harness_print.h"
 #include "terp/egress.h"
 #include "terp/loop.h"
 #include "terp/util.h"
@@ -33,18 +34,6 @@ struct harness {
 	char		 line[4096];
 	size_t		 len;
 };
-
-static void
-out(cJSON *o)
-{
-	char *s = cJSON_PrintUnformatted(o);
-
-	fputs(s, stdout);
-	fputc('\n', stdout);
-	fflush(stdout);
-	free(s);
-	cJSON_Delete(o);
-}
 
 static void
 on_event(void *arg, const struct egress_event *ev)
@@ -68,7 +57,7 @@ on_event(void *arg, const struct egress_event *ev)
 	cJSON_AddStringToObject(o, "reason", ev->reason);
 	cJSON_AddNumberToObject(o, "up", (double)ev->up);
 	cJSON_AddNumberToObject(o, "down", (double)ev->down);
-	out(o);
+	harness_emit(o);
 	if (h->deny_in_cb != NULL)
 		egress_deny(h->e, h->deny_in_cb, NULL);
 }
@@ -81,7 +70,7 @@ reply(const char *type, const char *key, const char *val)
 	cJSON_AddStringToObject(o, "type", type);
 	if (key != NULL)
 		cJSON_AddStringToObject(o, key, val);
-	out(o);
+	harness_emit(o);
 }
 
 static void
@@ -100,7 +89,7 @@ command(struct harness *h, char *cmd)
 		cJSON *o = cJSON_CreateObject();
 		cJSON_AddStringToObject(o, "type", "stats");
 		cJSON_AddNumberToObject(o, "up", (double)egress_bytes_up(h->e));
-		out(o);
+		harness_emit(o);
 		return;
 	}
 	if (arg == NULL) {
@@ -131,6 +120,7 @@ on_stdin(struct loop *l, int fd, int revents, void *arg)
 	struct harness *h = arg;
 	ssize_t n = read(fd, h->line + h->len, sizeof h->line - 1 - h->len);
 	char *nl;
+	(void)revents;
 
 	if (n <= 0) {
 		if (n < 0 && errno == EINTR)
@@ -231,7 +221,7 @@ main(int argc, char **argv)
 		cJSON_AddStringToObject(r, "type", "ready");
 		cJSON_AddStringToObject(r, "socket", o.socket_path ? o.socket_path : "");
 		cJSON_AddStringToObject(r, "tcp", portbuf);
-		out(r);
+		harness_emit(r);
 	}
 	loop_run(h.l);
 	egress_free(h.e);
