@@ -245,10 +245,11 @@ build/bench-numtrace: bench/numtrace.c $(LIBOBJS)
 	$(Q)$(CC) $(T_CFLAGS) $(CFLAGS) -o $@ $< $(LIBOBJS) $(T_LIBS)
 
 # Context budget benchmark (issue 11): us of bookkeeping per turn over a
-# 100-question session in an 8k window (bench/context.c).
-build/bench-context: bench/context.c $(LIBOBJS)
+# 100-question session in an 8k window (bench/context.c), with the
+# conversation builder the context tests use (tests/unit/convo.c).
+build/bench-context: bench/context.c tests/unit/convo.c tests/unit/convo.h $(LIBOBJS)
 	@mkdir -p $(dir $@)
-	$(Q)$(CC) $(T_CFLAGS) $(CFLAGS) -o $@ $< $(LIBOBJS) $(T_LIBS)
+	$(Q)$(CC) $(T_CFLAGS) -Itests/unit $(CFLAGS) -o $@ $(filter %.c,$^) $(LIBOBJS) $(T_LIBS)
 
 # The egress proxy alone (src/egress.c) on a Unix socket, printing its
 # ledger as JSON: built under ASan+UBSan for tests/integration/test_egress.py,
