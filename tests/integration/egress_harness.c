@@ -24,6 +24,7 @@
 
 #include "harness_print.h"
 #include "terp/egress.h"
+#include "terp/kernel_net.h"
 #include "terp/loop.h"
 #include "terp/util.h"
 
@@ -38,25 +39,10 @@ struct harness {
 static void
 on_event(void *arg, const struct egress_event *ev)
 {
-	static const char *const phase[] = { "open", "progress", "end" };
-	static const char *const verdict[] = { "allowed", "refused", "failed" };
 	struct harness *h = arg;
-	cJSON *o = cJSON_CreateObject();
+	cJSON *o = kernel_net_event_json(ev);
 
 	cJSON_AddStringToObject(o, "type", "event");
-	cJSON_AddStringToObject(o, "phase", phase[ev->phase]);
-	cJSON_AddStringToObject(o, "verdict", verdict[ev->verdict]);
-	cJSON_AddNumberToObject(o, "id", (double)ev->id);
-	cJSON_AddNumberToObject(o, "time_ms", (double)ev->time_ms);
-	cJSON_AddNumberToObject(o, "cell", ev->cell);
-	cJSON_AddStringToObject(o, "method", ev->method);
-	cJSON_AddStringToObject(o, "host", ev->host);
-	cJSON_AddNumberToObject(o, "port", ev->port);
-	cJSON_AddStringToObject(o, "addr", ev->addr);
-	cJSON_AddStringToObject(o, "code", ev->code);
-	cJSON_AddStringToObject(o, "reason", ev->reason);
-	cJSON_AddNumberToObject(o, "up", (double)ev->up);
-	cJSON_AddNumberToObject(o, "down", (double)ev->down);
 	harness_emit(o);
 	if (h->deny_in_cb != NULL)
 		egress_deny(h->e, h->deny_in_cb, NULL);
