@@ -75,24 +75,13 @@ on_state(void *arg, const struct kernel_status *ks)
 }
 
 static void
-reply(const char *type, const char *key, const char *val)
-{
-	cJSON *o = cJSON_CreateObject();
-
-	cJSON_AddStringToObject(o, "type", type);
-	if (key != NULL)
-		harness_add_opt(o, key, val);
-	harness_emit(o);
-}
-
-static void
 check_idle(struct harness *h)
 {
 	enum kernel_state st = aca_state(h->a);
 
 	if (h->waiting && !aca_busy(h->a) && st != KERNEL_STARTING && st != KERNEL_BUSY) {
 		h->waiting = 0;
-		reply("idle", NULL, NULL);
+		harness_reply("idle", NULL, NULL);
 	}
 }
 
@@ -108,48 +97,48 @@ command(struct harness *h, char *line)
 		cJSON *j;
 		int n = atoi(arg);
 		if (code == NULL || (j = cJSON_Parse(code + 1)) == NULL || !cJSON_IsString(j)) {
-			reply("error", "msg", "run N CODE_JSON");
+			harness_reply("error", "msg", "run N CODE_JSON");
 			return;
 		}
 		if (aca_run(h->a, n, j->valuestring, &err) < 0) {
-			reply("error", "msg", err);
+			harness_reply("error", "msg", err);
 			free(err);
 		} else {
-			reply("queued", NULL, NULL);
+			harness_reply("queued", NULL, NULL);
 		}
 		cJSON_Delete(j);
 	} else if (strcmp(line, "stage") == 0 && arg != NULL) {
 		char *p = aca_stage(h->a, arg, &err);
 		if (p == NULL) {
-			reply("error", "msg", err);
+			harness_reply("error", "msg", err);
 			free(err);
 		} else {
-			reply("staged", "path", p);
+			harness_reply("staged", "path", p);
 			free(p);
 		}
 	} else if (strcmp(line, "interrupt") == 0) {
 		aca_interrupt(h->a);
-		reply("ok", NULL, NULL);
+		harness_reply("ok", NULL, NULL);
 	} else if (strcmp(line, "restart") == 0) {
 		if (aca_restart(h->a, &err) < 0) {
-			reply("error", "msg", err);
+			harness_reply("error", "msg", err);
 			free(err);
 		} else {
-			reply("ok", NULL, NULL);
+			harness_reply("ok", NULL, NULL);
 		}
 	} else if (strcmp(line, "start") == 0) {
 		if (aca_start(h->a, &err) < 0) {
-			reply("error", "msg", err);
+			harness_reply("error", "msg", err);
 			free(err);
 		} else {
-			reply("ok", NULL, NULL);
+			harness_reply("ok", NULL, NULL);
 		}
 	} else if (strcmp(line, "stop") == 0) {
 		aca_stop(h->a, arg);
-		reply("ok", NULL, NULL);
+		harness_reply("ok", NULL, NULL);
 	} else if (strcmp(line, "advance") == 0 && arg != NULL) {
 		clock_offset += atoll(arg);
-		reply("ok", NULL, NULL);
+		harness_reply("ok", NULL, NULL);
 	} else if (strcmp(line, "wait") == 0) {
 		h->waiting = 1;
 	} else if (strcmp(line, "state") == 0) {
@@ -159,11 +148,11 @@ command(struct harness *h, char *line)
 		cJSON_AddNumberToObject(o, "busy", aca_busy(h->a));
 		harness_emit(o);
 	} else if (strcmp(line, "note") == 0) {
-		reply("note", "text", aca_note());
+		harness_reply("note", "text", aca_note());
 	} else if (strcmp(line, "quit") == 0) {
 		loop_stop(h->l);
 	} else {
-		reply("error", "msg", "unknown command");
+		harness_reply("error", "msg", "unknown command");
 	}
 }
 
@@ -266,7 +255,7 @@ main(int argc, char **argv)
 	h.a = aca_new(h.l, &o, &cbs, &h);
 	save_id(&h);
 	if (start && aca_start(h.a, &err) < 0) {
-		reply("error", "msg", err);
+		harness_reply("error", "msg", err);
 		free(err);
 	}
 	loop_watch(h.l, 0, POLLIN, on_stdin, &h);
@@ -278,6 +267,6 @@ main(int argc, char **argv)
 	aca_free(h.a);
 	loop_free(h.l);
 	free(saved);
-	reply("bye", NULL, NULL);
+	harness_reply("bye", NULL, NULL);
 	return 0;
 }

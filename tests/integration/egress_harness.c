@@ -49,17 +49,6 @@ on_event(void *arg, const struct egress_event *ev)
 }
 
 static void
-reply(const char *type, const char *key, const char *val)
-{
-	cJSON *o = cJSON_CreateObject();
-
-	cJSON_AddStringToObject(o, "type", type);
-	if (key != NULL)
-		cJSON_AddStringToObject(o, key, val);
-	harness_emit(o);
-}
-
-static void
 command(struct harness *h, char *cmd)
 {
 	char *arg = strchr(cmd, ' '), *err = NULL;
@@ -79,7 +68,7 @@ command(struct harness *h, char *cmd)
 		return;
 	}
 	if (arg == NULL) {
-		reply("error", "error", "missing argument");
+		harness_reply("error", "error", "missing argument");
 		return;
 	}
 	if (strcmp(cmd, "allow") == 0)
@@ -93,11 +82,11 @@ command(struct harness *h, char *cmd)
 	else
 		err = xasprintf("unknown command %s", cmd);
 	if (r < 0 || err != NULL) {
-		reply("error", "error", err ? err : "failed");
+		harness_reply("error", "error", err ? err : "failed");
 		free(err);
 		return;
 	}
-	reply("ok", "cmd", cmd);
+	harness_reply("ok", "cmd", cmd);
 }
 
 static void
@@ -212,6 +201,6 @@ main(int argc, char **argv)
 	loop_run(h.l);
 	egress_free(h.e);
 	loop_free(h.l);
-	reply("bye", NULL, NULL);
+	harness_reply("bye", NULL, NULL);
 	return 0;
 }

@@ -59,6 +59,16 @@ event(const char *what)
 }
 
 void
+harness_reply(const char *type, const char *key, const char *val)
+{
+	cJSON *o = event(type);
+
+	if (key != NULL)
+		harness_add_opt(o, key, val);
+	harness_emit(o);
+}
+
+void
 harness_on_output(void *arg, int cell, int stream, const char *p, size_t n)
 {
 	cJSON *o = event("output");

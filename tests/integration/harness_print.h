@@ -33,6 +33,10 @@ void	harness_add_text(cJSON *o, const char *k, const char *p, size_t n);
 /* harness_add_text of a NUL-terminated string or NULL. */
 void	harness_add_opt(cJSON *o, const char *k, const char *v);
 
+/* Prints {TAG:type} with key:val added (harness_add_opt) when key is
+ * not NULL: a harness's answer to a command. */
+void	harness_reply(const char *type, const char *key, const char *val);
+
 /* The struct kernel_cbs callbacks; arg is not used. */
 void	harness_on_output(void *arg, int cell, int stream, const char *p, size_t n);
 void	harness_on_result(void *arg, int cell, const struct kernel_result *r);
