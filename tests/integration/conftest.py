@@ -296,6 +296,16 @@ def wait_until(pred, what, timeout=60, every=0.02):
         time.sleep(every)
 
 
+def free_port():
+    """A loopback TCP port nothing listens on now (the kernel's choice of
+    a free one), for a server a test starts or for a refused connect."""
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
 def _procs():
     """{pid: (parent pid, command line)} from /proc: procps (pgrep, ps)
     is not on every machine (a minimal Debian has none)."""
