@@ -189,6 +189,9 @@ run-unit: build/unit-tests
 	    UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	    ./build/unit-tests --jobs 2
 
+# The JSON printer the backend harnesses share, compiled into each one.
+HARNESS_PRINT := tests/integration/harness_print.c tests/integration/harness_print.h
+
 # The test programs of modules not in ./terp yet are built here, not by
 # the tests themselves (one make at a time).
 HARNESSES := build/egress-harness build/pyenv-harness build/aca-harness \
@@ -242,21 +245,22 @@ build/bench-numtrace: bench/numtrace.c $(LIBOBJS)
 	$(Q)$(CC) $(T_CFLAGS) $(CFLAGS) -o $@ $< $(LIBOBJS) $(T_LIBS)
 
 # Context budget benchmark (issue 11): us of bookkeeping per turn over a
-# 100-question session in an 8k window (bench/context.c).
-build/bench-context: bench/context.c $(LIBOBJS)
+# 100-question session in an 8k window (bench/context.c), with the
+# conversation builder the context tests use (tests/unit/convo.c).
+build/bench-context: bench/context.c tests/unit/convo.c tests/unit/convo.h $(LIBOBJS)
 	@mkdir -p $(dir $@)
-	$(Q)$(CC) $(T_CFLAGS) $(CFLAGS) -o $@ $< $(LIBOBJS) $(T_LIBS)
+	$(Q)$(CC) $(T_CFLAGS) -Itests/unit $(CFLAGS) -o $@ $(filter %.c,$^) $(LIBOBJS) $(T_LIBS)
 
 # The egress proxy alone (src/egress.c) on a Unix socket, printing its
 # ledger as JSON: built under ASan+UBSan for tests/integration/test_egress.py,
 # optimised for bench/egress.py.
-build/egress-harness: tests/integration/egress_harness.c $(SANOBJS)
+build/egress-harness: tests/integration/egress_harness.c $(HARNESS_PRINT) $(SANOBJS)
 	@$(if $(Q),echo "  LD-SAN  $@")
-	$(Q)$(CC) $(T_CFLAGS) -O1 -g $(SAN) -o $@ $< $(SANOBJS) $(T_LIBS)
+	$(Q)$(CC) $(T_CFLAGS) -O1 -g $(SAN) -o $@ $(filter %.c,$^) $(SANOBJS) $(T_LIBS)
 
-build/egress-bench: tests/integration/egress_harness.c $(LIBOBJS)
+build/egress-bench: tests/integration/egress_harness.c $(HARNESS_PRINT) $(LIBOBJS)
 	@$(if $(Q),echo "  LD      $@")
-	$(Q)$(CC) $(T_CFLAGS) $(CFLAGS) -o $@ $< $(LIBOBJS) $(T_LIBS)
+	$(Q)$(CC) $(T_CFLAGS) $(CFLAGS) -o $@ $(filter %.c,$^) $(LIBOBJS) $(T_LIBS)
 
 bench-egress: terp build/egress-bench
 	$(Q)$(PYTHON) bench/egress.py
@@ -283,19 +287,19 @@ build/vgshim.so: bench/vgshim.c
 # The session pool backend alone (src/kernel_aca.c) against tests/fake_aca.py,
 # printing its callbacks as JSON: built under ASan+UBSan for
 # tests/integration/test_aca.py.
-build/aca-harness: tests/integration/aca_harness.c $(SANOBJS)
+build/aca-harness: tests/integration/aca_harness.c $(HARNESS_PRINT) $(SANOBJS)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  LD-SAN  $@")
-	$(Q)$(CC) $(T_CFLAGS) -O1 -g $(SAN) -o $@ $< $(SANOBJS) $(T_LIBS)
+	$(Q)$(CC) $(T_CFLAGS) -O1 -g $(SAN) -o $@ $(filter %.c,$^) $(SANOBJS) $(T_LIBS)
 
 # The Jupyter server backend alone (src/kernel_jupyter.c), driven by
 # commands on stdin and printing its callbacks as JSON lines: built under
 # ASan+UBSan for tests/integration/test_jupyter.py, optimised for
 # bench/jupyter_backend.py.
-build/jupyter-harness: tests/integration/jupyter_harness.c $(SANOBJS)
+build/jupyter-harness: tests/integration/jupyter_harness.c $(HARNESS_PRINT) $(SANOBJS)
 	@$(if $(Q),echo "  LD-SAN  $@")
-	$(Q)$(CC) $(T_CFLAGS) -O1 -g $(SAN) -o $@ $< $(SANOBJS) $(T_LIBS)
+	$(Q)$(CC) $(T_CFLAGS) -O1 -g $(SAN) -o $@ $(filter %.c,$^) $(SANOBJS) $(T_LIBS)
 
-build/jupyter-bench: tests/integration/jupyter_harness.c $(LIBOBJS)
+build/jupyter-bench: tests/integration/jupyter_harness.c $(HARNESS_PRINT) $(LIBOBJS)
 	@$(if $(Q),echo "  LD      $@")
-	$(Q)$(CC) $(T_CFLAGS) $(CFLAGS) -o $@ $< $(LIBOBJS) $(T_LIBS)
+	$(Q)$(CC) $(T_CFLAGS) $(CFLAGS) -o $@ $(filter %.c,$^) $(LIBOBJS) $(T_LIBS)

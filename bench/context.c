@@ -15,6 +15,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "convo.h"
 #include "terp/buf.h"
 #include "terp/context.h"
 #include "terp/notebook.h"
@@ -29,58 +30,6 @@ bench_now_us(void)
 
 	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
 	return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
-}
-
-static cJSON *
-msg(const char *role, const char *content)
-{
-	cJSON *m = cJSON_CreateObject();
-
-	cJSON_AddStringToObject(m, "role", role);
-	if (content)
-		cJSON_AddStringToObject(m, "content", content);
-	else
-		cJSON_AddNullToObject(m, "content");
-	return m;
-}
-
-/* Adds m (taken) through the notebook's typed update functions, by its
- * role, as the agent does. */
-static void
-add_msg(struct notebook *nb, cJSON *m)
-{
-	const char *role = cJSON_GetObjectItem(m, "role")->valuestring;
-	const cJSON *content = cJSON_GetObjectItem(m, "content");
-	const char *text = cJSON_IsString(content) ? content->valuestring : NULL;
-
-	if (strcmp(role, "user") == 0) {
-		notebook_add_question(nb, text, NULL);
-	} else if (strcmp(role, "tool") == 0) {
-		notebook_add_tool_result(nb, cJSON_GetObjectItem(m, "tool_call_id")->valuestring,
-		    text, 0);
-	} else {
-		cJSON *calls = cJSON_DetachItemFromObject(m, "tool_calls");
-		notebook_add_reply(nb, text, calls);
-	}
-	cJSON_Delete(m);
-}
-
-static cJSON *
-call(const char *id, const char *code)
-{
-	cJSON *m = msg("assistant", NULL), *a = cJSON_AddArrayToObject(m, "tool_calls");
-	cJSON *c = cJSON_CreateObject(), *args = cJSON_CreateObject();
-	char *s;
-
-	cJSON_AddStringToObject(args, "code", code);
-	s = cJSON_PrintUnformatted(args);
-	cJSON_AddStringToObject(c, "id", id);
-	cJSON_AddStringToObject(c, "name", "python_exec");
-	cJSON_AddStringToObject(c, "arguments", s);
-	cJSON_AddItemToArray(a, c);
-	free(s);
-	cJSON_Delete(args);
-	return m;
 }
 
 static char *
@@ -166,23 +115,18 @@ main(int argc, char **argv)
 			struct cell *c;
 			snprintf(id, sizeof id, "call_q%d", q);
 			snprintf(text, sizeof text, "Question %d: compute block %d.", q, q);
-			add_msg(nb, msg("user", text));
+			convo_add(nb, convo_msg("user", text));
 			all[k] = turn(cx, nb, sys, &peak, &summaries);
 			total += all[k++];
-			add_msg(nb, call(id, "print(df.sum())"));
+			convo_add(nb, convo_call(id, "print(df.sum())"));
 			c = notebook_add_cell(nb, CELL_BY_MODEL, "print(df.sum())", id);
 			c->status = CELL_OK;
-			{
-				cJSON *m = msg("tool", out);
-				cJSON_AddStringToObject(m, "tool_call_id", id);
-				cJSON_AddBoolToObject(m, "is_error", 0);
-				add_msg(nb, m);
-			}
+			convo_add(nb, convo_tool(id, out));
 			free(out);
 			all[k] = turn(cx, nb, sys, &peak, &summaries);
 			total += all[k++];
 			snprintf(text, sizeof text, "The result: FACT-%d = %d.", q, 1000 * q + 7);
-			add_msg(nb, msg("assistant", text));
+			convo_add(nb, convo_msg("assistant", text));
 		}
 		context_free(cx);
 		notebook_free(nb);

@@ -586,15 +586,6 @@ dir_add(struct dir *d, const void *p, size_t n)
 	return 0;
 }
 
-static int64_t
-wall_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static void
 emit(struct conn *c, enum egress_phase ph, enum egress_verdict v,
     const char *code, const char *reason)

@@ -263,12 +263,10 @@ on_idle(struct loop *l, void *arg)
 	finish(x, CURLE_OPERATION_TIMEDOUT);
 }
 
-static void
-on_fd(struct loop *l, int fd, int revents, void *arg)
+int
+http_curl_select(int revents)
 {
-	struct http *h = arg;
-	int flags = 0, running;
-	(void)l;
+	int flags = 0;
 
 	if (revents & (POLLIN | POLLHUP))
 		flags |= CURL_CSELECT_IN;
@@ -276,8 +274,30 @@ on_fd(struct loop *l, int fd, int revents, void *arg)
 		flags |= CURL_CSELECT_OUT;
 	if (revents & (POLLERR | POLLNVAL))
 		flags |= CURL_CSELECT_ERR;
+	return flags;
+}
+
+int
+http_poll_events(int what)
+{
+	int ev = 0;
+
+	if (what == CURL_POLL_IN || what == CURL_POLL_INOUT)
+		ev |= POLLIN;
+	if (what == CURL_POLL_OUT || what == CURL_POLL_INOUT)
+		ev |= POLLOUT;
+	return ev;
+}
+
+static void
+on_fd(struct loop *l, int fd, int revents, void *arg)
+{
+	struct http *h = arg;
+	int running;
+	(void)l;
+
 	h->depth++;
-	curl_multi_socket_action(h->multi, fd, flags, &running);
+	curl_multi_socket_action(h->multi, fd, http_curl_select(revents), &running);
 	h->depth--;
 	process(h);
 }
@@ -303,20 +323,10 @@ socket_cb(CURL *e, curl_socket_t s, int what, void *userp, void *socketp)
 	(void)e;
 	(void)socketp;
 
-	switch (what) {
-	case CURL_POLL_REMOVE:
+	if (what == CURL_POLL_REMOVE)
 		loop_unwatch(h->loop, s);
-		break;
-	case CURL_POLL_IN:
-		loop_watch(h->loop, s, POLLIN, on_fd, h);
-		break;
-	case CURL_POLL_OUT:
-		loop_watch(h->loop, s, POLLOUT, on_fd, h);
-		break;
-	case CURL_POLL_INOUT:
-		loop_watch(h->loop, s, POLLIN | POLLOUT, on_fd, h);
-		break;
-	}
+	else if (http_poll_events(what) != 0)
+		loop_watch(h->loop, s, http_poll_events(what), on_fd, h);
 	return 0;
 }
 

@@ -60,14 +60,6 @@ struct journal {
 	char		 *remote;	/* the last "remote" line: "SANDBOX\nSESSION" */
 };
 
-static int64_t
-wall_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static void
 fail(struct journal *j, const char *what)
 {

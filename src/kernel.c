@@ -31,6 +31,7 @@
 #include "terp/kernel_code.h"
 #include "terp/kernel_frame.h"
 #include "terp/kernel_net.h"
+#include "terp/pipindex.h"
 #include "terp/pyenv.h"
 #include "terp/sandbox.h"
 #include "terp/sandbox_tree.h"
@@ -1152,22 +1153,6 @@ kill_sandbox(struct kernel *k, char *why, int as_stop)
 	kernel_begin_death(k);
 }
 
-/* A package name or version as the record may keep it: 1 to 100 bytes
- * of letters, digits and ".-_+!". */
-static int
-pkg_word_ok(const char *s)
-{
-	size_t n = strlen(s);
-
-	if (n == 0 || n > 100)
-		return 0;
-	for (; *s; s++)
-		if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
-		    (*s >= '0' && *s <= '9') || strchr(".-_+!", *s)))
-			return 0;
-	return 1;
-}
-
 /* {"ev":"installed","id":N,"packages":[[name, version], ...]}: what pip
  * put into the session's site directory during the cell. */
 static void
@@ -1187,7 +1172,10 @@ on_installed(struct kernel *k, const struct kframe *f)
 			continue;
 		name = cJSON_GetStringValue(cJSON_GetArrayItem(p, 0));
 		ver = cJSON_GetStringValue(cJSON_GetArrayItem(p, 1));
-		if (name == NULL || ver == NULL || !pkg_word_ok(name) || !pkg_word_ok(ver))
+		/* what the journal may keep: the words the index filter
+		 * and the journal's reader accept */
+		if (name == NULL || ver == NULL || !pipindex_word_ok(name) ||
+		    !pipindex_word_ok(ver))
 			continue;
 		/* the journal keeps it (EV_PACKAGE); --resume --replay
 		 * installs it again before replaying the cells */

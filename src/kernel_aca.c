@@ -1669,25 +1669,14 @@ written_index(const struct aca *a, const char *name)
 static char *
 cap_reason(const struct aca *a, enum kframe_refusal r, uint64_t size)
 {
-	char x[32], y[32];
+	struct kframe_caps caps = {
+		.size_max = a->o.artifact_max,
+		.per_cell = a->o.artifacts_per_cell,
+		.per_session = a->o.artifacts_per_session,
+		.session_bytes = a->o.artifact_bytes,
+	};
 
-	switch (r) {
-	case KF_TOO_LARGE:
-		fmt_bytes(x, sizeof x, size);
-		fmt_bytes(y, sizeof y, a->o.artifact_max);
-		return xasprintf("too large (%s; the limit is %s)", x, y);
-	case KF_CELL_CAP:
-		return xasprintf("cap reached (%d artifacts per cell)", a->o.artifacts_per_cell);
-	case KF_SESSION_CAP:
-		return xasprintf("cap reached (%d artifact files per session)",
-		    a->o.artifacts_per_session);
-	case KF_BYTES_CAP:
-		fmt_bytes(x, sizeof x, a->o.artifact_bytes);
-		return xasprintf("cap reached (%s of artifacts per session)", x);
-	case KF_ADMIT:
-		break;
-	}
-	return xstrdup("refused");
+	return kframe_refusal_text(&caps, r, size);
 }
 
 /* Admits an artifact of the pool's name and size, chooses its host

@@ -190,34 +190,10 @@ written_index(const struct kernel_artifacts *a, const char *name)
 	return -1;
 }
 
-static char *
-cap_reason(const struct kernel_artifacts *a, enum kframe_refusal r, uint64_t size)
-{
-	char x[32], y[32];
-
-	switch (r) {
-	case KF_TOO_LARGE:
-		fmt_bytes(x, sizeof x, size);
-		fmt_bytes(y, sizeof y, a->caps.size_max);
-		return xasprintf("too large (%s; the limit is %s)", x, y);
-	case KF_CELL_CAP:
-		return xasprintf("cap reached (%d artifacts per cell)", a->caps.per_cell);
-	case KF_SESSION_CAP:
-		return xasprintf("cap reached (%d artifact files per session)",
-		    a->caps.per_session);
-	case KF_BYTES_CAP:
-		fmt_bytes(x, sizeof x, a->caps.session_bytes);
-		return xasprintf("cap reached (%s of artifacts per session)", x);
-	case KF_ADMIT:
-		break;
-	}
-	return xstrdup("refused");
-}
-
 static void
 refuse(struct kernel_artifacts *a, enum kframe_refusal r, uint64_t size)
 {
-	char *why = cap_reason(a, r, size);
+	char *why = kframe_refusal_text(&a->caps, r, size);
 
 	kernel_artifact_abandon(a, why);
 	free(why);

@@ -281,3 +281,28 @@ kframe_admit(const struct kframe_caps *caps, const struct kframe_usage *use,
 		return KF_BYTES_CAP;
 	return KF_ADMIT;
 }
+
+char *
+kframe_refusal_text(const struct kframe_caps *caps, enum kframe_refusal r,
+    uint64_t size)
+{
+	char x[32], y[32];
+
+	switch (r) {
+	case KF_TOO_LARGE:
+		fmt_bytes(x, sizeof x, size);
+		fmt_bytes(y, sizeof y, caps->size_max);
+		return xasprintf("too large (%s; the limit is %s)", x, y);
+	case KF_CELL_CAP:
+		return xasprintf("cap reached (%d artifacts per cell)", caps->per_cell);
+	case KF_SESSION_CAP:
+		return xasprintf("cap reached (%d artifact files per session)",
+		    caps->per_session);
+	case KF_BYTES_CAP:
+		fmt_bytes(x, sizeof x, caps->session_bytes);
+		return xasprintf("cap reached (%s of artifacts per session)", x);
+	case KF_ADMIT:
+		break;
+	}
+	return xstrdup("refused");
+}

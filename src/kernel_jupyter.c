@@ -613,30 +613,6 @@ written_index(const struct jupyter *j, const char *name)
 	return -1;
 }
 
-static char *
-cap_reason(const struct jupyter *j, enum kframe_refusal r, uint64_t size)
-{
-	char a[32], b[32];
-
-	switch (r) {
-	case KF_TOO_LARGE:
-		fmt_bytes(a, sizeof a, size);
-		fmt_bytes(b, sizeof b, j->o->artifact_max);
-		return xasprintf("too large (%s; the limit is %s)", a, b);
-	case KF_CELL_CAP:
-		return xasprintf("cap reached (%d artifacts per cell)", j->o->artifacts_per_cell);
-	case KF_SESSION_CAP:
-		return xasprintf("cap reached (%d artifact files per session)",
-		    j->o->artifacts_per_session);
-	case KF_BYTES_CAP:
-		fmt_bytes(a, sizeof a, j->o->artifact_bytes);
-		return xasprintf("cap reached (%s of artifacts per session)", a);
-	case KF_ADMIT:
-		break;
-	}
-	return xstrdup("refused");
-}
-
 static struct kframe_caps
 caps_of(const struct jupyter *j)
 {
@@ -647,6 +623,14 @@ caps_of(const struct jupyter *j)
 		.session_bytes = j->o->artifact_bytes,
 	};
 	return c;
+}
+
+static char *
+cap_reason(const struct jupyter *j, enum kframe_refusal r, uint64_t size)
+{
+	struct kframe_caps c = caps_of(j);
+
+	return kframe_refusal_text(&c, r, size);
 }
 
 /* Writes data[0..n) as an artifact of the running cell for the server's

@@ -36,17 +36,13 @@ struct kernel_net {
 	char			 said[KERNEL_NET_NOTES][300];
 };
 
-static void
-ledger_write(struct kernel_net *n, const struct egress_event *ev)
+cJSON *
+kernel_net_event_json(const struct egress_event *ev)
 {
 	static const char *const phase[] = { "open", "progress", "end" };
 	static const char *const verdict[] = { "allowed", "refused", "failed" };
-	cJSON *o;
-	char *s;
+	cJSON *o = cJSON_CreateObject();
 
-	if (n->ledger < 0)
-		return;
-	o = cJSON_CreateObject();
 	cJSON_AddStringToObject(o, "phase", phase[ev->phase]);
 	cJSON_AddStringToObject(o, "verdict", verdict[ev->verdict]);
 	cJSON_AddNumberToObject(o, "id", (double)ev->id);
@@ -60,6 +56,18 @@ ledger_write(struct kernel_net *n, const struct egress_event *ev)
 	cJSON_AddStringToObject(o, "reason", ev->reason);
 	cJSON_AddNumberToObject(o, "up", (double)ev->up);
 	cJSON_AddNumberToObject(o, "down", (double)ev->down);
+	return o;
+}
+
+static void
+ledger_write(struct kernel_net *n, const struct egress_event *ev)
+{
+	cJSON *o;
+	char *s;
+
+	if (n->ledger < 0)
+		return;
+	o = kernel_net_event_json(ev);
 	s = cJSON_PrintUnformatted(o);
 	cJSON_Delete(o);
 	if (s != NULL) {

@@ -108,6 +108,15 @@ now_ms(void)
 	return now_us() / 1000;
 }
 
+int64_t
+wall_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 int
 parse_size(const char *s, uint64_t *out)
 {

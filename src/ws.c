@@ -19,6 +19,7 @@
 
 #include "terp/buf.h"
 #include "terp/digest.h"
+#include "terp/http.h"
 #include "terp/util.h"
 
 #define HS_MAX		(16 * 1024)	/* the server's handshake answer */
@@ -548,17 +549,11 @@ static void
 on_curl_fd(struct loop *l, int fd, int revents, void *arg)
 {
 	struct ws *w = arg;
-	int flags = 0, running;
+	int running;
 	(void)l;
 
-	if (revents & (POLLIN | POLLHUP))
-		flags |= CURL_CSELECT_IN;
-	if (revents & POLLOUT)
-		flags |= CURL_CSELECT_OUT;
-	if (revents & (POLLERR | POLLNVAL))
-		flags |= CURL_CSELECT_ERR;
 	w->depth++;
-	curl_multi_socket_action(w->multi, fd, flags, &running);
+	curl_multi_socket_action(w->multi, fd, http_curl_select(revents), &running);
 	curl_check(w);
 	leave(w);
 }
@@ -581,7 +576,6 @@ static int
 socket_cb(CURL *e, curl_socket_t s, int what, void *userp, void *socketp)
 {
 	struct ws *w = userp;
-	int ev = 0;
 	(void)e;
 	(void)socketp;
 
@@ -601,11 +595,7 @@ socket_cb(CURL *e, curl_socket_t s, int what, void *userp, void *socketp)
 		if (!known && w->ncfd < 4)
 			w->cfd[w->ncfd++] = (int)s;
 	}
-	if (what == CURL_POLL_IN || what == CURL_POLL_INOUT)
-		ev |= POLLIN;
-	if (what == CURL_POLL_OUT || what == CURL_POLL_INOUT)
-		ev |= POLLOUT;
-	loop_watch(w->loop, s, ev, on_curl_fd, w);
+	loop_watch(w->loop, s, http_poll_events(what), on_curl_fd, w);
 	return 0;
 }
 

@@ -82,4 +82,13 @@ struct http_xfer *http_post(struct http *h, const struct http_req *req,
  * callback (the teardown then waits for curl to return). */
 void http_cancel(struct http_xfer *x);
 
+/* The two translations between terp's loop and libcurl's multi
+ * interface, shared with ws.c (which connects through curl too).
+ * http_curl_select: the CURL_CSELECT_* flags for a descriptor's poll
+ * revents, to pass to curl_multi_socket_action. */
+int http_curl_select(int revents);
+/* http_poll_events: the poll events for the CURL_POLL_* value libcurl's
+ * socket callback asks for (0 for CURL_POLL_REMOVE). */
+int http_poll_events(int what);
+
 #endif

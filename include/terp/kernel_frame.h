@@ -130,4 +130,10 @@ enum kframe_refusal {
 enum kframe_refusal kframe_admit(const struct kframe_caps *caps,
     const struct kframe_usage *use, uint64_t size, int replaces, uint64_t old_size);
 
+/* Why an artifact of size bytes was refused (r, as kframe_admit said
+ * under caps), in the words every backend puts in the cell's note:
+ * "too large (5.0 MiB; the limit is 1.0 MiB)". A new string. */
+char *kframe_refusal_text(const struct kframe_caps *caps, enum kframe_refusal r,
+    uint64_t size);
+
 #endif

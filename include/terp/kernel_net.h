@@ -17,6 +17,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include <cjson/cJSON.h>
+
 #include "terp/loop.h"
 
 struct egress_event;
@@ -54,6 +56,11 @@ void kernel_net_cell(struct kernel_net *n, int cell);
  * and /deny). Returns 0, or -1 with *err. */
 int kernel_net_allow(struct kernel_net *n, const char *spec, char **err);
 int kernel_net_deny(struct kernel_net *n, const char *spec, char **err);
+
+/* A ledger event as the TERP_EGRESS_LEDGER line writes it (the fields
+ * above): a new object the caller frees. Also what the egress test
+ * harness prints. */
+cJSON *kernel_net_event_json(const struct egress_event *ev);
 
 /* Stops the proxy (open tunnels end), removes the socket, frees. NULL
  * is a no-op. */

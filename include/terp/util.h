@@ -25,6 +25,10 @@ void fatal_set_hook(void (*hook)(void));
 int64_t now_ms(void);
 int64_t now_us(void);
 
+/* Milliseconds since the epoch (CLOCK_REALTIME): for times written down
+ * (the journal's stamps, the egress ledger), never to measure intervals. */
+int64_t wall_ms(void);
+
 /* Parses a size like "4G", "512M", "100k" or "1048576" (bytes, 1024
  * based). Returns 0, or -1 when the text is not a size. */
 int parse_size(const char *s, uint64_t *out);

@@ -1,11 +1,7 @@
 /* aca_harness: runs terp's session pool backend (src/kernel_aca.c) alone,
  * in terp's own loop, for tests/integration/test_aca.py against
- * tests/fake_aca.py. Prints every callback as one JSON line on stdout:
- *   {"type":"state","state":S,"msg":M}
- *   {"type":"output","cell":N,"stream":0|1,"text":T}
- *   {"type":"artifact","cell":N,"name":F,"path":P,"bytes":B}
- *   {"type":"result","cell":N,"status":S,"value":V,"ename":E,"evalue":E,
- *    "traceback":T,"reason":R,"state_lost":0|1,"duration_ms":D}
+ * tests/fake_aca.py. Prints every callback as one JSON line on stdout
+ * (harness_print.h, keyed by "type": {"type":"result",...})
  * and answers to commands. Commands on stdin, one per line:
  *   run N CODE_JSON      queue cell N (CODE_JSON: a JSON string)
  *   stage PATH           -> {"type":"staged","path":P} or {"type":"error"}
@@ -34,9 +30,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "harness_print.h"
 #include "terp/kernel_aca.h"
 #include "terp/loop.h"
-#include "terp/sanitize.h"
 #include "terp/util.h"
 
 struct harness {
@@ -57,33 +53,6 @@ test_clock(void)
 }
 
 static void
-out(cJSON *o)
-{
-	char *s = cJSON_PrintUnformatted(o);
-
-	fputs(s, stdout);
-	fputc('\n', stdout);
-	fflush(stdout);
-	free(s);
-	cJSON_Delete(o);
-}
-
-/* Text as valid UTF-8 for JSON (the callbacks pass raw bytes). */
-static void
-add_text(cJSON *o, const char *k, const char *p, size_t n)
-{
-	char *s;
-
-	if (p == NULL) {
-		cJSON_AddNullToObject(o, k);
-		return;
-	}
-	s = sanitize_str(p, n, SANITIZE_UTF8_ONLY);
-	cJSON_AddStringToObject(o, k, s);
-	free(s);
-}
-
-static void
 save_id(struct harness *h)
 {
 	int fd;
@@ -97,86 +66,12 @@ save_id(struct harness *h)
 	close(fd);
 }
 
-static void
-on_output(void *arg, int cell, int stream, const char *p, size_t n)
-{
-	cJSON *o = cJSON_CreateObject();
-	(void)arg;
-
-	cJSON_AddStringToObject(o, "type", "output");
-	cJSON_AddNumberToObject(o, "cell", cell);
-	cJSON_AddNumberToObject(o, "stream", stream);
-	add_text(o, "text", p, n);
-	out(o);
-}
-
-static void
-add_opt(cJSON *o, const char *k, const char *v)
-{
-	add_text(o, k, v, v ? strlen(v) : 0);
-}
-
-static void
-on_result(void *arg, int cell, const struct kernel_result *r)
-{
-	cJSON *o = cJSON_CreateObject();
-	(void)arg;
-
-	cJSON_AddStringToObject(o, "type", "result");
-	cJSON_AddNumberToObject(o, "cell", cell);
-	cJSON_AddStringToObject(o, "status", cell_status_name(r->status));
-	add_opt(o, "value", r->value);
-	add_opt(o, "ename", r->ename);
-	add_opt(o, "evalue", r->evalue);
-	add_opt(o, "traceback", r->traceback);
-	add_opt(o, "reason", r->reason);
-	cJSON_AddNumberToObject(o, "state_lost", r->state_lost);
-	cJSON_AddNumberToObject(o, "duration_ms", (double)r->duration_ms);
-	out(o);
-}
-
-static void
-on_artifact(void *arg, int cell, const char *name, const char *path, uint64_t bytes)
-{
-	cJSON *o = cJSON_CreateObject();
-	(void)arg;
-
-	cJSON_AddStringToObject(o, "type", "artifact");
-	cJSON_AddNumberToObject(o, "cell", cell);
-	add_opt(o, "name", name);
-	add_opt(o, "path", path);
-	cJSON_AddNumberToObject(o, "bytes", (double)bytes);
-	out(o);
-}
-
+/* The state line, then the identifier the journal would keep. */
 static void
 on_state(void *arg, const struct kernel_status *ks)
 {
-	enum kernel_state st = ks->state;
-	const char *msg = ks->msg;
-	struct harness *h = arg;
-	cJSON *o = cJSON_CreateObject();
-
-	cJSON_AddStringToObject(o, "type", "state");
-	cJSON_AddStringToObject(o, "state", kernel_state_name(st));
-	add_opt(o, "msg", msg);
-	if (ks->restarted)
-		cJSON_AddTrueToObject(o, "restarted");
-	if (ks->state_lost)
-		cJSON_AddTrueToObject(o, "state_lost");
-	out(o);
-	save_id(h);
-}
-
-static void
-reply(const char *type, const char *key, const char *val)
-{
-	cJSON *o = cJSON_CreateObject();
-
-	cJSON_AddStringToObject(o, "type", type);
-	if (key != NULL)
-		add_opt(o, key, val);
-	out(o);
+	harness_on_state(arg, ks);
+	save_id(arg);
 }
 
 static void
@@ -186,7 +81,7 @@ check_idle(struct harness *h)
 
 	if (h->waiting && !aca_busy(h->a) && st != KERNEL_STARTING && st != KERNEL_BUSY) {
 		h->waiting = 0;
-		reply("idle", NULL, NULL);
+		harness_reply("idle", NULL, NULL);
 	}
 }
 
@@ -202,48 +97,48 @@ command(struct harness *h, char *line)
 		cJSON *j;
 		int n = atoi(arg);
 		if (code == NULL || (j = cJSON_Parse(code + 1)) == NULL || !cJSON_IsString(j)) {
-			reply("error", "msg", "run N CODE_JSON");
+			harness_reply("error", "msg", "run N CODE_JSON");
 			return;
 		}
 		if (aca_run(h->a, n, j->valuestring, &err) < 0) {
-			reply("error", "msg", err);
+			harness_reply("error", "msg", err);
 			free(err);
 		} else {
-			reply("queued", NULL, NULL);
+			harness_reply("queued", NULL, NULL);
 		}
 		cJSON_Delete(j);
 	} else if (strcmp(line, "stage") == 0 && arg != NULL) {
 		char *p = aca_stage(h->a, arg, &err);
 		if (p == NULL) {
-			reply("error", "msg", err);
+			harness_reply("error", "msg", err);
 			free(err);
 		} else {
-			reply("staged", "path", p);
+			harness_reply("staged", "path", p);
 			free(p);
 		}
 	} else if (strcmp(line, "interrupt") == 0) {
 		aca_interrupt(h->a);
-		reply("ok", NULL, NULL);
+		harness_reply("ok", NULL, NULL);
 	} else if (strcmp(line, "restart") == 0) {
 		if (aca_restart(h->a, &err) < 0) {
-			reply("error", "msg", err);
+			harness_reply("error", "msg", err);
 			free(err);
 		} else {
-			reply("ok", NULL, NULL);
+			harness_reply("ok", NULL, NULL);
 		}
 	} else if (strcmp(line, "start") == 0) {
 		if (aca_start(h->a, &err) < 0) {
-			reply("error", "msg", err);
+			harness_reply("error", "msg", err);
 			free(err);
 		} else {
-			reply("ok", NULL, NULL);
+			harness_reply("ok", NULL, NULL);
 		}
 	} else if (strcmp(line, "stop") == 0) {
 		aca_stop(h->a, arg);
-		reply("ok", NULL, NULL);
+		harness_reply("ok", NULL, NULL);
 	} else if (strcmp(line, "advance") == 0 && arg != NULL) {
 		clock_offset += atoll(arg);
-		reply("ok", NULL, NULL);
+		harness_reply("ok", NULL, NULL);
 	} else if (strcmp(line, "wait") == 0) {
 		h->waiting = 1;
 	} else if (strcmp(line, "state") == 0) {
@@ -251,13 +146,13 @@ command(struct harness *h, char *line)
 		cJSON_AddStringToObject(o, "type", "status");
 		cJSON_AddStringToObject(o, "state", kernel_state_name(aca_state(h->a)));
 		cJSON_AddNumberToObject(o, "busy", aca_busy(h->a));
-		out(o);
+		harness_emit(o);
 	} else if (strcmp(line, "note") == 0) {
-		reply("note", "text", aca_note());
+		harness_reply("note", "text", aca_note());
 	} else if (strcmp(line, "quit") == 0) {
 		loop_stop(h->l);
 	} else {
-		reply("error", "msg", "unknown command");
+		harness_reply("error", "msg", "unknown command");
 	}
 }
 
@@ -311,8 +206,9 @@ main(int argc, char **argv)
 {
 	struct harness h;
 	struct aca_opts o;
-	struct kernel_cbs cbs = { .output = on_output, .result = on_result,
-	    .artifact = on_artifact, .state = on_state };
+	struct kernel_cbs cbs = { .output = harness_on_output,
+	    .result = harness_on_result, .artifact = harness_on_artifact,
+	    .state = on_state };
 	const char *data[16];
 	char *saved = NULL, *err = NULL;
 	int ndata = 0, start = 1;
@@ -359,7 +255,7 @@ main(int argc, char **argv)
 	h.a = aca_new(h.l, &o, &cbs, &h);
 	save_id(&h);
 	if (start && aca_start(h.a, &err) < 0) {
-		reply("error", "msg", err);
+		harness_reply("error", "msg", err);
 		free(err);
 	}
 	loop_watch(h.l, 0, POLLIN, on_stdin, &h);
@@ -371,6 +267,6 @@ main(int argc, char **argv)
 	aca_free(h.a);
 	loop_free(h.l);
 	free(saved);
-	reply("bye", NULL, NULL);
+	harness_reply("bye", NULL, NULL);
 	return 0;
 }

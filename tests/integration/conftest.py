@@ -296,6 +296,16 @@ def wait_until(pred, what, timeout=60, every=0.02):
         time.sleep(every)
 
 
+def free_port():
+    """A loopback TCP port nothing listens on now (the kernel's choice of
+    a free one), for a server a test starts or for a refused connect."""
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
 def _procs():
     """{pid: (parent pid, command line)} from /proc: procps (pgrep, ps)
     is not on every machine (a minimal Debian has none)."""
@@ -409,3 +419,52 @@ def terp(env, tmp_path):
                            errors="replace")
         return Result(p)
     return run
+
+
+# ---------------------------------------------------------------- TUI tests (tui_tmux.py)
+
+@pytest.fixture(scope="session")
+def fake_core():
+    """build/tui-harness, built once a run: the TUI against a scripted
+    fake core (tests/tui/fake_agent.c)."""
+    from tui_tmux import build_fake_core
+    return build_fake_core()
+
+
+@pytest.fixture
+def tmux():
+    """tmux(cmd, env, cwd, width=100, height=30, ready=None, timeout=60)
+    -> tui_tmux.Tmux running cmd; waits for the regex ready when given.
+    Every session started is closed at the end of the test."""
+    from tui_tmux import Tmux
+    started = []
+
+    def start(cmd, env, cwd, width=100, height=30, ready=None, timeout=60):
+        t = Tmux(cmd, width, height, env, cwd=str(cwd))
+        started.append(t)
+        if ready:
+            t.wait(ready, timeout=timeout)
+        return t
+    yield start
+    for t in started:
+        t.close()
+
+
+@pytest.fixture
+def fake_model(tmp_path):
+    """fake_model(script) -> port: tests/fake_model.py serving script on
+    127.0.0.1, logging every request to tmp_path/log.jsonl; stopped at the
+    end of the test (after the tmux sessions when requested before tmux)."""
+    import sys
+    if str(ROOT / "tests") not in sys.path:
+        sys.path.insert(0, str(ROOT / "tests"))
+    from fake_model import FakeModel
+    servers = []
+
+    def start(script):
+        srv = FakeModel(script, str(tmp_path / "log.jsonl"))
+        servers.append(srv)
+        return srv.start()
+    yield start
+    for srv in servers:
+        srv.stop()

@@ -22,7 +22,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "harness_print.h"
 #include "terp/egress.h"
+#include "terp/kernel_net.h"
 #include "terp/loop.h"
 #include "terp/util.h"
 
@@ -35,53 +37,15 @@ struct harness {
 };
 
 static void
-out(cJSON *o)
-{
-	char *s = cJSON_PrintUnformatted(o);
-
-	fputs(s, stdout);
-	fputc('\n', stdout);
-	fflush(stdout);
-	free(s);
-	cJSON_Delete(o);
-}
-
-static void
 on_event(void *arg, const struct egress_event *ev)
 {
-	static const char *const phase[] = { "open", "progress", "end" };
-	static const char *const verdict[] = { "allowed", "refused", "failed" };
 	struct harness *h = arg;
-	cJSON *o = cJSON_CreateObject();
+	cJSON *o = kernel_net_event_json(ev);
 
 	cJSON_AddStringToObject(o, "type", "event");
-	cJSON_AddStringToObject(o, "phase", phase[ev->phase]);
-	cJSON_AddStringToObject(o, "verdict", verdict[ev->verdict]);
-	cJSON_AddNumberToObject(o, "id", (double)ev->id);
-	cJSON_AddNumberToObject(o, "time_ms", (double)ev->time_ms);
-	cJSON_AddNumberToObject(o, "cell", ev->cell);
-	cJSON_AddStringToObject(o, "method", ev->method);
-	cJSON_AddStringToObject(o, "host", ev->host);
-	cJSON_AddNumberToObject(o, "port", ev->port);
-	cJSON_AddStringToObject(o, "addr", ev->addr);
-	cJSON_AddStringToObject(o, "code", ev->code);
-	cJSON_AddStringToObject(o, "reason", ev->reason);
-	cJSON_AddNumberToObject(o, "up", (double)ev->up);
-	cJSON_AddNumberToObject(o, "down", (double)ev->down);
-	out(o);
+	harness_emit(o);
 	if (h->deny_in_cb != NULL)
 		egress_deny(h->e, h->deny_in_cb, NULL);
-}
-
-static void
-reply(const char *type, const char *key, const char *val)
-{
-	cJSON *o = cJSON_CreateObject();
-
-	cJSON_AddStringToObject(o, "type", type);
-	if (key != NULL)
-		cJSON_AddStringToObject(o, key, val);
-	out(o);
 }
 
 static void
@@ -100,11 +64,11 @@ command(struct harness *h, char *cmd)
 		cJSON *o = cJSON_CreateObject();
 		cJSON_AddStringToObject(o, "type", "stats");
 		cJSON_AddNumberToObject(o, "up", (double)egress_bytes_up(h->e));
-		out(o);
+		harness_emit(o);
 		return;
 	}
 	if (arg == NULL) {
-		reply("error", "error", "missing argument");
+		harness_reply("error", "error", "missing argument");
 		return;
 	}
 	if (strcmp(cmd, "allow") == 0)
@@ -118,11 +82,11 @@ command(struct harness *h, char *cmd)
 	else
 		err = xasprintf("unknown command %s", cmd);
 	if (r < 0 || err != NULL) {
-		reply("error", "error", err ? err : "failed");
+		harness_reply("error", "error", err ? err : "failed");
 		free(err);
 		return;
 	}
-	reply("ok", "cmd", cmd);
+	harness_reply("ok", "cmd", cmd);
 }
 
 static void
@@ -131,6 +95,7 @@ on_stdin(struct loop *l, int fd, int revents, void *arg)
 	struct harness *h = arg;
 	ssize_t n = read(fd, h->line + h->len, sizeof h->line - 1 - h->len);
 	char *nl;
+	(void)revents;
 
 	if (n <= 0) {
 		if (n < 0 && errno == EINTR)
@@ -231,11 +196,11 @@ main(int argc, char **argv)
 		cJSON_AddStringToObject(r, "type", "ready");
 		cJSON_AddStringToObject(r, "socket", o.socket_path ? o.socket_path : "");
 		cJSON_AddStringToObject(r, "tcp", portbuf);
-		out(r);
+		harness_emit(r);
 	}
 	loop_run(h.l);
 	egress_free(h.e);
 	loop_free(h.l);
-	reply("bye", NULL, NULL);
+	harness_reply("bye", NULL, NULL);
 	return 0;
 }

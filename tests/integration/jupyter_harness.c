@@ -4,12 +4,8 @@
  *   {"op":"run","n":1,"code":"..."}  {"op":"interrupt"}  {"op":"restart"}
  *   {"op":"reset"}  {"op":"stage","path":"..."}  {"op":"stop","reason":"..."}
  *   {"op":"start"}  {"op":"info"}  {"op":"quit"}
- * and prints every callback as a JSON line on stdout:
- *   {"ev":"state","state":"ready","msg":"..."}
- *   {"ev":"output","cell":1,"stream":0,"text":"..."}
- *   {"ev":"result","cell":1,"status":"ok","value":...,"ename":...,
- *    "evalue":...,"traceback":...,"reason":...,"state_lost":false,"us":123}
- *   {"ev":"artifact","cell":1,"name":"...","path":"...","bytes":123}
+ * and prints every callback as a JSON line on stdout (harness_print.h,
+ * keyed by "ev": {"ev":"result",...}).
  * Options: --url U --token T (else $JUPYTER_TOKEN) --kernel NAME --out DIR
  * --data FILE... --timeout MS --grace MS --max-msg BYTES --artifact-max BYTES
  * --connect-timeout MS --session S --kernel-id ID --ca FILE --keep-kernel */
@@ -19,8 +15,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "harness_print.h"
 #include "terp/kernel_jupyter.h"
-#include "terp/sanitize.h"
 #include "terp/util.h"
 
 static struct loop *L;
@@ -29,107 +25,14 @@ static char inbuf[1 << 20];
 static size_t inlen;
 
 static void
-emit(cJSON *o)
-{
-	char *s = cJSON_PrintUnformatted(o);
-
-	fputs(s, stdout);
-	fputc('\n', stdout);
-	fflush(stdout);
-	free(s);
-	cJSON_Delete(o);
-}
-
-static void
-add_text(cJSON *o, const char *k, const char *p, size_t n)
-{
-	char *s = sanitize_str(p, n, SANITIZE_UTF8_ONLY);
-	cJSON_AddStringToObject(o, k, s);
-	free(s);
-}
-
-static void
-on_output(void *arg, int cell, int stream, const char *p, size_t n)
-{
-	cJSON *o = cJSON_CreateObject();
-	(void)arg;
-
-	cJSON_AddStringToObject(o, "ev", "output");
-	cJSON_AddNumberToObject(o, "cell", cell);
-	cJSON_AddNumberToObject(o, "stream", stream);
-	add_text(o, "text", p, n);
-	emit(o);
-}
-
-static void
-opt_str(cJSON *o, const char *k, const char *v)
-{
-	if (v == NULL)
-		cJSON_AddNullToObject(o, k);
-	else
-		add_text(o, k, v, strlen(v));
-}
-
-static void
-on_result(void *arg, int cell, const struct kernel_result *r)
-{
-	cJSON *o = cJSON_CreateObject();
-	(void)arg;
-
-	cJSON_AddStringToObject(o, "ev", "result");
-	cJSON_AddNumberToObject(o, "cell", cell);
-	cJSON_AddStringToObject(o, "status", cell_status_name(r->status));
-	opt_str(o, "value", r->value);
-	opt_str(o, "ename", r->ename);
-	opt_str(o, "evalue", r->evalue);
-	opt_str(o, "traceback", r->traceback);
-	opt_str(o, "reason", r->reason);
-	cJSON_AddBoolToObject(o, "state_lost", r->state_lost);
-	cJSON_AddNumberToObject(o, "us", (double)r->duration_us);
-	emit(o);
-}
-
-static void
-on_artifact(void *arg, int cell, const char *name, const char *host_path, uint64_t bytes)
-{
-	cJSON *o = cJSON_CreateObject();
-	(void)arg;
-
-	cJSON_AddStringToObject(o, "ev", "artifact");
-	cJSON_AddNumberToObject(o, "cell", cell);
-	cJSON_AddStringToObject(o, "name", name);
-	cJSON_AddStringToObject(o, "path", host_path);
-	cJSON_AddNumberToObject(o, "bytes", (double)bytes);
-	emit(o);
-}
-
-static void
-on_state(void *arg, const struct kernel_status *ks)
-{
-	enum kernel_state st = ks->state;
-	const char *msg = ks->msg;
-	cJSON *o = cJSON_CreateObject();
-	(void)arg;
-
-	cJSON_AddStringToObject(o, "ev", "state");
-	cJSON_AddStringToObject(o, "state", kernel_state_name(st));
-	opt_str(o, "msg", msg);
-	if (ks->restarted)
-		cJSON_AddTrueToObject(o, "restarted");
-	if (ks->state_lost)
-		cJSON_AddTrueToObject(o, "state_lost");
-	emit(o);
-}
-
-static void
 say_error(const char *op, char *err)
 {
 	cJSON *o = cJSON_CreateObject();
 
 	cJSON_AddStringToObject(o, "ev", "error");
 	cJSON_AddStringToObject(o, "op", op);
-	opt_str(o, "msg", err);
-	emit(o);
+	harness_add_opt(o, "msg", err);
+	harness_emit(o);
 	free(err);
 }
 
@@ -167,7 +70,7 @@ command(const char *line, size_t n)
 			cJSON *o = cJSON_CreateObject();
 			cJSON_AddStringToObject(o, "ev", "staged");
 			cJSON_AddStringToObject(o, "path", seen);
-			emit(o);
+			harness_emit(o);
 			free(seen);
 		}
 	} else if (strcmp(op, "stop") == 0) {
@@ -176,12 +79,12 @@ command(const char *line, size_t n)
 	} else if (strcmp(op, "info") == 0) {
 		cJSON *o = cJSON_CreateObject();
 		cJSON_AddStringToObject(o, "ev", "info");
-		opt_str(o, "kernel_id", jupyter_kernel_id(J));
-		opt_str(o, "session", jupyter_session_dir(J));
-		opt_str(o, "where", jupyter_where(J));
+		harness_add_opt(o, "kernel_id", jupyter_kernel_id(J));
+		harness_add_opt(o, "session", jupyter_session_dir(J));
+		harness_add_opt(o, "where", jupyter_where(J));
 		cJSON_AddStringToObject(o, "state", kernel_state_name(jupyter_state(J)));
 		cJSON_AddBoolToObject(o, "busy", jupyter_busy(J));
-		emit(o);
+		harness_emit(o);
 	} else if (strcmp(op, "quit") == 0) {
 		loop_stop(L);
 	} else {
@@ -220,14 +123,16 @@ on_stdin(struct loop *l, int fd, int revents, void *arg)
 int
 main(int argc, char **argv)
 {
-	static const struct kernel_cbs cbs = { .output = on_output, .result = on_result,
-	    .artifact = on_artifact, .state = on_state };
+	static const struct kernel_cbs cbs = { .output = harness_on_output,
+	    .result = harness_on_result, .artifact = harness_on_artifact,
+	    .state = harness_on_state };
 	struct jupyter_opts o;
 	const char *data[64];
 	int nd = 0;
 	char *err = NULL;
 	cJSON *ev;
 
+	harness_print_tag("ev");
 	jupyter_opts_default(&o);
 	o.token = getenv("JUPYTER_TOKEN");
 	o.out_dir = "out";
@@ -280,7 +185,7 @@ main(int argc, char **argv)
 	ev = cJSON_CreateObject();
 	cJSON_AddStringToObject(ev, "ev", "isolation");
 	cJSON_AddStringToObject(ev, "text", jupyter_isolation(J));
-	emit(ev);
+	harness_emit(ev);
 	if (jupyter_start(J, &err) < 0) {
 		say_error("start", err);
 		jupyter_free(J);

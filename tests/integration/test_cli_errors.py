@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from conftest import ROOT, TERP
+from conftest import ROOT, TERP, free_port
 from tui_tmux import Tmux
 
 sys.path.insert(0, str(ROOT / "tests"))
@@ -191,15 +191,6 @@ def test_headless_says_how_to_resume_on_a_terminal_only(env, tmp_path):
 
 
 # ---------------------------------------------------------------- item 15: the model's errors
-
-def free_port():
-    import socket
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()                                   # nothing listens there now
-    return port
-
 
 @pytest.mark.parametrize("provider, how, var", [
     ("openai", "flag", "OPENAI_BASE_URL"),

@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from conftest import free_port
+
 ROOT = Path(__file__).resolve().parents[2]
 HARNESS = ROOT / "build" / "jupyter-harness"
 FAKE = Path(__file__).resolve().parent / "fake_jupyter.py"
@@ -38,14 +40,6 @@ def harness_bin():
                     "run make integration (scripts/deps.sh installs them)", pytrace=False)
     subprocess.run(["make", "-s", "build/jupyter-harness"], cwd=ROOT, check=True)
     return HARNESS
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 def jupyter_env(base):

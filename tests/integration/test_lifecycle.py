@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, TERP
+from conftest import ROOT, TERP, free_port
 
 sys.path.insert(0, str(ROOT / "tests"))
 from fake_model import FakeModel  # noqa: E402
@@ -97,15 +97,6 @@ def answers_401(tmp_path):
     port = srv.start()
     yield "http://127.0.0.1:%d/v1" % port
     srv.stop()
-
-
-def free_port():
-    import socket
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()      # nothing listens there now
-    return port
 
 
 def test_fast_failing_prompts_leave_no_process(lifecycle, answers_401):

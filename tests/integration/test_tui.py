@@ -3,25 +3,13 @@
 Runs against build/tui-harness (the TUI with a scripted fake core,
 tests/tui/fake_agent.c) so that the UI's behaviour is tested on its own;
 test_tui_real.py runs the real binary with a fake model server."""
-import os
 import re
 import subprocess
 import sys
 
 import pytest
 
-from tui_tmux import Tmux
-
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-HARNESS = os.path.join(ROOT, "build", "tui-harness")
-BLOCKS = "▘▝▀▖▌▞▛▗▚▐▜▄▙▟█"
-
-
-@pytest.fixture(scope="session")
-def harness():
-    subprocess.run([os.path.join(ROOT, "tests", "tui", "build.sh")], check=True,
-                   capture_output=True, stdin=subprocess.DEVNULL)
-    return HARNESS
+from tui_tmux import BLOCKS, ask, fake_core_env
 
 
 @pytest.fixture(scope="session")
@@ -38,27 +26,12 @@ fig.savefig(%r, dpi=80)
 
 
 @pytest.fixture
-def tui(harness, chart, tmp_path):
-    sessions = []
-
+def tui(fake_core, chart, tmux, tmp_path):
     def start(width=100, height=30, **env):
-        e = {"FAKE_PNG": chart, "FAKE_HISTORY": str(tmp_path / "history"),
-             "TERM": "tmux-256color", "XDG_STATE_HOME": str(tmp_path / "state"),
-             "XDG_CONFIG_HOME": str(tmp_path / "config"), "HOME": str(tmp_path),
-             "LANG": "C.UTF-8"}
+        e = fake_core_env(tmp_path, chart)
         e.update(env)
-        t = Tmux(harness, width, height, e, cwd=str(tmp_path))
-        sessions.append(t)
-        t.wait(r"ready")
-        return t
-    yield start
-    for t in sessions:
-        t.close()
-
-
-def ask(t, q):
-    t.text(q)
-    t.keys("Enter")
+        return tmux(fake_core, e, tmp_path, width, height, ready=r"ready")
+    return start
 
 
 def test_question_streams_answer_cell_output_and_thumbnail(tui):

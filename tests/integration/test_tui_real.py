@@ -4,30 +4,11 @@ import json
 import os
 import re
 import subprocess
-import sys
 
 import pytest
 
 from conftest import command_lines, wait_until
-from tui_tmux import Tmux
-
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(ROOT, "tests"))
-from fake_model import FakeModel  # noqa: E402
-
-TERP = os.path.join(ROOT, "terp")
-SALES = os.path.join(ROOT, "examples", "sales.csv")
-BLOCKS = "▘▝▀▖▌▞▛▗▚▐▜▄▙▟█"
-
-CHART_CODE = """import pandas as pd
-import matplotlib.pyplot as plt
-df = pd.read_csv("/workspace/data/sales.csv")
-m = df.groupby("channel")["revenue"].sum()
-print(m.round(0).to_string())
-m.plot(kind="bar", color=["tab:blue", "tab:orange", "tab:green"])
-plt.title("revenue by channel")
-plt.savefig("/workspace/out/revenue.png", dpi=80)
-len(df)"""
+from tui_tmux import BLOCKS, CHART_CODE, SALES, TERP, model_args, model_env
 
 LONG_CODE = """import time
 x = 42
@@ -48,29 +29,19 @@ SCRIPT = {"turns": [
     {"openai": {"text": "The loop was interrupted."}, "repeat": True},
 ]}
 
+# a model that answers every question with one word
+NOTED = {"turns": [{"openai": {"text": "Noted."}, "repeat": True}]}
+
 
 @pytest.fixture
-def session(tmp_path):
-    srv = FakeModel(SCRIPT, str(tmp_path / "log.jsonl"))
-    port = srv.start()
-    started = []
+def session(fake_model, tmux, tmp_path):
+    port = fake_model(SCRIPT)
 
     def start(width=100, height=45):
-        env = {"TERM": "tmux-256color", "LANG": "C.UTF-8",
-               "XDG_STATE_HOME": str(tmp_path / "state"),
-               "XDG_CONFIG_HOME": str(tmp_path / "config"),
-               "HOME": str(tmp_path), "OPENAI_API_KEY": "test-key"}
-        cmd = ("%s --provider openai --model fake-model --base-url "
-               "http://127.0.0.1:%d/v1 --out %s %s"
-               % (TERP, port, tmp_path / "out", SALES))
-        t = Tmux(cmd, width, height, env, cwd=str(tmp_path))
-        started.append(t)
-        t.wait(r"│ ready", timeout=30)
-        return t
-    yield start
-    for t in started:
-        t.close()
-    srv.stop()
+        cmd = " ".join([TERP, *model_args(port, tmp_path / "out"), SALES])
+        return tmux(cmd, model_env(tmp_path), tmp_path, width, height,
+                    ready=r"│ ready", timeout=30)
+    return start
 
 
 def sandbox_procs(tmp_path):
@@ -163,78 +134,55 @@ def test_the_notebook_is_saved_as_it_goes(session, tmp_path):
     assert "**Search** brings the most revenue" in md
 
 
-def test_files_shows_the_paths_the_sandbox_has(tmp_path):
+def test_files_shows_the_paths_the_sandbox_has(fake_model, tmux, tmp_path):
     # Two files of the same name from different folders are staged under
     # two names; /files and the model's system prompt say which is which.
     for d in ("a", "b"):
         (tmp_path / d).mkdir()
         (tmp_path / d / "my sales.csv").write_text("%s,n\n1,2\n" % d)
-    srv = FakeModel({"turns": [{"openai": {"text": "Noted."}, "repeat": True}]},
-                    str(tmp_path / "log.jsonl"))
-    port = srv.start()
-    env = {"TERM": "tmux-256color", "LANG": "C.UTF-8",
-           "XDG_STATE_HOME": str(tmp_path / "state"),
-           "XDG_CONFIG_HOME": str(tmp_path / "config"),
-           "HOME": str(tmp_path), "OPENAI_API_KEY": "test-key"}
-    cmd = ("%s --provider openai --model fake-model --base-url http://127.0.0.1:%d/v1 "
-           "--out %s 'a/my sales.csv' 'b/my sales.csv'" % (TERP, port, tmp_path / "out"))
-    t = Tmux(cmd, 160, 40, env, cwd=str(tmp_path))
-    try:
-        t.wait(r"│ ready", timeout=30)
-        t.text("/files")
-        t.keys("Enter")
-        s = t.wait(r"Data files:.*Artifacts", timeout=30)
-        assert "/a/my sales.csv → /workspace/data/my_sales.csv " in s, s
-        assert "/b/my sales.csv → /workspace/data/my_sales-2.csv " in s, s
-        t.text("/py print(open('/workspace/data/my_sales-2.csv').read().split(',')[0])")
-        t.keys("Enter")
-        s = t.wait(r"\[1\] you · ok", timeout=30)
-        assert re.search(r"^  b\s", s, re.M), s
-        t.text("Which is which?")
-        t.keys("Enter")
-        t.wait(r"Noted\.", timeout=30)
-        [req] = [json.loads(l) for l in open(tmp_path / "log.jsonl")]
-        system = req["body"]["messages"][0]["content"]
-        assert "- /workspace/data/my_sales.csv (" in system, system
-        assert "- /workspace/data/my_sales-2.csv (" in system, system
-        t.text("/quit")
-        t.keys("Enter")
-        t.wait(r"EXITED rc=0", timeout=30)
-    finally:
-        t.close()
-        srv.stop()
+    port = fake_model(NOTED)
+    cmd = " ".join([TERP, *model_args(port, tmp_path / "out"),
+                    "'a/my sales.csv'", "'b/my sales.csv'"])
+    t = tmux(cmd, model_env(tmp_path), tmp_path, 160, 40, ready=r"│ ready", timeout=30)
+    t.text("/files")
+    t.keys("Enter")
+    s = t.wait(r"Data files:.*Artifacts", timeout=30)
+    assert "/a/my sales.csv → /workspace/data/my_sales.csv " in s, s
+    assert "/b/my sales.csv → /workspace/data/my_sales-2.csv " in s, s
+    t.text("/py print(open('/workspace/data/my_sales-2.csv').read().split(',')[0])")
+    t.keys("Enter")
+    s = t.wait(r"\[1\] you · ok", timeout=30)
+    assert re.search(r"^  b\s", s, re.M), s
+    t.text("Which is which?")
+    t.keys("Enter")
+    t.wait(r"Noted\.", timeout=30)
+    [req] = [json.loads(l) for l in open(tmp_path / "log.jsonl")]
+    system = req["body"]["messages"][0]["content"]
+    assert "- /workspace/data/my_sales.csv (" in system, system
+    assert "- /workspace/data/my_sales-2.csv (" in system, system
+    t.text("/quit")
+    t.keys("Enter")
+    t.wait(r"EXITED rc=0", timeout=30)
 
 
-def test_sent_reads_old_requests_back_from_the_journal(tmp_path):
+def test_sent_reads_old_requests_back_from_the_journal(fake_model, tmux, tmp_path):
     # The notebook keeps only the last few request bodies; /sent N of an
     # older one reads it back from the session's journal.
-    srv = FakeModel({"turns": [{"openai": {"text": "Noted."}, "repeat": True}]},
-                    str(tmp_path / "log.jsonl"))
-    port = srv.start()
-    env = {"TERM": "tmux-256color", "LANG": "C.UTF-8",
-           "XDG_STATE_HOME": str(tmp_path / "state"),
-           "XDG_CONFIG_HOME": str(tmp_path / "config"),
-           "HOME": str(tmp_path), "OPENAI_API_KEY": "test-key"}
-    cmd = ("%s --provider openai --model fake-model --base-url http://127.0.0.1:%d/v1 "
-           "--out %s" % (TERP, port, tmp_path / "out"))
-    t = Tmux(cmd, 160, 40, env, cwd=str(tmp_path))
-    try:
-        t.wait(r"│ ready", timeout=30)
-        questions = ["alpha first question"] + ["again %d" % i for i in range(2, 13)]
-        log = tmp_path / "log.jsonl"
-        for i, q in enumerate(questions):
-            t.text(q)
-            t.keys("Enter")
-            # the request went, and its answer came, before the next
-            wait_until(lambda n=i + 1: log.exists() and
-                       len(log.read_text().splitlines()) >= n, "request %d" % (i + 1))
-            t.wait(r"│ ready", timeout=30)
-        t.text("/sent 1")
+    port = fake_model(NOTED)
+    cmd = " ".join([TERP, *model_args(port, tmp_path / "out")])
+    t = tmux(cmd, model_env(tmp_path), tmp_path, 160, 40, ready=r"│ ready", timeout=30)
+    questions = ["alpha first question"] + ["again %d" % i for i in range(2, 13)]
+    log = tmp_path / "log.jsonl"
+    for i, q in enumerate(questions):
+        t.text(q)
         t.keys("Enter")
-        s = t.wait(r"request 1 of 12", timeout=30)
-        assert re.search(r"alpha first\s+question", s), s
-        # no later question ("again N"; the prompt says "against")
-        assert not re.search(r"\bagain \d", s), s
-    finally:
-        t.close()
-        srv.stop()
+        # the request went, and its answer came, before the next
+        wait_until(lambda n=i + 1: log.exists() and
+                   len(log.read_text().splitlines()) >= n, "request %d" % (i + 1))
+        t.wait(r"│ ready", timeout=30)
+    t.text("/sent 1")
+    t.keys("Enter")
+    s = t.wait(r"request 1 of 12", timeout=30)
+    assert re.search(r"alpha first\s+question", s), s
+    # no later question ("again N"; the prompt says "against")
+    assert not re.search(r"\bagain \d", s), s

@@ -4,34 +4,13 @@ A resumed notebook is back on screen, /replay rebuilds the variables,
 /export and /save write files other tools read, and the idle timeout
 shows on the status bar."""
 import glob
-import json
 import os
 import re
-import sys
-import time
 
 import pytest
 
 from conftest import release
-from tui_tmux import Tmux
-
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(ROOT, "tests"))
-from fake_model import FakeModel  # noqa: E402
-
-TERP = os.path.join(ROOT, "terp")
-SALES = os.path.join(ROOT, "examples", "sales.csv")
-BLOCKS = "▘▝▀▖▌▞▛▗▚▐▜▄▙▟█"
-
-CHART_CODE = """import pandas as pd
-import matplotlib.pyplot as plt
-df = pd.read_csv("/workspace/data/sales.csv")
-m = df.groupby("channel")["revenue"].sum()
-print(m.round(0).to_string())
-m.plot(kind="bar", color=["tab:blue", "tab:orange", "tab:green"])
-plt.title("revenue by channel")
-plt.savefig("/workspace/out/revenue.png", dpi=80)
-len(df)"""
+from tui_tmux import BLOCKS, CHART_CODE, SALES, TERP, model_args, model_env
 
 SCRIPT = {"turns": [
     {"openai": {"text": "Let me total the revenue per channel.",
@@ -50,28 +29,14 @@ GATED_CELL = ("/py import os, time; [time.sleep(0.01) for _ in iter(lambda: "
 
 
 @pytest.fixture
-def terp(tmp_path):
-    srv = FakeModel(SCRIPT, str(tmp_path / "log.jsonl"))
-    port = srv.start()
-    started = []
+def terp(fake_model, tmux, tmp_path):
+    port = fake_model(SCRIPT)
 
     def start(*args, width=110, height=50, ready=True):
-        env = {"TERM": "tmux-256color", "LANG": "C.UTF-8",
-               "XDG_STATE_HOME": str(tmp_path / "state"),
-               "XDG_CONFIG_HOME": str(tmp_path / "config"),
-               "HOME": str(tmp_path), "OPENAI_API_KEY": "test-key"}
-        cmd = ("%s --provider openai --model fake-model --base-url "
-               "http://127.0.0.1:%d/v1 --out %s %s"
-               % (TERP, port, tmp_path / "out", " ".join(args)))
-        t = Tmux(cmd, width, height, env, cwd=str(tmp_path))
-        started.append(t)
-        if ready:
-            t.wait(r"│ ready", timeout=30)
-        return t
-    yield start
-    for t in started:
-        t.close()
-    srv.stop()
+        cmd = " ".join([TERP, *model_args(port, tmp_path / "out"), *args])
+        return tmux(cmd, model_env(tmp_path), tmp_path, width, height,
+                    ready=r"│ ready" if ready else None, timeout=30)
+    return start
 
 
 def run(t, line):

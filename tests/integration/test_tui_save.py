@@ -5,27 +5,17 @@ nothing is written outside the working directory without asking
 adds an artifact named by FAKE_ART_NAME, copied on the host at
 FAKE_ART_PATH."""
 import os
-import subprocess
 
 import pytest
 
 from tui_tmux import Tmux
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-HARNESS = os.path.join(ROOT, "build", "tui-harness")
 HOSTILE = "../.bash_aliases\n\x1b]0;pwned\x07\u202e"
 CONTENT = "alias ls='echo pwned'\n"
 
 
-@pytest.fixture(scope="module")
-def harness():
-    subprocess.run([os.path.join(ROOT, "tests", "tui", "build.sh")], check=True,
-                   capture_output=True, stdin=subprocess.DEVNULL)
-    return HARNESS
-
-
 @pytest.fixture
-def ui(harness, tmp_path):
+def ui(fake_core, tmp_path):
     # the working directory is a folder of its own, so that "above it"
     # is a place the test can watch
     cwd = tmp_path / "work"
@@ -37,7 +27,7 @@ def ui(harness, tmp_path):
     env = {"FAKE_ART_NAME": HOSTILE, "FAKE_ART_PATH": str(art),
            "FAKE_HISTORY": str(tmp_path / "history"), "TERM": "tmux-256color",
            "XDG_STATE_HOME": str(tmp_path / "state"), "LANG": "C.UTF-8"}
-    t = Tmux(harness, 120, 40, env, cwd=str(cwd))
+    t = Tmux(fake_core, 120, 40, env, cwd=str(cwd))
     try:
         t.wait(r"ready")
         t.text("What month had the highest revenue?")

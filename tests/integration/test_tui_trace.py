@@ -1,21 +1,12 @@
 """The notebook UI's traced numbers and cost (issue 11, parts 2 and 3):
 the real binary through tmux, the real sandbox, examples/sales.csv and
 a scripted fake model (tests/fake_model.py) on 127.0.0.1."""
-import os
 import re
 import subprocess
-import sys
 
 import pytest
 
-from tui_tmux import Tmux
-
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(ROOT, "tests"))
-from fake_model import FakeModel  # noqa: E402
-
-TERP = os.path.join(ROOT, "terp")
-SALES = os.path.join(ROOT, "examples", "sales.csv")
+from tui_tmux import SALES, TERP, model_args, model_env
 
 CODE = ("import pandas as pd\n"
         "df = pd.read_csv('/workspace/data/sales.csv')\n"
@@ -32,36 +23,23 @@ SCRIPT = {"turns": [
 
 
 def environ(tmp_path):
-    return {"TERM": "tmux-256color", "LANG": "C.UTF-8",
-            "XDG_STATE_HOME": str(tmp_path / "state"),
-            "XDG_CONFIG_HOME": str(tmp_path / "config"),
-            "HOME": str(tmp_path), "OPENAI_API_KEY": "test-key", "PATH": "/usr/bin:/bin"}
+    return dict(model_env(tmp_path), PATH="/usr/bin:/bin")
 
 
 @pytest.fixture
-def model(tmp_path):
-    srv = FakeModel(SCRIPT, str(tmp_path / "log.jsonl"))
-    port = srv.start()
+def model(fake_model, tmp_path):
+    port = fake_model(SCRIPT)
     (tmp_path / "config" / "terp").mkdir(parents=True)
     (tmp_path / "config" / "terp" / "config").write_text("price = fake-model 1000 2000\n")
-    yield ["--provider", "openai", "--model", "fake-model", "--base-url",
-           "http://127.0.0.1:%d/v1" % port, "--out", str(tmp_path / "out")]
-    srv.stop()
+    return model_args(port, tmp_path / "out")
 
 
 @pytest.fixture
-def tui(tmp_path, model):
-    started = []
-
+def tui(tmp_path, model, tmux):
     def start(*args):
-        t = Tmux(" ".join([TERP, *model, *args]), 160, 45, environ(tmp_path),
-                 cwd=str(tmp_path))
-        started.append(t)
-        t.wait(r"│ ready", timeout=30)
-        return t
-    yield start
-    for t in started:
-        t.close()
+        return tmux(" ".join([TERP, *model, *args]), environ(tmp_path), tmp_path,
+                    160, 45, ready=r"│ ready", timeout=30)
+    return start
 
 
 def test_answer_marks_its_numbers_and_lists_their_sources(tui):

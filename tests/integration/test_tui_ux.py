@@ -12,19 +12,7 @@ import sys
 import pytest
 
 from conftest import private_env, traversable
-from tui_tmux import Tmux
-
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-HARNESS = os.path.join(ROOT, "build", "tui-harness")
-TERP = os.path.join(ROOT, "terp")
-BLOCKS = "▘▝▀▖▌▞▛▗▚▐▜▄▙▟█"
-
-
-@pytest.fixture(scope="module")
-def harness():
-    subprocess.run([os.path.join(ROOT, "tests", "tui", "build.sh")], check=True,
-                   capture_output=True, stdin=subprocess.DEVNULL)
-    return HARNESS
+from tui_tmux import BLOCKS, SALES, TERP, ask, fake_core_env, status, words
 
 
 @pytest.fixture(scope="module")
@@ -47,28 +35,17 @@ fig.savefig(%r, dpi=100)
 
 
 @pytest.fixture
-def tui(harness, line_chart, tmp_path):
-    sessions = []
-
+def tui(fake_core, line_chart, tmux, tmp_path):
     def start(width=100, height=30, **env):
-        e = {"FAKE_PNG": line_chart, "FAKE_HISTORY": str(tmp_path / "history"),
-             "TERM": "tmux-256color", "XDG_STATE_HOME": str(tmp_path / "state"),
-             "XDG_CONFIG_HOME": str(tmp_path / "config"), "HOME": str(tmp_path),
-             "LANG": "C.UTF-8", "DISPLAY": "", "WAYLAND_DISPLAY": ""}
+        e = fake_core_env(tmp_path, line_chart)
         e.update(env)
-        t = Tmux(harness, width, height, e, cwd=str(tmp_path))
-        sessions.append(t)
-        t.wait(r"ready")
-        return t
-    yield start
-    for t in sessions:
-        t.close()
+        return tmux(fake_core, e, tmp_path, width, height, ready=r"ready")
+    return start
 
 
 @pytest.fixture
-def real(tmp_path):
+def real(tmux, tmp_path):
     """The real binary with the recorded demo model, in tmp_path."""
-    started = []
     traversable(str(tmp_path))
 
     def start(*args, width=100, height=30, ready=True, provider="demo"):
@@ -76,30 +53,9 @@ def real(tmp_path):
         env.update({"TERM": "tmux-256color", "LANG": "C.UTF-8", "DISPLAY": "",
                     "WAYLAND_DISPLAY": ""})
         flags = "--provider %s " % provider if provider else ""
-        t = Tmux("%s %s%s" % (TERP, flags, " ".join(args)), width, height,
-                 env, cwd=str(tmp_path))
-        started.append(t)
-        if ready:
-            t.wait(r"│ ready", timeout=60)
-        return t
-    yield start
-    for t in started:
-        t.close()
-
-
-def ask(t, q):
-    t.text(q)
-    t.keys("Enter")
-
-
-def status(s):
-    """The status bar: the row above the one-row input line."""
-    return s.splitlines()[-2]
-
-
-def words(text):
-    """A regex for text wherever the pane wraps it."""
-    return r"\s+".join(re.escape(w) for w in text.split())
+        return tmux("%s %s%s" % (TERP, flags, " ".join(args)), env, tmp_path,
+                    width, height, ready=r"│ ready" if ready else None)
+    return start
 
 
 def left(s, w):
@@ -509,9 +465,6 @@ def test_a_question_typed_while_another_runs_is_queued(tui, tmp_path):
 
 
 # ---- item 13: first contact ----
-
-SALES = os.path.join(ROOT, "examples", "sales.csv")
-
 
 def test_the_empty_notebook_shows_the_data_and_example_questions(real, tmp_path):
     (tmp_path / "notes.tsv").write_text('a\tb\n1\t"two\nlines"\n3\t4\n')

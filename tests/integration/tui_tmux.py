@@ -1,11 +1,82 @@
 """tui_tmux: drives a program inside a private tmux server (its own -L
-socket, so nothing else running tmux is touched) for the TUI tests."""
+socket, so nothing else running tmux is touched) for the TUI tests, and
+the setup those tests share: the fake-core harness, the environments and
+command lines, and small readers of the screen. The fixtures built on
+these (fake_core, tmux, fake_model) are in conftest.py."""
 import os
 import re
 import shlex
 import subprocess
 import time
 import uuid
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+TERP = os.path.join(ROOT, "terp")
+SALES = os.path.join(ROOT, "examples", "sales.csv")
+# the TUI against a scripted fake core (tests/tui/fake_agent.c)
+FAKE_CORE = os.path.join(ROOT, "build", "tui-harness")
+# the quadrant block characters a thumbnail is drawn with
+BLOCKS = "▘▝▀▖▌▞▛▗▚▐▜▄▙▟█"
+
+# A cell that charts examples/sales.csv: the first tool call of the
+# fake-model scripts of the real-binary TUI tests.
+CHART_CODE = """import pandas as pd
+import matplotlib.pyplot as plt
+df = pd.read_csv("/workspace/data/sales.csv")
+m = df.groupby("channel")["revenue"].sum()
+print(m.round(0).to_string())
+m.plot(kind="bar", color=["tab:blue", "tab:orange", "tab:green"])
+plt.title("revenue by channel")
+plt.savefig("/workspace/out/revenue.png", dpi=80)
+len(df)"""
+
+
+def build_fake_core():
+    """Builds FAKE_CORE (tests/tui/build.sh) and returns its path."""
+    subprocess.run([os.path.join(ROOT, "tests", "tui", "build.sh")], check=True,
+                   capture_output=True, stdin=subprocess.DEVNULL)
+    return FAKE_CORE
+
+
+def fake_core_env(tmp_path, png):
+    """The fake core's environment in tmp_path: FAKE_PNG is the chart its
+    scripted cell "saves"; no display, so no clipboard tool is found."""
+    return {"FAKE_PNG": png, "FAKE_HISTORY": str(tmp_path / "history"),
+            "TERM": "tmux-256color", "XDG_STATE_HOME": str(tmp_path / "state"),
+            "XDG_CONFIG_HOME": str(tmp_path / "config"), "HOME": str(tmp_path),
+            "LANG": "C.UTF-8", "DISPLAY": "", "WAYLAND_DISPLAY": ""}
+
+
+def model_env(tmp_path):
+    """The real binary's environment in tmp_path, with a key for the fake
+    model (tests/fake_model.py)."""
+    return {"TERM": "tmux-256color", "LANG": "C.UTF-8",
+            "XDG_STATE_HOME": str(tmp_path / "state"),
+            "XDG_CONFIG_HOME": str(tmp_path / "config"),
+            "HOME": str(tmp_path), "OPENAI_API_KEY": "test-key"}
+
+
+def model_args(port, out):
+    """terp's options that talk to the fake model on port and write
+    artifacts to out."""
+    return ["--provider", "openai", "--model", "fake-model", "--base-url",
+            "http://127.0.0.1:%d/v1" % port, "--out", str(out)]
+
+
+def ask(t, line):
+    """Types line on the input line and presses Enter."""
+    t.text(line)
+    t.keys("Enter")
+
+
+def words(text):
+    """A regex for text wherever the pane wraps it."""
+    return r"\s+".join(re.escape(w) for w in text.split())
+
+
+def status(s):
+    """The status bar: the row above the one-row input line."""
+    return s.splitlines()[-2]
 
 
 class Tmux:

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "convo.h"
 #include "terp/buf.h"
 #include "terp/context.h"
 #include "terp/notebook.h"
@@ -89,66 +90,6 @@ Test(context, estimate_text)
 	cr_assert(context_estimate_text(big, 4000) > 4000 / 4);
 }
 
-static cJSON *
-msg(const char *role, const char *content)
-{
-	cJSON *m = cJSON_CreateObject();
-
-	cJSON_AddStringToObject(m, "role", role);
-	if (content)
-		cJSON_AddStringToObject(m, "content", content);
-	else
-		cJSON_AddNullToObject(m, "content");
-	return m;
-}
-
-static cJSON *
-call(const char *id, const char *code)
-{
-	cJSON *m = msg("assistant", NULL), *a = cJSON_AddArrayToObject(m, "tool_calls");
-	cJSON *c = cJSON_CreateObject(), *args = cJSON_CreateObject();
-	char *s;
-
-	cJSON_AddStringToObject(args, "code", code);
-	s = cJSON_PrintUnformatted(args);
-	cJSON_AddStringToObject(c, "id", id);
-	cJSON_AddStringToObject(c, "name", "python_exec");
-	cJSON_AddStringToObject(c, "arguments", s);
-	cJSON_AddItemToArray(a, c);
-	free(s);
-	cJSON_Delete(args);
-	return m;
-}
-
-static cJSON *
-tool(const char *id, const char *content)
-{
-	cJSON *m = msg("tool", content);
-
-	cJSON_AddStringToObject(m, "tool_call_id", id);
-	cJSON_AddBoolToObject(m, "is_error", 0);
-	return m;
-}
-
-/* Adds message m (taken) through the notebook's update function of
- * its kind, as the agent would: a question, a reply, a tool result. */
-static void
-notebook_add_message(struct notebook *nb, cJSON *m)
-{
-	const char *role = cJSON_GetStringValue(cJSON_GetObjectItem(m, "role"));
-	const char *content = cJSON_GetStringValue(cJSON_GetObjectItem(m, "content"));
-	cJSON *calls = cJSON_GetObjectItem(m, "tool_calls");
-
-	if (strcmp(role, "user") == 0)
-		notebook_add_question(nb, content, NULL);
-	else if (strcmp(role, "assistant") == 0)
-		notebook_add_reply(nb, content, calls ? cJSON_Duplicate(calls, 1) : NULL);
-	else
-		notebook_add_tool_result(nb, cJSON_GetStringValue(cJSON_GetObjectItem(m,
-		    "tool_call_id")), content, 0);
-	cJSON_Delete(m);
-}
-
 /* A 4 KB output of 100 lines whose first line names the question. */
 static char *
 output(int q)
@@ -174,15 +115,15 @@ session(struct notebook *nb, int nq)
 		struct cell *c;
 		snprintf(id, sizeof id, "call_%d", q);
 		snprintf(text, sizeof text, "Question %d: what is the total of block %d?", q, q);
-		notebook_add_message(nb, msg("user", text));
-		notebook_add_message(nb, call(id, "print(df.sum())"));
+		convo_add(nb, convo_msg("user", text));
+		convo_add(nb, convo_call(id, "print(df.sum())"));
 		c = notebook_add_cell(nb, CELL_BY_MODEL, "print(df.sum())", id);
 		c->status = CELL_OK;
-		notebook_add_message(nb, tool(id, out));
+		convo_add(nb, convo_tool(id, out));
 		free(out);
 		if (q <= nq) {
 			snprintf(text, sizeof text, "The total of block %d is %d.", q, 1000 + q);
-			notebook_add_message(nb, msg("assistant", text));
+			convo_add(nb, convo_msg("assistant", text));
 		}
 	}
 }
@@ -203,9 +144,9 @@ Test(context, estimate_uses_the_reported_count_for_what_was_sent)
 	cr_assert_eq(context_estimate(cx, "You are terse."), raw_sent);
 	notebook_add_usage(nb, &u);
 	cr_assert_eq(context_estimate(cx, "You are terse."), 5000);
-	extra = msg("assistant", "The total of block 3 is 1003.");
+	extra = convo_msg("assistant", "The total of block 3 is 1003.");
 	new_part = context_estimate_message(extra);
-	notebook_add_message(nb, extra);
+	convo_add(nb, extra);
 	est = context_estimate(cx, "You are terse.");
 	/* The provider counted 5000 for what was sent, more than terp's
 	 * estimate, so the new part is scaled up the same way. */
@@ -313,13 +254,13 @@ Test(context, plan_keeps_the_current_question_and_latest_results)
 	char *out = output(9);
 
 	/* Only the current question, with three cells of 4 KB each. */
-	notebook_add_message(nb, msg("user", "the current question"));
+	convo_add(nb, convo_msg("user", "the current question"));
 	for (int i = 1; i <= 3; i++) {
 		char id[16];
 		snprintf(id, sizeof id, "c%d", i);
-		notebook_add_message(nb, call(id, "print(1)"));
+		convo_add(nb, convo_call(id, "print(1)"));
 		notebook_add_cell(nb, CELL_BY_MODEL, "print(1)", id);
-		notebook_add_message(nb, tool(id, out));
+		convo_add(nb, convo_tool(id, out));
 	}
 	free(out);
 	n = cJSON_GetArraySize(notebook_messages(nb));
@@ -427,7 +368,7 @@ Test(context, a_refusal_names_the_window)
 	{
 		/* No number: 90% of what was sent. */
 		struct context *cx = context_new(nb, NULL, 1000000, NULL, NULL);
-		notebook_add_message(nb, msg("user", "a question of some length, to count"));
+		convo_add(nb, convo_msg("user", "a question of some length, to count"));
 		context_messages(cx, "system");
 		context_refused(cx, "the input length exceeds the context length");
 		cr_assert(context_window(cx) > 0 && context_window(cx) < 1000, "%ld",

@@ -314,6 +314,29 @@ Test(kframe_caps, each_cap)
 	cr_assert_eq(kframe_admit(&c, &u, 2, 0, 0), KF_BYTES_CAP);
 }
 
+/* The words of each refusal, the same from every backend. */
+Test(kframe_caps, refusal_text)
+{
+	static const struct {
+		enum kframe_refusal	 r;
+		const char		*want;
+	} t[] = {
+		{ KF_TOO_LARGE, "too large (3 KiB; the limit is 2 KiB)" },
+		{ KF_CELL_CAP, "cap reached (64 artifacts per cell)" },
+		{ KF_SESSION_CAP, "cap reached (1000 artifact files per session)" },
+		{ KF_BYTES_CAP, "cap reached (1 MiB of artifacts per session)" },
+		{ KF_ADMIT, "refused" },
+	};
+	struct kframe_caps c = { .size_max = 2048, .per_cell = 64, .per_session = 1000,
+	    .session_bytes = 1 << 20 };
+
+	for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+		char *s = kframe_refusal_text(&c, t[i].r, 3072);
+		cr_assert_str_eq(s, t[i].want);
+		free(s);
+	}
+}
+
 /* ------------------------------------------------------------ fuzz */
 
 /* Random bytes and random frame-like JSON through the reader and the

@@ -7,11 +7,24 @@
 #include "terp/tui_theme.h"
 #include "terp/tui_uwidth.h"
 
-static char *
-line(const struct span_doc *d, size_t i)
+/* Renders md at width into d (initialised here; the caller frees it). */
+static void
+render(struct span_doc *d, const char *md, int width)
 {
-	cr_assert_lt(i, d->n);
-	return tui_span_line_text(&d->lines[i]);
+	tui_span_doc_init(d);
+	tui_mdlite_render(d, md, strlen(md), width);
+}
+
+/* Asserts that line i of d reads want. */
+static void
+line_is(const struct span_doc *d, size_t i, const char *want)
+{
+	char *s;
+
+	cr_assert_lt(i, d->n, "line %zu of %zu", i, d->n);
+	s = tui_span_line_text(&d->lines[i]);
+	cr_assert_str_eq(s, want, "line %zu: \"%s\", not \"%s\"", i, s, want);
+	free(s);
 }
 
 /* The role of the span holding needle on line i, or -1. */
@@ -46,18 +59,12 @@ Test(tui_mdlite, headings_and_inline)
 	struct span_doc d;
 	const char *md = "# Title *x*\n\nSome **bold**, *it*, `code` and "
 	    "snake_case_name.\n";
-	char *s;
 
-	tui_span_doc_init(&d);
-	tui_mdlite_render(&d, md, strlen(md), 80);
+	render(&d, md, 80);
 	cr_assert_eq(d.n, 3);
-	s = line(&d, 0);
-	cr_assert_str_eq(s, "Title x");
-	free(s);
+	line_is(&d, 0, "Title x");
 	cr_assert_eq(role_of(&d, 0, "Title"), THEME_MD_HEADING);
-	s = line(&d, 2);
-	cr_assert_str_eq(s, "Some bold, it, code and snake_case_name.");
-	free(s);
+	line_is(&d, 2, "Some bold, it, code and snake_case_name.");
 	cr_assert_eq(role_of(&d, 2, "bold"), THEME_MD_BOLD);
 	cr_assert_eq(role_of(&d, 2, "it"), THEME_MD_ITALIC);
 	cr_assert_eq(role_of(&d, 2, "code"), THEME_MD_CODE);
@@ -70,22 +77,12 @@ Test(tui_mdlite, lists_wrap_with_hanging_indent)
 	struct span_doc d;
 	const char *md = "- alpha beta gamma delta epsilon\n"
 	    "2. second item\n";
-	char *s;
 
-	tui_span_doc_init(&d);
-	tui_mdlite_render(&d, md, strlen(md), 16);
-	s = line(&d, 0);
-	cr_assert_str_eq(s, "\u2022 alpha beta");
-	free(s);
-	s = line(&d, 1);
-	cr_assert_str_eq(s, "  gamma delta");
-	free(s);
-	s = line(&d, 2);
-	cr_assert_str_eq(s, "  epsilon");
-	free(s);
-	s = line(&d, 3);
-	cr_assert_str_eq(s, "2. second item");
-	free(s);
+	render(&d, md, 16);
+	line_is(&d, 0, "\u2022 alpha beta");
+	line_is(&d, 1, "  gamma delta");
+	line_is(&d, 2, "  epsilon");
+	line_is(&d, 3, "2. second item");
 	cr_assert_eq(role_of(&d, 0, "\u2022"), THEME_MD_BULLET);
 	tui_span_doc_free(&d);
 }
@@ -94,18 +91,14 @@ Test(tui_mdlite, wraps_wide_characters_by_columns)
 {
 	struct span_doc d;
 	const char *md = "日本語のテキストは長いので折り返す abc 🙂🙂🙂🙂\n";
-	char *s;
 
-	tui_span_doc_init(&d);
-	tui_mdlite_render(&d, md, strlen(md), 10);
+	render(&d, md, 10);
 	cr_assert_gt(d.n, 3);
 	for (size_t i = 0; i < d.n; i++) {
 		size_t w = tui_span_line_width(&d.lines[i]);
 		cr_assert_leq(w, 10, "line %zu is %zu wide", i, w);
 	}
-	s = line(&d, 0);
-	cr_assert_str_eq(s, "日本語のテ");
-	free(s);
+	line_is(&d, 0, "日本語のテ");
 	tui_span_doc_free(&d);
 }
 
@@ -117,23 +110,13 @@ Test(tui_mdlite, tables_align_and_fit)
 	    "|:-----|--:|\n"
 	    "| a | 1 |\n"
 	    "| bbbb | 22 |\n";
-	char *s;
 
-	tui_span_doc_init(&d);
-	tui_mdlite_render(&d, md, strlen(md), 40);
+	render(&d, md, 40);
 	cr_assert_eq(d.n, 6);
-	s = line(&d, 0);
-	cr_assert_str_eq(s, "┌──────┬────┐");
-	free(s);
-	s = line(&d, 1);
-	cr_assert_str_eq(s, "│ name │  n │");
-	free(s);
-	s = line(&d, 3);
-	cr_assert_str_eq(s, "│ a    │  1 │");
-	free(s);
-	s = line(&d, 4);
-	cr_assert_str_eq(s, "│ bbbb │ 22 │");
-	free(s);
+	line_is(&d, 0, "┌──────┬────┐");
+	line_is(&d, 1, "│ name │  n │");
+	line_is(&d, 3, "│ a    │  1 │");
+	line_is(&d, 4, "│ bbbb │ 22 │");
 	cr_assert_eq(role_of(&d, 1, "name"), THEME_TABLE_HEADER);
 	cr_assert_eq(role_of(&d, 0, "┌"), THEME_TABLE_BORDER);
 	tui_span_doc_free(&d);
@@ -141,13 +124,10 @@ Test(tui_mdlite, tables_align_and_fit)
 	/* Too wide: the widest column is cut with an ellipsis. */
 	md = "| k | description |\n|---|---|\n| x | a very long cell "
 	    "text here |\n";
-	tui_span_doc_init(&d);
-	tui_mdlite_render(&d, md, strlen(md), 20);
+	render(&d, md, 20);
 	for (size_t i = 0; i < d.n; i++)
 		cr_assert_leq(tui_span_line_width(&d.lines[i]), 20);
-	s = line(&d, 3);
-	cr_assert_str_eq(s, "│ x │ a very long… │");
-	free(s);
+	line_is(&d, 3, "│ x │ a very long… │");
 	tui_span_doc_free(&d);
 }
 
@@ -156,20 +136,14 @@ Test(tui_mdlite, fenced_python_is_highlighted)
 	struct span_doc d;
 	const char *md = "Run:\n```python\nimport pandas as pd\n"
 	    "x = 1  # one\n```\nafter\n";
-	char *s;
 
-	tui_span_doc_init(&d);
-	tui_mdlite_render(&d, md, strlen(md), 40);
+	render(&d, md, 40);
 	cr_assert_eq(d.n, 4);
-	s = line(&d, 1);
-	cr_assert_str_eq(s, "import pandas as pd");
-	free(s);
+	line_is(&d, 1, "import pandas as pd");
 	cr_assert_eq(role_of(&d, 1, "import"), THEME_CODE_KEYWORD);
 	cr_assert_eq(role_of(&d, 2, "# one"), THEME_CODE_COMMENT);
 	cr_assert_eq(role_of(&d, 2, "1"), THEME_CODE_NUMBER);
-	s = line(&d, 3);
-	cr_assert_str_eq(s, "after");
-	free(s);
+	line_is(&d, 3, "after");
 	tui_span_doc_free(&d);
 }
 
@@ -183,7 +157,6 @@ Test(tui_pyhl, tokens_and_triple_quotes)
 	    "    # not a comment'''\n"
 	    "    s = rb\"\\\"q\" + 'a'  # c\n"
 	    "    return len(x) * 0x1F + 1.5e-3\n";
-	char *s;
 
 	tui_span_doc_init(&d);
 	tui_pyhl_highlight(&d, py, strlen(py), 0, THEME_CELL_CODE);
@@ -200,20 +173,14 @@ Test(tui_pyhl, tokens_and_triple_quotes)
 	cr_assert_eq(role_of(&d, 5, "len"), THEME_CODE_BUILTIN);
 	cr_assert_eq(role_of(&d, 5, "0x1F"), THEME_CODE_NUMBER);
 	cr_assert_eq(role_of(&d, 5, "1.5e-3"), THEME_CODE_NUMBER);
-	s = line(&d, 5);
-	cr_assert_str_eq(s, "    return len(x) * 0x1F + 1.5e-3");
-	free(s);
+	line_is(&d, 5, "    return len(x) * 0x1F + 1.5e-3");
 	tui_span_doc_free(&d);
 
 	/* Cut to a width, tabs expanded. */
 	tui_span_doc_init(&d);
 	tui_pyhl_highlight(&d, "\tx = 'abcdefgh'", 15, 8, THEME_CELL_CODE);
 	cr_assert_eq(d.n, 3);
-	s = line(&d, 0);
-	cr_assert_str_eq(s, "    x = ");
-	free(s);
-	s = line(&d, 1);
-	cr_assert_str_eq(s, "'abcdefg");
-	free(s);
+	line_is(&d, 0, "    x = ");
+	line_is(&d, 1, "'abcdefg");
 	tui_span_doc_free(&d);
 }
