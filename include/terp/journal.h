@@ -62,8 +62,10 @@ struct journal_meta {
 	int			 sent_whole;
 };
 
-/* Frees what meta holds (not meta itself) and zeroes it. */
+/* Frees what meta holds (not meta itself) and zeroes it (journal_load.c). */
 void journal_meta_free(struct journal_meta *meta);
+
+/* ---- writing (src/journal.c) --------------------------------------- */
 
 /* What a new session records in its first line. Strings are borrowed. */
 struct journal_info {
@@ -125,6 +127,8 @@ const char *journal_id(const struct journal *j);
 const char *journal_dir(const struct journal *j);
 /* The first write error, or NULL while all is well (owned). */
 const char *journal_failed(const struct journal *j);
+
+/* ---- loading (src/journal_load.c) ---------------------------------- */
 
 /* Rebuilds nb (empty, from notebook_new) and meta from the journal at
  * path. A last line cut short by a crash is ignored (meta->torn);

@@ -6,7 +6,7 @@ cd "$(dirname "$0")/../.."
 make -s build/obj/tui.o build/obj/tui_tlines.o >/dev/null 2>&1 || true
 for f in src/*.c; do
 	b=$(basename "$f" .c)
-	case "$b" in main|agent|context|kernel|kernel_backend|kernel_ssh|kernel_aca|serve|kernel_jupyter|ws|llm*|zz_*|headless|exec|frontend|jsonout|printer|sandbox|http|sse|config|filter|tui_main|journal|idle|replay|resume|session|cli_sessions|event) continue;; esac
+	case "$b" in main|agent|context|kernel|kernel_backend|kernel_ssh|kernel_aca|serve|kernel_jupyter|ws|llm*|zz_*|headless|exec|frontend|jsonout|printer|sandbox|http|sse|config|filter|tui_main|journal|journal_load|idle|replay|resume|session|cli_sessions|event) continue;; esac
 	make -s "build/obj/$b.o"
 	OBJS="$OBJS build/obj/$b.o"
 done
