@@ -515,6 +515,9 @@ start_attempt(struct loop *l, void *arg)
 	req.headers = (const char *const *)b->wire.headers;
 	req.body = b->wire.body;
 	req.body_len = b->wire.body_len;
+	/* The wire outlives every attempt: reset drops the attempt first,
+	 * and one client runs one transfer at a time (see http.h). */
+	req.body_borrowed = 1;
 	req.connect_timeout_ms = b->cfg->connect_timeout_ms;
 	req.idle_timeout_ms = b->cfg->idle_timeout_ms;
 	req.max_error_body = ERROR_BODY_MAX;

@@ -25,8 +25,16 @@ struct http_req {
 						 * no body; others as given, with it */
 	const char		*url;
 	const char *const	*headers;	/* "Name: value", NULL-terminated */
-	const char		*body;		/* copied by http_post */
+	const char		*body;		/* copied by http_post, unless: */
 	size_t			 body_len;
+	int			 body_borrowed;	/* body is not copied: it must stay
+						 * unchanged until done fires or
+						 * http_cancel returns; a transfer
+						 * cancelled from inside a callback of
+						 * another transfer of the same client
+						 * may still be sent from until curl
+						 * returns, so only a client that runs
+						 * one transfer at a time borrows */
 	long			 connect_timeout_ms;	/* 0: libcurl's default */
 	long			 idle_timeout_ms;	/* silent this long fails; 0: never */
 	size_t			 max_error_body;	/* kept of a non-2xx body (64 KiB if 0) */
