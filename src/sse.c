@@ -147,11 +147,10 @@ field(struct sse *p, const char *name, size_t nlen, const char *v, size_t vlen)
 #undef IS
 }
 
+/* One line, s (n bytes, without its end; not NUL-terminated). */
 static int
-line(struct sse *p)
+line(struct sse *p, const char *s, size_t n)
 {
-	const char *s = p->line.data;
-	size_t n = p->line.len;
 	const char *colon;
 	int r;
 
@@ -191,16 +190,30 @@ feed(struct sse *p, const unsigned char *s, size_t len)
 				continue;
 			}
 		}
-		for (j = i; j < len && s[j] != '\n' && s[j] != '\r'; j++)
-			;
-		if (buf_add(&p->line, s + i, j - i) < 0)
-			return fail(p, "SSE line too long");
-		if (j == len)
-			break;
-		if (s[j] == '\r')
-			p->skip_lf = 1;
-		r = line(p);
-		buf_reset(&p->line);
+		/* the line's end: two vector scans, not a byte loop */
+		{
+			const unsigned char *nl = memchr(s + i, '\n', len - i);
+			const unsigned char *cr;
+			j = nl != NULL ? (size_t)(nl - s) : len;
+			cr = memchr(s + i, '\r', j - i);
+			if (cr != NULL)
+				j = (size_t)(cr - s);
+		}
+		if (j < len && p->line.len == 0 && j - i <= p->line.max) {
+			/* A whole line in this read: read in place. */
+			if (s[j] == '\r')
+				p->skip_lf = 1;
+			r = line(p, (const char *)s + i, j - i);
+		} else {
+			if (buf_add(&p->line, s + i, j - i) < 0)
+				return fail(p, "SSE line too long");
+			if (j == len)
+				break;
+			if (s[j] == '\r')
+				p->skip_lf = 1;
+			r = line(p, p->line.data, p->line.len);
+			buf_reset(&p->line);
+		}
 		if (r != 0)
 			return r;
 		i = j + 1;
@@ -246,7 +259,7 @@ sse_finish(struct sse *p)
 			return r;
 	}
 	if (p->line.len > 0) {
-		r = line(p);
+		r = line(p, p->line.data, p->line.len);
 		buf_reset(&p->line);
 		if (r != 0)
 			return r;
