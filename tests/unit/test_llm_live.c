@@ -541,3 +541,32 @@ Test(llm_live, reply_text_past_its_bound_is_an_error, .timeout = 20)
 	run_free(&r);
 	fake_stop(&f);
 }
+
+/* The easy handle of a finished request is kept for the next (http.c):
+ * nothing of the first answer may show in the second, here a server
+ * gone since (no status, no text, a network error). */
+Test(llm_live, a_kept_handle_carries_nothing_over, .timeout = 20)
+{
+	struct fake f;
+	struct run r;
+
+	fake_start(&f, "{\"turns\":[{\"openai\":{\"text\":\"first\"}}]}");
+	run_init(&r, &f, "openai", 0, 5000);
+	ask(&r, 10000);
+	cr_assert_null(r.error, "%s", r.error);
+	cr_assert_str_eq(buf_str(&r.text), "first");
+	kill(f.pid, SIGTERM);
+	waitpid(f.pid, NULL, 0);
+	f.pid = 0;
+	r.ended = 0;
+	buf_reset(&r.text);
+	ask(&r, 10000);
+	cr_assert_not_null(r.error);
+	cr_assert(strstr(r.error, "cannot reach http://127.0.0.1:") == r.error, "%s", r.error);
+	cr_assert_eq(r.err.kind, LLM_ERR_NET);
+	cr_assert_eq(r.err.http_status, 0);
+	cr_assert_str_eq(buf_str(&r.text), "");
+	cr_assert_eq(r.after_end, 0);
+	run_free(&r);
+	fake_stop(&f);
+}
