@@ -873,7 +873,8 @@ launch(struct kernel *k, char **err)
 	s.cgroup_procs_fd = sandbox_cgroup_procs_fd(k->cg);
 	k->oom_at_launch = sandbox_cgroup_oom_kills(k->cg);
 	launch_reset(k);
-	workspace_disk_baseline(k->ws, disk_root(k));
+	if (workspace_disk_baseline(k->ws, disk_root(k), err) < 0)
+		return -1;
 	if (sandbox_launch(&s, &k->p, err) < 0)
 		return -1;
 	if (k->o->no_sandbox)

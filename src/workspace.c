@@ -36,6 +36,9 @@ struct workspace {
 	}		*binds;
 	int		 nbinds;
 	uint64_t	 disk_allow, files_allow;	/* this launch's limits */
+	/* what the first launch over the limits was allowed (a stopped
+	 * session may delete, not grow: 0 while within the limits) */
+	uint64_t	 over_bytes, over_files;
 };
 
 struct workspace *
@@ -669,20 +672,43 @@ disk_measure(struct workspace *w, pid_t root, uint64_t max_bytes, uint64_t max_f
 	return now_us() - t0;
 }
 
-void
-workspace_disk_baseline(struct workspace *w, pid_t root)
+int
+workspace_disk_baseline(struct workspace *w, pid_t root, char **err)
 {
 	struct workspace_usage u;
+	char lim[32], got[32];
 
 	w->disk_allow = w->disk;
 	w->files_allow = files_limit(w);
 	if (w->disk == 0)
-		return;
+		return 0;
 	disk_measure(w, root, 0, 0, &u);
+	if (u.bytes <= w->disk_allow && u.inodes <= w->files_allow) {
+		w->over_bytes = w->over_files = 0;
+		return 0;
+	}
+	/* Over the limits (a sandbox stopped for them): this one may delete.
+	 * It was allowed no growth, but wrote until the next check; a second
+	 * such round is refused, so restarts cannot grow the workspace by
+	 * one overshoot each. */
+	if (w->over_bytes != 0 && (u.bytes > w->over_bytes || u.inodes > w->over_files)) {
+		fmt_bytes(lim, sizeof lim, w->disk);
+		fmt_bytes(got, sizeof got, u.bytes);
+		*err = xasprintf("the workspace holds %s (or %llu files), over the "
+		    "session's disk limit of %s, and grew again after the sandbox "
+		    "was stopped for it: delete files in %s, or resume with a larger "
+		    "--disk", got, (unsigned long long)u.inodes, lim, w->dir);
+		return -1;
+	}
 	if (u.bytes > w->disk_allow)
 		w->disk_allow = u.bytes;
 	if (u.inodes > w->files_allow)
 		w->files_allow = u.inodes;
+	if (w->over_bytes == 0) {
+		w->over_bytes = w->disk_allow;
+		w->over_files = w->files_allow;
+	}
+	return 0;
 }
 
 char *

@@ -69,8 +69,11 @@ int workspace_binds(struct workspace *w, int *fds, const char **names, int max,
 /* Sets this launch's disk limits: the session's, or what the workspace
  * holds already when that is more (a session stopped for its disk use
  * restarts and may delete, but not grow). root: the sandbox's first
- * process (its deleted-but-open files count too), or <= 0. */
-void workspace_disk_baseline(struct workspace *w, pid_t root);
+ * process (its deleted-but-open files count too), or <= 0. Returns 0,
+ * or -1 with *err when the workspace grew again after a sandbox was
+ * stopped for its size: no sandbox starts until files go (on the host,
+ * in the folder *err names) or the limit is raised. */
+int workspace_disk_baseline(struct workspace *w, pid_t root, char **err);
 
 /* Measures the workspace against this launch's limits. Returns NULL
  * when it is within them, else why the sandbox must stop (a new

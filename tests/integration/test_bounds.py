@@ -230,6 +230,28 @@ def test_quick_cells_filling_the_disk_are_stopped(cells, scrub):
     assert DISK < ok * (2 << 20) <= DISK + OVERSHOOT, ok
 
 
+def test_restarts_do_not_grow_the_workspace_past_the_bound(cells, scrub):
+    """A session stopped for its disk use restarts and may delete, not
+    grow: each sandbox writes until a check stops it, so without a bound
+    every restart added one overshoot (300 cells of 2 MiB wrote 600 MiB
+    under --disk 64M). The second growth is refused: no sandbox starts,
+    the cells fail with the way out, and the workspace stays bounded."""
+    code = r'''
+        n = len(os.listdir("/workspace"))
+        with open("/workspace/r%d" % n, "wb") as f:
+            f.write(b"x" * (2 << 20))
+    '''
+    r = cells(*[code] * 300, args=("--disk", "64M", "--max-file-size", "16M"))
+    used, _ = du(workspace_of(r))
+    scrub(workspace_of(r))
+    assert used <= DISK + 2 * OVERSHOOT, used
+    res = r.results()
+    refused = [x for x in res if "grew again after the sandbox was stopped" in
+               json.dumps(x) + r.err]
+    assert refused or "grew again after the sandbox was stopped" in r.out, res[-2:]
+    assert "delete files in" in r.out + r.err and "--disk" in r.out + r.err
+
+
 def test_host_usage_stays_under_the_bound(cells, scrub):
     r = cells(r'''
         chunk = os.urandom(1 << 20)
