@@ -227,7 +227,9 @@ def test_quick_cells_filling_the_disk_are_stopped(cells, scrub):
     assert stop is not None, r.results()[-3:]
     assert "disk limit" in stop.get("reason", stop.get("message", "")), stop
     scrub(workspace_of(r))
-    assert DISK < ok * (2 << 20) <= DISK + OVERSHOOT, ok
+    # not early (the workspace holds a few MiB besides the cells' files:
+    # folders, the session's caches), and within the overshoot
+    assert DISK - (8 << 20) < ok * (2 << 20) <= DISK + OVERSHOOT, ok
 
 
 def test_restarts_do_not_grow_the_workspace_past_the_bound(cells, scrub):
