@@ -20,8 +20,8 @@ plain(unsigned char c)
 	return c >= 32 && c != '"' && c != '\\';
 }
 
-static int
-put_str(struct buf *b, const char *s)
+int
+json_text_str(struct buf *b, const char *s)
 {
 	static const char hex[] = "0123456789abcdef";
 	const char *run;
@@ -113,7 +113,7 @@ json_text(struct buf *b, const cJSON *v)
 	case cJSON_Number:
 		return put_num(b, v->valuedouble);
 	case cJSON_String:
-		return put_str(b, v->valuestring);
+		return json_text_str(b, v->valuestring);
 	case cJSON_Raw:
 		return v->valuestring ? buf_adds(b, v->valuestring) : 0;
 	case cJSON_Array:
@@ -128,7 +128,7 @@ json_text(struct buf *b, const cJSON *v)
 			return -1;
 		for (c = v->child; c != NULL; c = c->next)
 			if ((c != v->child && buf_addc(b, ',') < 0) ||
-			    put_str(b, c->string ? c->string : "") < 0 ||
+			    json_text_str(b, c->string ? c->string : "") < 0 ||
 			    buf_addc(b, ':') < 0 || json_text(b, c) < 0)
 				return -1;
 		return buf_addc(b, '}');

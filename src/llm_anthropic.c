@@ -74,6 +74,60 @@ cache_mark(void)
 	return c;
 }
 
+/* Where a message's blocks go: into the tree (llm_anthropic_encode) or
+ * into the text cache (entry_encode). emit owns the block. */
+typedef void block_emit(void *arg, const char *role, cJSON *block);
+
+/* One message's blocks in the API's shape: a tool message is a
+ * tool_result in a user message, an assistant's text and tool calls are
+ * text and tool_use blocks (empty text blocks are rejected), anything
+ * else a user text block. */
+static void
+message_blocks(const cJSON *m, block_emit *emit, void *arg)
+{
+	const char *role = str(m, "role"), *c = str(m, "content");
+
+	if (role == NULL)
+		return;
+	if (strcmp(role, "tool") == 0) {
+		cJSON *b = cJSON_CreateObject();
+		cJSON_AddStringToObject(b, "type", "tool_result");
+		cJSON_AddStringToObject(b, "tool_use_id",
+		    str(m, "tool_call_id") ? str(m, "tool_call_id") : "");
+		cJSON_AddStringToObject(b, "content", c ? c : "");
+		if (cJSON_IsTrue(get(m, "is_error")))
+			cJSON_AddTrueToObject(b, "is_error");
+		emit(arg, "user", b);
+	} else if (strcmp(role, "assistant") == 0) {
+		const cJSON *call;
+		if (c != NULL && *c != '\0')
+			emit(arg, "assistant", text_block(c));
+		cJSON_ArrayForEach(call, get(m, "tool_calls")) {
+			cJSON *b = cJSON_CreateObject(), *in;
+			const char *args = str(call, "arguments");
+			in = args ? cJSON_Parse(args) : NULL;
+			if (!cJSON_IsObject(in)) {
+				cJSON_Delete(in);
+				in = cJSON_CreateObject();
+			}
+			cJSON_AddStringToObject(b, "type", "tool_use");
+			cJSON_AddStringToObject(b, "id", str(call, "id") ? str(call, "id") : "");
+			cJSON_AddStringToObject(b, "name",
+			    str(call, "name") ? str(call, "name") : "");
+			cJSON_AddItemToObject(b, "input", in);
+			emit(arg, "assistant", b);
+		}
+	} else if (c != NULL && *c != '\0') {
+		emit(arg, "user", text_block(c));
+	}
+}
+
+static void
+tree_emit(void *arg, const char *role, cJSON *block)
+{
+	add_block(arg, role, block);
+}
+
 cJSON *
 llm_anthropic_encode(const char *model, int max_tokens, const char *system,
     const cJSON *messages)
@@ -92,45 +146,8 @@ llm_anthropic_encode(const char *model, int max_tokens, const char *system,
 		cJSON_AddItemToArray(sys, b);
 	}
 	msgs = cJSON_AddArrayToObject(body, "messages");
-	cJSON_ArrayForEach(m, messages) {
-		const char *role = str(m, "role"), *c = str(m, "content");
-
-		if (role == NULL)
-			continue;
-		if (strcmp(role, "tool") == 0) {
-			cJSON *b = cJSON_CreateObject();
-			cJSON_AddStringToObject(b, "type", "tool_result");
-			cJSON_AddStringToObject(b, "tool_use_id",
-			    str(m, "tool_call_id") ? str(m, "tool_call_id") : "");
-			cJSON_AddStringToObject(b, "content", c ? c : "");
-			if (cJSON_IsTrue(get(m, "is_error")))
-				cJSON_AddTrueToObject(b, "is_error");
-			add_block(msgs, "user", b);
-		} else if (strcmp(role, "assistant") == 0) {
-			const cJSON *call;
-			/* Empty text blocks are rejected. */
-			if (c != NULL && *c != '\0')
-				add_block(msgs, "assistant", text_block(c));
-			cJSON_ArrayForEach(call, get(m, "tool_calls")) {
-				cJSON *b = cJSON_CreateObject(), *in;
-				const char *args = str(call, "arguments");
-				in = args ? cJSON_Parse(args) : NULL;
-				if (!cJSON_IsObject(in)) {
-					cJSON_Delete(in);
-					in = cJSON_CreateObject();
-				}
-				cJSON_AddStringToObject(b, "type", "tool_use");
-				cJSON_AddStringToObject(b, "id",
-				    str(call, "id") ? str(call, "id") : "");
-				cJSON_AddStringToObject(b, "name",
-				    str(call, "name") ? str(call, "name") : "");
-				cJSON_AddItemToObject(b, "input", in);
-				add_block(msgs, "assistant", b);
-			}
-		} else if (c != NULL && *c != '\0') {
-			add_block(msgs, "user", text_block(c));
-		}
-	}
+	cJSON_ArrayForEach(m, messages)
+		message_blocks(m, tree_emit, msgs);
 	/* Cache the conversation so far: the next turn re-reads it. */
 	last = cJSON_GetArrayItem(msgs, cJSON_GetArraySize(msgs) - 1);
 	if (last != NULL) {
@@ -194,45 +211,17 @@ entry_block(struct buf *e, const char *role, cJSON *block)
 	buf_free(&t);
 }
 
+static void
+text_emit(void *arg, const char *role, cJSON *block)
+{
+	entry_block(arg, role, block);
+}
+
 /* A message's blocks, as llm_anthropic_encode makes them. */
 static void
 entry_encode(struct buf *e, const cJSON *m)
 {
-	const char *role = str(m, "role"), *c = str(m, "content");
-
-	if (role == NULL)
-		return;
-	if (strcmp(role, "tool") == 0) {
-		cJSON *b = cJSON_CreateObject();
-		cJSON_AddStringToObject(b, "type", "tool_result");
-		cJSON_AddStringToObject(b, "tool_use_id",
-		    str(m, "tool_call_id") ? str(m, "tool_call_id") : "");
-		cJSON_AddStringToObject(b, "content", c ? c : "");
-		if (cJSON_IsTrue(get(m, "is_error")))
-			cJSON_AddTrueToObject(b, "is_error");
-		entry_block(e, "user", b);
-	} else if (strcmp(role, "assistant") == 0) {
-		const cJSON *call;
-		if (c != NULL && *c != '\0')
-			entry_block(e, "assistant", text_block(c));
-		cJSON_ArrayForEach(call, get(m, "tool_calls")) {
-			cJSON *b = cJSON_CreateObject(), *in;
-			const char *args = str(call, "arguments");
-			in = args ? cJSON_Parse(args) : NULL;
-			if (!cJSON_IsObject(in)) {
-				cJSON_Delete(in);
-				in = cJSON_CreateObject();
-			}
-			cJSON_AddStringToObject(b, "type", "tool_use");
-			cJSON_AddStringToObject(b, "id", str(call, "id") ? str(call, "id") : "");
-			cJSON_AddStringToObject(b, "name",
-			    str(call, "name") ? str(call, "name") : "");
-			cJSON_AddItemToObject(b, "input", in);
-			entry_block(e, "assistant", b);
-		}
-	} else if (c != NULL && *c != '\0') {
-		entry_block(e, "user", text_block(c));
-	}
+	message_blocks(m, text_emit, e);
 }
 
 /* One API message being joined: its blocks, tool_results first (they

@@ -14,6 +14,7 @@
 #include <strings.h>
 
 #include "terp/buf.h"
+#include "terp/json_text.h"
 #include "terp/llm_cache.h"
 #include "terp/llm_provider.h"
 #include "terp/util.h"
@@ -162,44 +163,13 @@ llm_openai_encode(enum llm_openai_flavor f, const char *model,
 
 #define BODY_MAX	((size_t)1 << 31)
 
-/* A JSON string as cJSON prints it: ", \ and the C0 controls escaped,
- * everything else (UTF-8 included) as is. NULL prints as "". */
+/* Strings as cJSON prints them (json_text_str). A body stays far below
+ * BODY_MAX (the context window bounds it long before), so an append
+ * past it is not checked for. */
 static void
 put_str(struct buf *b, const char *s)
 {
-	static const char hex[] = "0123456789abcdef";
-	const char *run;
-
-	buf_addc(b, '"');
-	for (run = s; s != NULL && *s != '\0'; s++) {
-		unsigned char c = (unsigned char)*s;
-		char esc[7];
-
-		if (c >= 32 && c != '"' && c != '\\')
-			continue;
-		buf_add(b, run, (size_t)(s - run));
-		run = s + 1;
-		esc[0] = '\\';
-		switch (c) {
-		case '"': esc[1] = '"'; break;
-		case '\\': esc[1] = '\\'; break;
-		case '\b': esc[1] = 'b'; break;
-		case '\f': esc[1] = 'f'; break;
-		case '\n': esc[1] = 'n'; break;
-		case '\r': esc[1] = 'r'; break;
-		case '\t': esc[1] = 't'; break;
-		default:
-			memcpy(esc + 1, "u00", 3);
-			esc[4] = hex[c >> 4];
-			esc[5] = hex[c & 15];
-			buf_add(b, esc, 6);
-			continue;
-		}
-		buf_add(b, esc, 2);
-	}
-	if (run != NULL && s != NULL)
-		buf_add(b, run, (size_t)(s - run));
-	buf_addc(b, '"');
+	(void)json_text_str(b, s);
 }
 
 /* "key":"value" with the comma before it unless first. */

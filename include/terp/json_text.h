@@ -13,6 +13,11 @@
  * be passed (b holds part of it then). */
 int json_text(struct buf *b, const cJSON *v);
 
+/* Appends s as a JSON string, escaped as cJSON escapes it (", \ and the
+ * C0 controls; UTF-8 as it is); NULL as "". Returns 0, or -1 as
+ * json_text does. */
+int json_text_str(struct buf *b, const char *s);
+
 /* Links item into array before the item at index at (0 <= at <= the
  * length; at the length it is appended); array owns item then. Not
  * cJSON_InsertItemInArray: Debian 12's libcjson 1.7.15 returns false and

@@ -468,3 +468,30 @@ def fake_model(tmp_path):
     yield start
     for srv in servers:
         srv.stop()
+
+
+@pytest.fixture
+def fake(tmp_path):
+    """fake(turns or script, respond=None) -> a started tests/fake_model.py
+    server with .url (OpenAI style base), .root (no /v1) and .requests()
+    (its log); a list is the script's turns. Stopped after the test."""
+    import sys
+    if str(ROOT / "tests") not in sys.path:
+        sys.path.insert(0, str(ROOT / "tests"))
+    from fake_model import FakeModel, read_log
+    servers = []
+
+    def start(turns, respond=None):
+        log = tmp_path / ("model%d.jsonl" % len(servers))
+        script = {"turns": turns} if isinstance(turns, list) else turns
+        srv = FakeModel(script, str(log), respond=respond)
+        port = srv.start()
+        srv.root = "http://127.0.0.1:%d" % port
+        srv.url = srv.root + "/v1"
+        srv.requests = lambda: read_log(str(log))
+        servers.append(srv)
+        return srv
+
+    yield start
+    for s in servers:
+        s.stop()

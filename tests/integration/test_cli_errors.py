@@ -13,7 +13,6 @@ from conftest import ROOT, TERP, free_port
 from tui_tmux import Tmux
 
 sys.path.insert(0, str(ROOT / "tests"))
-from fake_model import FakeModel, read_log  # noqa: E402
 
 SALES = str(ROOT / "examples" / "sales.csv")
 KEY = "sk-terp-test-0123456789"
@@ -29,22 +28,6 @@ def one_line(r):
     assert len(lines) == 1, r
     assert r.out == "", r
     return lines[0]
-
-
-@pytest.fixture
-def fake(tmp_path):
-    servers = []
-
-    def start(turns):
-        log = str(tmp_path / ("m%d.jsonl" % len(servers)))
-        srv = FakeModel({"turns": turns}, log)
-        srv.url = "http://127.0.0.1:%d/v1" % srv.start()
-        srv.requests = lambda: read_log(log)
-        servers.append(srv)
-        return srv
-    yield start
-    for s in servers:
-        s.stop()
 
 
 # ---------------------------------------------------------------- item 15: usage

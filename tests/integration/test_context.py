@@ -14,7 +14,6 @@ import pytest
 from conftest import ROOT, session_dir
 
 sys.path.insert(0, str(ROOT / "tests"))
-from fake_model import FakeModel, read_log  # noqa: E402
 from fake_analyst import SUMMARY_MARK, _texts, analyst  # noqa: E402
 
 KEY = "sk-terp-test-0123456789"
@@ -30,25 +29,6 @@ def flags(provider, srv):
     if provider == "ollama":
         return ["--provider", "ollama", "--model", "llama3.1:8b", "--base-url", srv.url], {}
     return ["--provider", "openai", "--base-url", srv.url], {"OPENAI_API_KEY": KEY}
-
-
-@pytest.fixture
-def fake(tmp_path):
-    servers = []
-
-    def start(script, respond=None):
-        log = tmp_path / ("model%d.jsonl" % len(servers))
-        srv = FakeModel(script, str(log), respond=respond)
-        port = srv.start()
-        srv.root = "http://127.0.0.1:%d" % port
-        srv.url = srv.root + "/v1"
-        srv.requests = lambda: read_log(str(log))
-        servers.append(srv)
-        return srv
-
-    yield start
-    for s in servers:
-        s.stop()
 
 
 @pytest.mark.parametrize("provider", ["openai", "anthropic"])

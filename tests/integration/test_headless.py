@@ -14,33 +14,11 @@ import pytest
 from conftest import ROOT, TERP, Result, children, pids_gone, wait_until
 
 sys.path.insert(0, str(ROOT / "tests"))
-from fake_model import FakeModel, read_log  # noqa: E402
 
 KEY = "sk-terp-test-0123456789"
 
 
 # ---------------------------------------------------------------- helpers
-
-@pytest.fixture
-def fake(tmp_path):
-    """fake(turns) -> a started FakeModel with .url (OpenAI style base),
-    .root (no /v1) and .requests() (the log)."""
-    servers = []
-
-    def start(turns):
-        log = tmp_path / ("model%d.jsonl" % len(servers))
-        srv = FakeModel({"turns": turns}, str(log))
-        port = srv.start()
-        srv.root = "http://127.0.0.1:%d" % port
-        srv.url = srv.root + "/v1"
-        srv.requests = lambda: read_log(str(log))
-        servers.append(srv)
-        return srv
-
-    yield start
-    for s in servers:
-        s.stop()
-
 
 def flags(provider, srv):
     """Command-line flags and environment for provider against srv."""

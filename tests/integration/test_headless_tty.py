@@ -18,27 +18,9 @@ import pytest
 from conftest import GATE, ROOT, TERP, children, release, wait_until
 
 sys.path.insert(0, str(ROOT / "tests"))
-from fake_model import FakeModel, read_log  # noqa: E402
 
 KEY = "sk-terp-test-0123456789"
 FORTY = "for i in range(40):\n    print('line', i, flush=True)\n"
-
-
-@pytest.fixture
-def fake(tmp_path):
-    servers = []
-
-    def start(turns):
-        log = tmp_path / ("model%d.jsonl" % len(servers))
-        srv = FakeModel({"turns": turns}, str(log))
-        srv.url = "http://127.0.0.1:%d/v1" % srv.start()
-        srv.requests = lambda: read_log(str(log))
-        servers.append(srv)
-        return srv
-
-    yield start
-    for s in servers:
-        s.stop()
 
 
 def cell_turn(code):

@@ -14,28 +14,10 @@ import pytest
 from conftest import ROOT, _state_sessions
 
 sys.path.insert(0, str(ROOT / "tests"))
-from fake_model import FakeModel, read_log  # noqa: E402
 
 KEY = "sk-terp-test-0123456789"
 SALES = ROOT / "examples" / "sales.csv"
 WINE = Path("/usr/lib/python3/dist-packages/sklearn/datasets/data/wine_data.csv")
-
-
-@pytest.fixture
-def fake(tmp_path):
-    servers = []
-
-    def start(turns):
-        log = tmp_path / ("m%d.jsonl" % len(servers))
-        srv = FakeModel({"turns": turns}, str(log))
-        srv.url = "http://127.0.0.1:%d/v1" % srv.start()
-        srv.requests = lambda: read_log(str(log))
-        servers.append(srv)
-        return srv
-
-    yield start
-    for s in servers:
-        s.stop()
 
 
 def ask(terp, srv, questions, *files, flags=(), extra_env=None):
