@@ -182,6 +182,10 @@ struct jupyter {
 	struct cur		 cur;
 	char			*last_fp;
 	uint64_t		 timeout_timer, grace_timer, start_timer, check_timer;
+	/* the cwd check's execute_reply came / its iopub idle came; until
+	 * both did, the check is sent again (nudge_timer): see send_cwd */
+	int			 ctl_replied, ctl_idle;
+	uint64_t		 nudge_timer;
 	char			*pending_note;	/* a failed upload, for the next cell */
 
 	/* Upload in progress. */
@@ -207,6 +211,7 @@ static void finish_cell(struct jupyter *j, enum cell_status st, const char *reas
 static void lose_connection(struct jupyter *j, const char *why);
 static void go_dead(struct jupyter *j, const char *msg);
 static void send_kernel_info(struct jupyter *j);
+static void cwd_answered(struct jupyter *j);
 static void fetch_next(struct jupyter *j);
 static void cancel_requests(struct jupyter *j);
 static void on_check(struct loop *l, void *arg);
@@ -1490,6 +1495,12 @@ became_ready(struct jupyter *j)
 static void
 on_kernel_status(struct jupyter *j, const char *es, const char *parent)
 {
+	if (j->step == ST_CWD && parent != NULL && strcmp(parent, j->ctl_id) == 0 &&
+	    strcmp(es, "idle") == 0) {
+		j->ctl_idle = 1;
+		cwd_answered(j);
+		return;
+	}
 	if (j->cur.active && parent != NULL && strcmp(parent, j->cur.msg_id) == 0)
 		j->cur.started = 1;
 	if (strcmp(es, "idle") == 0 && j->cur.active && parent != NULL &&
@@ -1516,6 +1527,52 @@ on_kernel_status(struct jupyter *j, const char *es, const char *parent)
 		emit_state(j, KERNEL_STARTING, "the Jupyter kernel died; the server is restarting it",
 		    1, 1);
 		send_kernel_info(j);
+	}
+}
+
+#define NUDGE_MS	200	/* the cwd check again while iopub is silent */
+
+/* The silent cwd check that ends the start sequence. Ready takes its
+ * execute_reply (shell) and its idle status (iopub): right after a
+ * restart the server's iopub subscription may not be connected yet
+ * (zmq's slow joiner), and a cell sent then got its reply but never its
+ * idle, so it ran forever. As Jupyter Server nudges a new connection,
+ * the check is sent again until iopub answers (the start timeout bounds
+ * it). */
+static void
+send_cwd(struct jupyter *j)
+{
+	j->step = ST_CWD;
+	j->ctl_kind = 1;
+	j->ctl_replied = j->ctl_idle = 0;
+	if (send_msg(j, "execute_request", "shell",
+	    execute_content("", 1, "cwd", CWD_EXPR), j->ctl_id) < 0) {
+		j->ctl_kind = 0;
+		lose_connection(j, "cannot send on the kernel's WebSocket");
+	}
+}
+
+static void
+on_nudge(struct loop *l, void *arg)
+{
+	struct jupyter *j = arg;
+	(void)l;
+
+	j->nudge_timer = 0;
+	if (j->step == ST_CWD && j->ctl_kind == 0 && !j->ctl_idle)
+		send_cwd(j);
+}
+
+/* One half of the cwd check's answer came; ready when both did. */
+static void
+cwd_answered(struct jupyter *j)
+{
+	if (j->ctl_replied && j->ctl_idle) {
+		loop_timer_cancel(j->loop, j->nudge_timer);
+		j->nudge_timer = 0;
+		became_ready(j);
+	} else if (j->ctl_replied && j->nudge_timer == 0) {
+		j->nudge_timer = loop_timer_add(j->loop, NUDGE_MS, on_nudge, j);
 	}
 }
 
@@ -1548,13 +1605,7 @@ on_ws_message(void *arg, const char *p, size_t n, int binary)
 	}
 	if (strcmp(type, "kernel_info_reply") == 0 && j->step == ST_INFO &&
 	    parent != NULL && strcmp(parent, j->info_id) == 0) {
-		j->step = ST_CWD;
-		j->ctl_kind = 1;
-		if (send_msg(j, "execute_request", "shell",
-		    execute_content("", 1, "cwd", CWD_EXPR), j->ctl_id) < 0) {
-			j->ctl_kind = 0;
-			lose_connection(j, "cannot send on the kernel's WebSocket");
-		}
+		send_cwd(j);
 		cJSON_Delete(m);
 		return;
 	}
@@ -1565,7 +1616,8 @@ on_ws_message(void *arg, const char *p, size_t n, int binary)
 		if (kind == 1) {
 			on_cwd_reply(j, content);
 			cJSON_Delete(m);
-			became_ready(j);
+			j->ctl_replied = 1;
+			cwd_answered(j);
 			return;
 		}
 		cJSON_Delete(m);
@@ -1646,6 +1698,8 @@ teardown(struct jupyter *j, enum cell_status st, const char *reason)
 {
 	loop_timer_cancel(j->loop, j->start_timer);
 	j->start_timer = 0;
+	loop_timer_cancel(j->loop, j->nudge_timer);
+	j->nudge_timer = 0;
 	j->gen++;
 	cancel_requests(j);
 	if (j->ws != NULL) {
@@ -2115,6 +2169,9 @@ restart_kernel(struct jupyter *j, const char *cell_reason, enum cell_status st)
 		j->queue = p;
 	}
 	j->ctl_kind = 0;
+	loop_timer_cancel(j->loop, j->nudge_timer);
+	j->nudge_timer = 0;
+	j->step = ST_NONE;
 	j->phase = PH_STARTING;
 	j->restarted = j->lost = 1;
 	j->restarting_by_us = 1;
@@ -2440,6 +2497,7 @@ jupyter_free(struct jupyter *j)
 	j->cb.output = NULL;
 	j->cb.artifact = NULL;
 	loop_timer_cancel(j->loop, j->start_timer);
+	loop_timer_cancel(j->loop, j->nudge_timer);
 	cancel_cell_timers(j);
 	cancel_requests(j);
 	if (j->ws != NULL)

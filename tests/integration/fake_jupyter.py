@@ -8,6 +8,7 @@ usage: python3 fake_jupyter.py PORT TOKEN   (prints "listening" when ready)
 """
 import base64
 import json
+import os
 import sys
 import uuid
 
@@ -80,6 +81,11 @@ class Kernel(Base):
 
 class KernelAction(Base):
     def post(self, kid, action):
+        if action == "restart":
+            # FAKE_JUPYTER_SLOW_JOINER=N: the iopub of the next N requests
+            # is lost, as when the server's subscription to a restarted
+            # kernel is not connected yet (zmq's slow joiner)
+            STATE["drop_iopub"] = int(os.environ.get("FAKE_JUPYTER_SLOW_JOINER", "0"))
         self.reply({"id": KID}, 200 if action == "restart" else 204)
 
 
@@ -116,11 +122,16 @@ class Channels(websocket.WebSocketHandler):
                            "content": content})
 
     def send(self, parent, channel, mtype, content):
+        if channel == "iopub" and getattr(self, "dropping", False):
+            return
         self.write_message(self.msg(parent, channel, mtype, content))
 
     def on_message(self, text):
         m = json.loads(text)
         h = m["header"]
+        self.dropping = STATE.get("drop_iopub", 0) > 0
+        if self.dropping:
+            STATE["drop_iopub"] -= 1
         if h["msg_type"] == "kernel_info_request":
             self.send(h, "shell", "kernel_info_reply", {"status": "ok"})
             return
@@ -128,7 +139,10 @@ class Channels(websocket.WebSocketHandler):
             return
         code = m["content"]["code"]
         if m["content"].get("silent"):
+            # a kernel publishes busy and idle around every request
+            self.send(h, "iopub", "status", {"execution_state": "busy"})
             self.send(h, "shell", "execute_reply", {"status": "ok", "user_expressions": {}})
+            self.send(h, "iopub", "status", {"execution_state": "idle"})
             return
         STATE["scenario"] = code
         self.send(h, "iopub", "status", {"execution_state": "busy"})

@@ -539,6 +539,30 @@ def fake(tmp_path):
     p.wait()
 
 
+def test_a_cell_after_a_restart_waits_for_iopub(harness_bin, tmp_path):
+    """After a restart the server's iopub may miss the first messages of
+    the new kernel: the start sequence's check is sent again until iopub
+    answers, so the next cell is not sent into the gap (where it got its
+    reply but never its idle, and ran until its time limit)."""
+    port = free_port()
+    p = subprocess.Popen([PY, str(FAKE), str(port), TOKEN], stdout=subprocess.PIPE, text=True,
+                         env=dict(os.environ, FAKE_JUPYTER_SLOW_JOINER="3"))
+    try:
+        assert p.stdout.readline().strip() == "listening"
+        h = Harness(harness_bin, "http://127.0.0.1:%d" % port, tmp_path / "out",
+                    "--timeout", "30000")
+        h.state("ready")
+        assert h.cell(1, "print(1)")["status"] == "ok"
+        h.send(op="restart")
+        h.state("ready")
+        r = h.cell(2, "print(2)")
+        assert r["status"] == "ok", r
+        h.quit()
+    finally:
+        p.kill()
+        p.wait()
+
+
 def test_hostile_server_is_bounded_and_sanitized(harness_bin, fake, tmp_path):
     work = tmp_path / "work"
     out = work / "out"
