@@ -495,3 +495,18 @@ def fake(tmp_path):
     yield start
     for s in servers:
         s.stop()
+
+
+@pytest.fixture(scope="module")
+def jupyter(tmp_path_factory):
+    """A real Jupyter Server (test_jupyter.Server) on loopback, one per
+    test module."""
+    r = subprocess.run(["/usr/bin/python3", "-c", "import jupyter_server, ipykernel"],
+                       capture_output=True)
+    if r.returncode != 0:
+        pytest.fail("python3-jupyter-server or python3-ipykernel is missing: scripts/deps.sh "
+                    "installs them", pytrace=False)
+    from test_jupyter import Server
+    s = Server(tmp_path_factory.mktemp("jupyter"))
+    yield s
+    s.stop()

@@ -13,7 +13,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 
 from conftest import ROOT, TERP, _state_sessions
 
@@ -21,20 +20,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from fake_model import FakeModel, read_log  # noqa: E402
 from test_backends import ATOKEN, JTOKEN, KEY, _pool  # noqa: E402
-from test_jupyter import Server  # noqa: E402
 
-PY = "/usr/bin/python3"
-
-
-@pytest.fixture(scope="module")
-def jupyter(tmp_path_factory):
-    r = subprocess.run([PY, "-c", "import jupyter_server, ipykernel"], capture_output=True)
-    if r.returncode != 0:
-        pytest.fail("python3-jupyter-server or python3-ipykernel is missing: scripts/deps.sh "
-                    "installs them", pytrace=False)
-    s = Server(tmp_path_factory.mktemp("jupyter"))
-    yield s
-    s.stop()
 
 
 def sessions_dir(env):
@@ -68,12 +54,9 @@ def lost_events(r):
     return [e for e in r.of("kernel") if e.get("state_lost") is True]
 
 
-def test_jupyter_resume_reaches_the_same_kernel(terp, env, tmp_path, jupyter):
-    """terp is killed (-9) with the kernel alive on the server: the
-    resume finds it (GET /api/kernels/ID) and x is still there; after a
-    clean exit, which shuts the kernel down, the next resume starts a
-    new kernel and says the state was lost."""
-    spec = "jupyter+" + jupyter.url
+def killed_with_x(env, tmp_path, spec):
+    """A session that set x = 41 on the Jupyter server, then had terp
+    killed (-9) by its own cell, the kernel left alive; its id."""
     pidfile = tmp_path / "terp.pid"
     e = dict(env, JUPYTER_TOKEN=JTOKEN)
     kill = ("import os, signal\n"
@@ -84,7 +67,16 @@ def test_jupyter_resume_reaches_the_same_kernel(terp, env, tmp_path, jupyter):
     pidfile.write_text(str(p.pid))
     out, err = p.communicate(timeout=300)
     assert p.returncode == -signal.SIGKILL, (out, err)
-    sid = only_session(env)
+    return only_session(env)
+
+
+def test_jupyter_resume_reaches_the_same_kernel(terp, env, tmp_path, jupyter):
+    """terp is killed (-9) with the kernel alive on the server: the
+    resume finds it (GET /api/kernels/ID) and x is still there; after a
+    clean exit, which shuts the kernel down, the next resume starts a
+    new kernel and says the state was lost."""
+    spec = "jupyter+" + jupyter.url
+    sid = killed_with_x(env, tmp_path, spec)
     [rec] = remotes(env, sid)
     assert rec["sandbox"] == spec
     folder, kid = rec["session"].split("/")
@@ -117,17 +109,7 @@ def test_a_kept_state_is_not_replayed_a_lost_one_is(terp, env, tmp_path, jupyter
     down), the next --resume --replay finds it gone: the backend's loss
     is the journal's, and the cells that succeeded are re-run."""
     spec = "jupyter+" + jupyter.url
-    pidfile = tmp_path / "terp.pid"
-    e = dict(env, JUPYTER_TOKEN=JTOKEN)
-    kill = ("import os, signal\n"
-            "os.kill(int(open(%r).read()), signal.SIGKILL)" % str(pidfile))
-    p = subprocess.Popen([str(TERP), "exec", "--json", "--sandbox", spec, "-c", "x = 41",
-                          "-c", kill], cwd=tmp_path, env=e, stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True)
-    pidfile.write_text(str(p.pid))
-    out, err = p.communicate(timeout=300)
-    assert p.returncode == -signal.SIGKILL, (out, err)
-    sid = only_session(env)
+    sid = killed_with_x(env, tmp_path, spec)
     r = terp("exec", "--json", "--resume", sid, "--replay", "--sandbox", spec,
              "-c", "print(x + 1)", extra_env={"JUPYTER_TOKEN": JTOKEN}, timeout=300)
     assert r.rc == 0, r

@@ -6,29 +6,16 @@ when connecting: not again after a cell or a restart."""
 import os
 import re
 import signal
-import subprocess
 
 import pytest
 
 from conftest import children, private_env, traversable
-from test_jupyter import TOKEN, Server
+from test_jupyter import TOKEN
 from tui_tmux import Tmux
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TERP = os.path.join(ROOT, "terp")
-PY = "/usr/bin/python3"
 NOTICE = "The session runs on jupyter 127.0.0.1:"
-
-
-@pytest.fixture(scope="module")
-def jupyter(tmp_path_factory):
-    r = subprocess.run([PY, "-c", "import jupyter_server, ipykernel"], capture_output=True)
-    if r.returncode != 0:
-        pytest.fail("python3-jupyter-server or python3-ipykernel is missing: scripts/deps.sh "
-                    "installs them", pytrace=False)
-    s = Server(tmp_path_factory.mktemp("jupyter"))
-    yield s
-    s.stop()
 
 
 @pytest.fixture
