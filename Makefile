@@ -24,9 +24,9 @@ PYTHON	?= $(or $(firstword $(foreach p,python3 /usr/bin/python3,$(shell $(p) -c 
 CC	?= cc
 PKGS	:= ncursesw libcurl libcjson libpng libseccomp readline libcrypto
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-# wslay (WebSocket framing, src/ws.c): Debian ships no pkg-config file.
-# libcurl and libcrypto are not linked: src/curl_lazy.c and
-# src/crypto_lazy.c load them at their first use (their libraries cost
+# wslay (WebSocket framing, src/net/ws.c): Debian ships no pkg-config file.
+# libcurl and libcrypto are not linked: src/net/curl_lazy.c and
+# src/net/crypto_lazy.c load them at their first use (their libraries cost
 # every start, and `terp exec` uses neither).
 PKG_LIBS   := $(filter-out -lcurl -lcrypto,$(shell pkg-config --libs $(PKGS) 2>/dev/null)) \
 	      -lwslay -ldl -lpthread
@@ -41,7 +41,9 @@ T_LIBS	:= $(PKG_LIBS) -lm
 SAN	:= -fsanitize=address,undefined -fno-omit-frame-pointer \
 	   -fno-sanitize-recover=undefined
 
-SRCS	:= $(sort $(wildcard src/*.c))
+# Sources by layer folder (README's Layout): src/main.c, src/LAYER/*.c and
+# the kernel backends' own folders, src/kernel/BACKEND/*.c.
+SRCS	:= $(sort $(wildcard src/*.c src/*/*.c src/*/*/*.c))
 OBJS	:= $(SRCS:src/%.c=build/obj/%.o)
 LIBOBJS	:= $(filter-out build/obj/main.o,$(OBJS))
 SANOBJS	:= $(LIBOBJS:build/obj/%=build/san/%)
@@ -96,7 +98,8 @@ have-criterion:
 # The Python that runs inside the sandbox, as C arrays named after the
 # file (driver_py, egress_fwd_py), and each one's SHA-256 (the driver's
 # names its compiled code's cache file, kernel_code.h).
-build/gen/%_py.h: src/%.py
+vpath %.py src/kernel/local src/egress
+build/gen/%_py.h: %.py
 	@mkdir -p $(dir $@)
 	$(Q){ echo 'static const unsigned char $*_py[] = {'; \
 	  od -An -v -tx1 $< | sed 's/\([0-9a-f][0-9a-f]\)/0x\1,/g'; \
@@ -123,11 +126,11 @@ build/gen/themes.h: $(THEMES)
 # The seccomp programs, built once here (scripts/seccomp_gen.c). Where
 # libseccomp cannot build them at build time the header is empty and
 # terp builds them at every start, as it does when the library differs.
-build/seccomp-gen: scripts/seccomp_gen.c src/sandbox_filter.c src/util.c \
+build/seccomp-gen: scripts/seccomp_gen.c src/sandbox/sandbox_filter.c src/base/util.c \
 		include/terp/sandbox_filter.h | have-libs
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(T_CFLAGS) $(CFLAGS) -DTERP_SECCOMP_GEN -o $@ scripts/seccomp_gen.c \
-	    src/sandbox_filter.c src/util.c $(T_LIBS)
+	    src/sandbox/sandbox_filter.c src/base/util.c $(T_LIBS)
 
 build/gen/seccomp_bpf.h: build/seccomp-gen
 	@mkdir -p $(dir $@)
@@ -251,7 +254,7 @@ build/bench-context: bench/context.c tests/unit/convo.c tests/unit/convo.h $(LIB
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(T_CFLAGS) -Itests/unit $(CFLAGS) -o $@ $(filter %.c,$^) $(LIBOBJS) $(T_LIBS)
 
-# The egress proxy alone (src/egress.c) on a Unix socket, printing its
+# The egress proxy alone (src/egress/egress.c) on a Unix socket, printing its
 # ledger as JSON: built under ASan+UBSan for tests/integration/test_egress.py,
 # optimised for bench/egress.py.
 build/egress-harness: tests/integration/egress_harness.c $(HARNESS_PRINT) $(SANOBJS)
@@ -267,7 +270,7 @@ bench-egress: terp build/egress-bench
 
 .PHONY: bench-egress
 
-# The test driver of src/pyenv.c (tests/integration/test_pyenv.py):
+# The test driver of src/sandbox/pyenv.c (tests/integration/test_pyenv.py):
 # resolves and probes an interpreter and prints the result as JSON.
 build/pyenv-harness: tests/integration/pyenv_harness.c $(LIBOBJS)
 	@mkdir -p $(dir $@)
@@ -284,7 +287,7 @@ build/vgshim.so: bench/vgshim.c
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) -O2 -Wall -Wextra -shared -fPIC -o $@ $< -ldl
 
-# The session pool backend alone (src/kernel_aca.c) against tests/fake_aca.py,
+# The session pool backend alone (src/kernel/aca/kernel_aca.c) against tests/fake_aca.py,
 # printing its callbacks as JSON: built under ASan+UBSan for
 # tests/integration/test_aca.py.
 build/aca-harness: tests/integration/aca_harness.c $(HARNESS_PRINT) $(SANOBJS)
@@ -292,7 +295,7 @@ build/aca-harness: tests/integration/aca_harness.c $(HARNESS_PRINT) $(SANOBJS)
 	@$(if $(Q),echo "  LD-SAN  $@")
 	$(Q)$(CC) $(T_CFLAGS) -O1 -g $(SAN) -o $@ $(filter %.c,$^) $(SANOBJS) $(T_LIBS)
 
-# The Jupyter server backend alone (src/kernel_jupyter.c), driven by
+# The Jupyter server backend alone (src/kernel/jupyter/kernel_jupyter.c), driven by
 # commands on stdin and printing its callbacks as JSON lines: built under
 # ASan+UBSan for tests/integration/test_jupyter.py, optimised for
 # bench/jupyter_backend.py.

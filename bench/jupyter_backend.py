@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """bench/jupyter_backend.py: terp's Jupyter server backend
-(src/kernel_jupyter.c through build/jupyter-bench) against a Python
+(src/kernel/jupyter/kernel_jupyter.c through build/jupyter-bench) against a Python
 WebSocket client (tornado's, which Jupyter Server itself is built on),
 both on kernels of one Jupyter Server started here on loopback.
 

@@ -188,7 +188,7 @@ FLOOR_UID = 65534
 
 def floor_argv(env, fds):
     """bwrap + Python with terp's namespaces, binds, tmpfs caps and
-    environment (src/sandbox.c: bwrap_argv, sandbox_env), minus terp's
+    environment (src/sandbox/sandbox.c: bwrap_argv, sandbox_env), minus terp's
     own parts: the seccomp programs, the driver, the launcher."""
     a = ["/usr/bin/bwrap", "--unshare-user", "--unshare-ipc", "--unshare-pid",
          "--unshare-uts", "--unshare-cgroup-try", "--unshare-net", "--disable-userns",

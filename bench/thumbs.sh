@@ -16,8 +16,8 @@ trap 'rm -rf "$W"' EXIT
 
 mkdir -p build
 ${CC:-cc} -std=c11 -D_GNU_SOURCE -O2 -Wall -Wextra -Wno-unused-parameter \
-    -Iinclude -o "$T" bench/thumbs.c src/png.c src/thumb.c src/palette.c \
-    src/util.c src/buf.c src/sanitize.c \
+    -Iinclude -o "$T" bench/thumbs.c src/base/png.c src/base/thumb.c src/base/palette.c \
+    src/base/util.c src/base/buf.c src/base/sanitize.c \
     $(pkg-config --cflags --libs libpng) -lm
 command -v chafa >/dev/null || { echo "thumbs.sh: chafa is not installed" >&2; exit 1; }
 

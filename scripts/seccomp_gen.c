@@ -1,7 +1,7 @@
 /* scripts/seccomp_gen.c: writes build/gen/seccomp_bpf.h, terp's two
  * seccomp programs as libseccomp builds them on this machine, so that a
  * sandbox start hands bwrap the finished bytes instead of building them
- * again (7 ms of CPU per start). Built from src/sandbox_filter.c with
+ * again (7 ms of CPU per start). Built from src/sandbox/sandbox_filter.c with
  * TERP_SECCOMP_GEN (no embedded programs); the header also records the
  * libseccomp version and API level they were made with: terp builds
  * them afresh at run time when either differs (sandbox_filter.c). */

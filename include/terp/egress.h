@@ -7,7 +7,7 @@
  * exact address it checked, caps the bytes sent out per session, and
  * reports every attempt to a ledger callback.
  *
- * How the sandbox reaches it (the in-sandbox side; see src/egress_fwd.py):
+ * How the sandbox reaches it (the in-sandbox side; see src/egress/egress_fwd.py):
  *
  *   host                                  sandbox (own net namespace: lo only)
  *   ----                                  ----------------------------------

@@ -65,7 +65,7 @@ struct journal_meta {
 /* Frees what meta holds (not meta itself) and zeroes it (journal_load.c). */
 void journal_meta_free(struct journal_meta *meta);
 
-/* ---- writing (src/journal.c) --------------------------------------- */
+/* ---- writing (src/core/journal.c) --------------------------------------- */
 
 /* What a new session records in its first line. Strings are borrowed. */
 struct journal_info {
@@ -128,7 +128,7 @@ const char *journal_dir(const struct journal *j);
 /* The first write error, or NULL while all is well (owned). */
 const char *journal_failed(const struct journal *j);
 
-/* ---- loading (src/journal_load.c) ---------------------------------- */
+/* ---- loading (src/core/journal_load.c) ---------------------------------- */
 
 /* Rebuilds nb (empty, from notebook_new) and meta from the journal at
  * path. A last line cut short by a crash is ignored (meta->torn);

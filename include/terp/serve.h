@@ -1,31 +1,11 @@
 /* serve: `terp serve`, one sandbox session over stdin and stdout, so
- * that terp on another machine can run its Python here (kernel_ssh.c
- * starts it with ssh -T host terp serve). The session is the local
- * kernel (kernel.h: the same bwrap sandbox, driver and frames); this is
- * kernel.h's API carried over a byte stream, one JSON object a line.
- *
- * Host to serve ("op"):
- *   upload {name, size}, chunk {b64}..., upload_end   a data file, staged
- *   stage {path}         a file already here, staged in place
- *   start | run {n, code} | interrupt | reset | restart | stop {reason}
- * Serve to host ("ev"):
- *   hello {version}      ready for commands (first line)
- *   fatal {msg}          the sandbox cannot run here (then it exits)
- *   state {st, msg}      kernel_cbs.state
- *   out {cell, s, b64}   kernel_cbs.output (raw bytes)
- *   result {cell, status, us, value, ename, evalue, traceback, reason, lost}
- *   art {cell, name, size}, achunk {b64}..., aend   an artifact's bytes
- *   staged {name, path} | staged {name, err}   after upload_end or stage
- *   error {op, msg}      a command that failed (reset, restart, run)
- * Every line is bounded on both sides (SERVE_LINE_MAX). */
+ * that terp on another machine can run its Python here. The protocol is
+ * serve_wire.h's (shared with the ssh backend). */
 #ifndef TERP_SERVE_H
 #define TERP_SERVE_H
 
 #include "terp/cli.h"
-
-#define SERVE_VERSION	1
-#define SERVE_LINE_MAX	(96u << 20)	/* a cell's code is at most 64 MiB */
-#define SERVE_CHUNK	(256u << 10)	/* raw bytes per chunk line */
+#include "terp/serve_wire.h"
 
 /* Runs the session until stdin closes; returns the exit status. */
 int serve_run(struct cli *c);

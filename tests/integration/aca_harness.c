@@ -1,4 +1,4 @@
-/* aca_harness: runs terp's session pool backend (src/kernel_aca.c) alone,
+/* aca_harness: runs terp's session pool backend (src/kernel/aca/kernel_aca.c) alone,
  * in terp's own loop, for tests/integration/test_aca.py against
  * tests/fake_aca.py. Prints every callback as one JSON line on stdout
  * (harness_print.h, keyed by "type": {"type":"result",...})

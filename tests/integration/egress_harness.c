@@ -1,4 +1,4 @@
-/* egress_harness: runs terp's egress proxy (src/egress.c) alone on a Unix
+/* egress_harness: runs terp's egress proxy (src/egress/egress.c) alone on a Unix
  * socket, in terp's own loop, for tests/integration/test_egress.py and
  * bench/egress.py. Prints one JSON object per line on stdout: "ready",
  * then every ledger event; reads commands on stdin, one per line:

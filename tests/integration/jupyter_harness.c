@@ -1,4 +1,4 @@
-/* jupyter_harness: src/kernel_jupyter.c alone, for tests/integration/
+/* jupyter_harness: src/kernel/jupyter/kernel_jupyter.c alone, for tests/integration/
  * test_jupyter.py and bench/jupyter_backend.py. Reads commands from
  * stdin, one JSON object a line:
  *   {"op":"run","n":1,"code":"..."}  {"op":"interrupt"}  {"op":"restart"}

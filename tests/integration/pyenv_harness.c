@@ -1,4 +1,4 @@
-/* A test driver for src/pyenv.c, built by `make build/pyenv-harness`
+/* A test driver for src/sandbox/pyenv.c, built by `make build/pyenv-harness`
  * from the build objects: resolves the interpreter the way terp would,
  * probes it through a runner that counts its runs, and prints one JSON
  * object, so tests/integration/test_pyenv.py can check every field.

@@ -1,4 +1,4 @@
-"""The Azure Container Apps session pool backend (src/kernel_aca.c), run
+"""The Azure Container Apps session pool backend (src/kernel/aca/kernel_aca.c), run
 alone by tests/integration/aca_harness.c (ASan+UBSan) against
 tests/fake_aca.py, a fake pool on 127.0.0.1 that follows
 shared/PROTOCOLS.md §7 and runs the code for real (one Python child per

@@ -1,7 +1,7 @@
-"""The egress proxy (src/egress.c) alone, run by tests/integration/
+"""The egress proxy (src/egress/egress.c) alone, run by tests/integration/
 egress_harness.c (ASan+UBSan) on a Unix socket, with upstream servers
 on 127.0.0.1 in this process and the in-sandbox forwarder
-(src/egress_fwd.py) run outside the sandbox.
+(src/egress/egress_fwd.py) run outside the sandbox.
 
 127.0.0.1 is loopback, which the proxy refuses unless that address is
 allowed by itself: the tests allow `127.0.0.1:PORT` where an upstream must
@@ -28,7 +28,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 HARNESS = ROOT / "build" / "egress-harness"
-FWD = ROOT / "src" / "egress_fwd.py"
+FWD = ROOT / "src" / "egress" / "egress_fwd.py"
 HANG = 60
 
 

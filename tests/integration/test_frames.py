@@ -433,13 +433,13 @@ def test_preload_holding_fd_1_is_not_robbed(terp):
 
 
 def _driver_function(name):
-    tree = ast.parse((ROOT / "src" / "driver.py").read_text())
+    tree = ast.parse((ROOT / "src" / "kernel" / "local" / "driver.py").read_text())
     for node in tree.body:
         if isinstance(node, ast.FunctionDef) and node.name == name:
             ns = {}
             exec(compile(ast.Module([node], []), "driver.py", "exec"), ns)
             return ns[name]
-    pytest.fail("src/driver.py has no function %s" % name)
+    pytest.fail("src/kernel/local/driver.py has no function %s" % name)
 
 
 def test_command_reader_is_linear():

@@ -120,7 +120,7 @@ class BwrapBackend:
         subprocess.run(
             [cc, "-std=c11", "-D_GNU_SOURCE", "-O1", "-I", str(ROOT / "include"),
              "-o", str(self.helper), str(ROOT / "tests/integration/seccomp_run.c"),
-             str(ROOT / "src/sandbox_filter.c"), str(ROOT / "src/util.c"), "-lseccomp"],
+             str(ROOT / "src/sandbox/sandbox_filter.c"), str(ROOT / "src/base/util.c"), "-lseccomp"],
             check=True)
         if os.getuid() == 0:
             self.uid = 1_700_000 + os.getpid() % 100_000

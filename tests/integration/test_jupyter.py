@@ -1,4 +1,4 @@
-"""The Jupyter server backend (src/kernel_jupyter.c, src/ws.c) against a
+"""The Jupyter server backend (src/kernel/jupyter/kernel_jupyter.c, src/net/ws.c) against a
 real Jupyter Server (Debian's python3-jupyter-server and python3-ipykernel)
 started here on a loopback port with a token and a temporary root, and
 against a hostile fake (fake_jupyter.py). Driven through

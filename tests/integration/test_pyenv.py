@@ -1,5 +1,5 @@
 """The user's interpreter (issue 10, part 1), through build/pyenv-harness,
-a driver of src/pyenv.c that prints what terp would run and bind as
+a driver of src/sandbox/pyenv.c that prints what terp would run and bind as
 JSON. Real environments made here: venvs from `python3 -m venv` with and
 without system site packages holding a wheel built here, a standalone
 build (a copied interpreter), a venv whose base is deleted, a fake conda

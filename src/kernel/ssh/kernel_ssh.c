@@ -1,6 +1,6 @@
 /* kernel_ssh: the Python session in terp's sandbox on another machine,
  * reached with the system's ssh: `ssh -T -o BatchMode=yes host terp
- * serve` (serve.h has the protocol). The user's ssh config, agent, jump
+ * serve` (serve_wire.h has the protocol). The user's ssh config, agent, jump
  * hosts and known_hosts apply; no password is ever asked. Data files go
  * up through the channel, streamed from the file a chunk at a time
  * (progress in the state messages); host:/path names a file already
@@ -32,7 +32,7 @@
 #include "terp/kernel_artifact.h"
 #include "terp/kernel_frame.h"
 #include "terp/sanitize.h"
-#include "terp/serve.h"
+#include "terp/serve_wire.h"
 #include "terp/util.h"
 #include "terp/workspace.h"
 
