@@ -28,7 +28,7 @@
 
 #include <stdint.h>
 
-#include "terp/kernel.h"
+#include "terp/kernel_types.h"
 #include "terp/loop.h"
 
 /* The api-version used when none is configured: the one of the pool's

@@ -1,13 +1,13 @@
-/* kernel_backend: the Python session somewhere else than the local
- * sandbox. kernel.c keeps its API (kernel.h) for every backend: when
- * kernel_opts.sandbox names a remote one, kernel_new builds it here and
- * every kernel_* call goes through this small table instead of the
- * local sandbox's code. The backends (kernel_jupyter.c, kernel_aca.c,
- * kernel_ssh.c) take struct kernel_cbs unchanged. */
+/* kernel_backend: the one table every backend fills, and the registry
+ * that matches a --sandbox spec to one. kernel.c (the dispatcher) keeps
+ * kernel.h's API over it: every kernel_* call is an entry of struct
+ * kernel_ops, for the local sandbox (kernel_local.c) as for the remote
+ * backends (kernel_ssh.c, kernel_jupyter.c, kernel_aca.c), which all
+ * take struct kernel_cbs unchanged. */
 #ifndef TERP_KERNEL_BACKEND_H
 #define TERP_KERNEL_BACKEND_H
 
-#include "terp/kernel.h"
+#include "terp/kernel_types.h"
 #include "terp/loop.h"
 
 enum kernel_kind {
@@ -33,6 +33,15 @@ struct kernel_ops {
 	 * NULL; kernel_opts.sandbox_session gives it back. "" for ssh: the
 	 * journal keeps where it ran, with nothing to reach again there. */
 	char		*(*session)(const void *b);
+	/* The interpreter, as kernel.h's kernel_python_*; NULL where the
+	 * backend does not know it (the remote ones). */
+	const char	*(*python_info)(const void *b);
+	int		 (*python_charts)(const void *b);
+	char		*(*python_label)(const void *b);
+	/* Egress rules (kernel.h); NULL where the backend has none: the
+	 * dispatcher says that the remote reaches what its machine allows. */
+	int		 (*egress_allow)(void *b, const char *spec, char **err);
+	int		 (*egress_deny)(void *b, const char *spec, char **err);
 };
 
 /* A built backend: its table, its object, and what to say about it. */
@@ -74,9 +83,10 @@ int kernel_backend_kind(const char *spec, char **err);
  * token where the backend needs one. Returns 0, or -1 with *err. */
 int kernel_backend_check(const struct kernel_opts *o, char **err);
 
-/* Builds the backend o->sandbox names (not local) into *kb; cbs and arg
- * are handed to it. Connects nothing. A backend that cannot be built
- * (a bad spec: kernel_backend_check says so first) fails at start. */
+/* Builds the backend o->sandbox names (local included) into *kb; cbs
+ * and arg are handed to it. Connects nothing. A backend that cannot be
+ * built (a bad spec: kernel_backend_check says so first) fails at
+ * start. */
 void kernel_backend_new(struct loop *l, const struct kernel_opts *o,
     const struct kernel_cbs *cbs, void *arg, struct kernel_backend *kb);
 /* Starts it (ops->start); the states it reports meanwhile come after. */

@@ -15,7 +15,7 @@
 
 #include <stdint.h>
 
-#include "terp/kernel.h"
+#include "terp/kernel_types.h"
 #include "terp/loop.h"
 
 struct jupyter_opts {

@@ -4,7 +4,7 @@
 #ifndef TERP_KERNEL_SSH_H
 #define TERP_KERNEL_SSH_H
 
-#include "terp/kernel.h"
+#include "terp/kernel_types.h"
 #include "terp/kernel_backend.h"
 #include "terp/loop.h"
 

@@ -1,8 +1,9 @@
-/* kernel_backend: the table that puts the remote backends behind
- * kernel.h. Parses --sandbox, finds the token (from the environment or
- * a command; it is held here for the session's life and handed to the
- * backend, never shown, never journaled), and adapts each backend's
- * calls to struct kernel_ops. */
+/* kernel_backend: the registry that matches a --sandbox spec to a
+ * backend's table (kernel_backend.h), the local sandbox's included.
+ * Parses --sandbox, finds a remote's token (from the environment or a
+ * command; it is held here for the session's life and handed to the
+ * backend, never shown, never journaled), and adapts each remote
+ * backend's calls to struct kernel_ops. */
 #include "terp/kernel_backend.h"
 
 #include <errno.h>
@@ -13,6 +14,7 @@
 
 #include "terp/kernel_aca.h"
 #include "terp/kernel_jupyter.h"
+#include "terp/kernel_local.h"
 #include "terp/kernel_ssh.h"
 #include "terp/sanitize.h"
 #include "terp/util.h"
@@ -269,8 +271,9 @@ j_session(const void *b)
 }
 
 static const struct kernel_ops jupyter_ops = {
-	j_free, j_start, j_stop, j_run, j_interrupt, j_reset, j_restart, j_stage,
-	j_state, j_busy, j_session,
+	.free = j_free, .start = j_start, .stop = j_stop, .run = j_run,
+	.interrupt = j_interrupt, .reset = j_reset, .restart = j_restart,
+	.stage = j_stage, .state = j_state, .busy = j_busy, .session = j_session,
 };
 
 #define JUPYTER_NOTE \
@@ -366,8 +369,9 @@ a_session(const void *b)
 }
 
 static const struct kernel_ops aca_ops = {
-	a_free, a_start, a_stop, a_run, a_interrupt, a_reset, a_restart, a_stage,
-	a_state, a_busy, a_session,
+	.free = a_free, .start = a_start, .stop = a_stop, .run = a_run,
+	.interrupt = a_interrupt, .reset = a_reset, .restart = a_restart,
+	.stage = a_stage, .state = a_state, .busy = a_busy, .session = a_session,
 };
 
 #define ACA_ISOLATION \
@@ -414,8 +418,9 @@ static enum kernel_state f_state(const void *b) { (void)b; return KERNEL_DEAD; }
 static int f_busy(const void *b) { (void)b; return 0; }
 
 static const struct kernel_ops failed_ops = {
-	f_free, f_start, f_stop, f_run, f_interrupt, f_start, f_start, f_stage,
-	f_state, f_busy, NULL,
+	.free = f_free, .start = f_start, .stop = f_stop, .run = f_run,
+	.interrupt = f_interrupt, .reset = f_start, .restart = f_start,
+	.stage = f_stage, .state = f_state, .busy = f_busy, .session = NULL,
 };
 
 /* ------------------------------------------------------------ public */
@@ -432,6 +437,14 @@ kernel_backend_new(struct loop *l, const struct kernel_opts *o,
 		kb->where = xstrdup("nowhere");
 		kb->ops = &failed_ops;
 		kb->b = err;
+		return;
+	}
+	if (kind == KERNEL_LOCAL) {
+		/* its callbacks come from the loop already: no deferral */
+		kb->where = xstrdup(KERNEL_WHERE_LOCAL);
+		kb->files_note = "files under /workspace are kept";
+		kb->ops = &kernel_local_ops;
+		kb->b = klocal_new(l, o, cbs, arg);
 		return;
 	}
 	kb->where = where_of(kind, o->sandbox);

@@ -1216,8 +1216,10 @@ ssh_session(const void *b)
 }
 
 static const struct kernel_ops ssh_ops = {
-	ssh_free, ssh_start, ssh_stop, ssh_run, ssh_interrupt, ssh_reset, ssh_restart,
-	ssh_stage, ssh_state, ssh_busy, ssh_session,
+	.free = ssh_free, .start = ssh_start, .stop = ssh_stop, .run = ssh_run,
+	.interrupt = ssh_interrupt, .reset = ssh_reset, .restart = ssh_restart,
+	.stage = ssh_stage, .state = ssh_state, .busy = ssh_busy,
+	.session = ssh_session,
 };
 
 #define SSH_ISOLATION \
