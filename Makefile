@@ -22,13 +22,12 @@ PYTHON	?= $(or $(firstword $(foreach p,python3 /usr/bin/python3,$(shell $(p) -c 
 	   'import pytest, matplotlib, nbformat, sys; print(sys.executable)' 2>/dev/null))),python3)
 
 CC	?= cc
-PKGS	:= ncursesw libcurl libcjson libpng libseccomp readline libcrypto
+PKGS	:= ncursesw libcurl libcjson libpng libseccomp readline
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 # wslay (WebSocket framing, src/net/ws.c): Debian ships no pkg-config file.
-# libcurl and libcrypto are not linked: src/net/curl_lazy.c and
-# src/net/crypto_lazy.c load them at their first use (their libraries cost
-# every start, and `terp exec` uses neither).
-PKG_LIBS   := $(filter-out -lcurl -lcrypto,$(shell pkg-config --libs $(PKGS) 2>/dev/null)) \
+# libcurl is not linked: src/net/curl_lazy.c loads it at its first use
+# (its libraries cost every start, and `terp exec` does not use it).
+PKG_LIBS   := $(filter-out -lcurl,$(shell pkg-config --libs $(PKGS) 2>/dev/null)) \
 	      -lwslay -ldl -lpthread
 
 WARN	:= -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \

@@ -15,13 +15,13 @@ set -e
 # terp runs the sandbox's Python as /usr/bin/python3 (the distribution's,
 # which these packages install into), so that is the one checked.
 PY=/usr/bin/python3
-LIBS="ncursesw libcurl libcjson libpng libseccomp readline libcrypto"
+LIBS="ncursesw libcurl libcjson libpng libseccomp readline"
 
 pkgs() {
 	case $1 in
 	build) echo build-essential pkg-config libncurses-dev \
 	    libcurl4-openssl-dev libcjson-dev libpng-dev libseccomp-dev \
-	    libreadline-dev libssl-dev libwslay-dev bubblewrap python3 \
+	    libreadline-dev libwslay-dev bubblewrap python3 \
 	    python3-pandas python3-numpy python3-matplotlib ;;
 	# procps: pgrep and ps; ipykernel: nbconvert --execute needs a kernel;
 	# venv, pip, setuptools, wheel: the tests build virtualenvs and wheels.

@@ -1,6 +1,6 @@
-/* digest: SHA-256 and base64, the two byte codecs persistence and
- * export need (data-file fingerprints, binary chunks in the journal,
- * PNGs inside .ipynb). Pure: no I/O. */
+/* digest: SHA-256, SHA-1 and base64, the byte codecs terp needs
+ * (data-file fingerprints, binary chunks in the journal, PNGs inside
+ * .ipynb, the WebSocket handshake). Pure: no I/O. */
 #ifndef TERP_DIGEST_H
 #define TERP_DIGEST_H
 
@@ -20,6 +20,10 @@ void sha256_add(struct sha256 *s, const void *p, size_t n);
 void sha256_done(struct sha256 *s, unsigned char out[32]);
 /* Writes the 64 lowercase hex digits and a NUL into hex[65]. */
 void sha256_hex(const unsigned char d[32], char hex[65]);
+
+/* The 20-byte SHA-1 of n bytes (for RFC 6455's accept value only: SHA-1
+ * is no fingerprint). */
+void sha1(const void *p, size_t n, unsigned char out[20]);
 
 /* Encodes n bytes as standard base64 with padding. Returns a new
  * NUL-terminated string the caller frees; *outlen (may be NULL) gets

@@ -104,6 +104,66 @@ sha256_done(struct sha256 *s, unsigned char out[32])
 	}
 }
 
+/* ---- SHA-1 (FIPS 180-4 section 6.1), one call: the WebSocket
+ * handshake's Sec-WebSocket-Accept (RFC 6455) is its only use, so a
+ * whole-buffer function is enough, and no crypto library is loaded. */
+
+static uint32_t rol32(uint32_t x, int n) { return (x << n) | (x >> (32 - n)); }
+
+static void
+sha1_block(uint32_t h[5], const unsigned char *p)
+{
+	uint32_t w[80], a, b, c, d, e, f, k, t;
+
+	for (int i = 0; i < 16; i++)
+		w[i] = (uint32_t)p[4 * i] << 24 | (uint32_t)p[4 * i + 1] << 16 |
+		    (uint32_t)p[4 * i + 2] << 8 | p[4 * i + 3];
+	for (int i = 16; i < 80; i++)
+		w[i] = rol32(w[i - 3] ^ w[i - 8] ^ w[i - 14] ^ w[i - 16], 1);
+	a = h[0]; b = h[1]; c = h[2]; d = h[3]; e = h[4];
+	for (int i = 0; i < 80; i++) {
+		if (i < 20) {
+			f = (b & c) | (~b & d); k = 0x5a827999;
+		} else if (i < 40) {
+			f = b ^ c ^ d; k = 0x6ed9eba1;
+		} else if (i < 60) {
+			f = (b & c) | (b & d) | (c & d); k = 0x8f1bbcdc;
+		} else {
+			f = b ^ c ^ d; k = 0xca62c1d6;
+		}
+		t = rol32(a, 5) + f + e + k + w[i];
+		e = d; d = c; c = rol32(b, 30); b = a; a = t;
+	}
+	h[0] += a; h[1] += b; h[2] += c; h[3] += d; h[4] += e;
+}
+
+void
+sha1(const void *vp, size_t n, unsigned char out[20])
+{
+	const unsigned char *p = vp;
+	uint32_t h[5] = { 0x67452301, 0xefcdab89, 0x98badcfe, 0x10325476, 0xc3d2e1f0 };
+	unsigned char last[128];
+	size_t full = n & ~(size_t)63, rest = n - full, tail;
+	uint64_t bits = (uint64_t)n * 8;
+
+	for (size_t i = 0; i < full; i += 64)
+		sha1_block(h, p + i);
+	memset(last, 0, sizeof last);
+	memcpy(last, p + full, rest);
+	last[rest] = 0x80;
+	tail = rest + 1 + 8 <= 64 ? 64 : 128;
+	for (int i = 0; i < 8; i++)
+		last[tail - 1 - i] = (unsigned char)(bits >> (8 * i));
+	for (size_t i = 0; i < tail; i += 64)
+		sha1_block(h, last + i);
+	for (int i = 0; i < 5; i++) {
+		out[4 * i] = (unsigned char)(h[i] >> 24);
+		out[4 * i + 1] = (unsigned char)(h[i] >> 16);
+		out[4 * i + 2] = (unsigned char)(h[i] >> 8);
+		out[4 * i + 3] = (unsigned char)h[i];
+	}
+}
+
 void
 sha256_hex(const unsigned char d[32], char hex[65])
 {

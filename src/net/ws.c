@@ -10,7 +10,6 @@
 #include <curl/curl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <openssl/evp.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -635,13 +634,10 @@ on_deadline(struct loop *l, void *arg)
 void
 ws_accept_for_key(const char *key, char out[29])
 {
-	unsigned char md[EVP_MAX_MD_SIZE];
-	unsigned int mdlen = 0;
+	unsigned char md[20];
 	char *cat = xasprintf("%s%s", key, WS_GUID), *b64;
 
-	if (EVP_Digest(cat, strlen(cat), md, &mdlen, EVP_sha1(), NULL) != 1 ||
-	    mdlen != 20)
-		fatal("SHA-1 is not available (libcrypto)");
+	sha1(cat, strlen(cat), md);
 	free(cat);
 	b64 = base64_encode(md, 20, NULL);
 	snprintf(out, 29, "%s", b64);

@@ -1379,3 +1379,35 @@ Test(journal, a_remote_resume_loses_the_state_only_when_the_backend_says)
 	rm_rf(dir);
 	free(dir);
 }
+
+static void
+sha1_hex(const void *p, size_t n, char hex[41])
+{
+	unsigned char d[20];
+
+	sha1(p, n, d);
+	for (int i = 0; i < 20; i++)
+		snprintf(hex + 2 * i, 3, "%02x", d[i]);
+}
+
+/* FIPS 180 examples, plus the lengths where the padding takes a second
+ * block (55, 56 and 64 bytes). */
+Test(digest, sha1_vectors)
+{
+	char hex[41], *m = malloc(1000000);
+
+	sha1_hex("", 0, hex);
+	cr_assert_str_eq(hex, "da39a3ee5e6b4b0d3255bfef95601890afd80709");
+	sha1_hex("abc", 3, hex);
+	cr_assert_str_eq(hex, "a9993e364706816aba3e25717850c26c9cd0d89d");
+	sha1_hex("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq", 56, hex);
+	cr_assert_str_eq(hex, "84983e441c3bd26ebaae4aa1f95129e5e54670f1");
+	memset(m, 'a', 1000000);
+	sha1_hex(m, 1000000, hex);
+	cr_assert_str_eq(hex, "34aa973cd4c4daa4f61eeb2bdbad27316534016f");
+	sha1_hex(m, 55, hex);
+	cr_assert_str_eq(hex, "c1c8bbdc22796e28c0e15163d20899b65621d65a");
+	sha1_hex(m, 64, hex);
+	cr_assert_str_eq(hex, "0098ba824b5c16427bd7a1122a5a442a25ec644d");
+	free(m);
+}
