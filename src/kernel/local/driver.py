@@ -841,8 +841,10 @@ def _cell_code(body, first, fname=None):
                          fname or "<cell %d>" % _cur_cell)
 
 
-def _run_code(body, first=0):
-    stmts, last = _cell_code(body, first)
+def _run_code(body, first=0, fname=None):
+    if fname is not None:
+        _add_source(fname, body)
+    stmts, last = _cell_code(body, first, fname)
     if stmts is not None:
         exec(stmts, ns)
     if last is not None:
@@ -901,7 +903,8 @@ def _m_time(args, cell=None, first=0):
     import resource
     t0, c0 = time.perf_counter(), resource.getrusage(resource.RUSAGE_SELF)
     try:
-        value = _run_code(code, first if cell is not None else 0)
+        # A line's code is IPython's "<timed exec>"; a cell's keeps its lines.
+        value = _run_code(code, first) if cell is not None else _run_code(code, 0, "<timed exec>")
     finally:
         c1, t1 = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
         u, s = c1.ru_utime - c0.ru_utime, c1.ru_stime - c0.ru_stime
@@ -1600,11 +1603,55 @@ def _user_traceback(exc):
         tb = tb.tb_next
     if tb is None and isinstance(exc, SyntaxError):
         return "".join(traceback.format_exception_only(type(exc), exc))
-    te = traceback.TracebackException(type(exc), exc, tb)
-    # ...and none of ours inside it either (the SIGINT handler's frame).
-    te.stack = traceback.StackSummary.from_list(
-        [f for f in te.stack if f.filename != __file__])
-    return "".join(te.format())
+    top = traceback.TracebackException(type(exc), exc, tb)
+    # ...and none of ours inside it either (the SIGINT handler's frame,
+    # a magic's), nor in the exceptions it chains; long ones are cut.
+    te, seen = top, set()
+    while te is not None and id(te) not in seen and len(seen) < 32:
+        seen.add(id(te))
+        st = _stack_class()()
+        st.extend(_cut_frames([f for f in te.stack if f.filename != _DRIVER_FILE]))
+        te.stack = st
+        te = te.__cause__ if te.__cause__ is not None else te.__context__
+    return "".join(top.format())
+
+
+_DRIVER_FILE = _MODULE_CODE.co_filename
+FRAMES_HEAD = 20   # a traceback's first frames kept, the cell's own among them
+FRAMES_TAIL = 10   # and its last ones (where it failed)
+
+
+def _cut_frames(frames):
+    """A long traceback's middle cut out, the count said, as the model
+    reads it: the cell's frames come first and stay in full (up to the
+    last one of them among the first FRAMES_HEAD), then the end."""
+    if len(frames) <= FRAMES_HEAD + FRAMES_TAIL:
+        return frames
+    head = FRAMES_HEAD
+    cut = len(frames) - head - FRAMES_TAIL
+    import traceback
+    mark = traceback.FrameSummary(_OMITTED, cut, "", line="", lookup_line=False)
+    return frames[:head] + [mark] + frames[len(frames) - FRAMES_TAIL:]
+
+
+_OMITTED = "<terp: frames left out>"
+_stack_cls = None
+
+
+def _stack_class():
+    """traceback.StackSummary that prints _cut_frames' mark as one line
+    (Python 3.11's format_frame_summary; before it, as a frame)."""
+    global _stack_cls
+    if _stack_cls is None:
+        import traceback
+
+        class Stack(traceback.StackSummary):
+            def format_frame_summary(self, f):
+                if f.filename == _OMITTED:
+                    return "  ... %d frames left out ...\n" % f.lineno
+                return super().format_frame_summary(f)
+        _stack_cls = Stack
+    return _stack_cls
 
 
 def _cut(s, what):
