@@ -1062,6 +1062,7 @@ def _m_load_ext(args):
 def _m_precision(args):
     a = args.strip()
     fmt = "%r" if not a else ("%." + a + "f" if a.isdigit() else a)
+    _float_fmt[0] = None if fmt == "%r" else fmt
     if "numpy" in sys.modules:
         try:
             sys.modules["numpy"].set_printoptions(precision=int(a) if a.isdigit() else 8)
@@ -1270,7 +1271,9 @@ DISPLAY_TEXT_MAX = 1 << 20
 
 
 def _is_default_repr(text):
-    return text.startswith("<") and text.endswith(">") and " object" in text[:200]
+    """object's repr (or IPython's form of it): says nothing to a reader."""
+    return (text.startswith("<") and text.endswith(">")
+            and (" object" in text[:200] or " at 0x" in text[:200]))
 
 
 def _figure_png(fig):
@@ -1309,7 +1312,7 @@ def _mime_bundle(obj, include=None, exclude=None):
             if r is not None:
                 data[mime] = r
     if "text/plain" not in data:
-        data["text/plain"] = repr(obj)
+        data["text/plain"] = _plain(obj)
     if include:
         data = {k: v for k, v in data.items() if k in include}
     if exclude:
@@ -1476,13 +1479,77 @@ def _rich(v):
             or hasattr(v, "_repr_jpeg_") or (fig_cls is not None and isinstance(v, fig_cls)))
 
 
+PRETTY_WIDTH = 79     # IPython's pretty printer's line width
+PRETTY_MAX_ITEMS = 1000
+_float_fmt = [None]   # %precision's format for floats
+
+
+def _type_name(t):
+    mod = getattr(t, "__module__", None)
+    name = getattr(t, "__qualname__", None) or getattr(t, "__name__", "?")
+    return name if mod in (None, "builtins") else "%s.%s" % (mod, name)
+
+
+def _pretty(v, indent=0, col=0, depth=0):
+    """repr(v) as IPython's pretty printer shows it: objects without a
+    repr of their own as <module.Class at 0x...>, containers wider than
+    79 columns one item a line (indented by nesting, as IPython does),
+    floats in %precision. indent: the nesting's indentation; col: the
+    column v starts at."""
+    t = type(v)
+    if t is float and _float_fmt[0] is not None:
+        try:
+            return _float_fmt[0] % v
+        except Exception:
+            return repr(v)
+    if t in (list, tuple, set, frozenset, dict) and depth < 20 and len(v) <= PRETTY_MAX_ITEMS:
+        if not v:
+            return repr(v)
+        opn, cls = {list: ("[", "]"), tuple: ("(", ")"), set: ("{", "}"), dict: ("{", "}"),
+                    frozenset: ("frozenset({", "})")}[t]
+        inner = indent + (1 if t is not frozenset else len(opn))
+        if t is dict:
+            items = []
+            for k, x in v.items():
+                ks = _pretty(k, inner, inner, depth + 1)
+                items.append(ks + ": " + _pretty(x, inner, inner + len(ks) + 2, depth + 1))
+        else:
+            seq = v
+            if t in (set, frozenset):
+                try:
+                    seq = sorted(v)
+                except Exception:
+                    seq = list(v)
+            items = [_pretty(x, inner, inner, depth + 1) for x in seq]
+            if t is tuple and len(items) == 1:
+                cls = ",)"
+        one = opn + ", ".join(items) + cls
+        if "\n" not in one and col + len(one) <= PRETTY_WIDTH:
+            return one
+        return opn + (",\n" + " " * inner).join(items) + cls
+    try:
+        if t.__repr__ is object.__repr__:
+            return "<%s at 0x%x>" % (_type_name(t), id(v))
+    except Exception:
+        pass
+    return repr(v)
+
+
+def _plain(v):
+    """The text/plain of a value: its repr, pretty where IPython's is."""
+    t = type(v)
+    if t in (list, tuple, set, frozenset, dict, float) or t.__repr__ is object.__repr__:
+        return _pretty(v)
+    return repr(v)
+
+
 def _value_text(v):
     """A cell's last value as the result's text (None: shown as an image
     file). The repr comes first when it is a real one (a DataFrame's),
     so its HTML is never computed for nothing."""
     if isinstance(v, type) or not _rich(v):
-        r = repr(v)
-        if not _is_default_repr(r) or isinstance(v, type):
+        r = _plain(v)
+        if not _is_default_repr(r) or isinstance(v, type) or not hasattr(v, "_repr_html_"):
             return r
     data = _mime_bundle(v)
     text, img = _text_form(data)
@@ -1527,6 +1594,10 @@ def _after_ipython_display(module):
 
 
 def _install_builtins():
+    # The working directory on sys.path, as in IPython: a module the
+    # notebook wrote (%%writefile helper.py) imports.
+    if "" not in sys.path:
+        sys.path.insert(0, "")
     builtins.display = display
     builtins.get_ipython = get_ipython
     sys.meta_path.insert(0, _AfterImport("pandas", _after_pandas))
