@@ -43,6 +43,8 @@ def workdir(base, name):
 # ---------------------------------------------------------------- normalising
 
 _TIMING = [
+    (re.compile(r"The slowest run took \S+ times longer than the fastest\. This could mean "
+                r"that an intermediate result is being cached\.\n"), ""),
     (re.compile(r"CPU times: .*"), "CPU times: T"),
     (re.compile(r"Wall time: .*"), "Wall time: T"),
     (re.compile(r"\S+ \S+ \u00b1 \S+ \S+ per loop"), "T \u00b1 T per loop"),

@@ -948,6 +948,9 @@ def _m_timeit(args, cell=None, first=0):
     runs = t.repeat(repeat, number)
     res = TimeitResult(number, repeat, runs)
     if "q" not in opts:
+        if res.worst > 4 * res.best and res.best > 0 and res.worst > 1e-6:
+            print("The slowest run took %0.2f times longer than the fastest. This could mean "
+                  "that an intermediate result is being cached." % (res.worst / res.best))
         print(res)
     return res if "o" in opts else None
 
@@ -1549,7 +1552,8 @@ def _value_text(v):
     so its HTML is never computed for nothing."""
     if isinstance(v, type) or not _rich(v):
         r = _plain(v)
-        if not _is_default_repr(r) or isinstance(v, type) or not hasattr(v, "_repr_html_"):
+        if isinstance(v, type) or not _is_default_repr(r) or not any(
+                hasattr(v, m) for _, m in _REPR_METHODS):
             return r
     data = _mime_bundle(v)
     text, img = _text_form(data)
