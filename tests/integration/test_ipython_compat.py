@@ -6,6 +6,8 @@ import json
 import os
 import subprocess
 
+from conftest import TERP
+
 PY = "/usr/bin/python3"
 
 
@@ -200,3 +202,31 @@ def test_get_ipython_names_the_machinery(terp):
     r = run(terp, "get_ipython()", "get_ipython().run_line_magic('env', 'A=1')")
     assert result(r, 1)["value"] == "<terp shell: terp's built-in IPython subset>", r
     assert r.stdout_of(2) == "env: A=1\n", r
+
+
+# ---------------------------------------------------------------- exports
+
+def test_the_export_keeps_magics_and_images_and_reruns_in_jupyter(terp, env, tmp_path):
+    from test_export import nbconvert_execute
+    cells = ["%matplotlib inline\nimport matplotlib.pyplot as plt\n"
+             "fig, ax = plt.subplots()\nax.plot([1, 2])\ndisplay(fig)",
+             "%%time\nx = 6 * 7", "y = !echo $x\nprint(y)"]
+    r = run(terp, *cells)
+    assert r.rc == 0, r
+    sid = r.of("session")[0]["id"]
+    nb = tmp_path / "nb.ipynb"
+    p = subprocess.run([str(TERP), "--export", sid, str(nb)], env=env, cwd=tmp_path,
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    code = [c for c in json.loads(nb.read_text())["cells"] if c["cell_type"] == "code"]
+    srcs = ["".join(c["source"]) for c in code]
+    assert all(c in srcs for c in cells), srcs
+    first = code[srcs.index(cells[0])]
+    assert [o["output_type"] for o in first["outputs"]] == ["display_data"], first
+    assert "image/png" in first["outputs"][0]["data"], first
+    (tmp_path / "run").mkdir()
+    rc, err, after = nbconvert_execute(nb, tmp_path / "run")
+    assert rc == 0, err[-3000:]
+    outs = ["".join(o.get("text", "")) for c in after.cells if c.cell_type == "code"
+            for o in c.outputs if o.get("name") == "stdout"]
+    assert "['42']\n" in outs, outs

@@ -1422,7 +1422,7 @@ def _show_bundle(data, did=None):
     if text is not None:
         if len(text) > DISPLAY_TEXT_MAX:
             text = text[:DISPLAY_TEXT_MAX] + "... [display cut at 1 MiB]"
-        sys.stdout.write(text + "\n")
+        sys.stdout.write(text.rstrip("\n") + "\n")
 
 
 class DisplayHandle:
