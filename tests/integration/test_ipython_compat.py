@@ -230,3 +230,12 @@ def test_the_export_keeps_magics_and_images_and_reruns_in_jupyter(terp, env, tmp
     outs = ["".join(o.get("text", "")) for c in after.cells if c.cell_type == "code"
             for o in c.outputs if o.get("name") == "stdout"]
     assert "['42']\n" in outs, outs
+
+
+def test_pip_magic_goes_through_the_sandboxs_pip_rules(terp):
+    # no egress: pip is told why it cannot download, as pip in a cell is
+    r = run(terp, "%pip install terp-no-such-package-xyz", "!pip install terp-no-such-package-xyz")
+    for n in (1, 2):
+        err = "".join(e["text"] for e in r.of("stderr") if e["cell"] == n)
+        assert "no network access, so pip cannot download packages" in err, r
+    assert "restart the kernel" in r.stdout_of(1), r

@@ -1206,6 +1206,7 @@ class _Shell:
 
     kernel = True  # pandas' is_terminal(): "a Jupyter kernel"
     terp = IPY_MACHINERY
+    config = {}    # what libraries read of an IPython shell's configuration
 
     @property
     def user_ns(self):
@@ -1979,11 +1980,6 @@ def main():
     os.makedirs(OUT_DIR, exist_ok=True)
     _close_all(_scan_out()[1])  # what is already there is not new
     ready = {"ev": "ready", "pid": os.getpid(), "python": sys.version.split()[0]}
-    if os.environ.get("TERP_PROBE") == "1":
-        try:
-            ready["probe"] = _probe()
-        except Exception:
-            pass
     if os.environ.get("TERP_CODE") == "1":
         # Before any cell ran: terp keeps this for the next sandboxes,
         # which then skip compiling this file.
@@ -1992,6 +1988,13 @@ def main():
             blob = (b"TERPCODE" + sys.hexversion.to_bytes(8, "little")
                     + marshal.dumps(_MODULE_CODE))
             ready["code"] = binascii.b2a_base64(blob, newline=False).decode()
+        except Exception:
+            pass
+    # The probe after the code: its find_spec calls leave closures of the
+    # import hooks (pandas') behind, which would change the blob's bytes.
+    if os.environ.get("TERP_PROBE") == "1":
+        try:
+            ready["probe"] = _probe()
         except Exception:
             pass
     _setup_site()
