@@ -1421,9 +1421,13 @@ def _show_bundle(data, did=None):
     if img is not None:
         _save_image(data[img[0]], img[1], did)
     if text is not None:
-        if len(text) > DISPLAY_TEXT_MAX:
-            text = text[:DISPLAY_TEXT_MAX] + "... [display cut at 1 MiB]"
-        sys.stdout.write(text.rstrip("\n") + "\n")
+        _show_text(text)
+
+
+def _show_text(text):
+    if len(text) > DISPLAY_TEXT_MAX:
+        text = text[:DISPLAY_TEXT_MAX] + "... [display cut at 1 MiB]"
+    sys.stdout.write(text.rstrip("\n") + "\n")
 
 
 class DisplayHandle:
@@ -1454,10 +1458,14 @@ def display(*objs, include=None, exclude=None, metadata=None, transient=None,
             _display_sink[0].append(obj)
             continue
         if raw and isinstance(obj, dict):
-            data = obj
+            _show_bundle(obj, did)
+        elif include or exclude or did:
+            _show_bundle(_mime_bundle(obj, include, exclude), did)
         else:
-            data = _mime_bundle(obj, include, exclude)
-        _show_bundle(data, did)
+            # as a last value: a DataFrame's HTML is not computed for nothing
+            text = _value_text(obj)
+            if text is not None:
+                _show_text(text)
     return handle
 
 
