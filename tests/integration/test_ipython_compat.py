@@ -239,3 +239,23 @@ def test_pip_magic_goes_through_the_sandboxs_pip_rules(terp):
         err = "".join(e["text"] for e in r.of("stderr") if e["cell"] == n)
         assert "no network access, so pip cannot download packages" in err, r
     assert "restart the kernel" in r.stdout_of(1), r
+
+
+def test_python_with_percent_and_bang_is_never_rewritten(terp):
+    # valid Python: the rewrite must leave it byte for byte as it is
+    snippets = [
+        "x = 10 % 3\ny = x != 2",
+        "s = '''\n%not a magic\n!not a shell\n'''",
+        's = """a\n  !b\n%c"""',
+        "v = (1 +\n2 %\n3)",
+        "w = [\n    1,\n    2 % 2,\n]",
+        "t = 7 \\\n    % 4",
+        "print('%d' % 5)  # 100% sure!",
+        "d = {'a': '!x'}\nf'{d!r}'",
+        "if x != 1:\n    z = 'it is 5% of it'",
+        "q = r'\\'' + '%'",
+        "time = 5", "cd = 4", "pwd == 2", "env.get('x')", "ls[0]", "who, whos = 1, 2",
+    ]
+    code = "import __main__\nsnips = %r\nprint([s for s in snips if __main__._ipy_transform(s) != s])" % (snippets,)
+    r = run(terp, code)
+    assert r.stdout_of(1) == "[]\n", r
