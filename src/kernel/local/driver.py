@@ -778,7 +778,7 @@ def _ipy_expand(cmd, depth=1):
 
 
 class SList(list):
-    """IPython's list of output lines (x = !cmd): .s .n .l .p .grep .fields."""
+    """IPython's list of output lines (x = !cmd): .s .n .l .grep .fields."""
 
     @property
     def s(self):
@@ -791,10 +791,6 @@ class SList(list):
     @property
     def l(self):  # noqa: E743 - IPython's name
         return list(self)
-
-    @property
-    def p(self):
-        return [p for p in self]
 
     def grep(self, pattern, prune=False, field=None):
         import re
@@ -988,7 +984,7 @@ def _m_env(args):
 def _user_names(kinds=()):
     names = []
     for k, v in ns.items():
-        if k.startswith("_") or k in _NS_HIDDEN or k in ("In", "Out", "exit", "quit", "get_ipython"):
+        if k.startswith("_") or k in ("In", "Out", "exit", "quit", "get_ipython"):
             continue
         if kinds and type(v).__name__ not in kinds:
             continue
@@ -1196,7 +1192,6 @@ del _CELL_MAGICS["script"]
 # that read as commands.
 _AUTOMAGIC = ("pip", "cd", "pwd", "ls", "ll", "env", "who", "whos", "timeit",
               "time", "matplotlib", "load_ext", "autoreload", "precision", "conda")
-_NS_HIDDEN = set()
 
 
 class _Shell:
@@ -1449,8 +1444,7 @@ class DisplayHandle:
 def display(*objs, include=None, exclude=None, metadata=None, transient=None,
             display_id=None, raw=False, clear=False, **kwargs):
     """IPython's display(): each object through its richest form."""
-    if clear:
-        pass  # a text stream cannot clear; the next output follows
+    # clear=True: a text stream cannot clear; the next output follows
     handle = DisplayHandle(display_id) if display_id is not None else None
     did = _safe_id(handle.display_id) if handle else None
     for obj in objs:
