@@ -259,3 +259,12 @@ def test_python_with_percent_and_bang_is_never_rewritten(terp):
     code = "import __main__\nsnips = %r\nprint([s for s in snips if __main__._ipy_transform(s) != s])" % (snippets,)
     r = run(terp, code)
     assert r.stdout_of(1) == "[]\n", r
+
+
+def test_any_matplotlib_backend_name_still_captures_figures(terp):
+    cells = ["%%matplotlib %s\nimport matplotlib.pyplot as plt\nplt.plot([1, %d])" % (b, i)
+             for i, b in enumerate(["inline", "notebook", "widget", "qt", ""])]
+    r = run(terp, *cells)
+    for n in range(1, len(cells) + 1):
+        assert result(r, n)["status"] == "ok", r
+        assert len(artifacts(r, n)) == 1, r
