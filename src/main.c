@@ -685,6 +685,9 @@ print_version(void)
 	}
 	label = pyenv_label(&m.pe, have ? &p : NULL);
 	printf("%s\n", label);
+	/* which machinery runs IPython's syntax (see driver.py) */
+	printf("IPython syntax: terp's built-in subset (magics, shell escapes, display) "
+	    "in the local and ssh sandboxes; a Jupyter server's kernel runs IPython itself\n");
 	free(label);
 	free(cache);
 	pyenv_free(&m.pe);

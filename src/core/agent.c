@@ -732,7 +732,13 @@ describe_python(struct agent *a, struct buf *b)
 	    "percentages, differences) in a cell's output first, at the precision you "
 	    "will write it or finer: each number in the answer is checked against the "
 	    "outputs, and one no cell printed is flagged to the user.\n"
-	    "- The value of a cell's last expression is shown, as in Jupyter.\n");
+	    "- The value of a cell's last expression is shown, as in Jupyter.\n"
+	    /* the driver's built-in IPython subset (driver.py), or a
+	     * Jupyter server's own IPython: the same list holds for both */
+	    "- IPython syntax works: %time, %timeit, %pip, %cd, %env, %who, "
+	    "%matplotlib, %%writefile, %%capture, %%bash, !shell commands, x = !cmd, "
+	    "display(); a trailing ';' hides a value. pandas prints as Jupyter's text "
+	    "view: up to 20 columns, wrapped at 80 characters, 60 rows.\n");
 	if (charts != 0)
 		buf_adds(b, "- Save charts as PNG files under /workspace/out/ (plt.savefig); "
 		    "they are shown to the user. ");

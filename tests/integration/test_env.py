@@ -404,6 +404,11 @@ def test_venv_with_system_site_packages_sees_both(envs, env, tmp_path):
     assert "terp: using the virtualenv %s (--python)\n" % envs["sv"] in r.err
 
 
+# issue 19: --version says which machinery runs IPython's syntax
+IPY_LINE = ("IPython syntax: terp's built-in subset (magics, shell escapes, display) "
+            "in the local and ssh sandboxes; a Jupyter server's kernel runs IPython itself")
+
+
 def test_probe_runs_in_the_sandbox_and_is_cached(envs, env, tmp_path):
     """The packages are learnt from the driver's "ready" (inside the
     sandbox) and cached for the interpreter: the cache then answers
@@ -412,7 +417,8 @@ def test_probe_runs_in_the_sandbox_and_is_cached(envs, env, tmp_path):
     before = subprocess.run([str(TERP), "--version"], capture_output=True, text=True,
                             env=e, timeout=HANG)
     assert before.stdout.splitlines() == [
-        before.stdout.splitlines()[0], "Python %s (virtualenv %s)" % (VER, envs["venv"])]
+        before.stdout.splitlines()[0], "Python %s (virtualenv %s)" % (VER, envs["venv"]),
+        IPY_LINE]
     r = run(e, tmp_path, "print(1)")
     assert r.rc == 0, r
     (cache,) = (tmp_path / "cache" / "terp" / "pyenv").glob("*.json")

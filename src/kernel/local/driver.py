@@ -584,6 +584,1037 @@ def _audit(event, args):
         pass
 
 
+# ---------------------------------------------------------------- IPython syntax
+#
+# Cells are written for IPython: `%magic` and `!cmd` lines, `%%magic`
+# cells, display(), get_ipython(). IPython itself costs ~0.3 s to import
+# and a bare venv lacks it, so the driver carries a compatible subset of
+# its own, always on: _ipy_transform rewrites a cell as IPython's
+# inputtransformer2 does (statement-start lines only, indented ones
+# inside blocks too) into calls to get_ipython().run_line_magic() and
+# friends, and _MAGICS below is the table those calls use. The rewrite
+# keeps line numbers, so tracebacks point at the cell as written. A cell
+# with neither '%' nor '!' is not scanned at all.
+
+IPY_MACHINERY = "terp's built-in IPython subset"
+
+
+class UsageError(Exception):
+    """As IPython's: a magic used wrongly, shown as one line."""
+
+
+def _ipy_scan_state(line, st):
+    """Advances the scanner over one physical line: st = [quote, depth,
+    continued], quote the open triple quote or None."""
+    i, n = 0, len(line)
+    quote, depth = st[0], st[1]
+    while i < n:
+        c = line[i]
+        if quote is not None:
+            if c == "\\":
+                i += 2
+                continue
+            if line.startswith(quote, i):
+                i += len(quote)
+                quote = None
+                continue
+            i += 1
+            continue
+        if c == "#":
+            break
+        if c in "\"'":
+            q3 = c * 3
+            if line.startswith(q3, i):
+                quote = q3
+                i += 3
+                continue
+            # a one-line string: to its end (or the line's)
+            j = i + 1
+            while j < n and line[j] != c:
+                j += 2 if line[j] == "\\" else 1
+            i = j + 1
+            continue
+        if c in "([{":
+            depth += 1
+        elif c in ")]}":
+            depth = max(0, depth - 1)
+        i += 1
+    st[0], st[1] = quote, depth
+    st[2] = quote is None and line.rstrip("\r\n").endswith("\\")
+
+
+def _ipy_line(line):
+    """The Python for one statement-start line, or None if it is Python."""
+    body = line.lstrip(" \t")
+    indent = line[:len(line) - len(body)]
+    body = body.rstrip("\r\n")
+    if not body:
+        return None
+    target = ""
+    c = body[0]
+    if c not in "%!":
+        # x = !cmd, x = %magic
+        eq = body.find("=")
+        if eq <= 0 or eq + 1 >= len(body):
+            return None
+        rhs = body[eq + 1:].lstrip()
+        lhs = body[:eq].rstrip()
+        if not rhs or rhs[0] not in "%!" or rhs.startswith("%%") or not lhs:
+            return None
+        if lhs[-1] in "=!<>+-*/%&|^@:" or not all(ch.isalnum() or ch in "_ ,.[]()'\"" for ch in lhs):
+            return None
+        target, body = lhs + " = ", rhs
+        c = body[0]
+    if c == "!":
+        if body.startswith("!!"):
+            call = "get_ipython().getoutput(%r)" % body[2:]
+        elif target:
+            call = "get_ipython().getoutput(%r)" % body[1:]
+        else:
+            call = "get_ipython().system(%r)" % body[1:]
+    else:
+        if body.startswith("%%"):
+            return None
+        rest = body[1:]
+        name, _, args = rest.partition(" ")
+        if not name or not (name[0].isalpha() or name[0] == "_"):
+            return None
+        call = "get_ipython().run_line_magic(%r, %r)" % (name, args.strip())
+    return indent + target + call + "\n"
+
+
+def _ipy_automagic(code):
+    """A one-line cell `pip install x` / `pwd` / `cd dir`: a magic when
+    the word names one and nothing in the namespace shadows it, as
+    IPython's automagic (single-line cells only, as there)."""
+    line = code.strip()
+    name, _, rest = line.partition(" ")
+    if "\n" in line or name not in _AUTOMAGIC or name in ns or hasattr(builtins, name):
+        return None
+    r = rest.lstrip()
+    if r[:1] in ("=", "(", ".", "[", ",", ";") or r[:2] in ("+=", "-=", "*=", "/=", "==", "!="):
+        return None
+    return "get_ipython().run_line_magic(%r, %r)\n" % (name, rest.strip())
+
+
+def _ipy_transform(code):
+    """The cell as Python: IPython's syntax rewritten, else unchanged."""
+    if "%" not in code and "!" not in code:
+        if " " in code.strip() or code.strip() in _AUTOMAGIC:
+            auto = _ipy_automagic(code)
+            if auto is not None:
+                return auto
+        return code
+    lines = code.splitlines(True)
+    first = 0
+    while first < len(lines) and not lines[first].strip():
+        first += 1
+    if first < len(lines) and lines[first].startswith("%%"):
+        head = lines[first].rstrip("\r\n")[2:]
+        name, _, args = head.partition(" ")
+        body = "".join(lines[first + 1:])
+        if body and not body.endswith("\n"):
+            body += "\n"
+        # The body keeps its line numbers in the cell (for tracebacks).
+        return "\n" * first + "get_ipython().run_cell_magic(%r, %r, %r, %d)\n" % (
+            name, args.strip(), body, first + 1)
+    auto = _ipy_automagic(code)
+    if auto is not None:
+        return auto
+    st = [None, 0, False]
+    out = []
+    changed = False
+    for line in lines:
+        if st[0] is None and st[1] == 0 and not st[2]:
+            py = _ipy_line(line)
+            if py is not None:
+                out.append(py)
+                changed = True
+                continue
+        _ipy_scan_state(line, st)
+        out.append(line)
+    return "".join(out) if changed else code
+
+
+def _ipy_expand(cmd, depth=1):
+    """IPython's var_expand on a shell line or magic argument: {expr}
+    and $name from the user's namespace; what fails stays as written."""
+    if "{" not in cmd and "$" not in cmd:
+        return cmd
+    out, i, n = [], 0, len(cmd)
+    while i < n:
+        c = cmd[i]
+        if c == "$" and i + 1 < n and cmd[i + 1] == "$":
+            out.append("$")
+            i += 2
+            continue
+        if c == "$" and i + 1 < n and (cmd[i + 1].isalpha() or cmd[i + 1] == "_"):
+            j = i + 1
+            while j < n and (cmd[j].isalnum() or cmd[j] == "_"):
+                j += 1
+            name = cmd[i + 1:j]
+            if name in ns:
+                out.append(str(ns[name]))
+            else:
+                out.append(cmd[i:j])
+            i = j
+            continue
+        if c == "{":
+            if cmd.startswith("{{", i):
+                out.append("{{")
+                i += 2
+                continue
+            j = cmd.find("}", i)
+            if j > i:
+                try:
+                    out.append(str(eval(cmd[i + 1:j], ns)))
+                    i = j + 1
+                    continue
+                except Exception:
+                    pass
+        out.append(c)
+        i += 1
+    return "".join(out)
+
+
+class SList(list):
+    """IPython's list of output lines (x = !cmd): .s .n .l .grep .fields."""
+
+    @property
+    def s(self):
+        return " ".join(self)
+
+    @property
+    def n(self):
+        return "\n".join(self)
+
+    @property
+    def l(self):  # noqa: E743 - IPython's name
+        return list(self)
+
+    def grep(self, pattern, prune=False, field=None):
+        import re
+        rx = re.compile(pattern) if isinstance(pattern, str) else None
+        test = (lambda s: rx.search(s)) if rx else pattern
+        pick = [s for s in self if (test(s.split()[field] if field is not None and s.split() else s))]
+        if prune:
+            pick = [s for s in self if s not in pick]
+        return SList(pick)
+
+    def fields(self, *idx):
+        rows = [ln.split() for ln in self]
+        if not idx:
+            return SList(" ".join(r) for r in rows)
+        return SList(" ".join(r[i] for i in idx if -len(r) <= i < len(r)) for r in rows)
+
+
+def _shell():
+    return "/bin/bash" if os.path.exists("/bin/bash") else "/bin/sh"
+
+
+def _system(cmd):
+    """!cmd: the command's output goes straight to the cell's pipes."""
+    import subprocess
+    _flush()
+    rc = subprocess.call(_ipy_expand(cmd), shell=True, executable=_shell())
+    ns["_exit_code"] = rc
+    return None
+
+
+def _getoutput(cmd):
+    import subprocess
+    _flush()
+    p = subprocess.run(_ipy_expand(cmd), shell=True, executable=_shell(),
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    ns["_exit_code"] = p.returncode
+    return SList(p.stdout.decode("utf-8", "replace").splitlines())
+
+
+def _cell_code(body, first, fname=None):
+    """A magic's cell body compiled with its lines where they are in the
+    cell, so tracebacks show them."""
+    return _compile_cell("\n" * (first or 0) + _ipy_transform(body),
+                         fname or "<cell %d>" % _cur_cell)
+
+
+def _run_code(body, first=0, fname=None):
+    if fname is not None:
+        _add_source(fname, body)
+    stmts, last = _cell_code(body, first, fname)
+    if stmts is not None:
+        exec(stmts, ns)
+    if last is not None:
+        return eval(last, ns)
+    return None
+
+
+def _fmt_time(t):
+    # IPython's _format_time: 3 significant digits, s ms µs ns.
+    if t >= 60.0:
+        m, s = divmod(t, 60.0)
+        h, m = divmod(m, 60.0)
+        parts = [("h", h), ("min", m), ("s", s)]
+        return " ".join("%d%s" % (v, u) for u, v in parts if v) or "0s"
+    units = ["s", "ms", "\u00b5s", "ns"]
+    scale = [1.0, 1e3, 1e6, 1e9]
+    order = 3
+    if t > 0.0:
+        import math
+        order = min(-int(math.floor(math.log10(t)) // 3), 3)
+    return "%.*g %s" % (3, t * scale[order], units[order])
+
+
+def _opts(args, flags, valued):
+    """A magic's options as IPython's getopt-like parser: (opts, rest)."""
+    import shlex
+    try:
+        words = shlex.split(args, posix=True)
+    except ValueError:
+        words = args.split()
+    opts = {}
+    i = 0
+    while i < len(words) and words[i].startswith("-") and len(words[i]) > 1:
+        w = words[i].lstrip("-")
+        if w in valued and i + 1 < len(words):
+            opts[w] = words[i + 1]
+            i += 2
+        elif w[:1] in valued and len(w) > 1:
+            opts[w[:1]] = w[1:]
+            i += 1
+        elif w in flags:
+            opts[w] = True
+            i += 1
+        else:
+            break
+    # what follows is code: the rest of the original text, not re-split
+    rest = args
+    for w in words[:i]:
+        k = rest.find(w)
+        rest = rest[k + len(w):] if k >= 0 else rest
+    return opts, rest.strip()
+
+
+def _m_time(args, cell=None, first=0):
+    code = cell if cell is not None else args
+    import resource
+    t0, c0 = time.perf_counter(), resource.getrusage(resource.RUSAGE_SELF)
+    try:
+        # A line's code is IPython's "<timed exec>"; a cell's keeps its lines.
+        value = _run_code(code, first) if cell is not None else _run_code(code, 0, "<timed exec>")
+    finally:
+        c1, t1 = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
+        u, s = c1.ru_utime - c0.ru_utime, c1.ru_stime - c0.ru_stime
+        print("CPU times: user %s, sys: %s, total: %s" % (_fmt_time(u), _fmt_time(s), _fmt_time(u + s)))
+        print("Wall time: %s" % _fmt_time(t1 - t0))
+    return value
+
+
+class TimeitResult:
+    def __init__(self, loops, repeat, timings):
+        self.loops, self.repeat, self.all_runs = loops, repeat, timings
+        self.timings = [t / loops for t in timings]
+        self.best, self.worst = min(self.timings), max(self.timings)
+        self.average = sum(self.timings) / len(self.timings)
+        self.stdev = (sum((t - self.average) ** 2 for t in self.timings) / len(self.timings)) ** 0.5
+
+    def __str__(self):
+        return "%s \u00b1 %s per loop (mean \u00b1 std. dev. of %d run%s, %d loop%s each)" % (
+            _fmt_time(self.average), _fmt_time(self.stdev), self.repeat,
+            "" if self.repeat == 1 else "s", self.loops, "" if self.loops == 1 else "s")
+
+    __repr__ = __str__
+
+
+def _m_timeit(args, cell=None, first=0):
+    import timeit
+    opts, stmt = _opts(args, ("q", "o", "p"), ("n", "r"))
+    setup = "pass"
+    if cell is not None:
+        setup, stmt = (stmt or "pass"), cell
+    t = timeit.Timer(stmt, setup, globals=ns)
+    repeat = int(opts.get("r", 7))
+    if "n" in opts:
+        number = int(opts["n"])
+    else:
+        number = 1
+        for index in range(0, 10):
+            number = 10 ** index
+            if t.timeit(number) >= 0.2:
+                break
+    runs = t.repeat(repeat, number)
+    res = TimeitResult(number, repeat, runs)
+    if "q" not in opts:
+        if res.worst > 4 * res.best and res.best > 0 and res.worst > 1e-6:
+            print("The slowest run took %0.2f times longer than the fastest. This could mean "
+                  "that an intermediate result is being cached." % (res.worst / res.best))
+        print(res)
+    return res if "o" in opts else None
+
+
+def _m_cd(args):
+    d = args.strip().strip("'\"") or os.path.expanduser("~")
+    if d == "-":
+        d = ns.get("_dh", [os.getcwd()])[-2] if len(ns.get("_dh", [])) > 1 else os.getcwd()
+    d = os.path.expanduser(_ipy_expand(d))
+    try:
+        os.chdir(d)
+    except OSError as e:
+        print("[Errno %d] %s: %r" % (e.errno, e.strerror, d))
+        return None
+    ns.setdefault("_dh", []).append(os.getcwd())
+    print(os.getcwd())
+
+
+def _m_env(args):
+    a = args.strip()
+    if not a:
+        return dict(os.environ)
+    if "=" in a or " " in a:
+        sep = "=" if "=" in a else " "
+        k, _, v = a.partition(sep)
+        k, v = k.strip(), _ipy_expand(v.strip())
+        os.environ[k] = v
+        print("env: %s=%s" % (k, v))
+        return None
+    if a not in os.environ:
+        raise UsageError("Environment does not have key: %s" % a)
+    return os.environ[a]
+
+
+def _user_names(kinds=()):
+    names = []
+    for k, v in ns.items():
+        if k.startswith("_") or k in ("In", "Out", "exit", "quit", "get_ipython"):
+            continue
+        if kinds and type(v).__name__ not in kinds:
+            continue
+        names.append(k)
+    return sorted(names)
+
+
+def _m_who(args):
+    names = _user_names(tuple(args.split()))
+    if not names:
+        print("Interactive namespace is empty." if not args.split() else "No variables match your requested type.")
+        return
+    print("".join(n + "\t " for n in names))
+
+
+def _m_who_ls(args):
+    return _user_names(tuple(args.split()))
+
+
+def _m_whos(args):
+    names = _user_names(tuple(args.split()))
+    if not names:
+        print("Interactive namespace is empty." if not args.split() else "No variables match your requested type.")
+        return
+    types_ = [type(ns[n]).__name__ for n in names]
+    vw = max(len("Variable"), max(len(n) for n in names)) + 3
+    tw = max(len("Type"), max(len(t) for t in types_)) + 3
+    print("Variable".ljust(vw) + "Type".ljust(tw) + "Data/Info")
+    print("-" * (vw + tw + len("Data/Info")))
+    for n, t in zip(names, types_):
+        v = ns[n]
+        try:
+            s = str(v).replace("\n", "\\n")
+        except Exception:
+            s = "<unprintable>"
+        if len(s) > 50:
+            s = s[:25] + "<...>" + s[-25:]
+        print(n.ljust(vw) + t.ljust(tw) + s)
+
+
+def _m_matplotlib(args):
+    # Any backend name: figures are captured as PNG files either way.
+    os.environ["MPLBACKEND"] = "Agg"
+    if "matplotlib" in sys.modules:
+        try:
+            sys.modules["matplotlib"].use("Agg")
+        except Exception:
+            pass
+
+
+def _m_pip(args, prog="pip"):
+    import shlex
+    import subprocess
+    _flush()
+    try:
+        words = shlex.split(_ipy_expand(args))
+    except ValueError:
+        words = args.split()
+    subprocess.call([sys.executable, "-m", "pip"] + words)
+    print("Note: you may need to restart the kernel to use updated packages.")
+
+
+def _m_load_ext(args):
+    name = args.strip()
+    if name in ("autoreload", "storemagic", "memory_profiler", "line_profiler", "watermark"):
+        return None  # accepted: terp's namespace does not reload modules
+    import importlib
+    mod = importlib.import_module(name)
+    load = getattr(mod, "load_ipython_extension", None)
+    if load is not None:
+        load(get_ipython())
+
+
+def _m_precision(args):
+    a = args.strip()
+    fmt = "%r" if not a else ("%." + a + "f" if a.isdigit() else a)
+    _float_fmt[0] = None if fmt == "%r" else fmt
+    if "numpy" in sys.modules:
+        try:
+            sys.modules["numpy"].set_printoptions(precision=int(a) if a.isdigit() else 8)
+        except Exception:
+            pass
+    return fmt
+
+
+def _m_accept(args):
+    return None
+
+
+def _m_reset(args):
+    keep = {k: ns[k] for k in ("__name__", "__builtins__", "__doc__") if k in ns}
+    ns.clear()
+    ns.update(keep)
+
+
+def _m_alias(prog):
+    def run(args):
+        return _system(prog + (" " + args if args else ""))
+    return run
+
+
+def _c_writefile(args, cell, first):
+    opts, name = _opts(args, ("a", "append"), ())
+    name = os.path.expanduser(_ipy_expand(name.strip().strip("'\"")))
+    append = "a" in opts or "append" in opts
+    exists = os.path.exists(name)
+    if append:
+        print("Appending to %s" % name)
+    else:
+        print("%s %s" % ("Overwriting" if exists else "Writing", name))
+    with open(name, "a" if append else "w", encoding="utf-8") as f:
+        f.write(cell)
+
+
+class CapturedIO:
+    """%%capture's result: .stdout, .stderr, .outputs, .show()."""
+
+    def __init__(self, out, err, outputs):
+        self._out, self._err, self.outputs = out, err, outputs
+
+    @property
+    def stdout(self):
+        return self._out.getvalue() if self._out is not None else ""
+
+    @property
+    def stderr(self):
+        return self._err.getvalue() if self._err is not None else ""
+
+    def show(self):
+        sys.stdout.write(self.stdout)
+        sys.stderr.write(self.stderr)
+        for o in self.outputs:
+            display(o)
+
+    __call__ = show
+
+
+def _c_capture(args, cell, first):
+    opts, name = _opts(args, ("no-stdout", "no-stderr", "no-display"), ())
+    out = None if "no-stdout" in opts else io.StringIO()
+    err = None if "no-stderr" in opts else io.StringIO()
+    cap = CapturedIO(out, err, [])
+    saved = sys.stdout, sys.stderr, _display_sink[0]
+    if out is not None:
+        sys.stdout = out
+    if err is not None:
+        sys.stderr = err
+    if "no-display" not in opts:
+        _display_sink[0] = cap.outputs
+    try:
+        _run_code(cell, first)
+    finally:
+        sys.stdout, sys.stderr, _display_sink[0] = saved
+        if name.strip():
+            ns[name.strip()] = cap
+
+
+def _c_shell(prog):
+    def run(args, cell, first):
+        import subprocess
+        _flush()
+        p = subprocess.run([prog], input=cell.encode())
+        if p.returncode:
+            raise subprocess.CalledProcessError(p.returncode, cell.encode())
+    return run
+
+
+def _c_display(mime):
+    def run(args, cell, first):
+        display({mime: cell}, raw=True)
+    return run
+
+
+def _c_time(args, cell, first):
+    return _m_time(args, cell, first)
+
+
+def _c_timeit(args, cell, first):
+    return _m_timeit(args, cell, first)
+
+
+_MAGICS = {
+    "matplotlib": _m_matplotlib, "pip": _m_pip, "conda": _m_pip,
+    "time": _m_time, "timeit": _m_timeit, "cd": _m_cd,
+    "pwd": lambda a: os.getcwd(), "env": _m_env, "set_env": _m_env,
+    "who": _m_who, "whos": _m_whos, "who_ls": _m_who_ls,
+    "load_ext": _m_load_ext, "reload_ext": _m_accept, "unload_ext": _m_accept,
+    "autoreload": _m_accept, "aimport": _m_accept, "config": _m_accept,
+    "xmode": _m_accept, "colors": _m_accept, "autosave": _m_accept,
+    "precision": _m_precision, "reset": _m_reset, "pylab": _m_matplotlib,
+    "ls": _m_alias("ls -F --color=never"), "ll": _m_alias("ls -F -l --color=never"),
+    "cat": _m_alias("cat"), "mkdir": _m_alias("mkdir"), "rm": _m_alias("rm"),
+    "cp": _m_alias("cp"), "mv": _m_alias("mv"), "rmdir": _m_alias("rmdir"),
+    "system": lambda a: _getoutput(a), "sx": lambda a: _getoutput(a),
+}
+_CELL_MAGICS = {
+    "time": _c_time, "timeit": _c_timeit, "writefile": _c_writefile,
+    "file": _c_writefile, "capture": _c_capture, "bash": _c_shell("bash"),
+    "sh": _c_shell("sh"), "script": None, "html": _c_display("text/html"),
+    "HTML": _c_display("text/html"), "markdown": _c_display("text/markdown"),
+    "latex": _c_display("text/latex"), "svg": _c_display("image/svg+xml"),
+}
+del _CELL_MAGICS["script"]
+# Automagic (a one-line cell, no '%'), as IPython's default: the magics
+# that read as commands.
+_AUTOMAGIC = ("pip", "cd", "pwd", "ls", "ll", "env", "who", "whos", "timeit",
+              "time", "matplotlib", "load_ext", "autoreload", "precision", "conda")
+
+
+class _Shell:
+    """What get_ipython() returns: the calls the rewritten cells make,
+    and the few attributes libraries look for (pandas checks .kernel to
+    print for a notebook rather than a terminal)."""
+
+    kernel = True  # pandas' is_terminal(): "a Jupyter kernel"
+    terp = IPY_MACHINERY
+    config = {}    # what libraries read of an IPython shell's configuration
+
+    @property
+    def user_ns(self):
+        return ns
+
+    def run_line_magic(self, name, line, _stack_depth=1):
+        fn = _MAGICS.get(name)
+        if fn is None:
+            raise UsageError("Line magic function `%%%s` not found." % name)
+        return fn(line)
+
+    def run_cell_magic(self, name, line, cell, first=0):
+        fn = _CELL_MAGICS.get(name)
+        if fn is None:
+            if name in _MAGICS:
+                raise UsageError("Cell magic `%%%%%s` not found (But line magic `%%%s` exists, "
+                                 "did you mean that instead?)." % (name, name))
+            raise UsageError("Cell magic `%%%%%s` not found." % name)
+        return fn(line, cell, first)
+
+    def system(self, cmd):
+        return _system(cmd)
+
+    def getoutput(self, cmd, split=True):
+        out = _getoutput(cmd)
+        return out if split else out.n
+
+    def run_cell(self, code, *a, **k):
+        return _run_code(code)
+
+    def register_magic_function(self, func, magic_kind="line", magic_name=None):
+        name = magic_name or func.__name__
+        if magic_kind in ("line", "line_cell"):
+            _MAGICS[name] = func
+        if magic_kind in ("cell", "line_cell"):
+            _CELL_MAGICS[name] = lambda a, c, f: func(a, c)
+
+    def __repr__(self):
+        return "<terp shell: %s>" % IPY_MACHINERY
+
+
+_SHELL = _Shell()
+
+
+def get_ipython():
+    return _SHELL
+
+
+# ---------------------------------------------------------------- display
+#
+# display() and a cell's last value go through the objects' rich
+# representations in Jupyter's order. Images become PNG/JPEG files in
+# out/, so they travel as artifacts with a thumbnail like a saved chart;
+# the rest becomes text on stdout (display) or the result's value (a
+# last expression): Markdown as written, HTML without a text form as a
+# readable text (tags stripped, tables as rows). No new frame: the host
+# validates what it already validates.
+
+_REPR_METHODS = (("text/html", "_repr_html_"), ("text/markdown", "_repr_markdown_"),
+                 ("image/svg+xml", "_repr_svg_"), ("image/png", "_repr_png_"),
+                 ("image/jpeg", "_repr_jpeg_"), ("text/latex", "_repr_latex_"),
+                 ("application/json", "_repr_json_"))
+_display_sink = [None]   # %%capture's list of displayed objects, or None
+_display_count = [0]
+DISPLAY_TEXT_MAX = 1 << 20
+
+
+def _is_default_repr(text):
+    """object's repr (or IPython's form of it): says nothing to a reader."""
+    return (text.startswith("<") and text.endswith(">")
+            and (" object" in text[:200] or " at 0x" in text[:200]))
+
+
+def _figure_png(fig):
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=100, bbox_inches="tight")
+    return buf.getvalue()
+
+
+def _mime_bundle(obj, include=None, exclude=None):
+    data = {}
+    mb = getattr(obj, "_repr_mimebundle_", None)
+    if callable(mb) and not isinstance(obj, type):
+        try:
+            r = mb(include=include, exclude=exclude)
+        except TypeError:
+            r = mb()
+        if isinstance(r, tuple):
+            r = r[0]
+        if isinstance(r, dict):
+            data.update(r)
+    fig_cls = getattr(sys.modules.get("matplotlib.figure"), "Figure", None)
+    if fig_cls is not None and isinstance(obj, fig_cls):
+        data.setdefault("image/png", _figure_png(obj))
+        obj._terp_saved = True  # shown: not saved again at the cell's end
+    if not isinstance(obj, type):
+        for mime, meth in _REPR_METHODS:
+            f = getattr(obj, meth, None)
+            if mime in data or not callable(f):
+                continue
+            try:
+                r = f()
+            except Exception:
+                continue
+            if isinstance(r, tuple):
+                r = r[0]
+            if r is not None:
+                data[mime] = r
+    if "text/plain" not in data:
+        data["text/plain"] = _plain(obj)
+    if include:
+        data = {k: v for k, v in data.items() if k in include}
+    if exclude:
+        data = {k: v for k, v in data.items() if k not in exclude}
+    return data
+
+
+def _html_text(html):
+    """A readable text for HTML: tables as aligned rows, tags dropped."""
+    from html.parser import HTMLParser
+
+    class P(HTMLParser):
+        def __init__(self):
+            super().__init__(convert_charrefs=True)
+            self.out, self.rows, self.row, self.cell = [], None, None, None
+            self.skip = 0
+
+        def handle_starttag(self, tag, attrs):
+            if tag in ("style", "script"):
+                self.skip += 1
+            elif tag == "table":
+                self.rows = []
+            elif tag == "tr" and self.rows is not None:
+                self.row = []
+            elif tag in ("td", "th") and self.row is not None:
+                self.cell = []
+            elif tag in ("br", "p", "div", "li", "h1", "h2", "h3", "h4", "tr"):
+                self.out.append("\n")
+
+        def handle_endtag(self, tag):
+            if tag in ("style", "script"):
+                self.skip = max(0, self.skip - 1)
+            elif tag in ("td", "th") and self.cell is not None and self.row is not None:
+                self.row.append(" ".join("".join(self.cell).split()))
+                self.cell = None
+            elif tag == "tr" and self.row is not None and self.rows is not None:
+                self.rows.append(self.row)
+                self.row = None
+            elif tag == "table" and self.rows is not None:
+                self.out.append("\n" + _table_text(self.rows) + "\n")
+                self.rows = None
+
+        def handle_data(self, d):
+            if self.skip:
+                return
+            if self.cell is not None:
+                self.cell.append(d)
+            elif self.rows is None:
+                self.out.append(d)
+
+    p = P()
+    p.feed(html)
+    p.close()
+    lines = [ln.rstrip() for ln in "".join(p.out).splitlines()]
+    text = "\n".join(ln for i, ln in enumerate(lines) if ln or (i and lines[i - 1]))
+    return text.strip("\n")
+
+
+def _table_text(rows):
+    width = max((len(r) for r in rows), default=0)
+    rows = [r + [""] * (width - len(r)) for r in rows]
+    cols = [max(len(r[i]) for r in rows) for i in range(width)]
+    return "\n".join("  ".join(c.rjust(w) for c, w in zip(r, cols)).rstrip() for r in rows)
+
+
+def _save_image(data, ext, did=None):
+    if isinstance(data, str):
+        data = binascii.a2b_base64(data)
+    if not isinstance(data, (bytes, bytearray)) or len(data) > ARTIFACT_MAX:
+        return
+    _display_count[0] += 1
+    name = ("display-%s.%s" % (did, ext)) if did else (
+        "display-%d-%d.%s" % (_cur_cell, _display_count[0], ext))
+    os.makedirs(OUT_DIR, exist_ok=True)
+    with open(os.path.join(OUT_DIR, name), "wb") as f:
+        f.write(data)
+
+
+def _text_form(data):
+    """(text or None, image shown): what the model and the pane read."""
+    for mime, ext in (("image/png", "png"), ("image/jpeg", "jpg")):
+        if mime in data and data[mime]:
+            return None, (mime, ext)
+    plain = data.get("text/plain")
+    if isinstance(plain, str) and not _is_default_repr(plain):
+        return plain, None
+    for mime in ("text/markdown", "text/latex"):
+        if isinstance(data.get(mime), str):
+            return data[mime], None
+    if isinstance(data.get("text/html"), str):
+        return _html_text(data["text/html"]), None
+    if isinstance(data.get("image/svg+xml"), str):
+        return "[SVG image, %d characters]" % len(data["image/svg+xml"]), None
+    if "application/json" in data:
+        import json
+        return json.dumps(data["application/json"], indent=1, default=str), None
+    return plain if isinstance(plain, str) else None, None
+
+
+def _show_bundle(data, did=None):
+    text, img = _text_form(data)
+    if img is not None:
+        _save_image(data[img[0]], img[1], did)
+    if text is not None:
+        _show_text(text)
+
+
+def _show_text(text):
+    if len(text) > DISPLAY_TEXT_MAX:
+        text = text[:DISPLAY_TEXT_MAX] + "... [display cut at 1 MiB]"
+    sys.stdout.write(text.rstrip("\n") + "\n")
+
+
+class DisplayHandle:
+    def __init__(self, display_id=None):
+        if display_id is None or display_id is True:
+            display_id = binascii.hexlify(os.urandom(16)).decode()
+        self.display_id = display_id
+
+    def __repr__(self):
+        return "<DisplayHandle display_id=%s>" % self.display_id
+
+    def display(self, obj, **kw):
+        display(obj, display_id=self.display_id, **kw)
+
+    def update(self, obj, **kw):
+        update_display(obj, display_id=self.display_id, **kw)
+
+
+def display(*objs, include=None, exclude=None, metadata=None, transient=None,
+            display_id=None, raw=False, clear=False, **kwargs):
+    """IPython's display(): each object through its richest form."""
+    # clear=True: a text stream cannot clear; the next output follows
+    handle = DisplayHandle(display_id) if display_id is not None else None
+    did = _safe_id(handle.display_id) if handle else None
+    for obj in objs:
+        if _display_sink[0] is not None:
+            _display_sink[0].append(obj)
+            continue
+        if raw and isinstance(obj, dict):
+            _show_bundle(obj, did)
+        elif include or exclude or did:
+            _show_bundle(_mime_bundle(obj, include, exclude), did)
+        else:
+            # as a last value: a DataFrame's HTML is not computed for nothing
+            text = _value_text(obj)
+            if text is not None:
+                _show_text(text)
+    return handle
+
+
+def update_display(obj, *, display_id, **kwargs):
+    """The display with this id shows obj now: an image keeps its file
+    name (out/display-ID.png, the artifact updated), text is shown again."""
+    display(obj, display_id=display_id, **kwargs)
+
+
+def clear_output(wait=False):
+    pass
+
+
+def _safe_id(did):
+    s = "".join(c if c.isalnum() or c in "-_" else "_" for c in str(did))[:64]
+    return s or "id"
+
+
+def _rich(v):
+    """Whether v has a form richer than its repr (images, a bundle)."""
+    fig_cls = getattr(sys.modules.get("matplotlib.figure"), "Figure", None)
+    return (hasattr(v, "_repr_mimebundle_") or hasattr(v, "_repr_png_")
+            or hasattr(v, "_repr_jpeg_") or (fig_cls is not None and isinstance(v, fig_cls)))
+
+
+PRETTY_WIDTH = 79     # IPython's pretty printer's line width
+PRETTY_MAX_ITEMS = 1000
+_float_fmt = [None]   # %precision's format for floats
+
+
+def _type_name(t):
+    mod = getattr(t, "__module__", None)
+    name = getattr(t, "__qualname__", None) or getattr(t, "__name__", "?")
+    return name if mod in (None, "builtins") else "%s.%s" % (mod, name)
+
+
+def _pretty(v, indent=0, col=0, depth=0):
+    """repr(v) as IPython's pretty printer shows it: objects without a
+    repr of their own as <module.Class at 0x...>, containers wider than
+    79 columns one item a line (indented by nesting, as IPython does),
+    floats in %precision. indent: the nesting's indentation; col: the
+    column v starts at."""
+    t = type(v)
+    if t is float and _float_fmt[0] is not None:
+        try:
+            return _float_fmt[0] % v
+        except Exception:
+            return repr(v)
+    if t in (list, tuple, set, frozenset, dict) and depth < 20 and len(v) <= PRETTY_MAX_ITEMS:
+        if not v:
+            return repr(v)
+        opn, cls = {list: ("[", "]"), tuple: ("(", ")"), set: ("{", "}"), dict: ("{", "}"),
+                    frozenset: ("frozenset({", "})")}[t]
+        inner = indent + (1 if t is not frozenset else len(opn))
+        if t is dict:
+            items = []
+            for k, x in v.items():
+                ks = _pretty(k, inner, inner, depth + 1)
+                items.append(ks + ": " + _pretty(x, inner, inner + len(ks) + 2, depth + 1))
+        else:
+            seq = v
+            if t in (set, frozenset):
+                try:
+                    seq = sorted(v)
+                except Exception:
+                    seq = list(v)
+            items = [_pretty(x, inner, inner, depth + 1) for x in seq]
+            if t is tuple and len(items) == 1:
+                cls = ",)"
+        one = opn + ", ".join(items) + cls
+        if "\n" not in one and col + len(one) <= PRETTY_WIDTH:
+            return one
+        return opn + (",\n" + " " * inner).join(items) + cls
+    try:
+        if t.__repr__ is object.__repr__:
+            return "<%s at 0x%x>" % (_type_name(t), id(v))
+    except Exception:
+        pass
+    return repr(v)
+
+
+def _plain(v):
+    """The text/plain of a value: its repr, pretty where IPython's is."""
+    t = type(v)
+    if t in (list, tuple, set, frozenset, dict, float) or t.__repr__ is object.__repr__:
+        return _pretty(v)
+    return repr(v)
+
+
+def _value_text(v):
+    """A cell's last value as the result's text (None: shown as an image
+    file). The repr comes first when it is a real one (a DataFrame's),
+    so its HTML is never computed for nothing."""
+    if isinstance(v, type) or not _rich(v):
+        r = _plain(v)
+        if isinstance(v, type) or not _is_default_repr(r) or not any(
+                hasattr(v, m) for _, m in _REPR_METHODS):
+            return r
+    data = _mime_bundle(v)
+    text, img = _text_form(data)
+    if img is not None:
+        _save_image(data[img[0]], img[1])
+        return None
+    return text
+
+
+def _hides_value(code):
+    """A trailing ';' on the cell's last line hides its value (IPython)."""
+    for line in reversed(code.splitlines()):
+        s = line.split("#", 1)[0].rstrip() if "#" in line and "'" not in line and '"' not in line else line.rstrip()
+        if s:
+            return s.endswith(";")
+    return False
+
+
+# Tables for the reader: pandas prints as in Jupyter's text view (the
+# tool result and the pane alike): up to 20 columns, wrapped at 80
+# characters, up to 60 rows. This is the one place they are set; the
+# system prompt states them (agent.c, describe_python).
+PANDAS_OPTIONS = (("display.max_columns", 20), ("display.width", 80),
+                  ("display.max_rows", 60), ("display.expand_frame_repr", True))
+
+
+def _after_pandas(module):
+    try:
+        for k, v in PANDAS_OPTIONS:
+            module.set_option(k, v)
+    except Exception as e:  # options are a nicety, never a failure
+        print("terp: pandas display options not set: %s" % e, file=sys.stderr)
+
+
+def _after_ipython_display(module):
+    """IPython's display() prints str() when no IPython shell runs (a
+    plain interpreter): the driver's takes its place, so
+    IPython.display.display(Image(...)) shows the image."""
+    module.display = display
+    module.update_display = update_display
+    module.clear_output = clear_output
+
+
+def _install_builtins():
+    # The working directory on sys.path, as in IPython: a module the
+    # notebook wrote (%%writefile helper.py) imports.
+    if "" not in sys.path:
+        sys.path.insert(0, "")
+    builtins.display = display
+    builtins.get_ipython = get_ipython
+    sys.meta_path.insert(0, _AfterImport("pandas", _after_pandas))
+    sys.meta_path.insert(0, _AfterImport("IPython.core.display_functions",
+                                         _after_ipython_display))
+
+
+_install_builtins()
+
+
 # ---------------------------------------------------------------- cells
 
 def _fresh_namespace():
@@ -650,11 +1681,55 @@ def _user_traceback(exc):
         tb = tb.tb_next
     if tb is None and isinstance(exc, SyntaxError):
         return "".join(traceback.format_exception_only(type(exc), exc))
-    te = traceback.TracebackException(type(exc), exc, tb)
-    # ...and none of ours inside it either (the SIGINT handler's frame).
-    te.stack = traceback.StackSummary.from_list(
-        [f for f in te.stack if f.filename != __file__])
-    return "".join(te.format())
+    top = traceback.TracebackException(type(exc), exc, tb)
+    # ...and none of ours inside it either (the SIGINT handler's frame,
+    # a magic's), nor in the exceptions it chains; long ones are cut.
+    te, seen = top, set()
+    while te is not None and id(te) not in seen and len(seen) < 32:
+        seen.add(id(te))
+        st = _stack_class()()
+        st.extend(_cut_frames([f for f in te.stack if f.filename != _DRIVER_FILE]))
+        te.stack = st
+        te = te.__cause__ if te.__cause__ is not None else te.__context__
+    return "".join(top.format())
+
+
+_DRIVER_FILE = _MODULE_CODE.co_filename
+FRAMES_HEAD = 20   # a traceback's first frames kept, the cell's own among them
+FRAMES_TAIL = 10   # and its last ones (where it failed)
+
+
+def _cut_frames(frames):
+    """A long traceback's middle cut out, the count said, as the model
+    reads it: the cell's frames come first and stay in full (up to the
+    last one of them among the first FRAMES_HEAD), then the end."""
+    if len(frames) <= FRAMES_HEAD + FRAMES_TAIL:
+        return frames
+    head = FRAMES_HEAD
+    cut = len(frames) - head - FRAMES_TAIL
+    import traceback
+    mark = traceback.FrameSummary(_OMITTED, cut, "", line="", lookup_line=False)
+    return frames[:head] + [mark] + frames[len(frames) - FRAMES_TAIL:]
+
+
+_OMITTED = "<terp: frames left out>"
+_stack_cls = None
+
+
+def _stack_class():
+    """traceback.StackSummary that prints _cut_frames' mark as one line
+    (Python 3.11's format_frame_summary; before it, as a frame)."""
+    global _stack_cls
+    if _stack_cls is None:
+        import traceback
+
+        class Stack(traceback.StackSummary):
+            def format_frame_summary(self, f):
+                if f.filename == _OMITTED:
+                    return "  ... %d frames left out ...\n" % f.lineno
+                return super().format_frame_summary(f)
+        _stack_cls = Stack
+    return _stack_cls
 
 
 def _cut(s, what):
@@ -684,6 +1759,8 @@ def _error(e):
     except BaseException:  # noqa: B036
         tb = ""
     ename = type(e).__name__
+    if isinstance(e, UsageError):
+        tb = "UsageError: %s\n" % evalue  # IPython shows no frames for it
     if len(ename) > NAME_MAX:
         ename = ename[:NAME_MAX] + "..."
     return {"ename": ename,
@@ -755,14 +1832,14 @@ def _run(cell, code):
     _told.clear()
     _running = True
     try:
-        body, last = _compile_cell(code, fname)
+        body, last = _compile_cell(_ipy_transform(code), fname)
         if body is not None:
             exec(body, ns)
         if last is not None:
             v = eval(last, ns)
-            if v is not None:
+            if v is not None and not _hides_value(code):
                 ns["_"] = v
-                value = repr(v)
+                value = _value_text(v)
     except BaseException as e:  # noqa: B036 - everything is the user's error
         _running = False
         status = "error"
@@ -905,11 +1982,6 @@ def main():
     os.makedirs(OUT_DIR, exist_ok=True)
     _close_all(_scan_out()[1])  # what is already there is not new
     ready = {"ev": "ready", "pid": os.getpid(), "python": sys.version.split()[0]}
-    if os.environ.get("TERP_PROBE") == "1":
-        try:
-            ready["probe"] = _probe()
-        except Exception:
-            pass
     if os.environ.get("TERP_CODE") == "1":
         # Before any cell ran: terp keeps this for the next sandboxes,
         # which then skip compiling this file.
@@ -918,6 +1990,13 @@ def main():
             blob = (b"TERPCODE" + sys.hexversion.to_bytes(8, "little")
                     + marshal.dumps(_MODULE_CODE))
             ready["code"] = binascii.b2a_base64(blob, newline=False).decode()
+        except Exception:
+            pass
+    # The probe after the code: its find_spec calls leave closures of the
+    # import hooks (pandas') behind, which would change the blob's bytes.
+    if os.environ.get("TERP_PROBE") == "1":
+        try:
+            ready["probe"] = _probe()
         except Exception:
             pass
     _setup_site()
