@@ -5,6 +5,7 @@ same numbers the export recorded."""
 import base64
 import json
 import os
+import pathlib
 import shutil
 import subprocess
 import sys
@@ -31,10 +32,11 @@ def mknb(tmp_path_factory):
     exe = str(tmp_path_factory.mktemp("bin") / "mknb")
     # every object but main's: the journal names error kinds through
     # the model client's table, and so on down
-    objs = [os.path.join(ROOT, "build", "obj", f)
-            for f in sorted(os.listdir(os.path.join(ROOT, "build", "obj")))
-            if f.endswith(".o") and f != "main.o"
-            and os.path.exists(os.path.join(ROOT, "src", f[:-2] + ".c"))]
+    # (build/obj mirrors src/'s layer folders; an object whose source is
+    # gone is a stale one and left out)
+    src = pathlib.Path(ROOT, "src")
+    objs = [str(pathlib.Path(ROOT, "build", "obj", c.relative_to(src).with_suffix(".o")))
+            for c in sorted(src.rglob("*.c")) if c.name != "main.c"]
     subprocess.run(["cc", "-std=c11", "-D_GNU_SOURCE", "-Wall", "-Wextra",
                     "-Werror", "-I" + os.path.join(ROOT, "include"),
                     "-o", exe, os.path.join(ROOT, "tests", "integration",
