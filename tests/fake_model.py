@@ -32,7 +32,11 @@ a turn with "repeat": true is reused forever, else the answer is a 500
              otherwise text and arguments are cut every N characters.
   anthropic  shorthand that generates an Anthropic stream:
              {"text": S, "tool_calls": [{"id", "name", "code" | "input" |
-               "fragments"}], "stop_reason": S, "usage": {...}}
+               "fragments"}], "stop_reason": S, "usage": {...},
+              "thinking": S | [S...] (thinking blocks first, each streamed
+              as thinking_delta pieces of "thinking_split" characters,
+              then its signature as signature_delta pieces),
+              "redacted": [DATA...] (redacted_thinking blocks after them)}
   chunk_bytes  write the encoded response in pieces of this many bytes
              (splits UTF-8 characters and CRLFs across network reads)
   chunk_delay  seconds between pieces/events (0)
@@ -44,7 +48,21 @@ a turn with "repeat": true is reused forever, else the answer is a 500
   expect_headers  {"name": "value"}: a request without one of these
              headers, with exactly this value, gets a 401
 
-Script members besides "turns" (the context-window tests):
+Script members besides "turns":
+  anthropic_thinking  check every Anthropic request as the API does with
+                extended thinking (its documentation's rules): with
+                "thinking" {"type":"enabled","budget_tokens":N}, N >= 1024
+                and N < max_tokens (unless the interleaved-thinking beta
+                header came); every thinking block's signature must be
+                the one this fake issued for its text, byte for byte, and
+                every redacted_thinking block's data one it issued; an
+                assistant message with tool_use answered by the last
+                user message must start with the thinking blocks issued
+                with those tool_use blocks. Else a 400
+                invalid_request_error as the API's. "require": a request
+                without thinking gets a 400 too.
+
+Script members for the context-window tests:
   window        enforce a context window of this many tokens: a request
                 counted larger gets the provider's real error body below
                 (and the scripted turn is not consumed)
@@ -123,6 +141,26 @@ def openai_events(spec):
     return ev
 
 
+SIGN_KEY = b"fake-anthropic-signing-key"
+
+
+def thinking_signature(text):
+    """The signature this fake issues for a thinking block's text: an
+    opaque base64 string, as the API's, that only the text it was made
+    for matches."""
+    import base64
+    import hashlib
+    import hmac
+    mac = hmac.new(SIGN_KEY, text.encode(), hashlib.sha256).digest()
+    return base64.b64encode(b"EqQB" + mac + mac[:16]).decode()
+
+
+def redacted_data(n):
+    import base64
+    import hashlib
+    return base64.b64encode(hashlib.sha256(b"redacted%d" % n).digest() * 3).decode()
+
+
 def anthropic_events(spec):
     """The SSE events of an Anthropic Messages stream described by spec."""
     def e(name, data):
@@ -135,6 +173,26 @@ def anthropic_events(spec):
                                           "model": "fake", "content": [], "stop_reason": None,
                                           "usage": usage}})]
     idx = 0
+    thinking = spec.get("thinking", [])
+    if isinstance(thinking, str):
+        thinking = [thinking]
+    for t in thinking:
+        ev.append(e("content_block_start", {"index": idx, "content_block": {
+            "type": "thinking", "thinking": "", "signature": ""}}))
+        for piece in _split(t, spec.get("thinking_split", 7)):
+            ev.append(e("content_block_delta", {"index": idx, "delta": {
+                "type": "thinking_delta", "thinking": piece}}))
+        sig = thinking_signature(t)
+        for piece in _split(sig, 40):
+            ev.append(e("content_block_delta", {"index": idx, "delta": {
+                "type": "signature_delta", "signature": piece}}))
+        ev.append(e("content_block_stop", {"index": idx}))
+        idx += 1
+    for data in spec.get("redacted", []):
+        ev.append(e("content_block_start", {"index": idx, "content_block": {
+            "type": "redacted_thinking", "data": data}}))
+        ev.append(e("content_block_stop", {"index": idx}))
+        idx += 1
     if spec.get("text"):
         ev.append(e("content_block_start", {"index": idx, "content_block": {"type": "text", "text": ""}}))
         ev.append(e("ping", {}))
@@ -161,6 +219,75 @@ def anthropic_events(spec):
                                   "usage": {"output_tokens": 42}}))
     ev.append(e("message_stop", {}))
     return ev
+
+
+def _bad(msg):
+    return 400, {"type": "error", "error": {"type": "invalid_request_error", "message": msg},
+                 "request_id": "req_fake"}
+
+
+def anthropic_thinking_error(body, headers, issued, redacted, require):
+    """(status, body) of the API's refusal of a request that breaks the
+    extended-thinking rules, or None. issued: tool_use id -> the thinking
+    blocks streamed with it; redacted: the data strings issued."""
+    if not isinstance(body, dict):
+        return None
+    th = body.get("thinking")
+    if th is None or th.get("type") != "enabled":
+        if require:
+            return _bad("fake_model: this script needs thinking enabled")
+        return None
+    budget = th.get("budget_tokens")
+    if not isinstance(budget, int) or budget < 1024:
+        return _bad("thinking.enabled.budget_tokens: Input should be greater than or equal to 1024")
+    interleaved = "interleaved-thinking-2025-05-14" in headers.get("anthropic-beta", "")
+    if not interleaved and budget >= body.get("max_tokens", 0):
+        return _bad("`max_tokens` must be greater than `thinking.budget_tokens`")
+    msgs = body.get("messages", [])
+    for i, m in enumerate(msgs):
+        content = m.get("content")
+        if not isinstance(content, list):
+            continue
+        for j, b in enumerate(content):
+            if b.get("type") == "thinking":
+                if m.get("role") != "assistant":
+                    return _bad("messages.%d.content.%d: thinking blocks are only allowed "
+                                "in assistant messages" % (i, j))
+                if b.get("signature") != thinking_signature(b.get("thinking", "")):
+                    return _bad("messages.%d.content.%d: Invalid `signature` in `thinking` block"
+                                % (i, j))
+                if set(b) - {"type", "thinking", "signature", "cache_control"}:
+                    return _bad("messages.%d.content.%d: Extra inputs are not permitted" % (i, j))
+            elif b.get("type") == "redacted_thinking":
+                if b.get("data") not in redacted:
+                    return _bad("messages.%d.content.%d: Invalid `data` in `redacted_thinking` "
+                                "block" % (i, j))
+    # The lastmost tool_use / tool_result pair: its assistant message must
+    # start with the thinking blocks issued with those tool_use blocks.
+    if len(msgs) >= 2 and isinstance(msgs[-1].get("content"), list) and any(
+            b.get("type") == "tool_result" for b in msgs[-1]["content"]):
+        a = msgs[-2]
+        content = a.get("content") if isinstance(a.get("content"), list) else []
+        ids = [b.get("id") for b in content if b.get("type") == "tool_use"]
+        want = []
+        for tid in ids:
+            for blk in issued.get(tid, []):
+                if blk not in want:
+                    want.append(blk)
+        first = content[0].get("type") if content else "text"
+        if first not in ("thinking", "redacted_thinking"):
+            return _bad("messages.%d.content.0.type: Expected `thinking` or `redacted_thinking`, "
+                        "but found `%s`. When `thinking` is enabled, a final `assistant` message "
+                        "must start with a thinking block (preceeding the lastmost set of "
+                        "`tool_use` and `tool_result` blocks). We recommend you include thinking "
+                        "blocks from previous turns. To avoid this requirement, disable "
+                        "`thinking`." % (len(msgs) - 2, first))
+        got = [{k: v for k, v in b.items() if k != "cache_control"} for b in content
+               if b.get("type") in ("thinking", "redacted_thinking")]
+        if want and got[:len(want)] != want:
+            return _bad("messages.%d.content: the thinking blocks of this turn were changed; "
+                        "they must be passed back unmodified" % (len(msgs) - 2))
+    return None
 
 
 def _strings(v):
@@ -243,6 +370,9 @@ class FakeModel:
         self.window = script.get("window")
         self.ollama_api = script.get("ollama_api")
         self.window_style = script.get("window_error", "openai")
+        self.thinking_check = script.get("anthropic_thinking")
+        self.issued = {}        # tool_use id -> thinking blocks streamed with it
+        self.redacted = set()
         self.respond = respond
         self.served = 0
         self.log_path = log_path
@@ -276,16 +406,40 @@ class FakeModel:
             if self.window and tokens > self.window:
                 status, b = window_error(self.window_style, self.window, tokens)
                 return {"status": status, "body": b}
+            if self.thinking_check and path.endswith("/messages"):
+                bad = anthropic_thinking_error(
+                    parsed, headers, self.issued, self.redacted,
+                    isinstance(self.thinking_check, dict) and self.thinking_check.get("require"))
+                if bad is not None:
+                    return {"status": bad[0], "body": bad[1]}
             n = self.served
             self.served += 1
         if self.respond is not None:
-            return self.respond(n, path, parsed)
+            return self.note_issued(self.respond(n, path, parsed))
         if n < len(self.turns):
-            return self.turns[n]
+            return self.note_issued(self.turns[n])
         if self.turns and self.turns[-1].get("repeat"):
-            return self.turns[-1]
+            return self.note_issued(self.turns[-1])
         return {"status": 500, "body": {"error": {"message": "fake_model: script exhausted",
                                                   "type": "server_error"}}}
+
+    def note_issued(self, turn):
+        """Remembers the thinking blocks an Anthropic turn streams with
+        its tool_use blocks (what must come back unchanged)."""
+        spec = turn.get("anthropic") if isinstance(turn, dict) else None
+        if spec is None:
+            return turn
+        thinking = spec.get("thinking", [])
+        if isinstance(thinking, str):
+            thinking = [thinking]
+        blocks = [{"type": "thinking", "thinking": t, "signature": thinking_signature(t)}
+                  for t in thinking]
+        blocks += [{"type": "redacted_thinking", "data": d} for d in spec.get("redacted", [])]
+        with self.lock:
+            self.redacted.update(spec.get("redacted", []))
+            for i, tc in enumerate(spec.get("tool_calls", [])):
+                self.issued[tc.get("id", "toolu_%d" % i)] = blocks
+        return turn
 
     def start(self):
         model = self

@@ -82,6 +82,9 @@ struct llm_sink {
 	void	(*tool_call)(void *arg, const char *id, const char *name,
 		    const char *args);
 	void	(*usage)(void *arg, const struct usage *u);
+	/* May be NULL: reasoning text to show; a reasoning item to keep. */
+	void	(*reasoning)(void *arg, const char *s, size_t n);
+	void	(*reasoning_item)(void *arg, const char *json);
 };
 
 /* A decoder's state after an event. */
@@ -169,6 +172,14 @@ cJSON *llm_anthropic_encode(const char *model, int max_tokens,
  * from the loop's thread only). New string; *len its length. */
 char *llm_anthropic_body(const char *model, int max_tokens, const char *system,
     const cJSON *messages, size_t *len);
+/* The same with extended thinking: budget > 0 adds "thinking" with
+ * budget_tokens (max_tokens grows by it) and sends back the messages'
+ * thinking blocks ("reasoning", notebook.h) before their text and
+ * tool_use; budget 0 is the two above (no thinking blocks sent). */
+cJSON *llm_anthropic_encode_thinking(const char *model, int max_tokens,
+    int budget, const char *system, const cJSON *messages);
+char *llm_anthropic_body_thinking(const char *model, int max_tokens,
+    int budget, const char *system, const cJSON *messages, size_t *len);
 
 /* ------------------------------------------------------------ decoding
  * (llm_decode.c) */
@@ -193,6 +204,10 @@ const struct llm_error *llm_dec_error(const struct llm_dec *d);
 
 /* Visible text: passed on in whole UTF-8 sequences. */
 void llm_dec_text(struct llm_dec *d, const char *s, size_t n);
+/* Reasoning text (shown apart, never the answer's) and a complete
+ * reasoning item (printed and passed on; item stays the caller's). */
+void llm_dec_reasoning(struct llm_dec *d, const char *s, size_t n);
+void llm_dec_reasoning_item(struct llm_dec *d, const cJSON *item);
 /* A new open slot, or NULL when the codec's max_slots are used. */
 struct llm_slot *llm_dec_slot_new(struct llm_dec *d, int index, int tool);
 /* The latest slot with this index, or NULL. */

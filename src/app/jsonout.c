@@ -245,6 +245,10 @@ jsonout_event(void *arg, const struct event *ev)
 		o = obj("text");
 		add_text(o, "delta", ev->text, ev->len);
 		break;
+	case EV_REASONING:
+		o = obj("reasoning");
+		add_text(o, "delta", ev->text, ev->len);
+		break;
 	case EV_TOOL_CALL:
 		o = obj("tool_call");
 		add_str(o, "id", ev->id);

@@ -411,6 +411,11 @@ journal_change(struct journal *j, const struct nb_change *ch)
 		if (cJSON_GetObjectItemCaseSensitive(m, "tool_calls") != NULL)
 			cJSON_AddItemToObject(o, "calls", cJSON_Duplicate(
 			    cJSON_GetObjectItemCaseSensitive(m, "tool_calls"), 1));
+		/* the provider's reasoning items, byte for byte: a resumed
+		 * session sends them back (Anthropic checks signatures) */
+		if (cJSON_GetObjectItemCaseSensitive(m, "reasoning") != NULL)
+			cJSON_AddItemToObject(o, "reasoning", cJSON_Duplicate(
+			    cJSON_GetObjectItemCaseSensitive(m, "reasoning"), 1));
 		break;
 	case NB_TOOL_RESULT:
 		put_tool_result(j, notebook_message(j->nb, ch->msg), -1);
@@ -494,6 +499,8 @@ journal_event(struct journal *j, const struct event *ev)
 			cJSON_AddNumberToObject(o, "status", ev->http_status);
 		sync = 1;
 		break;
+	case EV_REASONING:	/* kept whole in the reply's record */
+		return;
 	case EV_NOTICE:
 		o = rec("notice");
 		add_str(o, "text", ev->text);

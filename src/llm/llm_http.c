@@ -335,6 +335,32 @@ sink_tool_call(void *arg, const char *id, const char *name, const char *args)
 }
 
 static void
+sink_reasoning(void *arg, const char *s, size_t n)
+{
+	struct attempt *a = arg;
+	struct hb *b = a->b;
+
+	if (a->dead || b->a != a)
+		return;
+	b->delivered = 1;	/* shown: a retry would show it twice */
+	if (b->out->reasoning != NULL)
+		b->out->reasoning(b->arg, s, n);
+}
+
+static void
+sink_reasoning_item(void *arg, const char *json)
+{
+	struct attempt *a = arg;
+	struct hb *b = a->b;
+
+	if (a->dead || b->a != a)
+		return;
+	b->delivered = 1;
+	if (b->out->reasoning_item != NULL)
+		b->out->reasoning_item(b->arg, json);
+}
+
+static void
 sink_usage(void *arg, const struct usage *u)
 {
 	struct attempt *a = arg;
@@ -544,6 +570,8 @@ hb_open(struct loop *l, const struct llm_config *cfg,
 	b->sink.text = sink_text;
 	b->sink.tool_call = sink_tool_call;
 	b->sink.usage = sink_usage;
+	b->sink.reasoning = sink_reasoning;
+	b->sink.reasoning_item = sink_reasoning_item;
 	return b;
 }
 

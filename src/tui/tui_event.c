@@ -162,6 +162,7 @@ tui_event_apply(struct tui *t, const struct event *ev)
 		phase_set(t, PH_THINKING);
 		break;
 	case EV_TEXT:		on_text(t, ev); break;
+	case EV_REASONING:	break;	/* shown from the notebook's reply */
 	case EV_TOOL_CALL:	tui_items_answer_close(t); break;
 	case EV_CELL_START:	on_cell_start(t, ev); break;
 	case EV_STDOUT:

@@ -1,0 +1,275 @@
+"""--reasoning and the models' reasoning (issue 26): the real binary and
+sandbox against tests/fake_model.py, which checks each follow-up request
+the way the provider does (Anthropic: thinking blocks and their
+signatures back unchanged before their tool_use, or a 400)."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+
+from conftest import ROOT, TERP
+
+sys.path.insert(0, str(ROOT / "tests"))
+from fake_model import thinking_signature  # noqa: E402
+
+KEY = "sk-terp-test-0123456789"
+
+THOUGHTS = ["I should load the file first and look at its shape.",
+            "The shape is known; now the mean of column a. Ünïcode ✓.",
+            "Check the sum too before answering."]
+CODES = ["a = [1, 2, 3, 4]\nprint('n', len(a))",
+         "print('mean', sum(a) / len(a))",
+         "print('sum', sum(a))"]
+
+
+def anthropic_env(env, srv):
+    e = dict(env)
+    e["ANTHROPIC_API_KEY"] = KEY
+    e["ANTHROPIC_BASE_URL"] = srv.root
+    return e
+
+
+def three_calls_anthropic():
+    turns = []
+    for i in range(3):
+        spec = {"thinking": THOUGHTS[i],
+                "tool_calls": [{"id": "toolu_%d" % i, "code": CODES[i]}]}
+        if i == 1:
+            spec["redacted"] = ["UkVEQUNURUQtZmFrZS1kYXRh%d" % i]
+        turns.append({"anthropic": spec})
+    turns.append({"anthropic": {"thinking": "All three printed; answer.",
+                                "text": "The mean is 2.5 and the sum 10."}})
+    return {"turns": turns, "anthropic_thinking": {"require": True}}
+
+
+def run(env, cwd, *args, timeout=180):
+    p = subprocess.run([str(TERP), *map(str, args)], capture_output=True, text=True,
+                       env=env, cwd=cwd, timeout=timeout)
+    return p
+
+
+def events(out):
+    return [json.loads(l) for l in out.splitlines() if l.startswith("{")]
+
+
+def assistant_blocks(body):
+    return [m["content"] for m in body["messages"] if m["role"] == "assistant"]
+
+
+def test_anthropic_thinking_three_tool_calls(env, fake, tmp_path):
+    srv = fake(three_calls_anthropic())
+    e = anthropic_env(env, srv)
+    r = run(e, tmp_path, "--json", "--provider", "anthropic", "--reasoning", "medium",
+            "-p", "What are the mean and the sum?")
+    assert r.returncode == 0, r.stderr + r.stdout[-2000:]
+    reqs = srv.requests()
+    assert len(reqs) == 4, [q["body"] for q in reqs]
+    for q in reqs:
+        b = q["body"]
+        assert b["thinking"] == {"type": "enabled", "budget_tokens": 8192}
+        assert b["max_tokens"] == 4096 + 8192
+        assert "interleaved-thinking-2025-05-14" in q["headers"]["anthropic-beta"]
+    # Each follow-up carries every earlier turn's thinking, unchanged and
+    # first in its assistant message, before the tool_use.
+    last = assistant_blocks(reqs[3]["body"])
+    assert len(last) == 3
+    for i, content in enumerate(last):
+        assert content[0] == {"type": "thinking", "thinking": THOUGHTS[i],
+                              "signature": thinking_signature(THOUGHTS[i])}
+        if i == 1:
+            assert content[1] == {"type": "redacted_thinking",
+                                  "data": "UkVEQUNURUQtZmFrZS1kYXRh1"}
+        assert content[-1]["type"] == "tool_use"
+    ev = events(r.stdout)
+    answer = [x for x in ev if x["type"] == "answer"]
+    assert answer and answer[0]["text"] == "The mean is 2.5 and the sum 10."
+    shown = "".join(x["delta"] for x in ev if x["type"] == "reasoning")
+    for t in THOUGHTS:
+        assert t in shown
+    # reasoning is never part of the answer's text events
+    assert not any(t in "".join(x["delta"] for x in ev if x["type"] == "text")
+                   for t in THOUGHTS)
+
+
+def test_fake_refuses_a_changed_signature(fake):
+    """The fake itself: a thinking block whose signature or text changed
+    by one byte gets the API's 400, so the test above means something."""
+    srv = fake({"turns": [{"anthropic": {"text": "ok"}, "repeat": True}],
+                "anthropic_thinking": True})
+    t = THOUGHTS[0]
+    good = thinking_signature(t)
+
+    def post(block):
+        body = {"model": "m", "max_tokens": 9000,
+                "thinking": {"type": "enabled", "budget_tokens": 4096},
+                "messages": [{"role": "user", "content": "q"},
+                             {"role": "assistant", "content": [block, {
+                                 "type": "tool_use", "id": "t1", "name": "python_exec",
+                                 "input": {"code": "1"}}]},
+                             {"role": "user", "content": [{
+                                 "type": "tool_result", "tool_use_id": "t1", "content": "1"}]}]}
+        req = urllib.request.Request(srv.root + "/v1/messages", json.dumps(body).encode(),
+                                     {"content-type": "application/json"})
+        try:
+            with urllib.request.urlopen(req) as resp:
+                return resp.status, resp.read().decode()
+        except urllib.error.HTTPError as err:
+            return err.code, err.read().decode()
+
+    assert post({"type": "thinking", "thinking": t, "signature": good})[0] == 200
+    st, body = post({"type": "thinking", "thinking": t, "signature": good[:-2] + "AA"})
+    assert st == 400 and "Invalid `signature`" in body
+    st, body = post({"type": "thinking", "thinking": t + " ", "signature": good})
+    assert st == 400 and "Invalid `signature`" in body
+    st, body = post({"type": "text", "text": "no thinking"})
+    assert st == 400 and "must start with a thinking block" in body
+
+
+def test_kill_9_then_resume_keeps_thinking_valid(env, fake, tmp_path):
+    """kill -9 while the second call's cell runs; --resume sends the
+    journalled thinking blocks back, and the fake (which checks their
+    signatures and that they precede the answered tool_use) accepts."""
+    spec = three_calls_anthropic()
+    spec["turns"][1]["anthropic"]["tool_calls"][0]["code"] = (
+        "print('mean', sum(a) / len(a), flush=True)\nimport time\ntime.sleep(60)")
+    spec["turns"] = spec["turns"][:2] + [
+        {"anthropic": {"thinking": "Resumed; the variables are gone.",
+                       "text": "Resumed: ask again."}}]
+    srv = fake(spec)
+    e = anthropic_env(env, srv)
+    p = subprocess.Popen([str(TERP), "--json", "--provider", "anthropic", "--reasoning", "low",
+                          "-p", "Mean?"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         env=e, cwd=tmp_path, text=True)
+    seen = ""
+    deadline = time.time() + 90
+    while time.time() < deadline and "mean 2.5" not in seen:
+        line = p.stdout.readline()
+        if not line:
+            break
+        ev = json.loads(line)
+        if ev["type"] == "stdout":
+            seen += ev["text"]
+    os.kill(p.pid, signal.SIGKILL)
+    p.wait()
+    p.stdout.close()
+    p.stderr.close()
+    assert "mean 2.5" in seen, seen
+    sdir = os.path.join(e["XDG_STATE_HOME"], "terp", "sessions")
+    [sid] = os.listdir(sdir)
+    with open(os.path.join(sdir, sid, "notebook.jsonl")) as f:
+        recs = [json.loads(l) for l in f if l.endswith("\n")]
+    replies = [x for x in recs if x["t"] == "reply"]
+    assert replies[1]["reasoning"][0]["signature"] == thinking_signature(THOUGHTS[1])
+
+    r = run(e, tmp_path, "--provider", "anthropic", "--reasoning", "low",
+            "--resume", sid, "-p", "And now?")
+    assert r.returncode == 0, r.stderr
+    assert "Resumed: ask again." in r.stdout
+    body = srv.requests()[-1]["body"]
+    got = assistant_blocks(body)
+    assert got[0][0]["signature"] == thinking_signature(THOUGHTS[0])
+    assert got[1][0]["signature"] == thinking_signature(THOUGHTS[1])
+    assert got[1][1]["type"] == "redacted_thinking"
+    # the reasoning is not the answer: -p prints only the answer on stdout
+    assert "variables are gone" not in r.stdout
+
+
+def test_show_reasoning_goes_to_stderr_only(env, fake, tmp_path):
+    srv = fake({"turns": [{"anthropic": {"thinking": "Think 4 times 4.",
+                                         "text": "It is 16."}, "repeat": True}],
+                "anthropic_thinking": {"require": True}})
+    e = anthropic_env(env, srv)
+    r = run(e, tmp_path, "--provider", "anthropic", "--reasoning", "high", "-p", "4*4?")
+    assert r.returncode == 0, r.stderr
+    assert srv.requests()[0]["body"]["thinking"]["budget_tokens"] == 24576
+    assert "Think 4 times 4." not in r.stdout + r.stderr
+    r = run(e, tmp_path, "--provider", "anthropic", "--reasoning", "high",
+            "--show-reasoning", "-p", "4*4?")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "It is 16."
+    assert "thinking: Think 4 times 4." in r.stderr
+
+
+def test_reasoning_off_and_default_send_no_thinking(env, fake, tmp_path):
+    srv = fake([{"anthropic": {"text": "a"}}, {"anthropic": {"text": "b"}}])
+    e = anthropic_env(env, srv)
+    assert run(e, tmp_path, "--provider", "anthropic", "-p", "q").returncode == 0
+    assert run(e, tmp_path, "--provider", "anthropic", "--reasoning", "off",
+               "-p", "q").returncode == 0
+    for q in srv.requests():
+        assert "thinking" not in q["body"]
+        assert q["body"]["max_tokens"] == 4096
+        assert "anthropic-beta" not in q["headers"]
+
+
+def test_reasoning_config_and_bad_values(env, fake, tmp_path):
+    srv = fake([{"anthropic": {"text": "a"}}])
+    e = anthropic_env(env, srv)
+    cfg = os.path.join(e["XDG_CONFIG_HOME"], "terp")
+    os.makedirs(cfg, exist_ok=True)
+    with open(os.path.join(cfg, "config"), "w") as f:
+        f.write("reasoning = low\n")
+    r = run(e, tmp_path, "--provider", "anthropic", "-p", "q")
+    assert r.returncode == 0, r.stderr
+    assert srv.requests()[0]["body"]["thinking"]["budget_tokens"] == 2048
+    r = run(e, tmp_path, "--provider", "anthropic", "--reasoning", "lots", "-p", "q")
+    assert r.returncode == 2
+    assert r.stderr.strip().splitlines()[-1].startswith("terp: invalid --reasoning 'lots'")
+    with open(os.path.join(cfg, "config"), "w") as f:
+        f.write("reasoning = lots\n")
+    r = run(e, tmp_path, "--provider", "anthropic", "-p", "q")
+    assert r.returncode == 2
+    assert "invalid reasoning in" in r.stderr and "'lots'" in r.stderr
+
+
+def test_ollama_reasoning_deltas_are_never_the_answer(env, fake, tmp_path):
+    """Ollama streams its thinking in delta.reasoning (llama.cpp and vLLM
+    in reasoning_content): shown apart, never in the answer or its
+    number trace, and --reasoning off asks for none."""
+    base = {"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "m"}
+
+    def chunk(delta, finish=None):
+        c = dict(base)
+        c["choices"] = [{"index": 0, "delta": delta, "finish_reason": finish}]
+        return {"data": c}
+
+    def turn(reason_key, reasoning, code=None, text=None, i=0):
+        ev = [chunk({"role": "assistant", "content": ""})]
+        for piece in (reasoning[:9], reasoning[9:]):
+            ev.append(chunk({reason_key: piece}))
+        if code:
+            ev.append(chunk({"tool_calls": [{"id": "call_%d" % i, "index": 0, "type": "function",
+                                             "function": {"name": "python_exec",
+                                                          "arguments": json.dumps({"code": code})}}]}))
+            ev.append(chunk({}, "tool_calls"))
+        else:
+            ev.append(chunk({"content": text}))
+            ev.append(chunk({}, "stop"))
+        ev.append({"data": "[DONE]"})
+        return {"events": ev}
+
+    turns = [turn("reasoning", "Maybe 777 rows? Load it.", CODES[0], i=0),
+             turn("reasoning_content", "Now 31337 is the mean?", CODES[1], i=1),
+             turn("reasoning", "And 4242 the sum.", CODES[2], i=2),
+             turn("reasoning", "Done: 2.5 and 10.", text="Mean 2.5, sum 10.")]
+    srv = fake(turns)
+    r = run(env, tmp_path, "--json", "--provider", "ollama", "--base-url", srv.url,
+            "--model", "qwen3", "--reasoning", "off", "-p", "Mean and sum?")
+    assert r.returncode == 0, r.stderr
+    reqs = srv.requests()
+    assert len(reqs) == 4
+    for q in reqs:
+        assert q["body"]["reasoning_effort"] == "none"
+        for m in q["body"]["messages"]:
+            # the thinking never goes back as content
+            assert "777" not in json.dumps(m) and "31337" not in json.dumps(m)
+    ev = events(r.stdout)
+    [answer] = [x for x in ev if x["type"] == "answer"]
+    assert answer["text"] == "Mean 2.5, sum 10."
+    assert all(n.get("value") not in ("777", "31337", "4242") for n in answer.get("numbers", []))
+    shown = "".join(x["delta"] for x in ev if x["type"] == "reasoning")
+    assert "Maybe 777 rows? Load it." in shown and "Now 31337 is the mean?" in shown
