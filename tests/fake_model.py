@@ -37,6 +37,13 @@ a turn with "repeat": true is reused forever, else the answer is a 500
               as thinking_delta pieces of "thinking_split" characters,
               then its signature as signature_delta pieces),
               "redacted": [DATA...] (redacted_thinking blocks after them)}
+  responses  shorthand that generates an OpenAI Responses API stream
+             (typed events with sequence_number, in the documented order):
+             {"reasoning": S (a reasoning item first: its summary streamed
+               as response.reasoning_summary_text.delta, then its
+               encrypted_content in response.output_item.done),
+              "text": S, "tool_calls": [{"id": CALL_ID, "code": S}],
+              "usage": {...}, "incomplete": REASON, "failed": ERROR}
   chunk_bytes  write the encoded response in pieces of this many bytes
              (splits UTF-8 characters and CRLFs across network reads)
   chunk_delay  seconds between pieces/events (0)
@@ -61,6 +68,16 @@ Script members besides "turns":
                 with those tool_use blocks. Else a 400
                 invalid_request_error as the API's. "require": a request
                 without thinking gets a 400 too.
+
+  responses_check  check every Responses API request as OpenAI does with
+                store: false: store must be false; a reasoning item must
+                carry the encrypted_content this fake issued for its id,
+                byte for byte (else 400 invalid_encrypted_content; none
+                at all: the "not persisted" 400); a function_call issued
+                with a reasoning item must come after that item (else the
+                API's "provided without its required 'reasoning' item"
+                400); a function_call_output needs its function_call;
+                "require": include must name reasoning.encrypted_content.
 
 Script members for the context-window tests:
   window        enforce a context window of this many tokens: a request
@@ -221,6 +238,158 @@ def anthropic_events(spec):
     return ev
 
 
+def encrypted_for(rid, summary):
+    import base64
+    import hashlib
+    import hmac
+    mac = hmac.new(SIGN_KEY, (rid + "\0" + summary).encode(), hashlib.sha256).digest()
+    return "gAAAAAB" + base64.urlsafe_b64encode(mac * 4).decode()
+
+
+def responses_events(spec, n):
+    """The SSE events of a Responses API stream described by spec (n:
+    the request's number, for unique ids)."""
+    seq = [0]
+    ev = []
+
+    def e(name, data):
+        data = dict(data)
+        data["type"] = name
+        data["sequence_number"] = seq[0]
+        seq[0] += 1
+        ev.append({"event": name, "data": data})
+
+    rid = "resp_fake%d" % n
+    base = {"id": rid, "object": "response", "created_at": 1, "model": "fake",
+            "status": "in_progress", "output": [], "error": None, "incomplete_details": None,
+            "store": False}
+    e("response.created", {"response": base})
+    e("response.in_progress", {"response": base})
+    out = []
+    idx = 0
+    if "reasoning" in spec:
+        iid = "rs_%d_%d" % (n, idx)
+        summary = spec["reasoning"]
+        e("response.output_item.added", {"output_index": idx, "item": {
+            "id": iid, "type": "reasoning", "summary": []}})
+        e("response.reasoning_summary_part.added", {"item_id": iid, "output_index": idx,
+                                                     "summary_index": 0,
+                                                     "part": {"type": "summary_text", "text": ""}})
+        for piece in _split(summary, 6):
+            e("response.reasoning_summary_text.delta", {"item_id": iid, "output_index": idx,
+                                                         "summary_index": 0, "delta": piece})
+        e("response.reasoning_summary_text.done", {"item_id": iid, "output_index": idx,
+                                                    "summary_index": 0, "text": summary})
+        e("response.reasoning_summary_part.done", {"item_id": iid, "output_index": idx,
+                                                    "summary_index": 0,
+                                                    "part": {"type": "summary_text", "text": summary}})
+        item = {"id": iid, "type": "reasoning",
+                "summary": [{"type": "summary_text", "text": summary}],
+                "encrypted_content": encrypted_for(iid, summary)}
+        e("response.output_item.done", {"output_index": idx, "item": item})
+        out.append(item)
+        idx += 1
+    if spec.get("text"):
+        iid = "msg_%d_%d" % (n, idx)
+        e("response.output_item.added", {"output_index": idx, "item": {
+            "id": iid, "type": "message", "status": "in_progress", "role": "assistant",
+            "content": []}})
+        e("response.content_part.added", {"item_id": iid, "output_index": idx, "content_index": 0,
+                                           "part": {"type": "output_text", "annotations": [],
+                                                    "text": ""}})
+        for piece in _split(spec["text"], spec.get("text_split", 5)):
+            e("response.output_text.delta", {"item_id": iid, "output_index": idx,
+                                              "content_index": 0, "delta": piece})
+        e("response.output_text.done", {"item_id": iid, "output_index": idx, "content_index": 0,
+                                         "text": spec["text"]})
+        part = {"type": "output_text", "annotations": [], "text": spec["text"]}
+        e("response.content_part.done", {"item_id": iid, "output_index": idx,
+                                          "content_index": 0, "part": part})
+        item = {"id": iid, "type": "message", "status": "completed", "role": "assistant",
+                "content": [part]}
+        e("response.output_item.done", {"output_index": idx, "item": item})
+        out.append(item)
+        idx += 1
+    for i, tc in enumerate(spec.get("tool_calls", [])):
+        iid = "fc_%d_%d" % (n, idx)
+        args = json.dumps({"code": tc.get("code", "")}, ensure_ascii=False)
+        head = {"id": iid, "type": "function_call", "status": "in_progress", "arguments": "",
+                "call_id": tc.get("id", "call_%d" % i), "name": tc.get("name", "python_exec")}
+        e("response.output_item.added", {"output_index": idx, "item": head})
+        for piece in _split(args, 9):
+            e("response.function_call_arguments.delta", {"item_id": iid, "output_index": idx,
+                                                          "delta": piece})
+        e("response.function_call_arguments.done", {"item_id": iid, "output_index": idx,
+                                                     "arguments": args})
+        item = dict(head, status="completed", arguments=args)
+        e("response.output_item.done", {"output_index": idx, "item": item})
+        out.append(item)
+        idx += 1
+    usage = spec.get("usage", {"input_tokens": 30, "input_tokens_details": {"cached_tokens": 0},
+                               "output_tokens": 20,
+                               "output_tokens_details": {"reasoning_tokens": 12},
+                               "total_tokens": 50})
+    final = dict(base, output=out, usage=usage)
+    if spec.get("failed"):
+        e("response.failed", {"response": dict(final, status="failed", error=spec["failed"])})
+    elif spec.get("incomplete"):
+        e("response.incomplete", {"response": dict(final, status="incomplete",
+                                                   incomplete_details={"reason": spec["incomplete"]})})
+    else:
+        e("response.completed", {"response": dict(final, status="completed")})
+    return ev
+
+
+def _oai_bad(msg, code=None, param=None):
+    return 400, {"error": {"message": msg, "type": "invalid_request_error", "param": param,
+                           "code": code}}
+
+
+def responses_error(body, issued, need_reason, require):
+    """(status, body) of OpenAI's refusal of a Responses request, or None.
+    issued: reasoning item id -> encrypted_content; need_reason: call_id
+    -> the reasoning item id it came with."""
+    if not isinstance(body, dict):
+        return None
+    if "messages" in body:
+        return _oai_bad("Unsupported parameter: 'messages'. In the Responses API, this "
+                        "parameter has moved to 'input'.", "unsupported_parameter", "messages")
+    if body.get("store") is not False:
+        return _oai_bad("fake_model: this script wants store: false", None, "store")
+    if require and "reasoning.encrypted_content" not in (body.get("include") or []):
+        return _oai_bad("fake_model: include must name reasoning.encrypted_content",
+                        None, "include")
+    seen_reason = set()
+    calls = set()
+    for i, it in enumerate(body.get("input", [])):
+        t = it.get("type")
+        if t == "reasoning":
+            rid = it.get("id")
+            if "encrypted_content" not in it:
+                return 404, {"error": {"message": "Item with id '%s' not found. Items are not "
+                                       "persisted when `store` is set to false. Try again with "
+                                       "`store` set to true, or remove this item from your "
+                                       "input." % rid, "type": "invalid_request_error",
+                                       "param": "input", "code": None}}
+            if issued.get(rid) != it.get("encrypted_content"):
+                return _oai_bad("The encrypted content for item %s could not be verified."
+                                % rid, "invalid_encrypted_content", "input[%d]" % i)
+            seen_reason.add(rid)
+        elif t == "function_call":
+            cid = it.get("call_id")
+            want = need_reason.get(cid)
+            if want is not None and want not in seen_reason:
+                return _oai_bad("Item '%s' of type 'function_call' was provided without its "
+                                "required 'reasoning' item: '%s'." % (it.get("id", cid), want),
+                                None, "input")
+            calls.add(cid)
+        elif t == "function_call_output":
+            if it.get("call_id") not in calls:
+                return _oai_bad("No tool call found for function call output with call_id %s."
+                                % it.get("call_id"), None, "input")
+    return None
+
+
 def _bad(msg):
     return 400, {"type": "error", "error": {"type": "invalid_request_error", "message": msg},
                  "request_id": "req_fake"}
@@ -371,6 +540,9 @@ class FakeModel:
         self.ollama_api = script.get("ollama_api")
         self.window_style = script.get("window_error", "openai")
         self.thinking_check = script.get("anthropic_thinking")
+        self.responses_check = script.get("responses_check")
+        self.enc_issued = {}     # reasoning item id -> encrypted_content
+        self.need_reason = {}    # call_id -> the reasoning item it came with
         self.issued = {}        # tool_use id -> thinking blocks streamed with it
         self.redacted = set()
         self.respond = respond
@@ -412,6 +584,12 @@ class FakeModel:
                     isinstance(self.thinking_check, dict) and self.thinking_check.get("require"))
                 if bad is not None:
                     return {"status": bad[0], "body": bad[1]}
+            if self.responses_check and path.endswith("/responses"):
+                bad = responses_error(
+                    parsed, self.enc_issued, self.need_reason,
+                    isinstance(self.responses_check, dict) and self.responses_check.get("require"))
+                if bad is not None:
+                    return {"status": bad[0], "body": bad[1]}
             n = self.served
             self.served += 1
         if self.respond is not None:
@@ -425,7 +603,21 @@ class FakeModel:
 
     def note_issued(self, turn):
         """Remembers the thinking blocks an Anthropic turn streams with
-        its tool_use blocks (what must come back unchanged)."""
+        its tool_use blocks (what must come back unchanged), and the
+        encrypted reasoning a Responses turn streams with its calls."""
+        if isinstance(turn, dict) and "responses" in turn:
+            with self.lock:
+                n = self.count - 1
+                turn = dict(turn)
+                turn["_events"] = responses_events(turn["responses"], n)
+                for ev in turn["_events"]:
+                    d = ev["data"]
+                    if d["type"] == "response.output_item.done" and d["item"]["type"] == "reasoning":
+                        rid = d["item"]["id"]
+                        self.enc_issued[rid] = d["item"]["encrypted_content"]
+                        for tc_i, tc in enumerate(turn["responses"].get("tool_calls", [])):
+                            self.need_reason[tc.get("id", "call_%d" % tc_i)] = rid
+            return turn
         spec = turn.get("anthropic") if isinstance(turn, dict) else None
         if spec is None:
             return turn
@@ -491,6 +683,8 @@ class FakeModel:
                     events = openai_events(turn["openai"])
                 elif "anthropic" in turn:
                     events = anthropic_events(turn["anthropic"])
+                elif "_events" in turn:
+                    events = turn["_events"]
                 else:
                     events = turn.get("events", [])
                 self.send_response(status)

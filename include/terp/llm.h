@@ -35,6 +35,8 @@ struct llm_config {
 	int	 reasoning;
 	/* --show-reasoning: -p writes the model's reasoning to stderr */
 	int	 show_reasoning;
+	/* --api / api =: OpenAI's and Azure's API (enum llm_api) */
+	int	 api;
 	/* Where base_url and api_key came from, for messages that name the
 	 * fix ("--base-url", "OPENAI_API_KEY", "api_key_cmd in PATH"): set
 	 * by llm_config_resolve, NULL when unknown. */
@@ -80,6 +82,12 @@ struct llm_error {
  * "context", "cut", "bad_reply", "cancelled"): stable, for records that
  * must outlive a reordering of the enum. A static string. */
 const char *llm_err_name(enum llm_err kind);
+
+enum llm_api {
+	LLM_API_AUTO,		/* Responses for the reasoning families, else Chat */
+	LLM_API_CHAT,		/* Chat Completions */
+	LLM_API_RESPONSES,	/* the Responses API */
+};
 
 enum llm_reasoning {
 	LLM_REASONING_DEFAULT,	/* not set: the provider's default */

@@ -141,6 +141,10 @@ struct llm_codec {
 	const char	*default_stop;	/* when the stream named none */
 	int		 max_slots;	/* <= LLM_DEC_SLOTS */
 	size_t		 priv_size;
+	/* Optional: the codec that answers cfg's requests instead (the
+	 * OpenAI and Azure entries: Chat or Responses by cfg->api and
+	 * the model's family); NULL: this one. */
+	const struct llm_codec *(*pick)(const struct llm_config *cfg);
 };
 
 /* OpenAI Chat Completions and its relatives. */
@@ -161,6 +165,19 @@ char *llm_openai_body(enum llm_openai_flavor f, const char *model,
 /* The URL of the chat completions endpoint (new string), or NULL. */
 char *llm_openai_url(enum llm_openai_flavor f, const struct llm_config *cfg,
     char **err);
+
+/* OpenAI's Responses API (llm_responses.c), for OpenAI and Azure. */
+extern const struct llm_codec llm_responses_codec;
+extern const struct llm_codec llm_azure_responses_codec;
+/* Whether cfg's requests go to the Responses API: api = responses, or
+ * api unset and a reasoning model family (o1, o3, o4, gpt-5, codex). */
+int llm_responses_wanted(const struct llm_config *cfg);
+int llm_responses_reasoning_model(const char *model);
+/* The request body (a new cJSON) and the endpoint (new string, NULL
+ * with *err). */
+cJSON *llm_responses_encode(const struct llm_config *cfg, const char *model,
+    const char *system, const cJSON *messages);
+char *llm_responses_url(const struct llm_config *cfg, int azure, char **err);
 
 /* Anthropic Messages. */
 extern const struct llm_codec llm_anthropic_codec;

@@ -61,6 +61,7 @@ struct artifact {
 
 struct usage {
 	long	input_tokens, output_tokens, cached_tokens;
+	long	reasoning_tokens;	/* of output_tokens, when the API says */
 	double	cost;		/* dollars (cost.h); 0 when not priced */
 	int	priced;		/* the model had a price (totals: any call) */
 };

@@ -425,6 +425,9 @@ journal_change(struct journal *j, const struct nb_change *ch)
 		cJSON_AddNumberToObject(o, "in", (double)ch->usage->input_tokens);
 		cJSON_AddNumberToObject(o, "out", (double)ch->usage->output_tokens);
 		cJSON_AddNumberToObject(o, "cached", (double)ch->usage->cached_tokens);
+		if (ch->usage->reasoning_tokens > 0)
+			cJSON_AddNumberToObject(o, "reasoning",
+			    (double)ch->usage->reasoning_tokens);
 		if (ch->usage->priced)	/* dollars, as priced then (cost.h) */
 			cJSON_AddNumberToObject(o, "cost", ch->usage->cost);
 		break;

@@ -472,6 +472,7 @@ rec_usage(const cJSON *o, struct notebook *nb)
 		.input_tokens = (long)jnum(o, "in", 0),
 		.output_tokens = (long)jnum(o, "out", 0),
 		.cached_tokens = (long)jnum(o, "cached", 0),
+		.reasoning_tokens = (long)jnum(o, "reasoning", 0),
 	};
 	double cost = jnum(o, "cost", -1);
 

@@ -635,5 +635,5 @@ dec_eof(struct llm_dec *d)
 }
 
 const struct llm_codec llm_anthropic_codec = {
-	prepare, dec_event, dec_eof, "end_turn", MAX_BLOCKS, sizeof(struct tally),
+	prepare, dec_event, dec_eof, "end_turn", MAX_BLOCKS, sizeof(struct tally), NULL,
 };

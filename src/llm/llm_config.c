@@ -177,6 +177,19 @@ from_file(struct llm_config *cfg, const struct config *c, char **key_cmd,
 		cfg->reasoning = LLM_REASONING_DEFAULT;
 		return -1;
 	}
+	if (cfg->api == LLM_API_AUTO && (v = config_get(c, "api")) != NULL) {
+		if (strcmp(v, "chat") == 0)
+			cfg->api = LLM_API_CHAT;
+		else if (strcmp(v, "responses") == 0)
+			cfg->api = LLM_API_RESPONSES;
+		else {
+			char *where = in_file(c, "api");
+			*err = xasprintf("invalid %s: '%s' (use responses or chat)",
+			    where, v);
+			free(where);
+			return -1;
+		}
+	}
 	if (cfg->connect_timeout_ms == 0 &&
 	    (v = config_get(c, "connect_timeout")) != NULL &&
 	    dur("connect_timeout", v, &cfg->connect_timeout_ms, err) < 0)

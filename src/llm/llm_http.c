@@ -43,6 +43,7 @@ struct hb {
 	struct http			*http;
 	const struct llm_config		*cfg;	/* borrowed from llm.c */
 	const struct llm_codec		*codec;
+	const struct llm_codec		*cur;	/* this request's (codec->pick) */
 	struct llm_sink			 sink;
 	const struct llm_cbs		*out;
 	void				*arg;
@@ -534,7 +535,7 @@ start_attempt(struct loop *l, void *arg)
 	a = xcalloc(1, sizeof *a);
 	a->b = b;
 	a->sse = sse_new(SSE_LINE_MAX, SSE_EVENT_MAX, on_sse, a);
-	a->dec = llm_dec_new(b->codec, &b->sink, a);
+	a->dec = llm_dec_new(b->cur, &b->sink, a);
 	b->a = a;
 	memset(&req, 0, sizeof req);
 	req.url = b->wire.url;
@@ -581,7 +582,8 @@ hb_request(void *p, const char *system, const cJSON *messages,
 {
 	struct hb *b = p;
 
-	if (b->codec->prepare(b->cfg, system, messages, &b->wire, err) < 0) {
+	b->cur = b->codec->pick != NULL ? b->codec->pick(b->cfg) : b->codec;
+	if (b->cur->prepare(b->cfg, system, messages, &b->wire, err) < 0) {
 		llm_wire_free(&b->wire);
 		return -1;
 	}

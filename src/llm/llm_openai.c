@@ -558,6 +558,9 @@ take_usage(struct llm_dec *d, const cJSON *u)
 	det = get(u, "prompt_tokens_details");
 	if (cJSON_IsObject(det))
 		llm_json_long(get(det, "cached_tokens"), &t->cached_tokens);
+	det = get(u, "completion_tokens_details");
+	if (cJSON_IsObject(det))
+		llm_json_long(get(det, "reasoning_tokens"), &t->reasoning_tokens);
 }
 
 static void
@@ -618,14 +621,27 @@ dec_eof(struct llm_dec *d)
 		llm_dec_end(d, 1);
 }
 
+static const struct llm_codec *
+pick_openai(const struct llm_config *cfg)
+{
+	return llm_responses_wanted(cfg) ? &llm_responses_codec : &llm_openai_codec;
+}
+
+static const struct llm_codec *
+pick_azure(const struct llm_config *cfg)
+{
+	return llm_responses_wanted(cfg) ? &llm_azure_responses_codec :
+	    &llm_azure_codec;
+}
+
 const struct llm_codec llm_openai_codec = {
-	prep_openai, dec_event, dec_eof, "stop", MAX_CALLS, 0,
+	prep_openai, dec_event, dec_eof, "stop", MAX_CALLS, 0, pick_openai,
 };
 
 const struct llm_codec llm_azure_codec = {
-	prep_azure, dec_event, dec_eof, "stop", MAX_CALLS, 0,
+	prep_azure, dec_event, dec_eof, "stop", MAX_CALLS, 0, pick_azure,
 };
 
 const struct llm_codec llm_ollama_codec = {
-	prep_local, dec_event, dec_eof, "stop", MAX_CALLS, 0,
+	prep_local, dec_event, dec_eof, "stop", MAX_CALLS, 0, NULL,
 };

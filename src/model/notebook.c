@@ -456,6 +456,7 @@ notebook_add_usage(struct notebook *nb, const struct usage *u)
 	nb->usage.input_tokens += u->input_tokens;
 	nb->usage.output_tokens += u->output_tokens;
 	nb->usage.cached_tokens += u->cached_tokens;
+	nb->usage.reasoning_tokens += u->reasoning_tokens;
 	nb->usage.cost += u->cost;
 	nb->usage.priced |= u->priced;
 	tell(nb, &ch);

@@ -273,3 +273,162 @@ def test_ollama_reasoning_deltas_are_never_the_answer(env, fake, tmp_path):
     assert all(n.get("value") not in ("777", "31337", "4242") for n in answer.get("numbers", []))
     shown = "".join(x["delta"] for x in ev if x["type"] == "reasoning")
     assert "Maybe 777 rows? Load it." in shown and "Now 31337 is the mean?" in shown
+
+
+# ---------------------------------------------------------------- Responses API
+
+SUMMARIES = ["Plan: load, then the mean.", "Mean computed; now the sum.",
+             "Sum is next to last; then answer."]
+
+
+def three_calls_responses():
+    turns = [{"responses": {"reasoning": SUMMARIES[i],
+                            "tool_calls": [{"id": "call_%d" % i, "code": CODES[i]}]}}
+             for i in range(3)]
+    turns.append({"responses": {"reasoning": "Answer now.",
+                                "text": "The mean is 2.5 and the sum 10."}})
+    return {"turns": turns, "responses_check": {"require": True}}
+
+
+def reasoning_items(body):
+    return [it for it in body["input"] if it.get("type") == "reasoning"]
+
+
+def test_openai_responses_three_tool_calls_with_encrypted_reasoning(env, fake, tmp_path):
+    srv = fake(three_calls_responses())
+    e = dict(env, OPENAI_API_KEY=KEY)
+    r = run(e, tmp_path, "--json", "--provider", "openai", "--model", "o4-mini",
+            "--base-url", srv.url, "--reasoning", "high", "-p", "What are the mean and the sum?")
+    assert r.returncode == 0, r.stderr + r.stdout[-2000:]
+    reqs = srv.requests()
+    assert [q["path"] for q in reqs] == ["/v1/responses"] * 4
+    for n, q in enumerate(reqs):
+        b = q["body"]
+        assert b["store"] is False and b["stream"] is True
+        assert b["include"] == ["reasoning.encrypted_content"]
+        assert b["reasoning"] == {"effort": "high", "summary": "auto"}
+        assert b["tools"][0]["type"] == "function" and b["tools"][0]["name"] == "python_exec"
+        assert b["instructions"]
+        items = reasoning_items(b)
+        assert len(items) == n
+        # each reasoning item goes back whole, right before its call
+        for i, it in enumerate(items):
+            assert it["summary"] == [{"type": "summary_text", "text": SUMMARIES[i]}]
+            k = b["input"].index(it)
+            assert b["input"][k + 1]["type"] == "function_call"
+            assert b["input"][k + 1]["call_id"] == "call_%d" % i
+            assert b["input"][k + 2] == {"type": "function_call_output", "call_id": "call_%d" % i,
+                                         "output": b["input"][k + 2]["output"]}
+    ev = events(r.stdout)
+    [answer] = [x for x in ev if x["type"] == "answer"]
+    assert answer["text"] == "The mean is 2.5 and the sum 10."
+    shown = "".join(x["delta"] for x in ev if x["type"] == "reasoning")
+    for s in SUMMARIES:
+        assert s in shown
+    outs = "".join(x["text"] for x in ev if x["type"] == "stdout")
+    assert "mean 2.5" in outs and "sum 10" in outs
+    usage = [x for x in ev if x["type"] == "usage"]
+    assert usage and usage[-1].get("reasoning_tokens") == 12
+
+
+def test_responses_fake_refuses_changed_or_missing_reasoning(fake):
+    srv = fake({"turns": [{"responses": {"reasoning": "r", "tool_calls": [{"id": "c1", "code": "1"}]}},
+                          {"responses": {"text": "ok"}, "repeat": True}],
+                "responses_check": True})
+
+    def post(body):
+        req = urllib.request.Request(srv.url + "/responses", json.dumps(body).encode(),
+                                     {"content-type": "application/json"})
+        try:
+            with urllib.request.urlopen(req) as resp:
+                return resp.status, resp.read().decode()
+        except urllib.error.HTTPError as err:
+            return err.code, err.read().decode()
+
+    st, text = post({"model": "o4-mini", "input": [{"role": "user", "content": "q"}],
+                     "store": False, "stream": True})
+    assert st == 200
+    item = None
+    for line in text.splitlines():
+        if line.startswith("data: "):
+            d = json.loads(line[6:])
+            if d["type"] == "response.output_item.done" and d["item"]["type"] == "reasoning":
+                item = d["item"]
+    call = {"type": "function_call", "call_id": "c1", "name": "python_exec", "arguments": "{}"}
+    out = {"type": "function_call_output", "call_id": "c1", "output": "1"}
+    q = {"role": "user", "content": "q"}
+    good = {"model": "o4-mini", "store": False, "input": [q, item, call, out]}
+    assert post(good)[0] == 200
+    bad = dict(item, encrypted_content=item["encrypted_content"][:-1] + "A")
+    st, text = post(dict(good, input=[q, bad, call, out]))
+    assert st == 400 and "could not be verified" in text
+    st, text = post(dict(good, input=[q, call, out]))
+    assert st == 400 and "without its required 'reasoning' item" in text
+    st, text = post(dict(good, input=[q, {k: v for k, v in item.items()
+                                          if k != "encrypted_content"}, call, out]))
+    assert st == 404 and "not persisted" in text
+
+
+def test_api_default_per_family_and_forced(env, fake, tmp_path):
+    srv = fake([{"openai": {"text": "chat"}}, {"responses": {"text": "resp"}},
+                {"openai": {"text": "chat"}}, {"responses": {"text": "resp"}}])
+    e = dict(env, OPENAI_API_KEY=KEY)
+    for model, api in (("gpt-4.1", None), ("gpt-5-mini", None), ("o3", "chat"),
+                       ("gpt-4.1", "responses")):
+        args = ["--provider", "openai", "--base-url", srv.url, "--model", model]
+        if api:
+            args += ["--api", api]
+        r = run(e, tmp_path, *args, "-p", "q")
+        assert r.returncode == 0, r.stderr
+    paths = [q["path"] for q in srv.requests()]
+    assert paths == ["/v1/chat/completions", "/v1/responses", "/v1/chat/completions",
+                     "/v1/responses"]
+    # a model outside the reasoning families asks for no reasoning
+    last = srv.requests()[3]["body"]
+    assert "include" not in last and "reasoning" not in last and last["store"] is False
+    r = run(e, tmp_path, "--provider", "openai", "--api", "soap", "-p", "q")
+    assert r.returncode == 2 and "invalid --api 'soap'" in r.stderr
+
+
+def test_azure_responses_endpoint(env, fake, tmp_path):
+    srv = fake({"turns": [{"responses": {"reasoning": "think",
+                                         "tool_calls": [{"id": "call_a", "code": "print(6*7)"}]}},
+                          {"responses": {"text": "It is 42."}}],
+                "responses_check": {"require": True}})
+    e = dict(env, AZURE_OPENAI_API_KEY=KEY, AZURE_OPENAI_ENDPOINT=srv.root,
+             AZURE_OPENAI_DEPLOYMENT="gpt-5-mini")
+    r = run(e, tmp_path, "--provider", "azure", "-p", "6*7?")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "It is 42."
+    reqs = srv.requests()
+    assert [q["path"] for q in reqs] == ["/openai/v1/responses"] * 2
+    assert reqs[0]["headers"]["api-key"] == KEY
+    assert reqs[0]["body"]["model"] == "gpt-5-mini"
+    assert len(reasoning_items(reqs[1]["body"])) == 1
+
+
+def test_responses_errors_retry_and_context(env, fake, tmp_path):
+    """A 429 is retried and a context_length_exceeded makes terp compact
+    and ask again, as on the Chat path; response.failed in the stream is
+    the model's error with its kind."""
+    ctx = {"error": {"message": "Your input exceeds the context window of this model.",
+                     "type": "invalid_request_error", "param": "input",
+                     "code": "context_length_exceeded"}}
+    srv = fake([{"status": 429, "headers": {"retry-after-ms": "10"},
+                 "body": {"error": {"message": "slow down", "type": "requests",
+                                    "code": "rate_limit_exceeded"}}},
+                {"status": 400, "body": ctx},
+                {"responses": {"text": "fine"}},
+                {"responses": {"failed": {"code": "server_error", "message": "boom"}},
+                 "repeat": True}])
+    e = dict(env, OPENAI_API_KEY=KEY)
+    r = run(e, tmp_path, "--provider", "openai", "--base-url", srv.url, "--model", "o3",
+            "--max-retries", "1", "-p", "q")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "fine"
+    assert "429" in r.stderr and "compacts the conversation" in r.stderr
+    r = run(e, tmp_path, "--json", "--provider", "openai", "--base-url", srv.url,
+            "--model", "o3", "--max-retries", "0", "-p", "q")
+    assert r.returncode != 0
+    [err] = [x for x in events(r.stdout) if x["type"] == "error"]
+    assert "boom" in err["message"] and err["kind"] == "server"

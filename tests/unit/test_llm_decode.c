@@ -42,7 +42,7 @@ r_usage(void *arg, const struct usage *u)
 	r->nusage++;
 }
 
-static const struct llm_sink sink = { r_text, r_call, r_usage };
+static const struct llm_sink sink = { r_text, r_call, r_usage, NULL, NULL };
 
 static int
 r_event(void *arg, const struct sse_event *ev)
