@@ -216,6 +216,8 @@ restore_item(void *arg, enum export_item k, const char *text,
 		if (c != NULL)
 			tui_item_new(t, IT_CELL)->cell = c->n;
 		break;
+	case EXPORT_REASONING:	/* shown from the reply's message */
+		break;
 	}
 }
 

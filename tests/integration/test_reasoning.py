@@ -94,6 +94,27 @@ def test_anthropic_thinking_three_tool_calls(env, fake, tmp_path):
     assert not any(t in "".join(x["delta"] for x in ev if x["type"] == "text")
                    for t in THOUGHTS)
 
+    # the export keeps the reasoning as a collapsed note above each reply,
+    # apart from the answer
+    sid = [x for x in ev if x["type"] == "session"][0]["id"]
+    md = tmp_path / "s.md"
+    r = run(e, tmp_path, "--export", sid, md)
+    assert r.returncode == 0, r.stderr
+    text = md.read_text()
+    assert text.count("<details><summary>Model reasoning</summary>") == 4
+    assert "> " + THOUGHTS[0] + "\n" in text
+    note_end = text.index("</details>", text.index("All three printed; answer."))
+    assert text.index("The mean is 2.5 and the sum 10.") > note_end
+    nbp = tmp_path / "s.ipynb"
+    assert run(e, tmp_path, "--export", sid, nbp).returncode == 0
+    cells = json.loads(nbp.read_text())["cells"]
+    notes = ["".join(c["source"]) for c in cells if c["cell_type"] == "markdown"
+             and "".join(c["source"]).startswith("<details>")]
+    assert len(notes) == 4 and THOUGHTS[2] in notes[2]
+    answers = ["".join(c["source"]) for c in cells if c["cell_type"] == "markdown"
+               and "The mean is 2.5" in "".join(c["source"])]
+    assert answers and not any(t in a for a in answers for t in THOUGHTS)
+
 
 def test_fake_refuses_a_changed_signature(fake):
     """The fake itself: a thinking block whose signature or text changed
