@@ -453,3 +453,39 @@ def test_responses_errors_retry_and_context(env, fake, tmp_path):
     assert r.returncode != 0
     [err] = [x for x in events(r.stdout) if x["type"] == "error"]
     assert "boom" in err["message"] and err["kind"] == "server"
+
+
+# ---------------------------------------------------------------- the notebook (tmux)
+
+def test_tui_shows_reasoning_folded_and_r_unfolds_it(fake_model, tmux, tmp_path):
+    from tui_tmux import model_env
+    port = fake_model({"turns": [
+        {"anthropic": {"thinking": "First look at 31337 rows.\nThen decide.",
+                       "tool_calls": [{"id": "toolu_1", "code": "print(6 * 7)"}]}},
+        {"anthropic": {"thinking": "It printed 42.", "text": "The answer is 42."}}],
+        "anthropic_thinking": {"require": True}})
+    e = model_env(tmp_path)
+    e.update(ANTHROPIC_API_KEY=KEY, ANTHROPIC_BASE_URL="http://127.0.0.1:%d" % port)
+    cmd = " ".join([str(TERP), "--provider", "anthropic", "--reasoning", "low",
+                    "--out", str(tmp_path / "out")])
+    t = tmux(cmd, e, tmp_path, 100, 40, ready=r"│ ready", timeout=30)
+    t.text("What is 6*7?")
+    t.keys("Enter")
+    s = t.wait(r"The answer is 42", timeout=60)
+    assert "▸ reasoning, 2 lines (r shows it)" in s, s
+    assert "▸ reasoning, 1 line (r shows it)" in s, s
+    assert "31337" not in s
+    # folded above the answer
+    assert s.index("▸ reasoning, 1 line") < s.index("The answer is 42")
+    t.keys("Tab")
+    t.keys("r")
+    s = t.wait(r"│ First look at 31337 rows\.", timeout=30)
+    assert "  Then decide." in s and "│ It printed 42." in s, s
+    assert s.index("It printed 42.") < s.index("The answer is 42")
+    t.keys("r")
+    s = t.wait(r"▸ reasoning, 2 lines", timeout=30)
+    assert "31337" not in s
+    # dimmed: the folded line is drawn with the dim attribute
+    raw = t.screen(escapes=True)
+    line = [l for l in raw.splitlines() if "reasoning, 1 line" in l][0]
+    assert "\x1b[2m" in line or ";2m" in line or "[2;" in line, repr(line)
