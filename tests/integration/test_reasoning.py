@@ -489,3 +489,15 @@ def test_tui_shows_reasoning_folded_and_r_unfolds_it(fake_model, tmux, tmp_path)
     raw = t.screen(escapes=True)
     line = [l for l in raw.splitlines() if "reasoning, 1 line" in l][0]
     assert "\x1b[2m" in line or ";2m" in line or "[2;" in line, repr(line)
+    # a resumed notebook shows the journalled reasoning folded the same way
+    t.keys("Escape")
+    t.text("/quit")
+    t.keys("Enter")
+    t.wait(r"EXITED rc=0", timeout=30)
+    t2 = tmux(cmd + " --resume", e, tmp_path, 100, 40, ready=r"│ ready", timeout=30)
+    s = t2.wait(r"The answer is 42", timeout=30)
+    assert "▸ reasoning, 2 lines (r shows it)" in s, s
+    assert s.index("▸ reasoning, 1 line") < s.index("The answer is 42")
+    t2.keys("Tab")
+    t2.keys("r")
+    t2.wait(r"│ It printed 42\.", timeout=30)
