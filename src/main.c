@@ -34,6 +34,7 @@ enum {
 	OPT_MAX_SESSION, OPT_STRICT_NUMBERS, OPT_MAX_COST, OPT_DISK, OPT_PYTHON, OPT_ALLOW_HOST,
 	OPT_EGRESS_MAX, OPT_SANDBOX, OPT_SANDBOX_TOKEN_ENV, OPT_SANDBOX_TOKEN_CMD,
 	OPT_JUPYTER_KERNEL, OPT_SSH_COMMAND, OPT_SSH_TERP, OPT_NO_SAVE,
+	OPT_REASONING, OPT_SHOW_REASONING, OPT_API,
 };
 
 #define IDLE_DEFAULT_MS	(30 * 60 * 1000)
@@ -98,6 +99,9 @@ static const struct option long_opts[] = {
 	{ "ssh-terp", required_argument, NULL, OPT_SSH_TERP },
 	{ "provider", required_argument, NULL, OPT_PROVIDER },
 	{ "model", required_argument, NULL, OPT_MODEL },
+	{ "reasoning", required_argument, NULL, OPT_REASONING },
+	{ "show-reasoning", no_argument, NULL, OPT_SHOW_REASONING },
+	{ "api", required_argument, NULL, OPT_API },
 	{ "base-url", required_argument, NULL, OPT_BASE_URL },
 	{ "max-turns", required_argument, NULL, OPT_MAX_TURNS },
 	{ "max-retries", required_argument, NULL, OPT_MAX_RETRIES },
@@ -139,6 +143,11 @@ usage(FILE *fp)
 	    "      --provider NAME      openai, azure, anthropic, ollama or demo\n"
 	    "      --model NAME         model (or provider:model); Azure: the deployment\n"
 	    "      --base-url URL       the provider's endpoint\n"
+	    "      --reasoning LEVEL    off, low, medium or high: how hard the model\n"
+	    "                           thinks (default: the provider's default)\n"
+	    "      --show-reasoning     (-p) write the model's reasoning to stderr\n"
+	    "      --api responses|chat OpenAI/Azure API (default: responses for the\n"
+	    "                           o1/o3/o4/gpt-5/codex families, else chat)\n"
 	    "      --max-turns N        model calls per question (default 20)\n"
 	    "      --strict-numbers     (-p) exit 6 when an answer has a number no cell printed\n"
 	    "      --max-cost DOLLARS   stop a question that would take the session past it\n"
@@ -529,6 +538,21 @@ parse(struct cli *c, int argc, char **argv)
 		case OPT_SSH_TERP: c->kopts.ssh_terp = optarg; break;
 		case OPT_PROVIDER: c->llm.provider = xstrdup(optarg); break;
 		case OPT_MODEL: c->llm.model = xstrdup(optarg); break;
+		case OPT_REASONING:
+			if ((c->llm.reasoning = llm_reasoning_parse(optarg)) < 0)
+				usage_error("invalid --reasoning '%s' (use off, low, "
+				    "medium or high)", optarg);
+			break;
+		case OPT_SHOW_REASONING: c->llm.show_reasoning = 1; break;
+		case OPT_API:
+			if (strcmp(optarg, "chat") == 0)
+				c->llm.api = LLM_API_CHAT;
+			else if (strcmp(optarg, "responses") == 0)
+				c->llm.api = LLM_API_RESPONSES;
+			else
+				usage_error("invalid --api '%s' (use responses or "
+				    "chat)", optarg);
+			break;
 		case OPT_BASE_URL: c->llm.base_url = xstrdup(optarg); break;
 		case OPT_MAX_TURNS: c->aopts.max_turns = (int)opt_long("--max-turns", optarg, 1); break;
 		case OPT_MAX_RETRIES: {

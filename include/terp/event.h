@@ -33,6 +33,8 @@ enum event_type {
 			 * ended (net->open 0: its last report) */
 	EV_PACKAGE,	/* cell, name = a package pip installed into the
 			 * session's site directory, text = its version */
+	EV_REASONING,	/* text/len = a delta of the model's reasoning: shown
+			 * apart, never the answer, never traced */
 };
 
 struct answer_trace;

@@ -30,7 +30,9 @@ int export_file(const struct notebook *nb, const char *path, char **err);
  * non-empty answer, and each cell where the model called it (cells run
  * by hand before the next question). text is set for questions and
  * answers, c for cells; both are borrowed for the call. */
-enum export_item { EXPORT_QUESTION, EXPORT_REPLY, EXPORT_CELL };
+/* EXPORT_REASONING: the model's reasoning before a reply (its text, from
+ * notebook_reasoning_text), never an answer: not traced, shown folded. */
+enum export_item { EXPORT_QUESTION, EXPORT_REPLY, EXPORT_CELL, EXPORT_REASONING };
 typedef void (*export_walk_fn)(void *arg, enum export_item k, const char *text,
     const struct cell *c);
 void export_walk(const struct notebook *nb, export_walk_fn fn, void *arg);

@@ -28,6 +28,15 @@ struct llm_config {
 	long	 idle_timeout_ms;	/* a stream silent this long fails: 120 s */
 	int	 max_tokens;	/* Anthropic needs one: 4096 */
 	char	*demo_script;	/* the demo provider's recording */
+	/* --reasoning / reasoning =: how hard the model thinks
+	 * (enum llm_reasoning; DEFAULT sends nothing: the provider's own
+	 * default). Anthropic: thinking.budget_tokens, OpenAI and Azure:
+	 * reasoning_effort, Ollama: reasoning_effort ("none" for off). */
+	int	 reasoning;
+	/* --show-reasoning: -p writes the model's reasoning to stderr */
+	int	 show_reasoning;
+	/* --api / api =: OpenAI's and Azure's API (enum llm_api) */
+	int	 api;
 	/* Where base_url and api_key came from, for messages that name the
 	 * fix ("--base-url", "OPENAI_API_KEY", "api_key_cmd in PATH"): set
 	 * by llm_config_resolve, NULL when unknown. */
@@ -74,6 +83,30 @@ struct llm_error {
  * must outlive a reordering of the enum. A static string. */
 const char *llm_err_name(enum llm_err kind);
 
+enum llm_api {
+	LLM_API_AUTO,		/* Responses for the reasoning families, else Chat */
+	LLM_API_CHAT,		/* Chat Completions */
+	LLM_API_RESPONSES,	/* the Responses API */
+};
+
+enum llm_reasoning {
+	LLM_REASONING_DEFAULT,	/* not set: the provider's default */
+	LLM_REASONING_OFF,
+	LLM_REASONING_LOW,
+	LLM_REASONING_MEDIUM,
+	LLM_REASONING_HIGH,
+};
+/* The level named s ("off", "low", "medium", "high", "default"), or -1. */
+int llm_reasoning_parse(const char *s);
+/* Its name (a static string). */
+const char *llm_reasoning_name(int level);
+/* Anthropic's thinking budget for cfg's level in tokens: 0 without
+ * thinking (off, or not set: the API's default is off). */
+int llm_thinking_budget(const struct llm_config *cfg);
+/* Output tokens a request may use beyond the answer's max_tokens for
+ * the model's reasoning: what the context window must keep free. */
+long llm_reasoning_reserve(const struct llm_config *cfg);
+
 /* Neutral stream callbacks. Exactly one of done or error ends a request. */
 struct llm_cbs {
 	/* A piece of the model's visible text. */
@@ -83,6 +116,15 @@ struct llm_cbs {
 	void (*tool_call)(void *arg, const char *id, const char *name,
 	    const char *args);
 	void (*usage)(void *arg, const struct usage *u);
+	/* Optional (NULL: ignored). A piece of the model's reasoning as it
+	 * streams, for showing only: never part of the answer. */
+	void (*reasoning)(void *arg, const char *delta, size_t len);
+	/* Optional. A complete reasoning item in the provider's own shape
+	 * (JSON text of an object: an Anthropic thinking or
+	 * redacted_thinking block with its signature, an OpenAI reasoning
+	 * item with its encrypted_content), to be kept byte for byte in the
+	 * assistant message's "reasoning" array and sent back. */
+	void (*reasoning_item)(void *arg, const char *json);
 	/* The request went out: body as sent (for the notebook's ledger). */
 	void (*sent)(void *arg, const char *what, const char *body, size_t len);
 	/* Informational: "429 rate limited; retrying in 2.0 s (1/4)". */
@@ -131,5 +173,7 @@ const char *llm_model(const struct llm *m);
 /* The base URL as configured (NULL: the provider's default). */
 const char *llm_base_url(const struct llm *m);
 int llm_set_model(struct llm *m, const char *model);
+/* The client's settings (borrowed, valid while m lives). */
+const struct llm_config *llm_config_of(const struct llm *m);
 
 #endif

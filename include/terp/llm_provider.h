@@ -82,6 +82,9 @@ struct llm_sink {
 	void	(*tool_call)(void *arg, const char *id, const char *name,
 		    const char *args);
 	void	(*usage)(void *arg, const struct usage *u);
+	/* May be NULL: reasoning text to show; a reasoning item to keep. */
+	void	(*reasoning)(void *arg, const char *s, size_t n);
+	void	(*reasoning_item)(void *arg, const char *json);
 };
 
 /* A decoder's state after an event. */
@@ -138,6 +141,10 @@ struct llm_codec {
 	const char	*default_stop;	/* when the stream named none */
 	int		 max_slots;	/* <= LLM_DEC_SLOTS */
 	size_t		 priv_size;
+	/* Optional: the codec that answers cfg's requests instead (the
+	 * OpenAI and Azure entries: Chat or Responses by cfg->api and
+	 * the model's family); NULL: this one. */
+	const struct llm_codec *(*pick)(const struct llm_config *cfg);
 };
 
 /* OpenAI Chat Completions and its relatives. */
@@ -159,6 +166,19 @@ char *llm_openai_body(enum llm_openai_flavor f, const char *model,
 char *llm_openai_url(enum llm_openai_flavor f, const struct llm_config *cfg,
     char **err);
 
+/* OpenAI's Responses API (llm_responses.c), for OpenAI and Azure. */
+extern const struct llm_codec llm_responses_codec;
+extern const struct llm_codec llm_azure_responses_codec;
+/* Whether cfg's requests go to the Responses API: api = responses, or
+ * api unset and a reasoning model family (o1, o3, o4, gpt-5, codex). */
+int llm_responses_wanted(const struct llm_config *cfg);
+int llm_responses_reasoning_model(const char *model);
+/* The request body (a new cJSON) and the endpoint (new string, NULL
+ * with *err). */
+cJSON *llm_responses_encode(const struct llm_config *cfg, const char *model,
+    const char *system, const cJSON *messages);
+char *llm_responses_url(const struct llm_config *cfg, int azure, char **err);
+
 /* Anthropic Messages. */
 extern const struct llm_codec llm_anthropic_codec;
 cJSON *llm_anthropic_encode(const char *model, int max_tokens,
@@ -169,6 +189,14 @@ cJSON *llm_anthropic_encode(const char *model, int max_tokens,
  * from the loop's thread only). New string; *len its length. */
 char *llm_anthropic_body(const char *model, int max_tokens, const char *system,
     const cJSON *messages, size_t *len);
+/* The same with extended thinking: budget > 0 adds "thinking" with
+ * budget_tokens (max_tokens grows by it) and sends back the messages'
+ * thinking blocks ("reasoning", notebook.h) before their text and
+ * tool_use; budget 0 is the two above (no thinking blocks sent). */
+cJSON *llm_anthropic_encode_thinking(const char *model, int max_tokens,
+    int budget, const char *system, const cJSON *messages);
+char *llm_anthropic_body_thinking(const char *model, int max_tokens,
+    int budget, const char *system, const cJSON *messages, size_t *len);
 
 /* ------------------------------------------------------------ decoding
  * (llm_decode.c) */
@@ -193,6 +221,10 @@ const struct llm_error *llm_dec_error(const struct llm_dec *d);
 
 /* Visible text: passed on in whole UTF-8 sequences. */
 void llm_dec_text(struct llm_dec *d, const char *s, size_t n);
+/* Reasoning text (shown apart, never the answer's) and a complete
+ * reasoning item (printed and passed on; item stays the caller's). */
+void llm_dec_reasoning(struct llm_dec *d, const char *s, size_t n);
+void llm_dec_reasoning_item(struct llm_dec *d, const cJSON *item);
 /* A new open slot, or NULL when the codec's max_slots are used. */
 struct llm_slot *llm_dec_slot_new(struct llm_dec *d, int index, int tool);
 /* The latest slot with this index, or NULL. */

@@ -61,6 +61,7 @@ struct artifact {
 
 struct usage {
 	long	input_tokens, output_tokens, cached_tokens;
+	long	reasoning_tokens;	/* of output_tokens, when the API says */
 	double	cost;		/* dollars (cost.h); 0 when not priced */
 	int	priced;		/* the model had a price (totals: any call) */
 };
@@ -200,6 +201,19 @@ const struct question *notebook_question_at(const struct notebook *nb,
 /* Adds the model's reply: its text (NULL or "": none) and its tool
  * calls (an array of {"id","name","arguments"}, taken; NULL: none). */
 void notebook_add_reply(struct notebook *nb, const char *text, cJSON *calls);
+/* The same with the reply's reasoning items (taken; NULL or empty:
+ * none), kept in the message as "reasoning": [...] in each provider's
+ * own shape, byte for byte as they came (an Anthropic thinking block
+ * with its signature must go back unchanged):
+ *   {"type":"thinking","thinking":S,"signature":S}
+ *   {"type":"redacted_thinking","data":S}
+ *   {"type":"reasoning","id":S,"encrypted_content":S,"summary":[...]}
+ *   {"type":"text","text":S}  (a local model's; shown, never sent) */
+void notebook_add_reply_reasoning(struct notebook *nb, const char *text,
+    cJSON *calls, cJSON *reasoning);
+/* The readable reasoning of an assistant message (thinking texts and
+ * summaries, one per line): a new string, or NULL when it has none. */
+char *notebook_reasoning_text(const cJSON *msg);
 /* Adds what the model is told of its tool call id (copied). */
 void notebook_add_tool_result(struct notebook *nb, const char *id,
     const char *content, int is_error);

@@ -18,6 +18,9 @@ enum printer_mode {
 /* out and err are borrowed. Free with free(). */
 struct printer *printer_new(FILE *out, FILE *err, enum printer_mode mode);
 void printer_event(void *arg, const struct event *ev);
+/* --show-reasoning: the model's reasoning goes to stderr, marked and
+ * apart from the answer (off: it is not shown at all). */
+void printer_show_reasoning(struct printer *p, int on);
 /* -p on a terminal: redraws the line under a running cell (its time, its
  * latest output line once the output is cut); call it a few times a
  * second. Nothing elsewhere. */

@@ -123,6 +123,8 @@ headless_run(struct cli *c)
 	so.questions = c->prompts;
 	so.nquestions = c->nprompts;
 	frontend_sink(c->json, PRINTER_PROMPT, &h.sink, &h.sink_arg);
+	if (!c->json && c->llm.show_reasoning)
+		printer_show_reasoning(h.sink_arg, 1);
 	so.show = headless_show;
 	so.arg = &h;
 	h.tracer = answer_tracer_new();

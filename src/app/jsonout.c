@@ -245,6 +245,10 @@ jsonout_event(void *arg, const struct event *ev)
 		o = obj("text");
 		add_text(o, "delta", ev->text, ev->len);
 		break;
+	case EV_REASONING:
+		o = obj("reasoning");
+		add_text(o, "delta", ev->text, ev->len);
+		break;
 	case EV_TOOL_CALL:
 		o = obj("tool_call");
 		add_str(o, "id", ev->id);
@@ -256,6 +260,10 @@ jsonout_event(void *arg, const struct event *ev)
 		cJSON_AddNumberToObject(o, "input_tokens", (double)ev->usage->input_tokens);
 		cJSON_AddNumberToObject(o, "output_tokens", (double)ev->usage->output_tokens);
 		cJSON_AddNumberToObject(o, "cached_tokens", (double)ev->usage->cached_tokens);
+		/* part of output_tokens, shown apart when the API counts it */
+		if (ev->usage->reasoning_tokens > 0)
+			cJSON_AddNumberToObject(o, "reasoning_tokens",
+			    (double)ev->usage->reasoning_tokens);
 		if (ev->total) {
 			cJSON_AddNumberToObject(o, "total_input_tokens", (double)ev->total->input_tokens);
 			cJSON_AddNumberToObject(o, "total_output_tokens", (double)ev->total->output_tokens);

@@ -54,7 +54,15 @@ struct printer {
 	int			 tail_open;	/* no newline after it yet */
 	int			 interrupted;	/* the last thing shown: an
 						 * interrupted cell's line */
+	int			 show_reasoning;	/* --show-reasoning */
+	int			 reasoning_open;	/* reasoning shown, no newline yet */
 };
+
+void
+printer_show_reasoning(struct printer *p, int on)
+{
+	p->show_reasoning = on;
+}
 
 struct printer *
 printer_new(FILE *out, FILE *err, enum printer_mode mode)
@@ -203,6 +211,10 @@ put_clean(FILE *fp, const char *s, size_t n, size_t *col)
 static void
 end_text(struct printer *p)
 {
+	if (p->reasoning_open) {
+		fputc('\n', p->err);
+		p->reasoning_open = 0;
+	}
 	if (p->text_open) {
 		fputc('\n', p->err);
 		p->text_open = 0;
@@ -564,6 +576,20 @@ printer_show(struct printer *p, const struct event *ev, char *size, size_t sizel
 		break;
 	case EV_TOOL_CALL:
 		end_text(p);
+		break;
+	case EV_REASONING:
+		/* stderr only, never the answer's stdout */
+		if (!p->show_reasoning)
+			break;
+		if (p->text_open) {
+			fputc('\n', p->err);
+			p->text_open = 0;
+		}
+		if (!p->reasoning_open)
+			fputs("thinking: ", p->err);
+		put_clean(p->err, ev->text, ev->len, NULL);
+		fflush(p->err);
+		p->reasoning_open = 1;
 		break;
 	case EV_NOTICE:
 		end_text(p);

@@ -16,7 +16,7 @@
 const char *const config_keys[] = {
 	"provider", "model", "base_url", "api_key_cmd", "api_version",
 	"max_retries", "max_tokens", "connect_timeout", "idle_timeout",
-	"demo_script",
+	"demo_script", "reasoning", "api",
 	"theme", "memory", "disk", "timeout", "max_turns", "tool_output_limit",
 	"context_window",
 	"network", "out", "cpus", "python", "allow_hosts", "egress_max",

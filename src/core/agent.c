@@ -40,6 +40,8 @@ struct agent {
 	const char		*stop_msg;	/* why, when not the user (borrowed) */
 	struct buf		 text;		/* the reply being streamed */
 	cJSON			*calls;		/* its tool calls */
+	cJSON			*reasoning;	/* its reasoning items, as they came */
+	struct buf		 rtext;		/* its reasoning text, as streamed */
 	int			 next_call;
 	int			 cell_running;	/* the model's cell, or 0 */
 	int			 hand_running;	/* cells run by hand in flight */
@@ -282,6 +284,29 @@ m_text(void *arg, const char *delta, size_t len)
 }
 
 static void
+m_reasoning(void *arg, const char *delta, size_t len)
+{
+	struct agent *a = arg;
+	struct event ev = { .type = EV_REASONING, .text = delta, .len = len };
+
+	(void)buf_add(&a->rtext, delta, len);	/* llm bounds it */
+	emit(a, &ev);
+}
+
+/* A reasoning item the provider wants back: kept as it came. */
+static void
+m_reasoning_item(void *arg, const char *json)
+{
+	struct agent *a = arg;
+	cJSON *it = cJSON_Parse(json);
+
+	if (cJSON_IsObject(it))
+		cJSON_AddItemToArray(a->reasoning, it);
+	else
+		cJSON_Delete(it);
+}
+
+static void
 m_tool_call(void *arg, const char *id, const char *name, const char *args)
 {
 	struct agent *a = arg;
@@ -490,8 +515,18 @@ m_done(void *arg, const char *stop_reason)
 	    strcmp(stop_reason, "max_tokens") == 0))
 		emit_text(a, EV_NOTICE, "the model's reply reached its output token limit "
 		    "and may be cut short");
-	notebook_add_reply(a->nb, buf_str(&a->text), a->calls);
+	/* A local model's reasoning has no item of its own: kept as text,
+	 * to show and export, never sent back. */
+	if (cJSON_GetArraySize(a->reasoning) == 0 && a->rtext.len > 0) {
+		cJSON *it = cJSON_CreateObject();
+		cJSON_AddStringToObject(it, "type", "text");
+		cJSON_AddStringToObject(it, "text", buf_str(&a->rtext));
+		cJSON_AddItemToArray(a->reasoning, it);
+	}
+	notebook_add_reply_reasoning(a->nb, buf_str(&a->text), a->calls,
+	    a->reasoning);
 	a->calls = cJSON_CreateArray();
+	a->reasoning = cJSON_CreateArray();
 
 	if (ncalls == 0) {
 		char *answer = buf_take(&a->text);
@@ -550,6 +585,7 @@ m_error(void *arg, const struct llm_error *e)
 
 static const struct llm_cbs agent_llm_cbs = {
 	.text = m_text, .tool_call = m_tool_call, .usage = m_usage,
+	.reasoning = m_reasoning, .reasoning_item = m_reasoning_item,
 	.sent = m_sent, .notice = m_notice, .done = m_done, .error = m_error,
 };
 
@@ -826,6 +862,10 @@ agent_send(struct agent *a, int force)
 	int r = 0;
 	const cJSON *msgs = notebook_messages(a->nb);
 
+	/* a request asked again must not keep a failed one's items */
+	cJSON_Delete(a->reasoning);
+	a->reasoning = cJSON_CreateArray();
+	buf_reset(&a->rtext);
 	if (a->cx != NULL && force >= 0)
 		r = context_prepare(a->cx, sys, force, ctx_ready, a, &err);
 	if (r == 0 && a->cx != NULL)
@@ -888,6 +928,8 @@ agent_turn(struct agent *a)
 	buf_reset(&a->text);
 	cJSON_Delete(a->calls);
 	a->calls = cJSON_CreateArray();
+	cJSON_Delete(a->reasoning);
+	a->reasoning = cJSON_CreateArray();
 	a->ctx_retried = 0;
 	agent_send(a, 0);
 }
@@ -921,7 +963,9 @@ agent_new(struct loop *l, struct notebook *nb, const struct kernel_opts *kopts,
 	/* llm never delivers more of one reply's text than this */
 	buf_init(&a->text, LLM_REPLY_TEXT_MAX);
 	buf_init(&a->notes, 64 * 1024);
+	buf_init(&a->rtext, LLM_REPLY_TEXT_MAX);
 	a->calls = cJSON_CreateArray();
+	a->reasoning = cJSON_CreateArray();
 	a->k = kernel_new(l, &a->kopts, &kcbs, a);
 	if (llm != NULL) {
 		a->cx = context_new(nb, llm, a->o.context_window, fn, arg);
@@ -942,6 +986,8 @@ agent_free(struct agent *a)
 	buf_free(&a->text);
 	buf_free(&a->notes);
 	cJSON_Delete(a->calls);
+	cJSON_Delete(a->reasoning);
+	buf_free(&a->rtext);
 	free(a);
 }
 

@@ -156,6 +156,11 @@ context_estimate_message(const cJSON *m)
 	cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(m, "tool_calls"))
 		t += MSG_OVERHEAD + est_str(c, "id") + est_str(c, "name") +
 		    est_str(c, "arguments");
+	/* reasoning kept to send back (the providers may not count an
+	 * earlier question's: counted anyway, it is sent) */
+	cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(m, "reasoning"))
+		t += MSG_OVERHEAD + est_str(c, "thinking") + est_str(c, "signature") +
+		    est_str(c, "data") + est_str(c, "encrypted_content");
 	return t;
 }
 
@@ -360,7 +365,17 @@ context_reserve(const struct context *cx)
 {
 	long r = context_window(cx) / 4;
 
-	return r < 256 ? 256 : r > 4096 ? 4096 : r;
+	r = r < 256 ? 256 : r > 4096 ? 4096 : r;
+	/* the model's reasoning budget is output too (--reasoning), kept
+	 * free as long as it leaves half the window to the conversation */
+	if (cx->m != NULL) {
+		long think = llm_reasoning_reserve(llm_config_of(cx->m));
+		if (think > context_window(cx) / 2 - r)
+			think = context_window(cx) / 2 - r;
+		if (think > 0)
+			r += think;
+	}
+	return r;
 }
 
 static long

@@ -107,6 +107,10 @@ walk(struct walker *w)
 			w->emit(w->arg, EXPORT_QUESTION, q ? q->text :
 			    content ? content : "", NULL);
 		} else if (strcmp(role, "assistant") == 0) {
+			char *why = notebook_reasoning_text(m);
+			if (why != NULL)	/* above the reply, never it */
+				w->emit(w->arg, EXPORT_REASONING, why, NULL);
+			free(why);
 			calls = cJSON_GetObjectItemCaseSensitive(m, "tool_calls");
 			w->final = cJSON_GetArraySize(array_or_null(calls)) == 0;
 			if (content != NULL && content[0] != '\0')
@@ -190,6 +194,35 @@ nums_item(struct export_nums *x, enum export_item k, const char *text,
 }
 
 /* ---- text helpers ------------------------------------------------- */
+
+/* The model's reasoning as a collapsed note: an HTML details block
+ * (Jupyter and Markdown viewers fold it), its text quoted and escaped
+ * so that nothing in it renders as markup. */
+static void
+add_reasoning_note(struct buf *b, const char *text)
+{
+	buf_adds(b, "<details><summary>Model reasoning</summary>\n\n");
+	for (const char *p = text; *p != '\0'; ) {
+		const char *nl = strchr(p, '\n');
+		size_t n = nl ? (size_t)(nl - p) : strlen(p);
+		buf_adds(b, "> ");
+		for (size_t i = 0; i < n; i++) {
+			switch (p[i]) {
+			case '<': buf_adds(b, "&lt;"); break;
+			case '>': buf_adds(b, "&gt;"); break;
+			case '&': buf_adds(b, "&amp;"); break;
+			case '\r': break;
+			default:
+				if (strchr("\\`*_[]#|~", p[i]) != NULL)
+					buf_addc(b, '\\');
+				buf_addc(b, p[i]);
+			}
+		}
+		buf_addc(b, '\n');
+		p += n + (nl != NULL);
+	}
+	buf_adds(b, "\n</details>\n");
+}
 
 /* Valid UTF-8 for JSON: invalid bytes become U+FFFD, NULs are dropped.
  * Control characters stay (JSON escapes them; Jupyter renders ANSI). */
@@ -736,6 +769,14 @@ ipynb_item(void *arg, enum export_item k, const char *text, const struct cell *c
 		return;
 	}
 	fixed = utf8_fix(text, strlen(text));
+	if (k == EXPORT_REASONING) {
+		buf_init(&b, (size_t)-1);
+		add_reasoning_note(&b, fixed);
+		add_markdown(&iw->w, buf_str(&b));
+		buf_free(&b);
+		free(fixed);
+		return;
+	}
 	buf_init(&b, (size_t)-1);
 	if (k == EXPORT_QUESTION)
 		nums_item(&iw->nums, k, fixed, c, NULL);
@@ -1103,6 +1144,12 @@ md_item(void *arg, enum export_item k, const char *text, const struct cell *c)
 		return;
 	}
 	t = md_clean(text, strlen(text));
+	if (k == EXPORT_REASONING) {
+		add_reasoning_note(&mw->b, t);
+		buf_addc(&mw->b, '\n');
+		free(t);
+		return;
+	}
 	if (k == EXPORT_QUESTION) {
 		nums_item(&mw->nums, k, t, c, NULL);
 		buf_adds(&mw->b, "## Question\n\n");

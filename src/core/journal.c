@@ -411,6 +411,11 @@ journal_change(struct journal *j, const struct nb_change *ch)
 		if (cJSON_GetObjectItemCaseSensitive(m, "tool_calls") != NULL)
 			cJSON_AddItemToObject(o, "calls", cJSON_Duplicate(
 			    cJSON_GetObjectItemCaseSensitive(m, "tool_calls"), 1));
+		/* the provider's reasoning items, byte for byte: a resumed
+		 * session sends them back (Anthropic checks signatures) */
+		if (cJSON_GetObjectItemCaseSensitive(m, "reasoning") != NULL)
+			cJSON_AddItemToObject(o, "reasoning", cJSON_Duplicate(
+			    cJSON_GetObjectItemCaseSensitive(m, "reasoning"), 1));
 		break;
 	case NB_TOOL_RESULT:
 		put_tool_result(j, notebook_message(j->nb, ch->msg), -1);
@@ -420,6 +425,9 @@ journal_change(struct journal *j, const struct nb_change *ch)
 		cJSON_AddNumberToObject(o, "in", (double)ch->usage->input_tokens);
 		cJSON_AddNumberToObject(o, "out", (double)ch->usage->output_tokens);
 		cJSON_AddNumberToObject(o, "cached", (double)ch->usage->cached_tokens);
+		if (ch->usage->reasoning_tokens > 0)
+			cJSON_AddNumberToObject(o, "reasoning",
+			    (double)ch->usage->reasoning_tokens);
 		if (ch->usage->priced)	/* dollars, as priced then (cost.h) */
 			cJSON_AddNumberToObject(o, "cost", ch->usage->cost);
 		break;
@@ -494,6 +502,8 @@ journal_event(struct journal *j, const struct event *ev)
 			cJSON_AddNumberToObject(o, "status", ev->http_status);
 		sync = 1;
 		break;
+	case EV_REASONING:	/* kept whole in the reply's record */
+		return;
 	case EV_NOTICE:
 		o = rec("notice");
 		add_str(o, "text", ev->text);

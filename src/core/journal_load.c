@@ -414,6 +414,27 @@ rec_artifact(const cJSON *o, struct notebook *nb)
 	return 0;
 }
 
+/* A reply's reasoning items (journals before them have none): objects
+ * with a string type, copied whole; anything else is left out, as the
+ * provider would refuse it. NULL when there are none. */
+static cJSON *
+reasoning_copy(const cJSON *items)
+{
+	cJSON *out = NULL;
+	const cJSON *it;
+
+	if (!cJSON_IsArray(items))
+		return NULL;
+	cJSON_ArrayForEach(it, items) {
+		if (!cJSON_IsObject(it) || journal_str(it, "type") == NULL)
+			continue;
+		if (out == NULL)
+			out = cJSON_CreateArray();
+		cJSON_AddItemToArray(out, cJSON_Duplicate(it, 1));
+	}
+	return out;
+}
+
 static int
 rec_reply(const cJSON *o, struct notebook *nb)
 {
@@ -421,7 +442,8 @@ rec_reply(const cJSON *o, struct notebook *nb)
 
 	if (calls == NULL)
 		return -1;
-	notebook_add_reply(nb, journal_str(o, "text"), calls);
+	notebook_add_reply_reasoning(nb, journal_str(o, "text"), calls,
+	    reasoning_copy(cJSON_GetObjectItemCaseSensitive(o, "reasoning")));
 	return 0;
 }
 
@@ -450,6 +472,7 @@ rec_usage(const cJSON *o, struct notebook *nb)
 		.input_tokens = (long)jnum(o, "in", 0),
 		.output_tokens = (long)jnum(o, "out", 0),
 		.cached_tokens = (long)jnum(o, "cached", 0),
+		.reasoning_tokens = (long)jnum(o, "reasoning", 0),
 	};
 	double cost = jnum(o, "cost", -1);
 

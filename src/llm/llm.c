@@ -39,6 +39,7 @@ struct llm {
 	struct llm_cbs			 cbs;
 	void				*arg;
 	size_t				 text_len;	/* of this reply */
+	size_t				 reasoning_len;	/* its reasoning's */
 	uint64_t			 stamp;		/* llm_vouch's, for the next request */
 };
 
@@ -104,6 +105,29 @@ r_text(void *arg, const char *s, size_t n)
 		m->cbs.text(m->arg, s, n);
 }
 
+/* Reasoning is bounded like the text: the agent keeps all of it. */
+static void
+r_reasoning(void *arg, const char *s, size_t n)
+{
+	struct llm *m = arg;
+
+	if (!m->busy || m->cbs.reasoning == NULL)
+		return;
+	if (n > LLM_REPLY_TEXT_MAX - m->reasoning_len)
+		return;	/* shown up to the bound; the items still come whole */
+	m->reasoning_len += n;
+	m->cbs.reasoning(m->arg, s, n);
+}
+
+static void
+r_reasoning_item(void *arg, const char *json)
+{
+	struct llm *m = arg;
+
+	if (m->busy && m->cbs.reasoning_item != NULL)
+		m->cbs.reasoning_item(m->arg, json);
+}
+
 static void
 r_tool_call(void *arg, const char *id, const char *name, const char *args)
 {
@@ -165,8 +189,61 @@ r_error(void *arg, const struct llm_error *e)
 }
 
 static const struct llm_cbs relay = {
-	r_text, r_tool_call, r_usage, r_sent, r_notice, r_done, r_error,
+	.text = r_text, .tool_call = r_tool_call, .usage = r_usage,
+	.reasoning = r_reasoning, .reasoning_item = r_reasoning_item,
+	.sent = r_sent, .notice = r_notice, .done = r_done, .error = r_error,
 };
+
+static const char *const reasoning_names[] = {
+	[LLM_REASONING_DEFAULT] = "default",
+	[LLM_REASONING_OFF] = "off",
+	[LLM_REASONING_LOW] = "low",
+	[LLM_REASONING_MEDIUM] = "medium",
+	[LLM_REASONING_HIGH] = "high",
+};
+
+int
+llm_reasoning_parse(const char *s)
+{
+	for (int i = 0; s != NULL && i <= LLM_REASONING_HIGH; i++)
+		if (strcmp(s, reasoning_names[i]) == 0)
+			return i;
+	return -1;
+}
+
+const char *
+llm_reasoning_name(int level)
+{
+	if (level < 0 || level > LLM_REASONING_HIGH)
+		return "default";
+	return reasoning_names[level];
+}
+
+int
+llm_thinking_budget(const struct llm_config *cfg)
+{
+	/* The API's minimum is 1024; these leave room to think through an
+	 * analysis step without making every turn slow. */
+	switch (cfg->reasoning) {
+	case LLM_REASONING_LOW:		return 2048;
+	case LLM_REASONING_MEDIUM:	return 8192;
+	case LLM_REASONING_HIGH:	return 24576;
+	default:			return 0;
+	}
+}
+
+long
+llm_reasoning_reserve(const struct llm_config *cfg)
+{
+	if (cfg->provider != NULL && strcmp(cfg->provider, "anthropic") == 0)
+		return llm_thinking_budget(cfg);
+	/* OpenAI counts reasoning in max_completion_tokens; the effort has
+	 * no token figure, so the same scale stands for it. */
+	if (cfg->reasoning == LLM_REASONING_DEFAULT ||
+	    cfg->reasoning == LLM_REASONING_OFF)
+		return 0;
+	return llm_thinking_budget(cfg);
+}
 
 /* The public interface. */
 
@@ -237,6 +314,7 @@ llm_request(struct llm *m, const char *system, const cJSON *messages,
 	m->cbs = *cbs;
 	m->arg = arg;
 	m->text_len = 0;
+	m->reasoning_len = 0;
 	/* the body is encoded inside request(): the promise goes to the
 	 * encoders' cache for that one encoding only */
 	llm_cache_vouch(m->stamp);
@@ -296,4 +374,10 @@ llm_set_model(struct llm *m, const char *model)
 	free(m->cfg.model);
 	m->cfg.model = xstrdup(model);
 	return 0;
+}
+
+const struct llm_config *
+llm_config_of(const struct llm *m)
+{
+	return &m->cfg;
 }

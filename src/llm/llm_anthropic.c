@@ -13,7 +13,7 @@
 #include "terp/llm_provider.h"
 #include "terp/util.h"
 
-#define MAX_BLOCKS	128	/* text and tool_use blocks of one reply */
+#define MAX_BLOCKS	128	/* text, thinking and tool_use blocks of one reply */
 
 static const cJSON *
 get(const cJSON *o, const char *k)
@@ -99,7 +99,15 @@ message_blocks(const cJSON *m, block_emit *emit, void *arg)
 			cJSON_AddTrueToObject(b, "is_error");
 		emit(arg, "user", b);
 	} else if (strcmp(role, "assistant") == 0) {
-		const cJSON *call;
+		const cJSON *call, *r;
+		/* Thinking blocks exactly as they came, before the text and
+		 * the tool_use they led to, as the API wants them back. */
+		cJSON_ArrayForEach(r, get(m, "reasoning")) {
+			const char *rt = str(r, "type");
+			if (rt != NULL && (strcmp(rt, "thinking") == 0 ||
+			    strcmp(rt, "redacted_thinking") == 0))
+				emit(arg, "assistant", cJSON_Duplicate(r, 1));
+		}
 		if (c != NULL && *c != '\0')
 			emit(arg, "assistant", text_block(c));
 		cJSON_ArrayForEach(call, get(m, "tool_calls")) {
@@ -122,22 +130,66 @@ message_blocks(const cJSON *m, block_emit *emit, void *arg)
 	}
 }
 
+static int
+is_thinking(const cJSON *block)
+{
+	const char *t = str(block, "type");
+	return t != NULL && (strcmp(t, "thinking") == 0 ||
+	    strcmp(t, "redacted_thinking") == 0);
+}
+
+/* The tree being built, and whether thinking blocks go in it: only
+ * with thinking on (a request without it carries none). */
+struct tree {
+	cJSON	*msgs;
+	int	 thinking;
+};
+
 static void
 tree_emit(void *arg, const char *role, cJSON *block)
 {
-	add_block(arg, role, block);
+	struct tree *t = arg;
+
+	if (!t->thinking && is_thinking(block)) {
+		cJSON_Delete(block);
+		return;
+	}
+	add_block(t->msgs, role, block);
 }
 
 cJSON *
 llm_anthropic_encode(const char *model, int max_tokens, const char *system,
     const cJSON *messages)
 {
+	return llm_anthropic_encode_thinking(model, max_tokens, 0, system,
+	    messages);
+}
+
+/* With thinking on, max_tokens is the answer's plus the budget: the
+ * budget counts in it and must stay below it. */
+static cJSON *
+thinking_param(int budget)
+{
+	cJSON *t = cJSON_CreateObject();
+	cJSON_AddStringToObject(t, "type", "enabled");
+	cJSON_AddNumberToObject(t, "budget_tokens", budget);
+	return t;
+}
+
+cJSON *
+llm_anthropic_encode_thinking(const char *model, int max_tokens, int budget,
+    const char *system, const cJSON *messages)
+{
+	struct tree tr;
 	cJSON *body = cJSON_CreateObject(), *msgs, *tools, *t, *schema, *props,
 	    *code, *req, *tc, *last;
 	const cJSON *m;
 
 	cJSON_AddStringToObject(body, "model", model ? model : "");
-	cJSON_AddNumberToObject(body, "max_tokens", max_tokens > 0 ? max_tokens : 4096);
+	cJSON_AddNumberToObject(body, "max_tokens",
+	    (max_tokens > 0 ? max_tokens : 4096) + (budget > 0 ? budget : 0));
+	if (budget > 0)
+		cJSON_AddItemToObject(body, "thinking", thinking_param(budget));
 	if (system != NULL && *system != '\0') {
 		/* An array so that it can carry a cache mark. */
 		cJSON *sys = cJSON_AddArrayToObject(body, "system");
@@ -146,8 +198,10 @@ llm_anthropic_encode(const char *model, int max_tokens, const char *system,
 		cJSON_AddItemToArray(sys, b);
 	}
 	msgs = cJSON_AddArrayToObject(body, "messages");
+	tr.msgs = msgs;
+	tr.thinking = budget > 0;
 	cJSON_ArrayForEach(m, messages)
-		message_blocks(m, tree_emit, msgs);
+		message_blocks(m, tree_emit, &tr);
 	/* Cache the conversation so far: the next turn re-reads it. */
 	last = cJSON_GetArrayItem(msgs, cJSON_GetArraySize(msgs) - 1);
 	if (last != NULL) {
@@ -187,7 +241,8 @@ llm_anthropic_encode(const char *model, int max_tokens, const char *system,
 #define BODY_MAX	((size_t)1 << 31)
 
 /* A block in a cache entry: its role ('u' or 'a'), whether it is a
- * tool_result ('r', else 'o'), its length, its JSON text. */
+ * tool_result ('r'), a thinking block ('t', left out without thinking)
+ * or another ('o'), its length, its JSON text. */
 struct block_head {
 	char	role, kind;
 	size_t	len;
@@ -201,6 +256,8 @@ entry_block(struct buf *e, const char *role, cJSON *block)
 
 	if (strcmp(str(block, "type"), "tool_result") == 0)
 		h.kind = 'r';
+	else if (is_thinking(block))
+		h.kind = 't';
 	buf_init(&t, BODY_MAX);
 	if (json_text(&t, block) < 0)
 		fatal("out of memory (request body)");
@@ -306,6 +363,14 @@ char *
 llm_anthropic_body(const char *model, int max_tokens, const char *system,
     const cJSON *messages, size_t *len)
 {
+	return llm_anthropic_body_thinking(model, max_tokens, 0, system,
+	    messages, len);
+}
+
+char *
+llm_anthropic_body_thinking(const char *model, int max_tokens, int budget,
+    const char *system, const cJSON *messages, size_t *len)
+{
 	static struct llm_cache *cache;
 	struct joined j = { 0 };
 	struct buf b, e;
@@ -330,9 +395,16 @@ llm_anthropic_body(const char *model, int max_tokens, const char *system,
 	json_text(&b, v);
 	cJSON_Delete(v);
 	buf_adds(&b, ",\"max_tokens\":");
-	v = cJSON_CreateNumber(max_tokens > 0 ? max_tokens : 4096);
+	v = cJSON_CreateNumber((max_tokens > 0 ? max_tokens : 4096) +
+	    (budget > 0 ? budget : 0));
 	json_text(&b, v);
 	cJSON_Delete(v);
+	if (budget > 0) {
+		buf_adds(&b, ",\"thinking\":");
+		v = thinking_param(budget);
+		json_text(&b, v);
+		cJSON_Delete(v);
+	}
 	if (system != NULL && *system != '\0') {
 		buf_adds(&b, ",\"system\":[{\"type\":\"text\",\"text\":");
 		v = cJSON_CreateString(system);
@@ -350,6 +422,10 @@ llm_anthropic_body(const char *model, int max_tokens, const char *system,
 			struct block_head h;
 			memcpy(&h, p + off, sizeof h);
 			off += sizeof h;
+			if (h.kind == 't' && budget <= 0) {
+				off += h.len;
+				continue;
+			}
 			if (j.n > 0 && j.role != h.role)
 				joined_put(&b, &j, &first, 0);
 			j.role = h.role;
@@ -373,6 +449,7 @@ prepare(const struct llm_config *cfg, const char *system,
 	const char *base = cfg->base_url && *cfg->base_url ? cfg->base_url :
 	    "https://api.anthropic.com";
 	size_t n = strlen(base);
+	int budget = llm_thinking_budget(cfg);
 
 	(void)err;
 	while (n > 0 && base[n - 1] == '/')
@@ -381,11 +458,14 @@ prepare(const struct llm_config *cfg, const char *system,
 		w->url = xasprintf("%.*s/messages", (int)n, base);
 	else
 		w->url = xasprintf("%.*s/v1/messages", (int)n, base);
-	w->body = llm_anthropic_body(cfg->model, cfg->max_tokens, system, messages,
-	    &w->body_len);
+	w->body = llm_anthropic_body_thinking(cfg->model, cfg->max_tokens,
+	    budget, system, messages, &w->body_len);
 	llm_wire_header(w, "Content-Type: application/json");
 	llm_wire_header(w, "Accept: text/event-stream");
 	llm_wire_header(w, "anthropic-version: 2023-06-01");
+	/* thinking between tool calls, not only before the first */
+	if (budget > 0)
+		llm_wire_header(w, "anthropic-beta: interleaved-thinking-2025-05-14");
 	if (cfg->api_key != NULL && *cfg->api_key != '\0')
 		llm_wire_header(w, "x-api-key: %s", cfg->api_key);
 	w->what = xasprintf("anthropic %s", cfg->model ? cfg->model : "");
@@ -420,6 +500,36 @@ take_usage(struct llm_dec *d, const cJSON *u)
 	out->cached_tokens = t->cache_read;
 }
 
+/* A thinking block's signature arrives in pieces (signature_delta);
+ * it is kept in the slot's id, which a non-tool slot does not use. */
+static void
+sig_add(struct llm_slot *s, const char *p)
+{
+	size_t had = s->id ? strlen(s->id) : 0, n = strlen(p);
+
+	if (had + n > LLM_DEC_ARGS_MAX)
+		return;
+	s->id = xrealloc(s->id, had + n + 1);
+	memcpy(s->id + had, p, n + 1);
+}
+
+/* A thinking block is done: it goes to the notebook whole, as the API
+ * wants it back (its text and signature unchanged). */
+static void
+thinking_done(struct llm_dec *d, struct llm_slot *s)
+{
+	cJSON *b = cJSON_CreateObject();
+
+	cJSON_AddStringToObject(b, "type", s->name);
+	if (strcmp(s->name, "thinking") == 0) {
+		cJSON_AddStringToObject(b, "thinking", buf_str(&s->args));
+		cJSON_AddStringToObject(b, "signature", s->id ? s->id : "");
+	} else
+		cJSON_AddStringToObject(b, "data", buf_str(&s->args));
+	llm_dec_reasoning_item(d, b);
+	cJSON_Delete(b);
+}
+
 static void
 block_start(struct llm_dec *d, int index, const cJSON *cb)
 {
@@ -431,7 +541,17 @@ block_start(struct llm_dec *d, int index, const cJSON *cb)
 		llm_dec_fail(d, LLM_ERR_BAD_REPLY, 0, "too many content blocks");
 		return;
 	}
-	if (tool) {
+	if (bt != NULL && (strcmp(bt, "thinking") == 0 ||
+	    strcmp(bt, "redacted_thinking") == 0)) {
+		const char *tx = str(cb, strcmp(bt, "thinking") == 0 ?
+		    "thinking" : "data");
+		s->name = xstrdup(bt);
+		if (tx != NULL && llm_dec_slot_args(d, s, tx, strlen(tx)) == 0 &&
+		    strcmp(bt, "thinking") == 0)
+			llm_dec_reasoning(d, tx, strlen(tx));
+		if (str(cb, "signature") != NULL)
+			sig_add(s, str(cb, "signature"));
+	} else if (tool) {
 		/* The empty "input": {} here is a placeholder. A missing id
 		 * stays empty (the agent names it), not numbered. */
 		llm_dec_slot_names(s, str(cb, "id"), str(cb, "name"));
@@ -453,6 +573,13 @@ block_delta(struct llm_dec *d, struct llm_slot *s, const cJSON *delta)
 		return;
 	if (strcmp(dt, "text_delta") == 0 && (p = str(delta, "text")) != NULL)
 		llm_dec_text(d, p, strlen(p));
+	else if (strcmp(dt, "thinking_delta") == 0 && s->name != NULL &&
+	    strcmp(s->name, "thinking") == 0 && (p = str(delta, "thinking")) != NULL) {
+		if (llm_dec_slot_args(d, s, p, strlen(p)) == 0)
+			llm_dec_reasoning(d, p, strlen(p));
+	} else if (strcmp(dt, "signature_delta") == 0 && s->name != NULL &&
+	    !s->tool && (p = str(delta, "signature")) != NULL)
+		sig_add(s, p);
 	else if (strcmp(dt, "input_json_delta") == 0 && s->tool &&
 	    (p = str(delta, "partial_json")) != NULL)
 		llm_dec_slot_args(d, s, p, strlen(p));
@@ -484,8 +611,11 @@ dec_event(struct llm_dec *d, const char *type, const char *data, size_t len)
 		if ((s = llm_dec_slot_find(d, idx->valueint)) != NULL)
 			block_delta(d, s, get(j, "delta"));
 	} else if (strcmp(t, "content_block_stop") == 0 && cJSON_IsNumber(idx)) {
-		if ((s = llm_dec_slot_find(d, idx->valueint)) != NULL)
+		if ((s = llm_dec_slot_find(d, idx->valueint)) != NULL) {
+			if (!s->tool && s->name != NULL && s->open)
+				thinking_done(d, s);
 			llm_dec_slot_close(d, s);
+		}
 	} else if (strcmp(t, "message_delta") == 0) {
 		llm_dec_set_stop(d, str(get(j, "delta"), "stop_reason"));
 		take_usage(d, get(j, "usage"));
@@ -505,5 +635,5 @@ dec_eof(struct llm_dec *d)
 }
 
 const struct llm_codec llm_anthropic_codec = {
-	prepare, dec_event, dec_eof, "end_turn", MAX_BLOCKS, sizeof(struct tally),
+	prepare, dec_event, dec_eof, "end_turn", MAX_BLOCKS, sizeof(struct tally), NULL,
 };

@@ -167,6 +167,29 @@ from_file(struct llm_config *cfg, const struct config *c, char **key_cmd,
 			return -1;
 		cfg->max_tokens = (int)n;
 	}
+	if (cfg->reasoning == LLM_REASONING_DEFAULT &&
+	    (v = config_get(c, "reasoning")) != NULL &&
+	    (cfg->reasoning = llm_reasoning_parse(v)) < 0) {
+		char *where = in_file(c, "reasoning");
+		*err = xasprintf("invalid %s: '%s' (use off, low, medium or "
+		    "high)", where, v);
+		free(where);
+		cfg->reasoning = LLM_REASONING_DEFAULT;
+		return -1;
+	}
+	if (cfg->api == LLM_API_AUTO && (v = config_get(c, "api")) != NULL) {
+		if (strcmp(v, "chat") == 0)
+			cfg->api = LLM_API_CHAT;
+		else if (strcmp(v, "responses") == 0)
+			cfg->api = LLM_API_RESPONSES;
+		else {
+			char *where = in_file(c, "api");
+			*err = xasprintf("invalid %s: '%s' (use responses or chat)",
+			    where, v);
+			free(where);
+			return -1;
+		}
+	}
 	if (cfg->connect_timeout_ms == 0 &&
 	    (v = config_get(c, "connect_timeout")) != NULL &&
 	    dur("connect_timeout", v, &cfg->connect_timeout_ms, err) < 0)

@@ -459,6 +459,28 @@ llm_dec_text(struct llm_dec *d, const char *s, size_t n)
 	utf8carry_feed(&d->carry, s, n, pass_text, d);
 }
 
+void
+llm_dec_reasoning(struct llm_dec *d, const char *s, size_t n)
+{
+	if (d->st != LLM_DEC_MORE || n == 0 || d->sink->reasoning == NULL)
+		return;
+	d->sink->reasoning(d->arg, s, n);
+}
+
+void
+llm_dec_reasoning_item(struct llm_dec *d, const cJSON *item)
+{
+	char *t;
+
+	if (d->st != LLM_DEC_MORE || d->sink->reasoning_item == NULL ||
+	    !cJSON_IsObject(item))
+		return;
+	if ((t = cJSON_PrintUnformatted(item)) == NULL)
+		fatal("out of memory (reasoning)");
+	d->sink->reasoning_item(d->arg, t);
+	free(t);
+}
+
 struct llm_slot *
 llm_dec_slot_new(struct llm_dec *d, int index, int tool)
 {

@@ -43,6 +43,7 @@ struct hb {
 	struct http			*http;
 	const struct llm_config		*cfg;	/* borrowed from llm.c */
 	const struct llm_codec		*codec;
+	const struct llm_codec		*cur;	/* this request's (codec->pick) */
 	struct llm_sink			 sink;
 	const struct llm_cbs		*out;
 	void				*arg;
@@ -335,6 +336,32 @@ sink_tool_call(void *arg, const char *id, const char *name, const char *args)
 }
 
 static void
+sink_reasoning(void *arg, const char *s, size_t n)
+{
+	struct attempt *a = arg;
+	struct hb *b = a->b;
+
+	if (a->dead || b->a != a)
+		return;
+	b->delivered = 1;	/* shown: a retry would show it twice */
+	if (b->out->reasoning != NULL)
+		b->out->reasoning(b->arg, s, n);
+}
+
+static void
+sink_reasoning_item(void *arg, const char *json)
+{
+	struct attempt *a = arg;
+	struct hb *b = a->b;
+
+	if (a->dead || b->a != a)
+		return;
+	b->delivered = 1;
+	if (b->out->reasoning_item != NULL)
+		b->out->reasoning_item(b->arg, json);
+}
+
+static void
 sink_usage(void *arg, const struct usage *u)
 {
 	struct attempt *a = arg;
@@ -508,7 +535,7 @@ start_attempt(struct loop *l, void *arg)
 	a = xcalloc(1, sizeof *a);
 	a->b = b;
 	a->sse = sse_new(SSE_LINE_MAX, SSE_EVENT_MAX, on_sse, a);
-	a->dec = llm_dec_new(b->codec, &b->sink, a);
+	a->dec = llm_dec_new(b->cur, &b->sink, a);
 	b->a = a;
 	memset(&req, 0, sizeof req);
 	req.url = b->wire.url;
@@ -544,6 +571,8 @@ hb_open(struct loop *l, const struct llm_config *cfg,
 	b->sink.text = sink_text;
 	b->sink.tool_call = sink_tool_call;
 	b->sink.usage = sink_usage;
+	b->sink.reasoning = sink_reasoning;
+	b->sink.reasoning_item = sink_reasoning_item;
 	return b;
 }
 
@@ -553,7 +582,8 @@ hb_request(void *p, const char *system, const cJSON *messages,
 {
 	struct hb *b = p;
 
-	if (b->codec->prepare(b->cfg, system, messages, &b->wire, err) < 0) {
+	b->cur = b->codec->pick != NULL ? b->codec->pick(b->cfg) : b->codec;
+	if (b->cur->prepare(b->cfg, system, messages, &b->wire, err) < 0) {
 		llm_wire_free(&b->wire);
 		return -1;
 	}

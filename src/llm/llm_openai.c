@@ -389,6 +389,41 @@ llm_openai_url(enum llm_openai_flavor f, const struct llm_config *cfg,
 	return url;
 }
 
+/* --reasoning as Chat Completions' reasoning_effort, or NULL to send
+ * none (the server's default; a model that does not reason rejects the
+ * field, so it goes only when asked for). Off: Ollama's "none", the
+ * gpt-5 family's "minimal"; other OpenAI models cannot stop reasoning. */
+static const char *
+effort(enum llm_openai_flavor f, const struct llm_config *cfg)
+{
+	switch (cfg->reasoning) {
+	case LLM_REASONING_OFF:
+		if (f == LLM_LOCAL)
+			return "none";
+		return cfg->model && strncmp(cfg->model, "gpt-5", 5) == 0 ?
+		    "minimal" : NULL;
+	case LLM_REASONING_LOW:		return "low";
+	case LLM_REASONING_MEDIUM:	return "medium";
+	case LLM_REASONING_HIGH:	return "high";
+	default:			return NULL;
+	}
+}
+
+/* Adds "reasoning_effort" as the body's last member. */
+static void
+add_effort(struct llm_wire *w, const char *e)
+{
+	char *nb;
+
+	if (e == NULL || w->body_len == 0 || w->body[w->body_len - 1] != '}')
+		return;
+	nb = xasprintf("%.*s,\"reasoning_effort\":\"%s\"}",
+	    (int)(w->body_len - 1), w->body, e);
+	free(w->body);
+	w->body = nb;
+	w->body_len = strlen(nb);
+}
+
 static int
 prepare(enum llm_openai_flavor f, const struct llm_config *cfg,
     const char *system, const cJSON *messages, struct llm_wire *w, char **err)
@@ -401,6 +436,7 @@ prepare(enum llm_openai_flavor f, const struct llm_config *cfg,
 	classic_azure = f == LLM_AZURE && strstr(w->url, "/deployments/") != NULL;
 	w->body = llm_openai_body(f, classic_azure ? NULL : cfg->model, system,
 	    messages, &w->body_len);
+	add_effort(w, effort(f, cfg));
 	llm_wire_header(w, "Content-Type: application/json");
 	llm_wire_header(w, "Accept: text/event-stream");
 	if (cfg->api_key != NULL && *cfg->api_key != '\0') {
@@ -522,6 +558,9 @@ take_usage(struct llm_dec *d, const cJSON *u)
 	det = get(u, "prompt_tokens_details");
 	if (cJSON_IsObject(det))
 		llm_json_long(get(det, "cached_tokens"), &t->cached_tokens);
+	det = get(u, "completion_tokens_details");
+	if (cJSON_IsObject(det))
+		llm_json_long(get(det, "reasoning_tokens"), &t->reasoning_tokens);
 }
 
 static void
@@ -552,6 +591,13 @@ dec_event(struct llm_dec *d, const char *type, const char *data, size_t len)
 				llm_dec_text(d, txt, strlen(txt));
 			if ((txt = str(delta, "refusal")) != NULL)
 				llm_dec_text(d, txt, strlen(txt));
+			/* local servers' thinking: shown apart, never the
+			 * answer (Ollama: reasoning; llama.cpp, vLLM:
+			 * reasoning_content) */
+			if ((txt = str(delta, "reasoning")) != NULL ||
+			    (txt = str(delta, "reasoning_content")) != NULL ||
+			    (txt = str(delta, "thinking")) != NULL)
+				llm_dec_reasoning(d, txt, strlen(txt));
 			tcs = get(delta, "tool_calls");
 			cJSON_ArrayForEach(t, (cJSON_IsArray(tcs) ? tcs : NULL)) {
 				tool_delta(d, t);
@@ -575,14 +621,27 @@ dec_eof(struct llm_dec *d)
 		llm_dec_end(d, 1);
 }
 
+static const struct llm_codec *
+pick_openai(const struct llm_config *cfg)
+{
+	return llm_responses_wanted(cfg) ? &llm_responses_codec : &llm_openai_codec;
+}
+
+static const struct llm_codec *
+pick_azure(const struct llm_config *cfg)
+{
+	return llm_responses_wanted(cfg) ? &llm_azure_responses_codec :
+	    &llm_azure_codec;
+}
+
 const struct llm_codec llm_openai_codec = {
-	prep_openai, dec_event, dec_eof, "stop", MAX_CALLS, 0,
+	prep_openai, dec_event, dec_eof, "stop", MAX_CALLS, 0, pick_openai,
 };
 
 const struct llm_codec llm_azure_codec = {
-	prep_azure, dec_event, dec_eof, "stop", MAX_CALLS, 0,
+	prep_azure, dec_event, dec_eof, "stop", MAX_CALLS, 0, pick_azure,
 };
 
 const struct llm_codec llm_ollama_codec = {
-	prep_local, dec_event, dec_eof, "stop", MAX_CALLS, 0,
+	prep_local, dec_event, dec_eof, "stop", MAX_CALLS, 0, NULL,
 };

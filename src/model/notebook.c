@@ -300,6 +300,13 @@ add_message(struct notebook *nb, cJSON *m)
 void
 notebook_add_reply(struct notebook *nb, const char *text, cJSON *calls)
 {
+	notebook_add_reply_reasoning(nb, text, calls, NULL);
+}
+
+void
+notebook_add_reply_reasoning(struct notebook *nb, const char *text,
+    cJSON *calls, cJSON *reasoning)
+{
 	cJSON *m = cJSON_CreateObject();
 	struct nb_change ch = { .kind = NB_REPLY };
 
@@ -312,6 +319,10 @@ notebook_add_reply(struct notebook *nb, const char *text, cJSON *calls)
 		cJSON_AddItemToObject(m, "tool_calls", calls);
 	else
 		cJSON_Delete(calls);
+	if (cJSON_IsArray(reasoning) && cJSON_GetArraySize(reasoning) > 0)
+		cJSON_AddItemToObject(m, "reasoning", reasoning);
+	else
+		cJSON_Delete(reasoning);
 	ch.msg = add_message(nb, m);
 	tell(nb, &ch);
 }
@@ -445,6 +456,7 @@ notebook_add_usage(struct notebook *nb, const struct usage *u)
 	nb->usage.input_tokens += u->input_tokens;
 	nb->usage.output_tokens += u->output_tokens;
 	nb->usage.cached_tokens += u->cached_tokens;
+	nb->usage.reasoning_tokens += u->reasoning_tokens;
 	nb->usage.cost += u->cost;
 	nb->usage.priced |= u->priced;
 	tell(nb, &ch);
@@ -655,4 +667,59 @@ const struct package *
 notebook_package(const struct notebook *nb, int i)
 {
 	return i >= 0 && i < nb->npkgs ? &nb->pkgs[i] : NULL;
+}
+
+char *
+notebook_reasoning_text(const cJSON *msg)
+{
+	const cJSON *items = cJSON_GetObjectItemCaseSensitive(msg, "reasoning");
+	const cJSON *it, *part;
+	size_t cap = 1, len = 0;
+	char *out;
+
+	/* two passes: the length, then the text */
+	for (int pass = 0; pass < 2; pass++) {
+		out = pass ? xmalloc(cap) : NULL;
+		len = 0;
+		cJSON_ArrayForEach(it, items) {
+			const char *t = cJSON_GetStringValue(
+			    cJSON_GetObjectItemCaseSensitive(it, "thinking"));
+			const cJSON *summary = cJSON_GetObjectItemCaseSensitive(it,
+			    "summary");
+			if (t == NULL)
+				t = cJSON_GetStringValue(
+				    cJSON_GetObjectItemCaseSensitive(it, "text"));
+			if (t != NULL) {
+				size_t n = strlen(t);
+				if (pass)
+					memcpy(out + len, t, n);
+				len += n;
+				if (pass)
+					out[len] = '\n';
+				len++;
+			}
+			cJSON_ArrayForEach(part, summary) {
+				const char *st = cJSON_GetStringValue(
+				    cJSON_GetObjectItemCaseSensitive(part, "text"));
+				size_t n = st ? strlen(st) : 0;
+				if (st == NULL)
+					continue;
+				if (pass)
+					memcpy(out + len, st, n);
+				len += n;
+				if (pass)
+					out[len] = '\n';
+				len++;
+			}
+		}
+		cap = len + 1;
+	}
+	while (len > 0 && out[len - 1] == '\n')
+		len--;
+	out[len] = '\0';
+	if (len == 0) {
+		free(out);
+		return NULL;
+	}
+	return out;
 }

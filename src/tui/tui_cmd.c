@@ -123,6 +123,7 @@ static const struct keyhelp key_help[] = {
 	{ "m (pane)", "mouse capture off / on: off, the terminal selects text (while on: Shift-drag)" },
 	{ "Esc / i", "input line: to the last pane; pane: back to the input line (typing does too)" },
 	{ "t (conversation)", "the next number of the last answer: its source on the status bar, its cell selected" },
+	{ "r (conversation)", "unfold or fold the model's reasoning (a dimmed line above each reply)" },
 	{ "Ctrl-L", "redraw the screen" },
 	{ "? / F1", "this help (q or Esc closes)" },
 	{ "mouse", "click focuses a pane and selects; the wheel scrolls" },

@@ -639,6 +639,11 @@ status_tokens(struct tui *t, struct tline *l)
 	fmt_tokens(b, sizeof b, t->st.total.output_tokens);
 	snprintf(tmp, sizeof tmp, " │ tokens %s in · %s out", a, b);
 	tui_tline_adds(l, R_STATUS, tmp);
+	if (t->st.total.reasoning_tokens > 0) {	/* of the out, apart */
+		fmt_tokens(b, sizeof b, t->st.total.reasoning_tokens);
+		snprintf(tmp, sizeof tmp, " (%s reasoning)", b);
+		tui_tline_adds(l, R_STATUS, tmp);
+	}
 	if (t->st.total.priced) {	/* the session's cost (cost.h) */
 		snprintf(tmp, sizeof tmp, " · %s", cost_fmt(t->st.total.cost, a, sizeof a));
 		tui_tline_adds(l, R_STATUS, tmp);

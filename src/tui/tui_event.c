@@ -162,6 +162,10 @@ tui_event_apply(struct tui *t, const struct event *ev)
 		phase_set(t, PH_THINKING);
 		break;
 	case EV_TEXT:		on_text(t, ev); break;
+	case EV_REASONING:
+		if (ev->text && ev->len)
+			tui_item_add(t, tui_items_reasoning(t), ev->text, ev->len);
+		break;
 	case EV_TOOL_CALL:	tui_items_answer_close(t); break;
 	case EV_CELL_START:	on_cell_start(t, ev); break;
 	case EV_STDOUT:
@@ -214,6 +218,9 @@ restore_item(void *arg, enum export_item k, const char *text,
 	case EXPORT_CELL:
 		if (c != NULL)
 			tui_item_new(t, IT_CELL)->cell = c->n;
+		break;
+	case EXPORT_REASONING:
+		tui_item_text(t, IT_REASONING, text ? text : "");
 		break;
 	}
 }

@@ -357,6 +357,10 @@ pane_key(struct tui *t, int c)
 		case 'Y': tui_act_copy_output(t, sel); return 1;
 		}
 	}
+	if (p == P_CONV && c == 'r') {
+		tui_items_toggle_reasoning(t);
+		return 1;
+	}
 	if (p == P_CONV && c == 'y') {
 		tui_act_copy_answer(t);
 		return 1;

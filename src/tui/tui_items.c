@@ -132,6 +132,52 @@ tui_items_has_cell(struct tui *t, int n)
 	return 0;
 }
 
+/* The model's reasoning: one dimmed line saying how long it is, or,
+ * unfolded (r in the conversation), the text itself, dimmed. */
+static void
+item_reasoning_lines(struct tui *t, struct item *it, const char *s, size_t n,
+    int ww)
+{
+	char head[96];
+	int lines = 1;
+
+	while (n > 0 && s[n - 1] == '\n')
+		n--;
+	for (size_t i = 0; i < n; i++)
+		lines += s[i] == '\n';
+	if (!t->conv.show_reasoning) {
+		snprintf(head, sizeof head, "▸ reasoning, %d line%s (r shows it)",
+		    lines, lines == 1 ? "" : "s");
+		tui_tlines_wrap(&it->lines, head, strlen(head), ww, R_DIM, "  ",
+		    R_DIM, 0);
+		return;
+	}
+	tui_tlines_wrap(&it->lines, "▾ reasoning (r folds it)",
+	    strlen("▾ reasoning (r folds it)"), ww, R_DIM, "  ", R_DIM, 0);
+	tui_tlines_wrap(&it->lines, s, n, ww, R_DIM, "  │ ", R_DIM, 0);
+}
+
+struct item *
+tui_items_reasoning(struct tui *t)
+{
+	if (t->conv.nitems > 0) {
+		struct item *it = &t->conv.items[t->conv.nitems - 1];
+		if (it->kind == IT_REASONING)
+			return it;
+	}
+	return tui_item_new(t, IT_REASONING);
+}
+
+void
+tui_items_toggle_reasoning(struct tui *t)
+{
+	t->conv.show_reasoning = !t->conv.show_reasoning;
+	for (int i = 0; i < t->conv.nitems; i++)
+		if (t->conv.items[i].kind == IT_REASONING)
+			t->conv.items[i].version++;
+	tui_mark(t);
+}
+
 /* The wrapped lines of one conversation item (cached by version, width). */
 const struct tlines *
 tui_item_lines(struct tui *t, struct item *it, int w)
@@ -176,6 +222,9 @@ tui_item_lines(struct tui *t, struct item *it, int w)
 		while (n > 0 && s[n - 1] == '\n')
 			n--;
 		tui_tlines_wrap(&it->lines, s, n, ww, R_TEXT, "  ", R_TEXT, 0);
+		break;
+	case IT_REASONING:
+		item_reasoning_lines(t, it, s, n, ww);
 		break;
 	}
 	it->cver = it->version;

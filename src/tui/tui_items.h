@@ -25,6 +25,11 @@ const struct tlines *tui_item_lines(struct tui *t, struct item *it, int w);
 /* The answer being streamed: the last item when it is an open answer,
  * else a new one. */
 struct item *tui_items_answer(struct tui *t);
+/* The reasoning being streamed: the last item when it is reasoning,
+ * else a new one (above the answer that follows). */
+struct item *tui_items_reasoning(struct tui *t);
+/* r in the conversation: every reasoning item unfolded, or folded. */
+void tui_items_toggle_reasoning(struct tui *t);
 /* No more text goes to the last answer. */
 void tui_items_answer_close(struct tui *t);
 /* The answer to the last question just ended: the pane will show its

@@ -32,7 +32,8 @@ enum role {
 
 enum pane { P_INPUT, P_CONV, P_CELLS, P_ARTS, P_NPANES };
 
-enum item_kind { IT_USER, IT_ANSWER, IT_CELL, IT_NOTICE, IT_ERROR, IT_INFO };
+enum item_kind { IT_USER, IT_ANSWER, IT_CELL, IT_NOTICE, IT_ERROR, IT_INFO,
+	IT_REASONING };	/* the model's reasoning: folded, dimmed; r expands */
 
 #define ITEM_TEXT_MAX	(1024 * 1024)	/* per conversation item */
 #define ITEMS_MAX	4000		/* oldest dropped beyond this */
@@ -129,6 +130,7 @@ struct tui {
 		struct item	*items;
 		int		 nitems, citems;
 		int		 question_text;	/* got text since the question */
+		int		 show_reasoning; /* IT_REASONING unfolded (r) */
 		/* an answer just ended: the pane shows its start when it
 		 * is taller than the pane (tui_draw.c), else -1 */
 		int		 anchor;

@@ -144,6 +144,8 @@ tui_trace_restore(struct tui *t, enum export_item k, const char *text,
 {
 	struct tui_trace *s = state(t);
 
+	if (k == EXPORT_REASONING)	/* never an answer, never its end */
+		return;
 	if (s->reply && !(k == EXPORT_CELL && c && c->author == CELL_BY_MODEL))
 		trace_answer(t, s->nb, s->reply, s->upto);
 	free(s->reply);
@@ -158,6 +160,8 @@ tui_trace_restore(struct tui *t, enum export_item k, const char *text,
 	case EXPORT_CELL:
 		if (c && c->n > s->upto)
 			s->upto = c->n;
+		break;
+	case EXPORT_REASONING:
 		break;
 	}
 }

@@ -70,7 +70,7 @@ s_usage(void *arg, const struct usage *u)
 	buf_addc(&r->out, 0);
 }
 
-static const struct llm_sink sink = { s_text, s_call, s_usage };
+static const struct llm_sink sink = { s_text, s_call, s_usage, NULL, NULL };
 
 static int
 on_event(void *arg, const struct sse_event *ev)

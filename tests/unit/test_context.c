@@ -479,3 +479,36 @@ Test(context, the_view_grows_and_stays_the_fresh_one)
 	context_free(cx);
 	notebook_free(nb);
 }
+
+/* --reasoning: the thinking budget is output too, kept free in the
+ * window beside the answer's reserve, but never more than half of it. */
+#include "terp/llm.h"
+#include "terp/loop.h"
+
+Test(context, reasoning_budget_is_reserved)
+{
+	struct notebook *nb = notebook_new();
+	struct loop *l = loop_new();
+	struct llm_config cfg = { .provider = "anthropic", .model = "claude-x",
+	    .max_tokens = 4096, .reasoning = LLM_REASONING_MEDIUM };
+	char *err = NULL;
+	struct llm *m = llm_new(l, &cfg, &err);
+	struct context *cx;
+
+	cr_assert_not_null(m, "%s", err ? err : "");
+	cx = context_new(nb, m, 100000, NULL, NULL);
+	cr_assert_eq(context_reserve(cx), 4096 + 8192);
+	context_free(cx);
+	cx = context_new(nb, m, 20000, NULL, NULL);
+	cr_assert_eq(context_reserve(cx), 10000);	/* half the window */
+	context_free(cx);
+	llm_free(m);
+	cfg.reasoning = LLM_REASONING_DEFAULT;	/* Anthropic's default: none */
+	m = llm_new(l, &cfg, &err);
+	cx = context_new(nb, m, 100000, NULL, NULL);
+	cr_assert_eq(context_reserve(cx), 4096);
+	context_free(cx);
+	llm_free(m);
+	loop_free(l);
+	notebook_free(nb);
+}

@@ -240,3 +240,51 @@ Test(body, a_vouched_sync_compares_only_the_last_and_new_messages)
 	same(LLM_OPENAI, "m", "S", msgs);
 	cJSON_Delete(msgs);
 }
+
+/* With thinking on, the text body still equals the printed tree, the
+ * messages' thinking blocks go first in their assistant message exactly
+ * as kept; with thinking off they are left out. */
+Test(body, anthropic_thinking_blocks_kept_and_text_equals_tree)
+{
+	cJSON *msgs = cJSON_Parse("["
+	    "{\"role\":\"user\",\"content\":\"q\"},"
+	    "{\"role\":\"assistant\",\"content\":\"look\",\"tool_calls\":["
+	    "{\"id\":\"t1\",\"name\":\"python_exec\",\"arguments\":\"{\\\"code\\\":\\\"1\\\"}\"}],"
+	    "\"reasoning\":[{\"type\":\"thinking\",\"thinking\":\"hm \\u00e9\","
+	    "\"signature\":\"EqQB/+=\"},{\"type\":\"redacted_thinking\",\"data\":\"Zm9v\"},"
+	    "{\"type\":\"text\",\"text\":\"local, never sent\"}]},"
+	    "{\"role\":\"tool\",\"tool_call_id\":\"t1\",\"content\":\"1\"}]");
+	cJSON *tree, *content;
+	char *want, *got, *s;
+	size_t len;
+
+	cr_assert_not_null(msgs);
+	tree = llm_anthropic_encode_thinking("m", 100, 2048, "S", msgs);
+	cr_assert_eq(cJSON_GetObjectItem(tree, "max_tokens")->valueint, 2148);
+	cr_assert_eq(cJSON_GetObjectItem(cJSON_GetObjectItem(tree, "thinking"),
+	    "budget_tokens")->valueint, 2048);
+	content = cJSON_GetObjectItem(cJSON_GetArrayItem(
+	    cJSON_GetObjectItem(tree, "messages"), 1), "content");
+	cr_assert_eq(cJSON_GetArraySize(content), 4);
+	s = cJSON_PrintUnformatted(cJSON_GetArrayItem(content, 0));
+	cr_assert_str_eq(s, "{\"type\":\"thinking\",\"thinking\":\"hm \xc3\xa9\","
+	    "\"signature\":\"EqQB/+=\"}");
+	free(s);
+	cr_assert_str_eq(cJSON_GetObjectItem(cJSON_GetArrayItem(content, 1),
+	    "type")->valuestring, "redacted_thinking");
+	cr_assert_str_eq(cJSON_GetObjectItem(cJSON_GetArrayItem(content, 3),
+	    "type")->valuestring, "tool_use");
+	want = cJSON_PrintUnformatted(tree);
+	got = llm_anthropic_body_thinking("m", 100, 2048, "S", msgs, &len);
+	cr_assert_str_eq(got, want);
+	free(got);
+	free(want);
+	cJSON_Delete(tree);
+	/* off: the same cached entries, the thinking blocks left out */
+	got = llm_anthropic_body_thinking("m", 100, 0, "S", msgs, &len);
+	cr_assert_null(strstr(got, "thinking"));
+	cr_assert_null(strstr(got, "local, never sent"));
+	free(got);
+	same_anthropic("m", 100, "S", msgs);
+	cJSON_Delete(msgs);
+}

@@ -42,7 +42,7 @@ r_usage(void *arg, const struct usage *u)
 	r->nusage++;
 }
 
-static const struct llm_sink sink = { r_text, r_call, r_usage };
+static const struct llm_sink sink = { r_text, r_call, r_usage, NULL, NULL };
 
 static int
 r_event(void *arg, const struct sse_event *ev)
@@ -665,4 +665,70 @@ Test(llm_errors, huge_numbers_from_the_server)
 	free(m);
 	free(type);
 	cr_assert_eq(llm_error_kind(400, err, strlen(err)), LLM_ERR_HTTP);
+}
+
+/* Thinking blocks: their text streams as reasoning (never as text), and
+ * each block comes whole at its stop with its signature joined, the
+ * redacted one as it came; at every split of the stream. */
+static void
+t_reason(void *arg, const char *s, size_t n)
+{
+	struct rec *r = arg;
+	buf_adds(&r->text, "<r:");
+	buf_add(&r->text, s, n);
+	buf_adds(&r->text, ">");
+}
+
+static void
+t_item(void *arg, const char *json)
+{
+	struct rec *r = arg;
+	buf_printf(&r->calls, "{item %s}", json);
+}
+
+static const struct llm_sink think_sink = { r_text, r_call, r_usage, t_reason, t_item };
+
+#define TE(t, d) "event: " t "\ndata: " d "\n\n"
+
+Test(anthropic_decode, thinking_and_redacted_blocks_kept_whole)
+{
+	const char *s =
+	    TE("message_start", "{\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":5}}}")
+	    TE("content_block_start", "{\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"thinking\",\"thinking\":\"\",\"signature\":\"\"}}")
+	    TE("content_block_delta", "{\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"thinking_delta\",\"thinking\":\"Let me \"}}")
+	    TE("content_block_delta", "{\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"thinking_delta\",\"thinking\":\"think 42\"}}")
+	    TE("content_block_delta", "{\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"signature_delta\",\"signature\":\"EqQB\"}}")
+	    TE("content_block_delta", "{\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"signature_delta\",\"signature\":\"x+/=\"}}")
+	    TE("content_block_stop", "{\"type\":\"content_block_stop\",\"index\":0}")
+	    TE("content_block_start", "{\"type\":\"content_block_start\",\"index\":1,\"content_block\":{\"type\":\"redacted_thinking\",\"data\":\"Zm9v\"}}")
+	    TE("content_block_stop", "{\"type\":\"content_block_stop\",\"index\":1}")
+	    TE("content_block_start", "{\"type\":\"content_block_start\",\"index\":2,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}")
+	    TE("content_block_delta", "{\"type\":\"content_block_delta\",\"index\":2,\"delta\":{\"type\":\"text_delta\",\"text\":\"It is 7.\"}}")
+	    TE("content_block_stop", "{\"type\":\"content_block_stop\",\"index\":2}")
+	    TE("message_delta", "{\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"},\"usage\":{\"output_tokens\":9}}")
+	    TE("message_stop", "{\"type\":\"message_stop\"}");
+	size_t len = strlen(s);
+
+	for (size_t at = 0; at <= len; at += 7) {
+		struct rec r;
+		struct sse *p;
+
+		memset(&r, 0, sizeof r);
+		buf_init(&r.text, 1 << 20);
+		buf_init(&r.calls, 1 << 20);
+		r.dec = llm_dec_new(&llm_anthropic_codec, &think_sink, &r);
+		r.st = LLM_DEC_MORE;
+		p = sse_new(1 << 16, 1 << 20, r_event, &r);
+		sse_feed(p, s, at);
+		sse_feed(p, s + at, len - at);
+		sse_finish(p);
+		sse_free(p);
+		cr_assert_eq(r.st, LLM_DEC_END);
+		cr_assert_str_eq(buf_str(&r.text), "<r:Let me ><r:think 42>It is 7.");
+		cr_assert_str_eq(buf_str(&r.calls),
+		    "{item {\"type\":\"thinking\",\"thinking\":\"Let me think 42\","
+		    "\"signature\":\"EqQBx+/=\"}}"
+		    "{item {\"type\":\"redacted_thinking\",\"data\":\"Zm9v\"}}");
+		rec_free(&r);
+	}
 }
