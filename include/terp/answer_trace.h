@@ -41,7 +41,7 @@ void answer_tracer_trace(const struct answer_tracer *t, const char *answer,
     const char *question, struct answer_trace *out);
 void answer_trace_free(struct answer_trace *tr);
 
-/* "7 of 8 numbers traced; not in any output: 12.5%": a new string, or
+/* "7 of 8 numbers traced; 1 not in any output: 12.5%": a new string, or
  * NULL when the answer has no numbers. Untraced ones are listed as
  * written (sanitized of control bytes), at most a few. */
 char *answer_trace_summary(const struct answer_trace *tr);

@@ -139,7 +139,9 @@ answer_trace_summary(const struct answer_trace *tr)
 			break;
 		}
 		s = hit_text(tr, &tr->hits[i]);
-		buf_printf(&b, "%s%s", listed ? ", " : "; not in any output: ", s);
+		if (listed == 0)
+			buf_printf(&b, "; %zu not in any output: ", tr->n - tr->traced);
+		buf_printf(&b, "%s%s", listed ? ", " : "", s);
 		free(s);
 		listed++;
 	}

@@ -75,11 +75,17 @@ struct nt_ent {
 	uint32_t	 line;
 };
 
+/* Row counts an output shows, kept per source: an answer's "the top 3"
+ * or "4 regions" is a count of what was shown, not a result. */
+#define NT_COUNTS_MAX	32
+
 struct nt_src {
 	int		 cell, stream, rank;
 	uint64_t	 seq;
 	struct nt_ent	*e;
 	size_t		 n, cap;
+	unsigned	 counts[NT_COUNTS_MAX];	/* distinct, unsorted */
+	int		 ncounts;
 };
 
 struct numtrace_index {
@@ -1014,6 +1020,65 @@ nt_on_output(void *ctx, const struct nt_tok *t)
 	return 0;
 }
 
+static void
+nt_count_add(struct nt_src *src, unsigned c)
+{
+	for (int i = 0; i < src->ncounts; i++)
+		if (src->counts[i] == c)
+			return;
+	if (c > 0 && src->ncounts < NT_COUNTS_MAX)
+		src->counts[src->ncounts++] = c;
+}
+
+/* The fields of line s[a..e), split at runs of spaces. */
+static unsigned
+nt_fields(const char *s, size_t a, size_t e)
+{
+	unsigned f = 0;
+	int in = 0;
+
+	for (size_t k = a; k < e; k++) {
+		int sp = s[k] == ' ' || s[k] == '\t';
+		if (!sp && !in)
+			f++;
+		in = !sp;
+	}
+	return f;
+}
+
+/* The row counts of text[0..n): each run of table rows (lines holding a
+ * digit, with as many fields as the line before: a Series' or a frame's
+ * rows between its header and its "Name:"/"dtype:" footer). */
+static void
+nt_src_counts(struct nt_src *src, const char *text, size_t n)
+{
+	size_t i = 0;
+	unsigned run = 0, width = 0;
+
+	while (i < n) {
+		const char *nl = memchr(text + i, '\n', n - i);
+		size_t e = nl ? (size_t)(nl - text) : n;
+		unsigned f = nt_fields(text, i, e);
+		int digit = 0;
+
+		for (size_t k = i; k < e && !digit; k++)
+			digit = nt_digit((unsigned char)text[k]);
+		if (nt_at(text, e, i, "Name:") || nt_at(text, e, i, "dtype:") ||
+		    nt_at(text, e, i, "Length:"))
+			digit = 0;
+		if (!digit || (run > 0 && f != width)) {
+			nt_count_add(src, run);
+			run = 0;
+		}
+		if (digit) {
+			run++;
+			width = f;
+		}
+		i = e + 1;
+	}
+	nt_count_add(src, run);
+}
+
 static int
 nt_ent_cmp(const void *a, const void *b)
 {
@@ -1083,6 +1148,7 @@ numtrace_index_add(struct numtrace_index *idx,
 		nt_src_free(ns);
 		return 0;
 	}
+	nt_src_counts(ns, sc.s, sc.n);
 	qsort(ns->e, ns->n, sizeof *ns->e, nt_ent_cmp);
 	if (idx->n == idx->cap) {
 		idx->cap = idx->cap ? idx->cap * 2 : 16;
@@ -1232,7 +1298,74 @@ nt_in_question(const struct nt_qset *q, double v)
 	return lo < q->n && q->v[lo] <= x + eps;
 }
 
+/* A plain integer: no sign, fraction, unit, separator or magnitude. */
+static int
+nt_plain_int(const struct nt_tok *t)
+{
+	return (t->flags & (NT_PCT | NT_FRAC | NT_EXP | NT_CUR | NT_MAG |
+	    NT_GROUP | NT_NEG)) == 0 && t->value <= 100000;
+}
+
+/* An untraced integer that names a thing rather than measuring it:
+ * "observation number 1", "month 01", "day 3", "step 2", "#4". */
+static int
+nt_label(const char *s, size_t n, const struct nt_tok *t)
+{
+	static const char *const w[] = { "number", "no", "nr", "num",
+	    "observation", "obs", "item", "step", "option", "figure", "fig",
+	    "table", "section", "page", "part", "chapter", "month", "day",
+	    "week", "weekday", "hour", "minute", "quarter", "id", "index",
+	    "rank", "ranked", "position", "place", "version", "level", "tier",
+	    "line", "lines", "column", "col", "row", "sample", "case",
+	    "iteration", "run", "batch", "trial", "question", "point",
+	    "stage", "phase", "round", "model", "cluster", "fold", "seed",
+	    "code", "exit" };
+	size_t l, b;
+
+	(void)n;
+	if (!nt_plain_int(t))
+		return 0;
+	if (t->off > 0 && s[t->off - 1] == '#')
+		return 1;
+	l = nt_prev_word(s, t->off, " \t.", &b);
+	return l > 0 && nt_is(s + b, l, w, sizeof w / sizeof w[0]);
+}
+
+/* An untraced integer that counts what an output showed: "the top 3",
+ * "4 regions", when some output has a run of exactly that many rows. */
+static int
+nt_count(const struct numtrace_index *idx, const char *s, size_t n,
+    const struct nt_tok *t)
+{
+	static const char *const before[] = { "top", "bottom", "first",
+	    "last", "all", "the", "these", "those", "other", "across" };
+	size_t l, b;
+	unsigned v;
+	int ctx;
+
+	if (!nt_plain_int(t) || t->value < 1 || t->value > 10000)
+		return 0;
+	v = (unsigned)t->value;
+	l = nt_prev_word(s, t->off, " \t", &b);
+	ctx = l > 0 && nt_is(s + b, l, before, sizeof before / sizeof before[0]);
+	if (!ctx) {
+		/* "3 regions": a word follows */
+		l = nt_next_word(s, n, t->off + t->len, &b);
+		ctx = l > 1 && t->off + t->len < n && s[t->off + t->len] == ' ' &&
+		    nt_alpha((unsigned char)s[b]);
+	}
+	if (!ctx)
+		return 0;
+	for (size_t k = 0; k < idx->n; k++)
+		for (int i = 0; i < idx->src[k]->ncounts; i++)
+			if (idx->src[k]->counts[i] == v)
+				return 1;
+	return 0;
+}
+
 struct nt_match {
+	const char			*s;	/* the answer */
+	size_t				 len;
 	const struct numtrace_index	*idx;
 	const struct nt_qset		*q;
 	struct numtrace_hit		*h;
@@ -1259,7 +1392,8 @@ nt_on_answer(void *ctx, const struct nt_tok *t)
 	h->percent = (t->flags & NT_PCT) != 0;
 	if (nt_lookup(m->idx, t, h))
 		m->traced++;
-	else if (nt_yearlike(t))
+	else if (nt_yearlike(t) || nt_label(m->s, m->len, t) ||
+	    nt_count(m->idx, m->s, m->len, t))
 		m->n--;
 	return 0;
 }
@@ -1286,6 +1420,8 @@ numtrace_index_match(const struct numtrace_index *idx, const char *answer,
 	}
 	m.idx = idx;
 	m.q = &q;
+	m.s = answer;
+	m.len = alen;
 	if (answer != NULL) {
 		memset(&sc, 0, sizeof sc);
 		sc.s = answer;

@@ -99,7 +99,7 @@ def test_invented_number_is_flagged_on_stderr_and_strict_exits_6(terp, fake, tmp
     turns = [call(SALES_CODE), say(answer)]
     r = ask(terp, fake(turns), ["Revenue by region?"], tmp_path / "sales.csv")
     assert r.rc == 0, r
-    assert "terp: 8 of 9 numbers traced; not in any output: 12.5%\n" in r.err, r
+    assert "terp: 8 of 9 numbers traced; 1 not in any output: 12.5%\n" in r.err, r
     assert "Returns fell by 12.5%" in r.out
     r = ask(terp, fake(turns), ["Revenue by region?"], tmp_path / "sales.csv",
             flags=["--strict-numbers"])

@@ -95,7 +95,7 @@ def test_a_resumed_notebook_shows_its_answers_traced(tui, model, tmp_path):
                        env=environ(tmp_path), cwd=str(tmp_path), capture_output=True,
                        text=True, timeout=120)
     assert r.returncode == 0, r.stderr
-    assert "terp: 2 of 3 numbers traced; not in any output: 12.5%" in r.stderr
+    assert "terp: 2 of 3 numbers traced; 1 not in any output: 12.5%" in r.stderr
     t = tui("--resume")
     s = t.screen()
     assert s.index("2 of 3 numbers traced") < s.index("East leads with 2,748,435.15¹"), s

@@ -196,6 +196,31 @@ Test(numtrace, cells_ordinals_and_names_are_not_numbers)
 	expect_found("see terp(1) and bwrap(1); sales (12) grew", NULL, "12");
 }
 
+/* Issue 24: labels and counts of what was shown are not results when
+ * no output holds them; the same words before a wrong value still flag
+ * it when it is not a count shown. */
+Test(numtrace, labels_and_shown_counts_are_not_results)
+{
+	static const char out[] =
+	    "region\neast     2748435.15\nnorth    2270303.71\n"
+	    "south    1929048.29\nwest     2405181.59\n"
+	    "Name: revenue, dtype: float64\n";
+	struct numtrace_source src = { 1, NUMTRACE_STDOUT, out, sizeof out - 1 };
+	char *r;
+
+	expect_found("Observation number 1, month 01, day 3, step 2, #4, "
+	    "figure 2 and row 7 hold 12.5", NULL, "12.5");
+	/* the four rows shown: "top 4", "4 regions"; 3 was not shown */
+	r = trace("Of the top 4, the 4 regions, east leads with 2,748,435.15; "
+	    "3 regions beat 12.5 and the top 3 grew 29%.", NULL, &src, 1, NULL);
+	cr_assert_str_eq(r, "2,748,435.15=1:2 | 3=- | 12.5=- | 3=- | 29%=-");
+	free(r);
+	/* a traced label stays reported: it is in an output */
+	r = trace("row 2748435.15 and number 4", NULL, &src, 1, NULL);
+	cr_assert_str_eq(r, "2748435.15=1:2");
+	free(r);
+}
+
 /* Numbers in code are code (a call's argument, a literal), not claims
  * the answer makes: they are not reported, whatever they are. */
 Test(numtrace, code_and_links_are_not_numbers)
