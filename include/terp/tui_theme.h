@@ -45,6 +45,8 @@ enum theme_role {
 	THEME_MD_QUOTE,
 	THEME_TABLE_BORDER,
 	THEME_TABLE_HEADER,
+	THEME_ANSWER_TRACED,	/* a number of an answer that an output printed */
+	THEME_ANSWER_UNTRACED,	/* one that no output printed */
 	THEME_NROLES
 };
 

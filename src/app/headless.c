@@ -5,9 +5,11 @@
  * session's cells on the way to the printer. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "terp/answer_trace.h"
+#include "terp/buf.h"
 #include "terp/cli.h"
 #include "terp/cost.h"
 #include "terp/loop.h"
@@ -64,6 +66,27 @@ exit_status(const struct session_outcome *o)
 	}
 }
 
+/* On a terminal, under the summary: where each number came from, as a
+ * footnote list ("  - 2,748,435.15: cell [1], line 2"); the answer's
+ * words are never changed. */
+static void
+print_footnotes(const struct answer_trace *tr)
+{
+	struct buf b;
+	const char *p, *nl;
+
+	buf_init(&b, 1 << 20);
+	answer_trace_footnotes(tr, &b);
+	for (p = buf_str(&b); *p; p = nl + 1) {
+		nl = strchr(p, '\n');
+		if (nl == NULL)
+			nl = p + strlen(p) - 1;
+		if (p[0] == '-')
+			fprintf(stderr, "  %.*s\n", (int)(nl - p), p);
+	}
+	buf_free(&b);
+}
+
 /* The answer's numbers traced to the session's cells (the model's and
  * the hand-run ones, all finished by now), leaving out the question's:
  * the event goes on with them, and -p says how many were found. */
@@ -93,6 +116,8 @@ headless_show(void *arg, const struct event *ev)
 	if (!h->json && (sum = answer_trace_summary(&tr)) != NULL) {
 		fprintf(stderr, "terp: %s\n", sum);
 		free(sum);
+		if (isatty(STDERR_FILENO))
+			print_footnotes(&tr);
 	}
 	answer_trace_free(&tr);
 }

@@ -16,6 +16,20 @@
 #include "terp/util.h"
 
 #include "tui_cells.h"
+#include "tui_trace.h"
+
+/* Frees what an item owns. */
+static void
+item_free(struct item *it)
+{
+	buf_free(&it->text);
+	tui_tlines_free(&it->lines);
+	for (int i = 0; i < it->nmarks; i++)
+		free(it->marks[i].text);
+	free(it->marks);
+	it->marks = NULL;
+	it->nmarks = 0;
+}
 
 struct item *
 tui_item_new(struct tui *t, enum item_kind k)
@@ -23,8 +37,7 @@ tui_item_new(struct tui *t, enum item_kind k)
 	size_t sz = sizeof *t->conv.items;
 
 	if (t->conv.nitems == ITEMS_MAX) {
-		buf_free(&t->conv.items[0].text);
-		tui_tlines_free(&t->conv.items[0].lines);
+		item_free(&t->conv.items[0]);
 		memmove(t->conv.items, t->conv.items + 1,
 		    (size_t)(t->conv.nitems - 1) * sz);
 		t->conv.nitems--;
@@ -64,10 +77,8 @@ tui_item_text(struct tui *t, enum item_kind k, const char *s)
 void
 tui_items_clear(struct tui *t)
 {
-	for (int i = 0; i < t->conv.nitems; i++) {
-		buf_free(&t->conv.items[i].text);
-		tui_tlines_free(&t->conv.items[i].lines);
-	}
+	for (int i = 0; i < t->conv.nitems; i++)
+		item_free(&t->conv.items[i]);
 	t->conv.nitems = 0;
 	t->conv.anchor = -1;
 	t->v[P_CONV].top = 0;
@@ -202,6 +213,7 @@ tui_item_lines(struct tui *t, struct item *it, int w)
 		struct span_doc d;
 		tui_span_doc_init(&d);
 		tui_mdlite_render(&d, s, n, ww - 2 > 10 ? ww - 2 : 10);
+		tui_trace_style(&d, it);
 		tui_tlines_spans(&it->lines, &d, -1, "  ", R_ASSIST, R_THEME, 0);
 		tui_span_doc_free(&d);
 		break;

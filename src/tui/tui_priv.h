@@ -53,6 +53,12 @@ struct item {
 	int		 cell;		/* IT_CELL */
 	int		 closed;	/* IT_ANSWER: no more deltas */
 	unsigned	 version;
+	/* IT_ANSWER: its traced numbers, styled in place (tui_trace.c) */
+	struct item_mark {
+		char	*text;		/* the number as written (owned) */
+		int	 traced;
+	}		*marks;		/* owned, in answer order */
+	int		 nmarks;
 	/* cache of the wrapped lines */
 	unsigned	 cver;
 	int		 cw;

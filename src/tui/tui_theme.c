@@ -57,6 +57,8 @@ static const char *const theme_roles[THEME_NROLES] = {
 	[THEME_MD_QUOTE] = "markdown.quote",
 	[THEME_TABLE_BORDER] = "table.border",
 	[THEME_TABLE_HEADER] = "table.header",
+	[THEME_ANSWER_TRACED] = "answer.traced",
+	[THEME_ANSWER_UNTRACED] = "answer.untraced",
 };
 
 /* Keep in step with themes/default.theme (test_theme.c checks). */
@@ -96,7 +98,9 @@ static const char theme_builtin[] =
 	"markdown.bullet = bold cyan default\n"
 	"markdown.quote = dim default default\n"
 	"table.border = bright-black default\n"
-	"table.header = bold default default\n";
+	"table.header = bold default default\n"
+	"answer.traced = underline default default\n"
+	"answer.untraced = bold underline yellow default\n";
 
 static const char *const theme_names[16] = {
 	"black", "red", "green", "yellow", "blue", "magenta", "cyan", "white",

@@ -2,6 +2,7 @@
  * The state hangs off struct tui as one pointer, made on first use. */
 #include "tui_trace.h"
 
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +10,8 @@
 #include "terp/answer_trace.h"
 #include "terp/buf.h"
 #include "terp/sanitize.h"
+#include "terp/tui_span.h"
+#include "terp/tui_theme.h"
 #include "terp/util.h"
 
 #include "tui_items.h"
@@ -59,38 +62,140 @@ tui_trace_question(struct tui *t, const char *question)
 	s->question = xstrdup(question ? question : "");
 }
 
-/* i (0-based) as superscript digits: ¹, ²³... */
-static void
-add_index(struct buf *b, size_t i)
-{
-	static const char *const sup[] = { "⁰", "¹", "²", "³", "⁴", "⁵", "⁶",
-	    "⁷", "⁸", "⁹" };
-	char d[24];
+/* Where one mark was found in a rendered answer. */
+struct mark_at {
+	size_t	 line, span, off;
+	int	 found;
+};
 
-	snprintf(d, sizeof d, "%zu", i + 1);
-	for (char *p = d; *p; p++)
-		buf_adds(b, sup[*p - '0']);
+static int
+word_byte(unsigned char c)
+{
+	return isalnum(c) || c == '_' || c >= 0x80;
 }
 
-/* The answer with its numbers marked: a new string. */
-static char *
-marked(const struct answer_trace *tr)
+/* Whether text[a..a+len) stands alone: no letter or digit glued to it,
+ * no "1,2" or "1.2" continuing it. */
+static int
+bounded(const char *text, size_t a, size_t len)
 {
-	struct buf b;
-	size_t at = 0;
+	size_t n = strlen(text), e = a + len;
 
-	buf_init(&b, (size_t)-1);
-	for (size_t i = 0; i < tr->n; i++) {
-		const struct numtrace_hit *h = &tr->hits[i];
-		buf_add(&b, tr->answer + at, h->off + h->len - at);
-		at = h->off + h->len;
-		if (h->line > 0)
-			add_index(&b, i);
-		else
-			buf_adds(&b, " (not in any output)");
+	if (a > 0 && (word_byte((unsigned char)text[a - 1]) ||
+	    ((text[a - 1] == '.' || text[a - 1] == ',') && a > 1 &&
+	    isdigit((unsigned char)text[a - 2]))))
+		return 0;
+	if (e < n && word_byte((unsigned char)text[e]))
+		return 0;
+	if (e + 1 < n && (text[e] == '.' || text[e] == ',') &&
+	    isdigit((unsigned char)text[e + 1]))
+		return 0;
+	return 1;
+}
+
+/* Finds mark text m at or after *at in d, within one span. */
+static int
+find_mark(const struct span_doc *d, const char *m, struct mark_at *at)
+{
+	size_t i = at->line, j = at->span, o = at->off, ml = strlen(m);
+
+	for (; i < d->n; i++, j = 0, o = 0) {
+		for (; j < d->lines[i].n; j++, o = 0) {
+			const char *t = d->lines[i].v[j].text, *p = t + o;
+			while ((p = strstr(p, m)) != NULL) {
+				if (bounded(t, (size_t)(p - t), ml)) {
+					at->line = i;
+					at->span = j;
+					at->off = (size_t)(p - t);
+					at->found = 1;
+					return 1;
+				}
+				p++;
+			}
+		}
 	}
-	buf_add(&b, tr->answer + at, tr->len - at);
-	return buf_take(&b);
+	return 0;
+}
+
+/* Line i of d rebuilt with the marks found on it in their roles. */
+static void
+restyle_line(struct span_doc *d, size_t i, const struct item *it,
+    const struct mark_at *at)
+{
+	struct span_line nl = { 0 }, *l = &d->lines[i];
+
+	for (size_t j = 0; j < l->n; j++) {
+		const char *t = l->v[j].text;
+		size_t done = 0;
+		for (int k = 0; k < it->nmarks; k++) {
+			size_t ml = strlen(it->marks[k].text);
+			if (!at[k].found || at[k].line != i || at[k].span != j)
+				continue;
+			tui_span_line_add(&nl, t + done, at[k].off - done,
+			    l->v[j].role);
+			tui_span_line_add(&nl, t + at[k].off, ml,
+			    it->marks[k].traced ? THEME_ANSWER_TRACED :
+			    THEME_ANSWER_UNTRACED);
+			done = at[k].off + ml;
+		}
+		tui_span_line_add(&nl, t + done, strlen(t) - done, l->v[j].role);
+	}
+	tui_span_line_free(l);
+	*l = nl;
+}
+
+void
+tui_trace_style(struct span_doc *d, const struct item *it)
+{
+	struct mark_at cur = { 0 }, *at;
+	size_t last = (size_t)-1;
+
+	if (it->nmarks == 0)
+		return;
+	at = xcalloc((size_t)it->nmarks, sizeof *at);
+	for (int k = 0; k < it->nmarks; k++) {
+		struct mark_at try = cur;
+		if (!find_mark(d, it->marks[k].text, &try))
+			continue;	/* not as written (a wrapped "1 203"): unstyled */
+		at[k] = try;
+		cur = try;
+		cur.off += strlen(it->marks[k].text);
+	}
+	for (int k = 0; k < it->nmarks; k++) {
+		if (at[k].found && at[k].line != last) {
+			last = at[k].line;
+			restyle_line(d, last, it, at);
+		}
+	}
+	free(at);
+}
+
+/* The answer item's marks from tr, replacing any. */
+static void
+set_marks(struct item *it, const struct answer_trace *tr)
+{
+	for (int i = 0; i < it->nmarks; i++)
+		free(it->marks[i].text);
+	free(it->marks);
+	it->marks = xcalloc(tr->n ? tr->n : 1, sizeof *it->marks);
+	it->nmarks = (int)tr->n;
+	for (size_t i = 0; i < tr->n; i++) {
+		it->marks[i].text = xstrndup(tr->answer + tr->hits[i].off,
+		    tr->hits[i].len);
+		it->marks[i].traced = tr->hits[i].line > 0;
+	}
+	it->version++;
+}
+
+/* The line index in the conversation at which item i starts (width w). */
+static int
+item_line(struct tui *t, int i, int w)
+{
+	int line = 0;
+
+	for (int k = 0; k < i; k++)
+		line += tui_item_lines(t, &t->conv.items[k], w)->n;
+	return line;
 }
 
 static void
@@ -100,7 +205,7 @@ trace_answer(struct tui *t, const struct notebook *nb, const char *answer,
 	struct tui_trace *s = state(t);
 	struct item *it, *info, tmp;
 	char *m, *sum;
-	int n;
+	int n, w = t->lay.pw[P_CONV], at, grew;
 
 	answer_trace_free(&s->last);
 	s->next = 0;
@@ -109,11 +214,9 @@ trace_answer(struct tui *t, const struct notebook *nb, const char *answer,
 	n = t->conv.nitems;
 	if (s->last.n == 0 || n == 0 || t->conv.items[n - 1].kind != IT_ANSWER)
 		return;
-	it = &t->conv.items[n - 1];
-	m = marked(&s->last);
-	buf_reset(&it->text);
-	tui_item_add(t, it, m, strlen(m));
-	free(m);
+	/* the words stay as they are: the numbers get a style */
+	set_marks(&t->conv.items[n - 1], &s->last);
+	at = w > 0 ? item_line(t, n - 1, w) : 0;
 	/* the header: a line of its own, put before the answer */
 	sum = answer_trace_summary(&s->last);
 	m = xasprintf("%s · t: where each came from · /trace lists them", sum);
@@ -124,6 +227,11 @@ trace_answer(struct tui *t, const struct notebook *nb, const char *answer,
 	tmp = *it;
 	*it = *info;
 	*info = tmp;
+	/* a reader scrolled into the answer keeps their place: the view
+	 * moves down by the header's lines */
+	grew = w > 0 ? tui_item_lines(t, it, w)->n : 0;
+	if (!t->v[P_CONV].follow && t->v[P_CONV].top > at)
+		t->v[P_CONV].top += grew;
 }
 
 void
@@ -235,11 +343,7 @@ tui_trace_list(struct tui *t)
 	    tr->n);
 	for (size_t i = 0; i < tr->n; i++) {
 		char *src = source(t, &tr->hits[i]);
-		buf_adds(&b, "  ");
-		if (tr->hits[i].line > 0)
-			add_index(&b, i);
-		else
-			buf_adds(&b, "✗");
+		buf_adds(&b, tr->hits[i].line > 0 ? "  ✓" : "  ✗");
 		buf_printf(&b, " %.*s  %s\n", (int)tr->hits[i].len,
 		    tr->answer + tr->hits[i].off, src);
 		free(src);
@@ -255,7 +359,6 @@ tui_trace_next(struct tui *t)
 	struct tui_trace *s = state(t);
 	const struct answer_trace *tr = &s->last;
 	const struct numtrace_hit *h;
-	struct buf b;
 	char *src;
 
 	if (tr->n == 0) {
@@ -263,14 +366,11 @@ tui_trace_next(struct tui *t)
 		return;
 	}
 	h = &tr->hits[s->next % tr->n];
-	buf_init(&b, 4096);
-	if (h->line > 0)
-		add_index(&b, s->next % tr->n);
 	src = source(t, h);
-	tui_flash(t, "%s %.*s — %s", h->line > 0 ? buf_str(&b) : "✗",
-	    (int)(h->len > 64 ? 64 : h->len), tr->answer + h->off, src);
+	tui_flash(t, "%zu/%zu %s %.*s — %s", s->next % tr->n + 1, tr->n,
+	    h->line > 0 ? "✓" : "✗", (int)(h->len > 64 ? 64 : h->len),
+	    tr->answer + h->off, src);
 	free(src);
-	buf_free(&b);
 	if (h->line > 0) {
 		t->v[P_CELLS].sel = h->cell;
 		t->v[P_CELLS].ensure_sel = 1;

@@ -1,7 +1,8 @@
 /* tui_trace: the answers' numbers in the notebook UI (issue 11, part
- * 2): each traced number of an answer marked with its index (¹ ² ³),
- * an untraced one followed by "(not in any output)", a line above the
- * answer saying "7 of 8 numbers traced", `n` in the conversation pane
+ * 2; issue 24): the answer's words never change; each traced number is
+ * drawn in the theme's answer.traced style and each untraced one in
+ * answer.untraced, under a line above the answer saying "7 of 8 numbers
+ * traced; 1 not in any output: 12.5%", `n` in the conversation pane
  * showing the next number's source (and selecting its cell), `/trace`
  * listing them all with the output line each came from. */
 #ifndef TERP_TUI_TRACE_H
@@ -30,5 +31,9 @@ void tui_trace_list(struct tui *t);
  * source on the status bar and its cell selected. */
 void tui_trace_next(struct tui *t);
 void tui_trace_free(struct tui *t);
+/* Restyles the numbers of a rendered answer (it->marks, in order) in
+ * d; a number the rendering changed (wrapped inside it) stays plain. */
+struct span_doc;
+void tui_trace_style(struct span_doc *d, const struct item *it);
 
 #endif

@@ -49,11 +49,19 @@ def test_answer_marks_its_numbers_and_lists_their_sources(tui):
     s = t.wait(r"returns fell 12\.5%", timeout=60)
     t.wait(r"│ ready", timeout=30)
     s = t.screen()
-    # the header above the answer, the marks in it, the untraced flagged
-    head = s.index("2 of 3 numbers traced; not in any output: 12.5%")
-    assert head < s.index("East leads with 2,748,435.15¹"), s
-    assert "north has 2,270,303.71²" in s, s
-    assert "returns fell 12.5% (not in any output)" in s, s
+    # the header above the answer; the answer's words as the model wrote
+    # them: no superscripts, nothing inserted
+    head = s.index("2 of 3 numbers traced; 1 not in any output: 12.5%")
+    assert head < s.index("East leads with 2,748,435.15, north has 2,270,303.71; "
+                          "returns fell 12.5%."), s
+    assert "(not in any output)" not in s and "¹" not in s, s
+    # the marks are styles: traced underlined, untraced underlined bold
+    # yellow (the default theme's answer.traced and answer.untraced)
+    e = t.screen(escapes=True)
+    line = next(l for l in e.split("\n") if "East leads" in l)
+    assert "\x1b[4m2,748,435.15\x1b[0m" in line, repr(line)
+    assert "\x1b[4m2,270,303.71\x1b[0m" in line, repr(line)
+    assert "\x1b[1;4m\x1b[33m12.5%\x1b[0m" in line, repr(line)
     # the cost of the two calls: 2 x (1000 x $1000 + 100 x $2000) / 1M
     assert "$2.40" in s, s
 
@@ -61,18 +69,18 @@ def test_answer_marks_its_numbers_and_lists_their_sources(tui):
     t.text("/trace")
     t.keys("Enter")
     s = t.wait(r"Numbers of the last answer: 2 of 3 traced", timeout=30)
-    assert re.search(r"¹ 2,748,435\.15  cell \[1\], line 2: east\s+2748435\.15", s), s
-    assert re.search(r"² 2,270,303\.71  cell \[1\], line 3: north\s+2270303\.71", s), s
+    assert re.search(r"✓ 2,748,435\.15  cell \[1\], line 2: east\s+2748435\.15", s), s
+    assert re.search(r"✓ 2,270,303\.71  cell \[1\], line 3: north\s+2270303\.71", s), s
     assert "✗ 12.5%  not in any output" in s, s
 
     # t in the conversation pane: the next number's source, one key away
     t.keys("Tab")
     t.keys("t")
-    s = t.wait(r"¹ 2,748,435\.15 — cell \[1\], line 2: east", timeout=30)
+    s = t.wait(r"1/3 ✓ 2,748,435\.15 — cell \[1\], line 2: east", timeout=30)
     t.keys("t")
-    t.wait(r"² 2,270,303\.71 — cell \[1\], line 3: north", timeout=30)
+    t.wait(r"2/3 ✓ 2,270,303\.71 — cell \[1\], line 3: north", timeout=30)
     t.keys("t")
-    t.wait(r"✗ 12\.5% — not in any output", timeout=30)
+    t.wait(r"3/3 ✗ 12\.5% — not in any output", timeout=30)
 
     # a number only a cell run by hand printed is traced to that cell
     t.keys("Escape")
@@ -81,11 +89,11 @@ def test_answer_marks_its_numbers_and_lists_their_sources(tui):
     t.wait(r"\[2\] you · ok", timeout=30)
     t.text("What did my cell print?")
     t.keys("Enter")
-    s = t.wait(r"Your cell printed 4242\.5¹", timeout=60)
+    s = t.wait(r"Your cell printed 4242\.5\.", timeout=60)
     assert "1 of 1 number traced · t: where each came from" in s, s
     t.text("/trace")
     t.keys("Enter")
-    t.wait(r"¹ 4242\.5  cell \[2\], line 1: 4242\.5", timeout=30)
+    t.wait(r"✓ 4242\.5  cell \[2\], line 1: 4242\.5", timeout=30)
 
 
 def test_a_resumed_notebook_shows_its_answers_traced(tui, model, tmp_path):
@@ -98,8 +106,23 @@ def test_a_resumed_notebook_shows_its_answers_traced(tui, model, tmp_path):
     assert "terp: 2 of 3 numbers traced; 1 not in any output: 12.5%" in r.stderr
     t = tui("--resume")
     s = t.screen()
-    assert s.index("2 of 3 numbers traced") < s.index("East leads with 2,748,435.15¹"), s
-    assert "returns fell 12.5% (not in any output)" in s, s
+    assert s.index("2 of 3 numbers traced") < s.index("East leads with 2,748,435.15,"), s
+    assert "returns fell 12.5%." in s and "(not in any output)" not in s, s
     t.text("/trace")
     t.keys("Enter")
-    t.wait(r"² 2,270,303\.71  cell \[1\], line 3: north\s+2270303\.71", timeout=30)
+    t.wait(r"✓ 2,270,303\.71  cell \[1\], line 3: north\s+2270303\.71", timeout=30)
+
+
+def test_p_on_a_terminal_lists_the_sources_under_the_summary(model, tmux, tmp_path):
+    """Issue 24: `terp -p` on a terminal prints the answer as written and,
+    under the summary, a footnote list of where each number came from."""
+    t = tmux(" ".join([TERP, *model, "-p", "'Revenue by region?'", SALES,
+                       "; echo EXIT=$?; sleep 60"]), environ(tmp_path), tmp_path,
+             120, 30, ready=r"EXIT=0", timeout=120)
+    s = t.screen()
+    assert "East leads with 2,748,435.15, north has 2,270,303.71; returns fell 12.5%." in s, s
+    assert "terp: 2 of 3 numbers traced; 1 not in any output: 12.5%" in s, s
+    assert "  - 2,748,435.15: cell [1], line 2" in s, s
+    assert "  - 2,270,303.71: cell [1], line 3" in s, s
+    assert "  - 12.5%: not in any output" in s, s
+    assert "(not in any output)" not in s, s
