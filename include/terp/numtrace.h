@@ -22,9 +22,10 @@
  * a bare year-like integer (1900-2100, no separator, decimals or unit)
  * that no output holds: "2024 beat 2023" is about years, while "2023"
  * printed as a year label or a count is reported, traced.
- * Two more kinds of integer are left out when no output holds them
- * (issue 24): labels, after a word that names a thing ("observation
- * number 1", "month 01", "day 3", "step 2", "#4"), and counts of what an
+ * Two more kinds of integer are left out, traced or not, as they are
+ * not results (issue 24): labels, after a word that names a thing
+ * ("observation number 1", "month 01", "day 3", "step 2", "#4"), and
+ * counts of what an
  * output showed ("the top 3", "4 regions") when some output has a run
  * of exactly that many rows (lines with a digit and as many fields as
  * the line before, between a header and a "Name:"/"dtype:" footer).

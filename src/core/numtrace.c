@@ -1026,7 +1026,7 @@ nt_count_add(struct nt_src *src, unsigned c)
 	for (int i = 0; i < src->ncounts; i++)
 		if (src->counts[i] == c)
 			return;
-	if (c > 0 && src->ncounts < NT_COUNTS_MAX)
+	if (c > 1 && src->ncounts < NT_COUNTS_MAX)
 		src->counts[src->ncounts++] = c;
 }
 
@@ -1306,7 +1306,7 @@ nt_plain_int(const struct nt_tok *t)
 	    NT_GROUP | NT_NEG)) == 0 && t->value <= 100000;
 }
 
-/* An untraced integer that names a thing rather than measuring it:
+/* An integer that names a thing rather than measuring it:
  * "observation number 1", "month 01", "day 3", "step 2", "#4". */
 static int
 nt_label(const char *s, size_t n, const struct nt_tok *t)
@@ -1331,7 +1331,7 @@ nt_label(const char *s, size_t n, const struct nt_tok *t)
 	return l > 0 && nt_is(s + b, l, w, sizeof w / sizeof w[0]);
 }
 
-/* An untraced integer that counts what an output showed: "the top 3",
+/* An integer that counts what an output showed: "the top 3",
  * "4 regions", when some output has a run of exactly that many rows. */
 static int
 nt_count(const struct numtrace_index *idx, const char *s, size_t n,
@@ -1343,7 +1343,7 @@ nt_count(const struct numtrace_index *idx, const char *s, size_t n,
 	unsigned v;
 	int ctx;
 
-	if (!nt_plain_int(t) || t->value < 1 || t->value > 10000)
+	if (!nt_plain_int(t) || t->value < 2 || t->value > 10000)
 		return 0;
 	v = (unsigned)t->value;
 	l = nt_prev_word(s, t->off, " \t", &b);
@@ -1378,7 +1378,8 @@ nt_on_answer(void *ctx, const struct nt_tok *t)
 	struct nt_match *m = ctx;
 	struct numtrace_hit *h;
 
-	if (nt_in_question(m->q, t->value))
+	if (nt_in_question(m->q, t->value) || nt_label(m->s, m->len, t) ||
+	    nt_count(m->idx, m->s, m->len, t))
 		return 0;
 	if (m->n == m->cap) {
 		m->cap = m->cap ? m->cap * 2 : 16;
@@ -1392,8 +1393,7 @@ nt_on_answer(void *ctx, const struct nt_tok *t)
 	h->percent = (t->flags & NT_PCT) != 0;
 	if (nt_lookup(m->idx, t, h))
 		m->traced++;
-	else if (nt_yearlike(t) || nt_label(m->s, m->len, t) ||
-	    nt_count(m->idx, m->s, m->len, t))
+	else if (nt_yearlike(t))
 		m->n--;
 	return 0;
 }
