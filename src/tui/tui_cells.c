@@ -18,6 +18,7 @@
 
 #include "tui_style.h"
 #include "tui_thumbs.h"
+#include "tui_told.h"
 
 /* Lines in text[0..len) (a last line without '\n' counts). */
 static size_t
@@ -560,9 +561,16 @@ tui_cells_link(struct tui *t, struct tline *l, int n)
 	snprintf(tmp, sizeof tmp, " · %s %.2fs", cell_status_name(c->status),
 	    (double)c->duration_ms / 1000.0);
 	tui_tline_adds(l, status_role(c->status), tmp);
+	char saw[80];
+	int cut = tui_told_cut_note(t, c, saw, sizeof saw);
 	if (lines) {
-		snprintf(tmp, sizeof tmp, " · %zu line%s of output", lines,
-		    lines == 1 ? "" : "s");
+		/* shorter when the model's share follows: the line must fit */
+		snprintf(tmp, sizeof tmp, " · %zu line%s%s", lines,
+		    lines == 1 ? "" : "s", cut ? "" : " of output");
+		tui_tline_adds(l, R_DIM, tmp);
+	}
+	if (cut) {
+		snprintf(tmp, sizeof tmp, " · %s", saw);
 		tui_tline_adds(l, R_DIM, tmp);
 	}
 	if (c->nartifacts > 0 || cell_nart(t, c)) {

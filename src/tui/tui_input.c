@@ -23,6 +23,7 @@
 #include "tui_draw.h"
 #include "tui_items.h"
 #include "tui_search.h"
+#include "tui_told.h"
 #include "tui_trace.h"
 
 #ifndef READERR
@@ -355,6 +356,7 @@ pane_key(struct tui *t, int c)
 		case 'r': tui_act_rerun(t, sel); return 1;
 		case 'y': tui_act_copy(t, sel); return 1;
 		case 'Y': tui_act_copy_output(t, sel); return 1;
+		case 'w': tui_told_show(t, sel); return 1;
 		}
 	}
 	if (p == P_CONV && c == 'r') {
