@@ -13,5 +13,10 @@
  * width columns when width > 0. Plain text gets base_role. */
 void tui_pyhl_highlight(struct span_doc *out, const char *code, size_t len,
     int width, int base_role);
+/* The same, but a source line longer than width wraps: its rest goes on
+ * the next lines, each starting with mark (role mark_role) so a reader
+ * tells a wrapped line from a new one (issue 24). */
+void tui_pyhl_highlight_wrap(struct span_doc *out, const char *code,
+    size_t len, int width, int base_role, const char *mark, int mark_role);
 
 #endif

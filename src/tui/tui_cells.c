@@ -146,7 +146,9 @@ code_lines(struct tlines *ls, const char *code, int w, int expanded, int tag)
 		len--;
 	struct span_doc d;
 	tui_span_doc_init(&d);
-	tui_pyhl_highlight(&d, s, len, expanded ? w - 4 : 0, THEME_CELL_CODE);
+	/* long lines wrap, the rest marked with ↪, collapsed or not */
+	tui_pyhl_highlight_wrap(&d, s, len, w - 4 > 8 ? w - 4 : 8, THEME_CELL_CODE,
+	    "↪ ", THEME_CODE_COMMENT);
 	int show = expanded || d.n <= CODE_SHOW + 1 ? -1 : CODE_SHOW;
 	tui_tlines_spans(ls, &d, show, "  │ ", R_BORDER, R_THEME, tag);
 	if (show >= 0) {

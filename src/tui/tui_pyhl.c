@@ -4,9 +4,11 @@
 #include "terp/tui_pyhl.h"
 
 #include <ctype.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "terp/tui_theme.h"
+#include "terp/tui_uwidth.h"
 #include "terp/util.h"
 
 static const char *const pyhl_keywords[] = {
@@ -39,12 +41,37 @@ struct pyhl {
 	struct span_doc		*out;
 	int			 width;
 	size_t			 col;	/* for tab expansion */
+	const char		*mark;	/* starts a wrapped line's rest, or NULL */
+	int			 mark_role;
 };
+
+/* Lines from..out->n of out are the rest of one wrapped source line:
+ * each starts with the hang tui_span_wrap gave it, which becomes the
+ * mark. */
+static void
+pyhl_mark(struct pyhl *h, size_t from)
+{
+	for (size_t i = from; i < h->out->n; i++) {
+		struct span_line *l = &h->out->lines[i];
+		if (l->n == 0 || l->v[0].role != 0 ||
+		    strspn(l->v[0].text, " ") != strlen(l->v[0].text))
+			continue;
+		free(l->v[0].text);
+		l->v[0].text = xstrdup(h->mark);
+		l->v[0].role = h->mark_role;
+	}
+}
 
 static void
 pyhl_flush(struct pyhl *h)
 {
-	if (h->width > 0) {
+	if (h->width > 0 && h->mark != NULL) {
+		size_t from = h->out->n + 1;
+		/* at spaces, as prose: a number or a name stays whole */
+		tui_span_wrap(h->out, &h->line, h->width,
+		    (int)tui_uwidth_str(h->mark, strlen(h->mark)), 0);
+		pyhl_mark(h, from);
+	} else if (h->width > 0) {
 		tui_span_wrap(h->out, &h->line, h->width, 0, 1);
 	} else {
 		struct span_line *l = tui_span_doc_add_line(h->out);
@@ -147,6 +174,13 @@ void
 tui_pyhl_highlight(struct span_doc *out, const char *s, size_t n, int width,
     int base)
 {
+	tui_pyhl_highlight_wrap(out, s, n, width, base, NULL, 0);
+}
+
+void
+tui_pyhl_highlight_wrap(struct span_doc *out, const char *s, size_t n,
+    int width, int base, const char *mark, int mark_role)
+{
 	struct pyhl h;
 	size_t i = 0, plain = 0;
 	int line_start = 1;
@@ -154,6 +188,8 @@ tui_pyhl_highlight(struct span_doc *out, const char *s, size_t n, int width,
 	memset(&h, 0, sizeof h);
 	h.out = out;
 	h.width = width;
+	h.mark = mark;
+	h.mark_role = mark_role;
 	while (i < n) {
 		size_t k = 0;
 		int role = -1;

@@ -47,3 +47,26 @@ def test_the_cell_line_says_what_the_model_saw_and_w_shows_it(tui):
     t.wait(r"row 499 x", timeout=30)
     t.keys("q")
     t.wait(r"▸\[1\]")
+
+
+LONG = ("total = 0\n"
+        "values = [" + ", ".join(str(i * 1111) for i in range(30)) + "]\n"
+        "print(sum(values))")
+
+
+def test_a_long_code_line_wraps_with_a_marker_not_cut(tui):
+    t = tui({"turns": [{"openai": {"tool_calls": [{"id": "c1", "code": LONG}]}},
+                       {"openai": {"text": "The sum is 483285."}}]}, width=80, height=24)
+    t.text("Sum them")
+    t.keys("Enter")
+    s = t.wait(r"The sum is 483285", timeout=60)
+    s = t.wait(r"↪ ", timeout=30)
+    code = [l for l in s.splitlines() if "│ " in l and ("values" in l or "↪" in l)]
+    # the line's rest is on the next rows after the marker, to its last
+    # number: nothing cut with "…"
+    assert code[0].split("│ ", 1)[1].startswith("values = [0, 1111, 2222"), s
+    assert any("↪ " in l for l in code[1:]), s
+    joined = "".join(l.split("│ ", 1)[1].replace("↪ ", "").rstrip() for l in code
+                     if "│ " in l)
+    assert "32219]" in joined, s
+    assert not any(l.rstrip().endswith("…") for l in code), s
