@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -300,6 +301,41 @@ tui_act_copy_answer(struct tui *t)
 	copy_text(t, buf_str(&t->conv.items[pick].text), what, name);
 }
 
+/* How to see a file on a machine without xdg-open (a server, a
+ * container): where it is and one command that shows it here, for the
+ * terminal declared (kitty, iTerm2) or a viewer found, else a copy to
+ * the machine in front of the user; in the conversation, as it is
+ * longer than a flash. */
+static void
+open_elsewhere(struct tui *t, const struct artifact *a)
+{
+	const char *tp = getenv("TERM_PROGRAM"), *term = getenv("TERM");
+	const char *ext = strrchr(a->name, '.');
+	int image = ext && (strcasecmp(ext, ".png") == 0 ||
+	    strcasecmp(ext, ".jpg") == 0 || strcasecmp(ext, ".svg") == 0);
+	char *how, *m;
+
+	if (image && (getenv("KITTY_WINDOW_ID") ||
+	    (term && strstr(term, "kitty"))))
+		how = xasprintf("kitty +kitten icat '%s'", a->path);
+	else if (image && tp && strcmp(tp, "iTerm.app") == 0)
+		how = xasprintf("imgcat '%s' (iTerm2's shell integration)", a->path);
+	else if (image && tui_spawn_found("chafa"))
+		how = xasprintf("chafa '%s'", a->path);
+	else if (getenv("SSH_CONNECTION"))
+		how = xasprintf("on your own machine: scp THIS-HOST:'%s' . "
+		    "and open it there", a->path);
+	else
+		how = xasprintf("less '%s', or copy it where a viewer runs", a->path);
+	m = xasprintf("xdg-open is not installed here. %s is at %s%s; to view "
+	    "it: %s", a->name, a->path, image ? " (Enter in the files pane "
+	    "previews it)" : "", how);
+	tui_item_text(t, IT_NOTICE, m);
+	tui_flash(t, "xdg-open not found; the file is %s", a->path);
+	free(m);
+	free(how);
+}
+
 void
 tui_act_open(struct tui *t, int i)
 {
@@ -307,7 +343,7 @@ tui_act_open(struct tui *t, int i)
 		return;
 	const struct artifact *a = notebook_artifact(t->nb, i);
 	if (!tui_spawn_found("xdg-open")) {
-		tui_flash(t, "xdg-open not found; the file is %s", a->path);
+		open_elsewhere(t, a);
 		return;
 	}
 	const char *argv[] = { "xdg-open", a->path, NULL };

@@ -70,3 +70,28 @@ def test_a_long_code_line_wraps_with_a_marker_not_cut(tui):
                      if "│ " in l)
     assert "32219]" in joined, s
     assert not any(l.rstrip().endswith("…") for l in code), s
+
+
+CHART = ("import matplotlib\nmatplotlib.use('Agg')\nimport matplotlib.pyplot as plt\n"
+         "plt.bar(['north', 'south', 'east', 'west'], [3, 5, 9, 4])\n"
+         "plt.savefig('/workspace/out/bars.png')")
+
+
+def test_o_without_xdg_open_says_where_the_file_is_and_how_to_view_it(tui):
+    # PATH is /usr/bin:/bin, which has chafa and no xdg-open here
+    t = tui({"turns": [{"openai": {"tool_calls": [{"id": "c1", "code": CHART}]}},
+                       {"openai": {"text": "East is largest."}}]}, width=100, height=30)
+    t.text("Plot the regions")
+    t.keys("Enter")
+    t.wait(r"East is largest", timeout=90)
+    t.keys("Tab")
+    t.keys("Tab")
+    t.keys("Tab")          # input -> conversation -> cells -> files
+    t.wait(r"─ files 1")
+    t.keys("o")
+    s = t.wait(r"xdg-open is not installed here\.", timeout=30)
+    # the notice wraps the long path anywhere: compare without spaces
+    flat = "".join(l.split("│")[0].strip() for l in s.splitlines())
+    flat = re.sub(r"\s", "", flat)
+    assert re.search(r"bars\.pngisat\S*/out/bars\.png\(Enterinthefilespane"
+                     r"previewsit\);toviewit:chafa'\S*/out/bars\.png'", flat), s
