@@ -521,13 +521,20 @@ def test_load_tab_completion_then_enter(tui, tmp_path):
     assert "loaded second.csv as /workspace/data/second.csv" in s, s
 
 
-def test_a_cut_line_ends_in_an_ellipsis(tui):
+def test_a_long_code_line_wraps_with_a_marker(tui):
     t = tui()
     ask(t, "/py x = '%s'" % ("a" * 150))
     s = t.wait(r"\[1\] you · ok")
-    line = [l for l in s.splitlines() if "x = 'aaa" in l and "│ x" in l][0]
-    # the code line is cut at the cells pane's edge, and says so
-    assert line[:75].rstrip().endswith("…"), s
+    rows = s.splitlines()
+    i = next(k for k, l in enumerate(rows) if "x = 'aaa" in l and "│ x" in l)
+    # issue 24: the code line wraps at the cells pane's edge, its rest on
+    # the next rows after "↪ ", to its end; nothing is cut
+    assert not rows[i][:75].rstrip().endswith("…"), s
+    assert "│ ↪ aaa" in rows[i + 1], s
+    x1 = rows[0].index("│")          # the files pane's border
+    code = "".join(l[:x1].split("│ ", 1)[1].replace("↪ ", "").strip()
+                   for l in rows[i:i + 4] if "│ " in l[:x1])
+    assert "x = '%s'" % ("a" * 150) in code, s
 
 
 # ---- item 12: thumbnails ----
