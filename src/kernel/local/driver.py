@@ -159,6 +159,75 @@ def _on_sigint(signum, frame):
 _signal.signal(_signal.SIGINT, _on_sigint)
 
 
+# ---------------------------------------------------------------- input
+
+class StdinNotImplementedError(NotImplementedError):
+    """As IPython's: the cell asked for input where nobody can answer."""
+
+
+_NO_INPUT = ("this cell cannot ask for input here (terp runs it without anyone"
+             " to answer: put the value in the code instead)")
+
+
+def _no_input(*args, **kwargs):
+    raise StdinNotImplementedError("input(): " + _NO_INPUT)
+
+
+class _NoStdin(io.TextIOBase):
+    """sys.stdin of a cell: reading raises at once with one clear line
+    instead of an EOFError (or a wait until the cell's time limit)."""
+    encoding = "utf-8"
+    name = "<stdin>"
+    mode = "r"
+
+    def readable(self):
+        return True
+
+    def fileno(self):
+        return 0  # /dev/null: a subprocess reading it gets EOF
+
+    def isatty(self):
+        return False
+
+    def read(self, size=-1):
+        raise StdinNotImplementedError("sys.stdin: " + _NO_INPUT)
+
+    readline = read
+
+    def readlines(self, hint=-1):
+        raise StdinNotImplementedError("sys.stdin: " + _NO_INPUT)
+
+    def __iter__(self):
+        raise StdinNotImplementedError("sys.stdin: " + _NO_INPUT)
+
+
+_STDIN = _NoStdin()
+
+
+def _no_getpass(prompt="Password: ", stream=None):
+    raise StdinNotImplementedError("getpass(): " + _NO_INPUT)
+
+
+def _patch_getpass(module):
+    module.getpass = _no_getpass
+
+
+_getpass_hooked = False
+
+
+def _install_input():
+    """Before every cell (a cell may have replaced them): input(),
+    sys.stdin and getpass.getpass refuse at once."""
+    global _getpass_hooked
+    builtins.input = _no_input
+    sys.stdin = sys.__stdin__ = _STDIN
+    if "getpass" in sys.modules:
+        _patch_getpass(sys.modules["getpass"])
+    elif not _getpass_hooked:
+        _getpass_hooked = True
+        sys.meta_path.insert(0, _AfterImport("getpass", _patch_getpass))
+
+
 # ---------------------------------------------------------------- figures
 
 _patched = False
@@ -750,6 +819,7 @@ def _run(cell, code):
     status = "ok"
     err = None
     _restore_stdio()
+    _install_input()
     _patch_pyplot()
     _site_before_cell()
     _told.clear()
