@@ -34,6 +34,7 @@ enum {
 	OPT_MAX_SESSION, OPT_STRICT_NUMBERS, OPT_MAX_COST, OPT_DISK, OPT_PYTHON, OPT_ALLOW_HOST,
 	OPT_EGRESS_MAX, OPT_SANDBOX, OPT_SANDBOX_TOKEN_ENV, OPT_SANDBOX_TOKEN_CMD,
 	OPT_JUPYTER_KERNEL, OPT_SSH_COMMAND, OPT_SSH_TERP, OPT_NO_SAVE,
+	OPT_NO_INPUT,
 };
 
 #define IDLE_DEFAULT_MS	(30 * 60 * 1000)
@@ -75,6 +76,7 @@ static const struct option long_opts[] = {
 	{ "code", required_argument, NULL, 'c' },
 	{ "json", no_argument, NULL, OPT_JSON },
 	{ "strict-numbers", no_argument, NULL, OPT_STRICT_NUMBERS },
+	{ "no-input", no_argument, NULL, OPT_NO_INPUT },
 	{ "max-cost", required_argument, NULL, OPT_MAX_COST },
 	{ "out", required_argument, NULL, OPT_OUT },
 	{ "memory", required_argument, NULL, OPT_MEMORY },
@@ -141,6 +143,8 @@ usage(FILE *fp)
 	    "      --base-url URL       the provider's endpoint\n"
 	    "      --max-turns N        model calls per question (default 20)\n"
 	    "      --strict-numbers     (-p) exit 6 when an answer has a number no cell printed\n"
+	    "      --no-input           (notebook) the model's cells may not ask you for\n"
+	    "                           input(): it raises at once (yours still ask)\n"
 	    "      --max-cost DOLLARS   stop a question that would take the session past it\n"
 	    "                           (exit 7; prices: price = lines in the config)\n"
 	    "      --max-retries N      retries of a failed model request (default 4)\n"
@@ -487,6 +491,7 @@ parse(struct cli *c, int argc, char **argv)
 		case OPT_STOP: c->stop_on_error = 1; break;
 		case OPT_JSON: c->json = 1; break;
 		case OPT_STRICT_NUMBERS: c->strict_numbers = 1; break;
+		case OPT_NO_INPUT: c->no_input = 1; break;
 		case OPT_MAX_COST: c->aopts.max_cost = opt_cost("--max-cost", optarg); break;
 		case OPT_OUT: c->kopts.out_dir = optarg; break;
 		case OPT_MEMORY: c->kopts.memory = opt_size("--memory", optarg); break;

@@ -33,6 +33,9 @@ enum event_type {
 			 * ended (net->open 0: its last report) */
 	EV_PACKAGE,	/* cell, name = a package pip installed into the
 			 * session's site directory, text = its version */
+	EV_INPUT,	/* cell asks for a line: text = its prompt (safe to
+			 * show), n = 1 for a password; answer with
+			 * agent_input_reply (kernel.h: cbs.input) */
 };
 
 struct answer_trace;

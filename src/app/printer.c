@@ -663,6 +663,7 @@ printer_show(struct printer *p, const struct event *ev, char *size, size_t sizel
 		}
 		break;
 	case EV_PACKAGE:	/* pip said so in the cell's output */
+	case EV_INPUT:		/* never headless (the cell is refused) */
 	case EV_USAGE:
 	case EV_QUESTION:
 	case EV_REQUEST:

@@ -165,6 +165,25 @@ on_output(void *arg, int n, int stream, const char *p, size_t len)
 		a->onorm_timer = loop_timer_add(a->loop, OUT_FLUSH_MS, on_out_timer, a);
 }
 
+/* The cell asks for a line: what it printed before goes first. */
+static void
+on_input(void *arg, int n, const char *prompt, int password)
+{
+	struct agent *a = arg;
+	struct event ev = { .type = EV_INPUT, .cell = notebook_cell(a->nb, n),
+	    .text = prompt, .len = strlen(prompt), .n = password != 0 };
+
+	if (a->onorm_cell == n)
+		out_flush(a, 0);
+	emit(a, &ev);
+}
+
+int
+agent_input_reply(struct agent *a, int cell, const char *line)
+{
+	return kernel_input_reply(a->k, cell, line);
+}
+
 static void
 on_artifact(void *arg, int n, const char *name, const char *path, uint64_t bytes)
 {
@@ -700,6 +719,7 @@ agent_next_call(struct agent *a)
 			struct event ce = { .type = EV_CELL_START, .cell = cell };
 			emit(a, &ce);
 		}
+		kernel_set_input(a->k, a->o.input_model);
 		if (kernel_run(a->k, cell->n, cell->code, &err) < 0) {
 			struct kernel_result r = { .status = CELL_CRASHED, .reason = err };
 			a->cell_running = cell->n;
@@ -965,7 +985,7 @@ agent_new(struct loop *l, struct notebook *nb, const struct kernel_opts *kopts,
 	static const struct kernel_cbs kcbs = {
 		.output = on_output, .result = on_result,
 		.artifact = on_artifact, .state = on_state, .net = on_net,
-		.installed = on_installed,
+		.installed = on_installed, .input = on_input,
 	};
 
 	a->loop = l;
@@ -1084,6 +1104,7 @@ agent_run_cell(struct agent *a, const char *code, char **err)
 	c->started_ms = now_ms();
 	a->hand_running++;
 	emit(a, &ev);
+	kernel_set_input(a->k, a->o.input_hand);
 	if (kernel_run(a->k, c->n, c->code, err) < 0) {
 		struct kernel_result r = { .status = CELL_CRASHED, .reason = *err };
 		on_result(a, c->n, &r);

@@ -717,3 +717,38 @@ def test_staged_data_files_stay_read_only_beside_new_files(sbx, base):
                 found.append(os.path.join(dirpath, name))
     assert found and all(f.endswith("/workspace/data/" + name) for f in found), found
     assert not (data / name).exists()
+
+
+# ---------------------------------------------------------------- forged input requests
+
+def test_forged_input_requests_are_refused_and_bounded(sbx):
+    """The cell writes input requests on the driver's channel itself:
+    without anyone to ask (terp exec) each is refused in one line, a
+    flood and a huge prompt included; the session goes on and input()
+    still raises at once."""
+    forge, after = sbx.run(r'''
+        import resource
+        top = min(resource.getrlimit(resource.RLIMIT_NOFILE)[0], 4096) - 1
+        cout = top - 2
+        frames = [json.dumps({"ev": "input", "id": 1, "prompt": "p" * (1 << 20)}),
+                  json.dumps({"ev": "input", "id": 1, "prompt": 42, "password": "yes"}),
+                  json.dumps({"ev": "input", "id": 99, "prompt": "not this cell"}),
+                  json.dumps({"ev": "input", "prompt": "no id"}),
+                  json.dumps({"ev": "input", "id": 1, "prompt": "\x1b]0;pwned\x07\r\n"})]
+        frames += [json.dumps({"ev": "input", "id": 1, "prompt": "flood"})] * 5000
+        data = ("\n".join(frames) + "\n").encode()
+        while data:
+            data = data[os.write(cout, data):]
+        report(sent=len(frames))
+    ''', r'''
+        try:
+            input("still? ")
+            got = "returned"
+        except Exception as e:
+            got = type(e).__name__ + ": " + str(e)
+        report(after=got)
+    ''')
+    assert forge.status == "ok" and forge.result == {"sent": 5005}, forge
+    assert after.status == "ok", after
+    assert after.result["after"].startswith("StdinNotImplementedError: "), after
+    assert "cannot ask for input here" in after.result["after"], after

@@ -1,6 +1,7 @@
 """Issue 19 items 3, 5, 6: output as a notebook shows it (carriage
 returns, coalesced events), files beside the data, input()."""
 import json
+import re
 
 from conftest import TERP
 
@@ -92,3 +93,92 @@ def test_progress_bar_is_one_line_for_the_model(terp, fake, tmp_path):
     content = tool["content"]
     assert "stderr:\n100%|##########|\n" in content, content
     assert " 50%" not in content and "\r" not in content, content
+
+
+# ---------------------------------------------------------------- input() in the notebook
+
+NOTED = {"turns": [{"openai": {"text": "Noted."}, "repeat": True}]}
+ASK_MODEL = {"turns": [
+    {"openai": {"tool_calls": [{"id": "call_1", "name": "python_exec",
+                                "code": "who = input('model asks: ')\nprint('got', who)"}]}},
+    {"openai": {"text": "Done."}, "repeat": True},
+]}
+
+
+def _notebook(fake_model, tmux, tmp_path, script, *extra):
+    from tui_tmux import TERP as T, model_args, model_env
+    port = fake_model(script)
+    cmd = " ".join([T, *model_args(port, tmp_path / "out"), *extra])
+    return tmux(cmd, model_env(tmp_path), tmp_path, 120, 40, ready=r"│ ready", timeout=30)
+
+
+def test_input_asks_on_the_input_line(fake_model, tmux, tmp_path):
+    t = _notebook(fake_model, tmux, tmp_path, NOTED)
+    t.text("/py name = input('your name? '); print('hello', name)")
+    t.keys("Enter")
+    s = t.wait(r"(?m)^your name\?", timeout=30)
+    # on the input line, under the status bar
+    rows = s.rstrip("\n").splitlines()
+    assert rows[-1].startswith("your name?") and "running cell [1]" in rows[-2], s
+    t.text("Ada")
+    t.keys("Enter")
+    s = t.wait(r"\[1\] you · ok", timeout=30)
+    assert re.search(r"hello Ada", s), s
+    # getpass: asked the same way, not echoed
+    t.text("/py import getpass; pw = getpass.getpass('secret: '); print(len(pw))")
+    t.keys("Enter")
+    t.wait(r"secret: ", timeout=30)
+    t.text("hunter2")
+    s = t.screen()
+    assert "hunter2" not in s and "secret: *******" in s, s
+    t.keys("Enter")
+    s = t.wait(r"\[2\] you · ok", timeout=30)
+    assert re.search(r"^\s+7\s+│", s, re.M), s
+    # Ctrl-C cancels the question: the cell gets KeyboardInterrupt
+    t.text("/py input('never answered: ')")
+    t.keys("Enter")
+    t.wait(r"never answered: ", timeout=30)
+    t.keys("C-c")
+    s = t.wait(r"\[3\] you · interrupted", timeout=30)
+    assert "KeyboardInterrupt" in s, s
+    assert not s.rstrip("\n").splitlines()[-1].startswith("never answered"), s
+    t.text("/quit")
+    t.keys("Enter")
+    t.wait(r"EXITED rc=0", timeout=30)
+
+
+def test_model_cell_asks_unless_no_input(fake_model, tmux, tmp_path):
+    t = _notebook(fake_model, tmux, tmp_path, ASK_MODEL)
+    t.text("Ask me")
+    t.keys("Enter")
+    t.wait(r"model asks: ", timeout=30)
+    t.text("Grace")
+    t.keys("Enter")
+    t.wait(r"Done\.", timeout=30)
+    [_, req] = [json.loads(l) for l in open(tmp_path / "log.jsonl")][:2]
+    tool = [m for m in req["body"]["messages"] if m["role"] == "tool"][0]["content"]
+    assert "got Grace" in tool, tool
+    t.text("/quit")
+    t.keys("Enter")
+    t.wait(r"EXITED rc=0", timeout=30)
+
+
+def test_model_cell_refused_with_no_input(fake_model, tmux, tmp_path):
+    (tmp_path / "log.jsonl").unlink(missing_ok=True)
+    t = _notebook(fake_model, tmux, tmp_path, ASK_MODEL, "--no-input")
+    t.text("Ask me")
+    t.keys("Enter")
+    t.wait(r"Done\.", timeout=30)
+    [_, req] = [json.loads(l) for l in open(tmp_path / "log.jsonl")][:2]
+    tool = [m for m in req["body"]["messages"] if m["role"] == "tool"][0]["content"]
+    assert "StdinNotImplementedError" in tool and "cannot ask for input here" in tool, tool
+    # the user's own cells still ask
+    t.text("/py print('typed', input('you? '))")
+    t.keys("Enter")
+    t.wait(r"you\? ", timeout=30)
+    t.text("yes")
+    t.keys("Enter")
+    t.wait(r"typed yes", timeout=30)
+    t.text("/quit")
+    t.keys("Enter")
+    t.wait(r"EXITED rc=0", timeout=30)
