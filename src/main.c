@@ -335,6 +335,10 @@ apply_config(struct cli *c)
 		c->aopts.context_window = opt_long("context_window (config)", v, 512);
 	if ((v = config_get(&cf, "tool_output_limit")))
 		c->aopts.tool_output_limit = (size_t)opt_long("tool_output_limit (config)", v, 256);
+	/* model_input = off: as --no-input */
+	if ((v = config_get(&cf, "model_input")) && (strcmp(v, "off") == 0 ||
+	    strcmp(v, "false") == 0 || strcmp(v, "0") == 0 || strcmp(v, "no") == 0))
+		c->no_input = 1;
 	if ((v = config_get(&cf, "network")))
 		c->kopts.network = strcmp(v, "on") == 0 || strcmp(v, "true") == 0 ||
 		    strcmp(v, "1") == 0 || strcmp(v, "yes") == 0;

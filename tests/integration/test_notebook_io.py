@@ -3,6 +3,8 @@ returns, coalesced events), files beside the data, input()."""
 import json
 import re
 
+import pytest
+
 from conftest import TERP
 
 
@@ -163,9 +165,15 @@ def test_model_cell_asks_unless_no_input(fake_model, tmux, tmp_path):
     t.wait(r"EXITED rc=0", timeout=30)
 
 
-def test_model_cell_refused_with_no_input(fake_model, tmux, tmp_path):
-    (tmp_path / "log.jsonl").unlink(missing_ok=True)
-    t = _notebook(fake_model, tmux, tmp_path, ASK_MODEL, "--no-input")
+@pytest.mark.parametrize("how", ["--no-input", "model_input = off"])
+def test_model_cell_refused_with_no_input(fake_model, tmux, tmp_path, how):
+    extra = []
+    if how.startswith("--"):
+        extra.append(how)
+    else:
+        (tmp_path / "config" / "terp").mkdir(parents=True)
+        (tmp_path / "config" / "terp" / "config").write_text(how + "\n")
+    t = _notebook(fake_model, tmux, tmp_path, ASK_MODEL, *extra)
     t.text("Ask me")
     t.keys("Enter")
     t.wait(r"Done\.", timeout=30)
