@@ -5,7 +5,6 @@ import re
 
 import pytest
 
-from conftest import TERP
 
 
 # ---------------------------------------------------------------- input()
