@@ -1,10 +1,10 @@
 """Issue 19 items 3, 5, 6: output as a notebook shows it (carriage
 returns, coalesced events), files beside the data, input()."""
 import json
+import os
 import re
 
 import pytest
-
 
 
 # ---------------------------------------------------------------- input()
@@ -189,3 +189,37 @@ def test_model_cell_refused_with_no_input(fake_model, tmux, tmp_path, how):
     t.text("/quit")
     t.keys("Enter")
     t.wait(r"EXITED rc=0", timeout=30)
+
+
+# ---------------------------------------------------------------- files beside the data
+
+def test_files_beside_the_data_count_against_the_disk(terp, tmp_path):
+    """What code writes in /workspace/data is the workspace's: a notebook's
+    sqlite file beside its CSV works, and filling the folder stops the
+    cell at the session's disk limit as anywhere in the workspace."""
+    csv = tmp_path / "sales.csv"
+    csv.write_text("a,b\n1,2\n")
+    r = terp("exec", "--json", "--disk", "64M", "--max-file-size", "16M", csv,
+             "-c", "import sqlite3, pandas as pd\n"
+                   "pd.read_csv('/workspace/data/sales.csv').to_sql('t', sqlite3.connect("
+                   "'/workspace/data/test.sqlite'))\n"
+                   "print(sqlite3.connect('/workspace/data/test.sqlite').execute("
+                   "'select sum(b) from t').fetchone()[0])",
+             "-c", "import os\nchunk = os.urandom(1 << 20)\n"
+                   "for i in range(100000):\n"
+                   "    with open('/workspace/data/junk%d' % i, 'wb') as f:\n"
+                   "        for j in range(4): f.write(chunk)",
+             timeout=300)
+    res = r.results()
+    assert res[0]["status"] == "ok" and r.stdout_of(1) == "2\n", r
+    assert res[1]["status"] == "crashed", res
+    assert "disk limit of 64 MiB" in res[1]["reason"], res
+    assert csv.read_text() == "a,b\n1,2\n"
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("junk")) == []
+    # in the session's workspace; dropped now, not written back later
+    (ev,) = r.of("session")
+    data = os.path.realpath(os.path.join(ev["workspace"], "workspace", "data"))
+    junk = [n for n in os.listdir(data) if n.startswith("junk")]
+    assert junk and "test.sqlite" in os.listdir(data), os.listdir(data)
+    for n in junk:
+        os.unlink(os.path.join(data, n))
