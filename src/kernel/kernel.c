@@ -110,6 +110,7 @@ struct kernel {
 	 * one may, its request waiting for kernel_input_reply, and how
 	 * many it made (each frame may be forged: bounded). */
 	int			 input_allow, cur_input, input_open, input_count;
+	unsigned long long	 exec_end;	/* kernel_chan_queued after its exec */
 
 	struct kernel_artifacts	*art;		/* the artifacts cells save */
 
@@ -176,7 +177,9 @@ chan_broken(void *arg)
 static int
 cell_unsent(const struct kernel *k)
 {
-	return k->cur != 0 && kernel_chan_pending(&k->chan) > 0;
+	/* by the exec command's own end: answers to input requests may
+	 * wait behind it (kernel_chan_out) */
+	return k->cur != 0 && !kernel_chan_out(&k->chan, k->exec_end);
 }
 
 /* Ends the whole sandbox: closing the launcher's life pipe makes it kill
@@ -1214,21 +1217,24 @@ input_answer(struct kernel *k, const char *value, const char *error, int eof)
 /* {"ev":"input","id":N,"prompt":...,"password":bool}: the running cell
  * asks for a line (input(), sys.stdin, getpass). Asked of the frontend
  * only when terp let this cell ask, one request at a time and at most
- * INPUT_MAX per cell; the prompt is cut and made safe to show. Anything
- * else is refused with one line the cell raises. */
+ * INPUT_MAX per cell; the prompt is cut and made safe to show. Beyond
+ * those a request is refused with one line the cell raises, and from a
+ * cell that may not ask (whose driver raises by itself) it is ignored. */
 static void
 on_input(struct kernel *k, const struct kframe *f)
 {
 	char *prompt;
 	size_t n;
 
-	if (!k->cur_input || k->cb.input == NULL) {
-		input_answer(k, NULL, "this cell cannot ask for input here", 0);
+	/* A driver that may not ask raises by itself: this one is forged. */
+	if (!k->cur_input || k->cb.input == NULL)
 		return;
-	}
 	if (k->input_open || k->input_count >= INPUT_MAX) {
-		input_answer(k, NULL, k->input_open ? "an input request is already open" :
-		    "too many input requests in one cell", 0);
+		/* The driver's own request comes when it has read all terp
+		 * sent: with a backlog, nobody waits for the answer. */
+		if (kernel_chan_pending(&k->chan) == 0)
+			input_answer(k, NULL, k->input_open ? "an input request is already open" :
+			    "too many input requests in one cell", 0);
 		return;
 	}
 	k->input_open = 1;
@@ -1500,6 +1506,7 @@ kernel_next(struct kernel *k)
 	if (kernel_chan_send(&k->chan, cmd) < 0)
 		kill_sandbox(k, xasprintf("the sandbox stopped reading terp's commands (over %u MiB waiting)",
 		    KERNEL_CHAN_MAX >> 20), 0);
+	k->exec_end = kernel_chan_queued(&k->chan);
 	cJSON_Delete(cmd);
 	free(p->code);
 	free(p);
