@@ -21,7 +21,7 @@ pkgs() {
 	case $1 in
 	build) echo build-essential pkg-config libncurses-dev \
 	    libcurl4-openssl-dev libcjson-dev libpng-dev libseccomp-dev \
-	    libreadline-dev libwslay-dev bubblewrap python3 \
+	    libreadline-dev libssl-dev libwslay-dev bubblewrap python3 \
 	    python3-pandas python3-numpy python3-matplotlib ;;
 	# procps: pgrep and ps; ipykernel: nbconvert --execute needs a kernel;
 	# venv, pip, setuptools, wheel: the tests build virtualenvs and wheels.

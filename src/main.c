@@ -35,6 +35,7 @@ enum {
 	OPT_EGRESS_MAX, OPT_SANDBOX, OPT_SANDBOX_TOKEN_ENV, OPT_SANDBOX_TOKEN_CMD,
 	OPT_JUPYTER_KERNEL, OPT_SSH_COMMAND, OPT_SSH_TERP, OPT_NO_SAVE,
 	OPT_REASONING, OPT_SHOW_REASONING, OPT_API,
+	OPT_NO_INPUT,
 };
 
 #define IDLE_DEFAULT_MS	(30 * 60 * 1000)
@@ -76,6 +77,7 @@ static const struct option long_opts[] = {
 	{ "code", required_argument, NULL, 'c' },
 	{ "json", no_argument, NULL, OPT_JSON },
 	{ "strict-numbers", no_argument, NULL, OPT_STRICT_NUMBERS },
+	{ "no-input", no_argument, NULL, OPT_NO_INPUT },
 	{ "max-cost", required_argument, NULL, OPT_MAX_COST },
 	{ "out", required_argument, NULL, OPT_OUT },
 	{ "memory", required_argument, NULL, OPT_MEMORY },
@@ -150,6 +152,8 @@ usage(FILE *fp)
 	    "                           o1/o3/o4/gpt-5/codex families, else chat)\n"
 	    "      --max-turns N        model calls per question (default 20)\n"
 	    "      --strict-numbers     (-p) exit 6 when an answer has a number no cell printed\n"
+	    "      --no-input           (notebook) the model's cells may not ask you for\n"
+	    "                           input(): it raises at once (yours still ask)\n"
 	    "      --max-cost DOLLARS   stop a question that would take the session past it\n"
 	    "                           (exit 7; prices: price = lines in the config)\n"
 	    "      --max-retries N      retries of a failed model request (default 4)\n"
@@ -340,6 +344,10 @@ apply_config(struct cli *c)
 		c->aopts.context_window = opt_long("context_window (config)", v, 512);
 	if ((v = config_get(&cf, "tool_output_limit")))
 		c->aopts.tool_output_limit = (size_t)opt_long("tool_output_limit (config)", v, 256);
+	/* model_input = off: as --no-input */
+	if ((v = config_get(&cf, "model_input")) && (strcmp(v, "off") == 0 ||
+	    strcmp(v, "false") == 0 || strcmp(v, "0") == 0 || strcmp(v, "no") == 0))
+		c->no_input = 1;
 	if ((v = config_get(&cf, "network")))
 		c->kopts.network = strcmp(v, "on") == 0 || strcmp(v, "true") == 0 ||
 		    strcmp(v, "1") == 0 || strcmp(v, "yes") == 0;
@@ -496,6 +504,7 @@ parse(struct cli *c, int argc, char **argv)
 		case OPT_STOP: c->stop_on_error = 1; break;
 		case OPT_JSON: c->json = 1; break;
 		case OPT_STRICT_NUMBERS: c->strict_numbers = 1; break;
+		case OPT_NO_INPUT: c->no_input = 1; break;
 		case OPT_MAX_COST: c->aopts.max_cost = opt_cost("--max-cost", optarg); break;
 		case OPT_OUT: c->kopts.out_dir = optarg; break;
 		case OPT_MEMORY: c->kopts.memory = opt_size("--memory", optarg); break;

@@ -23,6 +23,9 @@ struct agent_opts {
 	const struct cost_table *prices;	/* NULL: none (cost.h) */
 	double		 max_cost;		/* dollars per session; 0: none */
 	long		 context_window;	/* tokens; 0: the model's (context.h) */
+	/* Whether input() in a cell asks the user (EV_INPUT): in cells run
+	 * by hand, in the model's. 0 (headless): it raises at once. */
+	int		 input_hand, input_model;
 };
 
 void agent_opts_default(struct agent_opts *o);
@@ -37,6 +40,10 @@ struct agent *agent_new(struct loop *l, struct notebook *nb,
     const struct agent_opts *opts, event_fn emit, void *arg);
 /* Tears the session down (no sandbox process is left) and frees. */
 void agent_free(struct agent *a);
+
+/* Answers cell's input request (EV_INPUT) with line (NULL: end of
+ * file). Returns 0, or -1 when no request of that cell is open. */
+int agent_input_reply(struct agent *a, int cell, const char *line);
 
 /* Starts the sandbox session, with the files agent_load staged.
  * Returns 0 or -1 with *err (caller frees). */

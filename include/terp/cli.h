@@ -21,6 +21,7 @@ struct cli {
 	int			 stop_on_error;
 	int			 json;
 	int			 strict_numbers;	/* --strict-numbers */
+	int			 no_input;	/* --no-input: the model's cells may not ask */
 	const char		**data_files;	/* as given, in order */
 	int			 ndata;
 	const char		*theme;

@@ -35,6 +35,9 @@ enum event_type {
 			 * session's site directory, text = its version */
 	EV_REASONING,	/* text/len = a delta of the model's reasoning: shown
 			 * apart, never the answer, never traced */
+	EV_INPUT,	/* cell asks for a line: text = its prompt (safe to
+			 * show), n = 1 for a password; answer with
+			 * agent_input_reply (kernel.h: cbs.input) */
 };
 
 struct answer_trace;

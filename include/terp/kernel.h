@@ -42,6 +42,13 @@ void kernel_stop(struct kernel *k, const char *reason);
 /* Queues code as cell n; the result callback fires exactly once for it.
  * Returns 0, or -1 when the kernel cannot take it (err set). */
 int kernel_run(struct kernel *k, int n, const char *code, char **err);
+/* Whether the cells queued from now on may ask for input (cbs.input);
+ * off at first: input() raises at once with one line saying so. */
+void kernel_set_input(struct kernel *k, int allow);
+/* Answers cell's open input request with line (without its newline;
+ * NULL: end of file, the cell gets EOFError). Returns 0, or -1 when no
+ * request of that cell is open. */
+int kernel_input_reply(struct kernel *k, int cell, const char *line);
 /* Interrupts the running cell (KeyboardInterrupt; kill after grace). */
 void kernel_interrupt(struct kernel *k);
 /* reset: fresh namespace in the same process. restart: new process. */

@@ -42,6 +42,11 @@ struct kernel_ops {
 	 * dispatcher says that the remote reaches what its machine allows. */
 	int		 (*egress_allow)(void *b, const char *spec, char **err);
 	int		 (*egress_deny)(void *b, const char *spec, char **err);
+	/* A cell's input() (kernel.h's kernel_set_input and
+	 * kernel_input_reply); NULL where a cell cannot ask (input() raises
+	 * at once there). */
+	void		 (*set_input)(void *b, int allow);
+	int		 (*input_reply)(void *b, int cell, const char *line);
 };
 
 /* A built backend: its table, its object, and what to say about it. */

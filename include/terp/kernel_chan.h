@@ -21,6 +21,9 @@ struct kernel_chan {
 	int		 fd;		/* the command pipe (not owned); -1: none */
 	struct buf	 q;		/* commands not written yet... */
 	size_t		 off;		/* ...from q.data + off */
+	/* Bytes ever queued and ever written (since the last attach: what
+	 * was queued for an earlier pipe counts as written). */
+	unsigned long long queued, written;
 	/* Called once the pipe is broken (EPIPE: the driver is gone). */
 	void		(*broken)(void *arg);
 	void		*arg;
@@ -46,5 +49,9 @@ int kernel_chan_send(struct kernel_chan *c, const struct cJSON *cmd);
 
 /* Bytes queued and not written yet. */
 size_t kernel_chan_pending(const struct kernel_chan *c);
+/* Whether every byte queued up to mark (a kernel_chan_queued value) has
+ * been written: a command is out even when later ones still wait. */
+unsigned long long kernel_chan_queued(const struct kernel_chan *c);
+int kernel_chan_out(const struct kernel_chan *c, unsigned long long mark);
 
 #endif

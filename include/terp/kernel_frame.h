@@ -53,7 +53,9 @@ enum kframe_type {
 	KF_RESET,
 	KF_PONG,
 	KF_INSTALLED,		/* id, "packages": [[name, version]...] (in json) */
+	KF_INPUT,		/* id, prompt, password: the cell asks for a line */
 };
+
 
 /* One parsed frame. Each field is set only when it is present with the
  * right type and in range; the strings point into the parsed JSON and
@@ -70,6 +72,9 @@ struct kframe {
 	const char	*reason;
 	int		 ok;		/* result: status is "ok" and no error */
 	const char	*value, *ename, *evalue, *traceback;
+	const char	*prompt;	/* input: a string (any length: the
+					 * kernel cuts it), else NULL */
+	int		 password;	/* input: "password" is true */
 	void		*json;		/* the parsed object (owned) */
 };
 

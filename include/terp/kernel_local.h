@@ -37,5 +37,7 @@ int klocal_python_charts(const struct klocal *k);
 char *klocal_python_label(const struct klocal *k);
 int klocal_egress_allow(struct klocal *k, const char *spec, char **err);
 int klocal_egress_deny(struct klocal *k, const char *spec, char **err);
+void klocal_set_input(struct klocal *k, int allow);
+int klocal_input_reply(struct klocal *k, int cell, const char *line);
 
 #endif

@@ -145,6 +145,13 @@ struct kernel_cbs {
 	 * (letters, digits, ".-_+!"; checked). May be NULL. The sandbox
 	 * reports it: a claim, fine for a record, not for a decision. */
 	void (*installed)(void *arg, int cell, const char *name, const char *version);
+	/* The running cell asks for a line (input(), sys.stdin, getpass:
+	 * Jupyter's stdin request), allowed by kernel_set_input: prompt is
+	 * made safe to show (no control characters, at most 200 bytes);
+	 * password: not to be echoed. Answer with kernel_input_reply; an
+	 * interrupt cancels it. May be NULL: the cell is refused at once.
+	 * The local sandbox only (elsewhere input() raises at once). */
+	void (*input)(void *arg, int cell, const char *prompt, int password);
 };
 
 /* "ready", "running", ... (static strings). */

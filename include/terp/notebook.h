@@ -286,7 +286,8 @@ const struct package *notebook_package(const struct notebook *nb, int i);
 const char *cell_status_name(enum cell_status s);
 /* The status named s (cell_status_name's), or -1. */
 int cell_status_parse(const char *s);
-/* The cell's stream (0 stdout, 1 stderr) as text: a new string. */
+/* The cell's stream (0 stdout, 1 stderr) as text, as a notebook shows
+ * it (carriage returns resolved, outnorm.h): a new string. */
 char *cell_output(const struct cell *c, int stream, size_t *len);
 
 #endif

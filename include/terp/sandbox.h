@@ -27,11 +27,15 @@ struct pyenv;
 /* The driver's source, and its compiled code when the caller has it. */
 #define SANDBOX_DRIVER		"/run/terp/driver.py"
 #define SANDBOX_DRIVER_CODE	"/run/terp/driver.code"
+/* The session's staged data files, read-only (datadir below); code
+ * sees them in /workspace/data, the workspace's own writable folder,
+ * each bound there or linked to from there (workspace.c). */
+#define SANDBOX_STAGED		"/run/terp/data"
 
 struct sandbox_spec {
 	const char	*python;	/* /usr/bin/python3; with pyenv: pyenv->exec */
 	const char	*workspace;	/* host dir -> /workspace (read-write) */
-	const char	*datadir;	/* host dir -> /workspace/data (read-only) */
+	const char	*datadir;	/* host dir -> SANDBOX_STAGED (read-only) */
 	const char	*driver;	/* the driver's source */
 	size_t		 driver_len;
 	/* The driver compiled (kernel_code.h), bound read-only at

@@ -10,6 +10,7 @@
 
 #include "terp/kernel.h"
 #include "terp/netlog.h"
+#include "terp/outnorm.h"
 #include "terp/png.h"
 #include "terp/sanitize.h"
 #include "terp/thumb.h"
@@ -22,6 +23,7 @@
 #define PRINTER_NET	64	/* egress attempts kept for one summary */
 #define LIVE_AFTER_MS	1000	/* a cell this old gets the live line */
 #define LIVE_TAIL	512	/* bytes of the latest output line kept */
+#define PRINTER_HOLD	4096	/* of a stream's unfinished line */
 
 struct printer {
 	FILE			*out, *err;
@@ -56,6 +58,11 @@ struct printer {
 						 * interrupted cell's line */
 	int			 show_reasoning;	/* --show-reasoning */
 	int			 reasoning_open;	/* reasoning shown, no newline yet */
+	/* Each stream's unfinished line, printed once it ends (or the
+	 * cell does), its carriage returns resolved (outnorm.h): a
+	 * progress bar prints its last state only. */
+	char			 hold[2][PRINTER_HOLD];
+	size_t			 hold_len[2];
 };
 
 void
@@ -190,10 +197,13 @@ printer_tick(struct printer *p)
 		live_draw(p, now_ms());
 }
 
+static void hold_flush(struct printer *p);
+
 void
 printer_done(struct printer *p)
 {
 	live_clear(p);
+	hold_flush(p);
 	fflush(p->err);
 }
 
@@ -259,20 +269,66 @@ put_output_head(struct printer *p, const char *s, size_t n)
 }
 
 static void
+put_stream(struct printer *p, int s, const char *text, size_t n)
+{
+	size_t len;
+	char *t = outnorm_text(text, n, &len);
+
+	if (len > 0 && p->mode == PRINTER_EXEC) {
+		put_clean(s ? p->err : p->out, t, len, &p->col);
+		fflush(s ? p->err : p->out);
+	} else if (len > 0) {
+		end_text(p);
+		put_output_head(p, t, len);
+		fflush(p->err);
+	}
+	free(t);
+}
+
+/* Prints what stream s holds up to its last newline (all of it when
+ * all), keeps the rest. */
+static void
+hold_out(struct printer *p, int s, int all)
+{
+	size_t k = p->hold_len[s];
+
+	while (!all && k > 0 && p->hold[s][k - 1] != '\n')
+		k--;
+	if (k == 0)
+		return;
+	put_stream(p, s, p->hold[s], k);
+	memmove(p->hold[s], p->hold[s] + k, p->hold_len[s] - k);
+	p->hold_len[s] -= k;
+}
+
+static void
+hold_flush(struct printer *p)
+{
+	hold_out(p, 0, 1);
+	hold_out(p, 1, 1);
+}
+
+static void
 on_stream(struct printer *p, const struct event *ev)
 {
 	int s = ev->type == EV_STDERR;
 	size_t n = ev->cell ? outcap_head_part(&ev->cell->out[s], ev->len) : ev->len;
+	const char *t = ev->text;
 
-	if (n == 0)
-		return;
-	if (p->mode == PRINTER_EXEC) {
-		put_clean(s ? p->err : p->out, ev->text, n, &p->col);
-		fflush(s ? p->err : p->out);
-	} else {
-		end_text(p);
-		put_output_head(p, ev->text, n);
-		fflush(p->err);
+	while (n > 0) {
+		size_t room = PRINTER_HOLD - p->hold_len[s], k = n < room ? n : room;
+		if (k < n)
+			k = utf8_complete_prefix(t, k);
+		if (k == 0) {
+			/* a line longer than the hold: out as it is so far */
+			hold_out(p, s, 1);
+			continue;
+		}
+		memcpy(p->hold[s] + p->hold_len[s], t, k);
+		p->hold_len[s] += k;
+		t += k;
+		n -= k;
+		hold_out(p, s, 0);
 	}
 }
 
@@ -527,6 +583,7 @@ printer_show(struct printer *p, const struct event *ev, char *size, size_t sizel
 		on_stream(p, ev);
 		break;
 	case EV_CELL_START:
+		hold_flush(p);
 		p->running = ev->cell->n;
 		p->started_ms = now_ms();
 		p->tail_len = 0;
@@ -541,6 +598,7 @@ printer_show(struct printer *p, const struct event *ev, char *size, size_t sizel
 		}
 		break;
 	case EV_RESULT:
+		hold_flush(p);
 		if (ev->cell->n == p->running)
 			p->running = 0;
 		on_result(p, ev->cell);
@@ -631,6 +689,7 @@ printer_show(struct printer *p, const struct event *ev, char *size, size_t sizel
 		}
 		break;
 	case EV_PACKAGE:	/* pip said so in the cell's output */
+	case EV_INPUT:		/* never headless (the cell is refused) */
 	case EV_USAGE:
 	case EV_QUESTION:
 	case EV_REQUEST:

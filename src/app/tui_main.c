@@ -133,6 +133,10 @@ tui_session_run(struct cli *c)
 	char *err = NULL, *warn = NULL;
 	int rc = 0;
 
+	/* The notebook has someone to answer input(): the user, on the
+	 * input line; the model's cells only unless --no-input. */
+	c->aopts.input_hand = 1;
+	c->aopts.input_model = !c->no_input;
 	cli_sessions_opts(c, &so);
 	so.show = tui_show;		/* the one terminal: arg NULL */
 	if ((s = session_new(&so, &warn, &err)) == NULL) {

@@ -20,6 +20,7 @@
 #include "terp/llm.h"
 #include "terp/netlog.h"
 #include "terp/outcap.h"
+#include "terp/outnorm.h"
 #include "terp/sanitize.h"
 #include "terp/util.h"
 
@@ -51,7 +52,16 @@ struct agent {
 	struct context		*cx;		/* the window; NULL without a model */
 	int			 ctx_retried;	/* this turn's request was refused */
 	int			 waiting_python;	/* agent_wait_python */
+	/* The running cell's output on its way to the notebook and the
+	 * frontends, in whole lines or what came within OUT_FLUSH_MS. */
+	struct outnorm		 onorm[2];
+	int			 onorm_cell;
+	uint64_t		 onorm_timer;
 };
+
+/* ipykernel flushes a cell's streams every 0.2 s. */
+#define OUT_FLUSH_MS	200
+#define OUT_HOLD	(64 * 1024)	/* of one unfinished line */
 
 static void agent_next_call(struct agent *a);
 static void agent_turn(struct agent *a);
@@ -91,15 +101,89 @@ maybe_idle(struct agent *a)
 
 /* ------------------------------------------------------------ kernel side */
 
+struct out_piece {
+	struct agent	*a;
+	int		 cell, stream;
+};
+
+static void
+out_piece(void *arg, const char *p, size_t len)
+{
+	struct out_piece *o = arg;
+	struct event ev = { .type = o->stream ? EV_STDERR : EV_STDOUT,
+	    .cell = notebook_cell(o->a->nb, o->cell), .text = p, .len = len };
+
+	notebook_cell_output(o->a->nb, o->cell, o->stream, p, len);
+	emit(o->a, &ev);
+}
+
+static void
+out_flush_stream(struct agent *a, int s, int final)
+{
+	struct out_piece o = { a, a->onorm_cell, s };
+
+	outnorm_flush(&a->onorm[s], final, out_piece, &o);
+}
+
+/* final: the cell ended (or another one's output comes). */
+static void
+out_flush(struct agent *a, int final)
+{
+	for (int s = 0; s < 2; s++)
+		out_flush_stream(a, s, final);
+	if (final) {
+		loop_timer_cancel(a->loop, a->onorm_timer);
+		a->onorm_timer = 0;
+	}
+}
+
+static void
+on_out_timer(struct loop *l, void *arg)
+{
+	struct agent *a = arg;
+
+	(void)l;
+	a->onorm_timer = 0;
+	out_flush(a, 0);
+}
+
+/* Raw output in whatever writes the cell made: coalesced (outnorm.h),
+ * so that print('IDX', x) is one piece, not four, and a progress bar's
+ * rewrites within a flush are one. */
 static void
 on_output(void *arg, int n, int stream, const char *p, size_t len)
 {
 	struct agent *a = arg;
-	struct event ev = { .type = stream ? EV_STDERR : EV_STDOUT,
-	    .cell = notebook_cell(a->nb, n), .text = p, .len = len };
+	struct out_piece o = { a, n, stream ? 1 : 0 };
 
-	notebook_cell_output(a->nb, n, stream, p, len);
+	if (a->onorm_cell != n)
+		out_flush(a, 1);
+	a->onorm_cell = n;
+	/* What the other stream holds came first: it goes first. */
+	if (outnorm_pending(&a->onorm[!o.stream]) > 0)
+		out_flush_stream(a, !o.stream, 0);
+	outnorm_add(&a->onorm[o.stream], p, len, out_piece, &o);
+	if (outnorm_pending(&a->onorm[o.stream]) > 0 && a->onorm_timer == 0)
+		a->onorm_timer = loop_timer_add(a->loop, OUT_FLUSH_MS, on_out_timer, a);
+}
+
+/* The cell asks for a line: what it printed before goes first. */
+static void
+on_input(void *arg, int n, const char *prompt, int password)
+{
+	struct agent *a = arg;
+	struct event ev = { .type = EV_INPUT, .cell = notebook_cell(a->nb, n),
+	    .text = prompt, .len = strlen(prompt), .n = password != 0 };
+
+	if (a->onorm_cell == n)
+		out_flush(a, 0);
 	emit(a, &ev);
+}
+
+int
+agent_input_reply(struct agent *a, int cell, const char *line)
+{
+	return kernel_input_reply(a->k, cell, line);
 }
 
 static void
@@ -247,6 +331,10 @@ on_result(void *arg, int n, const struct kernel_result *r)
 		.state_lost = r->state_lost,
 	};
 
+	if (a->onorm_cell == n) {
+		out_flush(a, 1);
+		a->onorm_cell = 0;
+	}
 	if (c == NULL)
 		return;
 	notebook_cell_result(a->nb, n, &cr);
@@ -667,6 +755,7 @@ agent_next_call(struct agent *a)
 			struct event ce = { .type = EV_CELL_START, .cell = cell };
 			emit(a, &ce);
 		}
+		kernel_set_input(a->k, a->o.input_model);
 		if (kernel_run(a->k, cell->n, cell->code, &err) < 0) {
 			struct kernel_result r = { .status = CELL_CRASHED, .reason = err };
 			a->cell_running = cell->n;
@@ -944,7 +1033,7 @@ agent_new(struct loop *l, struct notebook *nb, const struct kernel_opts *kopts,
 	static const struct kernel_cbs kcbs = {
 		.output = on_output, .result = on_result,
 		.artifact = on_artifact, .state = on_state, .net = on_net,
-		.installed = on_installed,
+		.installed = on_installed, .input = on_input,
 	};
 
 	a->loop = l;
@@ -966,6 +1055,8 @@ agent_new(struct loop *l, struct notebook *nb, const struct kernel_opts *kopts,
 	buf_init(&a->rtext, LLM_REPLY_TEXT_MAX);
 	a->calls = cJSON_CreateArray();
 	a->reasoning = cJSON_CreateArray();
+	outnorm_init(&a->onorm[0], OUT_HOLD);
+	outnorm_init(&a->onorm[1], OUT_HOLD);
 	a->k = kernel_new(l, &a->kopts, &kcbs, a);
 	if (llm != NULL) {
 		a->cx = context_new(nb, llm, a->o.context_window, fn, arg);
@@ -983,6 +1074,9 @@ agent_free(struct agent *a)
 		llm_cancel(a->llm);
 	context_free(a->cx);
 	kernel_free(a->k);
+	loop_timer_cancel(a->loop, a->onorm_timer);
+	outnorm_free(&a->onorm[0]);
+	outnorm_free(&a->onorm[1]);
 	buf_free(&a->text);
 	buf_free(&a->notes);
 	cJSON_Delete(a->calls);
@@ -1062,6 +1156,7 @@ agent_run_cell(struct agent *a, const char *code, char **err)
 	c->started_ms = now_ms();
 	a->hand_running++;
 	emit(a, &ev);
+	kernel_set_input(a->k, a->o.input_hand);
 	if (kernel_run(a->k, c->n, c->code, err) < 0) {
 		struct kernel_result r = { .status = CELL_CRASHED, .reason = *err };
 		on_result(a, c->n, &r);

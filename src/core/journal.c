@@ -516,6 +516,7 @@ journal_event(struct journal *j, const struct event *ev)
 	case EV_CELL_START: case EV_STDOUT: case EV_STDERR: case EV_RESULT:
 	case EV_ARTIFACT: case EV_QUESTION: case EV_TEXT: case EV_TOOL_CALL:
 	case EV_USAGE: case EV_REQUEST: case EV_NET: case EV_PACKAGE:
+	case EV_INPUT:	/* a question to the user, answered or not */
 		/* notebook changes (journal_change), or in one: the reply
 		 * holds its text and its tool calls */
 		return;

@@ -80,6 +80,19 @@ kernel_run(struct kernel *k, int n, const char *code, char **err)
 }
 
 void
+kernel_set_input(struct kernel *k, int allow)
+{
+	if (k->kb.ops->set_input != NULL)
+		k->kb.ops->set_input(k->kb.b, allow);
+}
+
+int
+kernel_input_reply(struct kernel *k, int cell, const char *line)
+{
+	return k->kb.ops->input_reply ? k->kb.ops->input_reply(k->kb.b, cell, line) : -1;
+}
+
+void
 kernel_interrupt(struct kernel *k)
 {
 	k->kb.ops->interrupt(k->kb.b);

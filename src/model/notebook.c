@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "terp/json_text.h"
+#include "terp/outnorm.h"
 #include "terp/util.h"
 
 struct sent {
@@ -593,10 +594,22 @@ cell_status_parse(const char *s)
 	return -1;
 }
 
+/* As a notebook shows it: carriage returns and backspaces resolved
+ * (outnorm.h), whatever pieces the output came in. */
 char *
 cell_output(const struct cell *c, int stream, size_t *len)
 {
-	return outcap_render(&c->out[stream ? 1 : 0], len);
+	size_t n;
+	char *raw = outcap_render(&c->out[stream ? 1 : 0], &n), *s;
+
+	if (memchr(raw, '\r', n) == NULL && memchr(raw, '\b', n) == NULL) {
+		if (len)
+			*len = n;
+		return raw;
+	}
+	s = outnorm_text(raw, n, len);
+	free(raw);
+	return s;
 }
 
 /* Every report of an attempt is told (the journal writes the last). */

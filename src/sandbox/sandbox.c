@@ -304,9 +304,11 @@ bwrap_argv(const struct sandbox_spec *s, int own_net, struct argv *a)
 	snprintf(fd, sizeof fd, "%d", SANDBOX_FD_WS);
 	av_add3(a, "--bind-fd", fd, "/workspace");
 	snprintf(fd, sizeof fd, "%d", SANDBOX_FD_DATA);
-	av_add3(a, "--ro-bind-fd", fd, "/workspace/data");
-	/* Each data file over its placeholder in the (read-only) folder:
-	 * a bind of the open file, so nothing is copied. */
+	av_add3(a, "--ro-bind-fd", fd, SANDBOX_STAGED);
+	/* Each data file over its placeholder in the workspace's own
+	 * (writable) data folder: a bind of the open file, so nothing is
+	 * copied, and a mount point, which the code cannot write, remove,
+	 * rename or chmod. The others are links to SANDBOX_STAGED. */
 	for (int i = 0; i < s->nbinds && i < SANDBOX_MAX_BINDS; i++) {
 		char dest[300];
 		snprintf(fd, sizeof fd, "%d", SANDBOX_FD_BIND0 + i);

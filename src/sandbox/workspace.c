@@ -233,6 +233,23 @@ take_uid(struct workspace *w, char **err)
 	return sandbox_uid_take(&pool, &w->uid, &w->uid_lock, err);
 }
 
+/* The sandbox's /workspace/data is the workspace's own data folder:
+ * code may write new files there (beside the CSV it read), on the
+ * workspace's disk and under its limits, never outside the workspace.
+ * The staged files are bound read-only into it (a mount point cannot be
+ * removed or renamed: EBUSY) or are links terp made to SANDBOX_STAGED.
+ * As root the folder is root's, group-writable by the sandbox uid and
+ * sticky: the sandbox may not remove or rename what it did not make. */
+static int
+protect_wsdata(const struct workspace *w, const char *wsd)
+{
+	if (w->uid == 0)
+		return 0;
+	if (lchown(wsd, 0, (gid_t)w->uid) < 0 || chmod(wsd, 01770) < 0)
+		return -1;
+	return 0;
+}
+
 int
 workspace_prepare(struct workspace *w, char **err)
 {
@@ -294,6 +311,12 @@ workspace_prepare(struct workspace *w, char **err)
 			 * changed, never followed (FTW_PHYS). */
 			chown_uid = w->uid;
 			(void)nftw(w->dir, chown_entry, 16, FTW_PHYS | FTW_MOUNT);
+		}
+		if (!w->no_sandbox && protect_wsdata(w, wsd) < 0) {
+			*err = xasprintf("cannot protect %s: %s", wsd, strerror(errno));
+			free(wsd);
+			free(wso);
+			return -1;
 		}
 		free(wsd);
 		free(wso);
@@ -467,6 +490,90 @@ workspace_safe_name(const char *base)
 	return safe_name(base);
 }
 
+/* The workspace's data folder, opened without following links (the
+ * sandbox owns the workspace: data may be anything now). -1 when it is
+ * not a folder. */
+static int
+wsdata_open(const struct workspace *w)
+{
+	int dfd = open(w->dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC), fd;
+
+	if (dfd < 0)
+		return -1;
+	fd = openat(dfd, "data", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	close(dfd);
+	return fd;
+}
+
+/* Whether entry name of the workspace's data folder is terp's: a link
+ * to the staged file of that name, or an empty file (a bind's mount
+ * point from an earlier sandbox). */
+static int
+wsdata_ours(int fd, const char *name)
+{
+	struct stat st;
+	char want[300], got[300];
+	ssize_t n;
+
+	if (fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return errno == ENOENT;
+	if (S_ISREG(st.st_mode))
+		return st.st_size == 0;
+	if (!S_ISLNK(st.st_mode))
+		return 0;
+	snprintf(want, sizeof want, "%s/%s", SANDBOX_STAGED, name);
+	n = readlinkat(fd, name, got, sizeof got - 1);
+	if (n < 0)
+		return 0;
+	got[n] = '\0';
+	return strcmp(got, want) == 0;
+}
+
+/* A name the code's own file holds in the workspace's data folder is
+ * not given to a staged file (which would hide it). */
+static int
+wsdata_taken(const struct workspace *w, const char *name)
+{
+	int fd, ours;
+
+	if (w->no_sandbox || (fd = wsdata_open(w)) < 0)
+		return 0;
+	ours = wsdata_ours(fd, name);
+	close(fd);
+	return !ours;
+}
+
+/* Makes /workspace/data/name show the staged file: a link to it under
+ * SANDBOX_STAGED (link 1), or, for a bind, nothing in the way of its
+ * mount point (link 0). Only terp's own entries are replaced. */
+static int
+wsdata_place(struct workspace *w, const char *name, int link, char **err)
+{
+	char target[300];
+	int fd;
+
+	if (w->no_sandbox)
+		return 0;
+	if ((fd = wsdata_open(w)) < 0) {
+		*err = xasprintf("cannot stage %s: the workspace's data folder is gone", name);
+		return -1;
+	}
+	if (!wsdata_ours(fd, name)) {
+		close(fd);
+		*err = xasprintf("cannot stage %s: the workspace's data folder has a file of that name", name);
+		return -1;
+	}
+	(void)unlinkat(fd, name, 0);
+	snprintf(target, sizeof target, "%s/%s", SANDBOX_STAGED, name);
+	if (link && symlinkat(target, fd, name) < 0) {
+		*err = xasprintf("cannot stage %s: %s", name, strerror(errno));
+		close(fd);
+		return -1;
+	}
+	close(fd);
+	return 0;
+}
+
 /* A free name in the data folder for base: name, name-2.ext, ...,
  * created empty with O_EXCL (a bind's mount point, or a copy's target
  * when out is not NULL: then left open for writing in *out). */
@@ -486,6 +593,8 @@ data_claim(struct workspace *w, const char *base, int *out, char **err)
 		free(cand);
 		cand = i == 1 ? xstrdup(name) :
 		    xasprintf("%.*s-%d%s", stem, name, i, dot && dot != name ? dot : "");
+		if (wsdata_taken(w, cand))
+			continue;
 		path = xasprintf("%s/%s", w->datadir, cand);
 		fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
 		free(path);
@@ -541,6 +650,11 @@ workspace_stage(struct workspace *w, const char *host_path, int running, char **
 			close(in);
 			return NULL;
 		}
+		if (wsdata_place(w, name, 0, err) < 0) {
+			free(name);
+			close(in);
+			return NULL;
+		}
 		w->binds = xrealloc(w->binds, (size_t)(w->nbinds + 1) * sizeof *w->binds);
 		w->binds[w->nbinds].fd = in;
 		w->binds[w->nbinds].name = name;
@@ -580,6 +694,10 @@ workspace_stage(struct workspace *w, const char *host_path, int running, char **
 		free(dest);
 	}
 	close(in);
+	if (wsdata_place(w, name, 1, err) < 0) {
+		free(name);
+		return NULL;
+	}
 	r = w->no_sandbox ? xasprintf("%s/%s", w->datadir, name) :
 	    xasprintf("/workspace/data/%s", name);
 	free(name);

@@ -830,6 +830,7 @@ prompt_text(struct tui *t)
 	case M_SAVE_AS:		return "save as: ";
 	case M_SAVE_CONFIRM:	return t->in.save_prompt;
 	case M_SEARCH:		return "/";
+	case M_INPUT:		return t->in.ask_prompt;
 	default:		return t->st.busy ? "… " : "› ";
 	}
 }
@@ -911,6 +912,8 @@ input_row(struct tui *t, int r, const char *lead, const char *s, size_t n,
 	tui_style_role(t, w, R_INPUT);
 	while (*i < n && s[*i] != '\n') {
 		size_t k = input_glyph(s + *i, n - *i, show, &cw);
+		if (t->in.modal == M_INPUT && t->in.ask_password)
+			strcpy(show, cw > 1 ? "**" : "*");	/* getpass */
 		if (c >= off && c - off + cw <= t->lay.cols)
 			mvwaddstr(w, r, c - off, show);
 		c += cw;

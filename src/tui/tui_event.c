@@ -12,6 +12,7 @@
 #include "terp/util.h"
 
 #include "tui_cells.h"
+#include "tui_input.h"
 #include "tui_items.h"
 #include "tui_trace.h"
 
@@ -175,8 +176,13 @@ tui_event_apply(struct tui *t, const struct event *ev)
 		break;
 	case EV_ARTIFACT:	break;	/* the panes read the notebook */
 	case EV_RESULT:
+		if (ev->cell != NULL)
+			tui_input_ask_done(t, ev->cell->n);
 		if (t->st.phase == PH_CELL)
 			phase_set(t, PH_THINKING);
+		break;
+	case EV_INPUT:
+		tui_input_ask(t, ev->cell ? ev->cell->n : 0, ev->text, ev->n);
 		break;
 	case EV_USAGE:
 		if (ev->total)

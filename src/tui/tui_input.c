@@ -99,10 +99,67 @@ skip_ws(const char *s)
 	return s;
 }
 
+/* ---- a cell's input() ---- */
+
+static void
+ask_end(struct tui *t)
+{
+	t->in.modal = M_NONE;
+	rl_replace_line(t->in.ask_saved ? t->in.ask_saved : "", 0);
+	rl_point = rl_end;
+	free(t->in.ask_saved);
+	t->in.ask_saved = NULL;
+	t->in.ask_cell = 0;
+	tui_mark(t);
+}
+
+void
+tui_input_ask(struct tui *t, int cell, const char *prompt, int password)
+{
+	if (t->in.modal == M_INPUT)
+		ask_end(t);
+	if (t->in.modal == M_SEARCH)
+		tui_search_cancel(t);
+	t->in.modal = M_INPUT;
+	t->in.ask_cell = cell;
+	t->in.ask_password = password;
+	snprintf(t->in.ask_prompt, sizeof t->in.ask_prompt, "%s",
+	    prompt && *prompt ? prompt : "input: ");
+	free(t->in.ask_saved);
+	t->in.ask_saved = xstrdup(rl_line_buffer ? rl_line_buffer : "");
+	rl_replace_line("", 0);
+	rl_point = rl_end = 0;
+	t->focus = P_INPUT;
+	tui_mark(t);
+}
+
+void
+tui_input_ask_done(struct tui *t, int cell)
+{
+	if (t->in.modal == M_INPUT && t->in.ask_cell == cell)
+		ask_end(t);
+}
+
+/* The line typed (NULL: Ctrl-D) answers the cell; never in history. */
+static void
+ask_answer(struct tui *t, const char *line)
+{
+	int cell = t->in.ask_cell;
+
+	ask_end(t);
+	if (t->agent == NULL || agent_input_reply(t->agent, cell, line) < 0)
+		tui_flash(t, "the cell no longer asks");
+}
+
 static void
 on_line(char *line)
 {
 	struct tui *t = rl_ui;
+	if (t->in.modal == M_INPUT) {
+		ask_answer(t, line);
+		free(line);
+		return;
+	}
 	if (!line) {
 		/* Ctrl-D on an empty line */
 		if (t->in.modal == M_SAVE_AS)
@@ -544,7 +601,10 @@ global_key(struct tui *t, int c)
 	switch (c) {
 	case 3:		/* Ctrl-C (raw mode: a byte, not a signal) */
 		if (t->agent && agent_busy(t->agent)) {
-			/* as Jupyter's interrupt: what was queued does not run */
+			/* as Jupyter's interrupt: what was queued does not run;
+			 * a cell's input() ends in KeyboardInterrupt */
+			if (t->in.modal == M_INPUT)
+				ask_end(t);
 			tui_cmd_held_drop(t);
 			agent_cancel(t->agent);
 			tui_flash(t, "cancelling…");
@@ -668,6 +728,8 @@ lone_esc(struct tui *t)
 		tui_search_cancel(t);
 		return;
 	}
+	if (t->in.modal == M_INPUT)
+		return;		/* the cell waits: Enter, Ctrl-D or Ctrl-C */
 	if (t->in.modal == M_SAVE_AS) {
 		t->in.modal = M_NONE;
 		input_cancel(t);

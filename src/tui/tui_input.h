@@ -18,6 +18,13 @@ void tui_input_end(struct tui *t);
  * the terminal have it (its own text selection). */
 void tui_input_mouse(struct tui *t, int on);
 
+/* A cell asks for a line (EV_INPUT): the input line shows its prompt
+ * (already safe to show) and Enter answers it (Ctrl-D: end of file,
+ * Ctrl-C: interrupts the cell); what was typed before comes back after.
+ * tui_input_ask_done: the cell ended, the question goes if still open. */
+void tui_input_ask(struct tui *t, int cell, const char *prompt, int password);
+void tui_input_ask_done(struct tui *t, int cell);
+
 /* The loop's callback for the terminal (arg: the struct tui): reads
  * every key ncurses has, then hands the queued bytes to readline. */
 void tui_input_on_tty(struct loop *l, int fd, int revents, void *arg);

@@ -102,7 +102,7 @@ struct view {			/* a scrollable list */
 
 #define TAGROWS 512		/* rows remembered for mouse clicks */
 
-enum modal { M_NONE, M_CONFIRM_QUIT, M_SAVE_AS, M_SAVE_CONFIRM, M_SEARCH };
+enum modal { M_NONE, M_CONFIRM_QUIT, M_SAVE_AS, M_SAVE_CONFIRM, M_SEARCH, M_INPUT };
 
 /* What the status bar says the core is doing. */
 enum phase { PH_IDLE, PH_THINKING, PH_ANSWERING, PH_CELL };
@@ -218,6 +218,10 @@ struct tui {
 		int		 copy_told;	/* the no-clipboard notice was shown */
 		char		*search_saved;	/* M_SEARCH: the line typed before */
 		int		 search_point;
+		/* M_INPUT: a cell's input() on the input line (EV_INPUT) */
+		int		 ask_cell, ask_password;
+		char		 ask_prompt[256];
+		char		*ask_saved;	/* the line typed before */
 	} in;
 
 	struct {		/* the layout, computed per frame (tui_draw.c) */

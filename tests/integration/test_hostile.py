@@ -653,3 +653,102 @@ def test_data_stack_still_works_under_the_filters(sbx):
                sub=subprocess.run(["true"]).returncode, pool=sq)
     ''')
     assert r == {"rows": 1, "png": "89504e47", "sub": 0, "pool": [1, 2]}, r
+
+
+# ---------------------------------------------------------------- files beside the data
+
+def test_staged_data_files_stay_read_only_beside_new_files(sbx, base):
+    """Code may write new files in /workspace/data (issue 19, item 5), but
+    not change the staged files: neither a bound one (input.csv) nor one
+    terp had to copy (secret.csv: as root, a file the sandbox uid cannot
+    read); what it writes there stays in the session's workspace."""
+    data = base / "data"
+    secret = data / "secret.csv"
+    secret.write_text("s,t\n3,4\n")
+    os.chmod(secret, 0o600)
+    name = "beside-%d.sqlite" % os.getpid()
+    code = PRELUDE + textwrap.dedent(r'''
+        import sqlite3
+        out = {}
+        for f in ["input.csv", "secret.csv"]:
+            p = "/workspace/data/" + f
+            open("/workspace/data/decoy", "w").write("d")
+            out[f] = {
+                "write": tryop(lambda: open(p, "a").write("EVIL")),
+                "truncate": tryop(lambda: os.truncate(p, 0)),
+                "remove": tryop(os.remove, p),
+                "rename": tryop(os.rename, p, p + ".moved"),
+                "replace": tryop(os.replace, "/workspace/data/decoy", p),
+                "chmod": tryop(os.chmod, p, 0o666),
+                "read": open(p).read(),
+            }
+        c = sqlite3.connect("/workspace/data/NAME")
+        c.execute("create table t(x)")
+        c.execute("insert into t values (42)")
+        c.commit()
+        c.close()
+        out["new"] = sorted(os.listdir("/workspace/data"))
+        report(**out)
+    ''').replace("NAME", name)
+    p = subprocess.run([str(TERP), "exec", "--json", str(data / "input.csv"), str(secret),
+                        "-c", code], env=host_env(base), capture_output=True, text=True,
+                       timeout=TIMEOUT, cwd=base)
+    lines = [line for line in p.stdout.splitlines() if line.startswith("{")]
+    events = [json.loads(line) for line in lines]
+    out = "".join(e["text"] for e in events if e["type"] == "stdout")
+    assert "RESULT " in out, (p.stdout[-3000:], p.stderr[-3000:])
+    r = json.loads(out.split("RESULT ", 1)[1].splitlines()[0])
+    for f, want in (("input.csv", "a,b\n1,2\n"), ("secret.csv", "s,t\n3,4\n")):
+        got = r[f]
+        assert got.pop("read") == want, r
+        assert all(v != "OK" for v in got.values()), (f, got)
+    assert name in r["new"], r
+    # the host's files are untouched
+    assert (data / "input.csv").read_text() == "a,b\n1,2\n"
+    assert secret.read_text() == "s,t\n3,4\n"
+    assert stat.S_IMODE(os.stat(secret).st_mode) == 0o600
+    assert stat.S_IMODE(os.stat(data / "input.csv").st_mode) == 0o644
+    # the new file is in the session's workspace, nowhere else
+    sid = [e for e in events if e["type"] == "session"][0]["id"]
+    found = []
+    for top in (base, Path("/var/lib/terp/sessions") / sid):
+        for dirpath, _dirs, files in os.walk(top):
+            if name in files:
+                found.append(os.path.join(dirpath, name))
+    assert found and all(f.endswith("/workspace/data/" + name) for f in found), found
+    assert not (data / name).exists()
+
+
+# ---------------------------------------------------------------- forged input requests
+
+def test_forged_input_requests_are_refused_and_bounded(sbx):
+    """The cell writes input requests on the driver's channel itself:
+    without anyone to ask (terp exec) each is refused in one line, a
+    flood and a huge prompt included; the session goes on and input()
+    still raises at once."""
+    forge, after = sbx.run(r'''
+        import resource
+        top = min(resource.getrlimit(resource.RLIMIT_NOFILE)[0], 4096) - 1
+        cout = top - 2
+        frames = [json.dumps({"ev": "input", "id": 1, "prompt": "p" * (1 << 20)}),
+                  json.dumps({"ev": "input", "id": 1, "prompt": 42, "password": "yes"}),
+                  json.dumps({"ev": "input", "id": 99, "prompt": "not this cell"}),
+                  json.dumps({"ev": "input", "prompt": "no id"}),
+                  json.dumps({"ev": "input", "id": 1, "prompt": "\x1b]0;pwned\x07\r\n"})]
+        frames += [json.dumps({"ev": "input", "id": 1, "prompt": "flood"})] * 5000
+        data = ("\n".join(frames) + "\n").encode()
+        while data:
+            data = data[os.write(cout, data):]
+        report(sent=len(frames))
+    ''', r'''
+        try:
+            input("still? ")
+            got = "returned"
+        except Exception as e:
+            got = type(e).__name__ + ": " + str(e)
+        report(after=got)
+    ''')
+    assert forge.status == "ok" and forge.result == {"sent": 5005}, forge
+    assert after.status == "ok", after
+    assert after.result["after"].startswith("StdinNotImplementedError: "), after
+    assert "cannot ask for input here" in after.result["after"], after

@@ -311,6 +311,8 @@ agent_cancel(struct agent *a)
 }
 
 int agent_busy(const struct agent *a) { return a->busy; }
+int agent_input_reply(struct agent *a, int cell, const char *line)
+{ (void)a; (void)cell; (void)line; return -1; }
 int agent_reset(struct agent *a, char **err) { (void)a; (void)err; return 0; }
 int agent_restart(struct agent *a, char **err) { (void)a; (void)err; return 0; }
 char *

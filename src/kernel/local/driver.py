@@ -159,6 +159,145 @@ def _on_sigint(signum, frame):
 _signal.signal(_signal.SIGINT, _on_sigint)
 
 
+# ---------------------------------------------------------------- input
+
+class StdinNotImplementedError(NotImplementedError):
+    """As IPython's: the cell asked for input where nobody can answer."""
+
+
+_NO_INPUT = ("this cell cannot ask for input here (terp runs it without anyone"
+             " to answer: put the value in the code instead)")
+
+
+def _no_input(*args, **kwargs):
+    raise StdinNotImplementedError("input(): " + _NO_INPUT)
+
+
+class _NoStdin(io.TextIOBase):
+    """sys.stdin of a cell: reading raises at once with one clear line
+    instead of an EOFError (or a wait until the cell's time limit)."""
+    encoding = "utf-8"
+    name = "<stdin>"
+    mode = "r"
+
+    def readable(self):
+        return True
+
+    def fileno(self):
+        return 0  # /dev/null: a subprocess reading it gets EOF
+
+    def isatty(self):
+        return False
+
+    def read(self, size=-1):
+        raise StdinNotImplementedError("sys.stdin: " + _NO_INPUT)
+
+    readline = read
+
+    def readlines(self, hint=-1):
+        raise StdinNotImplementedError("sys.stdin: " + _NO_INPUT)
+
+    def __iter__(self):
+        raise StdinNotImplementedError("sys.stdin: " + _NO_INPUT)
+
+
+_STDIN = _NoStdin()
+
+
+def _no_getpass(prompt="Password: ", stream=None):
+    raise StdinNotImplementedError("getpass(): " + _NO_INPUT)
+
+
+def _patch_getpass(module):
+    module.getpass = lambda prompt="Password: ", stream=None: (
+        _ask_getpass(prompt) if _asking else _no_getpass())
+
+
+_getpass_hooked = False
+
+
+PROMPT_MAX = 1024   # characters of a prompt sent (the host bounds it too)
+_asking = False    # the running cell may ask terp's user (exec's "stdin")
+
+
+def _ask(prompt, password=False):
+    """Jupyter's stdin request: the prompt goes to terp, which asks its
+    user on the input line; the reply is the line. Ctrl-C there
+    interrupts the cell (KeyboardInterrupt out of the read), Ctrl-D is
+    EOFError, a refusal (terp cannot ask now) is one line."""
+    if not _asking:
+        raise StdinNotImplementedError(_NO_INPUT)
+    _flush()
+    send({"ev": "input", "id": _cur_cell, "prompt": str(prompt)[:PROMPT_MAX],
+          "password": bool(password)})
+    parts = []
+    while True:
+        data = os.read(CIN, 1 << 16)
+        if not data:
+            raise EOFError("terp closed the channel")
+        nl = data.find(b"\n")
+        if nl < 0:
+            parts.append(data)
+            continue
+        parts.append(data[:nl])
+        try:
+            reply = _loads(b"".join(parts))
+        except Exception:
+            reply = None
+        if not isinstance(reply, dict) or reply.get("op") != "input_reply":
+            parts = [data[nl + 1:]]
+            continue
+        if reply.get("eof"):
+            raise EOFError("EOF when reading a line")
+        if isinstance(reply.get("error"), str):
+            raise StdinNotImplementedError(reply["error"])
+        return str(reply.get("value", ""))
+
+
+def _ask_input(prompt=""):
+    return _ask(prompt)
+
+
+def _ask_getpass(prompt="Password: ", stream=None):
+    return _ask(prompt, True)
+
+
+class _AskStdin(_NoStdin):
+    """sys.stdin of a cell that may ask: a read is one line asked for."""
+
+    def read(self, size=-1):
+        return _ask("") + "\n"
+
+    readline = read
+
+    def readlines(self, hint=-1):
+        return [self.readline()]
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        return self.readline()
+
+
+_ASK_STDIN = _AskStdin()
+
+
+def _install_input(asking=False):
+    """Before every cell (a cell may have replaced them): input(),
+    sys.stdin and getpass.getpass ask terp's user when asking (exec's
+    "stdin"), else refuse at once."""
+    global _getpass_hooked, _asking
+    _asking = bool(asking)
+    builtins.input = _ask_input if _asking else _no_input
+    sys.stdin = sys.__stdin__ = _ASK_STDIN if _asking else _STDIN
+    if "getpass" in sys.modules:
+        _patch_getpass(sys.modules["getpass"])
+    elif not _getpass_hooked:
+        _getpass_hooked = True
+        sys.meta_path.insert(0, _AfterImport("getpass", _patch_getpass))
+
+
 # ---------------------------------------------------------------- figures
 
 _patched = False
@@ -1818,7 +1957,7 @@ def _compile_cell(code, fname):
     return compile(tree, fname, "exec"), last
 
 
-def _run(cell, code):
+def _run(cell, code, asking=False):
     global _running, _cur_cell
     _cur_cell = cell
     fname = "<cell %d>" % cell
@@ -1827,6 +1966,7 @@ def _run(cell, code):
     status = "ok"
     err = None
     _restore_stdio()
+    _install_input(asking)
     _patch_pyplot()
     _site_before_cell()
     _told.clear()
@@ -2017,7 +2157,7 @@ def main():
         cid = cid if type(cid) is int else 0
         try:
             if op == "exec":
-                _run(cid, str(cmd.get("code", "")))
+                _run(cid, str(cmd.get("code", "")), cmd.get("stdin") is True)
             elif op == "reset":
                 ns = _fresh_namespace()
                 plt = _pyplot()

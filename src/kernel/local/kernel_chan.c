@@ -41,6 +41,7 @@ kernel_chan_attach(struct kernel_chan *c, int fd)
 	kernel_chan_detach(c);
 	buf_reset(&c->q);
 	c->off = 0;
+	c->written = c->queued;
 	c->fd = fd;
 	/* Paused until a command waits (events 0); see chan_flush. */
 	loop_watch(c->loop, fd, 0, chan_on_writable, c);
@@ -71,6 +72,7 @@ chan_flush(struct kernel_chan *c)
 		ssize_t n = write(c->fd, c->q.data + c->off, c->q.len - c->off);
 		if (n > 0) {
 			c->off += (size_t)n;
+			c->written += (unsigned long long)n;
 			continue;
 		}
 		if (n < 0 && errno == EINTR)
@@ -118,6 +120,19 @@ kernel_chan_send(struct kernel_chan *c, const struct cJSON *cmd)
 	free(s);
 	if (rc < 0)
 		return -1;
+	c->queued += len + 1;
 	chan_flush(c);
 	return 0;
+}
+
+unsigned long long
+kernel_chan_queued(const struct kernel_chan *c)
+{
+	return c->queued;
+}
+
+int
+kernel_chan_out(const struct kernel_chan *c, unsigned long long mark)
+{
+	return c->written >= mark;
 }

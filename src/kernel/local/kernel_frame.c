@@ -102,6 +102,7 @@ static const struct {
 	{ "reset", KF_RESET },
 	{ "pong", KF_PONG },
 	{ "installed", KF_INSTALLED },
+	{ "input", KF_INPUT },
 };
 
 static const char *
@@ -161,6 +162,10 @@ kframe_parse(const char *line, size_t len, struct kframe *f, const char **why)
 	f->reason = str_field(j, "reason");
 	if ((f->data = str_field(j, "data")) != NULL)
 		f->data_len = strlen(f->data);
+	if (f->type == KF_INPUT) {
+		f->prompt = str_field(j, "prompt");
+		f->password = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "password"));
+	}
 	if (f->type == KF_RESULT) {
 		status = str_field(j, "status");
 		f->value = str_field(j, "value");

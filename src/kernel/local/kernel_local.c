@@ -52,9 +52,13 @@
 #define DISK_EVERY_MAX	1000	/* ...and at most; 20 times a check's cost between */
 #define STRAY_WAIT_MS	2000	/* for processes killed at a cell's end to go */
 #define INSTALLED_MAX	256	/* packages one "installed" frame may name */
+#define INPUT_MAX	1000	/* input requests one cell may make */
+#define INPUT_PROMPT_SHOWN 200	/* bytes of a prompt passed on (cut there) */
+#define INPUT_REPLY_MAX	(64u << 10)	/* bytes of a line sent back */
 
 struct pending {
 	int		 n;
+	int		 input;		/* may ask for input (kernel_set_input) */
 	char		*code;
 	struct pending	*next;
 };
@@ -98,6 +102,11 @@ struct klocal {
 	uint64_t		 timeout_timer, grace_timer;
 	enum stop_cause		 stop;
 	struct pending		*queue;
+	/* input(): whether cells queued now may ask, whether the running
+	 * one may, its request waiting for kernel_input_reply, and how
+	 * many it made (each frame may be forged: bounded). */
+	int			 input_allow, cur_input, input_open, input_count;
+	unsigned long long	 exec_end;	/* kernel_chan_queued after its exec */
 
 	struct kernel_artifacts	*art;		/* the artifacts cells save */
 
@@ -164,7 +173,9 @@ chan_broken(void *arg)
 static int
 cell_unsent(const struct klocal *k)
 {
-	return k->cur != 0 && kernel_chan_pending(&k->chan) > 0;
+	/* by the exec command's own end: answers to input requests may
+	 * wait behind it (kernel_chan_out) */
+	return k->cur != 0 && !kernel_chan_out(&k->chan, k->exec_end);
 }
 
 /* Ends the whole sandbox: closing the launcher's life pipe makes it kill
@@ -1079,6 +1090,77 @@ on_installed(struct klocal *k, const struct kframe *f)
 	}
 }
 
+static void
+input_answer(struct klocal *k, const char *value, const char *error, int eof)
+{
+	cJSON *cmd = cJSON_CreateObject();
+
+	cJSON_AddStringToObject(cmd, "op", "input_reply");
+	cJSON_AddNumberToObject(cmd, "id", k->cur);
+	if (eof)
+		cJSON_AddTrueToObject(cmd, "eof");
+	else if (error != NULL)
+		cJSON_AddStringToObject(cmd, "error", error);
+	else
+		cJSON_AddStringToObject(cmd, "value", value);
+	if (kernel_chan_send(&k->chan, cmd) < 0)
+		kill_sandbox(k, xasprintf("the sandbox stopped reading terp's commands (over %u MiB waiting)",
+		    KERNEL_CHAN_MAX >> 20), 0);
+	cJSON_Delete(cmd);
+}
+
+/* {"ev":"input","id":N,"prompt":...,"password":bool}: the running cell
+ * asks for a line (input(), sys.stdin, getpass). Asked of the frontend
+ * only when terp let this cell ask, one request at a time and at most
+ * INPUT_MAX per cell; the prompt is cut and made safe to show. Beyond
+ * those a request is refused with one line the cell raises, and from a
+ * cell that may not ask (whose driver raises by itself) it is ignored. */
+static void
+on_input(struct klocal *k, const struct kframe *f)
+{
+	char *prompt;
+	size_t n;
+
+	/* A driver that may not ask raises by itself: this one is forged. */
+	if (!k->cur_input || k->cb.input == NULL)
+		return;
+	if (k->input_open || k->input_count >= INPUT_MAX) {
+		/* The driver's own request comes when it has read all terp
+		 * sent: with a backlog, nobody waits for the answer. */
+		if (kernel_chan_pending(&k->chan) == 0)
+			input_answer(k, NULL, k->input_open ? "an input request is already open" :
+			    "too many input requests in one cell", 0);
+		return;
+	}
+	k->input_open = 1;
+	k->input_count++;
+	n = f->prompt ? strlen(f->prompt) : 0;
+	if (n > INPUT_PROMPT_SHOWN)
+		n = utf8_complete_prefix(f->prompt, INPUT_PROMPT_SHOWN);
+	prompt = sanitize_str(f->prompt ? f->prompt : "", n, 0);
+	k->cb.input(k->arg, k->cur, prompt, f->password);
+	free(prompt);
+}
+
+void
+klocal_set_input(struct klocal *k, int allow)
+{
+	k->input_allow = allow != 0;
+}
+
+int
+klocal_input_reply(struct klocal *k, int cell, const char *line)
+{
+	if (k->cur == 0 || cell != k->cur || !k->input_open)
+		return -1;
+	k->input_open = 0;
+	if (line != NULL && strlen(line) > INPUT_REPLY_MAX)
+		input_answer(k, NULL, "the line typed is too long", 0);
+	else
+		input_answer(k, line, NULL, line == NULL);
+	return 0;
+}
+
 /* One line from the driver. Order is checked here: "ready" only while
  * starting, "result" and "artifact" only for the running cell (by id),
  * "chunk" and "artifact_end" only inside an artifact; anything else is
@@ -1132,6 +1214,10 @@ handle_frame(struct klocal *k, const char *line, size_t len)
 	case KF_INSTALLED:
 		if (k->cur != 0 && !cell_unsent(k) && f.has_id && f.id == k->cur)
 			on_installed(k, &f);
+		break;
+	case KF_INPUT:
+		if (k->cur != 0 && !cell_unsent(k) && f.has_id && f.id == k->cur)
+			on_input(k, &f);
 		break;
 	default:
 		break;	/* "reset", "pong" and unknown events need nothing */
@@ -1300,6 +1386,10 @@ kernel_next(struct klocal *k)
 	cJSON_AddStringToObject(cmd, "op", "exec");
 	cJSON_AddNumberToObject(cmd, "id", p->n);
 	cJSON_AddStringToObject(cmd, "code", p->code);
+	if (p->input)
+		cJSON_AddTrueToObject(cmd, "stdin");
+	k->cur_input = p->input;
+	k->input_open = k->input_count = 0;
 	/* The clock runs from the queueing, not from when the driver takes
 	 * the cell: a driver that never takes it times out all the same. */
 	if (k->o->timeout_ms > 0)
@@ -1307,6 +1397,7 @@ kernel_next(struct klocal *k)
 	if (kernel_chan_send(&k->chan, cmd) < 0)
 		kill_sandbox(k, xasprintf("the sandbox stopped reading terp's commands (over %u MiB waiting)",
 		    KERNEL_CHAN_MAX >> 20), 0);
+	k->exec_end = kernel_chan_queued(&k->chan);
 	cJSON_Delete(cmd);
 	free(p->code);
 	free(p);
@@ -1333,6 +1424,7 @@ klocal_run(struct klocal *k, int n, const char *code, char **err)
 	}
 	p = xcalloc(1, sizeof *p);
 	p->n = n;
+	p->input = k->input_allow && k->cb.input != NULL;
 	p->code = xstrdup(code);
 	for (pp = &k->queue; *pp; pp = &(*pp)->next)
 		;
@@ -1669,6 +1761,8 @@ static char *lo_session(const void *b) { (void)b; return xstrdup(""); }
 static const char *lo_python_info(const void *b) { return klocal_python_info(b); }
 static int lo_python_charts(const void *b) { return klocal_python_charts(b); }
 static char *lo_python_label(const void *b) { return klocal_python_label(b); }
+static void lo_set_input(void *b, int allow) { klocal_set_input(b, allow); }
+static int lo_input_reply(void *b, int cell, const char *line) { return klocal_input_reply(b, cell, line); }
 static int lo_allow(void *b, const char *s, char **err) { return klocal_egress_allow(b, s, err); }
 static int lo_deny(void *b, const char *s, char **err) { return klocal_egress_deny(b, s, err); }
 
@@ -1679,4 +1773,5 @@ const struct kernel_ops kernel_local_ops = {
 	.session = lo_session, .python_info = lo_python_info,
 	.python_charts = lo_python_charts, .python_label = lo_python_label,
 	.egress_allow = lo_allow, .egress_deny = lo_deny,
+	.set_input = lo_set_input, .input_reply = lo_input_reply,
 };
