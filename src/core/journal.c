@@ -50,6 +50,13 @@ struct journal {
 	 * by this journal (what the next one may keep bytes of); 0: none */
 	int		  sent_base;
 	int		  unsynced;	/* lines written since the last sync */
+	/* The file's length up to its last whole line: a failed write (a
+	 * full disk) is cut back to it, so no partial line is left for the
+	 * next one to be appended to (two records merged, both lost). */
+	off_t		  end;
+	int		  torn;		/* the cut failed: start the next line anew */
+	int		  lost;		/* a line could not be written: disk full */
+	int		  again;	/* then one could: not told yet */
 	char		 *failed;
 	char		 *remote;	/* the last "remote" line: "SANDBOX\nSESSION" */
 };
@@ -78,6 +85,18 @@ sync_now(struct journal *j)
 	return 0;
 }
 
+/* Where the file ends (after opening it): its last line is whole. */
+static int
+note_end(struct journal *j)
+{
+	struct stat st;
+
+	if (fstat(j->fd, &st) < 0)
+		return -1;
+	j->end = st.st_size;
+	return 0;
+}
+
 /* Writes o as one line with one write(2) (write_all only loops on a
  * short write) and frees it; syncs when asked. */
 static int
@@ -88,16 +107,35 @@ put(struct journal *j, cJSON *o, int sync)
 
 	cJSON_AddNumberToObject(o, "ts", (double)wall_ms());
 	buf_init(&b, (size_t)-1 / 2);
-	if (json_text(&b, o) < 0 || buf_addc(&b, '\n') < 0)
+	if ((j->fd >= 0 && j->torn && buf_addc(&b, '\n') < 0) ||
+	    json_text(&b, o) < 0 || buf_addc(&b, '\n') < 0)
 		fatal("out of memory (journal line)");
 	cJSON_Delete(o);
 	if (j->fd >= 0)
 		j->unsynced = 1;	/* a short write too: what went, syncs */
 	if (j->fd < 0 || write_all(j->fd, b.data, b.len) < 0) {
+		int e = errno;
+
 		fail(j, "write");
 		rc = -1;
-	} else if (sync && sync_now(j) < 0) {
-		rc = -1;
+		/* space may come back; other errors (EFBIG, EIO) stay, and
+		 * what fits in between is not "saved again" */
+		if (e == ENOSPC || e == EDQUOT)
+			j->lost = 1;
+		/* what went of the line goes; if that fails too, the next
+		 * line begins with a newline (the loader skips the part) */
+		if (j->fd >= 0)
+			j->torn = ftruncate(j->fd, j->end) < 0;
+	} else {
+		j->end += (off_t)b.len;
+		/* after a part left behind, the file's end is known again
+		 * only from the file */
+		if (!j->torn || note_end(j) == 0) {
+			j->again |= j->lost;
+			j->lost = j->torn = 0;
+		}
+		if (sync && sync_now(j) < 0)
+			rc = -1;
 	}
 	buf_free(&b);
 	return rc;
@@ -603,6 +641,17 @@ journal_failed(const struct journal *j)
 	return j->failed;
 }
 
+int
+journal_saved_again(struct journal *j)
+{
+	if (!j->again)
+		return 0;
+	j->again = 0;
+	free(j->failed);	/* a later failure is told again */
+	j->failed = NULL;
+	return 1;
+}
+
 /* ---- opening ------------------------------------------------------ */
 
 static struct journal *
@@ -686,6 +735,7 @@ journal_create(const char *sessions_dir, const char *given_id,
 		journal_free(j);
 		return NULL;
 	}
+	j->end = 0;
 	o = rec("meta");
 	cJSON_AddNumberToObject(o, "v", JOURNAL_VERSION);
 	cJSON_AddStringToObject(o, "id", j->id);
@@ -753,6 +803,11 @@ journal_reopen(const char *sessions_dir, const char *id, struct notebook *nb,
 		return NULL;
 	}
 	close(rfd);
+	if (note_end(j) < 0) {
+		*err = xasprintf("cannot read %s: %s", j->path, strerror(errno));
+		journal_free(j);
+		return NULL;
+	}
 	/* the loaded cells' output is in the file already */
 	for (int n = 1; n <= notebook_ncells(nb); n++) {
 		uint64_t *lg = logged(j, n);

@@ -296,11 +296,38 @@ legacy_msg(const cJSON *o, struct notebook *nb, char **pending)
 	return -1;
 }
 
+/* A cell whose own record was damaged (or never reached the disk, as
+ * on a full disk) leaves a gap: it comes back as a stand-in, so the
+ * records of the cells after it still fit (one damaged line costs that
+ * cell's code, not every later cell). Numbers further ahead than
+ * GAP_MAX are taken as damage themselves. */
+#define GAP_MAX	1000
+
+static void
+stand_in(struct notebook *nb, int upto)
+{
+	while (notebook_ncells(nb) < upto)
+		notebook_add_cell(nb, CELL_BY_MODEL, "# terp: this cell's record "
+		    "in the journal was damaged; its code is lost", NULL);
+}
+
+/* The cell records other than its own ("out", "result") refer to: the
+ * one after the last loaded stands in for a damaged cell record. */
+static struct cell *
+cell_of(struct notebook *nb, const cJSON *o)
+{
+	int n = (int)jnum(o, "c", 0);
+
+	if (n == notebook_ncells(nb) + 1)
+		stand_in(nb, n);
+	return notebook_cell(nb, n);
+}
+
 /* A cell's result record, with the tails of streams cut in between. */
 static int
 apply_result(const cJSON *o, struct notebook *nb, struct journal_meta *m)
 {
-	struct cell *c = notebook_cell(nb, (int)jnum(o, "c", 0));
+	struct cell *c = cell_of(nb, o);
 	int status = cell_status_parse(journal_str(o, "status"));
 	const cJSON *tl;
 	struct cell_result r = {
@@ -381,8 +408,11 @@ static int
 rec_cell(const cJSON *o, struct notebook *nb)
 {
 	const char *by = journal_str(o, "by");
+	double n = jnum(o, "n", 0);
 
-	if ((int)jnum(o, "n", 0) != notebook_ncells(nb) + 1)
+	if (n > notebook_ncells(nb) + 1 && n <= notebook_ncells(nb) + 1 + GAP_MAX)
+		stand_in(nb, (int)n - 1);
+	if ((int)n != notebook_ncells(nb) + 1)
 		return -1;
 	notebook_add_cell(nb, by && strcmp(by, "user") == 0 ? CELL_BY_USER :
 	    CELL_BY_MODEL, journal_str(o, "code"), journal_str(o, "call"));
@@ -393,7 +423,7 @@ static int
 rec_out(const cJSON *o, struct notebook *nb)
 {
 	int s = (int)jnum(o, "s", -1);
-	struct cell *c = notebook_cell(nb, (int)jnum(o, "c", 0));
+	struct cell *c = cell_of(nb, o);
 	size_t len;
 	char *p;
 
@@ -648,6 +678,64 @@ apply(const cJSON *o, struct notebook *nb, struct journal_meta *m, int first,
 	return 0;
 }
 
+/* Whether call id is among the calls of msg (an assistant message) and
+ * no result for it came yet in msgs[from, to). */
+static int
+call_open(const cJSON *msgs, const cJSON *msg, int from, int to, const char *id)
+{
+	const cJSON *call;
+	int found = 0;
+
+	cJSON_ArrayForEach(call, cJSON_GetObjectItemCaseSensitive(msg, "tool_calls")) {
+		const char *cid = journal_str(call, "id");
+		if (cid != NULL && strcmp(cid, id) == 0)
+			found = 1;
+	}
+	for (int t = from; t < to && found; t++) {
+		const char *tid = journal_str(cJSON_GetArrayItem(msgs, t), "tool_call_id");
+		if (tid != NULL && strcmp(tid, id) == 0)
+			found = 0;	/* answered already: a second is an orphan */
+	}
+	return found;
+}
+
+/* A damaged reply line leaves its tool results without their call,
+ * which the providers refuse (400 on every later request). Each such
+ * orphan becomes, in its place, a user message telling the model what
+ * it held: the conversation stays valid and the message indexes the
+ * journal's later records use stay right. Done again at every load (the
+ * file keeps the records as they were). */
+static void
+repair_orphans(struct notebook *nb)
+{
+	cJSON *msgs = notebook_messages(nb);
+	int n = cJSON_GetArraySize(msgs), start = -1;
+
+	for (int i = 0; i < n; i++) {
+		cJSON *msg = cJSON_GetArrayItem(msgs, i);
+		const char *id = journal_str(msg, "tool_call_id");
+		cJSON *note;
+		char *text;
+
+		if (!is_role(msg, "tool")) {
+			start = is_role(msg, "assistant") ? i : -1;
+			continue;
+		}
+		if (id != NULL && start >= 0 &&
+		    call_open(msgs, cJSON_GetArrayItem(msgs, start), start + 1, i, id))
+			continue;
+		text = xasprintf("(terp: the reply that made a tool call was damaged in "
+		    "the journal and is lost; the call's result was:)\n%s",
+		    journal_str(msg, "content") ? journal_str(msg, "content") : "");
+		note = cJSON_CreateObject();
+		cJSON_AddStringToObject(note, "role", "user");
+		cJSON_AddStringToObject(note, "content", text);
+		free(text);
+		notebook_replace_message(nb, i, note);
+		start = -1;	/* a tool message after a user one is an orphan */
+	}
+}
+
 /* After a crash: a cell that never got its result was interrupted, and
  * a tool call without a result gets one right after the recorded
  * results, so the provider accepts the conversation. The indexes of
@@ -669,6 +757,7 @@ repair(struct notebook *nb, struct journal_meta *m)
 			notebook_cell_result(nb, i, &r);
 		}
 	}
+	repair_orphans(nb);
 	for (int i = 0; i < n; ) {
 		cJSON *msg = cJSON_GetArrayItem(msgs, i);
 		const cJSON *calls = cJSON_GetObjectItemCaseSensitive(msg,
