@@ -803,7 +803,16 @@ make_session(struct cli *c)
 	 * search (0711), or the sandbox's folders move to /var/lib/terp. */
 	if (mkdir_p(c->sessions_dir, getuid() == 0 ? 0711 : 0700) < 0 ||
 	    (mkdir(c->session_dir, 0700) < 0 && errno != EEXIST)) {
-		fprintf(stderr, "terp: cannot create %s: %s\n", c->session_dir, strerror(errno));
+		int e = errno;
+		char *home = user_home();
+		struct stat st;
+
+		if (home != NULL && stat(home, &st) < 0)
+			fprintf(stderr, "terp: cannot save the session: the home folder %s does "
+			    "not exist (terp does not create it; set XDG_STATE_HOME or HOME)\n", home);
+		else
+			fprintf(stderr, "terp: cannot create %s: %s\n", c->session_dir, strerror(e));
+		free(home);
 		return -1;
 	}
 	c->kopts.session_dir = c->session_dir;

@@ -853,11 +853,17 @@ scan(const char *path, struct notebook *nb, struct journal_meta *m, char **err)
 
 	memset(m, 0, sizeof *m);
 	m->live_from = 1;
-	if ((ls.fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) < 0 ||
+	/* O_NONBLOCK: a FIFO in a journal's place must not hang a listing */
+	if ((ls.fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)) < 0 ||
 	    fstat(ls.fd, &st) < 0) {
 		*err = xasprintf("cannot read %s: %s", path, strerror(errno));
 		if (ls.fd >= 0)
 			close(ls.fd);
+		return -1;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		*err = xasprintf("cannot read %s: not a regular file", path);
+		close(ls.fd);
 		return -1;
 	}
 	m->last_active = (int64_t)st.st_mtim.tv_sec;

@@ -260,3 +260,91 @@ def test_full_disk_mid_session_then_space_again(env, tmp_path):
     with open(tmp_path / "out.md") as f:
         md = f.read()
     assert "print('last')" in md and "last\n" in md, md
+
+
+# ---- item 1: no HOME, or a home that does not exist --------------------
+
+def namespace_with_tmp(body, env, timeout=120):
+    """body (sh) run with a fresh tmpfs on /tmp in a private mount
+    namespace: what it plants there and what terp makes there vanish
+    with it. Its stdout comes back (the test's own /tmp is hidden)."""
+    script = 'mount -t tmpfs tmpfs /tmp || { echo "MOUNT FAILED"; exit 97; }; cd /tmp; ' + body
+    e = dict(env)
+    e["TERPB"] = TERP
+    p = in_namespace(script, e, "/", timeout=timeout)
+    assert p.returncode != 97, "cannot mount a tmpfs on /tmp in a private mount namespace: " + \
+        p.stdout + p.stderr
+    return p
+
+
+def test_home_unset_takes_no_config_from_tmp(env):
+    """As root with HOME unset, a /tmp/.config/terp/config planted by
+    another user is not read (its api_key_cmd not run), and nothing is
+    written under /tmp."""
+    body = ('mkdir -p /tmp/.config/terp; '
+            'printf "provider = openai\\nmodel = x\\nbase_url = http://127.0.0.1:9/v1\\n'
+            'api_key_cmd = touch /tmp/PWNED; echo k\\n" > /tmp/.config/terp/config; '
+            'chown -R 4321:4321 /tmp/.config; '
+            'env -u HOME -u XDG_CONFIG_HOME -u XDG_STATE_HOME PATH=/usr/bin:/bin '
+            '"$TERPB" -p hi; echo "rc=$?"; '
+            'ls -a /tmp; test -e /tmp/PWNED && echo RAN-PLANTED-COMMAND; true')
+    p = namespace_with_tmp(body, env)
+    assert "RAN-PLANTED-COMMAND" not in p.stdout, p.stdout + p.stderr
+    listing = p.stdout.split("rc=")[1].split()[1:]
+    assert sorted(listing) == [".", "..", ".config"], p.stdout
+
+
+def test_config_of_another_user_is_refused(env, tmp_path):
+    """A config file that another user owns, or that others can write, is
+    refused with one line naming it (as ssh refuses such a config)."""
+    need_root()
+    cfg = tmp_path / "config" / "terp"
+    cfg.mkdir(parents=True)
+    (cfg / "config").write_text("api_key_cmd = touch %s/PWNED; echo k\n" % tmp_path)
+    os.chown(cfg / "config", 4321, 4321)
+    r = run(env, tmp_path, "-p", "hi", "--provider", "openai", "--model", "x",
+            "--base-url", "http://127.0.0.1:9/v1")
+    assert not (tmp_path / "PWNED").exists()
+    assert r.returncode != 0 and "owned by another user" in r.stderr, r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1, r.stderr
+    os.chown(cfg / "config", 0, 0)
+    os.chmod(cfg / "config", 0o666)
+    r = run(env, tmp_path, "-p", "hi", "--provider", "openai", "--model", "x",
+            "--base-url", "http://127.0.0.1:9/v1")
+    assert not (tmp_path / "PWNED").exists()
+    assert "writable by other users" in r.stderr, r.stderr
+
+
+def test_missing_home_is_not_created(env):
+    body = ('env -u XDG_CONFIG_HOME -u XDG_STATE_HOME HOME=/tmp/nohome PATH=/usr/bin:/bin '
+            '"$TERPB" exec -c "print(1)"; echo "rc=$?"; '
+            'test -e /tmp/nohome && echo HOME-CREATED; true')
+    p = namespace_with_tmp(body, env)
+    assert "HOME-CREATED" not in p.stdout, p.stdout + p.stderr
+    assert "rc=0" not in p.stdout
+    assert "home folder /tmp/nohome does not exist" in p.stderr, p.stderr
+
+
+# ---- item 10: FIFOs where terp reads files -----------------------------
+
+def test_fifo_as_journal_or_config_does_not_hang(env, tmp_path):
+    sid, path = five_cells(env, tmp_path)
+    os.unlink(path)
+    os.mkfifo(path)
+    for args in (["--list"], ["--export", sid, str(tmp_path / "x.md")],
+                 ["exec", "--resume", sid, "-c", "print(1)"]):
+        try:
+            r = run(env, tmp_path, *args, timeout=30)
+        except subprocess.TimeoutExpired:
+            pytest.fail("terp %s hangs on a FIFO journal" % " ".join(args))
+        if args[0] != "--list":
+            assert r.returncode != 0 and "not a regular file" in r.stderr, (args, r.stderr)
+    os.unlink(path)
+    cfg = tmp_path / "config" / "terp"
+    cfg.mkdir(parents=True)
+    os.mkfifo(cfg / "config")
+    try:
+        r = run(env, tmp_path, "exec", "-c", "print(1)", timeout=30)
+    except subprocess.TimeoutExpired:
+        pytest.fail("terp exec hangs on a FIFO config file")
+    assert r.returncode != 0 and "not a regular file" in r.stderr, r.stderr
