@@ -839,8 +839,35 @@ check_sandbox(struct cli *c)
 	return 0;
 }
 
+/* The output's last bytes and its close, checked (as cat and jq do): an
+ * answer cut by a full disk, or /dev/full as stdout, is one line on
+ * stderr and a non-zero status, never exit 0. Returns rc, or 1 for a
+ * run that had gone well but whose output was lost. */
+static int
+finish_stdout(int rc)
+{
+	int failed = ferror(stdout);
+
+	errno = 0;
+	if (fclose(stdout) != 0)
+		failed = 1;
+	if (!failed)
+		return rc;
+	fprintf(stderr, "terp: cannot write the output: %s\n",
+	    errno != 0 ? strerror(errno) : "write error");
+	return rc != 0 ? rc : 1;
+}
+
+static int run_main(int argc, char **argv);
+
 int
 main(int argc, char **argv)
+{
+	return finish_stdout(run_main(argc, argv));
+}
+
+static int
+run_main(int argc, char **argv)
 {
 	struct cli c;
 	char *err = NULL;

@@ -348,3 +348,23 @@ def test_fifo_as_journal_or_config_does_not_hang(env, tmp_path):
     except subprocess.TimeoutExpired:
         pytest.fail("terp exec hangs on a FIFO config file")
     assert r.returncode != 0 and "not a regular file" in r.stderr, r.stderr
+
+
+# ---- item 9: every write to stdout checked ----------------------------
+
+def to_dev_full(env, cwd, *args):
+    with open("/dev/full", "w") as full:
+        p = subprocess.run([TERP, *map(str, args)], stdout=full, stderr=subprocess.PIPE,
+                           text=True, env=env, cwd=cwd, timeout=120, errors="replace")
+    return p
+
+
+def test_dev_full_as_stdout_is_an_error(model, menv, tmp_path):
+    flags, _ = model([answer("The answer is " + "long " * 2000)])
+    cases = [[*flags, "-p", "q?"], ["exec", "-c", "print('x' * 100000)"],
+             ["exec", "--json", "-c", "print(1)"], ["--list"]]
+    for args in cases:
+        p = to_dev_full(menv, tmp_path, *args)
+        assert p.returncode != 0, (args, p.stderr)
+        lines = [l for l in p.stderr.splitlines() if "cannot write the output" in l]
+        assert len(lines) == 1, (args, p.stderr)
