@@ -18,6 +18,7 @@
 #include "terp/kernel_ssh.h"
 #include "terp/serve.h"
 #include "terp/store.h"
+#include "terp/sanitize.h"
 #include "terp/util.h"
 #include "terp/tui.h"
 #include "terp/tui_theme.h"
@@ -246,14 +247,46 @@ opt_long(const char *name, const char *v, long min)
 	return n;
 }
 
-static char *
-read_stdin(void)
+/* What goes to the model or the sandbox is JSON text: UTF-8 without
+ * NUL. Anything else is refused in one line saying where (a Latin-1
+ * file would otherwise be a request body the API cannot parse, and a
+ * NUL would cut the text there without a word). */
+static void
+check_text(const char *what, const char *s, size_t n)
 {
-	char *s = read_file("/dev/stdin", STDIN_MAX, NULL);
+	for (size_t i = 0; i < n; ) {
+		unsigned cp;
+		size_t k;
+
+		if (s[i] == '\0') {
+			fprintf(stderr, "terp: %s holds a NUL byte at offset %zu: not "
+			    "sent\n", what, i);
+			exit(2);
+		}
+		if ((unsigned char)s[i] < 0x80) {
+			i++;
+			continue;
+		}
+		if ((k = utf8_decode(s + i, n - i, &cp)) == 0) {
+			fprintf(stderr, "terp: %s is not valid UTF-8 (byte 0x%02x at "
+			    "offset %zu; Latin-1? convert it first, e.g. iconv -f "
+			    "latin1 -t utf-8)\n", what, (unsigned char)s[i], i);
+			exit(2);
+		}
+		i += k;
+	}
+}
+
+static char *
+read_stdin(const char *what)
+{
+	size_t len;
+	char *s = read_file("/dev/stdin", STDIN_MAX, &len);
 	if (s == NULL) {
 		fprintf(stderr, "terp: cannot read stdin: %s\n", strerror(errno));
 		exit(2);
 	}
+	check_text(what, s, len);
 	return s;
 }
 
@@ -619,20 +652,21 @@ parse(struct cli *c, int argc, char **argv)
 	}
 	for (int i = 0; i < c->nprompts; i++) {
 		if (strcmp(c->prompts[i], "-") == 0) {
-			char *q = read_stdin();
+			char *q = read_stdin("the question on stdin");
 			size_t n = strlen(q);
 			while (n > 0 && (q[n - 1] == '\n' || q[n - 1] == '\r' ||
 			    q[n - 1] == ' ' || q[n - 1] == '\t'))
 				q[--n] = '\0';
 			c->prompts[i] = q;
 		}
+		check_text("the question", c->prompts[i], strlen(c->prompts[i]));
 		if (c->prompts[i][strspn(c->prompts[i], " \t\r\n")] == '\0')
 			usage_error("%s: the question is empty", "-p");
 	}
 	if (c->mode == CLI_EXEC && c->ncells == 0 && !c->list && !c->delete_id &&
 	    !c->export_id) {
 		c->cells = xmalloc(sizeof *c->cells);
-		c->cells[c->ncells++] = read_stdin();
+		c->cells[c->ncells++] = read_stdin("the cell on stdin");
 	}
 }
 

@@ -368,3 +368,17 @@ def test_dev_full_as_stdout_is_an_error(model, menv, tmp_path):
         assert p.returncode != 0, (args, p.stderr)
         lines = [l for l in p.stderr.splitlines() if "cannot write the output" in l]
         assert len(lines) == 1, (args, p.stderr)
+
+
+# ---- item 6: a question that is not UTF-8, or holds a NUL -------------
+
+@pytest.mark.parametrize("raw, says", [(b"caf\xe9 prices?\n", "not valid UTF-8"),
+                                       (b"sum of a\x00 and b?\n", "NUL byte at offset 8")])
+def test_question_bytes_that_json_cannot_carry_are_refused(model, menv, tmp_path, raw, says):
+    flags, requests = model([answer("fine")])
+    p = subprocess.run([TERP, *flags, "-p", "-"], input=raw, capture_output=True, env=menv,
+                       cwd=tmp_path, timeout=120)
+    err = p.stderr.decode("utf-8", "replace")
+    assert p.returncode == 2 and says in err, err
+    assert len(err.strip().splitlines()) == 1, err
+    assert requests() == []
