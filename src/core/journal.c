@@ -434,6 +434,13 @@ journal_change(struct journal *j, const struct nb_change *ch)
 		cJSON_AddNumberToObject(o, "c", ch->artifact->cell);
 		add_str(o, "name", ch->artifact->name);
 		add_str(o, "path", ch->artifact->path);
+		/* a path relative to where terp ran: that folder too, so an
+		 * export or resume from elsewhere finds the file */
+		if (ch->artifact->path != NULL && ch->artifact->path[0] != '/') {
+			char *cwd = getcwd(NULL, 0);
+			add_str(o, "dir", cwd);
+			free(cwd);
+		}
 		cJSON_AddNumberToObject(o, "bytes", (double)ch->artifact->bytes);
 		break;
 	case NB_QUESTION:

@@ -434,13 +434,22 @@ rec_out(const cJSON *o, struct notebook *nb)
 	return 0;
 }
 
+/* The path is where terp copied the file; a relative one is taken
+ * from the folder terp ran in ("dir"; journals of before it had none:
+ * the path as it was). */
 static int
 rec_artifact(const cJSON *o, struct notebook *nb)
 {
-	if (journal_str(o, "name") == NULL || journal_str(o, "path") == NULL)
+	const char *path = journal_str(o, "path"), *dir = journal_str(o, "dir");
+	char *full;
+
+	if (journal_str(o, "name") == NULL || path == NULL)
 		return -1;
+	full = path[0] != '/' && dir != NULL && dir[0] == '/' ?
+	    xasprintf("%s/%s", dir, path) : xstrdup(path);
 	notebook_add_artifact(nb, (int)jnum(o, "c", 0), journal_str(o, "name"),
-	    journal_str(o, "path"), (uint64_t)jnum(o, "bytes", 0));
+	    full, (uint64_t)jnum(o, "bytes", 0));
+	free(full);
 	return 0;
 }
 

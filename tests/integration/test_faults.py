@@ -382,3 +382,32 @@ def test_question_bytes_that_json_cannot_carry_are_refused(model, menv, tmp_path
     assert p.returncode == 2 and says in err, err
     assert len(err.strip().splitlines()) == 1, err
     assert requests() == []
+
+
+# ---- item 2: artifacts found from any folder, or a loud failure ------
+
+CHART = ("import matplotlib\nmatplotlib.use('Agg')\nimport matplotlib.pyplot as plt\n"
+         "plt.plot([1, 3, 2])\nplt.savefig('/workspace/out/chart.png')\nprint('saved')")
+
+
+def test_export_from_another_folder_embeds_the_chart(env, tmp_path):
+    ran, elsewhere = tmp_path / "ran", tmp_path / "elsewhere"
+    ran.mkdir()
+    elsewhere.mkdir()
+    r = run(env, ran, "exec", "-c", CHART)
+    assert r.returncode == 0, r.stderr
+    sid, _ = journal_path(env)
+    r = run(env, elsewhere, "--export", sid, "s.ipynb")
+    assert r.returncode == 0, r.stderr
+    nb = json.loads((elsewhere / "s.ipynb").read_text())
+    outs = [o for c in nb["cells"] if c["cell_type"] == "code" for o in c["outputs"]]
+    assert any("image/png" in o.get("data", {}) for o in outs), outs
+    r = run(env, elsewhere, "--export", sid, "s.md")
+    assert r.returncode == 0, r.stderr
+    md = (elsewhere / "s.md").read_text()
+    assert "../ran/out/chart.png" in md, md
+    # the chart gone: the export says so and fails
+    os.unlink(ran / "out" / "chart.png")
+    r = run(env, elsewhere, "--export", sid, "t.ipynb")
+    assert r.returncode != 0 and "could not be embedded" in r.stderr, r.stderr
+    assert "chart.png" in r.stderr
