@@ -60,6 +60,10 @@ struct journal_meta {
 	 * line standing for one): the next one may be written as what is
 	 * new since (journal.c's put_sent). */
 	int			 sent_whole;
+	/* An answer's text streamed ("stream" lines) with no reply record
+	 * after it yet (the loader's, while it reads). */
+	char			*streamed;
+	size_t			 nstreamed;
 };
 
 /* Frees what meta holds (not meta itself) and zeroes it (journal_load.c). */

@@ -38,6 +38,8 @@
 #define JOURNAL_VERSION	2
 /* A request's new bytes up to this size are kept; more by hash. */
 #define SENT_BODY_MAX	(64u << 10)
+#define STREAM_MS	100	/* streamed text waits at most this long */
+#define LLM_STREAM_KEEP	(16u << 20)	/* a reply's text, at most (buf's cap) */
 
 struct journal {
 	char		 *id, *dir, *path;
@@ -58,7 +60,12 @@ struct journal {
 	int		  lost;		/* a line could not be written: disk full */
 	int		  again;	/* then one could: not told yet */
 	char		 *failed;
-	char		 *remote;	/* the last "remote" line: "SANDBOX\nSESSION" */
+	char		 *remote;
+	/* An answer's text as it streams, not yet journalled: written as
+	 * a "stream" record at each newline or every STREAM_MS, so a kill
+	 * -9 keeps what was shown; the reply record supersedes it. */
+	struct buf	  stream;
+	int64_t		  stream_ms;	/* when a stream record was last written */	/* the last "remote" line: "SANDBOX\nSESSION" */
 };
 
 static void
@@ -450,6 +457,7 @@ journal_change(struct journal *j, const struct nb_change *ch)
 		sync = 1;
 		break;
 	case NB_REPLY:
+		buf_reset(&j->stream);	/* the reply holds it all */
 		m = notebook_message(j->nb, ch->msg);
 		o = rec("reply");
 		add_str(o, "text", journal_str(m, "content"));
@@ -503,6 +511,25 @@ journal_change(struct journal *j, const struct nb_change *ch)
 		put(j, o, sync);
 }
 
+/* An answer's streamed text: kept until a newline or STREAM_MS since
+ * the last record, then written (one line per batch, not per token). */
+static void
+put_streamed(struct journal *j, const char *p, size_t n)
+{
+	int64_t now = (int64_t)wall_ms();
+	cJSON *o;
+
+	if (n == 0 || buf_add(&j->stream, p, n) < 0)
+		return;
+	if (memchr(p, '\n', n) == NULL && now - j->stream_ms < STREAM_MS)
+		return;
+	o = rec("stream");
+	add_bytes(o, j->stream.data, j->stream.len);
+	buf_reset(&j->stream);
+	j->stream_ms = now;
+	put(j, o, 0);
+}
+
 void
 journal_event(struct journal *j, const struct event *ev)
 {
@@ -532,6 +559,7 @@ journal_event(struct journal *j, const struct event *ev)
 		cJSON_AddNumberToObject(o, "n", ev->n);
 		break;
 	case EV_ERROR:
+		buf_reset(&j->stream);	/* no answer: the loader drops it too */
 		o = rec("error");
 		add_str(o, "text", ev->text);
 		cJSON_AddStringToObject(o, "kind", event_error_name(ev));
@@ -548,8 +576,11 @@ journal_event(struct journal *j, const struct event *ev)
 		/* a question's edge: what it wrote reaches the disk */
 		sync_now(j);
 		return;
+	case EV_TEXT:
+		put_streamed(j, ev->text, ev->len);
+		return;
 	case EV_CELL_START: case EV_STDOUT: case EV_STDERR: case EV_RESULT:
-	case EV_ARTIFACT: case EV_QUESTION: case EV_TEXT: case EV_TOOL_CALL:
+	case EV_ARTIFACT: case EV_QUESTION: case EV_TOOL_CALL:
 	case EV_USAGE: case EV_REQUEST: case EV_NET: case EV_PACKAGE:
 		/* notebook changes (journal_change), or in one: the reply
 		 * holds its text and its tool calls */
@@ -672,6 +703,7 @@ journal_alloc(const char *sessions_dir, const char *id, struct notebook *nb)
 	j->fd = -1;
 	j->nb = nb;
 	j->live_from = 1;
+	buf_init(&j->stream, LLM_STREAM_KEEP);
 	return j;
 }
 
@@ -686,6 +718,7 @@ journal_free(struct journal *j)
 	free(j->logged);
 	free(j->failed);
 	free(j->remote);
+	buf_free(&j->stream);
 	free(j);
 }
 

@@ -154,6 +154,7 @@ journal_meta_free(struct journal_meta *m)
 	free(m->egress);
 	free(m->remote_sandbox);
 	free(m->remote_session);
+	free(m->streamed);
 	memset(m, 0, sizeof *m);
 }
 
@@ -609,6 +610,44 @@ rec_meta(const cJSON *o, struct notebook *nb, struct journal_meta *m)
 	return 0;
 }
 
+/* An answer cut by a kill while it streamed: what had been shown comes
+ * back as the reply, marked as cut (the model sees the mark too). */
+static void
+streamed_cut(struct notebook *nb, struct journal_meta *m)
+{
+	char *text;
+
+	if (m->streamed == NULL || nb == NULL)
+		return;
+	text = xasprintf("%.*s\n\n[cut: terp stopped while this answer was "
+	    "streaming]", (int)(m->nstreamed > INT32_MAX ? INT32_MAX : m->nstreamed),
+	    m->streamed);
+	notebook_add_reply(nb, text, cJSON_CreateArray());
+	free(text);
+	free(m->streamed);
+	m->streamed = NULL;
+	m->nstreamed = 0;
+}
+
+/* A "stream" record: more of the answer's text. */
+static int
+rec_stream(const cJSON *o, struct journal_meta *m)
+{
+	size_t len;
+	char *p = get_bytes(o, &len);
+
+	if (p == NULL)
+		return -1;
+	if (m->nstreamed + len <= LINE_MAX_BYTES) {
+		m->streamed = xrealloc(m->streamed, m->nstreamed + len + 1);
+		memcpy(m->streamed + m->nstreamed, p, len);
+		m->nstreamed += len;
+		m->streamed[m->nstreamed] = '\0';
+	}
+	free(p);
+	return 0;
+}
+
 /* Applies one record, through the notebook's update functions as the
  * agent made the change. Returns 0, or -1 when it does not fit
  * (counted as skipped). nb may be NULL (listing: meta only). */
@@ -629,6 +668,18 @@ apply(const cJSON *o, struct notebook *nb, struct journal_meta *m, int first,
 		return first ? rec_meta(o, nb, m) : -1;
 	if (m->id == NULL)
 		return -1;	/* nothing counts before the meta line */
+	/* a streamed answer: superseded by its reply, dropped by a new turn
+	 * or an error, or cut when the session went on after it */
+	if (strcmp(t, "stream") == 0)
+		return nb != NULL ? rec_stream(o, m) : 0;
+	if (strcmp(t, "reply") == 0 || strcmp(t, "turn") == 0 ||
+	    strcmp(t, "error") == 0) {
+		free(m->streamed);
+		m->streamed = NULL;
+		m->nstreamed = 0;
+	} else if (strcmp(t, "question") == 0 || strcmp(t, "resume") == 0) {
+		streamed_cut(nb, m);
+	}
 	/* what a listing needs too */
 	if (strcmp(t, "question") == 0)
 		return rec_question(o, nb, m, legacy_q);
@@ -918,8 +969,10 @@ scan(const char *path, struct notebook *nb, struct journal_meta *m, char **err)
 		*err = xasprintf("%s is not a terp journal (no meta line)", path);
 		return -1;
 	}
-	if (nb != NULL)
+	if (nb != NULL) {
+		streamed_cut(nb, m);
 		repair(nb, m);
+	}
 	return 0;
 }
 

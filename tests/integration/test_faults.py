@@ -411,3 +411,43 @@ def test_export_from_another_folder_embeds_the_chart(env, tmp_path):
     r = run(env, elsewhere, "--export", sid, "t.ipynb")
     assert r.returncode != 0 and "could not be embedded" in r.stderr, r.stderr
     assert "chart.png" in r.stderr
+
+
+# ---- item 7: kill -9 while an answer streams ---------------------------
+
+@pytest.mark.parametrize("round_", range(3))
+def test_kill_9_while_the_answer_streams_keeps_what_was_shown(model, menv, tmp_path, round_):
+    """Seeded: the kill lands a random number of events after the second
+    line was shown; the resumed session has both lines, marked as cut."""
+    rnd = random.Random(SEED * 100 + round_)
+    text = "Line one of the answer.\nLine two of it.\n" + "more words " * 400
+    flags, _ = model([{"openai": {"text": text, "text_split": 7}, "chunk_delay": 0.005}])
+    p = subprocess.Popen([TERP, "--json", *flags, "-p", "Tell me."], stdout=subprocess.PIPE,
+                         stderr=subprocess.DEVNULL, env=menv, cwd=tmp_path, text=True)
+    shown, extra = "", rnd.randrange(0, 40)
+    try:
+        for line in p.stdout:
+            ev = json.loads(line)
+            if ev["type"] == "text":
+                shown += ev["delta"]
+                if "Line two of it.\n" in shown:
+                    if extra == 0:
+                        break
+                    extra -= 1
+        else:
+            pytest.fail("the answer ended before the kill: %r" % shown[-200:])
+    finally:
+        p.kill()
+        p.wait()
+        p.stdout.close()
+    sid, _ = journal_path(menv)
+    md = export_md(menv, tmp_path, sid)
+    assert "Line one of the answer.\nLine two of it." in md, md
+    assert "[cut: terp stopped while this answer was streaming]" in md, md
+    flags, requests = model([answer("again")])
+    r = run(menv, tmp_path, *flags, "--resume", sid, "-p", "go on?")
+    assert r.returncode == 0, r.stderr
+    (body,) = requests()
+    consistent(body)
+    assert any("Line two of it." in (m.get("content") or "") for m in body["messages"]
+               if m["role"] == "assistant")
