@@ -304,12 +304,30 @@ legacy_msg(const cJSON *o, struct notebook *nb, char **pending)
  * GAP_MAX are taken as damage themselves. */
 #define GAP_MAX	1000
 
+#define STAND_IN	"# terp: this cell's record in the journal was damaged; " \
+			"its code is lost"
+
 static void
 stand_in(struct notebook *nb, int upto)
 {
 	while (notebook_ncells(nb) < upto)
-		notebook_add_cell(nb, CELL_BY_MODEL, "# terp: this cell's record "
-		    "in the journal was damaged; its code is lost", NULL);
+		notebook_add_cell(nb, CELL_BY_MODEL, STAND_IN, NULL);
+}
+
+/* A cell record for a stand-in (one a damaged number in another record
+ * made early): the stand-in becomes that cell. The loader owns the
+ * notebook it builds; no observer watches it yet. */
+static int
+adopt(struct cell *c, const char *by, const char *code, const char *call)
+{
+	if (c == NULL || strcmp(c->code, STAND_IN) != 0)
+		return -1;
+	free(c->code);
+	c->code = xstrdup(code ? code : "");
+	free(c->tool_call_id);
+	c->tool_call_id = call ? xstrdup(call) : NULL;
+	c->author = by && strcmp(by, "user") == 0 ? CELL_BY_USER : CELL_BY_MODEL;
+	return 0;
 }
 
 /* The cell records other than its own ("out", "result") refer to: the
@@ -411,6 +429,9 @@ rec_cell(const cJSON *o, struct notebook *nb)
 	const char *by = journal_str(o, "by");
 	double n = jnum(o, "n", 0);
 
+	if (n >= 1 && n <= notebook_ncells(nb))
+		return adopt(notebook_cell(nb, (int)n), by, journal_str(o, "code"),
+		    journal_str(o, "call"));
 	if (n > notebook_ncells(nb) + 1 && n <= notebook_ncells(nb) + 1 + GAP_MAX)
 		stand_in(nb, (int)n - 1);
 	if ((int)n != notebook_ncells(nb) + 1)
