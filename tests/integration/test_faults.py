@@ -451,3 +451,35 @@ def test_kill_9_while_the_answer_streams_keeps_what_was_shown(model, menv, tmp_p
     consistent(body)
     assert any("Line two of it." in (m.get("content") or "") for m in body["messages"]
                if m["role"] == "assistant")
+
+
+# ---- item 11: the small ones ------------------------------------------
+
+def test_list_says_how_many_sessions_it_left_out(env, tmp_path):
+    sid, path = five_cells(env, tmp_path)
+    broken = os.path.join(sessions(env), "20200101-000000-dead")
+    os.makedirs(broken)
+    with open(os.path.join(broken, "notebook.jsonl"), "w") as f:
+        f.write("not a journal\n")
+    r = run(env, tmp_path, "--list")
+    assert r.returncode == 0 and sid in r.stdout, r.stderr
+    assert "1 session folder not listed" in r.stderr, r.stderr
+
+
+def test_a_fractional_time_limit_is_reported_as_given(env, tmp_path):
+    r = run(env, tmp_path, "exec", "--timeout", "0.5", "-c", "import time; time.sleep(5)")
+    assert r.returncode == 3, r.stderr
+    assert "time limit of 0.5 s" in r.stderr, r.stderr
+
+
+def test_a_huge_unknown_tool_name_is_capped(model, menv, tmp_path):
+    name = "x" * 100000
+    flags, requests = model([{"openai": {"tool_calls": [{"id": "c1", "name": name,
+                                                         "arguments": "{}"}]}},
+                             answer("ok")])
+    r = run(menv, tmp_path, *flags, "-p", "q?")
+    assert r.returncode == 0, r.stderr[-500:]
+    assert len(r.stderr) < 5000, len(r.stderr)
+    tool = [m for m in requests()[1]["messages"] if m["role"] == "tool"]
+    assert len(tool) == 1 and "unknown tool" in tool[0]["content"]
+    assert len(tool[0]["content"]) < 1000, len(tool[0]["content"])

@@ -1015,8 +1015,8 @@ on_result(struct klocal *k, const struct kframe *f)
 	if (r.ename && strcmp(r.ename, "KeyboardInterrupt") == 0 && k->stop != STOP_NONE) {
 		if (k->stop == STOP_TIMEOUT) {
 			r.status = CELL_TIMEOUT;
-			reason = xasprintf("the cell ran past its time limit of %lld s and was interrupted; the session kept its state",
-			    (long long)(k->o->timeout_ms / 1000));
+			reason = xasprintf("the cell ran past its time limit of %g s and was interrupted; the session kept its state",
+			    (double)k->o->timeout_ms / 1000);
 		} else {
 			r.status = CELL_INTERRUPTED;
 			reason = xstrdup("interrupted; the session kept its state");
@@ -1251,8 +1251,8 @@ stop_cell(struct klocal *k, enum stop_cause why)
 		 * interrupt would hit that code, and a half-written command
 		 * cannot be taken back: the sandbox goes. */
 		kill_sandbox(k, k->stop == STOP_TIMEOUT ?
-		    xasprintf("the session did not take the cell within its time limit of %lld s (code of an earlier cell still running, or the channel tampered with) and was killed",
-		    (long long)(k->o->timeout_ms / 1000)) :
+		    xasprintf("the session did not take the cell within its time limit of %g s (code of an earlier cell still running, or the channel tampered with) and was killed",
+		    (double)k->o->timeout_ms / 1000) :
 		    xstrdup("the session had not taken the cell when it was interrupted (code of an earlier cell still running, or the channel tampered with) and was killed"),
 		    1);
 		return;
