@@ -483,3 +483,38 @@ def test_a_huge_unknown_tool_name_is_capped(model, menv, tmp_path):
     tool = [m for m in requests()[1]["messages"] if m["role"] == "tool"]
     assert len(tool) == 1 and "unknown tool" in tool[0]["content"]
     assert len(tool[0]["content"]) < 1000, len(tool[0]["content"])
+
+
+# ---- item 8: Ctrl-C before the cell's code runs -----------------------
+
+def test_sigint_at_the_first_instant_of_the_first_cell_interrupts_it(env, tmp_path):
+    """SIGINT the moment the first cell is shown (the sandbox still
+    loading its libraries), under CPU contention (two busy loops): the
+    interrupt is held and delivered when the cell starts; never lost (the
+    cell running on to its end or ignoring it until killed)."""
+    burn = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2)]
+    try:
+        for round_ in range(5):
+            p = subprocess.Popen([TERP, "exec", "--json", "-c",
+                                  "import time\nfor i in range(100): time.sleep(0.1)\n"
+                                  "print('ran to the end')"],
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+                                 cwd=tmp_path, text=True)
+            evs = []
+            for line in p.stdout:
+                ev = json.loads(line)
+                evs.append(ev)
+                if ev["type"] == "cell":
+                    p.send_signal(2)
+            p.wait(timeout=120)
+            p.stderr.close()
+            p.stdout.close()
+            (res,) = [e for e in evs if e["type"] == "result"]
+            assert p.returncode == 3, (round_, evs)
+            assert res["status"] == "interrupted", (round_, res)
+            assert "kept its state" in res.get("reason", ""), (round_, res)
+            assert not [e for e in evs if e["type"] == "stdout"], (round_, evs)
+    finally:
+        for b in burn:
+            b.kill()
+            b.wait()

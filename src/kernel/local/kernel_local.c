@@ -74,6 +74,10 @@ struct klocal {
 	pid_t			 py_pid;
 	int			 exit_code;	/* from --json-status-fd, -1 unknown */
 	int			 we_killed;
+	/* SIGINTs sent to this sandbox's Python: each exec command says how
+	 * many came before it, so the driver tells an interrupt meant for
+	 * the cell from a stale one when it lands before the code runs */
+	unsigned		 nints;
 	int			 dying;
 	uint64_t		 death_timer;
 	int64_t			 death_since;
@@ -759,6 +763,7 @@ launch(struct klocal *k, char **err)
 
 	/* One sandbox at a time: the last one is reaped. */
 	assert(k->p.pid <= 0 && !k->dying);
+	k->nints = 0;	/* a new driver counts from 0 */
 	code_cached(k);
 	spec_fill(k, &s);
 	s.nbinds = workspace_binds(k->ws, bind_fds, bind_names, SANDBOX_MAX_BINDS, err);
@@ -1257,6 +1262,7 @@ stop_cell(struct klocal *k, enum stop_cause why)
 		    1);
 		return;
 	}
+	k->nints++;
 	signal_python(k, SIGINT);
 	if (k->grace_timer == 0)
 		k->grace_timer = loop_timer_add(k->loop, k->o->grace_ms, on_grace, k);
@@ -1300,6 +1306,7 @@ kernel_next(struct klocal *k)
 	cJSON_AddStringToObject(cmd, "op", "exec");
 	cJSON_AddNumberToObject(cmd, "id", p->n);
 	cJSON_AddStringToObject(cmd, "code", p->code);
+	cJSON_AddNumberToObject(cmd, "ints", k->nints);
 	/* The clock runs from the queueing, not from when the driver takes
 	 * the cell: a driver that never takes it times out all the same. */
 	if (k->o->timeout_ms > 0)
