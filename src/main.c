@@ -18,6 +18,7 @@
 #include "terp/kernel_ssh.h"
 #include "terp/serve.h"
 #include "terp/store.h"
+#include "terp/sanitize.h"
 #include "terp/util.h"
 #include "terp/tui.h"
 #include "terp/tui_theme.h"
@@ -259,14 +260,46 @@ opt_long(const char *name, const char *v, long min)
 	return n;
 }
 
-static char *
-read_stdin(void)
+/* What goes to the model or the sandbox is JSON text: UTF-8 without
+ * NUL. Anything else is refused in one line saying where (a Latin-1
+ * file would otherwise be a request body the API cannot parse, and a
+ * NUL would cut the text there without a word). */
+static void
+check_text(const char *what, const char *s, size_t n)
 {
-	char *s = read_file("/dev/stdin", STDIN_MAX, NULL);
+	for (size_t i = 0; i < n; ) {
+		unsigned cp;
+		size_t k;
+
+		if (s[i] == '\0') {
+			fprintf(stderr, "terp: %s holds a NUL byte at offset %zu: not "
+			    "sent\n", what, i);
+			exit(2);
+		}
+		if ((unsigned char)s[i] < 0x80) {
+			i++;
+			continue;
+		}
+		if ((k = utf8_decode(s + i, n - i, &cp)) == 0) {
+			fprintf(stderr, "terp: %s is not valid UTF-8 (byte 0x%02x at "
+			    "offset %zu; Latin-1? convert it first, e.g. iconv -f "
+			    "latin1 -t utf-8)\n", what, (unsigned char)s[i], i);
+			exit(2);
+		}
+		i += k;
+	}
+}
+
+static char *
+read_stdin(const char *what)
+{
+	size_t len;
+	char *s = read_file("/dev/stdin", STDIN_MAX, &len);
 	if (s == NULL) {
 		fprintf(stderr, "terp: cannot read stdin: %s\n", strerror(errno));
 		exit(2);
 	}
+	check_text(what, s, len);
 	return s;
 }
 
@@ -652,20 +685,21 @@ parse(struct cli *c, int argc, char **argv)
 	}
 	for (int i = 0; i < c->nprompts; i++) {
 		if (strcmp(c->prompts[i], "-") == 0) {
-			char *q = read_stdin();
+			char *q = read_stdin("the question on stdin");
 			size_t n = strlen(q);
 			while (n > 0 && (q[n - 1] == '\n' || q[n - 1] == '\r' ||
 			    q[n - 1] == ' ' || q[n - 1] == '\t'))
 				q[--n] = '\0';
 			c->prompts[i] = q;
 		}
+		check_text("the question", c->prompts[i], strlen(c->prompts[i]));
 		if (c->prompts[i][strspn(c->prompts[i], " \t\r\n")] == '\0')
 			usage_error("%s: the question is empty", "-p");
 	}
 	if (c->mode == CLI_EXEC && c->ncells == 0 && !c->list && !c->delete_id &&
 	    !c->export_id) {
 		c->cells = xmalloc(sizeof *c->cells);
-		c->cells[c->ncells++] = read_stdin();
+		c->cells[c->ncells++] = read_stdin("the cell on stdin");
 	}
 }
 
@@ -836,7 +870,16 @@ make_session(struct cli *c)
 	 * search (0711), or the sandbox's folders move to /var/lib/terp. */
 	if (mkdir_p(c->sessions_dir, getuid() == 0 ? 0711 : 0700) < 0 ||
 	    (mkdir(c->session_dir, 0700) < 0 && errno != EEXIST)) {
-		fprintf(stderr, "terp: cannot create %s: %s\n", c->session_dir, strerror(errno));
+		int e = errno;
+		char *home = user_home();
+		struct stat st;
+
+		if (home != NULL && stat(home, &st) < 0)
+			fprintf(stderr, "terp: cannot save the session: the home folder %s does "
+			    "not exist (terp does not create it; set XDG_STATE_HOME or HOME)\n", home);
+		else
+			fprintf(stderr, "terp: cannot create %s: %s\n", c->session_dir, strerror(e));
+		free(home);
 		return -1;
 	}
 	c->kopts.session_dir = c->session_dir;
@@ -863,8 +906,35 @@ check_sandbox(struct cli *c)
 	return 0;
 }
 
+/* The output's last bytes and its close, checked (as cat and jq do): an
+ * answer cut by a full disk, or /dev/full as stdout, is one line on
+ * stderr and a non-zero status, never exit 0. Returns rc, or 1 for a
+ * run that had gone well but whose output was lost. */
+static int
+finish_stdout(int rc)
+{
+	int failed = ferror(stdout);
+
+	errno = 0;
+	if (fclose(stdout) != 0)
+		failed = 1;
+	if (!failed)
+		return rc;
+	fprintf(stderr, "terp: cannot write the output: %s\n",
+	    errno != 0 ? strerror(errno) : "write error");
+	return rc != 0 ? rc : 1;
+}
+
+static int run_main(int argc, char **argv);
+
 int
 main(int argc, char **argv)
+{
+	return finish_stdout(run_main(argc, argv));
+}
+
+static int
+run_main(int argc, char **argv)
 {
 	struct cli c;
 	char *err = NULL;

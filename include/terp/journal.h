@@ -60,6 +60,10 @@ struct journal_meta {
 	 * line standing for one): the next one may be written as what is
 	 * new since (journal.c's put_sent). */
 	int			 sent_whole;
+	/* An answer's text streamed ("stream" lines) with no reply record
+	 * after it yet (the loader's, while it reads). */
+	char			*streamed;
+	size_t			 nstreamed;
 };
 
 /* Frees what meta holds (not meta itself) and zeroes it (journal_load.c). */
@@ -125,8 +129,14 @@ int journal_replay_cells(const struct journal *j, int **cells);
 const char *journal_id(const struct journal *j);
 /* The session's folder (owned by the journal). */
 const char *journal_dir(const struct journal *j);
-/* The first write error, or NULL while all is well (owned). */
+/* The first write error, or NULL while all is well (owned). A failed
+ * write leaves no part of its line in the file (it is cut back to the
+ * last whole line), so writing may go on once there is space again. */
 const char *journal_failed(const struct journal *j);
+/* 1 once when a write worked again after journal_failed said one
+ * failed (what came in between is missing from the file); that failure
+ * is then forgotten, so a new one is reported by journal_failed. */
+int journal_saved_again(struct journal *j);
 
 /* ---- loading (src/core/journal_load.c) ---------------------------------- */
 

@@ -47,8 +47,18 @@ int fd_set_cloexec(int fd);
 /* Reads a whole file into a new NUL-terminated buffer of at most max
  * bytes. Returns NULL (errno set, EFBIG when too big) on failure. */
 char *read_file(const char *path, size_t max, size_t *len);
+/* read_file for a file that configures terp (as ssh treats its config):
+ * refused unless a regular file (a FIFO does not hang) owned by the user
+ * or root, that no one else can write, in folders that no one else can
+ * write either. NULL with errno (ENOENT: none) and, when refused, the
+ * reason in *why (a new string; NULL otherwise). */
+char *read_trusted_file(const char *path, size_t max, size_t *len, char **why);
 
-/* mkdir -p with mode for each created component. Returns 0 or -1. */
+/* The user's home: $HOME when absolute, else the password database's
+ * entry for the real uid; NULL when neither. New string. */
+char *user_home(void);
+/* mkdir -p with mode for each created component; never creates the
+ * user's home itself (fails with ENOENT). Returns 0 or -1. */
 int mkdir_p(const char *path, unsigned mode);
 
 /* XDG base directories, with the spec's defaults. New strings. */

@@ -36,9 +36,18 @@ cli_sessions_list(struct cli *c)
 	char *err = NULL, *text;
 	int n;
 
+	struct store_entry *all;
+	int nall = 0;
+
 	if (resume_list(c->sessions_dir, &l, &n, &err) < 0)
 		return fail(err);
-	if (n == 0) {
+	/* the folders left out (unreadable, damaged, or with nothing in
+	 * them) are counted, not hidden without a word */
+	if (store_list(c->sessions_dir, &all, &nall, &err) == 0)
+		store_list_free(all, nall);
+	else
+		free(err);
+	if (n == 0 && nall == 0) {
 		fprintf(stderr, "terp: no sessions yet (%s)\n", c->sessions_dir);
 		resume_list_free(l, n);
 		return 0;
@@ -47,6 +56,10 @@ cli_sessions_list(struct cli *c)
 	fputs(text, stdout);
 	free(text);
 	resume_list_free(l, n);
+	if (nall > n)
+		fprintf(stderr, "terp: %d session folder%s not listed: unreadable, damaged "
+		    "or with nothing in %s (%s)\n", nall - n, nall - n == 1 ? "" : "s",
+		    nall - n == 1 ? "it" : "them", c->sessions_dir);
 	return fflush(stdout) == 0 ? 0 : 1;
 }
 

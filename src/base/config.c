@@ -118,13 +118,18 @@ config_default_path(void)
 int
 config_load(struct config *c, const char *path, char **err)
 {
-	char *p, *text;
+	char *p, *text, *why;
 	size_t len;
 	int r;
 
 	p = path != NULL ? xstrdup(path) : config_default_path();
-	text = read_file(p, CONFIG_MAX, &len);
+	text = read_trusted_file(p, CONFIG_MAX, &len, &why);
 	if (text == NULL) {
+		if (why != NULL) {
+			*err = why;
+			free(p);
+			return -1;
+		}
 		if (errno == ENOENT) {
 			free(p);
 			return 0;

@@ -2,6 +2,7 @@
 #include "terp/util.h"
 
 #include <ctype.h>
+#include <pwd.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -232,15 +233,13 @@ fd_set_cloexec(int fd)
 	return 0;
 }
 
-char *
-read_file(const char *path, size_t max, size_t *lenp)
+/* read_file's reading, of an open fd (closed). */
+static char *
+read_fd(int fd, size_t max, size_t *lenp)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	size_t len = 0, cap = 4096;
 	char *p;
 
-	if (fd < 0)
-		return NULL;
 	p = xmalloc(cap);
 	for (;;) {
 		ssize_t n;
@@ -281,9 +280,96 @@ read_file(const char *path, size_t max, size_t *lenp)
 	return p;
 }
 
+char *
+read_file(const char *path, size_t max, size_t *lenp)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return NULL;
+	return read_fd(fd, max, lenp);
+}
+
+/* Whether st may hold what this user configures: owned by the user or
+ * root and writable by no one else (a root-owned sticky folder, such as
+ * /tmp, lets no one else replace what is in it). */
+static const char *
+untrusted(const struct stat *st, int dir)
+{
+	if (st->st_uid != getuid() && st->st_uid != 0)
+		return "is owned by another user";
+	if ((st->st_mode & 022) && !(dir && (st->st_mode & S_ISVTX) && st->st_uid == 0))
+		return "is writable by other users";
+	return NULL;
+}
+
+char *
+read_trusted_file(const char *path, size_t max, size_t *lenp, char **why)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	struct stat st;
+	char *real, *slash;
+	const char *bad = NULL;
+
+	*why = NULL;
+	if (fd < 0)
+		return NULL;
+	/* O_NONBLOCK: a FIFO put in its place must not hang terp */
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		*why = xasprintf("%s: not a regular file", path);
+		close(fd);
+		errno = EINVAL;
+		return NULL;
+	}
+	if ((bad = untrusted(&st, 0)) != NULL) {
+		*why = xasprintf("%s %s: not used", path, bad);
+		close(fd);
+		errno = EPERM;
+		return NULL;
+	}
+	/* and every folder above it (where it really is) */
+	if ((real = realpath(path, NULL)) != NULL) {
+		while ((slash = strrchr(real, '/')) != NULL && bad == NULL) {
+			slash[slash == real] = '\0';
+			if (stat(real, &st) == 0 && (bad = untrusted(&st, 1)) != NULL)
+				*why = xasprintf("%s: the folder %s %s: not used", path, real, bad);
+			if (slash == real)
+				break;
+		}
+		free(real);
+	}
+	if (bad != NULL) {
+		close(fd);
+		errno = EPERM;
+		return NULL;
+	}
+	(void)fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+	return read_fd(fd, max, lenp);
+}
+
+char *
+user_home(void)
+{
+	const char *h = getenv("HOME");
+	struct passwd *pw;
+	char *home;
+
+	/* unset or relative: the password database's, never a guess
+	 * like /tmp (which anyone can fill with a .config) */
+	if ((h == NULL || h[0] != '/') && (pw = getpwuid(getuid())) != NULL)
+		h = pw->pw_dir;
+	if (h == NULL || h[0] != '/')
+		return NULL;
+	home = xstrdup(h);
+	for (size_t n = strlen(home); n > 1 && home[n - 1] == '/'; n--)
+		home[n - 1] = '\0';
+	return home;
+}
+
 int
 mkdir_p(const char *path, unsigned mode)
 {
+	char *home = user_home();
 	char *p = xstrdup(path);
 	char *s;
 
@@ -291,9 +377,19 @@ mkdir_p(const char *path, unsigned mode)
 		if (*s == '/' || *s == '\0') {
 			char c = *s;
 			*s = '\0';
+			/* a missing home (HOME=/nonexistent, as for nobody) is
+			 * not terp's to create */
+			if (home != NULL && strcmp(p, home) == 0 &&
+			    access(p, F_OK) < 0) {
+				free(p);
+				free(home);
+				errno = ENOENT;
+				return -1;
+			}
 			if (mkdir(p, mode) < 0 && errno != EEXIST) {
 				int e = errno;
 				free(p);
+				free(home);
 				errno = e;
 				return -1;
 			}
@@ -303,6 +399,7 @@ mkdir_p(const char *path, unsigned mode)
 		}
 	}
 	free(p);
+	free(home);
 	return 0;
 }
 
@@ -310,14 +407,15 @@ static char *
 xdg_dir(const char *var, const char *fallback)
 {
 	const char *v = getenv(var);
-	const char *home;
+	char *home, *p;
 
 	if (v != NULL && v[0] == '/')
 		return xstrdup(v);
-	home = getenv("HOME");
-	if (home == NULL || home[0] != '/')
-		home = "/tmp";
-	return xasprintf("%s/%s", home, fallback);
+	/* no home at all: a path that does not exist (and is not made) */
+	home = user_home();
+	p = xasprintf("%s/%s", home ? home : "/nonexistent", fallback);
+	free(home);
+	return p;
 }
 
 char *

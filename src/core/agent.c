@@ -24,6 +24,9 @@
 #include "terp/sanitize.h"
 #include "terp/util.h"
 
+/* The bytes of an unknown tool's name repeated to the model and shown. */
+#define TOOL_NAME_SHOWN	100
+
 struct agent {
 	struct loop		*loop;
 	struct notebook		*nb;
@@ -722,8 +725,13 @@ agent_next_call(struct agent *a)
 			continue;
 		}
 		if (strcmp(name, "python_exec") != 0) {
-			msg = xasprintf("error: unknown tool \"%s\"; the only tool is python_exec "
-			    "with one argument, code (a string of Python)", name);
+			/* the name as the model sent it, capped: a 100,000-byte
+			 * one is not echoed whole to the terminal and back */
+			size_t nl = strlen(name), cap = nl > TOOL_NAME_SHOWN ?
+			    utf8_complete_prefix(name, TOOL_NAME_SHOWN) : nl;
+			msg = xasprintf("error: unknown tool \"%.*s%s\"; the only tool is python_exec "
+			    "with one argument, code (a string of Python)", (int)cap, name,
+			    cap < nl ? "…" : "");
 			ev.text = args;
 			ev.len = strlen(args);
 			emit(a, &ev);

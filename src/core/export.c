@@ -1194,14 +1194,53 @@ export_markdown(const struct notebook *nb, const char *path, char **err)
 	return rc;
 }
 
+/* The artifacts an export cannot embed or link (their file gone, or
+ * unreadable): how many, the first one's name and why in *first. Only
+ * those journalled where they are (an absolute path): journals of
+ * before that recorded a path relative to a folder they did not name,
+ * and export as they did (the note in the notebook says why). */
+static int
+artifacts_missing(const struct notebook *nb, char **first)
+{
+	int n = 0;
+
+	*first = NULL;
+	for (int i = 0; i < notebook_nartifacts(nb); i++) {
+		const struct artifact *a = notebook_artifact(nb, i);
+		if (a->path[0] != '/' || access(a->path, R_OK) == 0)
+			continue;
+		if (n++ == 0) {
+			char *name = sanitize_str(a->name, strlen(a->name), 0);
+			*first = xasprintf("%s (%s: %s)", name, a->path, strerror(errno));
+			free(name);
+		}
+	}
+	return n;
+}
+
 int
 export_file(const struct notebook *nb, const char *path, char **err)
 {
+	char *first;
+	int rc, missing;
+
 	if (has_suffix(path, ".ipynb"))
-		return export_ipynb(nb, path, err);
-	if (has_suffix(path, ".md") || has_suffix(path, ".markdown"))
-		return export_markdown(nb, path, err);
-	*err = xasprintf("cannot tell the format of %s: name it .ipynb or .md",
-	    path);
-	return -1;
+		rc = export_ipynb(nb, path, err);
+	else if (has_suffix(path, ".md") || has_suffix(path, ".markdown"))
+		rc = export_markdown(nb, path, err);
+	else {
+		*err = xasprintf("cannot tell the format of %s: name it .ipynb or .md",
+		    path);
+		return -1;
+	}
+	/* written, but not whole: said, and an error for scripts */
+	if (rc == 0 && (missing = artifacts_missing(nb, &first)) > 0) {
+		*err = xasprintf("wrote %s, but %d artifact%s could not be %s: %s%s",
+		    path, missing, missing == 1 ? "" : "s",
+		    has_suffix(path, ".ipynb") ? "embedded" : "linked", first,
+		    missing > 1 ? " and more" : "");
+		free(first);
+		rc = -1;
+	}
+	return rc;
 }

@@ -38,6 +38,8 @@
 #define JOURNAL_VERSION	2
 /* A request's new bytes up to this size are kept; more by hash. */
 #define SENT_BODY_MAX	(64u << 10)
+#define STREAM_MS	100	/* streamed text waits at most this long */
+#define LLM_STREAM_KEEP	(16u << 20)	/* a reply's text, at most (buf's cap) */
 
 struct journal {
 	char		 *id, *dir, *path;
@@ -50,8 +52,20 @@ struct journal {
 	 * by this journal (what the next one may keep bytes of); 0: none */
 	int		  sent_base;
 	int		  unsynced;	/* lines written since the last sync */
+	/* The file's length up to its last whole line: a failed write (a
+	 * full disk) is cut back to it, so no partial line is left for the
+	 * next one to be appended to (two records merged, both lost). */
+	off_t		  end;
+	int		  torn;		/* the cut failed: start the next line anew */
+	int		  lost;		/* a line could not be written: disk full */
+	int		  again;	/* then one could: not told yet */
 	char		 *failed;
-	char		 *remote;	/* the last "remote" line: "SANDBOX\nSESSION" */
+	char		 *remote;
+	/* An answer's text as it streams, not yet journalled: written as
+	 * a "stream" record at each newline or every STREAM_MS, so a kill
+	 * -9 keeps what was shown; the reply record supersedes it. */
+	struct buf	  stream;
+	int64_t		  stream_ms;	/* when a stream record was last written */	/* the last "remote" line: "SANDBOX\nSESSION" */
 };
 
 static void
@@ -78,6 +92,18 @@ sync_now(struct journal *j)
 	return 0;
 }
 
+/* Where the file ends (after opening it): its last line is whole. */
+static int
+note_end(struct journal *j)
+{
+	struct stat st;
+
+	if (fstat(j->fd, &st) < 0)
+		return -1;
+	j->end = st.st_size;
+	return 0;
+}
+
 /* Writes o as one line with one write(2) (write_all only loops on a
  * short write) and frees it; syncs when asked. */
 static int
@@ -88,16 +114,35 @@ put(struct journal *j, cJSON *o, int sync)
 
 	cJSON_AddNumberToObject(o, "ts", (double)wall_ms());
 	buf_init(&b, (size_t)-1 / 2);
-	if (json_text(&b, o) < 0 || buf_addc(&b, '\n') < 0)
+	if ((j->fd >= 0 && j->torn && buf_addc(&b, '\n') < 0) ||
+	    json_text(&b, o) < 0 || buf_addc(&b, '\n') < 0)
 		fatal("out of memory (journal line)");
 	cJSON_Delete(o);
 	if (j->fd >= 0)
 		j->unsynced = 1;	/* a short write too: what went, syncs */
 	if (j->fd < 0 || write_all(j->fd, b.data, b.len) < 0) {
+		int e = errno;
+
 		fail(j, "write");
 		rc = -1;
-	} else if (sync && sync_now(j) < 0) {
-		rc = -1;
+		/* space may come back; other errors (EFBIG, EIO) stay, and
+		 * what fits in between is not "saved again" */
+		if (e == ENOSPC || e == EDQUOT)
+			j->lost = 1;
+		/* what went of the line goes; if that fails too, the next
+		 * line begins with a newline (the loader skips the part) */
+		if (j->fd >= 0)
+			j->torn = ftruncate(j->fd, j->end) < 0;
+	} else {
+		j->end += (off_t)b.len;
+		/* after a part left behind, the file's end is known again
+		 * only from the file */
+		if (!j->torn || note_end(j) == 0) {
+			j->again |= j->lost;
+			j->lost = j->torn = 0;
+		}
+		if (sync && sync_now(j) < 0)
+			rc = -1;
 	}
 	buf_free(&b);
 	return rc;
@@ -396,6 +441,13 @@ journal_change(struct journal *j, const struct nb_change *ch)
 		cJSON_AddNumberToObject(o, "c", ch->artifact->cell);
 		add_str(o, "name", ch->artifact->name);
 		add_str(o, "path", ch->artifact->path);
+		/* a path relative to where terp ran: that folder too, so an
+		 * export or resume from elsewhere finds the file */
+		if (ch->artifact->path != NULL && ch->artifact->path[0] != '/') {
+			char *cwd = getcwd(NULL, 0);
+			add_str(o, "dir", cwd);
+			free(cwd);
+		}
 		cJSON_AddNumberToObject(o, "bytes", (double)ch->artifact->bytes);
 		break;
 	case NB_QUESTION:
@@ -405,6 +457,7 @@ journal_change(struct journal *j, const struct nb_change *ch)
 		sync = 1;
 		break;
 	case NB_REPLY:
+		buf_reset(&j->stream);	/* the reply holds it all */
 		m = notebook_message(j->nb, ch->msg);
 		o = rec("reply");
 		add_str(o, "text", journal_str(m, "content"));
@@ -466,6 +519,25 @@ journal_change(struct journal *j, const struct nb_change *ch)
 		put(j, o, sync);
 }
 
+/* An answer's streamed text: kept until a newline or STREAM_MS since
+ * the last record, then written (one line per batch, not per token). */
+static void
+put_streamed(struct journal *j, const char *p, size_t n)
+{
+	int64_t now = (int64_t)wall_ms();
+	cJSON *o;
+
+	if (n == 0 || buf_add(&j->stream, p, n) < 0)
+		return;
+	if (memchr(p, '\n', n) == NULL && now - j->stream_ms < STREAM_MS)
+		return;
+	o = rec("stream");
+	add_bytes(o, j->stream.data, j->stream.len);
+	buf_reset(&j->stream);
+	j->stream_ms = now;
+	put(j, o, 0);
+}
+
 void
 journal_event(struct journal *j, const struct event *ev)
 {
@@ -495,6 +567,7 @@ journal_event(struct journal *j, const struct event *ev)
 		cJSON_AddNumberToObject(o, "n", ev->n);
 		break;
 	case EV_ERROR:
+		buf_reset(&j->stream);	/* no answer: the loader drops it too */
 		o = rec("error");
 		add_str(o, "text", ev->text);
 		cJSON_AddStringToObject(o, "kind", event_error_name(ev));
@@ -513,8 +586,11 @@ journal_event(struct journal *j, const struct event *ev)
 		/* a question's edge: what it wrote reaches the disk */
 		sync_now(j);
 		return;
+	case EV_TEXT:
+		put_streamed(j, ev->text, ev->len);
+		return;
 	case EV_CELL_START: case EV_STDOUT: case EV_STDERR: case EV_RESULT:
-	case EV_ARTIFACT: case EV_QUESTION: case EV_TEXT: case EV_TOOL_CALL:
+	case EV_ARTIFACT: case EV_QUESTION: case EV_TOOL_CALL:
 	case EV_USAGE: case EV_REQUEST: case EV_NET: case EV_PACKAGE:
 	case EV_INPUT:	/* a question to the user, answered or not */
 		/* notebook changes (journal_change), or in one: the reply
@@ -614,6 +690,17 @@ journal_failed(const struct journal *j)
 	return j->failed;
 }
 
+int
+journal_saved_again(struct journal *j)
+{
+	if (!j->again)
+		return 0;
+	j->again = 0;
+	free(j->failed);	/* a later failure is told again */
+	j->failed = NULL;
+	return 1;
+}
+
 /* ---- opening ------------------------------------------------------ */
 
 static struct journal *
@@ -627,6 +714,7 @@ journal_alloc(const char *sessions_dir, const char *id, struct notebook *nb)
 	j->fd = -1;
 	j->nb = nb;
 	j->live_from = 1;
+	buf_init(&j->stream, LLM_STREAM_KEEP);
 	return j;
 }
 
@@ -641,6 +729,7 @@ journal_free(struct journal *j)
 	free(j->logged);
 	free(j->failed);
 	free(j->remote);
+	buf_free(&j->stream);
 	free(j);
 }
 
@@ -697,6 +786,7 @@ journal_create(const char *sessions_dir, const char *given_id,
 		journal_free(j);
 		return NULL;
 	}
+	j->end = 0;
 	o = rec("meta");
 	cJSON_AddNumberToObject(o, "v", JOURNAL_VERSION);
 	cJSON_AddStringToObject(o, "id", j->id);
@@ -764,6 +854,11 @@ journal_reopen(const char *sessions_dir, const char *id, struct notebook *nb,
 		return NULL;
 	}
 	close(rfd);
+	if (note_end(j) < 0) {
+		*err = xasprintf("cannot read %s: %s", j->path, strerror(errno));
+		journal_free(j);
+		return NULL;
+	}
 	/* the loaded cells' output is in the file already */
 	for (int n = 1; n <= notebook_ncells(nb); n++) {
 		uint64_t *lg = logged(j, n);

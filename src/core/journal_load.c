@@ -154,6 +154,7 @@ journal_meta_free(struct journal_meta *m)
 	free(m->egress);
 	free(m->remote_sandbox);
 	free(m->remote_session);
+	free(m->streamed);
 	memset(m, 0, sizeof *m);
 }
 
@@ -296,11 +297,56 @@ legacy_msg(const cJSON *o, struct notebook *nb, char **pending)
 	return -1;
 }
 
+/* A cell whose own record was damaged (or never reached the disk, as
+ * on a full disk) leaves a gap: it comes back as a stand-in, so the
+ * records of the cells after it still fit (one damaged line costs that
+ * cell's code, not every later cell). Numbers further ahead than
+ * GAP_MAX are taken as damage themselves. */
+#define GAP_MAX	1000
+
+#define STAND_IN	"# terp: this cell's record in the journal was damaged; " \
+			"its code is lost"
+
+static void
+stand_in(struct notebook *nb, int upto)
+{
+	while (notebook_ncells(nb) < upto)
+		notebook_add_cell(nb, CELL_BY_MODEL, STAND_IN, NULL);
+}
+
+/* A cell record for a stand-in (one a damaged number in another record
+ * made early): the stand-in becomes that cell. The loader owns the
+ * notebook it builds; no observer watches it yet. */
+static int
+adopt(struct cell *c, const char *by, const char *code, const char *call)
+{
+	if (c == NULL || strcmp(c->code, STAND_IN) != 0)
+		return -1;
+	free(c->code);
+	c->code = xstrdup(code ? code : "");
+	free(c->tool_call_id);
+	c->tool_call_id = call ? xstrdup(call) : NULL;
+	c->author = by && strcmp(by, "user") == 0 ? CELL_BY_USER : CELL_BY_MODEL;
+	return 0;
+}
+
+/* The cell records other than its own ("out", "result") refer to: the
+ * one after the last loaded stands in for a damaged cell record. */
+static struct cell *
+cell_of(struct notebook *nb, const cJSON *o)
+{
+	int n = (int)jnum(o, "c", 0);
+
+	if (n == notebook_ncells(nb) + 1)
+		stand_in(nb, n);
+	return notebook_cell(nb, n);
+}
+
 /* A cell's result record, with the tails of streams cut in between. */
 static int
 apply_result(const cJSON *o, struct notebook *nb, struct journal_meta *m)
 {
-	struct cell *c = notebook_cell(nb, (int)jnum(o, "c", 0));
+	struct cell *c = cell_of(nb, o);
 	int status = cell_status_parse(journal_str(o, "status"));
 	const cJSON *tl;
 	struct cell_result r = {
@@ -381,8 +427,14 @@ static int
 rec_cell(const cJSON *o, struct notebook *nb)
 {
 	const char *by = journal_str(o, "by");
+	double n = jnum(o, "n", 0);
 
-	if ((int)jnum(o, "n", 0) != notebook_ncells(nb) + 1)
+	if (n >= 1 && n <= notebook_ncells(nb))
+		return adopt(notebook_cell(nb, (int)n), by, journal_str(o, "code"),
+		    journal_str(o, "call"));
+	if (n > notebook_ncells(nb) + 1 && n <= notebook_ncells(nb) + 1 + GAP_MAX)
+		stand_in(nb, (int)n - 1);
+	if ((int)n != notebook_ncells(nb) + 1)
 		return -1;
 	notebook_add_cell(nb, by && strcmp(by, "user") == 0 ? CELL_BY_USER :
 	    CELL_BY_MODEL, journal_str(o, "code"), journal_str(o, "call"));
@@ -393,7 +445,7 @@ static int
 rec_out(const cJSON *o, struct notebook *nb)
 {
 	int s = (int)jnum(o, "s", -1);
-	struct cell *c = notebook_cell(nb, (int)jnum(o, "c", 0));
+	struct cell *c = cell_of(nb, o);
 	size_t len;
 	char *p;
 
@@ -404,13 +456,22 @@ rec_out(const cJSON *o, struct notebook *nb)
 	return 0;
 }
 
+/* The path is where terp copied the file; a relative one is taken
+ * from the folder terp ran in ("dir"; journals of before it had none:
+ * the path as it was). */
 static int
 rec_artifact(const cJSON *o, struct notebook *nb)
 {
-	if (journal_str(o, "name") == NULL || journal_str(o, "path") == NULL)
+	const char *path = journal_str(o, "path"), *dir = journal_str(o, "dir");
+	char *full;
+
+	if (journal_str(o, "name") == NULL || path == NULL)
 		return -1;
+	full = path[0] != '/' && dir != NULL && dir[0] == '/' ?
+	    xasprintf("%s/%s", dir, path) : xstrdup(path);
 	notebook_add_artifact(nb, (int)jnum(o, "c", 0), journal_str(o, "name"),
-	    journal_str(o, "path"), (uint64_t)jnum(o, "bytes", 0));
+	    full, (uint64_t)jnum(o, "bytes", 0));
+	free(full);
 	return 0;
 }
 
@@ -593,6 +654,44 @@ rec_meta(const cJSON *o, struct notebook *nb, struct journal_meta *m)
 	return 0;
 }
 
+/* An answer cut by a kill while it streamed: what had been shown comes
+ * back as the reply, marked as cut (the model sees the mark too). */
+static void
+streamed_cut(struct notebook *nb, struct journal_meta *m)
+{
+	char *text;
+
+	if (m->streamed == NULL || nb == NULL)
+		return;
+	text = xasprintf("%.*s\n\n[cut: terp stopped while this answer was "
+	    "streaming]", (int)(m->nstreamed > INT32_MAX ? INT32_MAX : m->nstreamed),
+	    m->streamed);
+	notebook_add_reply(nb, text, cJSON_CreateArray());
+	free(text);
+	free(m->streamed);
+	m->streamed = NULL;
+	m->nstreamed = 0;
+}
+
+/* A "stream" record: more of the answer's text. */
+static int
+rec_stream(const cJSON *o, struct journal_meta *m)
+{
+	size_t len;
+	char *p = get_bytes(o, &len);
+
+	if (p == NULL)
+		return -1;
+	if (m->nstreamed + len <= LINE_MAX_BYTES) {
+		m->streamed = xrealloc(m->streamed, m->nstreamed + len + 1);
+		memcpy(m->streamed + m->nstreamed, p, len);
+		m->nstreamed += len;
+		m->streamed[m->nstreamed] = '\0';
+	}
+	free(p);
+	return 0;
+}
+
 /* Applies one record, through the notebook's update functions as the
  * agent made the change. Returns 0, or -1 when it does not fit
  * (counted as skipped). nb may be NULL (listing: meta only). */
@@ -613,6 +712,18 @@ apply(const cJSON *o, struct notebook *nb, struct journal_meta *m, int first,
 		return first ? rec_meta(o, nb, m) : -1;
 	if (m->id == NULL)
 		return -1;	/* nothing counts before the meta line */
+	/* a streamed answer: superseded by its reply, dropped by a new turn
+	 * or an error, or cut when the session went on after it */
+	if (strcmp(t, "stream") == 0)
+		return nb != NULL ? rec_stream(o, m) : 0;
+	if (strcmp(t, "reply") == 0 || strcmp(t, "turn") == 0 ||
+	    strcmp(t, "error") == 0) {
+		free(m->streamed);
+		m->streamed = NULL;
+		m->nstreamed = 0;
+	} else if (strcmp(t, "question") == 0 || strcmp(t, "resume") == 0) {
+		streamed_cut(nb, m);
+	}
 	/* what a listing needs too */
 	if (strcmp(t, "question") == 0)
 		return rec_question(o, nb, m, legacy_q);
@@ -671,6 +782,64 @@ apply(const cJSON *o, struct notebook *nb, struct journal_meta *m, int first,
 	return 0;
 }
 
+/* Whether call id is among the calls of msg (an assistant message) and
+ * no result for it came yet in msgs[from, to). */
+static int
+call_open(const cJSON *msgs, const cJSON *msg, int from, int to, const char *id)
+{
+	const cJSON *call;
+	int found = 0;
+
+	cJSON_ArrayForEach(call, cJSON_GetObjectItemCaseSensitive(msg, "tool_calls")) {
+		const char *cid = journal_str(call, "id");
+		if (cid != NULL && strcmp(cid, id) == 0)
+			found = 1;
+	}
+	for (int t = from; t < to && found; t++) {
+		const char *tid = journal_str(cJSON_GetArrayItem(msgs, t), "tool_call_id");
+		if (tid != NULL && strcmp(tid, id) == 0)
+			found = 0;	/* answered already: a second is an orphan */
+	}
+	return found;
+}
+
+/* A damaged reply line leaves its tool results without their call,
+ * which the providers refuse (400 on every later request). Each such
+ * orphan becomes, in its place, a user message telling the model what
+ * it held: the conversation stays valid and the message indexes the
+ * journal's later records use stay right. Done again at every load (the
+ * file keeps the records as they were). */
+static void
+repair_orphans(struct notebook *nb)
+{
+	cJSON *msgs = notebook_messages(nb);
+	int n = cJSON_GetArraySize(msgs), start = -1;
+
+	for (int i = 0; i < n; i++) {
+		cJSON *msg = cJSON_GetArrayItem(msgs, i);
+		const char *id = journal_str(msg, "tool_call_id");
+		cJSON *note;
+		char *text;
+
+		if (!is_role(msg, "tool")) {
+			start = is_role(msg, "assistant") ? i : -1;
+			continue;
+		}
+		if (id != NULL && start >= 0 &&
+		    call_open(msgs, cJSON_GetArrayItem(msgs, start), start + 1, i, id))
+			continue;
+		text = xasprintf("(terp: the reply that made a tool call was damaged in "
+		    "the journal and is lost; the call's result was:)\n%s",
+		    journal_str(msg, "content") ? journal_str(msg, "content") : "");
+		note = cJSON_CreateObject();
+		cJSON_AddStringToObject(note, "role", "user");
+		cJSON_AddStringToObject(note, "content", text);
+		free(text);
+		notebook_replace_message(nb, i, note);
+		start = -1;	/* a tool message after a user one is an orphan */
+	}
+}
+
 /* After a crash: a cell that never got its result was interrupted, and
  * a tool call without a result gets one right after the recorded
  * results, so the provider accepts the conversation. The indexes of
@@ -692,6 +861,7 @@ repair(struct notebook *nb, struct journal_meta *m)
 			notebook_cell_result(nb, i, &r);
 		}
 	}
+	repair_orphans(nb);
 	for (int i = 0; i < n; ) {
 		cJSON *msg = cJSON_GetArrayItem(msgs, i);
 		const cJSON *calls = cJSON_GetObjectItemCaseSensitive(msg,
@@ -787,11 +957,17 @@ scan(const char *path, struct notebook *nb, struct journal_meta *m, char **err)
 
 	memset(m, 0, sizeof *m);
 	m->live_from = 1;
-	if ((ls.fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) < 0 ||
+	/* O_NONBLOCK: a FIFO in a journal's place must not hang a listing */
+	if ((ls.fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)) < 0 ||
 	    fstat(ls.fd, &st) < 0) {
 		*err = xasprintf("cannot read %s: %s", path, strerror(errno));
 		if (ls.fd >= 0)
 			close(ls.fd);
+		return -1;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		*err = xasprintf("cannot read %s: not a regular file", path);
+		close(ls.fd);
 		return -1;
 	}
 	m->last_active = (int64_t)st.st_mtim.tv_sec;
@@ -837,8 +1013,10 @@ scan(const char *path, struct notebook *nb, struct journal_meta *m, char **err)
 		*err = xasprintf("%s is not a terp journal (no meta line)", path);
 		return -1;
 	}
-	if (nb != NULL)
+	if (nb != NULL) {
+		streamed_cut(nb, m);
 		repair(nb, m);
+	}
 	return 0;
 }
 

@@ -204,10 +204,16 @@ on_term(struct loop *l, int signo, void *arg)
 /* ------------------------------------------------------------ journal */
 
 /* A journal that fails warns once (an EV_NOTICE) and the run goes on
- * unsaved. */
+ * unsaved; once it can write again (a disk that was full), that is said
+ * too, and a later failure warns again. */
 static void
 journal_check(struct session *s)
 {
+	if (s->warned && journal_saved_again(s->j)) {
+		s->warned = 0;	/* before say, as below */
+		say(s, EV_NOTICE, "the session is saved again (what happened "
+		    "while it could not be written is missing from it)");
+	}
 	if (!s->warned && journal_failed(s->j) != NULL) {
 		char *msg = xasprintf("warning: the session is no longer saved: %s",
 		    journal_failed(s->j));

@@ -87,11 +87,19 @@ store_journal_path(const char *sessions_dir, const char *id)
 int
 store_open_locked(const char *path, const char *id, int flags, char **err)
 {
+	/* O_NONBLOCK: a FIFO in the journal's place fails, never hangs
+	 * (appends to a regular file ignore it) */
 	int fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW |
-	    flags, 0600);
+	    O_NONBLOCK | flags, 0600);
+	struct stat st;
 
 	if (fd < 0) {
 		*err = xasprintf("cannot open %s: %s", path, strerror(errno));
+		return -1;
+	}
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		*err = xasprintf("cannot open %s: not a regular file", path);
+		close(fd);
 		return -1;
 	}
 	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
@@ -228,7 +236,7 @@ store_delete(const char *sessions_dir, const char *id, char **err)
 	}
 	path = store_journal_path(sessions_dir, id);
 	if (S_ISDIR(st.st_mode) &&
-	    (fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) >= 0) {
+	    (fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)) >= 0) {
 		int busy = flock(fd, LOCK_EX | LOCK_NB) < 0;
 		close(fd);
 		if (busy) {

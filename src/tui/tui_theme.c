@@ -422,7 +422,7 @@ int
 tui_theme_load(struct theme *t, const char *name, char **err)
 {
 	const struct theme_shipped *sh;
-	char *path, *text;
+	char *path, *text, *why;
 	size_t len;
 	int rc;
 
@@ -433,11 +433,13 @@ tui_theme_load(struct theme *t, const char *name, char **err)
 		return tui_theme_parse(t, (const char *)sh->text, sh->len,
 		    sh->name, err);
 	}
-	text = read_file(path, THEME_MAX_FILE, &len);
+	/* a FIFO does not hang, another user's file is not taken */
+	text = read_trusted_file(path, THEME_MAX_FILE, &len, &why);
 	if (text == NULL) {
 		if (err != NULL)
-			*err = xasprintf("%s: %s", path, errno == EFBIG ?
-			    "theme file is too big" : strerror(errno));
+			*err = why != NULL ? xstrdup(why) : xasprintf("%s: %s", path,
+			    errno == EFBIG ? "theme file is too big" : strerror(errno));
+		free(why);
 		free(path);
 		return -1;
 	}

@@ -150,10 +150,16 @@ def send(obj):
             view = view[n:]
 
 
+_nint = 0  # SIGINTs seen (terp says in each exec how many it had sent)
+
+
 def _on_sigint(signum, frame):
+    global _nint
+    _nint += 1
     if _running:
         raise KeyboardInterrupt
-    # Between cells an interrupt has nothing to stop.
+    # Between cells an interrupt has nothing to stop; one that came for a
+    # cell before its code ran is counted, and _run delivers it.
 
 
 _signal.signal(_signal.SIGINT, _on_sigint)
@@ -1957,7 +1963,7 @@ def _compile_cell(code, fname):
     return compile(tree, fname, "exec"), last
 
 
-def _run(cell, code, asking=False):
+def _run(cell, code, asking=False, ints=None):
     global _running, _cur_cell
     _cur_cell = cell
     fname = "<cell %d>" % cell
@@ -1972,6 +1978,10 @@ def _run(cell, code, asking=False):
     _told.clear()
     _running = True
     try:
+        # more SIGINTs than terp had sent when it wrote this cell: one
+        # came for it before it ran (the sandbox still loading)
+        if ints is not None and _nint > ints:
+            raise KeyboardInterrupt
         body, last = _compile_cell(_ipy_transform(code), fname)
         if body is not None:
             exec(body, ns)
@@ -2157,7 +2167,9 @@ def main():
         cid = cid if type(cid) is int else 0
         try:
             if op == "exec":
-                _run(cid, str(cmd.get("code", "")), cmd.get("stdin") is True)
+                ints = cmd.get("ints")
+                _run(cid, str(cmd.get("code", "")), cmd.get("stdin") is True,
+                     ints if type(ints) is int else None)
             elif op == "reset":
                 ns = _fresh_namespace()
                 plt = _pyplot()

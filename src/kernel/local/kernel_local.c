@@ -78,6 +78,10 @@ struct klocal {
 	pid_t			 py_pid;
 	int			 exit_code;	/* from --json-status-fd, -1 unknown */
 	int			 we_killed;
+	/* SIGINTs sent to this sandbox's Python: each exec command says how
+	 * many came before it, so the driver tells an interrupt meant for
+	 * the cell from a stale one when it lands before the code runs */
+	unsigned		 nints;
 	int			 dying;
 	uint64_t		 death_timer;
 	int64_t			 death_since;
@@ -770,6 +774,7 @@ launch(struct klocal *k, char **err)
 
 	/* One sandbox at a time: the last one is reaped. */
 	assert(k->p.pid <= 0 && !k->dying);
+	k->nints = 0;	/* a new driver counts from 0 */
 	code_cached(k);
 	spec_fill(k, &s);
 	s.nbinds = workspace_binds(k->ws, bind_fds, bind_names, SANDBOX_MAX_BINDS, err);
@@ -1026,8 +1031,8 @@ on_result(struct klocal *k, const struct kframe *f)
 	if (r.ename && strcmp(r.ename, "KeyboardInterrupt") == 0 && k->stop != STOP_NONE) {
 		if (k->stop == STOP_TIMEOUT) {
 			r.status = CELL_TIMEOUT;
-			reason = xasprintf("the cell ran past its time limit of %lld s and was interrupted; the session kept its state",
-			    (long long)(k->o->timeout_ms / 1000));
+			reason = xasprintf("the cell ran past its time limit of %g s and was interrupted; the session kept its state",
+			    (double)k->o->timeout_ms / 1000);
 		} else {
 			r.status = CELL_INTERRUPTED;
 			reason = xstrdup("interrupted; the session kept its state");
@@ -1337,12 +1342,13 @@ stop_cell(struct klocal *k, enum stop_cause why)
 		 * interrupt would hit that code, and a half-written command
 		 * cannot be taken back: the sandbox goes. */
 		kill_sandbox(k, k->stop == STOP_TIMEOUT ?
-		    xasprintf("the session did not take the cell within its time limit of %lld s (code of an earlier cell still running, or the channel tampered with) and was killed",
-		    (long long)(k->o->timeout_ms / 1000)) :
+		    xasprintf("the session did not take the cell within its time limit of %g s (code of an earlier cell still running, or the channel tampered with) and was killed",
+		    (double)k->o->timeout_ms / 1000) :
 		    xstrdup("the session had not taken the cell when it was interrupted (code of an earlier cell still running, or the channel tampered with) and was killed"),
 		    1);
 		return;
 	}
+	k->nints++;
 	signal_python(k, SIGINT);
 	if (k->grace_timer == 0)
 		k->grace_timer = loop_timer_add(k->loop, k->o->grace_ms, on_grace, k);
@@ -1390,6 +1396,7 @@ kernel_next(struct klocal *k)
 		cJSON_AddTrueToObject(cmd, "stdin");
 	k->cur_input = p->input;
 	k->input_open = k->input_count = 0;
+	cJSON_AddNumberToObject(cmd, "ints", k->nints);
 	/* The clock runs from the queueing, not from when the driver takes
 	 * the cell: a driver that never takes it times out all the same. */
 	if (k->o->timeout_ms > 0)
