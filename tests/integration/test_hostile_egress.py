@@ -1,0 +1,188 @@
+"""Hostile cells against terp's egress proxy and what a bound environment
+carries (issue 22), through the real `terp exec` and its sandbox, behind
+test_env.py's egress gate (which stands on test_hostile.py's proof that
+the sandbox isolates: every test here fails when it does not).
+"""
+import json
+import signal
+import socket
+import subprocess
+import textwrap
+import threading
+import time
+
+import pytest
+
+from conftest import TERP
+from test_hostile import base, plant, sbx, sbx_raw  # noqa: F401  (the gate's fixtures)
+from test_env import HANG, PRELUDE, gate  # noqa: F401
+
+# ---------------------------------------------------------------- 1. no stall through the proxy
+
+# A cell hands the proxy a TCP socket of its own (as the old forwarder
+# did, SCM_RIGHTS with one NUL byte), keeps the other copy of that open
+# file description, clears O_NONBLOCK on it over and over, then drives
+# the proxy into one state and sleeps. On a proxy that read and wrote
+# such a socket, every recv/send/splice there blocked terp's one thread.
+STALL_CELL = PRELUDE + r'''
+import array, fcntl, threading, time
+ls = socket.socket()
+ls.bind(("127.0.0.1", 0))
+ls.listen(1)
+t = socket.create_connection(ls.getsockname())
+peer, _ = ls.accept()
+u = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+u.connect("/run/terp/egress.sock")
+u.sendmsg([b"\0"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [t.fileno()]))])
+def blocking():
+    while True:
+        fl = fcntl.fcntl(t.fileno(), fcntl.F_GETFL)
+        fcntl.fcntl(t.fileno(), fcntl.F_SETFL, fl & ~os.O_NONBLOCK)
+        time.sleep(0.005)
+threading.Thread(target=blocking, daemon=True).start()
+def fill():
+    """Keeps the shared socket's send buffer full (peer never reads)."""
+    while True:
+        try:
+            t.send(b"f" * 4096, socket.MSG_DONTWAIT)
+        except BlockingIOError:
+            time.sleep(0.001)
+def nibble():
+    """Reads a little now and then, so the proxy sees it writable."""
+    while True:
+        time.sleep(0.05)
+        peer.recv(2048)
+def stream():
+    while True:
+        peer.sendall(b"s" * 65536)
+time.sleep(0.5)
+print("armed", flush=True)
+time.sleep(1)
+STATE = "WHICH"
+if STATE == "head":
+    peer.sendall(b"CONNECT 127.0.0.1:PORT")
+elif STATE == "reply":
+    threading.Thread(target=fill, daemon=True).start()
+    time.sleep(0.3)
+    peer.sendall(b"GET http://evil.example.invalid/ HTTP/1.1\r\nHost: evil.example.invalid\r\n\r\n")
+    threading.Thread(target=nibble, daemon=True).start()
+elif STATE == "drain":
+    peer.sendall(b"GET http://evil.example.invalid/ HTTP/1.1\r\nHost: evil.example.invalid\r\n\r\n")
+    time.sleep(0.5)
+    peer.sendall(b"x")
+elif STATE == "tunnel-up":
+    peer.sendall(b"CONNECT 127.0.0.1:PORT HTTP/1.1\r\n\r\n")
+elif STATE == "tunnel-down":
+    peer.sendall(b"CONNECT 127.0.0.1:PORT HTTP/1.1\r\n\r\n")
+    threading.Thread(target=stream, daemon=True).start()
+print("stalling", STATE, flush=True)
+time.sleep(600)
+'''
+
+
+class Flood:
+    """127.0.0.1: reads and drops whatever comes, sends without end."""
+
+    def __init__(self):
+        self.ls = socket.socket()
+        self.ls.bind(("127.0.0.1", 0))
+        self.ls.listen(8)
+        self.port = self.ls.getsockname()[1]
+        self.stop = threading.Event()
+        threading.Thread(target=self.serve, daemon=True).start()
+
+    def serve(self):
+        while not self.stop.is_set():
+            try:
+                c, _ = self.ls.accept()
+            except OSError:
+                return
+            threading.Thread(target=self.one, args=(c,), daemon=True).start()
+
+    def one(self, c):
+        c.setblocking(False)
+        while not self.stop.is_set():
+            try:
+                c.recv(65536)
+            except (BlockingIOError, InterruptedError):
+                pass
+            except OSError:
+                break
+            try:
+                c.send(b"d" * 65536)
+            except (BlockingIOError, InterruptedError):
+                time.sleep(0.002)
+            except OSError:
+                break
+        c.close()
+
+    def close(self):
+        self.stop.set()
+        self.ls.close()
+
+
+@pytest.fixture
+def flood():
+    f = Flood()
+    yield f
+    f.close()
+
+
+STATES = ["head", "reply", "drain", "tunnel-up", "tunnel-down"]
+
+
+def stall_argv(state, port, *extra):
+    code = STALL_CELL.replace("WHICH", state).replace("PORT", str(port))
+    return [str(TERP), "exec", "--json", "--allow-host", "127.0.0.1:%d" % port, *extra,
+            "-c", code, "-c", "print('after')"]
+
+
+@pytest.mark.parametrize("state", STATES)
+def test_a_socket_handed_to_the_proxy_cannot_stop_the_time_limit(gate, env, tmp_path,
+                                                                  flood, state):
+    """--timeout still ends the cell whatever the proxy was doing with a
+    socket the cell shares, and the next cell runs."""
+    p = subprocess.Popen(stall_argv(state, flood.port, "--timeout", "4"),
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         env=env, cwd=tmp_path, errors="replace")
+    try:
+        stdout, stderr = p.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.communicate()
+    if p.returncode == -signal.SIGKILL:
+        pytest.fail("terp was still running 60 s into a 4 s cell (proxy state %s): "
+                    "its loop is blocked" % state, pytrace=False)
+    evs = [json.loads(l) for l in stdout.splitlines() if l.startswith("{")]
+    out = "".join(e.get("text", "") for e in evs if e.get("type") == "stdout")
+    assert "stalling " + state in out, stdout[-3000:] + stderr[-2000:]
+    res = [e["status"] for e in evs if e.get("type") == "result"]
+    assert res == ["timeout", "ok"], (res, stderr[-2000:])
+    assert "after" in out
+
+
+@pytest.mark.parametrize("state", STATES)
+def test_a_socket_handed_to_the_proxy_cannot_stop_sigterm(gate, env, tmp_path, flood, state):
+    """SIGTERM ends terp in any proxy state (the loop is never blocked)."""
+    p = subprocess.Popen(stall_argv(state, flood.port), stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path)
+    try:
+        seen = ""
+        for line in p.stdout:
+            if line.startswith("{"):
+                seen += json.loads(line).get("text", "") or ""
+            if "armed" in seen:
+                break
+        assert "armed" in seen, "the cell never started"
+        time.sleep(3)           # the cell drives the proxy into its state
+        p.send_signal(signal.SIGTERM)
+        try:
+            p.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            pytest.fail("terp survived SIGTERM for 10 s (proxy state %s): its loop is "
+                        "blocked" % state, pytrace=False)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert p.returncode != -signal.SIGKILL
