@@ -45,7 +45,6 @@
 
 #define STDERR_KEEP	4096		/* bwrap's own messages, for setup errors */
 #define CODE_MAX	(64u << 20)	/* a cell's code */
-#define RESULT_TEXT_MAX	(256u << 10)	/* each text of a result (the driver cuts at 64K) */
 #define DEATH_WAIT_MS	2000	/* after the channel closed, before the kill */
 #define DEATH_POLL_MS	5	/* without pidfds only: how often to look */
 #define DISK_EVERY_MS	100	/* disk check interval, at least... */
@@ -1085,20 +1084,6 @@ memory_reason(const struct kernel *k)
 	return xasprintf("out of memory (limit %s)", b);
 }
 
-/* s, or a copy cut to RESULT_TEXT_MAX in *owned: the driver cuts its
- * texts at 64 KiB, a forged frame need not. */
-static const char *
-cut_text(const char *s, char **owned)
-{
-	size_t n;
-
-	if (s == NULL || strlen(s) <= RESULT_TEXT_MAX)
-		return s;
-	n = utf8_complete_prefix(s, RESULT_TEXT_MAX);
-	*owned = xasprintf("%.*s... [cut by terp at %u KiB]", (int)n, s, RESULT_TEXT_MAX >> 10);
-	return *owned;
-}
-
 static void
 on_result(struct kernel *k, const struct kframe *f)
 {
@@ -1112,10 +1097,11 @@ on_result(struct kernel *k, const struct kframe *f)
 		return;
 	drain_all(k);
 	memset(&r, 0, sizeof r);
-	r.value = cut_text(f->value, &own[0]);
-	r.ename = cut_text(f->ename, &own[1]);
-	r.evalue = cut_text(f->evalue, &own[2]);
-	r.traceback = cut_text(f->traceback, &own[3]);
+	/* the driver cuts its texts at 64 KiB, a forged frame need not */
+	r.value = own[0] = kframe_text_cap(f->value);
+	r.ename = own[1] = kframe_text_cap(f->ename);
+	r.evalue = own[2] = kframe_text_cap(f->evalue);
+	r.traceback = own[3] = kframe_text_cap(f->traceback);
 	r.status = f->ok ? CELL_OK : CELL_ERROR;
 	if (r.ename && strcmp(r.ename, "KeyboardInterrupt") == 0 && k->stop != STOP_NONE) {
 		if (k->stop == STOP_TIMEOUT) {

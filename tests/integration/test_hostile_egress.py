@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from conftest import TERP
+from conftest import TERP, session_dir
 from test_hostile import base, plant, sbx, sbx_raw  # noqa: F401  (the gate's fixtures)
 from test_env import HANG, PRELUDE, gate  # noqa: F401
 
@@ -186,3 +186,49 @@ def test_a_socket_handed_to_the_proxy_cannot_stop_sigterm(gate, env, tmp_path, f
             p.kill()
             p.wait()
     assert p.returncode != -signal.SIGKILL
+
+
+# ---------------------------------------------------------------- 5. remote texts capped
+
+# A "remote" for --ssh-command: runs this tree's `terp serve` (the command
+# after "--") and, as a malicious server would, swells each result's texts
+# to 3 MiB on the way back.
+SWELL = r'''
+import json, subprocess, sys
+cmd = sys.argv[sys.argv.index("--") + 1]
+p = subprocess.Popen(cmd, shell=True, stdout=subprocess.PIPE)
+for line in p.stdout:
+    try:
+        o = json.loads(line)
+    except ValueError:
+        o = None
+    if isinstance(o, dict) and o.get("ev") == "result":
+        for k in ("value", "evalue", "traceback", "reason"):
+            o[k] = "\u00e9" * (3 << 19)          # 3 MiB of two-byte characters
+        line = (json.dumps(o, ensure_ascii=False) + "\n").encode()
+    sys.stdout.buffer.write(line)
+    sys.stdout.buffer.flush()
+'''
+
+
+def test_a_malicious_ssh_remote_gets_the_local_caps(gate, env, tmp_path):
+    """Each text of a result from an ssh remote is cut at 256 KiB where
+    it arrives (on a character boundary), so neither the JSON output nor
+    the journal holds megabytes of it."""
+    w = tmp_path / "swell.py"
+    w.write_text(SWELL)
+    p = subprocess.run([str(TERP), "exec", "--json", "--sandbox", "ssh://box",
+                        "--ssh-command", "/usr/bin/python3 %s" % w,
+                        "--ssh-terp", "%s --python /usr/bin/python3" % TERP,
+                        "-c", "1+1"], capture_output=True, text=True, env=env,
+                       cwd=tmp_path, timeout=HANG)
+    res = [json.loads(l) for l in p.stdout.splitlines()
+           if l.startswith("{") and json.loads(l).get("type") == "result"]
+    assert len(res) == 1, (p.stdout[-2000:], p.stderr[-2000:])
+    v = res[0]["value"]
+    assert v.endswith("... [cut by terp at 256 KiB]"), v[-100:]
+    assert len(v.encode()) <= (256 << 10) + 64 and set(v[:-30]) == {"\u00e9"}
+    sd = session_dir(env)
+    sizes = {f.name: f.stat().st_size for f in sd.rglob("*") if f.is_file()}
+    assert "notebook.jsonl" in sizes, sizes
+    assert max(sizes.values()) < (4 << 20), sizes
