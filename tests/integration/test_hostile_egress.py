@@ -4,16 +4,18 @@ test_env.py's egress gate (which stands on test_hostile.py's proof that
 the sandbox isolates: every test here fails when it does not).
 """
 import json
+import os
 import signal
 import socket
 import subprocess
 import textwrap
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
-from conftest import TERP, session_dir
+from conftest import TERP, session_dir, traversable
 from test_hostile import base, plant, sbx, sbx_raw  # noqa: F401  (the gate's fixtures)
 from test_env import HANG, PRELUDE, gate  # noqa: F401
 
@@ -232,3 +234,48 @@ def test_a_malicious_ssh_remote_gets_the_local_caps(gate, env, tmp_path):
     sizes = {f.name: f.stat().st_size for f in sd.rglob("*") if f.is_file()}
     assert "notebook.jsonl" in sizes, sizes
     assert max(sizes.values()) < (4 << 20), sizes
+
+
+# ---------------------------------------------------------------- 2. an environment's secrets
+
+def test_an_environments_pip_and_conda_config_stay_out(gate, env, tmp_path):
+    """The venv is bound read-only and whole, but its pip.conf, pip.ini,
+    .condarc and condarc.d (where an index password or a channel token
+    lives) are empty inside; the rest of the venv is there."""
+    d = Path(traversable(tmp_path))
+    venv = d / "venv"
+    subprocess.run(["/usr/bin/python3", "-m", "venv", "--without-pip", str(venv)], check=True)
+    secret = "s3cr3t-pass-4471"
+    (venv / "pip.conf").write_text("[global]\nindex-url = http://alice:%s@127.0.0.1:9/simple\n"
+                                   % secret)
+    (venv / "pip.ini").write_text("[global]\nindex-url = http://127.0.0.1:9/t/%s/simple\n"
+                                  % secret)
+    (venv / ".condarc").write_text("channel_alias: http://127.0.0.1:9/t/%s\n" % secret)
+    (venv / "condarc.d").mkdir()
+    (venv / "condarc.d" / "a.yml").write_text("token: %s\n" % secret)
+    (venv / "marker.txt").write_text("visible\n")
+    for p in [venv / "condarc.d", *venv.glob("*.*"), venv / ".condarc",
+              *(venv / "condarc.d").iterdir()]:
+        if not p.is_symlink():      # venv/bin/python names the system's binary
+            os.chmod(p, 0o755 if p.is_dir() else 0o644)
+    e = dict(env, VIRTUAL_ENV=str(venv))
+    p = subprocess.run([str(TERP), "exec", "--json", "-c", PRELUDE + textwrap.dedent(r'''
+        import sys
+        got = {}
+        for n in ("pip.conf", "pip.ini", ".condarc", "marker.txt"):
+            try:
+                got[n] = open(os.path.join(sys.prefix, n)).read()
+            except OSError as e:
+                got[n] = "error %s" % e.errno
+        got["condarc.d"] = sorted(os.listdir(os.path.join(sys.prefix, "condarc.d")))
+        report(prefix=sys.prefix, got=got)
+    ''')], capture_output=True, text=True, env=e, cwd=d, timeout=HANG)
+    out = "".join(json.loads(l).get("text", "") for l in p.stdout.splitlines()
+                  if l.startswith("{"))
+    rs = [json.loads(l[len("RESULT "):]) for l in out.splitlines() if l.startswith("RESULT ")]
+    assert rs, (p.stdout[-2000:], p.stderr[-2000:])
+    r = rs[-1]
+    assert r["prefix"] == str(venv), r
+    assert r["got"] == {"pip.conf": "", "pip.ini": "", ".condarc": "", "marker.txt": "visible\n",
+                        "condarc.d": []}, r
+    assert secret not in p.stdout
