@@ -161,6 +161,11 @@ uint64_t egress_bytes_up(const struct egress *e);
 
 /* Checks an allow or deny rule's syntax without a proxy (for the
  * command line). Returns 0, or -1 with *err. Pure. */
+/* For an unspecified address (0.0.0.0, ::, written as a host): the
+ * loopback address it reaches ("127.0.0.1" or "::1"), which a
+ * suggested --allow-host names instead; NULL for anything else. */
+const char *egress_unspecified_loopback(const char *host);
+
 int egress_rule_check(const char *spec, char **err);
 
 /* Whether the allow rules (NULL-terminated, or NULL) let a request for

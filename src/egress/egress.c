@@ -343,12 +343,61 @@ hp_set_v6(struct hostport *hp, const unsigned char *b)
 	}
 }
 
+/* An unspecified address (0.0.0.0/8, ::, ::ffff:0.0.0.0): connecting
+ * there reaches this machine's own loopback. */
+static int
+hp_unspecified(const struct hostport *hp)
+{
+	if (hp->kind != HP_ADDR)
+		return 0;
+	if (hp->family == AF_INET)
+		return hp->addr[0] == 0;
+	return all_zero(hp->addr, 16);
+}
+
+/* What an unspecified address reaches: the loopback of its family. */
+static void
+hp_to_loopback(struct hostport *hp)
+{
+	memset(hp->addr, 0, sizeof hp->addr);
+	if (hp->family == AF_INET) {
+		hp->addr[0] = 127;
+		hp->addr[3] = 1;
+	} else {
+		hp->addr[15] = 1;
+	}
+}
+
+static int hp_parse_raw(const char *s, size_t n, struct hostport *hp, int rule,
+    const char **why);
+
 /* Parses s[0..n) as HOST[:PORT]. rule: "*.x" allowed, odd numeric forms
  * refused (a request's odd numeric host is taken as the address
  * inet_aton sees in it, so it meets the address rules, not the names).
+ * An unspecified address is what it reaches, loopback: a request for
+ * 0.0.0.0 is checked as one for 127.0.0.1 (so only a loopback address
+ * allowed by itself lets it through), and a rule naming it is refused.
  * Returns 0, or -1 with *why set to a static phrase. */
 static int
 hp_parse(const char *s, size_t n, struct hostport *hp, int rule,
+    const char **why)
+{
+	if (hp_parse_raw(s, n, hp, rule, why) < 0)
+		return -1;
+	if (hp_unspecified(hp)) {
+		if (rule) {
+			*why = "an unspecified address reaches this machine's own "
+			    "services, as loopback does; allow 127.0.0.1:PORT or "
+			    "[::1]:PORT for those";
+			return -1;
+		}
+		hp_to_loopback(hp);
+	}
+	return 0;
+}
+
+static int
+hp_parse_raw(const char *s, size_t n, struct hostport *hp, int rule,
     const char **why)
 {
 	char tmp[256];
@@ -525,6 +574,8 @@ rules_free(struct rule *r)
 	}
 }
 
+/* An address a name resolved to, as the rules see it (an unspecified
+ * one as the loopback it reaches, see hp_parse). */
 static void
 hp_from_sa(struct hostport *hp, const struct sockaddr *sa)
 {
@@ -536,6 +587,8 @@ hp_from_sa(struct hostport *hp, const struct sockaddr *sa)
 	} else {
 		hp_set_v6(hp, ((const struct sockaddr_in6 *)sa)->sin6_addr.s6_addr);
 	}
+	if (hp_unspecified(hp))
+		hp_to_loopback(hp);
 }
 
 /* ---- buffers, events --------------------------------------------------- */
@@ -2178,4 +2231,16 @@ uint64_t
 egress_bytes_up(const struct egress *e)
 {
 	return e->sent;
+}
+
+const char *
+egress_unspecified_loopback(const char *host)
+{
+	struct hostport hp;
+	const char *why;
+
+	if (host == NULL || hp_parse_raw(host, strlen(host), &hp, 0, &why) < 0 ||
+	    !hp_unspecified(&hp))
+		return NULL;
+	return hp.family == AF_INET ? "127.0.0.1" : "::1";
 }

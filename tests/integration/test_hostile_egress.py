@@ -279,3 +279,38 @@ def test_an_environments_pip_and_conda_config_stay_out(gate, env, tmp_path):
     assert r["got"] == {"pip.conf": "", "pip.ini": "", ".condarc": "", "marker.txt": "visible\n",
                         "condarc.d": []}, r
     assert secret not in p.stdout
+
+
+# ---------------------------------------------------------------- 9. unspecified addresses
+
+@pytest.mark.parametrize("spec", ["0.0.0.0:PORT", "[::]:PORT", "0.0.0.0", "[::ffff:0.0.0.0]:PORT"])
+def test_an_unspecified_address_is_not_a_rule(gate, env, tmp_path, flood, spec):
+    """0.0.0.0 and :: reach this machine's loopback: as a rule they are
+    refused with one line that names the loopback address instead."""
+    p = subprocess.run([str(TERP), "exec", "--json", "--allow-host",
+                        spec.replace("PORT", str(flood.port)), "-c", "print(1)"],
+                       capture_output=True, text=True, env=env, cwd=tmp_path, timeout=HANG)
+    assert p.returncode != 0, p.stdout[-2000:]
+    err = p.stderr.strip()
+    assert "\n" not in err and "unspecified address" in err and "127.0.0.1:PORT" in err, err
+
+
+def test_a_request_for_an_unspecified_address_is_one_for_loopback(gate, env, tmp_path, flood):
+    """A cell's CONNECT to 0.0.0.0:PORT is checked as 127.0.0.1:PORT: with
+    only a name allowed it is refused, and the note suggests the loopback
+    address, never 0.0.0.0."""
+    p = subprocess.run([str(TERP), "exec", "--json", "--allow-host", "localhost:%d" % flood.port,
+                        "-c", PRELUDE + textwrap.dedent('''
+        for t in ("0.0.0.0:PORT", "[::]:PORT"):
+            s, st, code = connect(t)
+            report(t=t, st=st, code=code)
+    ''').replace("PORT", str(flood.port))], capture_output=True, text=True, env=env,
+                       cwd=tmp_path, timeout=HANG)
+    evs = [json.loads(l) for l in p.stdout.splitlines() if l.startswith("{")]
+    out = "".join(e.get("text", "") for e in evs if e.get("type") == "stdout")
+    err = "".join(e.get("text", "") for e in evs if e.get("type") == "stderr")
+    rs = [json.loads(l[len("RESULT "):]) for l in out.splitlines() if l.startswith("RESULT ")]
+    assert [(r["st"], r["code"]) for r in rs] == [(403, "ip-literal")] * 2, (rs, err)
+    assert "--allow-host 127.0.0.1:%d" % flood.port in err, err
+    assert "--allow-host [::1]:%d" % flood.port in err, err
+    assert "0.0.0.0" not in err and "[::]" not in err, err
