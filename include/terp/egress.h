@@ -63,6 +63,8 @@ struct egress_opts {
 	int		 socket_gid;	/* used with socket_uid (< 0: unchanged) */
 	const char *const *allow;	/* NULL-terminated HOST[:PORT] list, or NULL */
 	uint64_t	 max_up;	/* bytes-up cap per session; UINT64_MAX: none */
+	uint64_t	 sent_before;	/* sent in the session's earlier runs
+					 * (--resume): counted against max_up */
 	int64_t		 connect_timeout_ms;
 	int64_t		 idle_timeout_ms;
 	int		 max_conns;	/* concurrent client connections */

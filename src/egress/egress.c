@@ -2028,6 +2028,11 @@ egress_new(struct loop *l, const struct egress_opts *o,
 		e->cb = *cb;
 	e->arg = arg;
 	e->max_up = o->max_up ? o->max_up : EGRESS_MAX_UP_DEFAULT;
+	/* The cap is the session's, not one run's: what earlier runs sent
+	 * (their journal's ledger) is spent already. */
+	e->committed = e->sent = o->sent_before;
+	if (e->max_up != UINT64_MAX && e->committed >= e->max_up)
+		e->capped = 1;
 	e->connect_ms = o->connect_timeout_ms > 0 ? o->connect_timeout_ms :
 	    EGRESS_CONNECT_TIMEOUT_DEFAULT;
 	e->idle_ms = o->idle_timeout_ms > 0 ? o->idle_timeout_ms :

@@ -402,7 +402,8 @@ net_new(struct kernel *k, const char *const *allow, char **err)
 		    "have no meaning with --network or --no-sandbox");
 		return -1;
 	}
-	k->net = kernel_net_new(k->loop, allow, k->o->egress_max, &cbs, k, err);
+	k->net = kernel_net_new(k->loop, allow, k->o->egress_max, k->o->egress_sent,
+	    &cbs, k, err);
 	return k->net != NULL ? 0 : -1;
 }
 

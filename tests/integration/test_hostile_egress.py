@@ -314,3 +314,78 @@ def test_a_request_for_an_unspecified_address_is_one_for_loopback(gate, env, tmp
     assert "--allow-host 127.0.0.1:%d" % flood.port in err, err
     assert "--allow-host [::1]:%d" % flood.port in err, err
     assert "0.0.0.0" not in err and "[::]" not in err, err
+
+
+# ---------------------------------------------------------------- 8. the cap is the session's
+
+class Sink:
+    """127.0.0.1: counts what it receives, answers nothing."""
+
+    def __init__(self):
+        self.ls = socket.socket()
+        self.ls.bind(("127.0.0.1", 0))
+        self.ls.listen(8)
+        self.port = self.ls.getsockname()[1]
+        self.received = 0
+        self.lock = threading.Lock()
+        threading.Thread(target=self.serve, daemon=True).start()
+
+    def serve(self):
+        while True:
+            try:
+                c, _ = self.ls.accept()
+            except OSError:
+                return
+            threading.Thread(target=self.one, args=(c,), daemon=True).start()
+
+    def one(self, c):
+        while True:
+            try:
+                d = c.recv(65536)
+            except OSError:
+                break
+            if not d:
+                break
+            with self.lock:
+                self.received += len(d)
+        c.close()
+
+
+SEND_CELL = PRELUDE + r'''
+import time
+s, st, code = connect("127.0.0.1:PORT")
+sent = 0
+try:
+    for _ in range(80):
+        s.sendall(b"u" * 1000)
+        sent += 1000
+except OSError:
+    pass
+time.sleep(1)
+s.close()
+time.sleep(1)       # the sink's close ends the attempt: its line is journalled
+report(st=st, sent=sent)
+'''
+
+
+def test_egress_max_holds_across_resume(gate, env, tmp_path):
+    """Under --egress-max 100000, a run that sends 80 KB and a resumed run
+    that tries 80 KB more get 100 KB out in all: the budget is the
+    session's (earlier runs' bytes come from its journal's ledger)."""
+    sink = Sink()
+    args = ["--allow-host", "127.0.0.1:%d" % sink.port, "--egress-max", "100000"]
+    cell = SEND_CELL.replace("PORT", str(sink.port))
+    p = subprocess.run([str(TERP), "exec", "--json", *args, "-c", cell],
+                       capture_output=True, text=True, env=env, cwd=tmp_path, timeout=HANG)
+    assert p.returncode == 0, p.stderr[-2000:]
+    first = sink.received
+    assert first == 80000, (first, p.stdout[-2000:])
+    sid = session_dir(env).name
+    p = subprocess.run([str(TERP), "exec", "--json", "--resume", sid, *args, "-c", cell],
+                       capture_output=True, text=True, env=env, cwd=tmp_path, timeout=HANG)
+    evs = [json.loads(l) for l in p.stdout.splitlines() if l.startswith("{")]
+    nets = [e for e in evs if e.get("type") == "net"]
+    time.sleep(0.5)
+    assert sink.received <= 100000, (sink.received, nets)
+    assert any(e.get("code") == "cap" for e in nets), nets
+    sink.ls.close()
