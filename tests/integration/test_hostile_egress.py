@@ -389,3 +389,23 @@ def test_egress_max_holds_across_resume(gate, env, tmp_path):
     assert sink.received <= 100000, (sink.received, nets)
     assert any(e.get("code") == "cap" for e in nets), nets
     sink.ls.close()
+
+
+# ---------------------------------------------------------------- 7. a token in an index's path
+
+def test_a_token_in_the_pip_index_path_stays_out(gate, env, tmp_path, flood):
+    """PIP_INDEX_URL with a token in its path (as some hosted indexes
+    give them) is a credential: not passed into the sandbox even with its
+    host allowed, and said so in one line."""
+    tok = "AbCdEf1234567890xy"
+    url = "http://127.0.0.1:%d/%s/org/simple/" % (flood.port, tok)
+    e = dict(env, PIP_INDEX_URL=url)
+    p = subprocess.run([str(TERP), "exec", "--json", "--allow-host", "127.0.0.1:%d" % flood.port,
+                        "-c", PRELUDE + "report(idx=os.environ.get('PIP_INDEX_URL'))"],
+                       capture_output=True, text=True, env=e, cwd=tmp_path, timeout=HANG)
+    out = "".join(json.loads(l).get("text", "") for l in p.stdout.splitlines()
+                  if l.startswith("{"))
+    rs = [json.loads(l[len("RESULT "):]) for l in out.splitlines() if l.startswith("RESULT ")]
+    assert rs and rs[-1]["idx"] is None, (rs, p.stderr[-2000:])
+    assert "holds credentials" in p.stderr, p.stderr
+    assert tok not in p.stdout
