@@ -803,7 +803,9 @@ spec_fill(const struct kernel *k, struct sandbox_spec *s)
 	s->preload = getenv("TERP_NO_PRELOAD") == NULL;
 	s->cgroup_procs_fd = -1;
 	s->pyenv = k->o->pyenv;
-	s->setenv = k->o->sandbox_env;
+	/* sandbox_env (the user's pip index) goes with each exec command,
+	 * not on bwrap's command line, which any local user can read */
+	s->setenv = NULL;
 	s->probe = !k->have_probe;
 	s->code = k->code;
 	s->code_len = k->code_len;
@@ -1396,6 +1398,18 @@ kernel_next(struct kernel *k)
 	cJSON_AddStringToObject(cmd, "op", "exec");
 	cJSON_AddNumberToObject(cmd, "id", p->n);
 	cJSON_AddStringToObject(cmd, "code", p->code);
+	if (k->o->sandbox_env != NULL && k->o->sandbox_env[0] != NULL) {
+		cJSON *env = cJSON_AddObjectToObject(cmd, "env");
+		for (const char *const *e = k->o->sandbox_env; *e != NULL; e++) {
+			const char *eq = strchr(*e, '=');
+			char *key;
+			if (eq == NULL)
+				continue;
+			key = xstrndup(*e, (size_t)(eq - *e));
+			cJSON_AddStringToObject(env, key, eq + 1);
+			free(key);
+		}
+	}
 	/* The clock runs from the queueing, not from when the driver takes
 	 * the cell: a driver that never takes it times out all the same. */
 	if (k->o->timeout_ms > 0)

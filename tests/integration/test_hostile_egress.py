@@ -409,3 +409,43 @@ def test_a_token_in_the_pip_index_path_stays_out(gate, env, tmp_path, flood):
     assert rs and rs[-1]["idx"] is None, (rs, p.stderr[-2000:])
     assert "holds credentials" in p.stderr, p.stderr
     assert tok not in p.stdout
+
+
+def test_the_pip_index_is_never_on_bwraps_command_line(gate, env, tmp_path, flood):
+    """A credential-free index, its host allowed, reaches pip in the cell
+    (PIP_INDEX_URL), but no process's command line on the host holds it
+    (ps shows every local user those)."""
+    url = "http://127.0.0.1:%d/plain-index-marker/simple/" % flood.port
+    e = dict(env, PIP_INDEX_URL=url)
+    p = subprocess.Popen([str(TERP), "exec", "--json", "--allow-host",
+                          "127.0.0.1:%d" % flood.port, "-c", PRELUDE + textwrap.dedent('''
+        import time
+        report(idx=os.environ.get("PIP_INDEX_URL"))
+        time.sleep(3)
+    ''')], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=e, cwd=tmp_path)
+    seen, lines = [], []
+    try:
+        for line in p.stdout:
+            lines.append(line)
+            if "RESULT" in line:
+                break
+        for pid in os.listdir("/proc"):
+            if not pid.isdigit():
+                continue
+            try:
+                cmd = open("/proc/%s/cmdline" % pid, "rb").read()
+            except OSError:
+                continue
+            if b"plain-index-marker" in cmd and int(pid) != os.getpid():
+                seen.append(cmd.replace(b"\0", b" ")[:300])
+        out, _ = p.communicate(timeout=HANG)
+        lines.append(out)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    text = "".join(json.loads(l).get("text", "") for l in "".join(lines).splitlines()
+                   if l.startswith("{"))
+    rs = [json.loads(l[len("RESULT "):]) for l in text.splitlines() if l.startswith("RESULT ")]
+    assert rs and rs[-1]["idx"] == url, rs
+    assert seen == [], seen
