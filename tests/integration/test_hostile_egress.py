@@ -449,3 +449,48 @@ def test_the_pip_index_is_never_on_bwraps_command_line(gate, env, tmp_path, floo
     rs = [json.loads(l[len("RESULT "):]) for l in text.splitlines() if l.startswith("RESULT ")]
     assert rs and rs[-1]["idx"] == url, rs
     assert seen == [], seen
+
+
+# ---------------------------------------------------------------- 6. terp serve cleans up
+
+PASS = r'''
+import os, sys
+cmd = sys.argv[sys.argv.index("--") + 1]
+os.execv("/bin/sh", ["sh", "-c", cmd])
+'''
+
+
+def test_terp_serve_removes_a_workspace_deeper_than_path_max(gate, env, tmp_path):
+    """A cell (on the "remote" terp serve) leaves a tree whose paths are
+    longer than PATH_MAX, with a link out and read-only folders: terp
+    serve's folder in /tmp is gone all the same when the session ends,
+    and what the link names is untouched."""
+    keep = tmp_path / "keep.txt"
+    keep.write_text("keep\n")
+    w = tmp_path / "pass.py"
+    w.write_text(PASS)
+    before = {p for p in os.listdir("/tmp") if p.startswith("terp-serve-")}
+    p = subprocess.run([str(TERP), "exec", "--json", "--sandbox", "ssh://box",
+                        "--ssh-command", "/usr/bin/python3 %s" % w,
+                        "--ssh-terp", "%s --python /usr/bin/python3" % TERP, "-c", textwrap.dedent('''
+        import os
+        fd = os.open(".", os.O_RDONLY)
+        name = "deep-marker-" + "x" * 40
+        for i in range(200):
+            os.mkdir(name, dir_fd=fd)
+            if i % 50 == 0:
+                os.symlink("/tmp", "link-out", dir_fd=fd)
+            nfd = os.open(name, os.O_RDONLY, dir_fd=fd)
+            if i % 60 == 0:
+                os.chmod(fd, 0o500)
+            os.close(fd)
+            fd = nfd
+        print("made", 200 * len(name))
+    ''')], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=HANG)
+    assert '"status":"ok"' in p.stdout and "made 10400" in p.stdout, \
+        (p.stdout[-2000:], p.stderr[-2000:])
+    left = {q for q in os.listdir("/tmp") if q.startswith("terp-serve-")} - before
+    mine = [q for q in left if any(n.startswith("deep-marker-")
+                                   for _, ds, _ in os.walk("/tmp/" + q) for n in ds[:3])]
+    assert mine == [], mine
+    assert keep.read_text() == "keep\n"
