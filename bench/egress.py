@@ -6,10 +6,11 @@ process):
   direct   client -> upstream
   proxy    client -> egress proxy (Unix socket, CONNECT) -> upstream
   fwd      client -> egress_fwd.py (127.0.0.1) -> proxy -> upstream, the
-           in-sandbox path without the sandbox; the forwarder hands each
-           connection over to the proxy (its default)
-  relay    the same with the forwarder relaying the bytes (--relay, the
-           forwarder's old way), for comparison
+           in-sandbox path without the sandbox; the forwarder relays
+           the bytes (its only way: handing sockets over let a cell
+           block the proxy, issue 22)
+  relay    the same with --relay given (the same path; kept so that
+           figures compare with older runs)
   sandbox  a cell in `terp exec --allow-host 127.0.0.1:PORT`: the client
            inside the sandbox, through the forwarder terp's driver starts
            and the proxy in terp's loop (the whole thing; needs ./terp)

@@ -790,6 +790,9 @@ offer_pip_index(struct cli *c)
 		if (pipindex_url_host(pi.u[i].url, host, sizeof host, &port, &cred) < 0)
 			continue;
 		if (!egress_rules_cover((const char *const *)m.allow, host, port)) {
+			const char *lo = egress_unspecified_loopback(host);
+			if (lo != NULL)		/* never suggest 0.0.0.0 */
+				snprintf(host, sizeof host, "%s", lo);
 			snprintf(rule, sizeof rule, strchr(host, ':') ? "[%s]" : "%s", host);
 			if (port != 80 && port != 443)
 				snprintf(rule + strlen(rule), sizeof rule - strlen(rule), ":%u", port);

@@ -13,24 +13,26 @@
  *   ----                                  ----------------------------------
  *   egress (this module)                  egress_fwd.py, started by the
  *     listens on <session>/egress.sock  <-- driver, listens on 127.0.0.1:3128
- *     (0600, owned by the session uid)      and hands every accepted
- *                                           connection over to the proxy
+ *     (0600, owned by the session uid)      and relays every accepted
+ *                                           connection to the proxy
  *   bwrap --ro-bind <sock> /run/terp/egress.sock   (connect() works on a
  *                                           read-only bind of a socket)
  *
  *   env in the sandbox: HTTP_PROXY, HTTPS_PROXY, ALL_PROXY, PIP_PROXY and
  *   their lower-case forms = http://127.0.0.1:3128, NO_PROXY unset.
  *
- * The hand-over: the forwarder sends the accepted socket itself over the
- * Unix socket (SCM_RIGHTS, with one NUL byte and nothing else); the proxy
- * then reads and writes that socket as its client, so the bytes take no
- * detour through the forwarder. Only a client's first read takes a
- * descriptor, and only a connected TCP socket; anything else is refused.
- * (The forwarder can still relay bytes instead: --relay, --copy.)
+ * The relay: the forwarder opens one connection to the Unix socket per
+ * connection it accepts and splices the bytes both ways. The proxy never
+ * takes a descriptor from a client (a socket handed over by SCM_RIGHTS
+ * would share its open file description with the sandbox, which could
+ * clear O_NONBLOCK on it and block terp's loop); every descriptor it
+ * reads or writes is one it made itself, and every read and write on a
+ * client is non-blocking per call (MSG_DONTWAIT) as well.
  *
  * The forwarder is deliberately dumb: it never parses a byte, so whatever
  * the cell does (a relay of its own, a CONNECT inside a CONNECT, a raw
- * socket to the forwarder's port, a hand-over of its own) arrives here as
+ * socket to the forwarder's port, a descriptor sent along, which the
+ * kernel closes unread) arrives here as
  * one more client and is checked like any other. A client that ignores
  * the proxy settings meets the empty namespace and fails, as it should:
  * the namespace, not the proxy variables, is the boundary.
@@ -61,6 +63,8 @@ struct egress_opts {
 	int		 socket_gid;	/* used with socket_uid (< 0: unchanged) */
 	const char *const *allow;	/* NULL-terminated HOST[:PORT] list, or NULL */
 	uint64_t	 max_up;	/* bytes-up cap per session; UINT64_MAX: none */
+	uint64_t	 sent_before;	/* sent in the session's earlier runs
+					 * (--resume): counted against max_up */
 	int64_t		 connect_timeout_ms;
 	int64_t		 idle_timeout_ms;
 	int		 max_conns;	/* concurrent client connections */
@@ -159,6 +163,11 @@ uint64_t egress_bytes_up(const struct egress *e);
 
 /* Checks an allow or deny rule's syntax without a proxy (for the
  * command line). Returns 0, or -1 with *err. Pure. */
+/* For an unspecified address (0.0.0.0, ::, written as a host): the
+ * loopback address it reaches ("127.0.0.1" or "::1"), which a
+ * suggested --allow-host names instead; NULL for anything else. */
+const char *egress_unspecified_loopback(const char *host);
+
 int egress_rule_check(const char *spec, char **err);
 
 /* Whether the allow rules (NULL-terminated, or NULL) let a request for

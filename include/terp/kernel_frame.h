@@ -141,4 +141,18 @@ enum kframe_refusal kframe_admit(const struct kframe_caps *caps,
 char *kframe_refusal_text(const struct kframe_caps *caps, enum kframe_refusal r,
     uint64_t size);
 
+/* ------------------------------------------------------------ result texts */
+
+/* Every backend's cap on each text of a result (value, ename, evalue,
+ * traceback, reason): the local driver cuts at 64 KiB, a forged frame or
+ * a malicious ssh or Jupyter server need not. */
+#define KFRAME_TEXT_MAX	(256u << 10)
+
+/* s cut to KFRAME_TEXT_MAX bytes (on a UTF-8 boundary, with a note saying
+ * so), as a new string; NULL for NULL. Applied where the text arrives,
+ * so no backend keeps or journals more. */
+char *kframe_text_cap(const char *s);
+/* The same for n bytes of s (not NUL-terminated). */
+char *kframe_text_capn(const char *s, size_t n);
+
 #endif

@@ -35,10 +35,12 @@ struct kernel_net_cbs {
 struct kernel_net;
 
 /* A session's egress, not started. allow: NULL-terminated HOST[:PORT]
- * rules (copied); max_up: the bytes-up cap (0: the default). Returns
- * NULL with *err on a malformed rule. cb and arg must outlive it. */
+ * rules (copied); max_up: the bytes-up cap (0: the default), of which
+ * sent_before (the session's earlier runs) is spent. Returns NULL with
+ * *err on a malformed rule. cb and arg must outlive it. */
 struct kernel_net *kernel_net_new(struct loop *l, const char *const *allow,
-    uint64_t max_up, const struct kernel_net_cbs *cb, void *arg, char **err);
+    uint64_t max_up, uint64_t sent_before, const struct kernel_net_cbs *cb, void *arg,
+    char **err);
 
 /* Starts the proxy once, listening on dir/egress.sock (a stale one is
  * replaced), the socket owned by uid (0: left as terp's) with mode 0600.

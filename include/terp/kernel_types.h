@@ -56,6 +56,8 @@ struct kernel_opts {
 	 * Needs the sandbox's own network (not network, not no_sandbox). */
 	const char *const *allow_hosts;
 	uint64_t	 egress_max;	/* bytes sent out per session; 0: 10 MiB */
+	uint64_t	 egress_sent;	/* sent by the session's earlier runs
+					 * (--resume, from its journal) */
 	/* "allow SPEC" and "deny SPEC", NULL-terminated, applied in order
 	 * over allow_hosts when the proxy starts: the /allow and /deny of
 	 * the session being resumed (its journal's). An "allow" makes a

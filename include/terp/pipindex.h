@@ -39,7 +39,8 @@ char *pipindex_conf_value(const char *text, size_t len, const char *key);
 
 /* The host and port a URL reaches (http: 80, https: 443 unless given;
  * IPv6 without brackets), and whether it holds credentials (user:pass@,
- * which never enter the sandbox). Returns 0, or -1 for a URL that is
+ * or a token in its path or query: a long segment mixing letters and
+ * digits, a token=/key=... parameter), which never enter the sandbox. Returns 0, or -1 for a URL that is
  * not http(s)://HOST... Pure. */
 int pipindex_url_host(const char *url, char *host, size_t hostlen, unsigned *port,
     int *has_cred);

@@ -72,6 +72,17 @@ struct pyenv_link {
 	char	*target;
 };
 
+/* A package manager's configuration inside a bound prefix (pip.conf,
+ * pip.ini, .condarc, condarc, .mambarc, condarc.d): it may hold an
+ * index's password or a channel token, so the sandbox sees an empty
+ * file (dir: an empty read-only folder) over it. pip inside gets the
+ * index terp passes, when the user allowed its host and the URL holds
+ * no credentials. */
+struct pyenv_hide {
+	char	*path;
+	int	 dir;
+};
+
 /* A resolved interpreter. Every string is owned by the struct and freed
  * by pyenv_free. */
 struct pyenv {
@@ -88,6 +99,8 @@ struct pyenv {
 	size_t			 nbinds;
 	struct pyenv_link	*links;
 	size_t			 nlinks;
+	struct pyenv_hide	*hides;		/* over the binds, in order */
+	size_t			 nhides;
 	char			**env;		/* "KEY=VALUE" to add to (or replace
 						 * in) the sandbox's environment;
 						 * NULL-terminated */

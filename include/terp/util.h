@@ -69,4 +69,14 @@ char *xdg_config_home(void);
  * this process's environment), or NULL. Borrowed from envp. */
 const char *env_lookup(const char *const *envp, const char *key);
 
+/* Removes the tree at path (a folder; a file or link is just unlinked)
+ * depth first through descriptors: every step is openat(O_NOFOLLOW)
+ * from the folder above, going back up by "..", so a link is never
+ * followed, no path is ever longer than one name (trees deeper than
+ * PATH_MAX go too), and two descriptors are open at any time. Folders
+ * made read-only are opened up first. For a tree nothing else changes
+ * any more (a finished sandbox's). Returns 0, or -1 with errno when
+ * something stayed. */
+int rm_tree(const char *path);
+
 #endif

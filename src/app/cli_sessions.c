@@ -11,6 +11,8 @@
 #include "terp/cli.h"
 #include "terp/export.h"
 #include "terp/journal.h"
+#include "terp/netlog.h"
+#include "terp/notebook.h"
 #include "terp/resume.h"
 #include "terp/sanitize.h"
 #include "terp/session.h"
@@ -193,6 +195,15 @@ cli_sessions_resume(struct cli *c)
 	}
 	/* the session's /allow and /deny, over this run's --allow-host */
 	c->kopts.egress_ops = (const char *const *)c->res.meta.egress;
+	/* --egress-max is the session's: what its ledger says earlier runs
+	 * sent is spent (each attempt's journal line has its bytes up) */
+	{
+		size_t n;
+		const struct net_attempt *v = notebook_nets(c->res.nb, &n, NULL);
+		c->kopts.egress_sent = 0;
+		for (size_t i = 0; i < n; i++)
+			c->kopts.egress_sent += v[i].up;
+	}
 	/* Resumed without --sandbox (nor sandbox = in the config): where it
 	 * ran last, a Jupyter server, pool or ssh host the journal names. */
 	if (c->kopts.sandbox == NULL && c->res.meta.remote_sandbox != NULL &&

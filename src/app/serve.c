@@ -8,7 +8,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -354,16 +353,6 @@ on_term(struct loop *l, int signo, void *arg)
 	loop_stop(l);
 }
 
-static int
-rm_one(const char *path, const struct stat *st, int type, struct FTW *f)
-{
-	(void)st;
-	(void)type;
-	(void)f;
-	remove(path);
-	return 0;
-}
-
 /* Writes what is queued for stdout, blocking (the end: the host reads
  * it or is gone, and ssh's pipe says which). */
 static void
@@ -445,7 +434,9 @@ serve_run(struct cli *c)
 	kframe_reader_free(&s.in);
 	loop_free(s.loop);
 out:
-	nftw(s.dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	/* by descriptors: the workspace may hold paths past PATH_MAX,
+	 * which nftw could not reach (and left in /tmp) */
+	(void)rm_tree(s.dir);
 	free(s.dir);
 	free(s.outdir);
 	free(s.updir);

@@ -3,6 +3,7 @@
 
 #include <ctype.h>
 #include <pwd.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -442,4 +443,127 @@ env_lookup(const char *const *envp, const char *key)
 		if (strncmp(*envp, key, n) == 0 && (*envp)[n] == '=')
 			return *envp + n + 1;
 	return NULL;
+}
+
+/* ---- removing a tree ---------------------------------------------------- */
+
+/* The first entry of folder fd other than . and .., copied into name
+ * (NAME_MAX + 1 bytes); 0 when it is empty, -1 on an error. */
+static int
+first_entry(int fd, char *name)
+{
+	int dup_fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+	DIR *d;
+	struct dirent *e;
+	int got = 0;
+
+	if (dup_fd < 0)
+		return -1;
+	if ((d = fdopendir(dup_fd)) == NULL) {
+		close(dup_fd);
+		return -1;
+	}
+	rewinddir(d);
+	while ((e = readdir(d)) != NULL) {
+		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+			continue;
+		snprintf(name, NAME_MAX + 1, "%s", e->d_name);
+		got = 1;
+		break;
+	}
+	closedir(d);
+	return got;
+}
+
+int
+rm_tree(const char *path)
+{
+	char *parent = xstrdup(path), *slash, name[NAME_MAX + 1];
+	char **stack = NULL;	/* the names walked down, each under the last */
+	size_t depth = 0, cap = 0;
+	int top, fd, rc = 0, saved = 0;
+
+	slash = strrchr(parent, '/');
+	if (slash == parent)
+		slash[1] = '\0';
+	else if (slash != NULL)
+		*slash = '\0';
+	top = open(slash ? parent : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	snprintf(name, sizeof name, "%s", slash ? strrchr(path, '/') + 1 : path);
+	free(parent);
+	if (top < 0)
+		return -1;
+	if (unlinkat(top, name, 0) == 0 || errno == ENOENT) {
+		close(top);
+		return 0;
+	}
+	fd = openat(top, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0) {
+		saved = errno;
+		close(top);
+		errno = saved;
+		return -1;
+	}
+	for (;;) {
+		char child[NAME_MAX + 1];
+		int r, up;
+
+		(void)fchmod(fd, 0700);	/* code may have made folders read-only */
+		r = first_entry(fd, child);
+		if (r > 0 && unlinkat(fd, child, 0) == 0)
+			continue;
+		if (r > 0 && (errno == EISDIR || errno == EPERM)) {
+			int down = openat(fd, child, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+			    O_CLOEXEC);
+			if (down >= 0) {
+				if (depth == cap) {
+					cap = cap ? 2 * cap : 64;
+					stack = xrealloc(stack, cap * sizeof *stack);
+				}
+				stack[depth++] = xstrdup(child);
+				close(fd);
+				fd = down;
+				continue;
+			}
+		}
+		if (r != 0) {		/* an entry that cannot go: give up */
+			saved = errno ? errno : EIO;
+			rc = -1;
+			close(fd);
+			break;
+		}
+		/* empty: go up and remove it */
+		if (depth == 0) {
+			close(fd);
+			if (unlinkat(top, name, AT_REMOVEDIR) < 0) {
+				saved = errno;
+				rc = -1;
+			}
+			break;
+		}
+		up = openat(fd, "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		close(fd);
+		if (up < 0) {
+			saved = errno;
+			rc = -1;
+			break;
+		}
+		fd = up;
+		depth--;
+		if (unlinkat(fd, stack[depth], AT_REMOVEDIR) < 0) {
+			saved = errno;
+			rc = -1;
+			free(stack[depth]);
+			close(fd);
+			break;
+		}
+		free(stack[depth]);
+	}
+	for (size_t i = 0; i < depth; i++)
+		free(stack[i]);
+	free(stack);
+	close(top);
+	if (rc < 0)
+		errno = saved;
+	return rc;
 }

@@ -7,7 +7,9 @@
  * HEAD reads a bounded request head; the policy decides on the name and
  * port alone; RESOLVE asks getaddrinfo_a and filters the answers by
  * address; CONNECT tries the checked addresses in turn; TUNNEL splices
- * bytes both ways through two bounded pipes; REPLY writes a refusal or
+ * bytes both ways through two bounded pipes (safe: every descriptor
+ * spliced is one this proxy made, never one a client handed over, so
+ * its O_NONBLOCK holds; see CLIENT_RECV); REPLY writes a refusal or
  * failure response; DRAIN reads and drops what the client still sends
  * so that closing does not reset the connection before it read the
  * reply (Apache's lingering close). */
@@ -119,7 +121,6 @@ struct conn {
 	int64_t		 t_wall;
 	int		 cell;
 	int		 ended;		/* END reported */
-	int		 first;		/* no byte read yet: may pass a socket */
 	int		 is_connect;
 	const char	*doom;		/* END code when the reaper closes it */
 	char		 method[17];
@@ -342,12 +343,61 @@ hp_set_v6(struct hostport *hp, const unsigned char *b)
 	}
 }
 
+/* An unspecified address (0.0.0.0/8, ::, ::ffff:0.0.0.0): connecting
+ * there reaches this machine's own loopback. */
+static int
+hp_unspecified(const struct hostport *hp)
+{
+	if (hp->kind != HP_ADDR)
+		return 0;
+	if (hp->family == AF_INET)
+		return hp->addr[0] == 0;
+	return all_zero(hp->addr, 16);
+}
+
+/* What an unspecified address reaches: the loopback of its family. */
+static void
+hp_to_loopback(struct hostport *hp)
+{
+	memset(hp->addr, 0, sizeof hp->addr);
+	if (hp->family == AF_INET) {
+		hp->addr[0] = 127;
+		hp->addr[3] = 1;
+	} else {
+		hp->addr[15] = 1;
+	}
+}
+
+static int hp_parse_raw(const char *s, size_t n, struct hostport *hp, int rule,
+    const char **why);
+
 /* Parses s[0..n) as HOST[:PORT]. rule: "*.x" allowed, odd numeric forms
  * refused (a request's odd numeric host is taken as the address
  * inet_aton sees in it, so it meets the address rules, not the names).
+ * An unspecified address is what it reaches, loopback: a request for
+ * 0.0.0.0 is checked as one for 127.0.0.1 (so only a loopback address
+ * allowed by itself lets it through), and a rule naming it is refused.
  * Returns 0, or -1 with *why set to a static phrase. */
 static int
 hp_parse(const char *s, size_t n, struct hostport *hp, int rule,
+    const char **why)
+{
+	if (hp_parse_raw(s, n, hp, rule, why) < 0)
+		return -1;
+	if (hp_unspecified(hp)) {
+		if (rule) {
+			*why = "an unspecified address reaches this machine's own "
+			    "services, as loopback does; allow 127.0.0.1:PORT or "
+			    "[::1]:PORT for those";
+			return -1;
+		}
+		hp_to_loopback(hp);
+	}
+	return 0;
+}
+
+static int
+hp_parse_raw(const char *s, size_t n, struct hostport *hp, int rule,
     const char **why)
 {
 	char tmp[256];
@@ -524,6 +574,8 @@ rules_free(struct rule *r)
 	}
 }
 
+/* An address a name resolved to, as the rules see it (an unspecified
+ * one as the loopback it reaches, see hp_parse). */
 static void
 hp_from_sa(struct hostport *hp, const struct sockaddr *sa)
 {
@@ -535,6 +587,8 @@ hp_from_sa(struct hostport *hp, const struct sockaddr *sa)
 	} else {
 		hp_set_v6(hp, ((const struct sockaddr_in6 *)sa)->sin6_addr.s6_addr);
 	}
+	if (hp_unspecified(hp))
+		hp_to_loopback(hp);
 }
 
 /* ---- buffers, events --------------------------------------------------- */
@@ -1648,84 +1702,19 @@ conn_decide(struct conn *c, size_t hend)
 	resolve_start(c);
 }
 
-/* Whether fd, handed over by a client, may stand for one: a connected
- * TCP stream socket (what the forwarder accepted in the sandbox's own
- * network namespace), nothing else. */
-static int
-passable(int fd)
-{
-	struct stat st;
-	struct sockaddr_storage ss;
-	socklen_t sl = sizeof ss;
-	int type = 0, dom = 0, acc = 1;
-	socklen_t l1 = sizeof type, l2 = sizeof dom, l3 = sizeof acc;
-
-	return fstat(fd, &st) == 0 && S_ISSOCK(st.st_mode) &&
-	    getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &l1) == 0 && type == SOCK_STREAM &&
-	    getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &dom, &l2) == 0 &&
-	    (dom == AF_INET || dom == AF_INET6) &&
-	    getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &acc, &l3) == 0 && acc == 0 &&
-	    getpeername(fd, (struct sockaddr *)&ss, &sl) == 0;
-}
-
-/* A client's first read, with room for one descriptor. The in-sandbox
- * forwarder does not relay bytes: it hands the connection it accepted
- * over to us (SCM_RIGHTS, with one NUL byte and nothing else) and is
- * done, so the data path has one hop less and no Python in it. The
- * handed socket then is the client, checked like any other; a NUL with
- * anything but a connected TCP socket is refused. Only the first read
- * takes descriptors: later reads (recv) make the kernel close any sent.
- * Returns recv's result, or -1 with errno EAGAIN once the client was
- * swapped (its request comes through the loop) or refused. */
-static ssize_t
-first_read(struct conn *c, size_t room)
-{
-	union {
-		struct cmsghdr	h;
-		char		b[CMSG_SPACE(sizeof(int))];
-	} cm;
-	struct iovec iov = { c->head, room };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
-	    .msg_control = cm.b, .msg_controllen = sizeof cm.b };
-	struct cmsghdr *h;
-	ssize_t n;
-	int pfd = -1;
-
-	n = recvmsg(c->cfd, &mh, MSG_CMSG_CLOEXEC);
-	if (n < 0)
-		return n;
-	c->first = 0;
-	for (h = CMSG_FIRSTHDR(&mh); h != NULL; h = CMSG_NXTHDR(&mh, h)) {
-		if (h->cmsg_level != SOL_SOCKET || h->cmsg_type != SCM_RIGHTS ||
-		    h->cmsg_len < CMSG_LEN(sizeof(int)))
-			continue;
-		if (pfd >= 0)
-			close(pfd);
-		memcpy(&pfd, CMSG_DATA(h), sizeof pfd);
-	}
-	if (pfd < 0)
-		return n;
-	if (n != 1 || c->head[0] != '\0' || (mh.msg_flags & MSG_CTRUNC) ||
-	    !passable(pfd)) {
-		close(pfd);
-		conn_reply(c, 400, EGRESS_REFUSED, "bad-request", "bad request",
-		    "a connection handed over must be a connected TCP socket, "
-		    "sent alone with one NUL byte");
-		errno = EAGAIN;
-		return -1;
-	}
-	loop_unwatch(c->e->l, c->cfd);
-	close(c->cfd);
-	c->cfd = pfd;
-	fd_set_nonblock(pfd);
-	{
-		int one = 1;
-		(void)setsockopt(pfd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-	}
-	conn_update(c);
-	errno = EAGAIN;
-	return -1;
-}
+/* The proxy never takes a descriptor from a client. A socket handed
+ * over (SCM_RIGHTS) would share its open file description with the
+ * sandbox, which keeps a copy: the cell could clear O_NONBLOCK on it,
+ * set SO_LINGER for our close, or fill its buffers from its own side,
+ * and any of that would block terp's one thread (its timers and
+ * signals with it). Every client is therefore a connection accepted
+ * here, whose description is ours alone; the in-sandbox forwarder
+ * relays bytes (egress_fwd.py). recv() without a control buffer makes
+ * the kernel close any descriptor a client sends. Every read and
+ * write on a client still says MSG_DONTWAIT: non-blocking per call,
+ * whatever the description's flags. */
+#define CLIENT_RECV	MSG_DONTWAIT
+#define CLIENT_SEND	(MSG_DONTWAIT | MSG_NOSIGNAL)
 
 static void
 head_read(struct conn *c)
@@ -1741,10 +1730,7 @@ head_read(struct conn *c)
 			    "16384 bytes");
 			return;
 		}
-		if (c->first)
-			n = first_read(c, room);
-		else
-			n = recv(c->cfd, c->head + c->hlen, room, 0);
+		n = recv(c->cfd, c->head + c->hlen, room, CLIENT_RECV);
 		if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK &&
 		    errno != EINTR)) {
 			conn_close(c);	/* gone before asking: no attempt */
@@ -1771,7 +1757,7 @@ static void
 reply_write(struct conn *c)
 {
 	ssize_t n = send(c->cfd, c->rep + c->rep_off, c->rep_len - c->rep_off,
-	    MSG_NOSIGNAL);
+	    CLIENT_SEND);
 
 	if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
 		conn_close(c);
@@ -1792,7 +1778,7 @@ drain_read(struct conn *c)
 	char junk[4096];
 
 	for (;;) {
-		ssize_t n = recv(c->cfd, junk, sizeof junk, 0);
+		ssize_t n = recv(c->cfd, junk, sizeof junk, CLIENT_RECV);
 
 		if (n > 0) {
 			c->drained += (size_t)n;
@@ -1878,7 +1864,6 @@ conn_new(struct egress *e, int fd)
 	c->ufd = -1;
 	c->c2u.pr = c->c2u.pw = c->u2c.pr = c->u2c.pw = -1;
 	c->st = CS_HEAD;
-	c->first = 1;
 	c->head = xmalloc(EGRESS_HEAD_MAX);
 	c->t_wall = wall_ms();
 	c->cell = e->cell;
@@ -2043,6 +2028,11 @@ egress_new(struct loop *l, const struct egress_opts *o,
 		e->cb = *cb;
 	e->arg = arg;
 	e->max_up = o->max_up ? o->max_up : EGRESS_MAX_UP_DEFAULT;
+	/* The cap is the session's, not one run's: what earlier runs sent
+	 * (their journal's ledger) is spent already. */
+	e->committed = e->sent = o->sent_before;
+	if (e->max_up != UINT64_MAX && e->committed >= e->max_up)
+		e->capped = 1;
 	e->connect_ms = o->connect_timeout_ms > 0 ? o->connect_timeout_ms :
 	    EGRESS_CONNECT_TIMEOUT_DEFAULT;
 	e->idle_ms = o->idle_timeout_ms > 0 ? o->idle_timeout_ms :
@@ -2246,4 +2236,16 @@ uint64_t
 egress_bytes_up(const struct egress *e)
 {
 	return e->sent;
+}
+
+const char *
+egress_unspecified_loopback(const char *host)
+{
+	struct hostport hp;
+	const char *why;
+
+	if (host == NULL || hp_parse_raw(host, strlen(host), &hp, 0, &why) < 0 ||
+	    !hp_unspecified(&hp))
+		return NULL;
+	return hp.family == AF_INET ? "127.0.0.1" : "::1";
 }

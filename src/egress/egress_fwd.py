@@ -16,17 +16,18 @@ prints the port it listens on (one line) once it accepts connections.
 driver makes it before any cell runs, so no request can come too early,
 and starts this with -I -S, stdout on /dev/null).
 
-By default each accepted connection is handed over whole: its socket
-goes to the proxy over the Unix socket (SCM_RIGHTS, with one NUL byte),
-and the proxy reads and writes it directly. The bytes then take one hop
-less and never pass through Python: on loopback that is what makes the
-in-sandbox path cost about what the proxy alone costs (bench/egress.py).
---relay relays the bytes instead (socket -> pipe -> socket with splice,
-one thread, one selector, a bounded pipe per direction: reading stops
-while the other side's is full, half-closes passed on); --copy relays
-through Python's own buffers (where splice is missing; for the tests).
+Each accepted connection gets its own connection to the proxy and the
+forwarder relays the bytes (socket -> pipe -> socket with splice, one
+thread, one selector, a bounded pipe per direction: reading stops while
+the other side's is full, half-closes passed on); --copy relays through
+Python's own buffers (where splice is missing; for the tests). --relay
+is the default and accepted for older callers.
+
+It never hands a socket over (SCM_RIGHTS): a handed socket shares its
+open file description with the sandbox, where a cell could clear
+O_NONBLOCK on it and block terp's one thread in the proxy (issue 22).
+The proxy takes no descriptors; what it reads and writes is its own.
 """
-import array
 import fcntl
 import os
 import selectors
@@ -177,48 +178,6 @@ def listener(host, port, fd):
     return ls
 
 
-def hand_over(sock_path, c):
-    """Gives the accepted connection c to the proxy and forgets it."""
-    u = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    try:
-        c.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        u.connect(sock_path)
-        u.sendmsg([b"\0"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS,
-                              array.array("i", [c.fileno()]))])
-    except OSError:
-        pass            # the proxy is gone: the client sees its connection close
-    finally:
-        u.close()
-        c.close()
-
-
-def serve_pass(sock_path, host="127.0.0.1", port=0, ready=None, fd=None):
-    """Runs forever, handing every connection over. Blocking: a Unix
-    connect waits while the proxy's backlog is full, which is the
-    backpressure wanted."""
-    ls = listener(host, port, fd)
-    ls.setblocking(True)
-    if ready is not None:
-        ready(ls.getsockname()[1])
-    while True:
-        try:
-            c, _addr = ls.accept()
-        except InterruptedError:
-            continue
-        except OSError:
-            # EMFILE and the like: wait for one to go instead of spinning
-            select_one(ls)
-            continue
-        hand_over(sock_path, c)
-
-
-def select_one(ls):
-    sel = selectors.DefaultSelector()
-    sel.register(ls, selectors.EVENT_READ)
-    sel.select(0.1)
-    sel.close()
-
-
 def serve(sock_path, host="127.0.0.1", port=0, ready=None, fd=None):
     """Relays forever. ready(port) is called once the socket listens."""
     sel = selectors.DefaultSelector()
@@ -259,13 +218,11 @@ USAGE = "usage: egress_fwd.py SOCKET [--listen HOST:PORT | --fd N] [--relay | --
 
 def main(argv):
     global SPLICE
-    run = serve_pass
+    run = serve
     if "--relay" in argv:
-        run = serve
         argv = [a for a in argv if a != "--relay"]
     if "--copy" in argv:
         SPLICE = False
-        run = serve
         argv = [a for a in argv if a != "--copy"]
     if not argv or argv[0].startswith("-"):
         sys.stderr.write(USAGE)

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "terp/buf.h"
 #include "terp/util.h"
@@ -209,6 +210,39 @@ pipindex_free(struct pipindex *p)
 	memset(p, 0, sizeof *p);
 }
 
+/* Whether the path or query of a URL (from p to its end) carries what
+ * reads as a secret: a segment of 16 or more letters, digits, '-' and
+ * '_' that mixes letters and digits (the token some hosted indexes put
+ * in the path, /TOKEN/org/simple/), or a query key that names one
+ * (token=, key=, secret=, password=, auth...). */
+static int
+path_has_token(const char *p)
+{
+	static const char *const keys[] = { "token", "key", "secret", "password",
+	    "passwd", "auth", "sig", NULL };
+
+	while (*p != '\0') {
+		size_t n = strcspn(p, "/?&=#;");
+		int alpha = 0, digit = 0, ok = n >= 16;
+
+		for (size_t i = 0; i < n && ok; i++) {
+			unsigned char ch = (unsigned char)p[i];
+			alpha |= isalpha(ch) != 0;
+			digit |= isdigit(ch) != 0;
+			ok = isalnum(ch) || ch == '-' || ch == '_' || ch == '.' || ch == '~';
+		}
+		if (ok && alpha && digit)
+			return 1;
+		if (p[n] == '=' )
+			for (const char *const *k = keys; *k != NULL; k++)
+				if (n >= strlen(*k) && strncasecmp(p + n - strlen(*k), *k,
+				    strlen(*k)) == 0)
+					return 1;
+		p += n + (p[n] != '\0');
+	}
+	return 0;
+}
+
 int
 pipindex_url_host(const char *url, char *host, size_t hostlen, unsigned *port,
     int *has_cred)
@@ -231,7 +265,7 @@ pipindex_url_host(const char *url, char *host, size_t hostlen, unsigned *port,
 	for (const char *q = s; q < e; q++)
 		if (*q == '@')
 			at = q;
-	*has_cred = at != NULL;
+	*has_cred = at != NULL || path_has_token(e);
 	h = at ? at + 1 : s;
 	if (*h == '[') {
 		he = memchr(h, ']', (size_t)(e - h));

@@ -154,49 +154,80 @@ item(struct buf *b, const struct net_attempt *a, size_t count, uint64_t up,
 		    netlog_verdict_name(a->verdict), a->reason);
 }
 
+/* FNV-1a over what same() compares, so equal attempts hash alike. */
+static uint64_t
+key_hash(const struct net_attempt *a)
+{
+	uint64_t h = 1469598103934665603ull;
+	const unsigned char *p;
+
+	for (p = (const unsigned char *)a->host; *p; p++)
+		h = (h ^ *p) * 1099511628211ull;
+	h = (h ^ a->port) * 1099511628211ull;
+	h = (h ^ (unsigned)a->verdict) * 1099511628211ull;
+	if (a->verdict != NETLOG_ALLOWED)
+		for (p = (const unsigned char *)a->reason; *p; p++)
+			h = (h ^ *p) * 1099511628211ull;
+	return h;
+}
+
+struct group {
+	size_t		 first;		/* index in v of its first attempt */
+	size_t		 count;
+	uint64_t	 up, down;
+	int		 open;
+};
+
+/* Linear in n: one pass folds the cell's attempts into groups through
+ * an open-addressing table (a quadratic pairing froze the notebook
+ * under a flood of attempts to distinct hosts, issue 22). */
 char *
 netlog_summary(const struct net_attempt *v, size_t n, int cell,
     enum netlog_style style)
 {
 	struct buf b;
-	size_t items = 0, more = 0;
-	unsigned char *done;
+	struct group *g;
+	size_t ng = 0, mine = 0, cap = 16, *slot;
 
-	done = xcalloc(n ? n : 1, 1);
-	buf_init(&b, 64 * 1024);
+	for (size_t i = 0; i < n; i++)
+		mine += v[i].cell == cell;
+	if (mine == 0)
+		return NULL;
+	while (cap < 2 * mine)
+		cap <<= 1;
+	slot = xcalloc(cap, sizeof *slot);	/* group index + 1; 0: empty */
+	g = xcalloc(mine, sizeof *g);
 	for (size_t i = 0; i < n; i++) {
-		size_t count = 0;
-		uint64_t up = 0, down = 0;
-		int open = 0;
+		size_t h;
 
-		if (done[i] || v[i].cell != cell)
+		if (v[i].cell != cell)
 			continue;
-		for (size_t j = i; j < n; j++) {
-			if (done[j] || v[j].cell != cell || !same(&v[i], &v[j]))
-				continue;
-			done[j] = 1;
-			count++;
-			up += v[j].up;
-			down += v[j].down;
-			open |= v[j].open;
+		for (h = (size_t)key_hash(&v[i]) & (cap - 1); slot[h] != 0; h = (h + 1) & (cap - 1))
+			if (same(&v[g[slot[h] - 1].first], &v[i]))
+				break;
+		if (slot[h] == 0) {
+			g[ng].first = i;
+			slot[h] = ++ng;
 		}
-		if (items >= SUMMARY_ITEMS) {
-			more++;
-			continue;
-		}
-		if (items++ > 0)
+		struct group *x = &g[slot[h] - 1];
+		x->count++;
+		x->up += v[i].up;
+		x->down += v[i].down;
+		x->open |= v[i].open;
+	}
+	buf_init(&b, 64 * 1024);
+	for (size_t k = 0; k < ng && k < SUMMARY_ITEMS; k++) {
+		if (k > 0)
 			buf_adds(&b, style == NETLOG_MODEL ? "; " :
 			    style == NETLOG_UTF8 ? " \xc2\xb7 " : " - ");
 		else if (style == NETLOG_MODEL)
 			buf_adds(&b, "network: ");
-		item(&b, &v[i], count, up, down, open, style);
+		item(&b, &v[g[k].first], g[k].count, g[k].up, g[k].down, g[k].open, style);
 	}
-	free(done);
-	if (items == 0) {
-		buf_free(&b);
-		return NULL;
-	}
-	if (more)
-		buf_printf(&b, "%sand %zu more", style == NETLOG_MODEL ? "; " : " ", more);
+	if (ng > SUMMARY_ITEMS)
+		buf_printf(&b, "%sand %zu more", style == NETLOG_MODEL ? "; " : " ",
+		    ng - SUMMARY_ITEMS);
+	free(slot);
+	free(g);
 	return buf_take(&b);
 }

@@ -694,6 +694,34 @@ bind_covered(const struct pyenv *pe, const char *real)
 
 /* Adds a read-only bind of the real directory dir, after the trust and
  * $HOME rules; a bind it contains is dropped. */
+/* The package managers' configuration files at the top of each bound
+ * prefix (where pip and conda look for an environment's own): kept out
+ * of the sandbox (struct pyenv_hide says why). lstat: a symlink there
+ * is covered too (bwrap binds over what it names, which is then
+ * covered, or not bound at all). */
+static void
+find_hides(struct pyenv *pe)
+{
+	static const char *const names[] = { "pip.conf", "pip.ini", ".condarc",
+	    "condarc", ".mambarc", "condarc.d" };
+	struct stat st;
+
+	for (size_t i = 0; i < pe->nbinds; i++) {
+		for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) {
+			char *h = path_join(pe->binds[i].host, names[k]);
+			if (stat(h, &st) < 0 || !(S_ISREG(st.st_mode) || S_ISDIR(st.st_mode))) {
+				free(h);
+				continue;
+			}
+			free(h);
+			pe->hides = xrealloc(pe->hides, (pe->nhides + 1) * sizeof *pe->hides);
+			pe->hides[pe->nhides].path = path_join(pe->binds[i].sandbox, names[k]);
+			pe->hides[pe->nhides].dir = S_ISDIR(st.st_mode);
+			pe->nhides++;
+		}
+	}
+}
+
 static int
 add_bind(struct rctx *c, const char *dir)
 {
@@ -1028,6 +1056,7 @@ describe(struct rctx *c, const char *P, enum pyenv_source source, const char *ho
 	free(s);
 	s = NULL;
 	keep_links(c);
+	find_hides(pe);
 
 	/* Stamps for the probe's cache: the binary and every site dir the
 	 * probe may read, present or not (a new one changes the answer). */
@@ -1482,6 +1511,9 @@ out:
 void
 pyenv_free(struct pyenv *pe)
 {
+	for (size_t i = 0; i < pe->nhides; i++)
+		free(pe->hides[i].path);
+	free(pe->hides);
 	free(pe->exec);
 	free(pe->real);
 	free(pe->prefix);

@@ -326,6 +326,19 @@ bwrap_argv(const struct sandbox_spec *s, int own_net, struct argv *a)
 		for (size_t i = 0; i < s->pyenv->nlinks; i++)
 			av_add3(a, "--symlink", s->pyenv->links[i].target,
 			    s->pyenv->links[i].path);
+		/* An environment's own pip.conf or .condarc may hold an
+		 * index password or a channel token: empty inside (/dev/null,
+		 * with --dev-bind: the other binds are nodev, and there a
+		 * device cannot be opened at all). */
+		for (size_t i = 0; i < s->pyenv->nhides; i++) {
+			const struct pyenv_hide *h = &s->pyenv->hides[i];
+			if (h->dir) {
+				av_add2(a, "--tmpfs", h->path);
+				av_add2(a, "--remount-ro", h->path);
+			} else {
+				av_add3(a, "--dev-bind", "/dev/null", h->path);
+			}
+		}
 	}
 	snprintf(fd, sizeof fd, "%d", SANDBOX_FD_DRIVER);
 	av_add3(a, "--ro-bind-data", fd, SANDBOX_DRIVER);

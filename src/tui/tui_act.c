@@ -301,6 +301,21 @@ tui_act_copy_answer(struct tui *t)
 	copy_text(t, buf_str(&t->conv.items[pick].text), what, name);
 }
 
+int
+tui_act_open_safe(const char *name)
+{
+	static const char *const safe[] = { "png", "jpg", "jpeg", "gif", "webp",
+	    "bmp", "tif", "tiff", "pdf", "csv", "tsv", "txt", "log", "md", NULL };
+	const char *dot = strrchr(name, '.');
+
+	if (dot == NULL || dot == name || strchr(dot, '/') != NULL)
+		return 0;
+	for (const char *const *s = safe; *s != NULL; s++)
+		if (strcasecmp(dot + 1, *s) == 0)
+			return 1;
+	return 0;
+}
+
 /* How to see a file on a machine without xdg-open (a server, a
  * container): where it is and one command that shows it here, for the
  * terminal declared (kitty, iTerm2) or a viewer found, else a copy to
@@ -336,12 +351,9 @@ open_elsewhere(struct tui *t, const struct artifact *a)
 	free(how);
 }
 
-void
-tui_act_open(struct tui *t, int i)
+static void
+open_now(struct tui *t, const struct artifact *a)
 {
-	if (i < 0 || i >= notebook_nartifacts(t->nb))
-		return;
-	const struct artifact *a = notebook_artifact(t->nb, i);
 	if (!tui_spawn_found("xdg-open")) {
 		open_elsewhere(t, a);
 		return;
@@ -351,6 +363,42 @@ tui_act_open(struct tui *t, int i)
 		tui_flash(t, "cannot start xdg-open: %s", strerror(errno));
 	else
 		tui_flash(t, "opening %s", a->name);
+}
+
+void
+tui_act_open(struct tui *t, int i)
+{
+	if (i < 0 || i >= notebook_nartifacts(t->nb))
+		return;
+	const struct artifact *a = notebook_artifact(t->nb, i);
+	if (tui_act_open_safe(a->name)) {
+		open_now(t, a);
+		return;
+	}
+	/* the sandbox chose the name: what xdg-open does with it is the
+	 * handler's (a .desktop runs a command): ask, naming the type */
+	const char *dot = strrchr(a->name, '.');
+	char *type = dot && dot != a->name ? sanitize_str(dot, strlen(dot), 0) :
+	    xstrdup("no extension");
+	snprintf(t->in.save_prompt, sizeof t->in.save_prompt,
+	    "open this file (%.*s%s) with xdg-open? It may run what handles it (y/n) ",
+	    (int)utf8_complete_prefix(type, strlen(type) > 24 ? 24 : strlen(type)), type,
+	    dot && dot != a->name ? " file" : "");
+	free(type);
+	t->in.save_art = i;
+	t->in.modal = M_OPEN_CONFIRM;
+	tui_mark(t);
+}
+
+void
+tui_act_open_confirm(struct tui *t, int yes)
+{
+	t->in.modal = M_NONE;
+	if (yes && t->in.save_art >= 0 && t->in.save_art < notebook_nartifacts(t->nb))
+		open_now(t, notebook_artifact(t->nb, t->in.save_art));
+	else
+		tui_flash(t, "not opened");
+	tui_mark(t);
 }
 
 /* The first max bytes of the file at path (a new buffer, *len of them),

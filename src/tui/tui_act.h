@@ -19,6 +19,12 @@ void tui_act_copy_output(struct tui *t, int n);
 void tui_act_copy_answer(struct tui *t);
 
 void tui_act_open(struct tui *t, int i);
+/* Whether a file named name (the sandbox chose it) is of a type xdg-open
+ * may be handed without asking: images, PDF, CSV and plain text. Any
+ * other (.desktop, .jar, .exe, .html with scripts...) asks first,
+ * naming the type (M_OPEN_CONFIRM, answered by tui_act_open_confirm). */
+int tui_act_open_safe(const char *name);
+void tui_act_open_confirm(struct tui *t, int yes);
 /* The overlay shows file i: a chart as a thumbnail, text (the first
  * PREVIEW_MAX bytes), or a note that it is binary. */
 void tui_act_preview(struct tui *t, int i);

@@ -828,7 +828,8 @@ prompt_text(struct tui *t)
 	switch (t->in.modal) {
 	case M_CONFIRM_QUIT:	return "Something is running. Quit anyway? (y/n) ";
 	case M_SAVE_AS:		return "save as: ";
-	case M_SAVE_CONFIRM:	return t->in.save_prompt;
+	case M_SAVE_CONFIRM:
+	case M_OPEN_CONFIRM:	return t->in.save_prompt;
 	case M_SEARCH:		return "/";
 	case M_INPUT:		return t->in.ask_prompt;
 	default:		return t->st.busy ? "… " : "› ";
@@ -930,7 +931,7 @@ draw_input(struct tui *t)
 {
 	const char *pr = prompt_text(t);
 	const char *s = t->in.modal == M_CONFIRM_QUIT ||
-	    t->in.modal == M_SAVE_CONFIRM ? "" :
+	    t->in.modal == M_SAVE_CONFIRM || t->in.modal == M_OPEN_CONFIRM ? "" :
 	    (rl_line_buffer ? rl_line_buffer : "");
 	int W = t->lay.cols, rows = t->lay.inrows, crow, ccol, nrows;
 	size_t n = strlen(s), point = (size_t)(rl_point >= 0 ? rl_point : 0);

@@ -591,6 +591,10 @@ modal_key(struct tui *t, int c)
 		tui_act_save_confirm(t, c == 'y' || c == 'Y');
 		return 1;
 	}
+	if (t->in.modal == M_OPEN_CONFIRM) {
+		tui_act_open_confirm(t, c == 'y' || c == 'Y');
+		return 1;
+	}
 	return 0;
 }
 
@@ -720,7 +724,8 @@ static void
 lone_esc(struct tui *t)
 {
 	if (t->ov.on || t->focus != P_INPUT || rl_editing_mode == 0 ||
-	    t->in.modal == M_CONFIRM_QUIT || t->in.modal == M_SAVE_CONFIRM) {
+	    t->in.modal == M_CONFIRM_QUIT || t->in.modal == M_SAVE_CONFIRM ||
+	    t->in.modal == M_OPEN_CONFIRM) {
 		on_key(t, 27);
 		return;
 	}

@@ -102,7 +102,8 @@ struct view {			/* a scrollable list */
 
 #define TAGROWS 512		/* rows remembered for mouse clicks */
 
-enum modal { M_NONE, M_CONFIRM_QUIT, M_SAVE_AS, M_SAVE_CONFIRM, M_SEARCH, M_INPUT };
+enum modal { M_NONE, M_CONFIRM_QUIT, M_SAVE_AS, M_SAVE_CONFIRM, M_SEARCH, M_INPUT,
+	M_OPEN_CONFIRM };
 
 /* What the status bar says the core is doing. */
 enum phase { PH_IDLE, PH_THINKING, PH_ANSWERING, PH_CELL };
@@ -205,7 +206,7 @@ struct tui {
 		enum modal	 modal;
 		int		 save_art;	/* M_SAVE_AS: artifact index */
 		char		*save_name;	/* M_SAVE_CONFIRM: the typed name */
-		char		 save_prompt[128];	/* M_SAVE_CONFIRM */
+		char		 save_prompt[128];	/* M_SAVE_CONFIRM, M_OPEN_CONFIRM */
 		unsigned char	 q[8192];	/* bytes for readline */
 		size_t		 qh, qt;
 		int		 paste;		/* inside a bracketed paste */

@@ -163,6 +163,18 @@ class Channels(websocket.WebSocketHandler):
             self.send(h, "iopub", "status", {"execution_state": 5})
             self.send(h, "iopub", "error", {"ename": 7, "evalue": None, "traceback": "notalist"})
             self.send(h, "iopub", "stream", {"name": "stdout", "text": "survived\n"})
+        elif code == "tiny":
+            # a stream message per byte (what a flush per character makes)
+            for i in range(20000):
+                self.send(h, "iopub", "stream", {"name": "stdout", "text": "ab"[i % 2]})
+        elif code == "huge":
+            # a result and an error of MiBs each (within the message limit;
+            # json escapes the two-byte character to six)
+            self.send(h, "iopub", "execute_result",
+                      {"data": {"text/plain": "\u00e9" * (3 << 19)}})
+            big = "x" * (3 << 20)
+            self.send(h, "iopub", "error", {"ename": big, "evalue": big,
+                                            "traceback": [big, big]})
         elif code == "notpng":
             self.send(h, "iopub", "display_data", {"data": {"image/png": "aGVsbG8="}})
             self.send(h, "iopub", "display_data",

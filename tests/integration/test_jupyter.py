@@ -563,6 +563,24 @@ def test_a_cell_after_a_restart_waits_for_iopub(harness_bin, tmp_path):
         p.wait()
 
 
+def test_remote_texts_are_capped_and_tiny_streams_coalesced(harness_bin, fake, tmp_path):
+    """A server's result texts are cut at 256 KiB as the local kernel's
+    are, where they arrive; 20,000 one-byte stream messages reach terp
+    (and its journal) as a few outputs, every byte in order."""
+    h = Harness(harness_bin, fake, tmp_path / "out")
+    h.state("ready")
+    r = h.cell(1, "tiny")
+    assert r["status"] == "ok" and r["out"] == "ab" * 10000, r["out"][:100]
+    outs = [e for e in h.events if e["ev"] == "output" and e.get("cell") == 1]
+    assert len(outs) <= 200, len(outs)
+    r = h.cell(2, "huge")
+    cut = "... [cut by terp at 256 KiB]"
+    for k in ("value", "ename", "evalue", "traceback"):
+        v = r.get(k) or ""
+        assert v.endswith(cut) and len(v.encode()) <= (256 << 10) + len(cut), (k, len(v))
+    h.quit()
+
+
 def test_hostile_server_is_bounded_and_sanitized(harness_bin, fake, tmp_path):
     work = tmp_path / "work"
     out = work / "out"

@@ -417,3 +417,31 @@ Test(kframe_fuzz, random_streams)
 		(void)lines;
 	}
 }
+
+/* ------------------------------------------------------------ result texts */
+
+Test(kframe_text, caps_on_a_character_boundary)
+{
+	size_t n = KFRAME_TEXT_MAX + 1;
+	char *big = xcalloc(1, n + 1), *c;
+
+	cr_assert_null(kframe_text_cap(NULL));
+	c = kframe_text_cap("short");
+	cr_assert_str_eq(c, "short");
+	free(c);
+	/* two-byte characters with the cap landing inside one */
+	memset(big, 'a', 1);
+	for (size_t i = 1; i + 1 < n; i += 2) {
+		big[i] = (char)0xc3;
+		big[i + 1] = (char)0xa9;
+	}
+	c = kframe_text_cap(big);
+	cr_assert_lt(strlen(c), KFRAME_TEXT_MAX + 40);
+	cr_assert(strstr(c, "... [cut by terp at 256 KiB]") != NULL);
+	cr_assert_eq((unsigned char)c[strlen(c) - strlen("... [cut by terp at 256 KiB]") - 1], 0xa9);
+	free(c);
+	c = kframe_text_capn(big, 10);
+	cr_assert_eq(strlen(c), 10);
+	free(c);
+	free(big);
+}

@@ -145,3 +145,27 @@ Test(pipindex, reinstall_code_takes_only_plain_specs)
 	cr_assert(!pipindex_word_ok(""));
 	cr_assert(!pipindex_word_ok("a b"));
 }
+
+Test(pipindex, a_token_in_the_path_or_query_is_a_credential)
+{
+	char h[256];
+	unsigned port;
+	int cred;
+	const char *yes[] = { "https://dl.example.invalid/AbCdEf1234567890xy/org/simple/",
+	    "https://idx.example.invalid/t/s3cr3t-pass-4471/simple",
+	    "https://idx.example.invalid/simple?token=abc",
+	    "https://idx.example.invalid/simple?x=1&api_key=z" };
+	const char *no[] = { "https://idx.example.invalid/simple",
+	    "https://idx.example.invalid/whl/cu118",
+	    "https://idx.example.invalid/api/pypi/pypi-remote/simple/",
+	    "http://127.0.0.1:3141/root/pypi/+simple/" };
+
+	for (size_t i = 0; i < sizeof yes / sizeof yes[0]; i++) {
+		cr_assert_eq(pipindex_url_host(yes[i], h, sizeof h, &port, &cred), 0);
+		cr_expect_eq(cred, 1, "%s", yes[i]);
+	}
+	for (size_t i = 0; i < sizeof no / sizeof no[0]; i++) {
+		cr_assert_eq(pipindex_url_host(no[i], h, sizeof h, &port, &cred), 0);
+		cr_expect_eq(cred, 0, "%s", no[i]);
+	}
+}

@@ -37,6 +37,7 @@
 #include "terp/http.h"
 #include "terp/kernel_artifact.h"
 #include "terp/kernel_frame.h"
+#include "terp/sanitize.h"
 #include "terp/util.h"
 #include "terp/ws.h"
 
@@ -52,6 +53,8 @@
 #define FREE_DELETE_MS	3000
 #define CHECK_MS	3000	/* a cell the kernel has not taken: is it there? */
 #define NAME_TRIES	1000
+#define OUT_HOLD_MAX	(64u << 10)	/* stream text held back, at most */
+#define OUT_HOLD_MS	20		/* and for at most this long */
 
 #define ISOLATION_LINE \
 	"The code runs on the Jupyter server with whatever isolation that server gives " \
@@ -202,9 +205,17 @@ struct jupyter {
 	cJSON			*fetch_list;	/* names still to download */
 	int			 fetch_i;
 	int			 figs_total;
+
+	/* Stream text not passed on yet: a server (or a cell) may send one
+	 * message per byte, and each output callback is a journal line and a
+	 * redraw; consecutive text of one stream is passed on together. */
+	struct buf		 hold;
+	int			 hold_cell, hold_stream;
+	uint64_t		 hold_timer;
 };
 
 static void pump(struct jupyter *j);
+static void hold_flush(struct jupyter *j);
 static void start_sequence(struct jupyter *j);
 static void cell_maybe_done(struct jupyter *j);
 static void finish_cell(struct jupyter *j, enum cell_status st, const char *reason, int lost);
@@ -341,15 +352,58 @@ emit_state(struct jupyter *j, enum kernel_state st, const char *msg, int restart
 	    .state_lost = state_lost, .msg = msg ? msg : kernel_state_name(st) };
 
 	j->state = st;
+	hold_flush(j);
 	if (j->cb.state != NULL)
 		j->cb.state(j->arg, &ks);
+}
+
+/* Passes held stream text on (before anything else is reported, so
+ * the order of output, artifacts, states and results is kept). */
+static void
+hold_flush(struct jupyter *j)
+{
+	loop_timer_cancel(j->loop, j->hold_timer);
+	j->hold_timer = 0;
+	if (j->hold.len == 0)
+		return;
+	if (j->cb.output != NULL)
+		j->cb.output(j->arg, j->hold_cell, j->hold_stream, j->hold.data, j->hold.len);
+	buf_reset(&j->hold);
+}
+
+static void
+hold_timer_cb(struct loop *l, void *arg)
+{
+	struct jupyter *j = arg;
+
+	(void)l;
+	j->hold_timer = 0;
+	hold_flush(j);
 }
 
 static void
 emit_output(struct jupyter *j, int cell, int stream, const char *p, size_t n)
 {
-	if (j->cb.output != NULL && n > 0)
-		j->cb.output(j->arg, cell, stream, p, n);
+	if (n == 0)
+		return;
+	if (j->hold.len > 0 && (cell != j->hold_cell || stream != j->hold_stream ||
+	    j->hold.len + n > OUT_HOLD_MAX))
+		hold_flush(j);
+	if (n >= OUT_HOLD_MAX) {
+		if (j->cb.output != NULL)
+			j->cb.output(j->arg, cell, stream, p, n);
+		return;
+	}
+	j->hold_cell = cell;
+	j->hold_stream = stream;
+	if (buf_add(&j->hold, p, n) < 0) {	/* cannot happen: bounded above */
+		hold_flush(j);
+		if (j->cb.output != NULL)
+			j->cb.output(j->arg, cell, stream, p, n);
+		return;
+	}
+	if (j->hold_timer == 0)
+		j->hold_timer = loop_timer_add(j->loop, OUT_HOLD_MS, hold_timer_cb, j);
 }
 
 /* "terp: ..." on the running cell's stderr (bounded per cell). */
@@ -724,6 +778,7 @@ art_write(struct jupyter *j, const char *from, const char *want, const char *dat
 	}
 	j->written[w].size = n;
 	j->use.bytes += n;
+	hold_flush(j);
 	if (j->cb.artifact != NULL) {
 		char *hp = xasprintf("%s/%s", j->o->out_dir, path);
 		j->cb.artifact(j->arg, j->cur.n, path, hp, n);
@@ -1064,6 +1119,7 @@ finish_cell(struct jupyter *j, enum cell_status st, const char *reason, int lost
 	r.state_lost = lost;
 	if (j->phase == PH_READY && j->state == KERNEL_BUSY)
 		emit_state(j, KERNEL_READY, NULL, 0, 0);
+	hold_flush(j);
 	if (j->cb.result != NULL)
 		j->cb.result(j->arg, c.n, &r);
 	cur_clear(&c);
@@ -1085,6 +1141,7 @@ drop_queue(struct jupyter *j, const char *why)
 		*pp = p->next;
 		if (p->type == OP_CELL && j->cb.result != NULL) {
 			struct kernel_result r;
+			hold_flush(j);
 			memset(&r, 0, sizeof r);
 			r.status = CELL_INTERRUPTED;
 			r.reason = why;
@@ -1428,7 +1485,7 @@ on_execute_reply(struct jupyter *j, const cJSON *content)
 
 	j->cur.got_reply = 1;
 	free(j->cur.reply_status);
-	j->cur.reply_status = xstrdup(st ? st : "error");
+	j->cur.reply_status = kframe_text_cap(st ? st : "error");
 	fp = user_expr_text(content, "terp_out");
 	free(j->cur.fp);
 	j->cur.fp = fp != NULL && strlen(fp) <= FP_MAX ? xstrdup(fp) : NULL;
@@ -1644,7 +1701,7 @@ on_ws_message(void *arg, const char *p, size_t n, int binary)
 			art_image(j, png);
 		} else if (strcmp(type, "execute_result") == 0 && txt != NULL) {
 			free(j->cur.value);
-			j->cur.value = xstrdup(txt);
+			j->cur.value = kframe_text_cap(txt);
 		} else if (txt != NULL) {
 			/* display(df) and the like: shown as it prints. */
 			emit_output(j, j->cur.n, 0, txt, strlen(txt));
@@ -1657,21 +1714,34 @@ on_ws_message(void *arg, const char *p, size_t n, int binary)
 		free(j->cur.ename);
 		free(j->cur.evalue);
 		free(j->cur.traceback);
-		j->cur.ename = xstrdup(en ? en : "Error");
-		j->cur.evalue = xstrdup(ev ? ev : "");
+		j->cur.ename = kframe_text_cap(en ? en : "Error");
+		j->cur.evalue = kframe_text_cap(ev ? ev : "");
 		j->cur.traceback = NULL;
-		buf_init(&b, 1u << 20);
+		/* Twice the cap before the colour codes go, then the cap. */
+		buf_init(&b, 2 * KFRAME_TEXT_MAX);
+		int cut = 0;
 		if (cJSON_IsArray(tb)) {
 			cJSON_ArrayForEach(line, tb) {
+				size_t ln, room = b.max - b.len;
 				if (!cJSON_IsString(line))
 					continue;
-				if (buf_adds(&b, line->valuestring) < 0 || buf_addc(&b, '\n') < 0)
+				if ((ln = strlen(line->valuestring)) + 1 > room) {
+					buf_add(&b, line->valuestring, room);
+					cut = 1;
 					break;
+				}
+				buf_add(&b, line->valuestring, ln);
+				buf_addc(&b, '\n');
 			}
 		}
 		if (b.len > 0) {
 			char *plain = strip_ansi(buf_str(&b));
-			j->cur.traceback = plain;
+			j->cur.traceback = strlen(plain) > KFRAME_TEXT_MAX || !cut ?
+			    kframe_text_cap(plain) :
+			    xasprintf("%.*s... [cut by terp at %u KiB]",
+			    (int)utf8_complete_prefix(plain, strlen(plain)), plain,
+			    KFRAME_TEXT_MAX >> 10);
+			free(plain);
 		}
 		buf_free(&b);
 	}
@@ -2201,6 +2271,7 @@ jupyter_new(struct loop *l, const struct jupyter_opts *opts, const struct kernel
 	j->arg = arg;
 	j->out_dirfd = -1;
 	j->up_fd = -1;
+	buf_init(&j->hold, OUT_HOLD_MAX);
 	j->phase = PH_OFF;
 	j->state = KERNEL_STOPPED;
 	return j;
@@ -2492,6 +2563,7 @@ jupyter_free(struct jupyter *j)
 
 	if (j == NULL)
 		return;
+	hold_flush(j);
 	j->cb.state = NULL;
 	j->cb.result = NULL;
 	j->cb.output = NULL;
@@ -2541,6 +2613,7 @@ jupyter_free(struct jupyter *j)
 	free(j->stopped_why);
 	free(j->last_fp);
 	free(j->pending_note);
+	buf_free(&j->hold);
 	free(j);
 }
 

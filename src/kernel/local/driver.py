@@ -643,6 +643,17 @@ def _site_after_cell(cell):
         send({"ev": "installed", "id": cell, "packages": pkgs})
 
 
+def _set_env(env):
+    """The user's pip index, from terp's exec command (never on bwrap's
+    command line, which any local user can read with ps)."""
+    if not isinstance(env, dict):
+        return
+    for k in ("PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL"):
+        v = env.get(k)
+        if isinstance(v, str) and "\0" not in v:
+            os.environ[k] = v
+
+
 def _start_forwarder():
     """The in-sandbox end of egress: egress_fwd.py relays every
     connection to 127.0.0.1:PORT to terp's proxy through the socket
@@ -2167,6 +2178,7 @@ def main():
         cid = cid if type(cid) is int else 0
         try:
             if op == "exec":
+                _set_env(cmd.get("env"))
                 ints = cmd.get("ints")
                 _run(cid, str(cmd.get("code", "")), cmd.get("stdin") is True,
                      ints if type(ints) is int else None)

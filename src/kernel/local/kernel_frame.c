@@ -311,3 +311,24 @@ kframe_refusal_text(const struct kframe_caps *caps, enum kframe_refusal r,
 	}
 	return xstrdup("refused");
 }
+
+/* ---- result texts ------------------------------------------------------ */
+
+char *
+kframe_text_capn(const char *s, size_t n)
+{
+	size_t k;
+
+	if (s == NULL)
+		return NULL;
+	if (n <= KFRAME_TEXT_MAX)
+		return xstrndup(s, n);
+	k = utf8_complete_prefix(s, KFRAME_TEXT_MAX);
+	return xasprintf("%.*s... [cut by terp at %u KiB]", (int)k, s, KFRAME_TEXT_MAX >> 10);
+}
+
+char *
+kframe_text_cap(const char *s)
+{
+	return s == NULL ? NULL : kframe_text_capn(s, strlen(s));
+}

@@ -45,7 +45,6 @@
 
 #define STDERR_KEEP	4096		/* bwrap's own messages, for setup errors */
 #define CODE_MAX	(64u << 20)	/* a cell's code */
-#define RESULT_TEXT_MAX	(256u << 10)	/* each text of a result (the driver cuts at 64K) */
 #define DEATH_WAIT_MS	2000	/* after the channel closed, before the kill */
 #define DEATH_POLL_MS	5	/* without pidfds only: how often to look */
 #define DISK_EVERY_MS	100	/* disk check interval, at least... */
@@ -381,7 +380,8 @@ net_new(struct klocal *k, const char *const *allow, char **err)
 		    "have no meaning with --network or --no-sandbox");
 		return -1;
 	}
-	k->net = kernel_net_new(k->loop, allow, k->o->egress_max, &cbs, k, err);
+	k->net = kernel_net_new(k->loop, allow, k->o->egress_max, k->o->egress_sent,
+	    &cbs, k, err);
 	return k->net != NULL ? 0 : -1;
 }
 
@@ -715,7 +715,9 @@ spec_fill(const struct klocal *k, struct sandbox_spec *s)
 	s->preload = getenv("TERP_NO_PRELOAD") == NULL;
 	s->cgroup_procs_fd = -1;
 	s->pyenv = k->o->pyenv;
-	s->setenv = k->o->sandbox_env;
+	/* sandbox_env (the user's pip index) goes with each exec command,
+	 * not on bwrap's command line, which any local user can read */
+	s->setenv = NULL;
 	s->probe = !k->have_probe;
 	s->code = k->code;
 	s->code_len = k->code_len;
@@ -996,20 +998,6 @@ memory_reason(const struct klocal *k)
 	return xasprintf("out of memory (limit %s)", b);
 }
 
-/* s, or a copy cut to RESULT_TEXT_MAX in *owned: the driver cuts its
- * texts at 64 KiB, a forged frame need not. */
-static const char *
-cut_text(const char *s, char **owned)
-{
-	size_t n;
-
-	if (s == NULL || strlen(s) <= RESULT_TEXT_MAX)
-		return s;
-	n = utf8_complete_prefix(s, RESULT_TEXT_MAX);
-	*owned = xasprintf("%.*s... [cut by terp at %u KiB]", (int)n, s, RESULT_TEXT_MAX >> 10);
-	return *owned;
-}
-
 static void
 on_result(struct klocal *k, const struct kframe *f)
 {
@@ -1023,10 +1011,11 @@ on_result(struct klocal *k, const struct kframe *f)
 		return;
 	drain_all(k);
 	memset(&r, 0, sizeof r);
-	r.value = cut_text(f->value, &own[0]);
-	r.ename = cut_text(f->ename, &own[1]);
-	r.evalue = cut_text(f->evalue, &own[2]);
-	r.traceback = cut_text(f->traceback, &own[3]);
+	/* the driver cuts its texts at 64 KiB, a forged frame need not */
+	r.value = own[0] = kframe_text_cap(f->value);
+	r.ename = own[1] = kframe_text_cap(f->ename);
+	r.evalue = own[2] = kframe_text_cap(f->evalue);
+	r.traceback = own[3] = kframe_text_cap(f->traceback);
 	r.status = f->ok ? CELL_OK : CELL_ERROR;
 	if (r.ename && strcmp(r.ename, "KeyboardInterrupt") == 0 && k->stop != STOP_NONE) {
 		if (k->stop == STOP_TIMEOUT) {
@@ -1397,6 +1386,18 @@ kernel_next(struct klocal *k)
 	k->cur_input = p->input;
 	k->input_open = k->input_count = 0;
 	cJSON_AddNumberToObject(cmd, "ints", k->nints);
+	if (k->o->sandbox_env != NULL && k->o->sandbox_env[0] != NULL) {
+		cJSON *env = cJSON_AddObjectToObject(cmd, "env");
+		for (const char *const *e = k->o->sandbox_env; *e != NULL; e++) {
+			const char *eq = strchr(*e, '=');
+			char *key;
+			if (eq == NULL)
+				continue;
+			key = xstrndup(*e, (size_t)(eq - *e));
+			cJSON_AddStringToObject(env, key, eq + 1);
+			free(key);
+		}
+	}
 	/* The clock runs from the queueing, not from when the driver takes
 	 * the cell: a driver that never takes it times out all the same. */
 	if (k->o->timeout_ms > 0)

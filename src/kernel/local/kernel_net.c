@@ -170,7 +170,7 @@ on_event(void *arg, const struct egress_event *ev)
 
 struct kernel_net *
 kernel_net_new(struct loop *l, const char *const *allow, uint64_t max_up,
-    const struct kernel_net_cbs *cb, void *arg, char **err)
+    uint64_t sent_before, const struct kernel_net_cbs *cb, void *arg, char **err)
 {
 	struct kernel_net *n = xcalloc(1, sizeof *n);
 	struct egress_opts o = { 0 };
@@ -184,6 +184,7 @@ kernel_net_new(struct loop *l, const char *const *allow, uint64_t max_up,
 	n->ledger = -1;
 	o.allow = allow;
 	o.max_up = max_up;
+	o.sent_before = sent_before;
 	o.socket_uid = o.socket_gid = -1;
 	n->e = egress_new(l, &o, &ecb, n, err);
 	if (n->e == NULL) {

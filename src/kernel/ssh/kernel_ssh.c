@@ -871,6 +871,7 @@ on_result(struct ssh *s, const cJSON *o)
 	double cell, status, us = 0, lost = 0;
 	struct kernel_result r;
 	struct ssh_cell **pp, *c;
+	char *own[5];
 
 	if (num(o, "cell", &cell) < 0 || num(o, "status", &status) < 0 ||
 	    !cell_known(s, (int)cell) || status < CELL_OK || status > CELL_CRASHED)
@@ -881,11 +882,13 @@ on_result(struct ssh *s, const cJSON *o)
 	r.status = (enum cell_status)status;
 	r.duration_us = (int64_t)us;
 	r.duration_ms = (int64_t)us / 1000;
-	r.value = str(o, "value");
-	r.ename = str(o, "ename");
-	r.evalue = str(o, "evalue");
-	r.traceback = str(o, "traceback");
-	r.reason = str(o, "reason");
+	/* The remote terp serve cuts its texts as the local kernel does; a
+	 * malicious server need not: the same caps, here where they arrive. */
+	r.value = own[0] = kframe_text_cap(str(o, "value"));
+	r.ename = own[1] = kframe_text_cap(str(o, "ename"));
+	r.evalue = own[2] = kframe_text_cap(str(o, "evalue"));
+	r.traceback = own[3] = kframe_text_cap(str(o, "traceback"));
+	r.reason = own[4] = kframe_text_cap(str(o, "reason"));
 	r.state_lost = lost != 0;
 	for (pp = &s->cells; (c = *pp) != NULL; pp = &c->next)
 		if (c->n == (int)cell)
@@ -893,6 +896,8 @@ on_result(struct ssh *s, const cJSON *o)
 	*pp = c->next;
 	free(c);
 	s->cb->result(s->arg, (int)cell, &r);
+	for (int i = 0; i < 5; i++)
+		free(own[i]);
 }
 
 static void
