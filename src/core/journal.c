@@ -810,19 +810,18 @@ char *
 journal_read_sent(const struct journal *j, int i, size_t *len, char **err)
 {
 	struct lines ls = { .fd = -1 };
-	char *line, *body = NULL, *prev = NULL;
-	size_t n, prev_len = 0;
-	int k = 0, whole;
+	struct sent_chain sc = { 0 };
+	char *line, *body = NULL;
+	size_t n;
 
 	if ((ls.fd = open(j->path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) < 0) {
 		*err = xasprintf("cannot read %s: %s", j->path, strerror(errno));
 		return NULL;
 	}
-	/* Every request up to i is read back: a record may keep the bytes
-	 * of the one before (put_sent). */
-	while (body == NULL && journal_next_line(&ls, &line, &n) == 1) {
+	/* Every request up to i is read: a record may keep the bytes of the
+	 * one before (put_sent); only request i is built. */
+	while (sc.n <= i && journal_next_line(&ls, &line, &n) == 1) {
 		cJSON *o;
-		char *p;
 		if (ls.toolong == 2) {
 			ls.toolong = 0;
 			continue;
@@ -833,17 +832,12 @@ journal_read_sent(const struct journal *j, int i, size_t *len, char **err)
 		/* a corrupt line is no request, as for the loader */
 		if ((o = cJSON_ParseWithLength(line, n)) == NULL)
 			continue;
-		p = journal_sent_body(o, k, prev, prev_len, &whole, &prev_len);
+		sent_chain_add(&sc, o);
 		cJSON_Delete(o);
-		free(prev);
-		prev = p;
-		if (k++ == i) {
-			body = prev;
-			*len = prev_len;
-			prev = NULL;
-		}
 	}
-	free(prev);
+	if (i >= 0 && i < sc.n)
+		body = sent_chain_body(&sc, i, len);
+	sent_chain_free(&sc);
 	close(ls.fd);
 	free(ls.buf);
 	if (body == NULL)

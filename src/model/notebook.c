@@ -503,9 +503,10 @@ notebook_add_sent(struct notebook *nb, const char *what, const char *body,
 	ch.sent = nb->nsent;
 	s = &nb->sent[nb->nsent++];
 	s->what = xstrdup(what);
-	s->body = xstrndup(body, len);
+	s->body = body ? xstrndup(body, len) : NULL;
 	s->len = len;
-	tell(nb, &ch);
+	if (body != NULL)
+		tell(nb, &ch);
 	/* A long session must not hold every body: the journal has them
 	 * (notebook.h). */
 	if (nb->nsent > NOTEBOOK_SENT_KEEP) {

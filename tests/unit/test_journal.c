@@ -1177,6 +1177,91 @@ Test(journal, request_bodies_written_as_what_is_new)
 	free(dir);
 }
 
+/* A long session's journal loads in time linear in its size: only the
+ * bodies the notebook keeps are built, each from the deltas back to the
+ * whole one. 6,000 requests each 1 KiB longer than the one before: the
+ * journal is 6 MB, the sum of all bodies 18 GB (what the loader used to
+ * build and copy, request by request: minutes here, past the timeout).
+ * The kept bodies and one read back by /sent are exact; a delta that
+ * names the wrong request stands in for its body and what follows. */
+Test(journal, long_session_loads_in_time_linear_in_the_journal, .timeout = 60)
+{
+	const char *id = "20260101-000000-abcd";
+	char *dir = tmpdir(), *err = NULL, *path = store_journal_path(dir, id);
+	struct notebook *nb = notebook_new();
+	struct journal_meta m;
+	const int n = 6000, t = 1024;
+	char tail[1025], num[16];
+	size_t len;
+	FILE *f;
+
+	*strrchr(path, '/') = '\0';
+	cr_assert_eq(mkdir(path, 0700), 0);
+	path[strlen(path)] = '/';
+	cr_assert_not_null(f = fopen(path, "w"));
+	fprintf(f, "{\"t\":\"meta\",\"v\":2,\"id\":\"20260101-000000-abcd\"}\n");
+	for (int i = 0; i < n; i++) {
+		/* request i adds t bytes: its number, then letters */
+		memset(tail, 'a' + i % 26, t);
+		snprintf(num, sizeof num, "(turn %07d)", i % 10000000);
+		memcpy(tail, num, 14);
+		tail[t] = '\0';
+		if (i == 0)
+			fprintf(f, "{\"t\":\"sent\",\"what\":\"openai m\",\"len\":%d,"
+			    "\"d\":\"%s\"}\n", t, tail);
+		else
+			fprintf(f, "{\"t\":\"sent\",\"what\":\"openai m\",\"len\":%d,"
+			    "\"n\":%d,\"keep\":%d,\"dt\":\"%s\"}\n", (i + 1) * t,
+			    i == n - 3 ? i + 1 : i, i * t, tail);
+	}
+	cr_assert_eq(fclose(f), 0);
+	cr_assert_eq(journal_load(path, nb, &m, &err), 0, "%s", err);
+	cr_assert_eq(notebook_nsent(nb), n, "%d requests, %d lines skipped",
+	    notebook_nsent(nb), m.skipped);
+	for (int i = 0; i < n; i++) {
+		const char *what, *b = notebook_sent(nb, i, &what, &len);
+		cr_assert_str_eq(what, "openai m");
+		if (i < n - NOTEBOOK_SENT_KEEP) {
+			cr_assert_null(b, "request %d: not kept", i);
+			cr_assert_eq(len, (size_t)(i + 1) * t, "request %d: its size stays", i);
+			continue;
+		}
+		cr_assert_not_null(b, "request %d: kept", i);
+		if (i >= n - 3) {
+			cr_assert_not_null(strstr(b, "not in the journal"), "%d: %.80s", i, b);
+			continue;
+		}
+		cr_assert_eq(len, (size_t)(i + 1) * t, "request %d", i);
+		for (int k = 0; k <= i; k += 1 + k / 7) {
+			char want[16];
+			snprintf(want, sizeof want, "(turn %07d)", k % 10000000);
+			cr_assert_eq(memcmp(b + (size_t)k * t, want, 14), 0,
+			    "request %d, piece %d: %.14s", i, k, b + (size_t)k * t);
+			cr_assert_eq(b[(size_t)k * t + t - 1], 'a' + k % 26);
+		}
+	}
+	cr_assert_eq(m.sent_whole, 0, "the last one stands in");
+	{
+		/* /sent of an old one, from the journal */
+		struct journal *j = jreopen(dir, id, nb, &m, &err);
+		char *b;
+
+		cr_assert_not_null(j, "%s", err);
+		b = journal_read_sent(j, 4321, &len, &err);
+		cr_assert_not_null(b, "%s", err);
+		cr_assert_eq(len, (size_t)4322 * t);
+		cr_assert_eq(memcmp(b + (size_t)4321 * t, "(turn 0004321)", 14), 0);
+		cr_assert_eq(memcmp(b + (size_t)17 * t, "(turn 0000017)", 14), 0);
+		free(b);
+		jclose(j);
+	}
+	journal_meta_free(&m);
+	notebook_free(nb);
+	free(path);
+	rm_rf(dir);
+	free(dir);
+}
+
 /* fdatasync counted: this binary's definition is the one the journal
  * calls (the executable's symbol comes first). */
 static int syncs;
