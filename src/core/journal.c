@@ -1,10 +1,12 @@
 /* journal: the crash-safe record of a session. Every notebook change is
  * appended as one JSON line with one write(2), so a killed terp (even
  * kill -9) loses nothing written. Against power loss the file is also
- * fdatasync'ed at a question's edges (question, answer, error, idle) and
- * at the close, each only when a line was written since the last sync;
- * not at every cell: a sync costs ~0.1 ms here and a turn's budget is
- * small.
+ * fdatasync'ed at a question's edges (question, answer, error) and at
+ * the close, each only when a line was written since the last sync; at
+ * an idle edge (the end of a cell) at most every JOURNAL_SYNC_MS, the
+ * one due later by the session's timer (journal_sync_due): a script of
+ * cells (terp exec) would otherwise pay a sync per cell, 0.3-0.5 ms on
+ * a disk, three times the cell's own round trip.
  * The loader (journal_load.c) replays the lines into a fresh notebook.
  * Where the file lives and its lock are store.c's; data-file
  * fingerprints datafile.c's. */
@@ -50,6 +52,8 @@ struct journal {
 	 * by this journal (what the next one may keep bytes of); 0: none */
 	int		  sent_base;
 	int		  unsynced;	/* lines written since the last sync */
+	int		  sync_wanted;	/* an idle edge's sync, deferred */
+	int64_t		  synced_ms;	/* now_ms() of the last sync; 0: none */
 	char		 *failed;
 	char		 *remote;	/* the last "remote" line: "SANDBOX\nSESSION" */
 };
@@ -68,6 +72,7 @@ fail(struct journal *j, const char *what)
 static int
 sync_now(struct journal *j)
 {
+	j->sync_wanted = 0;
 	if (j->fd < 0 || !j->unsynced)
 		return 0;
 	if (fdatasync(j->fd) < 0) {
@@ -75,7 +80,39 @@ sync_now(struct journal *j)
 		return -1;
 	}
 	j->unsynced = 0;
+	j->synced_ms = now_ms();
 	return 0;
+}
+
+/* An idle edge: a sync now, unless one was less than JOURNAL_SYNC_MS
+ * ago; then it is due at that age (journal_sync_due). */
+static void
+sync_edge(struct journal *j)
+{
+	if (!j->unsynced)
+		return;
+	if (j->synced_ms == 0 || now_ms() - j->synced_ms >= JOURNAL_SYNC_MS)
+		sync_now(j);
+	else
+		j->sync_wanted = 1;
+}
+
+int64_t
+journal_sync_due(const struct journal *j)
+{
+	int64_t age;
+
+	if (j == NULL || !j->sync_wanted || !j->unsynced)
+		return -1;
+	age = now_ms() - j->synced_ms;
+	return age >= JOURNAL_SYNC_MS ? 0 : JOURNAL_SYNC_MS - age;
+}
+
+void
+journal_sync_deferred(struct journal *j)
+{
+	if (j != NULL && j->sync_wanted)
+		sync_now(j);
 }
 
 /* Writes o as one line with one write(2) (write_all only loops on a
@@ -509,9 +546,11 @@ journal_event(struct journal *j, const struct event *ev)
 		add_str(o, "text", ev->text);
 		break;
 	case EV_ANSWER:
-	case EV_IDLE:
 		/* a question's edge: what it wrote reaches the disk */
 		sync_now(j);
+		return;
+	case EV_IDLE:
+		sync_edge(j);
 		return;
 	case EV_CELL_START: case EV_STDOUT: case EV_STDERR: case EV_RESULT:
 	case EV_ARTIFACT: case EV_QUESTION: case EV_TEXT: case EV_TOOL_CALL:

@@ -1292,13 +1292,53 @@ Test(journal, syncs_only_what_is_new)
 	cr_assert_eq(syncs, base + 1, "the answer syncs the turn's lines");
 	emit(j, EV_IDLE, NULL, NULL, 0);
 	cr_assert_eq(syncs, base + 1, "nothing new since: no sync");
+	cr_assert_eq(journal_sync_due(j), -1, "none deferred");
 	emit(j, EV_TURN, NULL, NULL, 0);
 	emit(j, EV_IDLE, NULL, NULL, 0);
-	cr_assert_eq(syncs, base + 2, "a line since: synced");
+	/* a cell's end right after a sync: deferred, due within the limit */
+	cr_assert_eq(syncs, base + 1, "no second sync within %d ms", JOURNAL_SYNC_MS);
+	cr_assert(journal_sync_due(j) >= 0 && journal_sync_due(j) <= JOURNAL_SYNC_MS,
+	    "due in %lld ms", (long long)journal_sync_due(j));
+	journal_sync_deferred(j);
+	cr_assert_eq(syncs, base + 2, "a line since: synced when due");
+	cr_assert_eq(journal_sync_due(j), -1);
 	jclose(j);
 	cr_assert_eq(syncs, base + 2, "the close after the idle: nothing new");
 	j = NULL;
 	notebook_free(nb);
+	rm_rf(dir);
+	free(dir);
+}
+
+/* terp exec's script: a thousand cells ending within a few ms sync
+ * once at the first edge and once at the close, not once per cell;
+ * every line is written at once all the same. */
+Test(journal, a_script_of_cells_syncs_at_most_every_interval)
+{
+	char *dir = tmpdir(), *err = NULL, *path;
+	struct notebook *nb = notebook_new(), *nb2 = notebook_new();
+	struct journal_meta m;
+	struct journal *j = jcreate(dir, NULL, NULL, nb, &err);
+	int base = syncs, n;
+
+	cr_assert_not_null(j, "%s", err);
+	for (int i = 1; i <= 1000; i++) {
+		struct cell_result r = { .status = CELL_OK };
+		n = notebook_add_cell(nb, CELL_BY_USER, "x = 1", NULL)->n;
+		notebook_cell_result(nb, n, &r);
+		emit(j, EV_IDLE, NULL, NULL, 0);
+	}
+	cr_assert_leq(syncs - base, 2, "%d syncs for 1,000 cells", syncs - base);
+	path = store_journal_path(dir, journal_id(j));
+	cr_assert_eq(journal_load(path, nb2, &m, &err), 0, "%s", err);
+	cr_assert_eq(notebook_ncells(nb2), 1000, "every cell written before the sync");
+	base = syncs;
+	jclose(j);
+	cr_assert_eq(syncs, base + 1, "the close syncs what is left");
+	journal_meta_free(&m);
+	free(path);
+	notebook_free(nb);
+	notebook_free(nb2);
 	rm_rf(dir);
 	free(dir);
 }
