@@ -181,6 +181,8 @@ cJSON *notebook_messages(const struct notebook *nb);
 uint64_t notebook_gen(const struct notebook *nb);
 /* Message i (the last one without walking the list), or NULL. */
 const cJSON *notebook_message(const struct notebook *nb, int i);
+/* How many messages, without walking the list. */
+int notebook_nmessages(const struct notebook *nb);
 
 /* Adds the user message of a question: the notes (NULL or "" for
  * none), then "Question: " and the text, or the text alone without

@@ -325,7 +325,7 @@ static int
 legacy_msg(const cJSON *o, struct notebook *nb, char **pending)
 {
 	const cJSON *msg = cJSON_GetObjectItemCaseSensitive(o, "m");
-	int i = (int)jnum(o, "i", -1), n = cJSON_GetArraySize(notebook_messages(nb));
+	int i = (int)jnum(o, "i", -1), n = notebook_nmessages(nb);
 	cJSON *calls;
 
 	if (!cJSON_IsObject(msg) || i < 0 || i > n)
@@ -515,7 +515,7 @@ rec_tool(const cJSON *o, struct notebook *nb)
 	if (journal_str(o, "id") == NULL || journal_str(o, "content") == NULL)
 		return -1;
 	/* one the repair of a resume put before the end */
-	if (i >= 0 && i < cJSON_GetArraySize(notebook_messages(nb)))
+	if (i >= 0 && i < notebook_nmessages(nb))
 		notebook_insert_tool_result(nb, i, journal_str(o, "id"), journal_str(o, "content"),
 		    is_error);
 	else
@@ -549,7 +549,7 @@ rec_summary(const cJSON *o, struct notebook *nb)
 	int upto = (int)jnum(o, "upto", -1);
 
 	if (journal_str(o, "text") == NULL || upto < 1 ||
-	    upto > cJSON_GetArraySize(notebook_messages(nb)))
+	    upto > notebook_nmessages(nb))
 		return -1;
 	notebook_set_summary(nb, upto, journal_str(o, "text"));
 	return 0;
@@ -749,37 +749,38 @@ static void
 repair(struct notebook *nb, struct journal_meta *m)
 {
 	cJSON *msgs = notebook_messages(nb);
-	int n = cJSON_GetArraySize(msgs);
+	int i = 0;
 
-	for (int i = 1; i <= notebook_ncells(nb); i++) {
-		struct cell *c = notebook_cell(nb, i);
+	for (int n = 1; n <= notebook_ncells(nb); n++) {
+		struct cell *c = notebook_cell(nb, n);
 		if (c->author == CELL_BY_MODEL)
 			c->told_model = 1;	/* through its tool result */
 		if (c->status == CELL_RUNNING || c->status == CELL_PENDING) {
 			struct cell_result r = { .status = CELL_INTERRUPTED,
 			    .reason = "terp stopped while this cell ran; its "
 			    "output may be incomplete" };
-			notebook_cell_result(nb, i, &r);
+			notebook_cell_result(nb, n, &r);
 		}
 	}
-	for (int i = 0; i < n; ) {
-		cJSON *msg = cJSON_GetArrayItem(msgs, i);
+	/* A walk along the list: indexing it is a walk from its head. */
+	for (cJSON *msg = msgs ? msgs->child : NULL; msg != NULL; ) {
 		const cJSON *calls = cJSON_GetObjectItemCaseSensitive(msg,
 		    "tool_calls"), *call;
-		int k = i + 1, end;
+		cJSON *after = msg->next;
+		int k = i + 1;
 
-		for (; k < n && is_role(cJSON_GetArrayItem(msgs, k), "tool"); k++)
-			;
-		end = k;	/* the results inserted go after the recorded */
+		for (; after != NULL && is_role(after, "tool"); after = after->next)
+			k++;
+		/* the results inserted go after the recorded, before after */
 		if (!cJSON_IsArray(calls))
 			calls = NULL;
 		cJSON_ArrayForEach(call, calls) {
 			const char *id = journal_str(call, "id");
 			int found = 0;
 
-			for (int t = i + 1; t < end && id != NULL; t++) {
-				const char *tid = journal_str(cJSON_GetArrayItem(msgs, t),
-				    "tool_call_id");
+			for (const cJSON *t = msg->next; t != after && id != NULL;
+			    t = t->next) {
+				const char *tid = journal_str(t, "tool_call_id");
 				if (tid != NULL && strcmp(tid, id) == 0)
 					found = 1;
 			}
@@ -790,9 +791,9 @@ repair(struct notebook *nb, struct journal_meta *m)
 			m->repaired = xrealloc(m->repaired,
 			    (size_t)(m->nrepaired + 1) * sizeof *m->repaired);
 			m->repaired[m->nrepaired++] = k++;
-			n++;
 		}
 		i = k;
+		msg = after;
 	}
 }
 
