@@ -18,9 +18,10 @@ if [ "${1:-}" = "--quick" ]; then
 	KARGS="--runs 7 --jruns 2 --iters 300"; AARGS="--turns 50"; UARGS="--runs 3"
 	EARGS="--iters 300 --mb 20 --runs 3"; NARGS="100 100 5"; TARGS="40 5"
 	JARGS="--iters 100"; SARGS="--iters 100 --calls 5"; CARGS="--questions 30"
+	LARGS="--sizes 30,100 --big 0 --runs 1"
 else
 	KARGS=""; AARGS=""; UARGS=""; EARGS=""; NARGS=""; TARGS=""; JARGS=""; SARGS=""
-	CARGS=""
+	CARGS=""; LARGS=""
 fi
 
 echo "== terp $(./terp --version 2>/dev/null | head -1), $(nproc) CPUs, $(uname -sr)," \
@@ -54,6 +55,9 @@ echo
 # shellcheck disable=SC2086
 "$PY" bench/context.py $CARGS --json "$W/context.json"
 echo
+# shellcheck disable=SC2086
+"$PY" bench/journal.py $LARGS --json "$W/journal.json"
+echo
 
 "$PY" - "$W" <<'PYEOF'
 import json, re, sys
@@ -65,6 +69,7 @@ e = json.load(open(w + "/egress.json"))
 jb = json.load(open(w + "/jupyter.json"))
 sh = json.load(open(w + "/ssh.json"))
 cx = json.load(open(w + "/context.json"))
+jl = json.load(open(w + "/journal.json"))
 nt = re.search(r"per turn .*median ([0-9.]+) us", open(w + "/numtrace.txt").read())
 thumbs = [f for f in (l.split() for l in open(w + "/thumbs.txt"))
           if len(f) >= 9 and f[1] in ("quad", "half")]
@@ -166,6 +171,28 @@ row("context: largest request / 8k window", "%d tok" % s["max_tokens"], "", "",
 v = jb["server"]["median_us"]
 row("Jupyter backend round trip (median)", us(v["terp"]), "tornado " + us(v["peer"]),
     x(jb["ratio"]), "<= 1.1x peer", jb["ratio"] <= 1.10)
+small = {g["questions"]: g for g in jl["sessions"] if not g["big"]}
+big = [g for g in jl["sessions"] if g["big"]]
+if 1000 in small and 3000 in small:
+    s1, s3 = small[1000], small[3000]
+    fl = small[min(small)]
+    r = s3["resume_s"] / (3 * s1["resume_s"])
+    row("resume, 3,000 questions -> first request", ms(1e3 * s3["resume_s"]),
+        "3 x 1,000: " + ms(3e3 * s1["resume_s"]), x(r), "<= 2x (linear)", r <= 2)
+    row("resume, 1,000 questions -> first request", ms(1e3 * s1["resume_s"]),
+        "%d q: %s" % (min(small), ms(1e3 * fl["resume_s"])), "", "< 1 s", s1["resume_s"] < 1)
+    r = s3["export_s"] / (3 * s1["export_s"])
+    row("export, 3,000 questions", ms(1e3 * s3["export_s"]),
+        "3 x 1,000: " + ms(3e3 * s1["export_s"]), x(r), "<= 2x (linear)", r <= 2)
+    mb = s3["hwm_kb"] / 1024.0
+    row("terp peak RSS, 3,000-question -p session", "%.1f MB" % mb,
+        "1,000 q: %.1f MB" % (s1["hwm_kb"] / 1024.0), "", "< 40 MB", mb < 40)
+    r = s3["cpu_last_us"] / s3["cpu_first_us"]
+    row("CPU per question, last tenth of 3,000", us(s3["cpu_last_us"]),
+        "first tenth " + us(s3["cpu_first_us"]), x(r), "<= 1.5x", r <= 1.5)
+for g in big:
+    row("resume, %d questions of 4 KB outputs" % g["questions"], ms(1e3 * g["resume_s"]),
+        "", "", "< 1 s", g["resume_s"] < 1)
 if thumbs:
     n = len(thumbs)
     tm = sum(float(r[2]) for r in thumbs) / n

@@ -104,6 +104,15 @@ void journal_change(struct journal *j, const struct nb_change *ch);
  * sandbox's states, turns, errors, notices; and syncs at a question's
  * edges. */
 void journal_event(struct journal *j, const struct event *ev);
+/* The idle edge's sync is deferred when the last sync is younger than
+ * this: the lines are written at once (a killed terp loses none), they
+ * reach the disk at most this much later (power loss). */
+#define JOURNAL_SYNC_MS	100
+/* Milliseconds until a deferred sync is due (0: now), or -1 when none
+ * is wanted; the caller's timer then calls journal_sync_deferred,
+ * which syncs what a deferred sync was wanted for. NULL: -1, no-op. */
+int64_t journal_sync_due(const struct journal *j);
+void journal_sync_deferred(struct journal *j);
 /* Records the remote session the Python runs in (sandbox: the
  * --sandbox spec; session: kernel_remote_session's string), so that a
  * resume on the same sandbox reaches it again; once per change, synced.

@@ -25,8 +25,11 @@ void llm_cache_free(struct llm_cache *c);
  * array that compare equal to their snapshots (all of them only when
  * key, what the encoding depends on besides the message, is the one of
  * the last call) and drops the others. Returns how many were kept: the
- * caller encodes messages from there on, in order, with llm_cache_add. */
-int llm_cache_sync(struct llm_cache *c, int key, const cJSON *messages);
+ * caller encodes messages from there on, in order, with llm_cache_add:
+ * the first of them in *next (NULL: none), found on the way (indexing
+ * the list would walk it again from its head). */
+int llm_cache_sync(struct llm_cache *c, int key, const cJSON *messages,
+    const cJSON **next);
 /* A promise for the next llm_cache_sync (of any cache; it is used up
  * there): two syncs with the same nonzero stamp are given arrays whose
  * leading messages, as many as the earlier one had, are unchanged (the

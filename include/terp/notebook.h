@@ -181,6 +181,8 @@ cJSON *notebook_messages(const struct notebook *nb);
 uint64_t notebook_gen(const struct notebook *nb);
 /* Message i (the last one without walking the list), or NULL. */
 const cJSON *notebook_message(const struct notebook *nb, int i);
+/* How many messages, without walking the list. */
+int notebook_nmessages(const struct notebook *nb);
 
 /* Adds the user message of a question: the notes (NULL or "" for
  * none), then "Question: " and the text, or the text alone without
@@ -234,7 +236,9 @@ const struct usage *notebook_usage(const struct notebook *nb);
 /* What left the machine: each model request as sent. Its description
  * and size stay for the whole session; its body only while it is one
  * of the last NOTEBOOK_SENT_KEEP (the observer, the journal, gets every
- * body when it is added: journal_read_sent reads an older one back). */
+ * body when it is added: journal_read_sent reads an older one back).
+ * body may be NULL: an older request a loader knows only by its size
+ * (the observer is not told of it). */
 #define NOTEBOOK_SENT_KEEP	8
 void notebook_add_sent(struct notebook *nb, const char *what, const char *body,
     size_t len);

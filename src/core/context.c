@@ -419,13 +419,31 @@ fill(struct context *cx, int i, const cJSON *m)
 		    cJSON_GetObjectItemCaseSensitive(m, "tool_call_id")));
 }
 
+/* Message i of the notebook: a list walk, from whichever end is
+ * nearer (cJSON's lists are doubly linked, the notebook keeps the
+ * last); a request's view starts near the end. NULL past the end. */
+static const cJSON *
+msg_at(const struct context *cx, int i)
+{
+	int n = notebook_nmessages(cx->nb);
+	const cJSON *m;
+
+	if (i < 0 || i >= n)
+		return NULL;
+	if (i < n / 2)
+		return cJSON_GetArrayItem(notebook_messages(cx->nb), i);
+	m = notebook_message(cx->nb, n - 1);
+	for (int k = n - 1; k > i && m != NULL; k--)
+		m = m->prev;
+	return m;
+}
+
 /* Brings the cache up to the notebook's messages; the last one is
  * measured again (an agent may complete it in place). Returns n. */
 static int
 sync_cache(struct context *cx)
 {
-	const cJSON *msgs = notebook_messages(cx->nb);
-	int n = cJSON_GetArraySize(msgs), from = cx->nmc;
+	int n = notebook_nmessages(cx->nb), from = cx->nmc;
 	const cJSON *m;
 	int i;
 
@@ -452,12 +470,16 @@ sync_cache(struct context *cx)
 	}
 	if (from == n)
 		return n;
-	/* cJSON arrays are lists: walk from the last cached entry. */
-	m = cJSON_GetArrayItem(msgs, from);
+	/* cJSON arrays are doubly linked lists: the last cached entry is
+	 * reached back from the notebook's last message (kept), a few
+	 * steps, not by a walk from the head every request. */
+	m = msg_at(cx, from);
 	cx->nquestions = 0;
-	for (i = 0; i < from; i++)
-		if (cx->mc[i].role == R_USER)
+	for (i = from - 1; i >= 0; i--)
+		if (cx->mc[i].role == R_USER) {
 			cx->nquestions = cx->mc[i].question;
+			break;
+		}
 	for (i = from; i < n && m != NULL; i++, m = m->next) {
 		fill(cx, i, m);
 		if (cx->mc[i].role == R_USER)
@@ -528,15 +550,17 @@ elided_tokens(struct context *cx, int i, const cJSON *m)
 static long
 raw_view(struct context *cx, long sys, int summary_upto, int elide_upto)
 {
-	const cJSON *msgs = notebook_messages(cx->nb);
-	const cJSON *m = cJSON_GetArrayItem(msgs, summary_upto);
 	long t = sys + SYS_OVERHEAD + TOOLS_OVERHEAD;
 
 	if (summary_upto > 0 && cx->summary)
 		t += cx->summary_tokens + 40;
-	for (int i = summary_upto; i < cx->nmc && m; i++, m = m->next)
+	/* Along the cache, not the message list (a pointer chase per
+	 * message, every request): a message is looked up only for an
+	 * elided estimate not made yet, once. */
+	for (int i = summary_upto; i < cx->nmc; i++)
 		t += (cx->mc[i].role == R_TOOL && i < elide_upto) ?
-		    elided_tokens(cx, i, m) : cx->mc[i].full;
+		    elided_tokens(cx, i, cx->mc[i].elided < 0 ?
+		    notebook_message(cx->nb, i) : NULL) : cx->mc[i].full;
 	return t;
 }
 
@@ -649,7 +673,6 @@ void
 context_plan(struct context *cx, const char *system, long target,
     struct context_plan *p)
 {
-	const cJSON *msgs;
 	const cJSON *m;
 	int q, la, i;
 	long est, bud = budget(cx), saved;
@@ -664,13 +687,12 @@ context_plan(struct context *cx, const char *system, long target,
 		p->fits = 1;
 		return;
 	}
-	msgs = notebook_messages(cx->nb);
 	anchors(cx, &q, &la);
 	if (q < 0)
 		q = cx->nmc;
 	/* 1. The oldest tool results before the current question. */
 	i = cx->elide_upto > cx->summary_upto ? cx->elide_upto : cx->summary_upto;
-	m = cJSON_GetArrayItem(msgs, i);
+	m = msg_at(cx, i);
 	for (; i < q && m && est > target; i++, m = m->next) {
 		if (cx->mc[i].role == R_TOOL)
 			est -= scaled(cx, cx->mc[i].full - elided_tokens(cx, i, m));
@@ -689,7 +711,7 @@ context_plan(struct context *cx, const char *system, long target,
 		long allow = summary_allowance(cx) - (cx->summary ? cx->summary_tokens + 40 : 0);
 		long starget = target - target / 3;
 		saved = 0;
-		m = cJSON_GetArrayItem(msgs, cx->summary_upto);
+		m = msg_at(cx, cx->summary_upto);
 		for (i = cx->summary_upto; i < q && m; i++, m = m->next) {
 			saved += scaled(cx, (cx->mc[i].role == R_TOOL && i < p->elide_upto) ?
 			    elided_tokens(cx, i, m) : cx->mc[i].full);
@@ -704,7 +726,7 @@ context_plan(struct context *cx, const char *system, long target,
 	 * but the latest. */
 	if (est > target && la > q) {
 		i = p->elide_upto > q ? p->elide_upto : q;
-		m = cJSON_GetArrayItem(msgs, i);
+		m = msg_at(cx, i);
 		for (; i < la && m && est > target; i++, m = m->next) {
 			if (cx->mc[i].role == R_TOOL)
 				est -= scaled(cx, cx->mc[i].full - elided_tokens(cx, i, m));
@@ -764,7 +786,6 @@ view_item(struct context *cx, int i, const cJSON *m)
 const cJSON *
 context_messages(struct context *cx, const char *system)
 {
-	const cJSON *msgs = notebook_messages(cx->nb);
 	const cJSON *m;
 	long sys;
 	int keep = 0, i;
@@ -788,7 +809,7 @@ context_messages(struct context *cx, const char *system)
 			fatal("out of memory (cJSON)");
 	}
 	cx->nview = keep;
-	m = cJSON_GetArrayItem(msgs, cx->summary_upto + keep);
+	m = msg_at(cx, cx->summary_upto + keep);
 	for (i = cx->summary_upto + keep; i < cx->nmc && m; i++, m = m->next) {
 		cJSON_AddItemToArray(cx->view, view_item(cx, i, m));
 		cx->nview++;
@@ -841,7 +862,7 @@ context_parts(struct context *cx, const char *system, struct context_part **part
 	if (cx->summary && cx->summary_upto > 0)
 		p[n++] = (struct context_part){ CONTEXT_SUMMARY, -1, 0,
 		    scaled(cx, cx->summary_tokens + 40) };
-	m = cJSON_GetArrayItem(notebook_messages(cx->nb), cx->summary_upto);
+	m = msg_at(cx, cx->summary_upto);
 	for (int i = cx->summary_upto; i < cx->nmc && m; i++, m = m->next) {
 		struct context_part *e = &p[n++];
 		e->msg = i;
@@ -894,7 +915,7 @@ add_capped(struct buf *b, const char *s, size_t cap)
 static char *
 transcript(struct context *cx, int from, int to, size_t cap)
 {
-	const cJSON *m = cJSON_GetArrayItem(notebook_messages(cx->nb), from);
+	const cJSON *m = msg_at(cx, from);
 	struct buf b;
 
 	buf_init(&b, (size_t)-1 / 2);

@@ -64,15 +64,14 @@ emit_cells_before(struct walker *w, int limit)
 		}
 }
 
-/* The first cell number the model calls after message i, or INT_MAX. */
+/* The first cell number the model calls after message m, or INT_MAX
+ * (a walk along the list from m: indexing it walks from its head). */
 static int
-next_called_cell(const struct notebook *nb, const cJSON *msgs, int i)
+next_called_cell(const struct notebook *nb, const cJSON *m)
 {
-	int n = cJSON_GetArraySize(msgs);
-
-	for (int k = i + 1; k < n; k++) {
-		const cJSON *call, *calls = cJSON_GetObjectItemCaseSensitive(
-		    cJSON_GetArrayItem(msgs, k), "tool_calls");
+	for (const cJSON *k = m->next; k != NULL; k = k->next) {
+		const cJSON *call, *calls = cJSON_GetObjectItemCaseSensitive(k,
+		    "tool_calls");
 		cJSON_ArrayForEach(call, array_or_null(calls)) {
 			const struct cell *c = cell_by_call(nb, jstr(call, "id"));
 			if (c != NULL)
@@ -102,7 +101,7 @@ walk(struct walker *w)
 			/* the question alone, without the notes sent with
 			 * it (hand-run cells appear as cells of their own) */
 			const struct question *q = notebook_question_at(w->nb, i);
-			emit_cells_before(w, next_called_cell(w->nb, msgs, i));
+			emit_cells_before(w, next_called_cell(w->nb, m));
 			w->q = q;
 			w->emit(w->arg, EXPORT_QUESTION, q ? q->text :
 			    content ? content : "", NULL);

@@ -1,10 +1,12 @@
 /* journal: the crash-safe record of a session. Every notebook change is
  * appended as one JSON line with one write(2), so a killed terp (even
  * kill -9) loses nothing written. Against power loss the file is also
- * fdatasync'ed at a question's edges (question, answer, error, idle) and
- * at the close, each only when a line was written since the last sync;
- * not at every cell: a sync costs ~0.1 ms here and a turn's budget is
- * small.
+ * fdatasync'ed at a question's edges (question, answer, error) and at
+ * the close, each only when a line was written since the last sync; at
+ * an idle edge (the end of a cell) at most every JOURNAL_SYNC_MS, the
+ * one due later by the session's timer (journal_sync_due): a script of
+ * cells (terp exec) would otherwise pay a sync per cell, 0.3-0.5 ms on
+ * a disk, three times the cell's own round trip.
  * The loader (journal_load.c) replays the lines into a fresh notebook.
  * Where the file lives and its lock are store.c's; data-file
  * fingerprints datafile.c's. */
@@ -59,6 +61,8 @@ struct journal {
 	int		  torn;		/* the cut failed: start the next line anew */
 	int		  lost;		/* a line could not be written: disk full */
 	int		  again;	/* then one could: not told yet */
+	int		  sync_wanted;	/* an idle edge's sync, deferred */
+	int64_t		  synced_ms;	/* now_ms() of the last sync; 0: none */
 	char		 *failed;
 	char		 *remote;
 	/* An answer's text as it streams, not yet journalled: written as
@@ -82,6 +86,7 @@ fail(struct journal *j, const char *what)
 static int
 sync_now(struct journal *j)
 {
+	j->sync_wanted = 0;
 	if (j->fd < 0 || !j->unsynced)
 		return 0;
 	if (fdatasync(j->fd) < 0) {
@@ -89,6 +94,7 @@ sync_now(struct journal *j)
 		return -1;
 	}
 	j->unsynced = 0;
+	j->synced_ms = now_ms();
 	return 0;
 }
 
@@ -102,6 +108,37 @@ note_end(struct journal *j)
 		return -1;
 	j->end = st.st_size;
 	return 0;
+}
+
+/* An idle edge: a sync now, unless one was less than JOURNAL_SYNC_MS
+ * ago; then it is due at that age (journal_sync_due). */
+static void
+sync_edge(struct journal *j)
+{
+	if (!j->unsynced)
+		return;
+	if (j->synced_ms == 0 || now_ms() - j->synced_ms >= JOURNAL_SYNC_MS)
+		sync_now(j);
+	else
+		j->sync_wanted = 1;
+}
+
+int64_t
+journal_sync_due(const struct journal *j)
+{
+	int64_t age;
+
+	if (j == NULL || !j->sync_wanted || !j->unsynced)
+		return -1;
+	age = now_ms() - j->synced_ms;
+	return age >= JOURNAL_SYNC_MS ? 0 : JOURNAL_SYNC_MS - age;
+}
+
+void
+journal_sync_deferred(struct journal *j)
+{
+	if (j != NULL && j->sync_wanted)
+		sync_now(j);
 }
 
 /* Writes o as one line with one write(2) (write_all only loops on a
@@ -582,12 +619,14 @@ journal_event(struct journal *j, const struct event *ev)
 		add_str(o, "text", ev->text);
 		break;
 	case EV_ANSWER:
-	case EV_IDLE:
 		/* a question's edge: what it wrote reaches the disk */
 		sync_now(j);
 		return;
 	case EV_TEXT:
 		put_streamed(j, ev->text, ev->len);
+		return;
+	case EV_IDLE:
+		sync_edge(j);
 		return;
 	case EV_CELL_START: case EV_STDOUT: case EV_STDERR: case EV_RESULT:
 	case EV_ARTIFACT: case EV_QUESTION: case EV_TOOL_CALL:
@@ -906,19 +945,18 @@ char *
 journal_read_sent(const struct journal *j, int i, size_t *len, char **err)
 {
 	struct lines ls = { .fd = -1 };
-	char *line, *body = NULL, *prev = NULL;
-	size_t n, prev_len = 0;
-	int k = 0, whole;
+	struct sent_chain sc = { 0 };
+	char *line, *body = NULL;
+	size_t n;
 
 	if ((ls.fd = open(j->path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) < 0) {
 		*err = xasprintf("cannot read %s: %s", j->path, strerror(errno));
 		return NULL;
 	}
-	/* Every request up to i is read back: a record may keep the bytes
-	 * of the one before (put_sent). */
-	while (body == NULL && journal_next_line(&ls, &line, &n) == 1) {
+	/* Every request up to i is read: a record may keep the bytes of the
+	 * one before (put_sent); only request i is built. */
+	while (sc.n <= i && journal_next_line(&ls, &line, &n) == 1) {
 		cJSON *o;
-		char *p;
 		if (ls.toolong == 2) {
 			ls.toolong = 0;
 			continue;
@@ -929,17 +967,12 @@ journal_read_sent(const struct journal *j, int i, size_t *len, char **err)
 		/* a corrupt line is no request, as for the loader */
 		if ((o = cJSON_ParseWithLength(line, n)) == NULL)
 			continue;
-		p = journal_sent_body(o, k, prev, prev_len, &whole, &prev_len);
+		sent_chain_add(&sc, o);
 		cJSON_Delete(o);
-		free(prev);
-		prev = p;
-		if (k++ == i) {
-			body = prev;
-			*len = prev_len;
-			prev = NULL;
-		}
 	}
-	free(prev);
+	if (i >= 0 && i < sc.n)
+		body = sent_chain_body(&sc, i, len);
+	sent_chain_free(&sc);
 	close(ls.fd);
 	free(ls.buf);
 	if (body == NULL)

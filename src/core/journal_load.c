@@ -89,50 +89,109 @@ kstate_parse(const cJSON *v)
 	return -1;
 }
 
-/* A sent record's body, or the line that stands for one not kept.
- * prev (prev_len bytes, NULL when unknown) is what the request before
- * read back as, n the number of requests read before this one: a
- * delta ("keep") applies only when the record says it is request n
- * (a record lost in between yields no wrong body) and keeps at least
- * SENT_KEEP_MIN bytes, more than any stand-in line holds, so a delta
- * is never applied on a stand-in. New string. */
-char *
-journal_sent_body(const cJSON *o, int n, const char *prev, size_t prev_len, int *whole,
-    size_t *len)
+/* The sent records read so far, each as the journal holds it: whole,
+ * a stand-in line, or a delta on the one before. A body is built only
+ * when asked for (sent_chain_body): a long session's loader builds the
+ * few the notebook keeps, not every body ever sent, so loading stays
+ * linear in the journal (rebuilding each from the one before cost the
+ * sum of all bodies: 3.5 GB for 3,000 questions). */
+struct sent_rec {
+	char	*what;		/* NULL: "request" */
+	char	*data;		/* whole bytes, stand-in text, or the delta's tail */
+	size_t	 dlen;		/* bytes of data */
+	size_t	 keep;		/* delta: bytes of the body before; 0: data is whole */
+	size_t	 len;		/* the body's size as read back */
+};
+
+void
+sent_chain_free(struct sent_chain *sc)
+{
+	for (int i = 0; i < sc->n; i++) {
+		free(sc->r[i].what);
+		free(sc->r[i].data);
+	}
+	free(sc->r);
+	memset(sc, 0, sizeof *sc);
+}
+
+/* One sent record, as the next request. The body before is what the
+ * record before read back as: a delta ("keep") applies only when the
+ * record says it is request n (a record lost in between yields no
+ * wrong body) and keeps at least SENT_KEEP_MIN bytes, more than any
+ * stand-in line holds, so a delta is never applied on a stand-in.
+ * Returns 1 when the body reads back whole, 0 for a stand-in. */
+int
+sent_chain_add(struct sent_chain *sc, const cJSON *o)
 {
 	const cJSON *keep = cJSON_GetObjectItemCaseSensitive(o, "keep");
-	char *p, *tail;
-	size_t k, tlen;
+	const char *what = journal_str(o, "what");
+	struct sent_rec r = { .what = what ? xstrdup(what) : NULL };
+	int n = sc->n, whole = 0;
+	size_t k;
 
-	*whole = 0;
 	if (keep == NULL) {
-		if ((p = get_bytes(o, len)) != NULL) {
-			*whole = 1;
-			return p;
+		if ((r.data = get_bytes(o, &r.dlen)) != NULL)
+			whole = 1;
+		else
+			r.data = xasprintf("(%.0f bytes, sha256 %.64s: not kept in the "
+			    "journal)", jnum(o, "len", 0), journal_str(o, "sha256") ?
+			    journal_str(o, "sha256") : "?");
+	} else {
+		k = cJSON_IsNumber(keep) && keep->valuedouble >= 0 ?
+		    (size_t)keep->valuedouble : SIZE_MAX;
+		if (n > 0 && k >= SENT_KEEP_MIN && k <= sc->r[n - 1].len &&
+		    jnum(o, "n", -1) == (double)n &&
+		    (r.data = get_bytes_as(o, "dt", "bt", &r.dlen)) != NULL &&
+		    r.dlen <= LINE_MAX_BYTES) {
+			r.keep = k;
+			whole = 1;
+		} else {
+			free(r.data);
+			r.data = xasprintf("(%.0f bytes: the request before it is not "
+			    "in the journal)", jnum(o, "len", 0));
 		}
-		p = xasprintf("(%.0f bytes, sha256 %.64s: not kept in the journal)",
-		    jnum(o, "len", 0), journal_str(o, "sha256") ? journal_str(o, "sha256") : "?");
-		*len = strlen(p);
-		return p;
 	}
-	k = cJSON_IsNumber(keep) && keep->valuedouble >= 0 ?
-	    (size_t)keep->valuedouble : SIZE_MAX;
-	if (prev == NULL || k < SENT_KEEP_MIN || k > prev_len ||
-	    jnum(o, "n", -1) != (double)n ||
-	    (tail = get_bytes_as(o, "dt", "bt", &tlen)) == NULL ||
-	    tlen > LINE_MAX_BYTES) {
-		p = xasprintf("(%.0f bytes: the request before it is not in the "
-		    "journal)", jnum(o, "len", 0));
-		*len = strlen(p);
-		return p;
+	if (!whole)
+		r.dlen = strlen(r.data);
+	r.len = r.keep + r.dlen;
+	if (sc->n == sc->cap) {
+		sc->cap = sc->cap ? sc->cap * 2 : 64;
+		sc->r = xrealloc(sc->r, (size_t)sc->cap * sizeof *sc->r);
 	}
-	p = xmalloc(k + tlen + 1);
-	memcpy(p, prev, k);
-	memcpy(p + k, tail, tlen);
-	p[k + tlen] = '\0';
-	*len = k + tlen;
-	*whole = 1;
-	free(tail);
+	sc->r[sc->n++] = r;
+	return whole;
+}
+
+size_t
+sent_chain_len(const struct sent_chain *sc, int i, const char **what)
+{
+	if (what)
+		*what = sc->r[i].what ? sc->r[i].what : "request";
+	return sc->r[i].len;
+}
+
+/* Request i's body: each delta, from i back, gives the bytes past what
+ * it kept of the one before, until a whole record gives the start.
+ * O(len + the records walked). New string of *len bytes. */
+char *
+sent_chain_body(const struct sent_chain *sc, int i, size_t *len)
+{
+	size_t w = sc->r[i].len;
+	char *p = xmalloc(w + 1);
+
+	p[w] = '\0';
+	*len = w;
+	for (int j = i; w > 0; j--) {
+		const struct sent_rec *r = &sc->r[j];
+		if (r->keep == 0) {
+			memcpy(p, r->data, w);
+			break;
+		}
+		if (w > r->keep) {
+			memcpy(p + r->keep, r->data, w - r->keep);
+			w = r->keep;
+		}
+	}
 	return p;
 }
 
@@ -267,7 +326,7 @@ static int
 legacy_msg(const cJSON *o, struct notebook *nb, char **pending)
 {
 	const cJSON *msg = cJSON_GetObjectItemCaseSensitive(o, "m");
-	int i = (int)jnum(o, "i", -1), n = cJSON_GetArraySize(notebook_messages(nb));
+	int i = (int)jnum(o, "i", -1), n = notebook_nmessages(nb);
 	cJSON *calls;
 
 	if (!cJSON_IsObject(msg) || i < 0 || i > n)
@@ -517,7 +576,7 @@ rec_tool(const cJSON *o, struct notebook *nb)
 	if (journal_str(o, "id") == NULL || journal_str(o, "content") == NULL)
 		return -1;
 	/* one the repair of a resume put before the end */
-	if (i >= 0 && i < cJSON_GetArraySize(notebook_messages(nb)))
+	if (i >= 0 && i < notebook_nmessages(nb))
 		notebook_insert_tool_result(nb, i, journal_str(o, "id"), journal_str(o, "content"),
 		    is_error);
 	else
@@ -551,26 +610,37 @@ rec_summary(const cJSON *o, struct notebook *nb)
 	int upto = (int)jnum(o, "upto", -1);
 
 	if (journal_str(o, "text") == NULL || upto < 1 ||
-	    upto > cJSON_GetArraySize(notebook_messages(nb)))
+	    upto > notebook_nmessages(nb))
 		return -1;
 	notebook_set_summary(nb, upto, journal_str(o, "text"));
 	return 0;
 }
 
+/* A request body: to the chain; into the notebook at the end of the
+ * journal (sent_to_notebook), when the last ones are known. */
 static int
-rec_sent(const cJSON *o, struct notebook *nb, struct journal_meta *m)
+rec_sent(const cJSON *o, struct sent_chain *sc, struct journal_meta *m)
 {
-	const char *what = journal_str(o, "what"), *prev;
-	int n = notebook_nsent(nb);
-	size_t len, prev_len = 0;
-	char *p;
-
-	prev = n > 0 ? notebook_sent(nb, n - 1, NULL, &prev_len) : NULL;
-	p = journal_sent_body(o, n, prev, prev_len, &m->sent_whole, &len);
-
-	notebook_add_sent(nb, what ? what : "request", p, len);
-	free(p);
+	m->sent_whole = sent_chain_add(sc, o);
 	return 0;
+}
+
+/* Every request into the notebook: the size and description of each,
+ * the body of the last NOTEBOOK_SENT_KEEP only (as a live session
+ * keeps them). */
+static void
+sent_to_notebook(const struct sent_chain *sc, struct notebook *nb)
+{
+	for (int i = 0; i < sc->n; i++) {
+		const char *what;
+		size_t len = sent_chain_len(sc, i, &what);
+		char *p = NULL;
+
+		if (i >= sc->n - NOTEBOOK_SENT_KEEP)
+			p = sent_chain_body(sc, i, &len);
+		notebook_add_sent(nb, what, p, len);
+		free(p);
+	}
 }
 
 /* terp's own lines: a reset lost the state; /allow and /deny are
@@ -697,7 +767,7 @@ rec_stream(const cJSON *o, struct journal_meta *m)
  * (counted as skipped). nb may be NULL (listing: meta only). */
 static int
 apply(const cJSON *o, struct notebook *nb, struct journal_meta *m, int first,
-    char **pending)
+    char **pending, struct sent_chain *sc)
 {
 	const char *t = journal_str(o, "t");
 	int legacy_q = 0;
@@ -764,7 +834,7 @@ apply(const cJSON *o, struct notebook *nb, struct journal_meta *m, int first,
 	if (strcmp(t, "usage") == 0)
 		return rec_usage(o, nb);
 	if (strcmp(t, "sent") == 0)
-		return rec_sent(o, nb, m);
+		return rec_sent(o, sc, m);
 	if (strcmp(t, "summary") == 0)
 		return rec_summary(o, nb);
 	if (strcmp(t, "net") == 0)
@@ -848,38 +918,39 @@ static void
 repair(struct notebook *nb, struct journal_meta *m)
 {
 	cJSON *msgs = notebook_messages(nb);
-	int n = cJSON_GetArraySize(msgs);
+	int i = 0;
 
-	for (int i = 1; i <= notebook_ncells(nb); i++) {
-		struct cell *c = notebook_cell(nb, i);
+	for (int n = 1; n <= notebook_ncells(nb); n++) {
+		struct cell *c = notebook_cell(nb, n);
 		if (c->author == CELL_BY_MODEL)
 			c->told_model = 1;	/* through its tool result */
 		if (c->status == CELL_RUNNING || c->status == CELL_PENDING) {
 			struct cell_result r = { .status = CELL_INTERRUPTED,
 			    .reason = "terp stopped while this cell ran; its "
 			    "output may be incomplete" };
-			notebook_cell_result(nb, i, &r);
+			notebook_cell_result(nb, n, &r);
 		}
 	}
 	repair_orphans(nb);
-	for (int i = 0; i < n; ) {
-		cJSON *msg = cJSON_GetArrayItem(msgs, i);
+	/* A walk along the list: indexing it is a walk from its head. */
+	for (cJSON *msg = msgs ? msgs->child : NULL; msg != NULL; ) {
 		const cJSON *calls = cJSON_GetObjectItemCaseSensitive(msg,
 		    "tool_calls"), *call;
-		int k = i + 1, end;
+		cJSON *after = msg->next;
+		int k = i + 1;
 
-		for (; k < n && is_role(cJSON_GetArrayItem(msgs, k), "tool"); k++)
-			;
-		end = k;	/* the results inserted go after the recorded */
+		for (; after != NULL && is_role(after, "tool"); after = after->next)
+			k++;
+		/* the results inserted go after the recorded, before after */
 		if (!cJSON_IsArray(calls))
 			calls = NULL;
 		cJSON_ArrayForEach(call, calls) {
 			const char *id = journal_str(call, "id");
 			int found = 0;
 
-			for (int t = i + 1; t < end && id != NULL; t++) {
-				const char *tid = journal_str(cJSON_GetArrayItem(msgs, t),
-				    "tool_call_id");
+			for (const cJSON *t = msg->next; t != after && id != NULL;
+			    t = t->next) {
+				const char *tid = journal_str(t, "tool_call_id");
 				if (tid != NULL && strcmp(tid, id) == 0)
 					found = 1;
 			}
@@ -890,9 +961,9 @@ repair(struct notebook *nb, struct journal_meta *m)
 			m->repaired = xrealloc(m->repaired,
 			    (size_t)(m->nrepaired + 1) * sizeof *m->repaired);
 			m->repaired[m->nrepaired++] = k++;
-			n++;
 		}
 		i = k;
+		msg = after;
 	}
 }
 
@@ -950,6 +1021,7 @@ static int
 scan(const char *path, struct notebook *nb, struct journal_meta *m, char **err)
 {
 	struct lines ls = { .fd = -1 };
+	struct sent_chain sc = { 0 };
 	struct stat st;
 	char *line, *pending = NULL;
 	size_t len;
@@ -994,13 +1066,16 @@ scan(const char *path, struct notebook *nb, struct journal_meta *m, char **err)
 			continue;
 		o = cJSON_ParseWithLength(line, len);
 		if (o == NULL || !cJSON_IsObject(o) ||
-		    apply(o, nb, m, first, &pending) < 0)
+		    apply(o, nb, m, first, &pending, &sc) < 0)
 			m->skipped++;
 		cJSON_Delete(o);
 		first = 0;
 	}
 	if (pending != NULL)
 		legacy_question(nb, &pending, NULL);
+	if (nb != NULL)
+		sent_to_notebook(&sc, nb);
+	sent_chain_free(&sc);
 	if (rc == 0 && ls.len > ls.off)
 		m->torn = 1;
 	close(ls.fd);

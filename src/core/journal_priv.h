@@ -41,7 +41,16 @@ void journal_state_lost(const struct notebook *nb, int *live_from, int *from,
 
 /* journal_load.c */
 int journal_next_line(struct lines *ls, char **line, size_t *len);
-char *journal_sent_body(const cJSON *o, int n, const char *prev, size_t prev_len,
-    int *whole, size_t *len);
+/* The sent records of a journal in order (journal_load.c's comment);
+ * owns its records. Zero-initialised is empty. */
+struct sent_chain {
+	struct sent_rec	*r;
+	int		 n, cap;
+};
+int sent_chain_add(struct sent_chain *sc, const cJSON *o);
+/* Request i's (0 <= i < n) size and description (owned by the chain). */
+size_t sent_chain_len(const struct sent_chain *sc, int i, const char **what);
+char *sent_chain_body(const struct sent_chain *sc, int i, size_t *len);
+void sent_chain_free(struct sent_chain *sc);
 
 #endif

@@ -46,6 +46,7 @@ struct session {
 	const char	**data_files;	/* given on the command line */
 	int		 ndata;
 	uint64_t	 step_timer;	/* on_step is due */
+	uint64_t	 sync_timer;	/* the journal's deferred sync is due */
 	int		 closing;	/* session_free: events are only kept */
 
 	/* replay */
@@ -557,6 +558,27 @@ on_step(struct loop *l, void *arg)
 
 /* ------------------------------------------------------------ events */
 
+static void
+on_sync(struct loop *l, void *arg)
+{
+	struct session *s = arg;
+
+	(void)l;
+	s->sync_timer = 0;
+	journal_sync_deferred(s->j);
+}
+
+/* The journal's sync it deferred (a cell ended soon after the last
+ * sync) comes when due, also when nothing else happens then. */
+static void
+arm_sync(struct session *s)
+{
+	int64_t due = journal_sync_due(s->j);
+
+	if (due >= 0 && s->sync_timer == 0 && !s->closing)
+		s->sync_timer = loop_timer_add(s->loop, due, on_sync, s);
+}
+
 /* Every event of the session, in one order: journaled (what was shown
  * is saved), shown, then the timers, the replay and the script. */
 static void
@@ -569,6 +591,7 @@ deliver(struct session *s, const struct event *ev)
 			journal_remote(s->j, s->sandbox && *s->sandbox ? s->sandbox :
 			    "local", agent_remote_session(s->agent));
 		journal_check(s);
+		arm_sync(s);
 	}
 	s->show(s->arg, ev);
 	if (s->closing)
@@ -726,6 +749,7 @@ session_free(struct session *s)
 	/* what the teardown says is still journaled and shown */
 	s->closing = 1;
 	loop_timer_cancel(s->loop, s->step_timer);
+	loop_timer_cancel(s->loop, s->sync_timer);
 	if (s->agent)
 		agent_free(s->agent);
 	if (s->nb)

@@ -380,9 +380,9 @@ llm_anthropic_body_thinking(const char *model, int max_tokens, int budget,
 
 	if (cache == NULL)
 		cache = llm_cache_new();
-	i = llm_cache_sync(cache, 0, messages);
+	i = llm_cache_sync(cache, 0, messages, &m);
 	buf_init(&e, BODY_MAX);
-	for (m = cJSON_GetArrayItem(messages, i); m != NULL; m = m->next) {
+	for (; m != NULL; m = m->next) {
 		buf_reset(&e);
 		entry_encode(&e, m);
 		llm_cache_add(cache, m, e.data, e.len);

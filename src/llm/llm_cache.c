@@ -145,7 +145,8 @@ llm_cache_vouch(uint64_t stamp)
 }
 
 int
-llm_cache_sync(struct llm_cache *c, int key, const cJSON *messages)
+llm_cache_sync(struct llm_cache *c, int key, const cJSON *messages,
+    const cJSON **next)
 {
 	const cJSON *m = messages ? messages->child : NULL;
 	uint64_t stamp = vouched;
@@ -166,6 +167,7 @@ llm_cache_sync(struct llm_cache *c, int key, const cJSON *messages)
 			break;
 	}
 	drop(c, i);
+	*next = m;
 	return i;
 }
 

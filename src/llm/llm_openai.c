@@ -254,12 +254,10 @@ cache_encode(enum llm_openai_flavor f, const cJSON *messages, size_t *len)
 	static struct llm_cache *cache;
 	const cJSON *m;
 	struct buf b;
-	int i;
 
 	if (cache == NULL)
 		cache = llm_cache_new();
-	i = llm_cache_sync(cache, (int)f, messages);
-	m = cJSON_GetArrayItem(messages, i);
+	(void)llm_cache_sync(cache, (int)f, messages, &m);
 	buf_init(&b, BODY_MAX);
 	for (; m != NULL; m = m->next) {
 		buf_reset(&b);

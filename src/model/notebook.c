@@ -277,6 +277,12 @@ notebook_gen(const struct notebook *nb)
 	return nb->gen;
 }
 
+int
+notebook_nmessages(const struct notebook *nb)
+{
+	return nb->nmsgs;
+}
+
 const cJSON *
 notebook_message(const struct notebook *nb, int i)
 {
@@ -425,12 +431,11 @@ void
 notebook_question_unanswered(struct notebook *nb, const char *why)
 {
 	struct question *q = nb->nqs > 0 ? nb->qs[nb->nqs - 1] : NULL;
-	int n = cJSON_GetArraySize(nb->messages);
+	const cJSON *m;
 
 	if (q == NULL || why == NULL || q->unanswered != NULL)
 		return;
-	for (int i = q->msg + 1; i < n; i++) {
-		const cJSON *m = cJSON_GetArrayItem(nb->messages, i);
+	for (m = notebook_message(nb, q->msg + 1); m != NULL; m = m->next) {
 		const cJSON *role = cJSON_GetObjectItemCaseSensitive(m, "role");
 		if (cJSON_IsString(role) && strcmp(role->valuestring, "assistant") == 0 &&
 		    cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(m,
@@ -504,9 +509,10 @@ notebook_add_sent(struct notebook *nb, const char *what, const char *body,
 	ch.sent = nb->nsent;
 	s = &nb->sent[nb->nsent++];
 	s->what = xstrdup(what);
-	s->body = xstrndup(body, len);
+	s->body = body ? xstrndup(body, len) : NULL;
 	s->len = len;
-	tell(nb, &ch);
+	if (body != NULL)
+		tell(nb, &ch);
 	/* A long session must not hold every body: the journal has them
 	 * (notebook.h). */
 	if (nb->nsent > NOTEBOOK_SENT_KEEP) {

@@ -1177,6 +1177,91 @@ Test(journal, request_bodies_written_as_what_is_new)
 	free(dir);
 }
 
+/* A long session's journal loads in time linear in its size: only the
+ * bodies the notebook keeps are built, each from the deltas back to the
+ * whole one. 6,000 requests each 1 KiB longer than the one before: the
+ * journal is 6 MB, the sum of all bodies 18 GB (what the loader used to
+ * build and copy, request by request: minutes here, past the timeout).
+ * The kept bodies and one read back by /sent are exact; a delta that
+ * names the wrong request stands in for its body and what follows. */
+Test(journal, long_session_loads_in_time_linear_in_the_journal, .timeout = 60)
+{
+	const char *id = "20260101-000000-abcd";
+	char *dir = tmpdir(), *err = NULL, *path = store_journal_path(dir, id);
+	struct notebook *nb = notebook_new();
+	struct journal_meta m;
+	const int n = 6000, t = 1024;
+	char tail[1025], num[16];
+	size_t len;
+	FILE *f;
+
+	*strrchr(path, '/') = '\0';
+	cr_assert_eq(mkdir(path, 0700), 0);
+	path[strlen(path)] = '/';
+	cr_assert_not_null(f = fopen(path, "w"));
+	fprintf(f, "{\"t\":\"meta\",\"v\":2,\"id\":\"20260101-000000-abcd\"}\n");
+	for (int i = 0; i < n; i++) {
+		/* request i adds t bytes: its number, then letters */
+		memset(tail, 'a' + i % 26, t);
+		snprintf(num, sizeof num, "(turn %07d)", i % 10000000);
+		memcpy(tail, num, 14);
+		tail[t] = '\0';
+		if (i == 0)
+			fprintf(f, "{\"t\":\"sent\",\"what\":\"openai m\",\"len\":%d,"
+			    "\"d\":\"%s\"}\n", t, tail);
+		else
+			fprintf(f, "{\"t\":\"sent\",\"what\":\"openai m\",\"len\":%d,"
+			    "\"n\":%d,\"keep\":%d,\"dt\":\"%s\"}\n", (i + 1) * t,
+			    i == n - 3 ? i + 1 : i, i * t, tail);
+	}
+	cr_assert_eq(fclose(f), 0);
+	cr_assert_eq(journal_load(path, nb, &m, &err), 0, "%s", err);
+	cr_assert_eq(notebook_nsent(nb), n, "%d requests, %d lines skipped",
+	    notebook_nsent(nb), m.skipped);
+	for (int i = 0; i < n; i++) {
+		const char *what, *b = notebook_sent(nb, i, &what, &len);
+		cr_assert_str_eq(what, "openai m");
+		if (i < n - NOTEBOOK_SENT_KEEP) {
+			cr_assert_null(b, "request %d: not kept", i);
+			cr_assert_eq(len, (size_t)(i + 1) * t, "request %d: its size stays", i);
+			continue;
+		}
+		cr_assert_not_null(b, "request %d: kept", i);
+		if (i >= n - 3) {
+			cr_assert_not_null(strstr(b, "not in the journal"), "%d: %.80s", i, b);
+			continue;
+		}
+		cr_assert_eq(len, (size_t)(i + 1) * t, "request %d", i);
+		for (int k = 0; k <= i; k += 1 + k / 7) {
+			char want[16];
+			snprintf(want, sizeof want, "(turn %07d)", k % 10000000);
+			cr_assert_eq(memcmp(b + (size_t)k * t, want, 14), 0,
+			    "request %d, piece %d: %.14s", i, k, b + (size_t)k * t);
+			cr_assert_eq(b[(size_t)k * t + t - 1], 'a' + k % 26);
+		}
+	}
+	cr_assert_eq(m.sent_whole, 0, "the last one stands in");
+	{
+		/* /sent of an old one, from the journal */
+		struct journal *j = jreopen(dir, id, nb, &m, &err);
+		char *b;
+
+		cr_assert_not_null(j, "%s", err);
+		b = journal_read_sent(j, 4321, &len, &err);
+		cr_assert_not_null(b, "%s", err);
+		cr_assert_eq(len, (size_t)4322 * t);
+		cr_assert_eq(memcmp(b + (size_t)4321 * t, "(turn 0004321)", 14), 0);
+		cr_assert_eq(memcmp(b + (size_t)17 * t, "(turn 0000017)", 14), 0);
+		free(b);
+		jclose(j);
+	}
+	journal_meta_free(&m);
+	notebook_free(nb);
+	free(path);
+	rm_rf(dir);
+	free(dir);
+}
+
 /* fdatasync counted: this binary's definition is the one the journal
  * calls (the executable's symbol comes first). */
 static int syncs;
@@ -1207,13 +1292,53 @@ Test(journal, syncs_only_what_is_new)
 	cr_assert_eq(syncs, base + 1, "the answer syncs the turn's lines");
 	emit(j, EV_IDLE, NULL, NULL, 0);
 	cr_assert_eq(syncs, base + 1, "nothing new since: no sync");
+	cr_assert_eq(journal_sync_due(j), -1, "none deferred");
 	emit(j, EV_TURN, NULL, NULL, 0);
 	emit(j, EV_IDLE, NULL, NULL, 0);
-	cr_assert_eq(syncs, base + 2, "a line since: synced");
+	/* a cell's end right after a sync: deferred, due within the limit */
+	cr_assert_eq(syncs, base + 1, "no second sync within %d ms", JOURNAL_SYNC_MS);
+	cr_assert(journal_sync_due(j) >= 0 && journal_sync_due(j) <= JOURNAL_SYNC_MS,
+	    "due in %lld ms", (long long)journal_sync_due(j));
+	journal_sync_deferred(j);
+	cr_assert_eq(syncs, base + 2, "a line since: synced when due");
+	cr_assert_eq(journal_sync_due(j), -1);
 	jclose(j);
 	cr_assert_eq(syncs, base + 2, "the close after the idle: nothing new");
 	j = NULL;
 	notebook_free(nb);
+	rm_rf(dir);
+	free(dir);
+}
+
+/* terp exec's script: a thousand cells ending within a few ms sync
+ * once at the first edge and once at the close, not once per cell;
+ * every line is written at once all the same. */
+Test(journal, a_script_of_cells_syncs_at_most_every_interval)
+{
+	char *dir = tmpdir(), *err = NULL, *path;
+	struct notebook *nb = notebook_new(), *nb2 = notebook_new();
+	struct journal_meta m;
+	struct journal *j = jcreate(dir, NULL, NULL, nb, &err);
+	int base = syncs, n;
+
+	cr_assert_not_null(j, "%s", err);
+	for (int i = 1; i <= 1000; i++) {
+		struct cell_result r = { .status = CELL_OK };
+		n = notebook_add_cell(nb, CELL_BY_USER, "x = 1", NULL)->n;
+		notebook_cell_result(nb, n, &r);
+		emit(j, EV_IDLE, NULL, NULL, 0);
+	}
+	cr_assert_leq(syncs - base, 2, "%d syncs for 1,000 cells", syncs - base);
+	path = store_journal_path(dir, journal_id(j));
+	cr_assert_eq(journal_load(path, nb2, &m, &err), 0, "%s", err);
+	cr_assert_eq(notebook_ncells(nb2), 1000, "every cell written before the sync");
+	base = syncs;
+	jclose(j);
+	cr_assert_eq(syncs, base + 1, "the close syncs what is left");
+	journal_meta_free(&m);
+	free(path);
+	notebook_free(nb);
+	notebook_free(nb2);
 	rm_rf(dir);
 	free(dir);
 }
