@@ -762,21 +762,26 @@ offer_pip_index(struct cli *c)
 }
 
 /* The interpreter the session runs: resolved, reachable by the
- * sandbox's uid, named on stderr when it is not the system's. */
+ * sandbox's uid, named on stderr when it is not the system's. Returns 0,
+ * or the exit status: 2 for a --python that names no interpreter, 4
+ * (the sandbox cannot run it) when the sandbox's uid cannot read it. */
 static int
 setup_python(struct cli *c)
 {
-	char *err = NULL;
+	char *err = NULL, *fix = NULL;
 
 	if (resolve_python() < 0)
-		return -1;
-	if (!c->kopts.no_sandbox && geteuid() == 0 && pyenv_check_reach(&m.pe, &err) < 0) {
-		/* Chosen by nobody in particular: say how to pick another. */
-		fprintf(stderr, "terp: %s%s\n", err, m.pe.source == PYENV_FROM_PATH ?
-		    " (it is python3 on PATH; --python /usr/bin/python3 picks the "
-		    "system's)" : "");
+		return 2;
+	if (!c->kopts.no_sandbox && geteuid() == 0 &&
+	    pyenv_check_reach(&m.pe, &err, &fix) < 0) {
+		/* The safe fix first: another interpreter opens nothing of
+		 * the host to other users; the chmod does. */
+		fprintf(stderr, "terp: %s: --python /usr/bin/python3 runs the system's Python "
+		    "instead (python = /usr/bin/python3 in the config file keeps it)%s%s\n",
+		    err, fix ? ", or " : "", fix ? fix : "");
 		free(err);
-		return -1;
+		free(fix);
+		return 4;
 	}
 	c->kopts.pyenv = &m.pe;
 	c->kopts.python = m.pe.exec;
@@ -846,8 +851,8 @@ main(int argc, char **argv)
 		return cli_sessions_export(&c);
 	if (c.mode == CLI_SERVE) {
 		/* Probed inside: its failure goes to the terp at the other end. */
-		if (setup_python(&c) < 0)
-			return 2;
+		if ((rc = setup_python(&c)) != 0)
+			return rc;
 		return serve_run(&c);
 	}
 	/* a theme that cannot load: one line, before the screen is taken */
@@ -870,8 +875,8 @@ main(int argc, char **argv)
 	}
 	if (check_sandbox(&c) < 0)
 		return 4;
-	if (!kernel_opts_remote(&c.kopts) && setup_python(&c) < 0)
-		return 2;
+	if (!kernel_opts_remote(&c.kopts) && (rc = setup_python(&c)) != 0)
+		return rc;
 	if (make_session(&c) < 0)
 		return 1;
 	switch (c.mode) {
