@@ -110,7 +110,8 @@ static const struct keyhelp key_help[] = {
 	{ "Enter", "ask the question typed on the input line" },
 	{ "Alt-Enter", "new line inside the input (multi-line questions)" },
 	{ "Ctrl-C", "cancel the model request or interrupt the running cell; else clear the input" },
-	{ "Ctrl-D", "on an empty line: quit (asks first when something runs)" },
+	{ "Ctrl-D", "on an empty line: quit (asks when something runs or variables would go)" },
+	{ "Ctrl-D / Ctrl-U (pane)", "half a page down / up" },
 	{ "Tab / Shift-Tab", "next / previous pane (input, conversation, cells, files); completes /commands" },
 	{ "Up Down / j k", "input: history; pane: previous / next cell or file (the conversation scrolls)" },
 	{ "PgUp / PgDn", "scroll the focused pane (the conversation from the input line)" },
@@ -204,6 +205,35 @@ tui_cmd_quit(struct tui *t)
 		return;
 	}
 	t->quit = 1;
+}
+
+/* Ctrl-D on an empty line: as ipython's "Do you really want to exit",
+ * it asks first when the cells' variables would be lost with the
+ * sandbox (a local one; a remote session may be reached again with
+ * --resume). /quit, typed out, does not ask. */
+void
+tui_cmd_quit_eof(struct tui *t)
+{
+	if (t->st.live > 0 && t->st.where == NULL) {
+		t->in.modal = M_CONFIRM_QUIT;
+		t->focus = P_INPUT;
+		tui_mark(t);
+		return;
+	}
+	tui_cmd_quit(t);
+}
+
+/* The question on the input line while M_CONFIRM_QUIT waits. */
+const char *
+tui_cmd_quit_prompt(struct tui *t)
+{
+	static char q[96];
+
+	if (t->agent && agent_busy(t->agent))
+		return "Something is running. Quit anyway? (y/n) ";
+	snprintf(q, sizeof q, "The variables of %d cell%s go with the sandbox. Quit? (y/n) ",
+	    t->st.live, t->st.live == 1 ? "" : "s");
+	return q;
 }
 
 static void

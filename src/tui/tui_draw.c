@@ -21,6 +21,7 @@
 #include "terp/util.h"
 
 #include "tui_cells.h"
+#include "tui_cmd.h"
 #include "tui_data.h"
 #include "tui_items.h"
 #include "tui_search.h"
@@ -821,7 +822,7 @@ static const char *
 prompt_text(struct tui *t)
 {
 	switch (t->in.modal) {
-	case M_CONFIRM_QUIT:	return "Something is running. Quit anyway? (y/n) ";
+	case M_CONFIRM_QUIT:	return tui_cmd_quit_prompt(t);
 	case M_SAVE_AS:		return "save as: ";
 	case M_SAVE_CONFIRM:	return t->in.save_prompt;
 	case M_SEARCH:		return "/";

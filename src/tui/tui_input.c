@@ -109,7 +109,7 @@ on_line(char *line)
 		else if (t->in.modal == M_SEARCH)
 			tui_search_cancel(t);
 		else
-			tui_cmd_quit(t);
+			tui_cmd_quit_eof(t);
 		tui_mark(t);
 		return;
 	}
@@ -318,6 +318,23 @@ pane_view_key(struct tui *t, int c)
 	return 0;
 }
 
+/* Ctrl-D and Ctrl-U in a pane: half a page down and up, as in vim and
+ * less (on the input line Ctrl-D still quits from an empty line). */
+static int
+pane_half_page_key(struct tui *t, int c)
+{
+	enum pane p = t->focus;
+	int h = t->lay.ph[p] > 2 ? t->lay.ph[p] - 1 : 1;
+
+	if (c != 4 && c != 21)
+		return 0;
+	if (p == P_ARTS)	/* a list: the selection moves */
+		sel_move(t, p, c == 4 ? (h + 1) / 2 : -(h + 1) / 2);
+	else
+		pane_scroll(t, p, c == 4 ? (h + 1) / 2 : -(h + 1) / 2);
+	return 1;
+}
+
 /* A key when a pane (not the input) has the focus. Returns 0 when the
  * key is not the pane's (it then goes to the input line). */
 static int
@@ -326,7 +343,7 @@ pane_key(struct tui *t, int c)
 	enum pane p = t->focus;
 	int sel = t->v[p].sel;
 
-	if (pane_view_key(t, c))
+	if (pane_view_key(t, c) || pane_half_page_key(t, c))
 		return 1;
 	switch (c) {
 	case KEY_UP: case 'k':		sel_move(t, p, -1); return 1;
@@ -592,8 +609,9 @@ pane_or_typing(struct tui *t, int c)
 {
 	if (pane_key(t, c))
 		return 1;
-	/* other control keys are dropped, but Ctrl-D, -U and -W edit */
-	if ((c < 32 && c != 4 && c != 21 && c != 23) || c >= 256)
+	/* other control keys are dropped, but Ctrl-W edits (Ctrl-D and
+	 * -U are the pane's: pane_half_page_key) */
+	if ((c < 32 && c != 23) || c >= 256)
 		return 1;
 	focus_set(t, P_INPUT);
 	return 0;

@@ -1,0 +1,91 @@
+"""The notebook as a good citizen of the terminal (issue 25): Ctrl-D,
+Ctrl-Z, keys. Against build/tui-harness (the TUI with the scripted fake
+core, tests/tui/fake_agent.c), driven through tmux."""
+import re
+import subprocess
+import sys
+
+import pytest
+
+from tui_tmux import ask, fake_core_env
+
+
+@pytest.fixture(scope="session")
+def chart(tmp_path_factory):
+    path = str(tmp_path_factory.mktemp("png") / "chart.png")
+    subprocess.run([sys.executable, "-c", """
+import matplotlib; matplotlib.use('Agg')
+import matplotlib.pyplot as plt
+fig, ax = plt.subplots(figsize=(6, 4))
+ax.plot([1, 2, 3]); fig.savefig(%r, dpi=60)
+""" % path], check=True, stdin=subprocess.DEVNULL)
+    return path
+
+
+@pytest.fixture
+def tui(fake_core, chart, tmux, tmp_path):
+    def start(width=100, height=30, **env):
+        e = fake_core_env(tmp_path, chart)
+        e.update(env)
+        return tmux(fake_core, e, tmp_path, width, height, ready=r"ready")
+    return start
+
+
+def conv_title(s):
+    m = re.search(r"─ conversation (\d+)/(\d+)", s)
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+# ---- item 2: Ctrl-D ----------------------------------------------------
+
+def test_ctrl_d_in_a_pane_scrolls_half_a_page(tui):
+    t = tui()
+    for q in ("first question", "second question", "third question"):
+        ask(t, q)
+        t.wait(r"%s.*online channel had the highest revenue" % q)
+    t.keys("Tab")               # the conversation pane
+    t.keys("C-u")
+    s = t.wait(r"─ conversation \d+/\d+  End: follow")
+    up = conv_title(s)
+    assert up[0] < up[1], s
+    t.keys("C-d")
+    s = t.wait_for(lambda s: conv_title(s) and conv_title(s)[0] > up[0])
+    assert "EXITED" not in s and "Quit?" not in s, s
+    # nothing was typed into the question either
+    assert s.splitlines()[-1].strip() == "›", s
+
+
+def test_ctrl_d_with_live_variables_asks_first(tui):
+    t = tui()
+    # nothing ran yet: Ctrl-D quits at once (tested below after the cells)
+    ask(t, "What month had the highest revenue?")
+    t.wait(r"online channel had the highest revenue")
+    t.keys("C-d")
+    t.wait(r"The variables of 1 cell go with the sandbox\. Quit\? \(y/n\)")
+    t.keys("n")
+    s = t.wait(r"›\s*$")
+    assert "EXITED" not in s
+    t.text("half typed")
+    t.keys("C-d")                # not an empty line: an edit, not a quit
+    s = t.wait(r"› half typed")
+    assert "Quit?" not in s
+    t.keys("C-u")                # readline: kill the line
+    t.wait(r"›\s*$")
+    t.keys("C-d")
+    t.wait(r"Quit\? \(y/n\)")
+    t.keys("y")
+    t.wait(r"EXITED rc=0")
+
+
+def test_ctrl_d_with_nothing_run_quits_at_once(tui):
+    t = tui()
+    t.keys("C-d")
+    t.wait(r"EXITED rc=0")
+
+
+def test_slash_quit_does_not_ask(tui):
+    t = tui()
+    ask(t, "What month had the highest revenue?")
+    t.wait(r"online channel had the highest revenue")
+    ask(t, "/quit")
+    t.wait(r"EXITED rc=0")
