@@ -23,6 +23,7 @@
 #include "tui_draw.h"
 #include "tui_items.h"
 #include "tui_search.h"
+#include "tui_spawn.h"
 #include "tui_trace.h"
 
 #ifndef READERR
@@ -573,6 +574,9 @@ global_key(struct tui *t, int c)
 	case 12:	/* Ctrl-L */
 		clearok(curscr, TRUE);
 		tui_mark(t);
+		return 1;
+	case 26:	/* Ctrl-Z (raw mode: a byte, not a signal) */
+		tui_spawn_suspend(t);
 		return 1;
 	case KEY_F(1):
 		if (t->ov.on)

@@ -89,3 +89,28 @@ def test_slash_quit_does_not_ask(tui):
     t.wait(r"online channel had the highest revenue")
     ask(t, "/quit")
     t.wait(r"EXITED rc=0")
+
+
+# ---- item 4: Ctrl-Z ----------------------------------------------------
+
+def test_ctrl_z_suspends_to_the_shell_and_fg_redraws(fake_core, chart, tmux, tmp_path):
+    """In a job-control shell on tmux's pty: Ctrl-Z stops the notebook
+    (the shell says Stopped and takes commands), fg brings it back drawn
+    in full, still working."""
+    e = fake_core_env(tmp_path, chart)
+    e["PS1"] = "SHELL$ "
+    t = tmux("bash --norc --noprofile -i", e, tmp_path, ready=r"SHELL\$")
+    ask(t, fake_core)
+    t.wait(r"ready")
+    ask(t, "What month had the highest revenue?")
+    t.wait(r"online channel had the highest revenue")
+    t.keys("C-z")
+    s = t.wait(r"Stopped.*\nSHELL\$")
+    assert "conversation" not in s, s        # the shell's screen, not ours
+    ask(t, "echo typed-at-the-shell")
+    t.wait(r"\ntyped-at-the-shell\n")
+    ask(t, "fg")
+    s = t.wait(r"─ conversation.*› What month had the highest revenue\?.*cells 1")
+    assert "tokens 1.2k in" in s
+    ask(t, "/quit")
+    t.wait(r"SHELL\$ $|SHELL\$\s*\n", timeout=30)
