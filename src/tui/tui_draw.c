@@ -135,15 +135,14 @@ draw_piece(struct tui *t, WINDOW *win, const struct tseg *g, int over,
 
 	while (hl && n > 0 && tui_search_find(hl, s, n, &off, &len)) {
 		tui_style_seg(t, win, g, over);
-		waddnstr(win, s, (int)off);
+		tui_style_put(win, s, off);
 		tui_style_role(t, win, R_SEL);
-		waddnstr(win, s + off, (int)len);
+		tui_style_put(win, s + off, len);
 		s += off + len;
 		n -= off + len;
 	}
 	tui_style_seg(t, win, g, over);
-	if (n > 0)
-		waddnstr(win, s, (int)n);
+	tui_style_put(win, s, n);
 }
 
 /* Draws l at row y from column x, at most w columns; a line cut short
@@ -903,12 +902,14 @@ input_row(struct tui *t, int r, const char *lead, const char *s, size_t n,
 	wmove(w, r, 0);
 	tui_style_role(t, w, R_PROMPT);
 	if (off < lw)
-		waddstr(w, lead);
+		tui_style_put(w, lead, strlen(lead));
 	tui_style_role(t, w, R_INPUT);
 	while (*i < n && s[*i] != '\n') {
 		size_t k = input_glyph(s + *i, n - *i, show, &cw);
-		if (c >= off && c - off + cw <= t->lay.cols)
-			mvwaddstr(w, r, c - off, show);
+		if (c >= off && c - off + cw <= t->lay.cols) {
+			wmove(w, r, c - off);
+			tui_style_put(w, show, strlen(show));
+		}
 		c += cw;
 		*i += k;
 	}

@@ -114,3 +114,28 @@ def test_ctrl_z_suspends_to_the_shell_and_fg_redraws(fake_core, chart, tmux, tmp
     assert "tokens 1.2k in" in s
     ask(t, "/quit")
     t.wait(r"SHELL\$ $|SHELL\$\s*\n", timeout=30)
+
+
+# ---- item 3: a locale that is not UTF-8 --------------------------------
+
+@pytest.mark.parametrize("term", ["linux", "tmux-256color"])
+def test_c_locale_draws_ascii_that_keeps_the_layout(tui, term):
+    """LANG=C: every glyph in ASCII, one column each as the layout
+    counted it: the borders stay straight, the question line whole, no
+    raw UTF-8 bytes on the screen."""
+    t = tui(height=40, LANG="C", LC_ALL="C", TERM=term)
+    ask(t, "What month had the highest revenue?")
+    s = t.wait(r"online channel had the highest revenue.*\+---------\+---------\+")
+    assert all(ord(ch) < 0x80 for ch in s), [ch for ch in s if ord(ch) >= 0x80][:10]
+    assert "~T" not in s and "~@" not in s
+    rows = s.splitlines()
+    assert rows[0].startswith("- conversation --"), rows[0]
+    # the files pane's border: one column, the same on every pane row
+    col = rows[0].index("|- files")
+    assert all(len(r) > col and r[col] == "|" for r in rows[:-2]), s
+    assert "> What month had the highest revenue?" in s
+    assert "| channel | revenue |" in s
+    assert "> ran cell [1] . ok" in s
+    # the chart in the thumbnails' ASCII symbols, inside its pane
+    assert any("_/" in r[:col] for r in rows), s
+    assert rows[-1].startswith(">"), rows[-1]
