@@ -130,12 +130,9 @@ int
 tui_style_utf8(void)
 {
 	/* the codeset, not MB_CUR_MAX: a GB18030 or EUC locale is
-	 * multibyte but shows UTF-8 bytes as garbage */
-	static int utf8 = -1;
-
-	if (utf8 < 0)
-		utf8 = strcmp(nl_langinfo(CODESET), "UTF-8") == 0;
-	return utf8;
+	 * multibyte but shows UTF-8 bytes as garbage (not cached: it may be
+	 * asked before tui_run's setlocale) */
+	return strcmp(nl_langinfo(CODESET), "UTF-8") == 0;
 }
 
 /* The ASCII stand-in for code point cp where the terminal is not
