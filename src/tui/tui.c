@@ -198,6 +198,7 @@ screen_start(struct tui *t, char **err)
 		free(terr);
 	}
 	tui_draw_start(t);
+	tui_input_define_keys();
 	if (t->o.mouse)
 		tui_input_mouse(t, 1);
 	fputs("\033[?2004h", stdout);	/* bracketed paste */

@@ -113,6 +113,7 @@ static const struct keyhelp key_help[] = {
 	{ "Ctrl-D", "on an empty line: quit (asks when something runs or variables would go)" },
 	{ "Ctrl-D / Ctrl-U (pane)", "half a page down / up" },
 	{ "Ctrl-Z", "suspend to the shell; fg comes back" },
+	{ "q (pane)", "quit, as Ctrl-D on an empty line" },
 	{ "Tab / Shift-Tab", "next / previous pane (input, conversation, cells, files); completes /commands" },
 	{ "Up Down / j k", "input: history; pane: previous / next cell or file (the conversation scrolls)" },
 	{ "PgUp / PgDn", "scroll the focused pane (the conversation from the input line)" },

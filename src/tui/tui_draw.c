@@ -676,6 +676,8 @@ hint_pieces(const struct tui *t, const char **pc, int max)
 		HINT("n/N next");
 		HINT("Esc end search");
 	}
+	if (p != P_INPUT && p != P_NPANES)
+		HINT("q quit");		/* as htop and lazygit say it */
 	switch (p) {
 	case P_INPUT:
 		if (t->in.modal == M_SEARCH) {

@@ -187,6 +187,24 @@ input_cancel(struct tui *t)
 
 /* ---- keys and mouse ---- */
 
+void
+tui_input_define_keys(void)
+{
+	/* Home and End as terminals send them whatever TERM says: inside
+	 * tmux or screen with TERM=xterm-256color the terminfo names
+	 * \eOH/\eOF but \e[1~/\e[4~ come (and ESC was taken alone). */
+	static const struct { const char *seq; int key; } keys[] = {
+		{ "\033[1~", KEY_HOME }, { "\033[4~", KEY_END },
+		{ "\033[7~", KEY_HOME }, { "\033[8~", KEY_END },	/* rxvt */
+		{ "\033[H", KEY_HOME }, { "\033[F", KEY_END },
+		{ "\033OH", KEY_HOME }, { "\033OF", KEY_END },
+	};
+
+	for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+		if (key_defined(keys[i].seq) == 0)
+			define_key(keys[i].seq, keys[i].key);
+}
+
 static void
 focus_set(struct tui *t, enum pane p)
 {
@@ -355,6 +373,7 @@ pane_key(struct tui *t, int c)
 	case KEY_END: case 'G':		pane_scroll(t, p, SCROLL_END); return 1;
 	case 27: case 'i':		focus_set(t, P_INPUT); return 1;
 	case '?':			tui_cmd_help(t); return 1;
+	case 'q':			tui_cmd_quit_eof(t); return 1;
 	case '\r': case '\n': case KEY_ENTER:
 		if (p == P_CELLS) {
 			tui_cells_toggle(t, sel);

@@ -139,3 +139,63 @@ def test_c_locale_draws_ascii_that_keeps_the_layout(tui, term):
     # the chart in the thumbnails' ASCII symbols, inside its pane
     assert any("_/" in r[:col] for r in rows), s
     assert rows[-1].startswith(">"), rows[-1]
+
+
+# ---- item 9: keys ------------------------------------------------------
+
+def three_questions(t):
+    for q in ("first question", "second question", "third question"):
+        ask(t, q)
+        t.wait(r"%s.*online channel had the highest revenue" % q)
+
+
+def test_home_end_with_xterm_terminfo_inside_tmux(tui):
+    """tmux sends \\e[1~ and \\e[4~ for Home and End; xterm-256color's
+    terminfo names others: they still scroll, and type nothing."""
+    t = tui(TERM="xterm-256color")
+    three_questions(t)
+    t.keys("End")                       # on the input line: nothing typed
+    t.keys("Tab")
+    t.keys("Home")
+    s = t.wait(r"─ conversation \d+/\d+  End: follow")
+    assert conv_title(s)[0] < conv_title(s)[1] // 2, s
+    assert "› first question" in s
+    t.keys("End")
+    s = t.wait(r"─ conversation ─")
+    assert "[4~" not in s and "[1~" not in s, s
+    assert s.splitlines()[-1].strip() == "›", s
+
+
+def test_q_in_a_pane_quits_and_the_bar_says_so(tui):
+    t = tui()
+    ask(t, "What month had the highest revenue?")
+    t.wait(r"online channel had the highest revenue")
+    t.keys("Tab")
+    s = t.wait(r"q quit")
+    t.keys("q")
+    t.wait(r"Quit\? \(y/n\)")           # cells ran: asks, as Ctrl-D
+    t.keys("n")
+    s = t.wait(r"›\s*$")
+    assert "q" not in s.splitlines()[-1], s   # nothing typed
+    t.keys("Tab", "q", "y")
+    t.wait(r"EXITED rc=0")
+
+
+def test_search_says_which_match_of_how_many(tui):
+    t = tui(height=50)
+    three_questions(t)
+    t.keys("Tab")
+    t.keys("g")                         # the top of the conversation
+    t.text("/")
+    t.text("question")                  # no capital: ignores case
+    t.keys("Enter")
+    t.wait(r"match 1 of 3")
+    t.keys("n")
+    t.wait(r"match 2 of 3")
+    t.keys("N", "N")
+    t.wait(r"search went round the start · match 3 of 3")
+    t.keys("Escape")
+    t.text("/")
+    t.text("Question")                  # a capital: exact case, none
+    t.keys("Enter")
+    t.wait(r"pattern not found: Question")
