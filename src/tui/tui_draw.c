@@ -827,7 +827,11 @@ prompt_text(struct tui *t)
 	case M_SAVE_AS:		return "save as: ";
 	case M_SAVE_CONFIRM:	return t->in.save_prompt;
 	case M_SEARCH:		return "/";
-	default:		return t->st.busy ? "… " : "› ";
+	default:
+		/* Ctrl-R: readline's "(reverse-i-search)`pat': " */
+		if (RL_ISSTATE(RL_STATE_ISEARCH) && rl_display_prompt && *rl_display_prompt)
+			return rl_display_prompt;
+		return t->st.busy ? "… " : "› ";
 	}
 }
 

@@ -5,10 +5,12 @@
  * overlay. Keys change state and mark the screen; tui_draw shows it. */
 #include "tui_input.h"
 
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <readline/history.h>
 #include <readline/readline.h>
@@ -143,6 +145,96 @@ rl_show_matches(char **matches, int num, int max)
 	tui_cmd_show_matches(rl_ui, matches, num, max);
 }
 
+/* The history file: a header, then one entry a line with its newlines
+ * as \n and backslashes as \\, so that a multi-line question (a paste)
+ * stays one entry; readline's own format splits it into one entry per
+ * line, pushing the earlier questions out. A file without the header
+ * is that older format, read a line an entry. */
+#define HISTORY_HEADER	"#terp-history-2"
+
+static void
+history_unescape(char *s)
+{
+	char *o = s;
+
+	for (; *s; s++) {
+		if (*s == '\\' && s[1] == 'n') {
+			*o++ = '\n';
+			s++;
+		} else if (*s == '\\' && s[1] == '\\') {
+			*o++ = '\\';
+			s++;
+		} else {
+			*o++ = *s;
+		}
+	}
+	*o = '\0';
+}
+
+static void
+history_load(const char *path)
+{
+	FILE *f = path ? fopen(path, "re") : NULL;
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t n;
+	int v2 = 0, first = 1;
+
+	while (f && (n = getline(&line, &cap, f)) > 0) {
+		if (line[n - 1] == '\n')
+			line[--n] = '\0';
+		if (first && strcmp(line, HISTORY_HEADER) == 0) {
+			v2 = 1;
+			first = 0;
+			continue;
+		}
+		first = 0;
+		if (v2)
+			history_unescape(line);
+		if (*line)
+			add_history(line);
+	}
+	free(line);
+	if (f)
+		fclose(f);
+	/* Up recalls the newest at once (the position stayed at 0) */
+	history_set_pos(history_length);
+}
+
+/* Written to a temporary file renamed over the old: a crash mid-way
+ * keeps the old history. Returns 0 or -1. */
+static int
+history_save(const char *path)
+{
+	char *tmp = xasprintf("%s.tmp", path);
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+	int rc = -1;
+
+	if (f != NULL) {
+		fputs(HISTORY_HEADER "\n", f);
+		for (int i = 0; i < history_length; i++) {
+			HIST_ENTRY *e = history_get(history_base + i);
+			for (const char *s = e ? e->line : ""; *s; s++) {
+				if (*s == '\n')
+					fputs("\\n", f);
+				else if (*s == '\\')
+					fputs("\\\\", f);
+				else
+					fputc(*s, f);
+			}
+			fputc('\n', f);
+		}
+		rc = fclose(f) == 0 && rename(tmp, path) == 0 ? 0 : -1;
+	} else if (fd >= 0) {
+		close(fd);
+	}
+	if (rc < 0)
+		unlink(tmp);
+	free(tmp);
+	return rc;
+}
+
 static void
 rl_setup(struct tui *t)
 {
@@ -168,7 +260,7 @@ rl_setup(struct tui *t)
 
 	using_history();
 	stifle_history(2000);
-	read_history(t->in.history);
+	history_load(t->in.history);
 }
 
 /* Ctrl-C on the input: drop the edit, as a shell does. */
@@ -838,7 +930,7 @@ void
 tui_input_end(struct tui *t)
 {
 	rl_callback_handler_remove();
-	if (t->in.history && write_history(t->in.history) != 0) {
+	if (t->in.history && history_save(t->in.history) != 0) {
 		/* not fatal: the session still ends cleanly */
 	}
 	if (t->in.rl_null) {

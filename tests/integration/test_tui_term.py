@@ -199,3 +199,34 @@ def test_search_says_which_match_of_how_many(tui):
     t.text("Question")                  # a capital: exact case, none
     t.keys("Enter")
     t.wait(r"pattern not found: Question")
+
+
+# ---- item 6: history ---------------------------------------------------
+
+def test_history_keeps_a_multiline_question_whole_and_up_works_at_once(tui, tmp_path):
+    t = tui()
+    ask(t, "first question")
+    t.wait(r"online channel had the highest revenue")
+    # a 200-line paste, sent as one question
+    t.tmux("set-buffer", "-b", "p", "\n".join("pasted line %d" % i for i in range(200)))
+    t.tmux("paste-buffer", "-p", "-b", "p", "-t", "t")
+    t.wait(r"pasted line 199")
+    t.keys("Enter")
+    t.wait(r"pasted line 199\s.*online channel had the highest revenue.*cells 2")
+    t.keys("C-d")
+    t.wait(r"Quit\? \(y/n\)")
+    t.keys("y")
+    t.wait(r"EXITED rc=0")
+    entries = (tmp_path / "history").read_text().splitlines()
+    assert len(entries) == 3, entries[:5]       # the header and two questions
+    assert entries[1] == "first question"
+    # after a restart, Up at once: the whole pasted question, then the first
+    t2 = tui()
+    t2.keys("Up")
+    s = t2.wait(r"┆ pasted line 198\n┆ pasted line 199\s*$")
+    t2.keys("Up")
+    s = t2.wait(r"› first question\s*$")
+    # Ctrl-R: the reverse search shows what it searches
+    t2.keys("C-c", "C-r")
+    t2.text("first")
+    s = t2.wait(r"\(reverse-i-search\)`first': first question")
