@@ -267,6 +267,9 @@ frame(struct tui *t)
 		wait = 100;
 	if ((t->st.ticking || t->cmd.nheld > 0) && wait > 250)
 		wait = 250;
+	/* wake when a flash ends, or the bar keeps it until the next key */
+	if (t->st.flash && now < t->st.flash_until && wait > t->st.flash_until - now + 1)
+		wait = t->st.flash_until - now + 1;
 	return wait;
 }
 

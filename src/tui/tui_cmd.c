@@ -111,7 +111,7 @@ static const struct keyhelp key_help[] = {
 	{ "Alt-Enter", "new line inside the input (multi-line questions)" },
 	{ "Ctrl-C", "cancel the model request or interrupt the running cell; else clear the input" },
 	{ "Ctrl-D", "on an empty line: quit (asks when something runs or variables would go)" },
-	{ "Ctrl-D / Ctrl-U (pane)", "half a page down / up" },
+	{ "Ctrl-D/U (pane)", "half a page down / up" },
 	{ "Ctrl-Z", "suspend to the shell; fg comes back" },
 	{ "q (pane)", "quit, as Ctrl-D on an empty line" },
 	{ "Tab / Shift-Tab", "next / previous pane (input, conversation, cells, files); completes /commands" },
@@ -141,10 +141,19 @@ static void
 help_row(struct tui *t, const char *keys, const char *what, int w)
 {
 	struct tline *l = tui_tlines_add(&t->ov.lines, 0);
-	char k[32];
-	snprintf(k, sizeof k, "  %-18s", keys);
-	tui_tline_adds(l, R_LINK, k);
-	int kw = tui_tlines_width(k, strlen(k));
+	char k[64];
+	int kw = 20;
+	/* keys that fill their column get a row of their own: the text
+	 * never runs into them (/allow HOST[:PORT]) */
+	if (tui_tlines_width(keys, strlen(keys)) > kw - 3) {
+		snprintf(k, sizeof k, "  %s", keys);
+		tui_tline_adds(l, R_LINK, k);
+		l = tui_tlines_add(&t->ov.lines, 0);
+		tui_tline_add(l, R_TEXT, "                    ", (size_t)kw);
+	} else {
+		snprintf(k, sizeof k, "  %-18s", keys);
+		tui_tline_adds(l, R_LINK, k);
+	}
 	struct tlines tmp;
 	tui_tlines_init(&tmp);
 	tui_tlines_wrap(&tmp, what, strlen(what), w - 1 - kw, R_TEXT, NULL, 0, 0);

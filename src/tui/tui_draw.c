@@ -676,9 +676,7 @@ hint_pieces(const struct tui *t, const char **pc, int max)
 		HINT("n/N next");
 		HINT("Esc end search");
 	}
-	if (p != P_INPUT && p != P_NPANES)
-		HINT("q quit");		/* as htop and lazygit say it */
-	switch (p) {
+	switch (p) {	/* status_hint adds "q quit" to a pane's */
 	case P_INPUT:
 		if (t->in.modal == M_SEARCH) {
 			HINT("Enter search");
@@ -728,14 +726,22 @@ status_hint(struct tui *t, struct tline *l)
 
 	buf_init(&b, 1024);
 	int least = t->focus == P_INPUT && !t->ov.on ? n : 1;
-	for (int k = n; k >= least; k--) {
-		buf_reset(&b);
-		for (int i = 0; i < k; i++)
-			buf_printf(&b, " %s%s", pc[i], i + 1 < k ? " ·" : " ");
-		if (used + tui_tlines_width(b.data, b.len) <= t->lay.cols)
-			break;
-		buf_reset(&b);
+	/* in a pane, "q quit" ends the pieces when it fits with them (as
+	 * htop and lazygit say it); else as many pieces as fit without */
+	int quit = t->focus != P_INPUT && !t->ov.on;
+	int done = 0;
+	for (int k = n; k >= least && !done; k--) {
+		for (int q = quit; q >= 0 && !done; q--) {
+			buf_reset(&b);
+			for (int i = 0; i < k; i++)
+				buf_printf(&b, " %s%s", pc[i], i + 1 < k || q ? " ·" : " ");
+			if (q)
+				buf_printf(&b, " q quit ");
+			done = used + tui_tlines_width(b.data, b.len) <= t->lay.cols;
+		}
 	}
+	if (!done)
+		buf_reset(&b);
 	if (b.len) {
 		char pad[256];
 		int hw = tui_tlines_width(b.data, b.len);

@@ -167,7 +167,7 @@ def test_home_end_with_xterm_terminfo_inside_tmux(tui):
 
 
 def test_q_in_a_pane_quits_and_the_bar_says_so(tui):
-    t = tui()
+    t = tui(width=120)
     ask(t, "What month had the highest revenue?")
     t.wait(r"online channel had the highest revenue")
     t.keys("Tab")
@@ -230,3 +230,33 @@ def test_history_keeps_a_multiline_question_whole_and_up_works_at_once(tui, tmp_
     t2.keys("C-c", "C-r")
     t2.text("first")
     s = t2.wait(r"\(reverse-i-search\)`first': first question")
+
+
+# ---- item 16: polish ---------------------------------------------------
+
+def test_a_running_cell_is_not_said_to_have_run(tui):
+    t = tui()
+    ask(t, "run a long loop")
+    s = t.wait(r"▸ running cell \[1\]")
+    assert "ran cell [1]" not in s, s
+    t.keys("C-c")
+    t.wait(r"▸ ran cell \[1\] · interrupted")
+
+
+def test_help_rows_never_run_into_their_keys(tui):
+    t = tui(height=80)
+    t.keys("F1")
+    s = t.wait(r"Commands \(Tab completes\).*/quit")
+    rows = s.splitlines()
+    i = [k for k, r in enumerate(rows) if r.startswith("  /allow HOST[:PORT]")][0]
+    assert rows[i].rstrip() == "  /allow HOST[:PORT]", rows[i]
+    assert rows[i + 1].startswith(" " * 20 + "let the sandbox reach HOST"), rows[i + 1]
+
+
+def test_help_lines_fit_80_columns_and_the_man_page_has_no_raw_glyphs():
+    from conftest import ROOT, TERP
+    out = subprocess.run([str(TERP), "--help"], capture_output=True, text=True).stdout
+    assert [l for l in out.splitlines() if len(l) > 80] == []
+    p = subprocess.run(["groff", "-ww", "-man", "-Tutf8", str(ROOT / "man" / "terp.1")],
+                       capture_output=True, text=True)
+    assert p.returncode == 0 and "warning" not in p.stderr, p.stderr[:500]
