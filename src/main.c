@@ -177,7 +177,7 @@ usage(FILE *fp)
 	    "      --ssh-terp CMD       terp on the ssh host (default terp)\n"
 	    "      --theme NAME         TUI colour theme (default, light, mono)\n"
 	    "  -h, --help               this help\n"
-	    "      --version            the version\n"
+	    "  -V, --version            the version\n"
 	    "\n"
 	    "Sessions (saved under $XDG_STATE_HOME/terp/sessions):\n"
 	    "      --list               list the saved sessions, most recent first\n"
@@ -204,6 +204,53 @@ usage_error(const char *fmt, const char *arg)
 	exit(2);
 }
 
+/* Edit distance of a[0..na) and b (insertions, deletions, changes and
+ * swaps of neighbours count 1), capped at 9. */
+static int
+edit_distance(const char *a, size_t na, const char *b)
+{
+	size_t nb = strlen(b);
+	int d[40][40];
+
+	if (na >= 40 || nb >= 40)
+		return 9;
+	for (size_t i = 0; i <= na; i++)
+		d[i][0] = (int)i;
+	for (size_t j = 0; j <= nb; j++)
+		d[0][j] = (int)j;
+	for (size_t i = 1; i <= na; i++)
+		for (size_t j = 1; j <= nb; j++) {
+			int v = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
+			if (d[i - 1][j] + 1 < v)
+				v = d[i - 1][j] + 1;
+			if (d[i][j - 1] + 1 < v)
+				v = d[i][j - 1] + 1;
+			if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] &&
+			    d[i - 2][j - 2] + 1 < v)
+				v = d[i - 2][j - 2] + 1;
+			d[i][j] = v;
+		}
+	return d[na][nb] < 9 ? d[na][nb] : 9;
+}
+
+/* The long option nearest to the n bytes typed after "--" (at most 2
+ * edits, and fewer than the name's length), or NULL. */
+static const char *
+nearest_option(const char *typed, size_t n)
+{
+	const char *best = NULL;
+	int bd = 3;
+
+	for (const struct option *o = long_opts; o->name; o++) {
+		int d = edit_distance(typed, n, o->name);
+		if (d < bd && (size_t)d < strlen(o->name)) {
+			bd = d;
+			best = o->name;
+		}
+	}
+	return best;
+}
+
 /* getopt's complaint, in one line: the option as typed, without its
  * value. */
 static void __attribute__((noreturn))
@@ -220,6 +267,10 @@ bad_option(int ch, char **argv)
 		    typed);
 	else if (optopt != 0)
 		fprintf(stderr, "terp: unknown option -%c (try terp --help)\n", optopt);
+	else if (n > 2 && typed[0] == '-' && typed[1] == '-' &&
+	    nearest_option(typed + 2, n - 2) != NULL)
+		fprintf(stderr, "terp: unknown option %.*s; did you mean --%s? (try terp "
+		    "--help)\n", (int)n, typed, nearest_option(typed + 2, n - 2));
 	else
 		fprintf(stderr, "terp: unknown option %.*s (try terp --help)\n", (int)n,
 		    typed);
@@ -471,7 +522,7 @@ parse(struct cli *c, int argc, char **argv)
 		argc--;
 	}
 	opterr = 0;	/* bad_option says it in one line */
-	while ((ch = getopt_long(argc, argv, ":p:c:h", long_opts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, ":p:c:hV", long_opts, NULL)) != -1) {
 		switch (ch) {
 		case 'p':
 			if (c->mode == CLI_EXEC)
@@ -576,6 +627,7 @@ parse(struct cli *c, int argc, char **argv)
 			c->max_ms = ms;
 			break;
 		case 'h': usage(stdout); exit(0);
+		case 'V':
 		case OPT_VERSION: m.version = 1; break;
 		default: bad_option(ch, argv);
 		}

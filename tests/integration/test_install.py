@@ -57,3 +57,16 @@ def test_no_recording_names_every_path_looked_at(env, tmp_path):
     assert lines[0].startswith("terp: demo: no recording found; looked for %s/examples/demo.json, "
                                "%s/../share/terp/demo.json, " % (lone, lone)), lines[0]
     assert "examples/demo.json (make install puts it in PREFIX/share/terp)" in lines[0]
+
+
+# ---- item 14 (part): the options as the shells and SDKs have them ------
+
+def test_V_and_did_you_mean(terp):
+    r = terp("-V")
+    assert r.rc == 0 and r.out.startswith("terp "), r
+    r = terp("--modle", "x", "-p", "hi")
+    assert r.rc == 2, r
+    assert r.err.strip() == ("terp: unknown option --modle; did you mean --model? "
+                             "(try terp --help)"), r.err
+    r = terp("--zzzzzz")
+    assert r.err.strip() == "terp: unknown option --zzzzzz (try terp --help)", r.err
