@@ -234,7 +234,7 @@ edit_distance(const char *a, size_t na, const char *b)
 }
 
 /* The long option nearest to the n bytes typed after "--" (at most 2
- * edits, and fewer than the name's length), or NULL. */
+ * edits, 1 for what is 5 characters or shorter), or NULL. */
 static const char *
 nearest_option(const char *typed, size_t n)
 {
@@ -243,7 +243,8 @@ nearest_option(const char *typed, size_t n)
 
 	for (const struct option *o = long_opts; o->name; o++) {
 		int d = edit_distance(typed, n, o->name);
-		if (d < bd && (size_t)d < strlen(o->name)) {
+		/* short names: one edit, or everything is near something */
+		if (d < bd && d <= (n <= 5 ? 1 : 2)) {
 			bd = d;
 			best = o->name;
 		}
