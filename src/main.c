@@ -22,7 +22,6 @@
 #include "terp/tui.h"
 #include "terp/tui_theme.h"
 
-#define TERP_VERSION "0.1.0"
 #define STDIN_MAX (16u << 20)
 
 enum {

@@ -70,3 +70,14 @@ def test_V_and_did_you_mean(terp):
                              "(try terp --help)"), r.err
     r = terp("--zzzzzz")
     assert r.err.strip() == "terp: unknown option --zzzzzz (try terp --help)", r.err
+
+
+def test_requests_name_terp_as_their_user_agent(terp, fake):
+    from test_headless import KEY
+    srv = fake([{"openai": {"text": "Done."}}])
+    r = terp("-p", "hi", "--provider", "openai", "--base-url", srv.url,
+             extra_env={"OPENAI_API_KEY": KEY})
+    assert r.rc == 0, r
+    v = subprocess.run([str(TERP), "--version"], capture_output=True, text=True).stdout
+    version = v.split()[1]
+    assert [q["headers"].get("user-agent") for q in srv.requests()] == ["terp/" + version]
