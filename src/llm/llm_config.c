@@ -45,6 +45,31 @@ set_from(char **dst, const char *v, char **from, const char *name)
 	}
 }
 
+/* $OLLAMA_HOST as Ollama's own client reads it ("host", "host:port",
+ * "http://host:port/"; the port 11434 when none) as the OpenAI-style
+ * base URL, or NULL when unset. Caller frees. */
+static char *
+ollama_host_url(void)
+{
+	const char *v = getenv("OLLAMA_HOST");
+	const char *hp;
+	char *url;
+	size_t n;
+
+	if (v == NULL || *v == '\0')
+		return NULL;
+	hp = strstr(v, "://") ? strstr(v, "://") + 3 : v;
+	n = strlen(v);
+	while (n > 0 && v[n - 1] == '/')
+		n--;
+	/* a port after the host (not inside an [IPv6] address) */
+	const char *colon = strrchr(hp, ':'), *bracket = strrchr(hp, ']');
+	int port = colon != NULL && (bracket == NULL || colon > bracket);
+	url = xasprintf("%s%.*s%s/v1", hp == v ? "http://" : "", (int)n, v,
+	    port ? "" : ":11434");
+	return url;
+}
+
 /* "KEY in PATH" (a config file's key, for messages). */
 static char *
 in_file(const struct config *c, const char *key)
@@ -293,6 +318,9 @@ llm_config_resolve(struct llm_config *cfg, char **err)
 		    &cfg->base_url_from, "ANTHROPIC_BASE_URL");
 		set(&cfg->model, "claude-sonnet-4-5");
 	} else if (strcmp(p, "ollama") == 0) {
+		char *oh = ollama_host_url();
+		set_from(&cfg->base_url, oh, &cfg->base_url_from, "OLLAMA_HOST");
+		free(oh);
 		set_from(&cfg->base_url, "http://localhost:11434/v1",
 		    &cfg->base_url_from, "the default");
 		set(&cfg->model, "llama3.1");

@@ -81,3 +81,12 @@ def test_requests_name_terp_as_their_user_agent(terp, fake):
     v = subprocess.run([str(TERP), "--version"], capture_output=True, text=True).stdout
     version = v.split()[1]
     assert [q["headers"].get("user-agent") for q in srv.requests()] == ["terp/" + version]
+
+
+def test_ollama_host_is_where_ollama_is(terp, fake):
+    srv = fake([{"openai": {"text": "Done."}}])
+    hostport = srv.root.split("://", 1)[1].rstrip("/")
+    r = terp("-p", "hi", "--provider", "ollama", "--model", "m",
+             extra_env={"OLLAMA_HOST": hostport})
+    assert r.rc == 0, r
+    assert "/v1/chat/completions" in [q["path"] for q in srv.requests()], srv.requests()
