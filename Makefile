@@ -147,6 +147,18 @@ build/san/%.o: src/%.c | $(GEN) have-libs
 	@$(if $(Q),echo "  CC-SAN  $<")
 	$(Q)$(CC) $(T_CFLAGS) -O1 -g $(SAN) -MMD -MP -c -o $@ $<
 
+# The sources that bake DATADIR in (-DTERP_DATADIR) are rebuilt when it
+# changes: `make install PREFIX=/opt/x` after a build for /usr/local
+# must not keep /usr/local/share/terp. The stamp holds the value and is
+# rewritten only when it differs.
+DATADIR_USERS := llm/llm_config tui/tui_theme
+build/datadir.stamp: FORCE
+	@mkdir -p build
+	@echo '$(DATADIR)' | cmp -s - $@ || echo '$(DATADIR)' > $@
+$(foreach u,$(DATADIR_USERS),build/obj/$(u).o build/san/$(u).o): build/datadir.stamp
+FORCE:
+.PHONY: FORCE
+
 terp: $(OBJS)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(OBJS) $(T_LIBS)

@@ -24,7 +24,6 @@
 #include "terp/tui.h"
 #include "terp/tui_theme.h"
 
-#define TERP_VERSION "0.1.0"
 #define STDIN_MAX (16u << 20)
 
 enum {
@@ -140,7 +139,8 @@ usage(FILE *fp)
 	    "\n"
 	    "  -p, --prompt TEXT        the question (- reads it from stdin); repeat -p to\n"
 	    "                           ask follow-ups in the same session\n"
-	    "  -c, --code CODE          (exec) a cell; repeat for more; none: stdin is one cell\n"
+	    "  -c, --code CODE          (exec) a cell; repeat for more; none: stdin is one\n"
+	    "                           cell\n"
 	    "      --stop-on-error      (exec) stop at the first failing cell\n"
 	    "      --json               print JSON lines instead of text\n"
 	    "      --out DIR            where artifacts are copied (default ./out)\n"
@@ -153,7 +153,8 @@ usage(FILE *fp)
 	    "      --api responses|chat OpenAI/Azure API (default: responses for the\n"
 	    "                           o1/o3/o4/gpt-5/codex families, else chat)\n"
 	    "      --max-turns N        model calls per question (default 20)\n"
-	    "      --strict-numbers     (-p) exit 6 when an answer has a number no cell printed\n"
+	    "      --strict-numbers     (-p) exit 6 when an answer has a number no cell\n"
+	    "                           printed\n"
 	    "      --no-input           (notebook) the model's cells may not ask you for\n"
 	    "                           input(): it raises at once (yours still ask)\n"
 	    "      --max-cost DOLLARS   stop a question that would take the session past it\n"
@@ -172,7 +173,7 @@ usage(FILE *fp)
 	    "      --max-open-files N   open files in the sandbox (1024)\n"
 	    "      --max-artifact-size SIZE  largest artifact copied out (64M)\n"
 	    "      --python PATH        the Python to run (a venv, conda env or interpreter;\n"
-	    "                           default: $VIRTUAL_ENV, $CONDA_PREFIX, python3 on PATH)\n"
+	    "                           default: $VIRTUAL_ENV, $CONDA_PREFIX, PATH's python3)\n"
 	    "      --allow-host HOST[:PORT]  let the sandbox reach HOST through terp's\n"
 	    "                           proxy (repeat; *.DOMAIN, an address; default ports\n"
 	    "                           80 and 443); nothing else is reachable\n"
@@ -190,7 +191,7 @@ usage(FILE *fp)
 	    "      --ssh-terp CMD       terp on the ssh host (default terp)\n"
 	    "      --theme NAME         TUI colour theme (default, light, mono)\n"
 	    "  -h, --help               this help\n"
-	    "      --version            the version\n"
+	    "  -V, --version            the version\n"
 	    "\n"
 	    "Sessions (saved under $XDG_STATE_HOME/terp/sessions):\n"
 	    "      --list               list the saved sessions, most recent first\n"
@@ -217,6 +218,54 @@ usage_error(const char *fmt, const char *arg)
 	exit(2);
 }
 
+/* Edit distance of a[0..na) and b (insertions, deletions, changes and
+ * swaps of neighbours count 1), capped at 9. */
+static int
+edit_distance(const char *a, size_t na, const char *b)
+{
+	size_t nb = strlen(b);
+	int d[40][40];
+
+	if (na >= 40 || nb >= 40)
+		return 9;
+	for (size_t i = 0; i <= na; i++)
+		d[i][0] = (int)i;
+	for (size_t j = 0; j <= nb; j++)
+		d[0][j] = (int)j;
+	for (size_t i = 1; i <= na; i++)
+		for (size_t j = 1; j <= nb; j++) {
+			int v = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
+			if (d[i - 1][j] + 1 < v)
+				v = d[i - 1][j] + 1;
+			if (d[i][j - 1] + 1 < v)
+				v = d[i][j - 1] + 1;
+			if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] &&
+			    d[i - 2][j - 2] + 1 < v)
+				v = d[i - 2][j - 2] + 1;
+			d[i][j] = v;
+		}
+	return d[na][nb] < 9 ? d[na][nb] : 9;
+}
+
+/* The long option nearest to the n bytes typed after "--" (at most 2
+ * edits, 1 for what is 5 characters or shorter), or NULL. */
+static const char *
+nearest_option(const char *typed, size_t n)
+{
+	const char *best = NULL;
+	int bd = 3;
+
+	for (const struct option *o = long_opts; o->name; o++) {
+		int d = edit_distance(typed, n, o->name);
+		/* short names: one edit, or everything is near something */
+		if (d < bd && d <= (n <= 5 ? 1 : 2)) {
+			bd = d;
+			best = o->name;
+		}
+	}
+	return best;
+}
+
 /* getopt's complaint, in one line: the option as typed, without its
  * value. */
 static void __attribute__((noreturn))
@@ -233,6 +282,10 @@ bad_option(int ch, char **argv)
 		    typed);
 	else if (optopt != 0)
 		fprintf(stderr, "terp: unknown option -%c (try terp --help)\n", optopt);
+	else if (n > 2 && typed[0] == '-' && typed[1] == '-' &&
+	    nearest_option(typed + 2, n - 2) != NULL)
+		fprintf(stderr, "terp: unknown option %.*s; did you mean --%s? (try terp "
+		    "--help)\n", (int)n, typed, nearest_option(typed + 2, n - 2));
 	else
 		fprintf(stderr, "terp: unknown option %.*s (try terp --help)\n", (int)n,
 		    typed);
@@ -520,7 +573,7 @@ parse(struct cli *c, int argc, char **argv)
 		argc--;
 	}
 	opterr = 0;	/* bad_option says it in one line */
-	while ((ch = getopt_long(argc, argv, ":p:c:h", long_opts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, ":p:c:hV", long_opts, NULL)) != -1) {
 		switch (ch) {
 		case 'p':
 			if (c->mode == CLI_EXEC)
@@ -641,6 +694,7 @@ parse(struct cli *c, int argc, char **argv)
 			c->max_ms = ms;
 			break;
 		case 'h': usage(stdout); exit(0);
+		case 'V':
 		case OPT_VERSION: m.version = 1; break;
 		default: bad_option(ch, argv);
 		}
@@ -836,21 +890,26 @@ offer_pip_index(struct cli *c)
 }
 
 /* The interpreter the session runs: resolved, reachable by the
- * sandbox's uid, named on stderr when it is not the system's. */
+ * sandbox's uid, named on stderr when it is not the system's. Returns 0,
+ * or the exit status: 2 for a --python that names no interpreter, 4
+ * (the sandbox cannot run it) when the sandbox's uid cannot read it. */
 static int
 setup_python(struct cli *c)
 {
-	char *err = NULL;
+	char *err = NULL, *fix = NULL;
 
 	if (resolve_python() < 0)
-		return -1;
-	if (!c->kopts.no_sandbox && geteuid() == 0 && pyenv_check_reach(&m.pe, &err) < 0) {
-		/* Chosen by nobody in particular: say how to pick another. */
-		fprintf(stderr, "terp: %s%s\n", err, m.pe.source == PYENV_FROM_PATH ?
-		    " (it is python3 on PATH; --python /usr/bin/python3 picks the "
-		    "system's)" : "");
+		return 2;
+	if (!c->kopts.no_sandbox && geteuid() == 0 &&
+	    pyenv_check_reach(&m.pe, &err, &fix) < 0) {
+		/* The safe fix first: another interpreter opens nothing of
+		 * the host to other users; the chmod does. */
+		fprintf(stderr, "terp: %s: --python /usr/bin/python3 runs the system's Python "
+		    "instead (python = /usr/bin/python3 in the config file keeps it)%s%s\n",
+		    err, fix ? ", or " : "", fix ? fix : "");
 		free(err);
-		return -1;
+		free(fix);
+		return 4;
 	}
 	c->kopts.pyenv = &m.pe;
 	c->kopts.python = m.pe.exec;
@@ -962,8 +1021,8 @@ run_main(int argc, char **argv)
 		return cli_sessions_export(&c);
 	if (c.mode == CLI_SERVE) {
 		/* Probed inside: its failure goes to the terp at the other end. */
-		if (setup_python(&c) < 0)
-			return 2;
+		if ((rc = setup_python(&c)) != 0)
+			return rc;
 		return serve_run(&c);
 	}
 	/* a theme that cannot load: one line, before the screen is taken */
@@ -986,8 +1045,8 @@ run_main(int argc, char **argv)
 	}
 	if (check_sandbox(&c) < 0)
 		return 4;
-	if (!kernel_opts_remote(&c.kopts) && setup_python(&c) < 0)
-		return 2;
+	if (!kernel_opts_remote(&c.kopts) && (rc = setup_python(&c)) != 0)
+		return rc;
 	if (make_session(&c) < 0)
 		return 1;
 	switch (c.mode) {

@@ -117,12 +117,14 @@ int pyenv_resolve(const struct pyenv_choice *c, struct pyenv *out, char **err);
 void pyenv_free(struct pyenv *pe);
 
 /* When terp runs as root it drops to a per-session uid before bwrap, and
- * that uid reaches the binds as "other" (bwrap opens the sources as it,
- * --ro-bind-fd too). Checks from the mode bits (ACLs are not read) that
- * every directory above each bind is searchable by others and that each
- * bind and the interpreter are readable by them. Returns 0, or -1 with a
- * line naming the directory and the chmod that fixes it. */
-int pyenv_check_reach(const struct pyenv *pe, char **err);
+ * that uid reads the binds as "other". The folders above them need not
+ * let it through (the launcher binds them by the fd terp opened), but
+ * each bind, its bin and the interpreter must be readable by others and
+ * the folders from a bind down to the interpreter searchable (the mode
+ * bits; ACLs are not read). Returns 0, or -1 with the problem in *err
+ * and the chmod that fixes it in *fix (NULL when there is none; the
+ * caller frees both). */
+int pyenv_check_reach(const struct pyenv *pe, char **err, char **fix);
 
 /* The kind as a word for messages: "virtualenv", "conda environment"... */
 const char *pyenv_kind_name(enum pyenv_kind k);

@@ -83,6 +83,9 @@ struct sandbox_spec {
 };
 
 #define SANDBOX_MAX_BINDS	32
+/* The interpreter's prefixes bound by fd (a venv, its base, a conda
+ * env's parts); more is refused in one line. */
+#define SANDBOX_MAX_PYBINDS	8
 
 /* A running sandbox: the fds are non-blocking and close-on-exec on our
  * side; the caller owns and closes them (sandbox_close). */

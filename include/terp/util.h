@@ -4,6 +4,9 @@
 #ifndef TERP_UTIL_H
 #define TERP_UTIL_H
 
+/* terp's version: --version, the User-Agent of its requests. */
+#define TERP_VERSION "0.1.0"
+
 #include <stddef.h>
 #include <stdint.h>
 

@@ -11,10 +11,12 @@
 
 #include <assert.h>
 #include <limits.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "terp/buf.h"
 #include "terp/idle.h"
@@ -198,6 +200,33 @@ on_term(struct loop *l, int signo, void *arg)
 {
 	struct session *s = arg;
 
+	s->out.signo = signo;
+	loop_stop(l);
+}
+
+/* Whether fd is a pipe or socket whose reader is gone (poll says
+ * POLLERR for a pipe's write end once its read end is closed). */
+static int
+reader_gone(int fd)
+{
+	struct pollfd pf = { .fd = fd, .events = POLLOUT };
+
+	return poll(&pf, 1, 0) == 1 && (pf.revents & (POLLERR | POLLHUP)) != 0;
+}
+
+/* A closed pipe (`terp --json -p ... | head -1`): SIGPIPE comes from the
+ * write that failed with EPIPE, on whichever fd. When it was stdout or
+ * stderr, nobody reads the run any more: stop it there, no more model
+ * calls nor cells, and exit as a pipeline's writer does (128 + SIGPIPE).
+ * Another fd's (a sandbox pipe closing) is that fd's error, handled
+ * where it was written. */
+static void
+on_sigpipe(struct loop *l, int signo, void *arg)
+{
+	struct session *s = arg;
+
+	if (!reader_gone(STDOUT_FILENO) && !reader_gone(STDERR_FILENO))
+		return;
 	s->out.signo = signo;
 	loop_stop(l);
 }
@@ -736,7 +765,9 @@ session_new(const struct session_opts *o, char **warn, char **err)
 		loop_signal(s->loop, SIGINT, on_sigint, s);
 		loop_signal(s->loop, SIGTERM, on_term, s);
 		loop_signal(s->loop, SIGHUP, on_term, s);
-		signal(SIGPIPE, SIG_IGN);	/* a closed pipe is a write error */
+		/* a closed pipe is a write error (EPIPE), and the signal
+		 * says whose */
+		loop_signal(s->loop, SIGPIPE, on_sigpipe, s);
 	}
 	return s;
 }

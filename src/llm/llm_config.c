@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "terp/buf.h"
 #include "terp/config.h"
 #include "terp/llm.h"
 #include "terp/util.h"
@@ -42,6 +43,31 @@ set_from(char **dst, const char *v, char **from, const char *name)
 		free(*from);
 		*from = xstrdup(name);
 	}
+}
+
+/* $OLLAMA_HOST as Ollama's own client reads it ("host", "host:port",
+ * "http://host:port/"; the port 11434 when none) as the OpenAI-style
+ * base URL, or NULL when unset. Caller frees. */
+static char *
+ollama_host_url(void)
+{
+	const char *v = getenv("OLLAMA_HOST");
+	const char *hp;
+	char *url;
+	size_t n;
+
+	if (v == NULL || *v == '\0')
+		return NULL;
+	hp = strstr(v, "://") ? strstr(v, "://") + 3 : v;
+	n = strlen(v);
+	while (n > 0 && v[n - 1] == '/')
+		n--;
+	/* a port after the host (not inside an [IPv6] address) */
+	const char *colon = strrchr(hp, ':'), *bracket = strrchr(hp, ']');
+	int port = colon != NULL && (bracket == NULL || colon > bracket);
+	url = xasprintf("%s%.*s%s/v1", hp == v ? "http://" : "", (int)n, v,
+	    port ? "" : ":11434");
+	return url;
 }
 
 /* "KEY in PATH" (a config file's key, for messages). */
@@ -203,28 +229,43 @@ from_file(struct llm_config *cfg, const struct config *c, char **key_cmd,
 
 /* A binary in a checkout: examples/ next to it (found through
  * /proc/self/exe, so any working directory will do), so that it never
- * replays an older installed recording; installed: DATADIR; last,
- * ./examples. */
+ * replays an older installed recording; installed: ../share/terp next
+ * to the binary (so that `make install PREFIX=...` after a build for
+ * another prefix finds its own), then DATADIR; last, ./examples. The
+ * path found, or NULL with every path looked at in *tried (caller
+ * frees). */
 static char *
-default_demo_script(void)
+default_demo_script(char **tried)
 {
-	char exe[4096], *slash, *p;
+	char exe[4096], *slash, *cand[4] = { 0 };
+	struct buf b;
 	ssize_t n;
+	int nc = 0;
+	char *found = NULL;
 
 	n = readlink("/proc/self/exe", exe, sizeof exe - 1);
 	if (n > 0) {
 		exe[n] = '\0';
 		if ((slash = strrchr(exe, '/')) != NULL) {
 			*slash = '\0';
-			p = xasprintf("%s/examples/demo.json", exe);
-			if (access(p, R_OK) == 0)
-				return p;
-			free(p);
+			cand[nc++] = xasprintf("%s/examples/demo.json", exe);
+			cand[nc++] = xasprintf("%s/../share/terp/demo.json", exe);
 		}
 	}
-	if (access(TERP_DATADIR "/demo.json", R_OK) == 0)
-		return xstrdup(TERP_DATADIR "/demo.json");
-	return xstrdup("examples/demo.json");
+	cand[nc++] = xstrdup(TERP_DATADIR "/demo.json");
+	cand[nc++] = xstrdup("examples/demo.json");
+	buf_init(&b, 1 << 16);
+	for (int i = 0; i < nc; i++) {
+		if (found == NULL && access(cand[i], R_OK) == 0) {
+			found = cand[i];
+			continue;
+		}
+		buf_printf(&b, "%s%s", b.len ? ", " : "", cand[i]);
+		free(cand[i]);
+	}
+	*tried = found ? NULL : xstrdup(b.data ? b.data : "");
+	buf_free(&b);
+	return found;
 }
 
 int
@@ -300,13 +341,23 @@ llm_config_resolve(struct llm_config *cfg, char **err)
 		    &cfg->base_url_from, "ANTHROPIC_BASE_URL");
 		set(&cfg->model, "claude-sonnet-4-5");
 	} else if (strcmp(p, "ollama") == 0) {
+		char *oh = ollama_host_url();
+		set_from(&cfg->base_url, oh, &cfg->base_url_from, "OLLAMA_HOST");
+		free(oh);
 		set_from(&cfg->base_url, "http://localhost:11434/v1",
 		    &cfg->base_url_from, "the default");
 		set(&cfg->model, "llama3.1");
 	} else {
 		set(&cfg->model, "recorded");
-		if (cfg->demo_script == NULL)
-			cfg->demo_script = default_demo_script();
+		if (cfg->demo_script == NULL) {
+			char *tried = NULL;
+			if ((cfg->demo_script = default_demo_script(&tried)) == NULL) {
+				*err = xasprintf("demo: no recording found; looked for %s "
+				    "(make install puts it in PREFIX/share/terp)", tried);
+				free(tried);
+				goto out;
+			}
+		}
 	}
 	if (cfg->api_key == NULL && (strcmp(p, "openai") == 0 ||
 	    strcmp(p, "azure") == 0 || strcmp(p, "anthropic") == 0)) {

@@ -478,6 +478,8 @@ http_post(struct http *h, const struct http_req *req,
 		x->hdrs = curl_slist_append(x->hdrs, *p);
 	x->hdrs = curl_slist_append(x->hdrs, "Expect:");
 	curl_easy_setopt(x->easy, CURLOPT_URL, req->url);
+	/* as the SDKs name themselves: servers and proxies can tell terp */
+	curl_easy_setopt(x->easy, CURLOPT_USERAGENT, "terp/" TERP_VERSION);
 	if (req->method != NULL && (strcmp(req->method, "GET") == 0 ||
 	    strcmp(req->method, "DELETE") == 0)) {
 		curl_easy_setopt(x->easy, CURLOPT_HTTPGET, 1L);

@@ -1538,67 +1538,91 @@ pyenv_free(struct pyenv *pe)
 	memset(pe, 0, sizeof *pe);
 }
 
+/* The problem into *err and its chmod into *fix: the caller puts the
+ * safe fix (another interpreter) first, as the chmod opens the folder
+ * to every user. */
 static int
-reach_one(const char *path, const char *what, int need_read, char **err)
+reach_one(const char *path, const char *what, int need_read, char **err, char **fix)
 {
 	struct stat st;
 	unsigned want = S_IXOTH | (need_read ? S_IROTH : 0);
 
 	if (stat(path, &st) < 0) {
 		*err = xasprintf("cannot check %s: %s", path, strerror(errno));
+		*fix = NULL;
 		return -1;
 	}
 	if (S_ISREG(st.st_mode))
 		want = S_IROTH | (st.st_mode & 0111 ? S_IXOTH : 0);
 	if ((st.st_mode & want) == want)
 		return 0;
-	if (!need_read)
-		*err = xasprintf("the sandbox's own user cannot reach %s: %s is mode "
-		    "%04o, not searchable by others; chmod o+x %s, or keep the "
-		    "environment elsewhere", what, path, (unsigned)(st.st_mode & 07777), path);
-	else
-		*err = xasprintf("the sandbox's own user cannot read %s: it is mode "
-		    "%04o; chmod -R o+rX %s", path, (unsigned)(st.st_mode & 07777), what);
+	if (!need_read) {
+		*err = xasprintf("the sandbox's own user cannot reach %s (%s is mode %04o)",
+		    what, path, (unsigned)(st.st_mode & 07777));
+		*fix = xasprintf("chmod o+x %s", path);
+	} else {
+		*err = xasprintf("the sandbox's own user cannot read %s (%s is mode %04o)",
+		    what, path, (unsigned)(st.st_mode & 07777));
+		*fix = xasprintf("chmod -R o+rX %s", what);
+	}
 	return -1;
 }
 
-/* Every directory above path (not path itself) searchable by others. */
+/* Every directory between top and path (both excluded; top "": from /)
+ * searchable by others. */
 static int
-reach_above(const char *path, char **err)
+reach_between(const char *top, const char *path, char **err, char **fix)
 {
 	char *p = xstrdup(path);
 	int rc = 0;
 
-	for (char *s = p + 1; *s && rc == 0; s++) {
+	for (char *s = p + strlen(top) + 1; *s && rc == 0; s++) {
 		if (*s != '/')
 			continue;
 		*s = '\0';
-		rc = reach_one(p, path, 0, err);
+		rc = reach_one(p, path, 0, err, fix);
 		*s = '/';
 	}
 	free(p);
 	return rc;
 }
 
-int
-pyenv_check_reach(const struct pyenv *pe, char **err)
+/* The bind that holds path (or is it), or NULL. */
+static const char *
+bind_holding(const struct pyenv *pe, const char *path)
 {
-	*err = NULL;
+	for (size_t i = 0; i < pe->nbinds; i++) {
+		const char *b = pe->binds[i].host;
+		size_t n = strlen(b);
+		if (strncmp(path, b, n) == 0 && (path[n] == '/' || path[n] == '\0'))
+			return b;
+	}
+	return NULL;
+}
+
+int
+pyenv_check_reach(const struct pyenv *pe, char **err, char **fix)
+{
+	const char *in;
+
+	*err = *fix = NULL;
+	/* The folders above a bind need not let others through: the
+	 * launcher binds the environment by the fd terp opened (see
+	 * sandbox_launcher.c, py_reach). What is inside must be readable. */
 	for (size_t i = 0; i < pe->nbinds; i++) {
 		const char *b = pe->binds[i].host;
 		char *bin = path_join(b, "bin");
-		int rc = reach_above(b, err);
-		if (rc == 0)
-			rc = reach_one(b, b, 1, err);
+		int rc = reach_one(b, b, 1, err, fix);
 		if (rc == 0 && is_dir(bin))
-			rc = reach_one(bin, b, 1, err);
+			rc = reach_one(bin, b, 1, err, fix);
 		free(bin);
 		if (rc < 0)
 			return -1;
 	}
-	if (reach_above(pe->real, err) < 0)
+	in = bind_holding(pe, pe->real);
+	if (reach_between(in ? in : "", pe->real, err, fix) < 0)
 		return -1;
-	return reach_one(pe->real, pe->real, 1, err);
+	return reach_one(pe->real, pe->real, 1, err, fix);
 }
 
 const char *

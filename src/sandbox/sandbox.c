@@ -233,6 +233,13 @@ bind_root_dir(struct argv *a, const char *name)
 
 /* own_net: the child made the network namespace itself (net_setup),
  * so bwrap must not make another. */
+/* The fd number bwrap sees for the interpreter's i-th bind. */
+static int
+py_fd(const struct sandbox_spec *s, size_t i)
+{
+	return SANDBOX_FD_BIND0 + s->nbinds + (int)i;
+}
+
 static void
 bwrap_argv(const struct sandbox_spec *s, int own_net, struct argv *a)
 {
@@ -320,9 +327,13 @@ bwrap_argv(const struct sandbox_spec *s, int own_net, struct argv *a)
 	 * the symlinks met on the way to it. pyenv chose them: nothing of
 	 * $HOME but the environment itself. */
 	if (s->pyenv != NULL) {
-		for (size_t i = 0; i < s->pyenv->nbinds; i++)
-			av_add3(a, "--ro-bind", s->pyenv->binds[i].host,
-			    s->pyenv->binds[i].sandbox);
+		/* By the fds launch_open opened as terp: as root, the
+		 * sandbox's uid then needs no path to them (a pyenv under a
+		 * 0700 /root), and a path swapped since is not followed. */
+		for (size_t i = 0; i < s->pyenv->nbinds; i++) {
+			snprintf(fd, sizeof fd, "%d", py_fd(s, i));
+			av_add3(a, "--ro-bind-fd", fd, s->pyenv->binds[i].sandbox);
+		}
 		for (size_t i = 0; i < s->pyenv->nlinks; i++)
 			av_add3(a, "--symlink", s->pyenv->links[i].target,
 			    s->pyenv->links[i].path);
@@ -407,6 +418,7 @@ struct launch {
 	int		 life[2];	/* terp holds [1]; its close ends all */
 	int		 ep[2];		/* set-up errors, one line */
 	int		 devnull, drv, pw, gr, ho, ws, dd, sa, sb, fwd, code;
+	int		 py[SANDBOX_MAX_PYBINDS];	/* the interpreter's binds */
 	int		 src[SANDBOX_FD_MAX];
 	int		 nsrc;
 	struct argv	 argv, argv_net, envp;
@@ -422,6 +434,8 @@ launch_init(struct launch *L)
 		pipes[i][0] = pipes[i][1] = -1;
 	L->devnull = L->drv = L->pw = L->gr = L->ho = L->ws = L->dd = L->sa = L->sb = -1;
 	L->fwd = L->code = -1;
+	for (int i = 0; i < SANDBOX_MAX_PYBINDS; i++)
+		L->py[i] = -1;
 	for (int i = 0; i < SANDBOX_FD_MAX; i++)
 		L->src[i] = -1;
 	L->nsrc = SANDBOX_FD_ALIVE + 1;
@@ -440,9 +454,37 @@ launch_close(struct launch *L)
 	}
 	for (size_t i = 0; i < sizeof fds / sizeof fds[0]; i++)
 		close_fd(fds[i]);
+	for (int i = 0; i < SANDBOX_MAX_PYBINDS; i++)
+		close_fd(&L->py[i]);
 	av_free(&L->argv);
 	av_free(&L->argv_net);
 	av_free(&L->envp);
+}
+
+/* The interpreter's prefixes, opened here as terp (O_PATH: nothing is
+ * read) and bound by fd after the data files'. */
+static int
+open_py_binds(struct launch *L, const struct sandbox_spec *s, char **err)
+{
+	size_t n = s->pyenv != NULL ? s->pyenv->nbinds : 0;
+
+	if (n > SANDBOX_MAX_PYBINDS) {
+		*err = xasprintf("the Python environment needs %zu folders bound; at most %d",
+		    n, SANDBOX_MAX_PYBINDS);
+		return -1;
+	}
+	for (size_t i = 0; i < n; i++) {
+		const char *host = s->pyenv->binds[i].host;
+
+		if ((L->py[i] = open(host, O_PATH | O_CLOEXEC)) < 0) {
+			*err = xasprintf("cannot open the Python environment's %s: %s", host,
+			    strerror(errno));
+			return -1;
+		}
+		L->src[py_fd(s, i)] = L->py[i];
+	}
+	L->nsrc = py_fd(s, n);
+	return 0;
 }
 
 /* Opens what the sandbox gets and maps it into L->src. */
@@ -511,7 +553,7 @@ launch_open(struct launch *L, const struct sandbox_spec *s, char **err)
 	for (int i = 0; i < s->nbinds; i++)
 		L->src[SANDBOX_FD_BIND0 + i] = s->bind_fds[i];
 	L->nsrc = SANDBOX_FD_BIND0 + s->nbinds;
-	return 0;
+	return open_py_binds(L, s, err);
 }
 
 /* The command and the environment of the exec step. */

@@ -16,6 +16,7 @@
 #include "terp/sandbox_launcher.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <grp.h>
 #include <poll.h>
@@ -30,12 +31,14 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "terp/loop.h"
+#include "terp/pyenv.h"
 #include "terp/sandbox_tree.h"
 #include "terp/util.h"
 
@@ -113,6 +116,126 @@ net_setup(void)
 	return 0;
 }
 
+/* The length of the first folder on the way to path (path itself
+ * excluded) that others cannot search; 0 when there is none. (No malloc
+ * in the forked child: terp may have threads.) */
+static size_t
+first_blocked(const char *path)
+{
+	char p[PATH_MAX];
+	struct stat st;
+
+	if (strlen(path) >= sizeof p)
+		return 0;
+	strcpy(p, path);
+	for (char *c = p + 1; *c; c++) {
+		if (*c != '/')
+			continue;
+		*c = '\0';
+		if (stat(p, &st) == 0 && !(st.st_mode & S_IXOTH))
+			return (size_t)(c - p);
+		*c = '/';
+	}
+	return 0;
+}
+
+/* mkdir -p of path below top (which exists), as root, mode 0755; the
+ * last component a file when leaf_file (a bind's mount point). */
+static void
+skeleton(size_t top, const char *path, int leaf_file)
+{
+	char p[PATH_MAX];
+
+	strcpy(p, path);	/* first_blocked checked its length */
+	for (char *c = p + top + 1; ; c++) {
+		int last = *c == '\0';
+		if (*c != '/' && !last)
+			continue;
+		*c = '\0';
+		if (last && leaf_file) {
+			int fd = open(p, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+			if (fd < 0)
+				child_fail(p);
+			close(fd);
+		} else if (mkdir(p, 0755) < 0 && errno != EEXIST) {
+			child_fail(p);
+		}
+		if (last)
+			break;
+		*c = '/';
+	}
+}
+
+/* 3c. As root, before dropping to the sandbox's uid: bwrap resolves
+ * every bind's source path as that uid (realpath, --ro-bind-fd too), so
+ * an interpreter under a folder others cannot search (a pyenv under a
+ * 0700 /root, a venv in a mkdtemp folder) is out of its reach. In a
+ * mount namespace of our own, that folder gets a tmpfs holding only the
+ * path down to the environment, and the environment terp opened (its
+ * fd, checked against the path: a swap is refused) is bound there. The
+ * sandbox's uid then resolves the same path, sees nothing else of the
+ * folder, and bwrap binds it read-only as before. Nothing changes on
+ * the host. */
+static void
+py_reach(const struct sandbox_spec *s, int *own_ns)
+{
+	const struct pyenv_bind *bd = s->pyenv != NULL ? s->pyenv->binds : NULL;
+	size_t n = s->pyenv != NULL ? s->pyenv->nbinds : 0;
+	size_t top[SANDBOX_MAX_PYBINDS] = { 0 };
+	int fd[SANDBOX_MAX_PYBINDS], any = 0;
+	struct stat a, b;
+	char src[64], dir[PATH_MAX];
+
+	for (size_t i = 0; i < n && i < SANDBOX_MAX_PYBINDS; i++)
+		any |= (top[i] = first_blocked(bd[i].host)) != 0;
+	if (!any)
+		return;
+	if (!*own_ns) {
+		if (unshare(CLONE_NEWNS) < 0 ||
+		    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+			child_fail("a mount namespace for the Python environment");
+		*own_ns = 1;
+	}
+	/* Reopened here (the fds terp opened belong to the host's mount
+	 * namespace, which a bind cannot take from) before any tmpfs. */
+	for (size_t i = 0; i < n; i++) {
+		fd[i] = -1;
+		if (top[i] == 0)
+			continue;
+		fd[i] = open(bd[i].host, O_PATH | O_CLOEXEC);
+		if (fd[i] < 0 || fstat(fd[i], &a) < 0 ||
+		    fstat(SANDBOX_FD_BIND0 + s->nbinds + (int)i, &b) < 0)
+			child_fail(bd[i].host);
+		if (a.st_dev != b.st_dev || a.st_ino != b.st_ino) {
+			errno = ESTALE;
+			child_fail(bd[i].host);
+		}
+	}
+	for (size_t i = 0; i < n; i++) {
+		int done = 0;
+		if (top[i] == 0)
+			continue;
+		for (size_t j = 0; j < i; j++)
+			done |= top[j] == top[i] && strncmp(bd[j].host, bd[i].host, top[i]) == 0;
+		memcpy(dir, bd[i].host, top[i]);
+		dir[top[i]] = '\0';
+		if (!done && mount("tmpfs", dir, "tmpfs", MS_NOSUID | MS_NODEV,
+		    "mode=0755,size=64k") < 0)
+			child_fail(dir);
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (top[i] == 0)
+			continue;
+		if (fstat(fd[i], &a) < 0)
+			child_fail(bd[i].host);
+		skeleton(top[i], bd[i].host, !S_ISDIR(a.st_mode));
+		snprintf(src, sizeof src, "/proc/self/fd/%d", fd[i]);
+		if (mount(src, bd[i].host, NULL, MS_BIND | MS_REC, NULL) < 0)
+			child_fail(bd[i].host);
+		close(fd[i]);
+	}
+}
+
 void
 sandbox_launcher_exec(struct sandbox_launcher_args *a)
 {
@@ -121,6 +244,7 @@ sandbox_launcher_exec(struct sandbox_launcher_args *a)
 	char **argv = a->argv;
 	sigset_t none;
 	pid_t parent = getppid();
+	int own_ns = 0;
 
 	/* 0. into the session's cgroup, while we may still write there. */
 	if (s->cgroup_procs_fd >= 0 && write(s->cgroup_procs_fd, "0", 1) != 1)
@@ -180,8 +304,12 @@ sandbox_launcher_exec(struct sandbox_launcher_args *a)
 	 * our own, in a mount namespace of our own, is the right one. Where
 	 * the mount is refused (some containers), go on as before. */
 	if (getpid() == 1 && unshare(CLONE_NEWNS) == 0 &&
-	    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == 0)
+	    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == 0) {
+		own_ns = 1;
 		(void)mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
+	}
+	if (!s->no_sandbox && s->uid != 0 && geteuid() == 0)
+		py_reach(s, &own_ns);
 
 	/* 4. as root, a network namespace we control; then never run the
 	 * sandbox as host root (bwrap started by root keeps every

@@ -198,6 +198,7 @@ screen_start(struct tui *t, char **err)
 		free(terr);
 	}
 	tui_draw_start(t);
+	tui_input_define_keys();
 	if (t->o.mouse)
 		tui_input_mouse(t, 1);
 	fputs("\033[?2004h", stdout);	/* bracketed paste */
@@ -266,6 +267,9 @@ frame(struct tui *t)
 		wait = 100;
 	if ((t->st.ticking || t->cmd.nheld > 0) && wait > 250)
 		wait = 250;
+	/* wake when a flash ends, or the bar keeps it until the next key */
+	if (t->st.flash && now < t->st.flash_until && wait > t->st.flash_until - now + 1)
+		wait = t->st.flash_until - now + 1;
 	return wait;
 }
 

@@ -488,6 +488,30 @@ art_save_to(struct tui *t, const struct artifact *a, const char *name)
 		tui_flash(t, "saved a copy as %s", name);
 }
 
+/* Why a copy's name needs a yes first: "outside ./" (absolute, or a
+ * .. on the way), "hidden" (a part starting with a dot), "in a folder
+ * under ./" (which may be a symlink to anywhere), or NULL for a plain
+ * name in ./. */
+static const char *
+save_name_why(const char *name)
+{
+	int hidden = 0;
+
+	if (name[0] == '/')
+		return "outside ./";
+	for (const char *p = name; *p; ) {
+		size_t n = strcspn(p, "/");
+		if (n == 2 && p[0] == '.' && p[1] == '.')
+			return "outside ./";
+		if (n > 0 && p[0] == '.' && !(n == 1))
+			hidden = 1;
+		p += n;
+		while (*p == '/')
+			p++;
+	}
+	return hidden ? "hidden" : strchr(name, '/') ? "in a folder under ./" : NULL;
+}
+
 void
 tui_act_save_name(struct tui *t, const char *name)
 {
@@ -497,15 +521,16 @@ tui_act_save_name(struct tui *t, const char *name)
 		tui_flash(t, "not saved");
 		return;
 	}
-	if (strchr(name, '/') != NULL || name[0] == '.') {
+	const char *why = save_name_why(name);
+	if (why != NULL) {
 		/* outside the working folder, or hidden: ask first */
 		char *shown = sanitize_str(name, strlen(name), 0);
 		free(t->in.save_name);
 		t->in.save_name = xstrdup(name);
 		snprintf(t->in.save_prompt, sizeof t->in.save_prompt,
-		    "write \"%.*s%s\" (outside ./ or hidden)? (y/n) ",
+		    "write \"%.*s%s\" (%s)? (y/n) ",
 		    (int)utf8_complete_prefix(shown, strlen(shown) > 60 ? 60 :
-		    strlen(shown)), shown, strlen(shown) > 60 ? "…" : "");
+		    strlen(shown)), shown, strlen(shown) > 60 ? "…" : "", why);
 		free(shown);
 		t->in.modal = M_SAVE_CONFIRM;
 		tui_mark(t);

@@ -543,13 +543,19 @@ tui_cells_link(struct tui *t, struct tline *l, int n)
 		tui_tline_adds(l, R_USER, tmp);
 	} else {
 		tui_tline_adds(l, R_LINK, "  ▸ ");
-		snprintf(tmp, sizeof tmp, "ran cell [%d]", n);
+		snprintf(tmp, sizeof tmp, c && c->status == CELL_RUNNING ? "running cell [%d]" :
+		    c && c->status == CELL_PENDING ? "cell [%d]" : "ran cell [%d]", n);
 		tui_tline_adds(l, R_LINK, tmp);
 	}
 	if (!c)
 		return;
-	if (c->status == CELL_RUNNING || c->status == CELL_PENDING) {
-		tui_tline_adds(l, R_RUNNING, " · running");
+	if (c->status == CELL_PENDING) {
+		tui_tline_adds(l, R_RUNNING, " · waiting to run");
+		return;
+	}
+	if (c->status == CELL_RUNNING) {
+		if (c->author == CELL_BY_USER)
+			tui_tline_adds(l, R_RUNNING, " · running");
 		return;
 	}
 	size_t lines = 0;

@@ -110,7 +110,7 @@ static const struct keyhelp key_help[] = {
 	{ "Enter", "ask the question typed on the input line" },
 	{ "Alt-Enter", "new line inside the input (multi-line questions)" },
 	{ "Ctrl-C", "cancel the model request or interrupt the running cell; else clear the input" },
-	{ "Ctrl-D", "on an empty line: quit (asks first when something runs)" },
+	{ "Ctrl-D / Ctrl-U", "quit on an empty line (asks if variables would go); pane: half page ↓/↑" },
 	{ "Tab / Shift-Tab", "next / previous pane (input, conversation, cells, files); completes /commands" },
 	{ "Up Down / j k", "input: history; pane: previous / next cell or file (the conversation scrolls)" },
 	{ "PgUp / PgDn", "scroll the focused pane (the conversation from the input line)" },
@@ -120,12 +120,12 @@ static const struct keyhelp key_help[] = {
 	{ "w (cell)", "what the model saw: the tool result exactly as sent" },
 	{ "Enter o s (file)", "preview the file full-screen / open it with xdg-open / save a copy" },
 	{ "/ n N (pane)", "search conversation or cells (all output too); next / previous match; Esc ends" },
-	{ "z / f (pane)", "maximise the focused pane (z again restores) / hide or show the files pane" },
+	{ "z / f / q (pane)", "maximise the pane (z again restores) / hide or show the files pane / quit" },
 	{ "m (pane)", "mouse capture off / on: off, the terminal selects text (while on: Shift-drag)" },
 	{ "Esc / i", "input line: to the last pane; pane: back to the input line (typing does too)" },
 	{ "t (conversation)", "the next number of the last answer: its source on the status bar, its cell selected" },
 	{ "r (conversation)", "unfold or fold the model's reasoning (a dimmed line above each reply)" },
-	{ "Ctrl-L", "redraw the screen" },
+	{ "Ctrl-L / Ctrl-Z", "redraw the screen / suspend to the shell (fg comes back)" },
 	{ "? / F1", "this help (q or Esc closes)" },
 	{ "mouse", "click focuses a pane and selects; the wheel scrolls" },
 	{ NULL, NULL }
@@ -140,10 +140,19 @@ static void
 help_row(struct tui *t, const char *keys, const char *what, int w)
 {
 	struct tline *l = tui_tlines_add(&t->ov.lines, 0);
-	char k[32];
-	snprintf(k, sizeof k, "  %-18s", keys);
-	tui_tline_adds(l, R_LINK, k);
-	int kw = tui_tlines_width(k, strlen(k));
+	char k[64];
+	int kw = 20;
+	/* keys that fill their column get a row of their own: the text
+	 * never runs into them (/allow HOST[:PORT]) */
+	if (tui_tlines_width(keys, strlen(keys)) > kw - 3) {
+		snprintf(k, sizeof k, "  %s", keys);
+		tui_tline_adds(l, R_LINK, k);
+		l = tui_tlines_add(&t->ov.lines, 0);
+		tui_tline_add(l, R_TEXT, "                    ", (size_t)kw);
+	} else {
+		snprintf(k, sizeof k, "  %-18s", keys);
+		tui_tline_adds(l, R_LINK, k);
+	}
 	struct tlines tmp;
 	tui_tlines_init(&tmp);
 	tui_tlines_wrap(&tmp, what, strlen(what), w - 1 - kw, R_TEXT, NULL, 0, 0);
@@ -206,6 +215,35 @@ tui_cmd_quit(struct tui *t)
 		return;
 	}
 	t->quit = 1;
+}
+
+/* Ctrl-D on an empty line: as ipython's "Do you really want to exit",
+ * it asks first when the cells' variables would be lost with the
+ * sandbox (a local one; a remote session may be reached again with
+ * --resume). /quit, typed out, does not ask. */
+void
+tui_cmd_quit_eof(struct tui *t)
+{
+	if (t->st.live > 0 && t->st.where == NULL) {
+		t->in.modal = M_CONFIRM_QUIT;
+		t->focus = P_INPUT;
+		tui_mark(t);
+		return;
+	}
+	tui_cmd_quit(t);
+}
+
+/* The question on the input line while M_CONFIRM_QUIT waits. */
+const char *
+tui_cmd_quit_prompt(struct tui *t)
+{
+	static char q[96];
+
+	if (t->agent && agent_busy(t->agent))
+		return "Something is running. Quit anyway? (y/n) ";
+	snprintf(q, sizeof q, "The variables of %d cell%s go with the sandbox. Quit? (y/n) ",
+	    t->st.live, t->st.live == 1 ? "" : "s");
+	return q;
 }
 
 static void

@@ -20,6 +20,11 @@ int tui_cmd_held_drop(struct tui *t);
 void tui_cmd_help(struct tui *t);
 /* Quits, or asks first (M_CONFIRM_QUIT) when the agent is busy. */
 void tui_cmd_quit(struct tui *t);
+/* Ctrl-D on an empty input line: quits, asking first (M_CONFIRM_QUIT)
+ * when something runs or when the cells' variables would be lost. */
+void tui_cmd_quit_eof(struct tui *t);
+/* The y/n question M_CONFIRM_QUIT shows (a static buffer). */
+const char *tui_cmd_quit_prompt(struct tui *t);
 
 /* Readline's completion: /commands, file names after /load, /export and
  * /save, nothing else. */

@@ -21,6 +21,7 @@
 #include "terp/util.h"
 
 #include "tui_cells.h"
+#include "tui_cmd.h"
 #include "tui_data.h"
 #include "tui_items.h"
 #include "tui_search.h"
@@ -134,15 +135,14 @@ draw_piece(struct tui *t, WINDOW *win, const struct tseg *g, int over,
 
 	while (hl && n > 0 && tui_search_find(hl, s, n, &off, &len)) {
 		tui_style_seg(t, win, g, over);
-		waddnstr(win, s, (int)off);
+		tui_style_put(win, s, off);
 		tui_style_role(t, win, R_SEL);
-		waddnstr(win, s + off, (int)len);
+		tui_style_put(win, s + off, len);
 		s += off + len;
 		n -= off + len;
 	}
 	tui_style_seg(t, win, g, over);
-	if (n > 0)
-		waddnstr(win, s, (int)n);
+	tui_style_put(win, s, n);
 }
 
 /* Draws l at row y from column x, at most w columns; a line cut short
@@ -681,7 +681,7 @@ hint_pieces(const struct tui *t, const char **pc, int max)
 		HINT("n/N next");
 		HINT("Esc end search");
 	}
-	switch (p) {
+	switch (p) {	/* status_hint adds "q quit" to a pane's */
 	case P_INPUT:
 		if (t->in.modal == M_SEARCH) {
 			HINT("Enter search");
@@ -731,14 +731,22 @@ status_hint(struct tui *t, struct tline *l)
 
 	buf_init(&b, 1024);
 	int least = t->focus == P_INPUT && !t->ov.on ? n : 1;
-	for (int k = n; k >= least; k--) {
-		buf_reset(&b);
-		for (int i = 0; i < k; i++)
-			buf_printf(&b, " %s%s", pc[i], i + 1 < k ? " ·" : " ");
-		if (used + tui_tlines_width(b.data, b.len) <= t->lay.cols)
-			break;
-		buf_reset(&b);
+	/* in a pane, "q quit" ends the pieces when it fits with them (as
+	 * htop and lazygit say it); else as many pieces as fit without */
+	int quit = t->focus != P_INPUT && !t->ov.on;
+	int done = 0;
+	for (int k = n; k >= least && !done; k--) {
+		for (int q = quit; q >= 0 && !done; q--) {
+			buf_reset(&b);
+			for (int i = 0; i < k; i++)
+				buf_printf(&b, " %s%s", pc[i], i + 1 < k || q ? " ·" : " ");
+			if (q)
+				buf_printf(&b, " q quit ");
+			done = used + tui_tlines_width(b.data, b.len) <= t->lay.cols;
+		}
 	}
+	if (!done)
+		buf_reset(&b);
 	if (b.len) {
 		char pad[256];
 		int hw = tui_tlines_width(b.data, b.len);
@@ -826,13 +834,17 @@ static const char *
 prompt_text(struct tui *t)
 {
 	switch (t->in.modal) {
-	case M_CONFIRM_QUIT:	return "Something is running. Quit anyway? (y/n) ";
+	case M_CONFIRM_QUIT:	return tui_cmd_quit_prompt(t);
 	case M_SAVE_AS:		return "save as: ";
 	case M_SAVE_CONFIRM:
 	case M_OPEN_CONFIRM:	return t->in.save_prompt;
 	case M_SEARCH:		return "/";
 	case M_INPUT:		return t->in.ask_prompt;
-	default:		return t->st.busy ? "… " : "› ";
+	default:
+		/* Ctrl-R: readline's "(reverse-i-search)`pat': " */
+		if (RL_ISSTATE(RL_STATE_ISEARCH) && rl_display_prompt && *rl_display_prompt)
+			return rl_display_prompt;
+		return t->st.busy ? "… " : "› ";
 	}
 }
 
@@ -909,14 +921,16 @@ input_row(struct tui *t, int r, const char *lead, const char *s, size_t n,
 	wmove(w, r, 0);
 	tui_style_role(t, w, R_PROMPT);
 	if (off < lw)
-		waddstr(w, lead);
+		tui_style_put(w, lead, strlen(lead));
 	tui_style_role(t, w, R_INPUT);
 	while (*i < n && s[*i] != '\n') {
 		size_t k = input_glyph(s + *i, n - *i, show, &cw);
 		if (t->in.modal == M_INPUT && t->in.ask_password)
 			strcpy(show, cw > 1 ? "**" : "*");	/* getpass */
-		if (c >= off && c - off + cw <= t->lay.cols)
-			mvwaddstr(w, r, c - off, show);
+		if (c >= off && c - off + cw <= t->lay.cols) {
+			wmove(w, r, c - off);
+			tui_style_put(w, show, strlen(show));
+		}
 		c += cw;
 		*i += k;
 	}

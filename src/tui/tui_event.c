@@ -130,6 +130,19 @@ on_answer(struct tui *t, const struct event *ev)
 	tui_items_anchor_answer(t);
 }
 
+/* The cells whose variables the Python state holds: a crash or a
+ * restart before a cell empties it. */
+static void
+count_live(struct tui *t, const struct cell *c)
+{
+	if (c == NULL)
+		return;
+	if (c->state_lost || c->status == CELL_CRASHED)
+		t->st.live = 0;
+	if (c->status == CELL_OK)
+		t->st.live++;
+}
+
 /* An error or a notice ends the answer being streamed. */
 static void
 on_message(struct tui *t, enum item_kind k, const char *text)
@@ -180,6 +193,7 @@ tui_event_apply(struct tui *t, const struct event *ev)
 			tui_input_ask_done(t, ev->cell->n);
 		if (t->st.phase == PH_CELL)
 			phase_set(t, PH_THINKING);
+		count_live(t, ev->cell);
 		break;
 	case EV_INPUT:
 		tui_input_ask(t, ev->cell ? ev->cell->n : 0, ev->text, ev->n);

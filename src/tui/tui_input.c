@@ -5,10 +5,12 @@
  * overlay. Keys change state and mark the screen; tui_draw shows it. */
 #include "tui_input.h"
 
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <readline/history.h>
 #include <readline/readline.h>
@@ -23,6 +25,7 @@
 #include "tui_draw.h"
 #include "tui_items.h"
 #include "tui_search.h"
+#include "tui_spawn.h"
 #include "tui_told.h"
 #include "tui_trace.h"
 
@@ -167,7 +170,7 @@ on_line(char *line)
 		else if (t->in.modal == M_SEARCH)
 			tui_search_cancel(t);
 		else
-			tui_cmd_quit(t);
+			tui_cmd_quit_eof(t);
 		tui_mark(t);
 		return;
 	}
@@ -200,6 +203,96 @@ rl_show_matches(char **matches, int num, int max)
 	tui_cmd_show_matches(rl_ui, matches, num, max);
 }
 
+/* The history file: a header, then one entry a line with its newlines
+ * as \n and backslashes as \\, so that a multi-line question (a paste)
+ * stays one entry; readline's own format splits it into one entry per
+ * line, pushing the earlier questions out. A file without the header
+ * is that older format, read a line an entry. */
+#define HISTORY_HEADER	"#terp-history-2"
+
+static void
+history_unescape(char *s)
+{
+	char *o = s;
+
+	for (; *s; s++) {
+		if (*s == '\\' && s[1] == 'n') {
+			*o++ = '\n';
+			s++;
+		} else if (*s == '\\' && s[1] == '\\') {
+			*o++ = '\\';
+			s++;
+		} else {
+			*o++ = *s;
+		}
+	}
+	*o = '\0';
+}
+
+static void
+history_load(const char *path)
+{
+	FILE *f = path ? fopen(path, "re") : NULL;
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t n;
+	int v2 = 0, first = 1;
+
+	while (f && (n = getline(&line, &cap, f)) > 0) {
+		if (line[n - 1] == '\n')
+			line[--n] = '\0';
+		if (first && strcmp(line, HISTORY_HEADER) == 0) {
+			v2 = 1;
+			first = 0;
+			continue;
+		}
+		first = 0;
+		if (v2)
+			history_unescape(line);
+		if (*line)
+			add_history(line);
+	}
+	free(line);
+	if (f)
+		fclose(f);
+	/* Up recalls the newest at once (the position stayed at 0) */
+	history_set_pos(history_length);
+}
+
+/* Written to a temporary file renamed over the old: a crash mid-way
+ * keeps the old history. Returns 0 or -1. */
+static int
+history_save(const char *path)
+{
+	char *tmp = xasprintf("%s.tmp", path);
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+	int rc = -1;
+
+	if (f != NULL) {
+		fputs(HISTORY_HEADER "\n", f);
+		for (int i = 0; i < history_length; i++) {
+			HIST_ENTRY *e = history_get(history_base + i);
+			for (const char *s = e ? e->line : ""; *s; s++) {
+				if (*s == '\n')
+					fputs("\\n", f);
+				else if (*s == '\\')
+					fputs("\\\\", f);
+				else
+					fputc(*s, f);
+			}
+			fputc('\n', f);
+		}
+		rc = fclose(f) == 0 && rename(tmp, path) == 0 ? 0 : -1;
+	} else if (fd >= 0) {
+		close(fd);
+	}
+	if (rc < 0)
+		unlink(tmp);
+	free(tmp);
+	return rc;
+}
+
 static void
 rl_setup(struct tui *t)
 {
@@ -225,7 +318,7 @@ rl_setup(struct tui *t)
 
 	using_history();
 	stifle_history(2000);
-	read_history(t->in.history);
+	history_load(t->in.history);
 }
 
 /* Ctrl-C on the input: drop the edit, as a shell does. */
@@ -243,6 +336,24 @@ input_cancel(struct tui *t)
 }
 
 /* ---- keys and mouse ---- */
+
+void
+tui_input_define_keys(void)
+{
+	/* Home and End as terminals send them whatever TERM says: inside
+	 * tmux or screen with TERM=xterm-256color the terminfo names
+	 * \eOH/\eOF but \e[1~/\e[4~ come (and ESC was taken alone). */
+	static const struct { const char *seq; int key; } keys[] = {
+		{ "\033[1~", KEY_HOME }, { "\033[4~", KEY_END },
+		{ "\033[7~", KEY_HOME }, { "\033[8~", KEY_END },	/* rxvt */
+		{ "\033[H", KEY_HOME }, { "\033[F", KEY_END },
+		{ "\033OH", KEY_HOME }, { "\033OF", KEY_END },
+	};
+
+	for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+		if (key_defined(keys[i].seq) == 0)
+			define_key(keys[i].seq, keys[i].key);
+}
 
 static void
 focus_set(struct tui *t, enum pane p)
@@ -376,6 +487,23 @@ pane_view_key(struct tui *t, int c)
 	return 0;
 }
 
+/* Ctrl-D and Ctrl-U in a pane: half a page down and up, as in vim and
+ * less (on the input line Ctrl-D still quits from an empty line). */
+static int
+pane_half_page_key(struct tui *t, int c)
+{
+	enum pane p = t->focus;
+	int h = t->lay.ph[p] > 2 ? t->lay.ph[p] - 1 : 1;
+
+	if (c != 4 && c != 21)
+		return 0;
+	if (p == P_ARTS)	/* a list: the selection moves */
+		sel_move(t, p, c == 4 ? (h + 1) / 2 : -(h + 1) / 2);
+	else
+		pane_scroll(t, p, c == 4 ? (h + 1) / 2 : -(h + 1) / 2);
+	return 1;
+}
+
 /* A key when a pane (not the input) has the focus. Returns 0 when the
  * key is not the pane's (it then goes to the input line). */
 static int
@@ -384,7 +512,7 @@ pane_key(struct tui *t, int c)
 	enum pane p = t->focus;
 	int sel = t->v[p].sel;
 
-	if (pane_view_key(t, c))
+	if (pane_view_key(t, c) || pane_half_page_key(t, c))
 		return 1;
 	switch (c) {
 	case KEY_UP: case 'k':		sel_move(t, p, -1); return 1;
@@ -395,6 +523,7 @@ pane_key(struct tui *t, int c)
 	case KEY_END: case 'G':		pane_scroll(t, p, SCROLL_END); return 1;
 	case 27: case 'i':		focus_set(t, P_INPUT); return 1;
 	case '?':			tui_cmd_help(t); return 1;
+	case 'q':			tui_cmd_quit_eof(t); return 1;
 	case '\r': case '\n': case KEY_ENTER:
 		if (p == P_CELLS) {
 			tui_cells_toggle(t, sel);
@@ -627,6 +756,9 @@ global_key(struct tui *t, int c)
 		clearok(curscr, TRUE);
 		tui_mark(t);
 		return 1;
+	case 26:	/* Ctrl-Z (raw mode: a byte, not a signal) */
+		tui_spawn_suspend(t);
+		return 1;
 	case KEY_F(1):
 		if (t->ov.on)
 			tui_overlay_close(t);
@@ -662,8 +794,9 @@ pane_or_typing(struct tui *t, int c)
 {
 	if (pane_key(t, c))
 		return 1;
-	/* other control keys are dropped, but Ctrl-D, -U and -W edit */
-	if ((c < 32 && c != 4 && c != 21 && c != 23) || c >= 256)
+	/* other control keys are dropped, but Ctrl-W edits (Ctrl-D and
+	 * -U are the pane's: pane_half_page_key) */
+	if ((c < 32 && c != 23) || c >= 256)
 		return 1;
 	focus_set(t, P_INPUT);
 	return 0;
@@ -870,7 +1003,7 @@ void
 tui_input_end(struct tui *t)
 {
 	rl_callback_handler_remove();
-	if (t->in.history && write_history(t->in.history) != 0) {
+	if (t->in.history && history_save(t->in.history) != 0) {
 		/* not fatal: the session still ends cleanly */
 	}
 	if (t->in.rl_null) {

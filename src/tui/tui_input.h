@@ -17,6 +17,9 @@ void tui_input_end(struct tui *t);
 /* Captures the mouse (clicks and the wheel go to the panes) or lets
  * the terminal have it (its own text selection). */
 void tui_input_mouse(struct tui *t, int on);
+/* Once the screen is up: the Home and End sequences terminals send
+ * that TERM's terminfo may not name (tmux with TERM=xterm-256color). */
+void tui_input_define_keys(void);
 
 /* A cell asks for a line (EV_INPUT): the input line shows its prompt
  * (already safe to show) and Enter answers it (Ctrl-D: end of file,

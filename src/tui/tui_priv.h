@@ -194,6 +194,9 @@ struct tui {
 		char		*where;		/* a remote session's (kernel_where) */
 		int		 idle_down;	/* the idle timeout stopped the sandbox */
 		int		 ticking;	/* a countdown is on the status bar */
+		int		 live;		/* cells that ran ok in this Python
+						 * state (0 after a crash or a
+						 * restart): what Ctrl-D would lose */
 	} st;
 
 	struct {		/* commands' state (tui_cmd.c) */

@@ -213,6 +213,61 @@ cells_next(struct tui *t, int from, int dir, int w, int *cell)
 	return -1;
 }
 
+/* ---- the count: "match 2 of 7", as less and vim say it ---- */
+
+/* The conversation's matching lines: how many, and in *idx how many of
+ * them are at or above line. */
+static int
+conv_count(struct tui *t, int w, int line, int *idx)
+{
+	int total = 0, k = 0;
+
+	*idx = 0;
+	for (int i = 0; i < t->conv.nitems; i++) {
+		const struct tlines *ls = tui_item_lines(t, &t->conv.items[i], w);
+		for (int j = 0; j < ls->n; j++, k++)
+			if (line_has(t->srch.pat, &ls->v[j])) {
+				total++;
+				*idx += k <= line;
+			}
+	}
+	return total;
+}
+
+/* The cells with a match (shown or folded away): how many, and in
+ * *idx how many of them up to cell. */
+static int
+cells_count(struct tui *t, int cell, int *idx)
+{
+	int nc = notebook_ncells(t->nb), total = 0;
+
+	*idx = 0;
+	for (int n = 1; n <= nc; n++)
+		if (cell_has(t->srch.pat, notebook_cell(t->nb, n))) {
+			total++;
+			*idx += n <= cell;
+		}
+	return total;
+}
+
+/* Flashes where the match at line (cell) is among all, after why
+ * (NULL, or that the search went round). */
+static void
+search_tell(struct tui *t, int line, int cell, int w, const char *why)
+{
+	int idx, total;
+
+	if (t->srch.pane == P_CONV) {
+		total = conv_count(t, w, line, &idx);
+		tui_flash(t, "%s%smatch %d of %d", why ? why : "", why ? " · " : "",
+		    idx, total);
+	} else {
+		total = cells_count(t, cell, &idx);
+		tui_flash(t, "%s%scell [%d]: %d of %d cells with a match", why ? why : "",
+		    why ? " · " : "", cell, idx, total);
+	}
+}
+
 /* ---- the search ---- */
 
 /* Moves the pane's view to the next match in direction dir from `from`
@@ -237,10 +292,9 @@ search_go(struct tui *t, int from, int dir)
 		tui_flash(t, "pattern not found: %s", t->srch.pat);
 		return;
 	}
-	if (t->srch.line >= 0 && (dir > 0 ? line <= t->srch.line :
-	    line >= t->srch.line))
-		tui_flash(t, "search went round the %s", dir > 0 ? "end" :
-		    "start");
+	search_tell(t, line, cell, w, t->srch.line >= 0 && (dir > 0 ?
+	    line <= t->srch.line : line >= t->srch.line) ? dir > 0 ?
+	    "search went round the end" : "search went round the start" : NULL);
 	t->srch.line = line;
 	/* the match a third of the way down, as less puts it near the top */
 	if (line < v->top || line >= v->top + h)

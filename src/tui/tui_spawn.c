@@ -55,6 +55,24 @@ screen_resume(struct tui *t)
 	tui_mark(t);
 }
 
+void
+tui_spawn_suspend(struct tui *t)
+{
+	struct sigaction dfl, old;
+
+	screen_suspend();
+	memset(&dfl, 0, sizeof dfl);
+	dfl.sa_handler = SIG_DFL;
+	sigemptyset(&dfl.sa_mask);
+	sigaction(SIGTSTP, &dfl, &old);
+	/* the whole job, as a shell's ^Z would (vim does the same); in
+	 * an orphaned process group (no job control) the kernel drops it
+	 * and the screen simply comes back */
+	kill(0, SIGTSTP);
+	sigaction(SIGTSTP, &old, NULL);
+	screen_resume(t);
+}
+
 /* The child's stdin, stdout and stderr. */
 static void
 child_stdio(const struct tui *t, enum tui_spawn_how how, int in_fd)

@@ -23,6 +23,11 @@ enum tui_spawn_how {
 int tui_spawn(struct tui *t, const char *const argv[],
     enum tui_spawn_how how, const char *input);
 
+/* Ctrl-Z: gives the terminal back and stops terp's job (SIGTSTP), as
+ * vim and htop do; returns after `fg` (SIGCONT) with the screen to be
+ * redrawn in full. The sandbox, in its own session, keeps running. */
+void tui_spawn_suspend(struct tui *t);
+
 /* Whether prog is an executable in $PATH. */
 int tui_spawn_found(const char *prog);
 

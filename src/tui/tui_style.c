@@ -4,10 +4,14 @@
  * UTF-8 (block symbols, box lines) or only ASCII. */
 #include "tui_style.h"
 
+#include <langinfo.h>
 #include <stdlib.h>
+#include <string.h>
 
+#include "terp/sanitize.h"
 #include "terp/tui_colorpair.h"
 #include "terp/tui_theme.h"
+#include "terp/tui_uwidth.h"
 
 /* Each TUI role drawn with a theme role, plus attributes of its own. */
 static const struct {
@@ -125,7 +129,80 @@ tui_style_seg(struct tui *t, WINDOW *w, const struct tseg *g, int over)
 int
 tui_style_utf8(void)
 {
-	return MB_CUR_MAX > 1;
+	/* the codeset, not MB_CUR_MAX: a GB18030 or EUC locale is
+	 * multibyte but shows UTF-8 bytes as garbage (not cached: it may be
+	 * asked before tui_run's setlocale) */
+	return strcmp(nl_langinfo(CODESET), "UTF-8") == 0;
+}
+
+/* The ASCII stand-in for code point cp where the terminal is not
+ * UTF-8: box drawing becomes - | +, arrows and marks their nearest
+ * ASCII, anything else '?'. One character, as cp is one column wide in
+ * the layout (tui_uwidth); wide ones get it twice. */
+static char
+ascii_glyph(unsigned cp)
+{
+	static const struct { unsigned cp; char c; } map[] = {
+		{ 0x00B7, '.' }, { 0x2022, '*' }, { 0x2026, '.' }, { 0x2013, '-' },
+		{ 0x2014, '-' }, { 0x2018, '\'' }, { 0x2019, '\'' }, { 0x201C, '"' },
+		{ 0x201D, '"' }, { 0x2039, '<' }, { 0x203A, '>' }, { 0x2190, '<' },
+		{ 0x2191, '^' }, { 0x2192, '>' }, { 0x2193, 'v' }, { 0x21B3, '>' },
+		{ 0x25AA, '*' }, { 0x25AB, '*' }, { 0x25B8, '>' }, { 0x25B6, '>' },
+		{ 0x25BE, 'v' }, { 0x25BC, 'v' }, { 0x25C2, '<' }, { 0x25CF, '*' },
+		{ 0x25CB, 'o' }, { 0x2713, '+' }, { 0x2714, '+' }, { 0x2717, 'x' },
+		{ 0x2718, 'x' }, { 0x00D7, 'x' }, { 0x2212, '-' }, { 0x00A0, ' ' },
+	};
+
+	for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
+		if (map[i].cp == cp)
+			return map[i].c;
+	if (cp >= 0x2500 && cp <= 0x257F) {	/* box drawing */
+		if (cp <= 0x2501 || (cp >= 0x2504 && cp <= 0x2505) ||
+		    (cp >= 0x2508 && cp <= 0x2509) || cp == 0x2550 ||
+		    (cp >= 0x254C && cp <= 0x254D) || cp == 0x2574 || cp == 0x2576)
+			return '-';
+		if ((cp >= 0x2502 && cp <= 0x2503) || (cp >= 0x2506 && cp <= 0x2507) ||
+		    (cp >= 0x250A && cp <= 0x250B) || cp == 0x2551 ||
+		    (cp >= 0x254E && cp <= 0x254F) || cp == 0x2575 || cp == 0x2577)
+			return '|';
+		return '+';
+	}
+	if (cp >= 0x2580 && cp <= 0x259F)	/* blocks */
+		return '#';
+	return '?';
+}
+
+void
+tui_style_put(WINDOW *w, const char *s, size_t n)
+{
+	char run[256];
+	size_t nrun = 0;
+
+	if (tui_style_utf8()) {
+		if (n > 0)
+			waddnstr(w, s, (int)n);
+		return;
+	}
+	while (n > 0) {
+		unsigned cp;
+		size_t k = utf8_decode(s, n, &cp);
+		int cw = k == 0 ? 1 : tui_uwidth_cp(cp);
+		char c = k == 0 ? '?' : cp < 0x80 ? (char)cp : ascii_glyph(cp);
+
+		if (k == 0)
+			k = 1;
+		for (int i = 0; i < cw; i++) {
+			if (nrun == sizeof run) {
+				waddnstr(w, run, (int)nrun);
+				nrun = 0;
+			}
+			run[nrun++] = c;
+		}
+		s += k;
+		n -= k;
+	}
+	if (nrun > 0)
+		waddnstr(w, run, (int)nrun);
 }
 
 /* The style of a whole role (padding, borders, the prompt). */

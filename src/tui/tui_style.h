@@ -22,8 +22,13 @@ void tui_style_frame(struct tui *t);
 void tui_style_seg(struct tui *t, WINDOW *w, const struct tseg *g, int over);
 void tui_style_role(struct tui *t, WINDOW *w, int role);
 
-/* Whether the terminal shows UTF-8 (else ASCII fallbacks). */
+/* Whether the terminal shows UTF-8 (the locale's codeset; else ASCII
+ * fallbacks). */
 int tui_style_utf8(void);
+/* Draws n bytes of UTF-8 text at w's cursor: as is on a UTF-8
+ * terminal, else each character as ASCII in the columns the layout
+ * gave it (tui_uwidth), so that nothing runs over a border. */
+void tui_style_put(WINDOW *w, const char *s, size_t n);
 /* The symbols and palette of thumbnails on this terminal. */
 void tui_style_thumb_opts(const struct tui *t, struct thumb_opts *to);
 

@@ -44,7 +44,7 @@ static cJSON *
 resolved(const struct pyenv *pe)
 {
 	cJSON *j = cJSON_CreateObject(), *a;
-	char *err = NULL;
+	char *err = NULL, *fix = NULL;
 
 	cJSON_AddBoolToObject(j, "ok", 1);
 	cJSON_AddStringToObject(j, "kind", kind_word(pe->kind));
@@ -74,9 +74,12 @@ resolved(const struct pyenv *pe)
 	a = cJSON_AddArrayToObject(j, "env");
 	for (size_t i = 0; pe->env && pe->env[i]; i++)
 		cJSON_AddItemToArray(a, cJSON_CreateString(pe->env[i]));
-	if (pyenv_check_reach(pe, &err) < 0) {
-		cJSON_AddStringToObject(j, "reach", err);
+	if (pyenv_check_reach(pe, &err, &fix) < 0) {
+		char *line = xasprintf("%s; %s", err, fix ? fix : "");
+		cJSON_AddStringToObject(j, "reach", line);
+		free(line);
 		free(err);
+		free(fix);
 	} else {
 		cJSON_AddNullToObject(j, "reach");
 	}

@@ -258,24 +258,27 @@ def test_prefix_owned_by_another_user_refused(harness, env, tmp_path):
 
 
 def test_reach_for_the_sandbox_user(harness, env, tmp_path):
-    """Root's terp runs the sandbox as another uid, which sees the binds
-    as "other": a venv behind a 0700 directory, or itself unreadable by
-    others, is named with the chmod that fixes it."""
+    """Root's terp runs the sandbox as another uid, which reads the binds
+    as "other": a venv behind a 0700 directory is fine (the launcher
+    binds it by fd, test_root_pyenv.py), one unreadable by others is
+    named with the chmod that fixes it."""
     priv = tmp_path / "priv"
     priv.mkdir()
     v = make_venv(priv / "v")
     os.chmod(priv, 0o700)
     r = run("resolve", "--python", v, env=env)
     assert r["ok"], r
-    assert r["reach"] == ("the sandbox's own user cannot reach %s: %s is mode 0700, not "
-                          "searchable by others; chmod o+x %s, or keep the environment "
-                          "elsewhere" % (v, priv, priv))
-    os.chmod(priv, 0o711)
+    assert r["reach"] is None, r
     os.chmod(v, 0o750)
     r = run("resolve", "--python", v, env=env)
-    assert r["reach"] == ("the sandbox's own user cannot read %s: it is mode 0750; "
-                          "chmod -R o+rX %s" % (v, v))
+    assert r["reach"] == ("the sandbox's own user cannot read %s (%s is mode 0750); "
+                          "chmod -R o+rX %s" % (v, v, v))
     os.chmod(v, 0o755)
+    os.chmod(v / "bin", 0o700)
+    r = run("resolve", "--python", v, env=env)
+    assert r["reach"] == ("the sandbox's own user cannot read %s (%s/bin is mode 0700); "
+                          "chmod -R o+rX %s" % (v, v, v))
+    os.chmod(v / "bin", 0o755)
     assert run("resolve", "--python", v, env=env)["reach"] is None
 
 
