@@ -182,12 +182,10 @@ cell_files(struct tui *t, struct tlines *ls, const struct cell *c, int w,
 		if (!tui_thumbs_is_png(a->name))
 			continue;
 		const char *why;
-		/* indented by 4, a column free at the right (the margin);
-		 * as wide as the pane, as high as its aspect gives, up to
-		 * the cells pane's height (at least 14 rows) */
-		int rows = t->lay.ph[P_CELLS] - 4 > 14 ? t->lay.ph[P_CELLS] - 4 : 14;
-		struct thumb *th = tui_thumbs_get(t, a->path, w - 5,
-		    ex ? (rows > 40 ? rows : 40) : rows, &why);
+		/* indented by 4, a column free at the right (the margin) */
+		int tc = w - 5 < 64 ? w - 5 : 64;
+		struct thumb *th = tui_thumbs_get(t, a->path, ex ? w - 5 : tc,
+		    ex ? 40 : 14, &why);
 		if (th)
 			tui_thumbs_lines(ls, th, 4, tag);
 		else if (why)

@@ -95,26 +95,3 @@ def test_o_without_xdg_open_says_where_the_file_is_and_how_to_view_it(tui):
     flat = re.sub(r"\s", "", flat)
     assert re.search(r"bars\.pngisat\S*/out/bars\.png\(Enterinthefilespane"
                      r"previewsit\);toviewit:chafa'\S*/out/bars\.png'", flat), s
-
-
-BLOCKS = set("▘▝▀▖▌▞▛▗▚▐▜▄▙▟█")
-
-
-def test_the_inline_chart_grows_with_the_pane(tui):
-    t = tui({"turns": [{"openai": {"tool_calls": [{"id": "c1", "code": CHART}]}},
-                       {"openai": {"text": "East is largest."}}]}, width=160, height=50)
-    t.text("Plot the regions")
-    t.keys("Enter")
-    t.wait(r"East is largest", timeout=90)
-    s = t.wait(r"▪ bars\.png", timeout=30)
-    lines = s.splitlines()
-    start = next(i for i, l in enumerate(lines) if "▪ bars.png" in l)
-    x1 = lines[0].index("│")
-    rows = [l[:x1] for l in lines[start + 1:] if sum(ch in BLOCKS for ch in l[:x1]) >= 3]
-    # the cells pane is 124 columns wide and 27 rows high: the chart was
-    # at most 64 columns and 14 rows (about 37 wide at this aspect); now it
-    # takes the pane's height, less the lines around it, and the width
-    # that height gives
-    width = max(len(r.strip()) for r in rows)
-    assert len(rows) >= 20, s
-    assert width > 45, s
