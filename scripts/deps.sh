@@ -24,8 +24,10 @@ pkgs() {
 	    libreadline-dev libssl-dev libwslay-dev bubblewrap python3 \
 	    python3-pandas python3-numpy python3-matplotlib ;;
 	# procps: pgrep and ps; ipykernel: nbconvert --execute needs a kernel;
-	# venv, pip, setuptools, wheel: the tests build virtualenvs and wheels.
-	check) echo libcriterion-dev python3-pytest tmux procps \
+	# venv, pip, setuptools, wheel: the tests build virtualenvs and wheels;
+	# groff-base: the man page is checked with groff -ww; util-linux:
+	# unshare for the fault tests' private mounts.
+	check) echo libcriterion-dev python3-pytest tmux procps groff-base util-linux \
 	    python3-nbformat python3-jupyter-client python3-ipykernel \
 	    jupyter-nbconvert python3-venv python3-pip python3-setuptools \
 	    python3-wheel python3-jupyter-server python3-sklearn openssh-server \
@@ -60,7 +62,7 @@ have() {
 		    [ -f /usr/include/wslay/wslay.h ] &&
 		    [ -x /usr/bin/bwrap ] && py_has pandas numpy matplotlib ;;
 	check)
-		pkg-config --exists criterion 2>/dev/null && cmds tmux pgrep ps ssh ssh-keygen &&
+		pkg-config --exists criterion 2>/dev/null && cmds tmux pgrep ps ssh ssh-keygen groff unshare &&
 		    [ -x /usr/bin/jupyter-nbconvert ] && [ -x /usr/sbin/sshd ] &&
 		    py_has pytest nbformat nbconvert jupyter_client ipykernel \
 			ensurepip pip setuptools wheel jupyter_server ;;
