@@ -268,3 +268,13 @@ def test_any_matplotlib_backend_name_still_captures_figures(terp):
     for n in range(1, len(cells) + 1):
         assert result(r, n)["status"] == "ok", r
         assert len(artifacts(r, n)) == 1, r
+
+
+def test_a_percent_inside_a_string_after_an_equals_sign_is_python(tmp_path):
+    """print('N=%d' % n): the '=' and '%' are inside a string, not the
+    'x = %magic' form (the transformer took it for one)."""
+    p = subprocess.run([TERP, "exec", "--no-save", "--python", "/usr/bin/python3",
+                        "-c", "n = 3\nprint('N=%d' % n)\nx, y = 1, 2\nprint('X=%s' % x)"],
+                       cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout == "N=3\nX=1\n", p.stdout

@@ -817,7 +817,13 @@ def _ipy_line(line):
         lhs = body[:eq].rstrip()
         if not rhs or rhs[0] not in "%!" or rhs.startswith("%%") or not lhs:
             return None
-        if lhs[-1] in "=!<>+-*/%&|^@:" or not all(ch.isalnum() or ch in "_ ,.[]()'\"" for ch in lhs):
+        # an assignment target only, as IPython's rule (no string: in
+        # print('N=%d' % n) the "=" is inside one)
+        if lhs[-1] in "=!<>+-*/%&|^@:" or not all(ch.isalnum() or ch in "_ ,.[]()" for ch in lhs):
+            return None
+        try:
+            compile(lhs + " = None", "<target>", "exec")
+        except SyntaxError:
             return None
         target, body = lhs + " = ", rhs
         c = body[0]
