@@ -229,14 +229,17 @@ def test_partial_artifact_is_removed_when_terp_exits(env, tmp_path):
 
 def test_full_output_folder_is_reported(env, tmp_path):
     """terp's own file size limit stands for a full ./out (EFBIG, like
-    ENOSPC or EDQUOT): the artifact is reported, not dropped silently."""
+    ENOSPC or EDQUOT): the artifact is reported, not dropped silently.
+    The limit (4 MiB) leaves room for what terp itself writes at start
+    (the driver's code into the sandbox, over 64 KiB since the IPython
+    subset), the artifact is over it."""
     import resource
 
     def limit():
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-        resource.setrlimit(resource.RLIMIT_FSIZE, (64 << 10, resource.RLIM_INFINITY))
+        resource.setrlimit(resource.RLIMIT_FSIZE, (4 << 20, resource.RLIM_INFINITY))
 
-    code = "open('/workspace/out/big.bin', 'wb').write(b'z' * (200 << 10))"
+    code = "open('/workspace/out/big.bin', 'wb').write(b'z' * (6 << 20))"
     p = subprocess.run([str(TERP), "exec", "--json", "-c", code], capture_output=True,
                        text=True, timeout=SAFETY, cwd=tmp_path, env=env, preexec_fn=limit)
     r = Result(p)
