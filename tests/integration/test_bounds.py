@@ -146,8 +146,9 @@ def test_socket_buffers_stay_at_their_defaults(cells):
 
 # What a cell may write past --disk before terp's check stops it: it
 # checks every 100 ms (longer when a check is costly), so the overshoot is
-# the write speed times that; 448 MiB leaves room for 4 GB/s.
-OVERSHOOT = 448 << 20
+# the write speed times that; 640 MiB leaves room for about 6 GB/s (a
+# CI run on this machine's kind overshot 448 MiB by 2 MiB).
+OVERSHOOT = 640 << 20
 
 
 def workspace_of(r):

@@ -4,6 +4,7 @@ namespace so nothing leaks), a missing or unset HOME with a planted
 /tmp/.config, /dev/full as stdout and FIFOs where terp opens files.
 Each case names the item of issue 21 it covers. A case that needs root
 or a mount fails with one clear line where it cannot run."""
+import tempfile
 import json
 import os
 import random
@@ -270,8 +271,16 @@ def namespace_with_tmp(body, env, timeout=120):
     with it. Its stdout comes back (the test's own /tmp is hidden)."""
     script = 'mount -t tmpfs tmpfs /tmp || { echo "MOUNT FAILED"; exit 97; }; cd /tmp; ' + body
     e = dict(env)
-    e["TERPB"] = TERP
-    p = in_namespace(script, e, "/", timeout=timeout)
+    # a copy outside /tmp: a checkout under /tmp is hidden by the tmpfs
+    fd, copy = tempfile.mkstemp(prefix="terp-faults-", dir="/dev/shm")
+    os.close(fd)
+    shutil.copy(TERP, copy)
+    os.chmod(copy, 0o755)
+    e["TERPB"] = copy
+    try:
+        p = in_namespace(script, e, "/", timeout=timeout)
+    finally:
+        os.unlink(copy)
     assert p.returncode != 97, "cannot mount a tmpfs on /tmp in a private mount namespace: " + \
         p.stdout + p.stderr
     return p
