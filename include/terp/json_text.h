@@ -24,4 +24,29 @@ int json_text_str(struct buf *b, const char *s);
  * inserts nothing at every place but the first and the end. */
 void json_array_insert(cJSON *array, int at, cJSON *item);
 
+/* Reading members: one family for every module that reads JSON it did
+ * not write (replies, frames, journals). Each takes NULL or a non-object
+ * for o and answers as for a missing member; the pointers returned are
+ * o's (valid while o lives). */
+
+/* Member k of o, whatever its type, or NULL. */
+const cJSON *json_get(const cJSON *o, const char *k);
+
+/* Member k when it is a string, else NULL. */
+const char *json_str(const cJSON *o, const char *k);
+
+/* Member k when it is an object, else NULL. */
+const cJSON *json_obj(const cJSON *o, const char *k);
+
+/* Member k when it is an array, else NULL. */
+const cJSON *json_arr(const cJSON *o, const char *k);
+
+/* Member k when it is a number: 0 and *out set, else -1 (*out as it
+ * was). */
+int json_num(const cJSON *o, const char *k, double *out);
+
+/* Member k when it is a number in [lo, hi], else dflt. */
+double json_num_in(const cJSON *o, const char *k, double lo, double hi,
+    double dflt);
+
 #endif

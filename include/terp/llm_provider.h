@@ -61,6 +61,11 @@ extern const struct llm_backend llm_demo_backend;
 extern const char llm_tool_description[];
 extern const char llm_code_description[];
 
+/* The tool's JSON schema, {"type":"object","properties":{"code":...},
+ * "required":["code"]}: what OpenAI calls "parameters" and Anthropic
+ * "input_schema". The caller owns the tree. */
+cJSON *llm_tool_schema(void);
+
 /* ------------------------------------------------------------ codecs */
 
 /* One HTTP request, as a codec encodes it. All strings are owned. */

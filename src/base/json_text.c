@@ -155,3 +155,55 @@ json_array_insert(cJSON *array, int at, cJSON *item)
 		after->prev->next = item;
 	after->prev = item;
 }
+
+const cJSON *
+json_get(const cJSON *o, const char *k)
+{
+	return cJSON_IsObject(o) ? cJSON_GetObjectItemCaseSensitive(o, k) : NULL;
+}
+
+const char *
+json_str(const cJSON *o, const char *k)
+{
+	const cJSON *v = json_get(o, k);
+
+	return cJSON_IsString(v) && v->valuestring != NULL ? v->valuestring : NULL;
+}
+
+const cJSON *
+json_obj(const cJSON *o, const char *k)
+{
+	const cJSON *v = json_get(o, k);
+
+	return cJSON_IsObject(v) ? v : NULL;
+}
+
+const cJSON *
+json_arr(const cJSON *o, const char *k)
+{
+	const cJSON *v = json_get(o, k);
+
+	return cJSON_IsArray(v) ? v : NULL;
+}
+
+int
+json_num(const cJSON *o, const char *k, double *out)
+{
+	const cJSON *v = json_get(o, k);
+
+	if (!cJSON_IsNumber(v))
+		return -1;
+	*out = v->valuedouble;
+	return 0;
+}
+
+double
+json_num_in(const cJSON *o, const char *k, double lo, double hi, double dflt)
+{
+	double d;
+
+	/* !(a <= b) also refuses NaN. */
+	if (json_num(o, k, &d) < 0 || !(d >= lo && d <= hi))
+		return dflt;
+	return d;
+}

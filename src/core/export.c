@@ -16,6 +16,7 @@
 #include "terp/answer_trace.h"
 #include "terp/buf.h"
 #include "terp/digest.h"
+#include "terp/json_text.h"
 #include "terp/sanitize.h"
 #include "terp/util.h"
 
@@ -29,13 +30,6 @@ struct walker {
 	int			 final;		/* the reply emitted is an answer */
 	const struct question	*q;		/* the question emitted last */
 };
-
-static const char *
-jstr(const cJSON *o, const char *k)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-	return cJSON_IsString(v) ? v->valuestring : NULL;
-}
 
 static const cJSON *
 array_or_null(const cJSON *a)
@@ -73,7 +67,7 @@ next_called_cell(const struct notebook *nb, const cJSON *m)
 		const cJSON *call, *calls = cJSON_GetObjectItemCaseSensitive(k,
 		    "tool_calls");
 		cJSON_ArrayForEach(call, array_or_null(calls)) {
-			const struct cell *c = cell_by_call(nb, jstr(call, "id"));
+			const struct cell *c = cell_by_call(nb, json_str(call, "id"));
 			if (c != NULL)
 				return c->n;
 		}
@@ -89,8 +83,8 @@ walk(struct walker *w)
 
 	w->done = xcalloc((size_t)n + 2, 1);
 	cJSON_ArrayForEach(m, msgs) {
-		const char *role = jstr(m, "role");
-		const char *content = jstr(m, "content");
+		const char *role = json_str(m, "role");
+		const char *content = json_str(m, "content");
 		const cJSON *call, *calls;
 
 		if (role == NULL) {
@@ -117,7 +111,7 @@ walk(struct walker *w)
 			w->final = 0;
 			cJSON_ArrayForEach(call, array_or_null(calls)) {
 				const struct cell *c = cell_by_call(w->nb,
-				    jstr(call, "id"));
+				    json_str(call, "id"));
 				if (c == NULL || w->done[c->n])
 					continue;
 				emit_cells_before(w, c->n);

@@ -22,6 +22,21 @@ const char llm_tool_description[] =
     "user allowed hosts (the system prompt says which).";
 const char llm_code_description[] = "The Python code to run.";
 
+cJSON *
+llm_tool_schema(void)
+{
+	cJSON *p = cJSON_CreateObject(), *props, *code, *req;
+
+	cJSON_AddStringToObject(p, "type", "object");
+	props = cJSON_AddObjectToObject(p, "properties");
+	code = cJSON_AddObjectToObject(props, "code");
+	cJSON_AddStringToObject(code, "type", "string");
+	cJSON_AddStringToObject(code, "description", llm_code_description);
+	req = cJSON_AddArrayToObject(p, "required");
+	cJSON_AddItemToArray(req, cJSON_CreateString("code"));
+	return p;
+}
+
 static const struct llm_provider providers[] = {
 	{ "openai", &llm_http_backend, &llm_openai_codec },
 	{ "azure", &llm_http_backend, &llm_azure_codec },

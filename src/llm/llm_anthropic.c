@@ -15,19 +15,6 @@
 
 #define MAX_BLOCKS	128	/* text, thinking and tool_use blocks of one reply */
 
-static const cJSON *
-get(const cJSON *o, const char *k)
-{
-	return cJSON_GetObjectItemCaseSensitive(o, k);
-}
-
-static const char *
-str(const cJSON *o, const char *k)
-{
-	const cJSON *v = get(o, k);
-	return cJSON_IsString(v) ? v->valuestring : NULL;
-}
-
 /* Appends block to the last message when it has the same role (the API
  * wants user and assistant to alternate), else to a new message. */
 static void
@@ -36,7 +23,7 @@ add_block(cJSON *msgs, const char *role, cJSON *block)
 	cJSON *last = cJSON_GetArrayItem(msgs, cJSON_GetArraySize(msgs) - 1);
 	cJSON *content;
 
-	if (last == NULL || strcmp(str(last, "role"), role) != 0) {
+	if (last == NULL || strcmp(json_str(last, "role"), role) != 0) {
 		last = cJSON_CreateObject();
 		cJSON_AddStringToObject(last, "role", role);
 		cJSON_AddArrayToObject(last, "content");
@@ -44,11 +31,11 @@ add_block(cJSON *msgs, const char *role, cJSON *block)
 	}
 	content = cJSON_GetObjectItemCaseSensitive(last, "content");
 	/* tool_result blocks must open the user message. */
-	if (strcmp(str(block, "type"), "tool_result") == 0) {
+	if (strcmp(json_str(block, "type"), "tool_result") == 0) {
 		int i = 0;
 		const cJSON *b;
 		cJSON_ArrayForEach(b, content) {
-			if (strcmp(str(b, "type"), "tool_result") != 0)
+			if (strcmp(json_str(b, "type"), "tool_result") != 0)
 				break;
 			i++;
 		}
@@ -85,7 +72,7 @@ typedef void block_emit(void *arg, const char *role, cJSON *block);
 static void
 message_blocks(const cJSON *m, block_emit *emit, void *arg)
 {
-	const char *role = str(m, "role"), *c = str(m, "content");
+	const char *role = json_str(m, "role"), *c = json_str(m, "content");
 
 	if (role == NULL)
 		return;
@@ -93,35 +80,35 @@ message_blocks(const cJSON *m, block_emit *emit, void *arg)
 		cJSON *b = cJSON_CreateObject();
 		cJSON_AddStringToObject(b, "type", "tool_result");
 		cJSON_AddStringToObject(b, "tool_use_id",
-		    str(m, "tool_call_id") ? str(m, "tool_call_id") : "");
+		    json_str(m, "tool_call_id") ? json_str(m, "tool_call_id") : "");
 		cJSON_AddStringToObject(b, "content", c ? c : "");
-		if (cJSON_IsTrue(get(m, "is_error")))
+		if (cJSON_IsTrue(json_get(m, "is_error")))
 			cJSON_AddTrueToObject(b, "is_error");
 		emit(arg, "user", b);
 	} else if (strcmp(role, "assistant") == 0) {
 		const cJSON *call, *r;
 		/* Thinking blocks exactly as they came, before the text and
 		 * the tool_use they led to, as the API wants them back. */
-		cJSON_ArrayForEach(r, get(m, "reasoning")) {
-			const char *rt = str(r, "type");
+		cJSON_ArrayForEach(r, json_get(m, "reasoning")) {
+			const char *rt = json_str(r, "type");
 			if (rt != NULL && (strcmp(rt, "thinking") == 0 ||
 			    strcmp(rt, "redacted_thinking") == 0))
 				emit(arg, "assistant", cJSON_Duplicate(r, 1));
 		}
 		if (c != NULL && *c != '\0')
 			emit(arg, "assistant", text_block(c));
-		cJSON_ArrayForEach(call, get(m, "tool_calls")) {
+		cJSON_ArrayForEach(call, json_get(m, "tool_calls")) {
 			cJSON *b = cJSON_CreateObject(), *in;
-			const char *args = str(call, "arguments");
+			const char *args = json_str(call, "arguments");
 			in = args ? cJSON_Parse(args) : NULL;
 			if (!cJSON_IsObject(in)) {
 				cJSON_Delete(in);
 				in = cJSON_CreateObject();
 			}
 			cJSON_AddStringToObject(b, "type", "tool_use");
-			cJSON_AddStringToObject(b, "id", str(call, "id") ? str(call, "id") : "");
+			cJSON_AddStringToObject(b, "id", json_str(call, "id") ? json_str(call, "id") : "");
 			cJSON_AddStringToObject(b, "name",
-			    str(call, "name") ? str(call, "name") : "");
+			    json_str(call, "name") ? json_str(call, "name") : "");
 			cJSON_AddItemToObject(b, "input", in);
 			emit(arg, "assistant", b);
 		}
@@ -133,7 +120,7 @@ message_blocks(const cJSON *m, block_emit *emit, void *arg)
 static int
 is_thinking(const cJSON *block)
 {
-	const char *t = str(block, "type");
+	const char *t = json_str(block, "type");
 	return t != NULL && (strcmp(t, "thinking") == 0 ||
 	    strcmp(t, "redacted_thinking") == 0);
 }
@@ -181,8 +168,7 @@ llm_anthropic_encode_thinking(const char *model, int max_tokens, int budget,
     const char *system, const cJSON *messages)
 {
 	struct tree tr;
-	cJSON *body = cJSON_CreateObject(), *msgs, *tools, *t, *schema, *props,
-	    *code, *req, *tc, *last;
+	cJSON *body = cJSON_CreateObject(), *msgs, *tools, *t, *tc, *last;
 	const cJSON *m;
 
 	cJSON_AddStringToObject(body, "model", model ? model : "");
@@ -215,14 +201,7 @@ llm_anthropic_encode_thinking(const char *model, int max_tokens, int budget,
 	t = cJSON_CreateObject();
 	cJSON_AddStringToObject(t, "name", LLM_TOOL_NAME);
 	cJSON_AddStringToObject(t, "description", llm_tool_description);
-	schema = cJSON_AddObjectToObject(t, "input_schema");
-	cJSON_AddStringToObject(schema, "type", "object");
-	props = cJSON_AddObjectToObject(schema, "properties");
-	code = cJSON_AddObjectToObject(props, "code");
-	cJSON_AddStringToObject(code, "type", "string");
-	cJSON_AddStringToObject(code, "description", llm_code_description);
-	req = cJSON_AddArrayToObject(schema, "required");
-	cJSON_AddItemToArray(req, cJSON_CreateString("code"));
+	cJSON_AddItemToObject(t, "input_schema", llm_tool_schema());
 	cJSON_AddItemToArray(tools, t);
 	tc = cJSON_AddObjectToObject(body, "tool_choice");
 	cJSON_AddStringToObject(tc, "type", "auto");
@@ -254,7 +233,7 @@ entry_block(struct buf *e, const char *role, cJSON *block)
 	struct block_head h = { role[0] == 'a' ? 'a' : 'u', 'o', 0 };
 	struct buf t;
 
-	if (strcmp(str(block, "type"), "tool_result") == 0)
+	if (strcmp(json_str(block, "type"), "tool_result") == 0)
 		h.kind = 'r';
 	else if (is_thinking(block))
 		h.kind = 't';
@@ -491,10 +470,10 @@ take_usage(struct llm_dec *d, const cJSON *u)
 	if (!cJSON_IsObject(u))
 		return;
 	out = llm_dec_usage(d);
-	llm_json_long(get(u, "input_tokens"), &t->in);
-	llm_json_long(get(u, "cache_read_input_tokens"), &t->cache_read);
-	llm_json_long(get(u, "cache_creation_input_tokens"), &t->cache_write);
-	llm_json_long(get(u, "output_tokens"), &out->output_tokens);
+	llm_json_long(json_get(u, "input_tokens"), &t->in);
+	llm_json_long(json_get(u, "cache_read_input_tokens"), &t->cache_read);
+	llm_json_long(json_get(u, "cache_creation_input_tokens"), &t->cache_write);
+	llm_json_long(json_get(u, "output_tokens"), &out->output_tokens);
 	/* Each is below 2^53: the sum cannot overflow a 64-bit long. */
 	out->input_tokens = t->in + t->cache_read + t->cache_write;
 	out->cached_tokens = t->cache_read;
@@ -533,7 +512,7 @@ thinking_done(struct llm_dec *d, struct llm_slot *s)
 static void
 block_start(struct llm_dec *d, int index, const cJSON *cb)
 {
-	const char *bt = str(cb, "type");
+	const char *bt = json_str(cb, "type");
 	int tool = bt != NULL && strcmp(bt, "tool_use") == 0;
 	struct llm_slot *s = llm_dec_slot_new(d, index, tool);
 
@@ -543,22 +522,22 @@ block_start(struct llm_dec *d, int index, const cJSON *cb)
 	}
 	if (bt != NULL && (strcmp(bt, "thinking") == 0 ||
 	    strcmp(bt, "redacted_thinking") == 0)) {
-		const char *tx = str(cb, strcmp(bt, "thinking") == 0 ?
+		const char *tx = json_str(cb, strcmp(bt, "thinking") == 0 ?
 		    "thinking" : "data");
 		s->name = xstrdup(bt);
 		if (tx != NULL && llm_dec_slot_args(d, s, tx, strlen(tx)) == 0 &&
 		    strcmp(bt, "thinking") == 0)
 			llm_dec_reasoning(d, tx, strlen(tx));
-		if (str(cb, "signature") != NULL)
-			sig_add(s, str(cb, "signature"));
+		if (json_str(cb, "signature") != NULL)
+			sig_add(s, json_str(cb, "signature"));
 	} else if (tool) {
 		/* The empty "input": {} here is a placeholder. A missing id
 		 * stays empty (the agent names it), not numbered. */
-		llm_dec_slot_names(s, str(cb, "id"), str(cb, "name"));
+		llm_dec_slot_names(s, json_str(cb, "id"), json_str(cb, "name"));
 		if (s->id == NULL)
 			s->id = xstrdup("");
 	} else if (bt != NULL && strcmp(bt, "text") == 0) {
-		const char *tx = str(cb, "text");
+		const char *tx = json_str(cb, "text");
 		if (tx != NULL)
 			llm_dec_text(d, tx, strlen(tx));
 	}
@@ -567,21 +546,21 @@ block_start(struct llm_dec *d, int index, const cJSON *cb)
 static void
 block_delta(struct llm_dec *d, struct llm_slot *s, const cJSON *delta)
 {
-	const char *dt = str(delta, "type"), *p;
+	const char *dt = json_str(delta, "type"), *p;
 
 	if (dt == NULL)
 		return;
-	if (strcmp(dt, "text_delta") == 0 && (p = str(delta, "text")) != NULL)
+	if (strcmp(dt, "text_delta") == 0 && (p = json_str(delta, "text")) != NULL)
 		llm_dec_text(d, p, strlen(p));
 	else if (strcmp(dt, "thinking_delta") == 0 && s->name != NULL &&
-	    strcmp(s->name, "thinking") == 0 && (p = str(delta, "thinking")) != NULL) {
+	    strcmp(s->name, "thinking") == 0 && (p = json_str(delta, "thinking")) != NULL) {
 		if (llm_dec_slot_args(d, s, p, strlen(p)) == 0)
 			llm_dec_reasoning(d, p, strlen(p));
 	} else if (strcmp(dt, "signature_delta") == 0 && s->name != NULL &&
-	    !s->tool && (p = str(delta, "signature")) != NULL)
+	    !s->tool && (p = json_str(delta, "signature")) != NULL)
 		sig_add(s, p);
 	else if (strcmp(dt, "input_json_delta") == 0 && s->tool &&
-	    (p = str(delta, "partial_json")) != NULL)
+	    (p = json_str(delta, "partial_json")) != NULL)
 		llm_dec_slot_args(d, s, p, strlen(p));
 }
 
@@ -597,19 +576,19 @@ dec_event(struct llm_dec *d, const char *type, const char *data, size_t len)
 		return;
 	if ((j = llm_dec_json(d, data, len)) == NULL)
 		return;
-	t = str(j, "type");
+	t = json_str(j, "type");
 	if (t == NULL)
 		t = type;
-	idx = get(j, "index");
+	idx = json_get(j, "index");
 	if (strcmp(t, "message_start") == 0) {
-		const cJSON *m = get(j, "message");
+		const cJSON *m = json_get(j, "message");
 		if (cJSON_IsObject(m))
-			take_usage(d, get(m, "usage"));
+			take_usage(d, json_get(m, "usage"));
 	} else if (strcmp(t, "content_block_start") == 0 && cJSON_IsNumber(idx)) {
-		block_start(d, idx->valueint, get(j, "content_block"));
+		block_start(d, idx->valueint, json_get(j, "content_block"));
 	} else if (strcmp(t, "content_block_delta") == 0 && cJSON_IsNumber(idx)) {
 		if ((s = llm_dec_slot_find(d, idx->valueint)) != NULL)
-			block_delta(d, s, get(j, "delta"));
+			block_delta(d, s, json_get(j, "delta"));
 	} else if (strcmp(t, "content_block_stop") == 0 && cJSON_IsNumber(idx)) {
 		if ((s = llm_dec_slot_find(d, idx->valueint)) != NULL) {
 			if (!s->tool && s->name != NULL && s->open)
@@ -617,8 +596,8 @@ dec_event(struct llm_dec *d, const char *type, const char *data, size_t len)
 			llm_dec_slot_close(d, s);
 		}
 	} else if (strcmp(t, "message_delta") == 0) {
-		llm_dec_set_stop(d, str(get(j, "delta"), "stop_reason"));
-		take_usage(d, get(j, "usage"));
+		llm_dec_set_stop(d, json_str(json_get(j, "delta"), "stop_reason"));
+		take_usage(d, json_get(j, "usage"));
 	} else if (strcmp(t, "message_stop") == 0) {
 		/* A block never closed was cut by max_tokens: its input is
 		 * incomplete, so it is dropped rather than run. */

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "terp/json_text.h"
 #include "terp/llm_provider.h"
 #include "terp/sanitize.h"
 #include "terp/util.h"
@@ -44,13 +45,6 @@ llm_one_line(char *s, size_t max)
 		size_t n = utf8_complete_prefix(s, max - 3);
 		memcpy(s + n, "...", 4);
 	}
-}
-
-static const char *
-jstr(const cJSON *o, const char *k)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-	return cJSON_IsString(v) ? v->valuestring : NULL;
 }
 
 int
@@ -114,15 +108,15 @@ ebody_parse(const char *body, size_t len, struct ebody *b)
 		const cJSON *det = cJSON_GetObjectItemCaseSensitive(j, "detail");
 		if (cJSON_IsObject(e)) {
 			const cJSON *d = cJSON_GetObjectItemCaseSensitive(e, "details");
-			if (jstr(e, "message"))
-				b->msg = xstrdup(jstr(e, "message"));
+			if (json_str(e, "message"))
+				b->msg = xstrdup(json_str(e, "message"));
 			b->type = jcode(e, "type");
 			b->code = jcode(e, "code");
 			b->detail = jcode(d, "error_code");
 		} else if (cJSON_IsString(e)) {
 			b->msg = xstrdup(e->valuestring);
-		} else if (jstr(j, "message")) {
-			b->msg = xstrdup(jstr(j, "message"));
+		} else if (json_str(j, "message")) {
+			b->msg = xstrdup(json_str(j, "message"));
 			b->type = jcode(j, "type");
 			b->code = jcode(j, "code");
 		} else if (cJSON_IsString(det)) {

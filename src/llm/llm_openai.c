@@ -21,37 +21,17 @@
 
 #define MAX_CALLS	64
 
-static const cJSON *
-get(const cJSON *o, const char *k)
-{
-	return cJSON_GetObjectItemCaseSensitive(o, k);
-}
-
-static const char *
-str(const cJSON *o, const char *k)
-{
-	const cJSON *v = get(o, k);
-	return cJSON_IsString(v) ? v->valuestring : NULL;
-}
-
 static cJSON *
 tool_json(enum llm_openai_flavor f)
 {
-	cJSON *t = cJSON_CreateObject(), *fn, *p, *props, *code, *req;
+	cJSON *t = cJSON_CreateObject(), *fn;
 
 	(void)f;
 	cJSON_AddStringToObject(t, "type", "function");
 	fn = cJSON_AddObjectToObject(t, "function");
 	cJSON_AddStringToObject(fn, "name", LLM_TOOL_NAME);
 	cJSON_AddStringToObject(fn, "description", llm_tool_description);
-	p = cJSON_AddObjectToObject(fn, "parameters");
-	cJSON_AddStringToObject(p, "type", "object");
-	props = cJSON_AddObjectToObject(p, "properties");
-	code = cJSON_AddObjectToObject(props, "code");
-	cJSON_AddStringToObject(code, "type", "string");
-	cJSON_AddStringToObject(code, "description", llm_code_description);
-	req = cJSON_AddArrayToObject(p, "required");
-	cJSON_AddItemToArray(req, cJSON_CreateString("code"));
+	cJSON_AddItemToObject(fn, "parameters", llm_tool_schema());
 	return t;
 }
 
@@ -81,19 +61,19 @@ llm_openai_encode(enum llm_openai_flavor f, const char *model,
 		cJSON_AddItemToArray(msgs, s);
 	}
 	cJSON_ArrayForEach(m, messages) {
-		const char *role = str(m, "role");
+		const char *role = json_str(m, "role");
 		cJSON *o;
 
 		if (role == NULL)
 			continue;
 		o = cJSON_CreateObject();
 		if (strcmp(role, "tool") == 0) {
-			const char *c = str(m, "content");
+			const char *c = json_str(m, "content");
 			cJSON_AddStringToObject(o, "role", "tool");
 			cJSON_AddStringToObject(o, "tool_call_id",
-			    str(m, "tool_call_id") ? str(m, "tool_call_id") : "");
+			    json_str(m, "tool_call_id") ? json_str(m, "tool_call_id") : "");
 			/* Chat Completions has no error flag: say it. */
-			if (cJSON_IsTrue(get(m, "is_error")) && c != NULL &&
+			if (cJSON_IsTrue(json_get(m, "is_error")) && c != NULL &&
 			    strncasecmp(c, "error", 5) != 0) {
 				char *e = xasprintf("Error: %s", c);
 				cJSON_AddStringToObject(o, "content", e);
@@ -101,8 +81,8 @@ llm_openai_encode(enum llm_openai_flavor f, const char *model,
 			} else
 				cJSON_AddStringToObject(o, "content", c ? c : "");
 		} else if (strcmp(role, "assistant") == 0) {
-			const cJSON *calls = get(m, "tool_calls"), *c;
-			const char *content = str(m, "content");
+			const cJSON *calls = json_get(m, "tool_calls"), *c;
+			const char *content = json_str(m, "content");
 			int ncalls = cJSON_GetArraySize(calls);
 
 			cJSON_AddStringToObject(o, "role", "assistant");
@@ -116,7 +96,7 @@ llm_openai_encode(enum llm_openai_flavor f, const char *model,
 				cJSON *tc = cJSON_AddArrayToObject(o, "tool_calls");
 				cJSON_ArrayForEach(c, calls) {
 					cJSON *t = cJSON_CreateObject(), *fn;
-					const char *args = str(c, "arguments");
+					const char *args = json_str(c, "arguments");
 					if (args == NULL || *args == '\0')
 						args = "{}";
 					/* Ollama rejects a history whose arguments
@@ -125,17 +105,17 @@ llm_openai_encode(enum llm_openai_flavor f, const char *model,
 					if (f == LLM_LOCAL && !valid_json(args))
 						args = "{}";
 					cJSON_AddStringToObject(t, "id",
-					    str(c, "id") ? str(c, "id") : "");
+					    json_str(c, "id") ? json_str(c, "id") : "");
 					cJSON_AddStringToObject(t, "type", "function");
 					fn = cJSON_AddObjectToObject(t, "function");
 					cJSON_AddStringToObject(fn, "name",
-					    str(c, "name") ? str(c, "name") : "");
+					    json_str(c, "name") ? json_str(c, "name") : "");
 					cJSON_AddStringToObject(fn, "arguments", args);
 					cJSON_AddItemToArray(tc, t);
 				}
 			}
 		} else {
-			const char *c = str(m, "content");
+			const char *c = json_str(m, "content");
 			cJSON_AddStringToObject(o, "role", "user");
 			cJSON_AddStringToObject(o, "content", c ? c : "");
 		}
@@ -186,15 +166,15 @@ put_kv(struct buf *b, int first, const char *key, const char *val)
 static void
 put_message(struct buf *b, enum llm_openai_flavor f, const cJSON *m)
 {
-	const char *role = str(m, "role");
+	const char *role = json_str(m, "role");
 
 	buf_addc(b, '{');
 	if (strcmp(role, "tool") == 0) {
-		const char *c = str(m, "content");
+		const char *c = json_str(m, "content");
 		put_kv(b, 1, "role", "tool");
-		put_kv(b, 0, "tool_call_id", str(m, "tool_call_id") ? str(m, "tool_call_id") : "");
+		put_kv(b, 0, "tool_call_id", json_str(m, "tool_call_id") ? json_str(m, "tool_call_id") : "");
 		/* Chat Completions has no error flag: say it. */
-		if (cJSON_IsTrue(get(m, "is_error")) && c != NULL &&
+		if (cJSON_IsTrue(json_get(m, "is_error")) && c != NULL &&
 		    strncasecmp(c, "error", 5) != 0) {
 			char *e = xasprintf("Error: %s", c);
 			put_kv(b, 0, "content", e);
@@ -202,8 +182,8 @@ put_message(struct buf *b, enum llm_openai_flavor f, const cJSON *m)
 		} else
 			put_kv(b, 0, "content", c ? c : "");
 	} else if (strcmp(role, "assistant") == 0) {
-		const cJSON *calls = get(m, "tool_calls"), *c;
-		const char *content = str(m, "content");
+		const cJSON *calls = json_get(m, "tool_calls"), *c;
+		const char *content = json_str(m, "content");
 		int ncalls = cJSON_GetArraySize(calls), first = 1;
 
 		put_kv(b, 1, "role", "assistant");
@@ -216,7 +196,7 @@ put_message(struct buf *b, enum llm_openai_flavor f, const cJSON *m)
 		if (ncalls > 0) {
 			buf_adds(b, ",\"tool_calls\":[");
 			cJSON_ArrayForEach(c, calls) {
-				const char *args = str(c, "arguments");
+				const char *args = json_str(c, "arguments");
 				if (args == NULL || *args == '\0')
 					args = "{}";
 				/* Ollama rejects a history whose arguments are
@@ -227,17 +207,17 @@ put_message(struct buf *b, enum llm_openai_flavor f, const cJSON *m)
 					buf_addc(b, ',');
 				first = 0;
 				buf_addc(b, '{');
-				put_kv(b, 1, "id", str(c, "id") ? str(c, "id") : "");
+				put_kv(b, 1, "id", json_str(c, "id") ? json_str(c, "id") : "");
 				put_kv(b, 0, "type", "function");
 				buf_adds(b, ",\"function\":{");
-				put_kv(b, 1, "name", str(c, "name") ? str(c, "name") : "");
+				put_kv(b, 1, "name", json_str(c, "name") ? json_str(c, "name") : "");
 				put_kv(b, 0, "arguments", args);
 				buf_adds(b, "}}");
 			}
 			buf_addc(b, ']');
 		}
 	} else {
-		const char *c = str(m, "content");
+		const char *c = json_str(m, "content");
 		put_kv(b, 1, "role", "user");
 		put_kv(b, 0, "content", c ? c : "");
 	}
@@ -261,7 +241,7 @@ cache_encode(enum llm_openai_flavor f, const cJSON *messages, size_t *len)
 	buf_init(&b, BODY_MAX);
 	for (; m != NULL; m = m->next) {
 		buf_reset(&b);
-		if (str(m, "role") != NULL) {
+		if (json_str(m, "role") != NULL) {
 			put_message(&b, f, m);
 			buf_addc(&b, ',');
 		}
@@ -515,14 +495,14 @@ nonempty(const char *s)
 static void
 tool_delta(struct llm_dec *d, const cJSON *t)
 {
-	const cJSON *idx = get(t, "index"), *fn = get(t, "function"), *a;
-	const char *id = nonempty(str(t, "id")), *name = NULL;
+	const cJSON *idx = json_get(t, "index"), *fn = json_get(t, "function"), *a;
+	const char *id = nonempty(json_str(t, "id")), *name = NULL;
 	struct llm_slot *s;
 
 	if (fn != NULL) {
-		name = nonempty(str(fn, "name"));
+		name = nonempty(json_str(fn, "name"));
 		if (id == NULL)		/* old llama.cpp put it here */
-			id = nonempty(str(fn, "id"));
+			id = nonempty(json_str(fn, "id"));
 	}
 	s = find_slot(d, cJSON_IsNumber(idx) ? idx->valueint : -1, id, name);
 	if (s == NULL) {
@@ -531,7 +511,7 @@ tool_delta(struct llm_dec *d, const cJSON *t)
 		return;
 	}
 	llm_dec_slot_names(s, id, name);
-	a = fn != NULL ? get(fn, "arguments") : NULL;
+	a = fn != NULL ? json_get(fn, "arguments") : NULL;
 	if (cJSON_IsString(a)) {
 		llm_dec_slot_args(d, s, a->valuestring, strlen(a->valuestring));
 	} else if (cJSON_IsObject(a)) {
@@ -551,14 +531,14 @@ take_usage(struct llm_dec *d, const cJSON *u)
 	if (!cJSON_IsObject(u))
 		return;
 	t = llm_dec_usage(d);
-	llm_json_long(get(u, "prompt_tokens"), &t->input_tokens);
-	llm_json_long(get(u, "completion_tokens"), &t->output_tokens);
-	det = get(u, "prompt_tokens_details");
+	llm_json_long(json_get(u, "prompt_tokens"), &t->input_tokens);
+	llm_json_long(json_get(u, "completion_tokens"), &t->output_tokens);
+	det = json_get(u, "prompt_tokens_details");
 	if (cJSON_IsObject(det))
-		llm_json_long(get(det, "cached_tokens"), &t->cached_tokens);
-	det = get(u, "completion_tokens_details");
+		llm_json_long(json_get(det, "cached_tokens"), &t->cached_tokens);
+	det = json_get(u, "completion_tokens_details");
 	if (cJSON_IsObject(det))
-		llm_json_long(get(det, "reasoning_tokens"), &t->reasoning_tokens);
+		llm_json_long(json_get(det, "reasoning_tokens"), &t->reasoning_tokens);
 }
 
 static void
@@ -575,28 +555,28 @@ dec_event(struct llm_dec *d, const char *type, const char *data, size_t len)
 	}
 	if ((j = llm_dec_json(d, data, len)) == NULL)
 		return;
-	take_usage(d, get(j, "usage"));
-	choices = get(j, "choices");
+	take_usage(d, json_get(j, "usage"));
+	choices = json_get(j, "choices");
 	cJSON_ArrayForEach(c, (cJSON_IsArray(choices) ? choices : NULL)) {
-		const cJSON *delta = get(c, "delta"), *tcs, *t, *idx;
+		const cJSON *delta = json_get(c, "delta"), *tcs, *t, *idx;
 		const char *txt;
 
-		idx = get(c, "index");
+		idx = json_get(c, "index");
 		if (cJSON_IsNumber(idx) && idx->valueint != 0)
 			continue;	/* n is 1: only choice 0 */
 		if (cJSON_IsObject(delta)) {
-			if ((txt = str(delta, "content")) != NULL)
+			if ((txt = json_str(delta, "content")) != NULL)
 				llm_dec_text(d, txt, strlen(txt));
-			if ((txt = str(delta, "refusal")) != NULL)
+			if ((txt = json_str(delta, "refusal")) != NULL)
 				llm_dec_text(d, txt, strlen(txt));
 			/* local servers' thinking: shown apart, never the
 			 * answer (Ollama: reasoning; llama.cpp, vLLM:
 			 * reasoning_content) */
-			if ((txt = str(delta, "reasoning")) != NULL ||
-			    (txt = str(delta, "reasoning_content")) != NULL ||
-			    (txt = str(delta, "thinking")) != NULL)
+			if ((txt = json_str(delta, "reasoning")) != NULL ||
+			    (txt = json_str(delta, "reasoning_content")) != NULL ||
+			    (txt = json_str(delta, "thinking")) != NULL)
 				llm_dec_reasoning(d, txt, strlen(txt));
-			tcs = get(delta, "tool_calls");
+			tcs = json_get(delta, "tool_calls");
 			cJSON_ArrayForEach(t, (cJSON_IsArray(tcs) ? tcs : NULL)) {
 				tool_delta(d, t);
 				if (d->st != LLM_DEC_MORE)
@@ -604,7 +584,7 @@ dec_event(struct llm_dec *d, const char *type, const char *data, size_t len)
 			}
 		}
 		/* Recorded, not obeyed: the usage chunk and [DONE] follow. */
-		llm_dec_set_stop(d, str(c, "finish_reason"));
+		llm_dec_set_stop(d, json_str(c, "finish_reason"));
 	}
 out:
 	cJSON_Delete(j);

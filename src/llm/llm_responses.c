@@ -21,23 +21,11 @@
 #include <string.h>
 #include <strings.h>
 
+#include "terp/json_text.h"
 #include "terp/llm_provider.h"
 #include "terp/util.h"
 
 #define MAX_ITEMS	128	/* output items of one reply */
-
-static const cJSON *
-get(const cJSON *o, const char *k)
-{
-	return cJSON_GetObjectItemCaseSensitive(o, k);
-}
-
-static const char *
-str(const cJSON *o, const char *k)
-{
-	const cJSON *v = get(o, k);
-	return cJSON_IsString(v) ? v->valuestring : NULL;
-}
 
 int
 llm_responses_reasoning_model(const char *model)
@@ -91,19 +79,12 @@ effort(const struct llm_config *cfg)
 static cJSON *
 tool_json(void)
 {
-	cJSON *t = cJSON_CreateObject(), *p, *props, *code, *req;
+	cJSON *t = cJSON_CreateObject();
 
 	cJSON_AddStringToObject(t, "type", "function");
 	cJSON_AddStringToObject(t, "name", LLM_TOOL_NAME);
 	cJSON_AddStringToObject(t, "description", llm_tool_description);
-	p = cJSON_AddObjectToObject(t, "parameters");
-	cJSON_AddStringToObject(p, "type", "object");
-	props = cJSON_AddObjectToObject(p, "properties");
-	code = cJSON_AddObjectToObject(props, "code");
-	cJSON_AddStringToObject(code, "type", "string");
-	cJSON_AddStringToObject(code, "description", llm_code_description);
-	req = cJSON_AddArrayToObject(p, "required");
-	cJSON_AddItemToArray(req, cJSON_CreateString("code"));
+	cJSON_AddItemToObject(t, "parameters", llm_tool_schema());
 	return t;
 }
 
@@ -121,7 +102,7 @@ add_message(cJSON *input, const char *role, const char *text)
 static void
 message_items(cJSON *input, const cJSON *m, int send_reasoning)
 {
-	const char *role = str(m, "role"), *c = str(m, "content");
+	const char *role = json_str(m, "role"), *c = json_str(m, "content");
 	const cJSON *it;
 
 	if (role == NULL)
@@ -130,32 +111,32 @@ message_items(cJSON *input, const cJSON *m, int send_reasoning)
 		cJSON *o = cJSON_CreateObject();
 		char *e = NULL;
 		/* no error flag in the item: say it, as on the Chat path */
-		if (cJSON_IsTrue(get(m, "is_error")) && c != NULL &&
+		if (cJSON_IsTrue(json_get(m, "is_error")) && c != NULL &&
 		    strncasecmp(c, "error", 5) != 0)
 			e = xasprintf("Error: %s", c);
 		cJSON_AddStringToObject(o, "type", "function_call_output");
 		cJSON_AddStringToObject(o, "call_id",
-		    str(m, "tool_call_id") ? str(m, "tool_call_id") : "");
+		    json_str(m, "tool_call_id") ? json_str(m, "tool_call_id") : "");
 		cJSON_AddStringToObject(o, "output", e ? e : c ? c : "");
 		free(e);
 		cJSON_AddItemToArray(input, o);
 	} else if (strcmp(role, "assistant") == 0) {
 		/* the reasoning items first, whole, as they came */
-		cJSON_ArrayForEach(it, get(m, "reasoning")) {
-			if (send_reasoning && str(it, "type") != NULL &&
-			    strcmp(str(it, "type"), "reasoning") == 0 &&
-			    str(it, "encrypted_content") != NULL)
+		cJSON_ArrayForEach(it, json_get(m, "reasoning")) {
+			if (send_reasoning && json_str(it, "type") != NULL &&
+			    strcmp(json_str(it, "type"), "reasoning") == 0 &&
+			    json_str(it, "encrypted_content") != NULL)
 				cJSON_AddItemToArray(input, cJSON_Duplicate(it, 1));
 		}
 		if (c != NULL && *c != '\0')
 			add_message(input, "assistant", c);
-		cJSON_ArrayForEach(it, get(m, "tool_calls")) {
+		cJSON_ArrayForEach(it, json_get(m, "tool_calls")) {
 			cJSON *o = cJSON_CreateObject();
 			cJSON_AddStringToObject(o, "type", "function_call");
-			cJSON_AddStringToObject(o, "call_id", str(it, "id") ? str(it, "id") : "");
-			cJSON_AddStringToObject(o, "name", str(it, "name") ? str(it, "name") : "");
+			cJSON_AddStringToObject(o, "call_id", json_str(it, "id") ? json_str(it, "id") : "");
+			cJSON_AddStringToObject(o, "name", json_str(it, "name") ? json_str(it, "name") : "");
 			cJSON_AddStringToObject(o, "arguments",
-			    str(it, "arguments") ? str(it, "arguments") : "{}");
+			    json_str(it, "arguments") ? json_str(it, "arguments") : "{}");
 			cJSON_AddItemToArray(input, o);
 		}
 	} else if (c != NULL) {
@@ -293,18 +274,18 @@ take_usage(struct llm_dec *d, const cJSON *u)
 	if (!cJSON_IsObject(u))
 		return;
 	t = llm_dec_usage(d);
-	llm_json_long(get(u, "input_tokens"), &t->input_tokens);
-	llm_json_long(get(u, "output_tokens"), &t->output_tokens);
-	if (cJSON_IsObject(det = get(u, "input_tokens_details")))
-		llm_json_long(get(det, "cached_tokens"), &t->cached_tokens);
-	if (cJSON_IsObject(det = get(u, "output_tokens_details")))
-		llm_json_long(get(det, "reasoning_tokens"), &t->reasoning_tokens);
+	llm_json_long(json_get(u, "input_tokens"), &t->input_tokens);
+	llm_json_long(json_get(u, "output_tokens"), &t->output_tokens);
+	if (cJSON_IsObject(det = json_get(u, "input_tokens_details")))
+		llm_json_long(json_get(det, "cached_tokens"), &t->cached_tokens);
+	if (cJSON_IsObject(det = json_get(u, "output_tokens_details")))
+		llm_json_long(json_get(det, "reasoning_tokens"), &t->reasoning_tokens);
 }
 
 static int
 out_index(const cJSON *j)
 {
-	const cJSON *i = get(j, "output_index");
+	const cJSON *i = json_get(j, "output_index");
 	return cJSON_IsNumber(i) && i->valuedouble >= 0 &&
 	    i->valuedouble < 1e6 ? i->valueint : -1;
 }
@@ -312,7 +293,7 @@ out_index(const cJSON *j)
 static void
 item_added(struct llm_dec *d, int idx, const cJSON *item)
 {
-	const char *t = str(item, "type");
+	const char *t = json_str(item, "type");
 	int tool = t != NULL && strcmp(t, "function_call") == 0;
 	struct llm_slot *s;
 
@@ -324,10 +305,10 @@ item_added(struct llm_dec *d, int idx, const cJSON *item)
 	}
 	if (tool) {
 		/* call_id is what function_call_output answers */
-		llm_dec_slot_names(s, str(item, "call_id"), str(item, "name"));
-		if (str(item, "arguments") != NULL)
-			llm_dec_slot_args(d, s, str(item, "arguments"),
-			    strlen(str(item, "arguments")));
+		llm_dec_slot_names(s, json_str(item, "call_id"), json_str(item, "name"));
+		if (json_str(item, "arguments") != NULL)
+			llm_dec_slot_args(d, s, json_str(item, "arguments"),
+			    strlen(json_str(item, "arguments")));
 	}
 }
 
@@ -335,7 +316,7 @@ static void
 item_done(struct llm_dec *d, int idx, const cJSON *item)
 {
 	struct llm_slot *s = llm_dec_slot_find(d, idx);
-	const char *t = str(item, "type");
+	const char *t = json_str(item, "type");
 
 	if (t != NULL && strcmp(t, "reasoning") == 0) {
 		/* kept whole: its encrypted_content goes back next turn */
@@ -346,12 +327,12 @@ item_done(struct llm_dec *d, int idx, const cJSON *item)
 	}
 	if (s == NULL || !s->tool)
 		return;
-	llm_dec_slot_names(s, str(item, "call_id"), str(item, "name"));
+	llm_dec_slot_names(s, json_str(item, "call_id"), json_str(item, "name"));
 	/* the done item has the whole arguments: they win over deltas */
-	if (str(item, "arguments") != NULL) {
+	if (json_str(item, "arguments") != NULL) {
 		buf_reset(&s->args);
-		if (llm_dec_slot_args(d, s, str(item, "arguments"),
-		    strlen(str(item, "arguments"))) < 0)
+		if (llm_dec_slot_args(d, s, json_str(item, "arguments"),
+		    strlen(json_str(item, "arguments"))) < 0)
 			return;
 	}
 	llm_dec_slot_close(d, s);
@@ -362,7 +343,7 @@ item_done(struct llm_dec *d, int idx, const cJSON *item)
 static void
 response_failed(struct llm_dec *d, const cJSON *resp)
 {
-	const cJSON *e = get(resp, "error");
+	const cJSON *e = json_get(resp, "error");
 	cJSON *w = cJSON_CreateObject();
 	char *t;
 
@@ -387,42 +368,42 @@ dec_event(struct llm_dec *d, const char *type, const char *data, size_t len)
 
 	if ((j = llm_dec_json(d, data, len)) == NULL)
 		return;
-	t = str(j, "type");
+	t = json_str(j, "type");
 	if (t == NULL)
 		t = type;
 	if (strcmp(t, "response.output_item.added") == 0) {
-		item_added(d, out_index(j), get(j, "item"));
+		item_added(d, out_index(j), json_get(j, "item"));
 	} else if (strcmp(t, "response.output_item.done") == 0) {
-		item_done(d, out_index(j), get(j, "item"));
+		item_done(d, out_index(j), json_get(j, "item"));
 	} else if (strcmp(t, "response.output_text.delta") == 0 ||
 	    strcmp(t, "response.refusal.delta") == 0) {
-		if ((p = str(j, "delta")) != NULL)
+		if ((p = json_str(j, "delta")) != NULL)
 			llm_dec_text(d, p, strlen(p));
 	} else if (strcmp(t, "response.function_call_arguments.delta") == 0) {
 		struct llm_slot *s = llm_dec_slot_find(d, out_index(j));
-		if (s != NULL && s->tool && s->open && (p = str(j, "delta")) != NULL)
+		if (s != NULL && s->tool && s->open && (p = json_str(j, "delta")) != NULL)
 			llm_dec_slot_args(d, s, p, strlen(p));
 	} else if (strcmp(t, "response.reasoning_summary_text.delta") == 0 ||
 	    strcmp(t, "response.reasoning_text.delta") == 0) {
-		if ((p = str(j, "delta")) != NULL)
+		if ((p = json_str(j, "delta")) != NULL)
 			llm_dec_reasoning(d, p, strlen(p));
 	} else if (strcmp(t, "response.reasoning_summary_part.done") == 0) {
 		llm_dec_reasoning(d, "\n", 1);
 	} else if (strcmp(t, "response.completed") == 0) {
-		resp = get(j, "response");
-		take_usage(d, get(resp, "usage"));
+		resp = json_get(j, "response");
+		take_usage(d, json_get(resp, "usage"));
 		llm_dec_end(d, 1);
 	} else if (strcmp(t, "response.incomplete") == 0) {
-		resp = get(j, "response");
-		take_usage(d, get(resp, "usage"));
-		p = str(get(resp, "incomplete_details"), "reason");
+		resp = json_get(j, "response");
+		take_usage(d, json_get(resp, "usage"));
+		p = json_str(json_get(resp, "incomplete_details"), "reason");
 		/* cut by max_output_tokens: "length", as the agent knows it;
 		 * an unfinished call is dropped, never run */
 		llm_dec_set_stop(d, p && strcmp(p, "max_output_tokens") == 0 ?
 		    "length" : p ? p : "incomplete");
 		llm_dec_end(d, 0);
 	} else if (strcmp(t, "response.failed") == 0) {
-		response_failed(d, get(j, "response"));
+		response_failed(d, json_get(j, "response"));
 	}
 	/* response.created, .in_progress, content parts, the .done events
 	 * of text and arguments, and new event types: nothing to do */

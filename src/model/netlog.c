@@ -8,6 +8,7 @@
 
 #include "terp/buf.h"
 #include "terp/egress.h"
+#include "terp/json_text.h"
 #include "terp/util.h"
 
 #define SUMMARY_ITEMS	8
@@ -68,28 +69,13 @@ netlog_json_add(cJSON *o, const struct net_attempt *a)
 	cJSON_AddNumberToObject(o, "down", (double)a->down);
 }
 
-static double
-num(const cJSON *o, const char *k, double max)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-	double d = cJSON_IsNumber(v) ? v->valuedouble : 0;
-
-	return d >= 0 && d <= max ? d : 0;
-}
-
-static const char *
-str(const cJSON *o, const char *k)
-{
-	return cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, k));
-}
-
 int
 netlog_parse(const cJSON *o, struct net_attempt *a)
 {
-	const char *v = str(o, "verdict");
+	const char *v = json_str(o, "verdict");
 
 	memset(a, 0, sizeof *a);
-	if (str(o, "host") == NULL || v == NULL)
+	if (json_str(o, "host") == NULL || v == NULL)
 		return -1;
 	if (strcmp(v, "allowed") == 0)
 		a->verdict = NETLOG_ALLOWED;
@@ -99,15 +85,15 @@ netlog_parse(const cJSON *o, struct net_attempt *a)
 		a->verdict = NETLOG_FAILED;
 	else
 		return -1;
-	a->cell = (int)num(o, "cell", 1e9);
-	a->time_ms = (int64_t)num(o, "time_ms", 9e15);
-	put(a->method, sizeof a->method, str(o, "method"));
-	put(a->host, sizeof a->host, str(o, "host"));
-	a->port = (unsigned)num(o, "port", 65535);
-	put(a->code, sizeof a->code, str(o, "code"));
-	put(a->reason, sizeof a->reason, str(o, "reason"));
-	a->up = (uint64_t)num(o, "up", 9e15);
-	a->down = (uint64_t)num(o, "down", 9e15);
+	a->cell = (int)json_num_in(o, "cell", 0, 1e9, 0);
+	a->time_ms = (int64_t)json_num_in(o, "time_ms", 0, 9e15, 0);
+	put(a->method, sizeof a->method, json_str(o, "method"));
+	put(a->host, sizeof a->host, json_str(o, "host"));
+	a->port = (unsigned)json_num_in(o, "port", 0, 65535, 0);
+	put(a->code, sizeof a->code, json_str(o, "code"));
+	put(a->reason, sizeof a->reason, json_str(o, "reason"));
+	a->up = (uint64_t)json_num_in(o, "up", 0, 9e15, 0);
+	a->down = (uint64_t)json_num_in(o, "down", 0, 9e15, 0);
 	return 0;
 }
 

@@ -34,6 +34,7 @@
 #include <unistd.h>
 
 #include "terp/buf.h"
+#include "terp/json_text.h"
 #include "terp/kernel_artifact.h"
 #include "terp/digest.h"
 #include "terp/http.h"
@@ -711,13 +712,6 @@ json_value_text(const cJSON *v)
 	return s;
 }
 
-static const char *
-jstr(const cJSON *o, const char *k)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-	return cJSON_IsString(v) ? v->valuestring : NULL;
-}
-
 int
 aca_exec_parse(const char *body, size_t len, struct aca_exec *e, const char **why)
 {
@@ -740,7 +734,7 @@ aca_exec_parse(const char *body, size_t len, struct aca_exec *e, const char **wh
 	props = cJSON_GetObjectItemCaseSensitive(root, "properties");
 	if (!cJSON_IsObject(props))
 		props = root;
-	if ((st = jstr(props, "status")) == NULL) {
+	if ((st = json_str(props, "status")) == NULL) {
 		*why = "it has no status";
 		goto fail;
 	}
@@ -764,17 +758,17 @@ aca_exec_parse(const char *body, size_t len, struct aca_exec *e, const char **wh
 		inner = res;
 		val = cJSON_GetObjectItemCaseSensitive(res, "executionResult");
 	}
-	if ((s = jstr(inner, "stdout")) != NULL)
+	if ((s = json_str(inner, "stdout")) != NULL)
 		e->out = s;
-	if ((s = jstr(inner, "stderr")) != NULL)
+	if ((s = json_str(inner, "stderr")) != NULL)
 		e->err = s;
 	ms = cJSON_GetObjectItemCaseSensitive(inner, "executionTimeInMilliseconds");
 	if (cJSON_IsNumber(ms) && isfinite(ms->valuedouble) && ms->valuedouble >= 0 &&
 	    ms->valuedouble < 1e15)
 		e->ms = (int64_t)ms->valuedouble;
-	if (cJSON_IsObject(val) && (s = jstr(val, "type")) != NULL && strcmp(s, "image") == 0) {
-		const char *f = jstr(val, "format");
-		e->image = jstr(val, "base64_data");
+	if (cJSON_IsObject(val) && (s = json_str(val, "type")) != NULL && strcmp(s, "image") == 0) {
+		const char *f = json_str(val, "format");
+		e->image = json_str(val, "base64_data");
 		/* The format becomes a file extension: letters only. */
 		if (f != NULL && strlen(f) <= 8 && strspn(f, "abcdefghijklmnopqrstuvwxyz") == strlen(f) &&
 		    *f != '\0')
@@ -789,8 +783,8 @@ aca_exec_parse(const char *body, size_t len, struct aca_exec *e, const char **wh
 		cJSON *in = cJSON_GetObjectItemCaseSensitive(eo, "error");
 		if (cJSON_IsObject(in))
 			eo = in;
-		e->code = jstr(eo, "code");
-		e->message = jstr(eo, "message");
+		e->code = json_str(eo, "code");
+		e->message = json_str(eo, "message");
 	}
 	if (!e->ok && (has_word_ci(e->code, "timeout") || has_word_ci(e->message, "timed out") ||
 	    has_word_ci(e->message, "timeout") || has_word_ci(e->message, "time limit")))
@@ -851,10 +845,10 @@ aca_files_parse(const char *body, size_t len, int max, struct aca_file **out,
 		}
 		if (cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(it, "properties")))
 			p = cJSON_GetObjectItemCaseSensitive(it, "properties");
-		if ((type = jstr(p, "type")) != NULL && strcmp(type, "file") != 0)
+		if ((type = json_str(p, "type")) != NULL && strcmp(type, "file") != 0)
 			continue;	/* a folder: not an artifact */
-		if ((name = jstr(p, "filename")) == NULL)
-			name = jstr(p, "name");
+		if ((name = json_str(p, "filename")) == NULL)
+			name = json_str(p, "name");
 		sz = cJSON_GetObjectItemCaseSensitive(p, "size");
 		if (sz == NULL)
 			sz = cJSON_GetObjectItemCaseSensitive(p, "sizeInBytes");
@@ -871,8 +865,8 @@ aca_files_parse(const char *body, size_t len, int max, struct aca_file **out,
 			(*skipped)++;
 			continue;
 		}
-		if ((mt = jstr(p, "lastModifiedTime")) == NULL)
-			mt = jstr(p, "lastModifiedAt");
+		if ((mt = json_str(p, "lastModifiedTime")) == NULL)
+			mt = json_str(p, "lastModifiedAt");
 		f = xrealloc(f, (size_t)(n + 1) * sizeof *f);
 		f[n].name = xstrdup(name);
 		f[n].size = (uint64_t)sz->valuedouble;
@@ -1348,10 +1342,10 @@ pool_says(const char *body, size_t len)
 		cJSON *e = cJSON_GetObjectItemCaseSensitive(j, "error");
 		if (!cJSON_IsObject(e))
 			e = j;
-		m = jstr(e, "message");
-		c = jstr(e, "code");
+		m = json_str(e, "message");
+		c = json_str(e, "code");
 		if (m == NULL)
-			m = jstr(j, "message");
+			m = json_str(j, "message");
 	}
 	if (m != NULL || c != NULL) {
 		both = xasprintf("%s%s%s", c ? c : "", c && m ? ": " : "", m ? m : "");

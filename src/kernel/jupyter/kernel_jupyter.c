@@ -35,6 +35,7 @@
 #include "terp/buf.h"
 #include "terp/digest.h"
 #include "terp/http.h"
+#include "terp/json_text.h"
 #include "terp/kernel_artifact.h"
 #include "terp/kernel_frame.h"
 #include "terp/sanitize.h"
@@ -266,20 +267,6 @@ new_uuid(char out[37])
 	snprintf(out, 37, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
 	    b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11],
 	    b[12], b[13], b[14], b[15]);
-}
-
-static const char *
-jstr(const cJSON *o, const char *key)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-	return cJSON_IsString(v) && v->valuestring != NULL ? v->valuestring : NULL;
-}
-
-static const cJSON *
-jobj(const cJSON *o, const char *key)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-	return cJSON_IsObject(v) ? v : NULL;
 }
 
 /* Removes ANSI escape sequences (CSI and OSC, as IPython colours its
@@ -649,16 +636,16 @@ execute_content(const char *code, int silent, const char *expr_name, const char 
 static const char *
 user_expr_text(const cJSON *content, const char *name)
 {
-	const cJSON *ue = jobj(content, "user_expressions"), *e, *data;
+	const cJSON *ue = json_obj(content, "user_expressions"), *e, *data;
 	const char *st;
 
-	if (ue == NULL || (e = jobj(ue, name)) == NULL)
+	if (ue == NULL || (e = json_obj(ue, name)) == NULL)
 		return NULL;
-	if ((st = jstr(e, "status")) == NULL || strcmp(st, "ok") != 0)
+	if ((st = json_str(e, "status")) == NULL || strcmp(st, "ok") != 0)
 		return NULL;
-	if ((data = jobj(e, "data")) == NULL)
+	if ((data = json_obj(e, "data")) == NULL)
 		return NULL;
-	return jstr(data, "text/plain");
+	return json_str(data, "text/plain");
 }
 
 /* ------------------------------------------------------------ artifacts */
@@ -882,8 +869,8 @@ on_file(struct jupyter *j, struct jreq *q, const struct http_result *r)
 		return;
 	}
 	doc = cJSON_ParseWithLength(buf_str(&q->body), q->body.len);
-	if (doc == NULL || (content = jstr(doc, "content")) == NULL ||
-	    (fmt = jstr(doc, "format")) == NULL) {
+	if (doc == NULL || (content = json_str(doc, "content")) == NULL ||
+	    (fmt = json_str(doc, "format")) == NULL) {
 		note(j, "artifact out/%s not copied: the server's answer is not a file model", q->s);
 		cJSON_Delete(doc);
 		fetch_next(j);
@@ -974,8 +961,8 @@ on_listing(struct jupyter *j, struct jreq *q, const struct http_result *r)
 			break;
 		}
 		looked++;
-		if (!cJSON_IsObject(e) || (name = jstr(e, "name")) == NULL ||
-		    (type = jstr(e, "type")) == NULL)
+		if (!cJSON_IsObject(e) || (name = json_str(e, "name")) == NULL ||
+		    (type = json_str(e, "type")) == NULL)
 			continue;
 		if (strcmp(type, "file") != 0)
 			continue;	/* folders and notebooks are not artifacts */
@@ -988,7 +975,7 @@ on_listing(struct jupyter *j, struct jreq *q, const struct http_result *r)
 			continue;
 		}
 		sz = cJSON_GetObjectItemCaseSensitive(e, "size");
-		mtime = jstr(e, "last_modified");
+		mtime = json_str(e, "last_modified");
 		size = cJSON_IsNumber(sz) && sz->valuedouble >= 0 && sz->valuedouble < 9e15 ?
 		    (uint64_t)sz->valuedouble : UINT64_MAX;
 		s = seen_index(j, name);
@@ -1481,7 +1468,7 @@ pump(struct jupyter *j)
 static void
 on_execute_reply(struct jupyter *j, const cJSON *content)
 {
-	const char *st = jstr(content, "status"), *fp;
+	const char *st = json_str(content, "status"), *fp;
 
 	j->cur.got_reply = 1;
 	free(j->cur.reply_status);
@@ -1644,17 +1631,17 @@ on_ws_message(void *arg, const char *p, size_t n, int binary)
 	if (binary)
 		return;		/* only the v1 subprotocol sends these; not asked for */
 	m = cJSON_ParseWithLength(p, n);
-	if (m == NULL || !cJSON_IsObject(m) || (hdr = jobj(m, "header")) == NULL ||
-	    (type = jstr(hdr, "msg_type")) == NULL || (content = jobj(m, "content")) == NULL) {
+	if (m == NULL || !cJSON_IsObject(m) || (hdr = json_obj(m, "header")) == NULL ||
+	    (type = json_str(hdr, "msg_type")) == NULL || (content = json_obj(m, "content")) == NULL) {
 		cJSON_Delete(m);
 		return;		/* not a kernel message: ignored */
 	}
-	phdr = jobj(m, "parent_header");
-	parent = phdr ? jstr(phdr, "msg_id") : NULL;
-	channel = jstr(m, "channel");
+	phdr = json_obj(m, "parent_header");
+	parent = phdr ? json_str(phdr, "msg_id") : NULL;
+	channel = json_str(m, "channel");
 
 	if (strcmp(type, "status") == 0) {
-		const char *es = jstr(content, "execution_state");
+		const char *es = json_str(content, "execution_state");
 		if (es != NULL)
 			on_kernel_status(j, es, parent);
 		cJSON_Delete(m);
@@ -1689,14 +1676,14 @@ on_ws_message(void *arg, const char *p, size_t n, int binary)
 	if (strcmp(type, "execute_reply") == 0 && (channel == NULL || strcmp(channel, "shell") == 0)) {
 		on_execute_reply(j, content);
 	} else if (strcmp(type, "stream") == 0) {
-		const char *name = jstr(content, "name"), *text = jstr(content, "text");
+		const char *name = json_str(content, "name"), *text = json_str(content, "text");
 		if (name != NULL && text != NULL)
 			emit_output(j, j->cur.n, strcmp(name, "stderr") == 0 ? 1 : 0, text, strlen(text));
 	} else if (strcmp(type, "execute_result") == 0 || strcmp(type, "display_data") == 0 ||
 	    strcmp(type, "update_display_data") == 0) {
-		const cJSON *data = jobj(content, "data");
-		const char *png = data ? jstr(data, "image/png") : NULL;
-		const char *txt = data ? jstr(data, "text/plain") : NULL;
+		const cJSON *data = json_obj(content, "data");
+		const char *png = data ? json_str(data, "image/png") : NULL;
+		const char *txt = data ? json_str(data, "text/plain") : NULL;
 		if (png != NULL) {
 			art_image(j, png);
 		} else if (strcmp(type, "execute_result") == 0 && txt != NULL) {
@@ -1708,7 +1695,7 @@ on_ws_message(void *arg, const char *p, size_t n, int binary)
 			emit_output(j, j->cur.n, 0, "\n", 1);
 		}
 	} else if (strcmp(type, "error") == 0) {
-		const char *en = jstr(content, "ename"), *ev = jstr(content, "evalue");
+		const char *en = json_str(content, "ename"), *ev = json_str(content, "evalue");
 		const cJSON *tb = cJSON_GetObjectItemCaseSensitive(content, "traceback"), *line;
 		struct buf b;
 		free(j->cur.ename);
@@ -1929,7 +1916,7 @@ on_created(struct jupyter *j, struct jreq *q, const struct http_result *r)
 		return;
 	}
 	doc = cJSON_ParseWithLength(buf_str(&q->body), q->body.len);
-	id = doc ? jstr(doc, "id") : NULL;
+	id = doc ? json_str(doc, "id") : NULL;
 	if (id == NULL || strlen(id) > 128 || strspn(id, "0123456789abcdefABCDEF-") != strlen(id)) {
 		cJSON_Delete(doc);
 		go_dead(j, "the Jupyter server's answer to starting a kernel has no usable kernel id");
@@ -2093,7 +2080,7 @@ on_probe(struct jupyter *j, struct jreq *q, const struct http_result *r)
 		return;
 	}
 	doc = q->over ? NULL : cJSON_ParseWithLength(buf_str(&q->body), q->body.len);
-	specs = doc ? jobj(doc, "kernelspecs") : NULL;
+	specs = doc ? json_obj(doc, "kernelspecs") : NULL;
 	if (specs == NULL) {
 		cJSON_Delete(doc);
 		go_dead(j, q->over ? "the Jupyter server's list of kernelspecs is over 4 MiB" :

@@ -9,6 +9,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "terp/json_text.h"
 #include "terp/sanitize.h"
 #include "terp/util.h"
 
@@ -105,12 +106,6 @@ static const struct {
 	{ "input", KF_INPUT },
 };
 
-static const char *
-str_field(const cJSON *o, const char *key)
-{
-	return cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, key));
-}
-
 /* An integral number in [lo, hi] (doubles hold integers up to 2^53). */
 static int
 int_field(const cJSON *o, const char *key, double lo, double hi, double *out)
@@ -140,7 +135,7 @@ kframe_parse(const char *line, size_t len, struct kframe *f, const char **why)
 		*why = "a protocol frame that is not JSON";
 		return -1;
 	}
-	if (!cJSON_IsObject(j) || (ev = str_field(j, "ev")) == NULL) {
+	if (!cJSON_IsObject(j) || (ev = json_str(j, "ev")) == NULL) {
 		cJSON_Delete(j);
 		*why = "a protocol frame without an event";
 		return -1;
@@ -158,22 +153,22 @@ kframe_parse(const char *line, size_t len, struct kframe *f, const char **why)
 		f->has_size = 1;
 		f->size = (int64_t)d;
 	}
-	f->name = str_field(j, "name");
-	f->reason = str_field(j, "reason");
-	if ((f->data = str_field(j, "data")) != NULL)
+	f->name = json_str(j, "name");
+	f->reason = json_str(j, "reason");
+	if ((f->data = json_str(j, "data")) != NULL)
 		f->data_len = strlen(f->data);
 	if (f->type == KF_INPUT) {
-		f->prompt = str_field(j, "prompt");
+		f->prompt = json_str(j, "prompt");
 		f->password = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "password"));
 	}
 	if (f->type == KF_RESULT) {
-		status = str_field(j, "status");
-		f->value = str_field(j, "value");
+		status = json_str(j, "status");
+		f->value = json_str(j, "value");
 		e = cJSON_GetObjectItemCaseSensitive(j, "error");
 		if (cJSON_IsObject(e)) {
-			f->ename = str_field(e, "ename");
-			f->evalue = str_field(e, "evalue");
-			f->traceback = str_field(e, "traceback");
+			f->ename = json_str(e, "ename");
+			f->evalue = json_str(e, "evalue");
+			f->traceback = json_str(e, "traceback");
 		}
 		f->ok = status != NULL && strcmp(status, "ok") == 0 && !cJSON_IsObject(e);
 	}

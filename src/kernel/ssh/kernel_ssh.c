@@ -29,6 +29,7 @@
 
 #include "terp/buf.h"
 #include "terp/digest.h"
+#include "terp/json_text.h"
 #include "terp/kernel_artifact.h"
 #include "terp/kernel_frame.h"
 #include "terp/sanitize.h"
@@ -719,23 +720,6 @@ connection_ended(struct ssh *s)
 	}
 }
 
-static const char *
-str(const cJSON *o, const char *k)
-{
-	const cJSON *v = cJSON_GetObjectItem(o, k);
-	return cJSON_IsString(v) ? v->valuestring : NULL;
-}
-
-static int
-num(const cJSON *o, const char *k, double *out)
-{
-	const cJSON *v = cJSON_GetObjectItem(o, k);
-	if (!cJSON_IsNumber(v))
-		return -1;
-	*out = v->valuedouble;
-	return 0;
-}
-
 static int
 cell_known(const struct ssh *s, int n)
 {
@@ -757,13 +741,13 @@ written_index(const struct ssh *s, const char *name)
 static void
 art_begin(struct ssh *s, const cJSON *o)
 {
-	const char *name = str(o, "name");
+	const char *name = json_str(o, "name");
 	double cell = 0, size = 0;
 	char *host;
 
 	art_abandon(s);		/* one that did not end */
 	s->art_skip = 1;
-	if (name == NULL || num(o, "cell", &cell) < 0 || num(o, "size", &size) < 0)
+	if (name == NULL || json_num(o, "cell", &cell) < 0 || json_num(o, "size", &size) < 0)
 		return;
 	s->art_cell = (int)cell;
 	if (size > (double)s->o->artifact_max ||
@@ -811,7 +795,7 @@ art_begin(struct ssh *s, const cJSON *o)
 static void
 art_chunk(struct ssh *s, const cJSON *o)
 {
-	const char *b = str(o, "b64");
+	const char *b = json_str(o, "b64");
 	size_t n;
 	char *raw;
 
@@ -873,22 +857,22 @@ on_result(struct ssh *s, const cJSON *o)
 	struct ssh_cell **pp, *c;
 	char *own[5];
 
-	if (num(o, "cell", &cell) < 0 || num(o, "status", &status) < 0 ||
+	if (json_num(o, "cell", &cell) < 0 || json_num(o, "status", &status) < 0 ||
 	    !cell_known(s, (int)cell) || status < CELL_OK || status > CELL_CRASHED)
 		return;
-	num(o, "us", &us);
-	num(o, "lost", &lost);
+	json_num(o, "us", &us);
+	json_num(o, "lost", &lost);
 	memset(&r, 0, sizeof r);
 	r.status = (enum cell_status)status;
 	r.duration_us = (int64_t)us;
 	r.duration_ms = (int64_t)us / 1000;
 	/* The remote terp serve cuts its texts as the local kernel does; a
 	 * malicious server need not: the same caps, here where they arrive. */
-	r.value = own[0] = kframe_text_cap(str(o, "value"));
-	r.ename = own[1] = kframe_text_cap(str(o, "ename"));
-	r.evalue = own[2] = kframe_text_cap(str(o, "evalue"));
-	r.traceback = own[3] = kframe_text_cap(str(o, "traceback"));
-	r.reason = own[4] = kframe_text_cap(str(o, "reason"));
+	r.value = own[0] = kframe_text_cap(json_str(o, "value"));
+	r.ename = own[1] = kframe_text_cap(json_str(o, "ename"));
+	r.evalue = own[2] = kframe_text_cap(json_str(o, "evalue"));
+	r.traceback = own[3] = kframe_text_cap(json_str(o, "traceback"));
+	r.reason = own[4] = kframe_text_cap(json_str(o, "reason"));
 	r.state_lost = lost != 0;
 	for (pp = &s->cells; (c = *pp) != NULL; pp = &c->next)
 		if (c->n == (int)cell)
@@ -904,7 +888,7 @@ static void
 handle(struct ssh *s, const char *line, size_t len)
 {
 	cJSON *o = cJSON_ParseWithLength(line, len);
-	const char *e = o ? str(o, "ev") : NULL;
+	const char *e = o ? json_str(o, "ev") : NULL;
 	double n = 0, st = 0;
 
 	if (e == NULL) {
@@ -915,12 +899,12 @@ handle(struct ssh *s, const char *line, size_t len)
 		s->hello = 1;
 		s->ever = 1;
 	} else if (strcmp(e, "fatal") == 0) {
-		const char *m = str(o, "msg");
+		const char *m = json_str(o, "msg");
 		buf_reset(&s->errbuf);
 		buf_printf(&s->errbuf, "terp: %.300s\n", m ? m : "the sandbox cannot run");
-	} else if (strcmp(e, "state") == 0 && num(o, "st", &st) == 0 &&
+	} else if (strcmp(e, "state") == 0 && json_num(o, "st", &st) == 0 &&
 	    st >= KERNEL_STOPPED && st <= KERNEL_DEAD) {
-		const char *m = str(o, "msg");
+		const char *m = json_str(o, "msg");
 		char *clean = m ? sanitize_str(m, strnlen(m, 1000), 0) : NULL;
 		if (st == KERNEL_DEAD && clean) {
 			char *w = xasprintf("on %s: %s", s->host, clean);
@@ -929,12 +913,12 @@ handle(struct ssh *s, const char *line, size_t len)
 		}
 		/* the remote kernel's typed facts (serve.c sends them) */
 		double rs = 0, sl = 0;
-		(void)num(o, "restarted", &rs);
-		(void)num(o, "lost", &sl);
+		(void)json_num(o, "restarted", &rs);
+		(void)json_num(o, "lost", &sl);
 		set_status(s, (enum kernel_state)st, clean, rs != 0, sl != 0);
 		free(clean);
-	} else if (strcmp(e, "out") == 0 && num(o, "cell", &n) == 0 && num(o, "s", &st) == 0) {
-		const char *b = str(o, "b64");
+	} else if (strcmp(e, "out") == 0 && json_num(o, "cell", &n) == 0 && json_num(o, "s", &st) == 0) {
+		const char *b = json_str(o, "b64");
 		size_t len2;
 		char *raw = b ? base64_decode(b, strlen(b), &len2) : NULL;
 		if (raw != NULL)
@@ -949,12 +933,12 @@ handle(struct ssh *s, const char *line, size_t len)
 	} else if (strcmp(e, "aend") == 0) {
 		art_end(s);
 	} else if (strcmp(e, "staged") == 0) {
-		const char *err = str(o, "err"), *name = str(o, "name");
+		const char *err = json_str(o, "err"), *name = json_str(o, "name");
 		if (err != NULL)
 			note(s, "a data file was not staged: %s", err);
 		(void)name;
 	} else if (strcmp(e, "error") == 0) {
-		const char *m = str(o, "msg");
+		const char *m = json_str(o, "msg");
 		if (m)
 			note(s, "%s", m);
 	}
