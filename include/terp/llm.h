@@ -168,6 +168,9 @@ void llm_vouch(struct llm *m, uint64_t stamp);
 void llm_cancel(struct llm *m);
 int llm_busy(const struct llm *m);
 
+/* The i-th question to suggest to the user (the demo's recorded
+ * questions, which it answers; borrowed while m lives), or NULL. */
+const char *llm_suggest(const struct llm *m, int i);
 const char *llm_provider(const struct llm *m);
 const char *llm_model(const struct llm *m);
 /* The base URL as configured (NULL: the provider's default). */

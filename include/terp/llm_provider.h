@@ -44,6 +44,10 @@ struct llm_backend {
 	 * Safe from inside one of the request's callbacks. */
 	void	 (*cancel)(void *b);
 	void	 (*close)(void *b);
+	/* The i-th question this backend can answer well (the demo's
+	 * recorded ones), borrowed while b lives, or NULL past the last.
+	 * NULL entry: none (a real model answers anything). */
+	const char *(*suggest)(void *b, int i);
 };
 
 /* One line of llm.c's table. */

@@ -370,6 +370,14 @@ llm_provider(const struct llm *m)
 }
 
 const char *
+llm_suggest(const struct llm *m, int i)
+{
+	if (m->prov->backend->suggest == NULL)
+		return NULL;
+	return m->prov->backend->suggest(m->backend, i);
+}
+
+const char *
 llm_model(const struct llm *m)
 {
 	return m->cfg.model ? m->cfg.model : "";

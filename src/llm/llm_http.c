@@ -621,5 +621,5 @@ hb_close(void *p)
 }
 
 const struct llm_backend llm_http_backend = {
-	hb_open, hb_request, hb_cancel, hb_close,
+	hb_open, hb_request, hb_cancel, hb_close, NULL,
 };
