@@ -340,6 +340,9 @@ open_elsewhere(struct tui *t, const struct artifact *a)
 	else if (getenv("SSH_CONNECTION"))
 		how = xasprintf("on your own machine: scp THIS-HOST:'%s' . "
 		    "and open it there", a->path);
+	else if (image)
+		how = xasprintf("copy it where an image viewer runs, or install "
+		    "chafa to see it in this terminal (chafa '%s')", a->path);
 	else
 		how = xasprintf("less '%s', or copy it where a viewer runs", a->path);
 	m = xasprintf("xdg-open is not installed here. %s is at %s%s; to view "

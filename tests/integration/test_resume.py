@@ -273,11 +273,15 @@ def test_replay_needs_resume(env, tmp_path):
 
 def test_max_session_ends_a_long_cell(env, tmp_path):
     # (the cell would sleep far past the timeout, a safety net that fails
-    # a terp which does not end the session)
-    r = run(env, tmp_path, "exec", "--max-session", "1s", "-c",
-            "import time\ntime.sleep(600)", timeout=120)
+    # a terp which does not end the session). 10 s, not 1: the limit must
+    # land while the cell runs, not while a loaded machine still starts
+    # the sandbox (a run in which no cell ran is not kept, by design).
+    r = run(env, tmp_path, "exec", "--max-session", "10s", "-c",
+            "print('running', flush=True)\nimport time\ntime.sleep(600)",
+            timeout=120)
     assert r.returncode == 3
-    assert "--max-session limit of 1 s" in r.stderr
+    assert "running" in r.stdout, r.stdout
+    assert "--max-session limit of 10 s" in r.stderr
     lines = journal_lines(env, only_session(env))
     assert any(l["t"] == "note" and l["kind"] == "max-session" for l in lines)
 

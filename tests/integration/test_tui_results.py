@@ -1,6 +1,7 @@
 """Issue 24 (results people can read), in the notebook UI through tmux:
 the real binary, the real sandbox and a scripted fake model
 (tests/fake_model.py) on 127.0.0.1."""
+import os
 import re
 
 import pytest
@@ -17,9 +18,9 @@ SCRIPT = {"turns": [
 
 @pytest.fixture
 def tui(fake_model, tmp_path, tmux):
-    def start(script, *args, width=100, height=30):
+    def start(script, *args, width=100, height=30, path="/usr/bin:/bin"):
         port = fake_model(script)
-        env = dict(model_env(tmp_path), PATH="/usr/bin:/bin")
+        env = dict(model_env(tmp_path), PATH=path)
         cmd = " ".join([TERP, *model_args(port, tmp_path / "out"), *args, SALES])
         return tmux(cmd, env, tmp_path, width, height, ready=r"│ ready", timeout=30)
     return start
@@ -77,10 +78,16 @@ CHART = ("import matplotlib\nmatplotlib.use('Agg')\nimport matplotlib.pyplot as 
          "plt.savefig('/workspace/out/bars.png')")
 
 
-def test_o_without_xdg_open_says_where_the_file_is_and_how_to_view_it(tui):
-    # PATH is /usr/bin:/bin, which has chafa and no xdg-open here
+def test_o_without_xdg_open_says_where_the_file_is_and_how_to_view_it(tui, tmp_path):
+    # a chafa of our own first on PATH (whether the machine has one must
+    # not matter), and no xdg-open in /usr/bin:/bin
+    bin_ = tmp_path / "viewers"
+    bin_.mkdir()
+    (bin_ / "chafa").write_text("#!/bin/sh\nexit 0\n")
+    os.chmod(bin_ / "chafa", 0o755)
     t = tui({"turns": [{"openai": {"tool_calls": [{"id": "c1", "code": CHART}]}},
-                       {"openai": {"text": "East is largest."}}]}, width=100, height=30)
+                       {"openai": {"text": "East is largest."}}]}, width=100, height=30,
+            path="%s:/usr/bin:/bin" % bin_)
     t.text("Plot the regions")
     t.keys("Enter")
     t.wait(r"East is largest", timeout=90)
