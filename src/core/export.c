@@ -267,34 +267,14 @@ has_suffix(const char *s, const char *suffix)
 	return a >= b && strcasecmp(s + a - b, suffix) == 0;
 }
 
-/* Writes text to path through a temporary file in the same folder,
- * fsync'ed, then renamed: a reader never sees half a notebook. */
+/* A reader never sees half a notebook. */
 static int
 write_atomic(const char *path, const char *text, size_t len, char **err)
 {
-	char *tmp = xasprintf("%s.tmpXXXXXX", path);
-	int fd = mkstemp(tmp);
-
-	if (fd < 0) {
+	if (write_file_atomic(path, text, len, 0644, WRITE_SYNC) < 0) {
 		*err = xasprintf("cannot write %s: %s", path, strerror(errno));
-		free(tmp);
 		return -1;
 	}
-	if (write_all(fd, text, len) < 0 || fchmod(fd, 0644) < 0 ||
-	    fsync(fd) < 0 || close(fd) < 0) {
-		*err = xasprintf("cannot write %s: %s", path, strerror(errno));
-		close(fd);
-		unlink(tmp);
-		free(tmp);
-		return -1;
-	}
-	if (rename(tmp, path) < 0) {
-		*err = xasprintf("cannot write %s: %s", path, strerror(errno));
-		unlink(tmp);
-		free(tmp);
-		return -1;
-	}
-	free(tmp);
 	return 0;
 }
 

@@ -16,6 +16,7 @@
 #include <readline/readline.h>
 
 #include "terp/agent.h"
+#include "terp/buf.h"
 #include "terp/sanitize.h"
 #include "terp/util.h"
 
@@ -259,37 +260,31 @@ history_load(const char *path)
 	history_set_pos(history_length);
 }
 
-/* Written to a temporary file renamed over the old: a crash mid-way
- * keeps the old history. Returns 0 or -1. */
+/* Written whole to a temporary file renamed over the old: a crash
+ * mid-way keeps the old history. Returns 0 or -1. */
 static int
 history_save(const char *path)
 {
-	char *tmp = xasprintf("%s.tmp", path);
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
-	int rc = -1;
+	struct buf b;
+	int rc;
 
-	if (f != NULL) {
-		fputs(HISTORY_HEADER "\n", f);
-		for (int i = 0; i < history_length; i++) {
-			HIST_ENTRY *e = history_get(history_base + i);
-			for (const char *s = e ? e->line : ""; *s; s++) {
-				if (*s == '\n')
-					fputs("\\n", f);
-				else if (*s == '\\')
-					fputs("\\\\", f);
-				else
-					fputc(*s, f);
-			}
-			fputc('\n', f);
+	/* readline keeps a bounded history; its text is the user's own */
+	buf_init(&b, (size_t)1 << 30);
+	buf_adds(&b, HISTORY_HEADER "\n");
+	for (int i = 0; i < history_length; i++) {
+		HIST_ENTRY *e = history_get(history_base + i);
+		for (const char *s = e ? e->line : ""; *s; s++) {
+			if (*s == '\n')
+				buf_adds(&b, "\\n");
+			else if (*s == '\\')
+				buf_adds(&b, "\\\\");
+			else
+				buf_addc(&b, *s);
 		}
-		rc = fclose(f) == 0 && rename(tmp, path) == 0 ? 0 : -1;
-	} else if (fd >= 0) {
-		close(fd);
+		buf_addc(&b, '\n');
 	}
-	if (rc < 0)
-		unlink(tmp);
-	free(tmp);
+	rc = b.data == NULL ? -1 : write_file_atomic(path, b.data, b.len, 0600, 0);
+	buf_free(&b);
 	return rc;
 }
 

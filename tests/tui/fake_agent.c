@@ -349,6 +349,7 @@ const char *agent_where(const struct agent *a) { (void)a; return "local"; }
 const char *agent_isolation(const struct agent *a) { (void)a; return NULL; }
 struct llm *agent_llm(const struct agent *a) { return (struct llm *)(void *)(uintptr_t)a; }
 const char *llm_model(const struct llm *m) { (void)m; return fake_model; }
+const char *llm_suggest(const struct llm *m, int i) { (void)m; (void)i; return NULL; }
 /* No model here, so no context window: the commands say so. */
 struct context *agent_context(const struct agent *a) { (void)a; return NULL; }
 long context_window(const struct context *cx) { (void)cx; return 0; }
