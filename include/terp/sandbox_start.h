@@ -25,7 +25,8 @@ struct sandbox_run {
 	void			*arg;
 	int			 disk_limited, disk_on;
 	uint64_t		 disk_timer;
-	int64_t			 disk_last;	/* now_ms() of the last check */
+	int64_t			 disk_last;	/* now_ms() at the last check's end */
+	int64_t			 disk_every;	/* the interval it chose, ms */
 };
 
 /* The disk bound's callbacks: the sandbox's first process (its

@@ -86,6 +86,7 @@ disk_schedule(struct sandbox_run *r, int64_t ms)
 		ms = DISK_EVERY_MS;
 	if (ms > DISK_EVERY_MAX)
 		ms = DISK_EVERY_MAX;
+	r->disk_every = ms;
 	r->disk_timer = loop_timer_add(r->loop, ms, on_disk_timer, r);
 }
 
@@ -99,8 +100,11 @@ on_disk_timer(struct loop *l, void *arg)
 	r->disk_timer = 0;
 	if (!r->disk_on)
 		return;
-	r->disk_last = now_ms();
-	if ((why = workspace_disk_check(r->ws, r->cbs->root(r->arg), &cost)) == NULL) {
+	why = workspace_disk_check(r->ws, r->cbs->root(r->arg), &cost);
+	r->disk_last = now_ms();	/* its end: a walk may take longer than
+					 * the interval, cells are not to pay
+					 * one each */
+	if (why == NULL) {
 		disk_schedule(r, cost * DISK_COST_X / 1000);
 		return;
 	}
@@ -120,11 +124,11 @@ sandbox_run_disk_soon(struct sandbox_run *r)
 {
 	if (!r->disk_on)
 		return;
-	/* A check less than an interval ago: the timer's next one keeps
-	 * the bound (what the sandbox writes between two checks, whatever
-	 * its cells), and cells ending every millisecond do not each pay
-	 * a walk of the workspace. */
-	if (r->disk_timer != 0 && now_ms() - r->disk_last < DISK_EVERY_MS)
+	/* A check less than an interval ago (the one its cost chose): the
+	 * timer's next one keeps the bound (what the sandbox writes between
+	 * two checks, whatever its cells), and cells ending every
+	 * millisecond do not each pay a walk of the workspace. */
+	if (r->disk_timer != 0 && now_ms() - r->disk_last < r->disk_every)
 		return;
 	loop_timer_cancel(r->loop, r->disk_timer);
 	r->disk_timer = loop_timer_add(r->loop, 0, on_disk_timer, r);
