@@ -85,6 +85,9 @@ struct kernel_opts {
 	const char	*sandbox_session;
 	const char	*ssh_terp;	/* the remote's terp command; NULL: "terp" */
 	const char	*ssh_command;	/* the ssh client and its options; NULL: "ssh" */
+	/* The local driver imports pandas & co only once a cell names one
+	 * (terp exec: no model, no data file), not at its first idle gap. */
+	int		 preload_on_need;
 };
 
 /* Fills opts with the defaults (4 GiB, 120 s, 3 s grace, 256 procs,

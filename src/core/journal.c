@@ -69,7 +69,8 @@ struct journal {
 	 * a "stream" record at each newline or every STREAM_MS, so a kill
 	 * -9 keeps what was shown; the reply record supersedes it. */
 	struct buf	  stream;
-	int64_t		  stream_ms;	/* when a stream record was last written */	/* the last "remote" line: "SANDBOX\nSESSION" */
+	int64_t		  stream_ms;	/* when a stream record was last written */
+	int		  kstate;	/* 1 + the last kernel state written; 0: none */	/* the last "remote" line: "SANDBOX\nSESSION" */
 };
 
 static void
@@ -588,6 +589,15 @@ journal_event(struct journal *j, const struct event *ev)
 		add_str(o, "workspace", ev->name);
 		break;
 	case EV_KERNEL:
+		/* Not the running state around every cell, nor the state it
+		 * goes back to after one (the cell and result records say
+		 * that): two records a cell in a script, which the loader
+		 * reads only for a start or a lost state. */
+		if (!ev->restarted && !ev->state_lost && (ev->kstate == KERNEL_BUSY ||
+		    (int)ev->kstate + 1 == j->kstate) && ev->kstate != KERNEL_STARTING)
+			return;
+		if (ev->kstate != KERNEL_BUSY)
+			j->kstate = (int)ev->kstate + 1;
 		if (ev->state_lost)
 			journal_state_lost(j->nb, &j->live_from, &j->replay_from, &j->replay_to,
 			    notebook_ncells(j->nb));
