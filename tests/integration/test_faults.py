@@ -494,6 +494,72 @@ def test_a_huge_unknown_tool_name_is_capped(model, menv, tmp_path):
     assert len(tool[0]["content"]) < 1000, len(tool[0]["content"])
 
 
+def test_an_html_page_with_200_is_said_and_not_retried(model, menv, tmp_path):
+    """A captive portal answers the model's POST with its login page and a
+    200: one request, one line saying the server sent HTML."""
+    page = "<!DOCTYPE html>\n<html><head><title>Sign in</title></head><body>login</body></html>\n"
+    flags, requests = model([{"body": page, "repeat": True}])
+    r = run(menv, tmp_path, *flags, "-p", "q?")
+    assert r.returncode != 0, r.stderr
+    assert "HTML page" in r.stderr and "captive portal" in r.stderr, r.stderr
+    assert "retrying" not in r.stderr, r.stderr
+    assert len(requests()) == 1, len(requests())
+
+
+def test_a_tls_version_mismatch_is_not_retried(menv, tmp_path):
+    """A server that speaks only TLS 1.0/1.1 (Python's ssl, a self-made
+    certificate, OpenSSL's security level 0 to allow them): no common
+    version, so one attempt and a line saying asking again cannot help."""
+    import socket
+    import ssl
+    import warnings
+    if shutil.which("openssl") is None:
+        pytest.fail("openssl is needed to make the test server's certificate")
+    key, cert = str(tmp_path / "k.pem"), str(tmp_path / "c.pem")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout",
+                    key, "-out", cert, "-days", "2", "-subj", "/CN=127.0.0.1"],
+                   check=True, capture_output=True)
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(cert, key)
+    ctx.set_ciphers("DEFAULT:@SECLEVEL=0")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        ctx.minimum_version = ssl.TLSVersion.TLSv1
+        ctx.maximum_version = ssl.TLSVersion.TLSv1_1
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(8)
+    srv.settimeout(0.2)
+    port = srv.getsockname()[1]
+    tries, stop = [], threading.Event()
+
+    def serve():
+        while not stop.is_set():
+            try:
+                c, _ = srv.accept()
+            except OSError:
+                continue
+            tries.append(1)
+            try:
+                ctx.wrap_socket(c, server_side=True)
+            except (OSError, ssl.SSLError):
+                pass
+            c.close()
+    t = threading.Thread(target=serve, daemon=True)
+    t.start()
+    try:
+        r = run(menv, tmp_path, "--provider", "openai", "--model", "fake", "--base-url",
+                "https://127.0.0.1:%d/v1" % port, "-p", "q?")
+    finally:
+        stop.set()
+        t.join()
+        srv.close()
+    assert r.returncode != 0, r.stderr
+    assert "retrying" not in r.stderr, r.stderr
+    assert "TLS version" in r.stderr and "cannot help" in r.stderr, r.stderr
+    assert len(tries) == 1, len(tries)
+
+
 # ---- item 8: Ctrl-C before the cell's code runs -----------------------
 
 def test_sigint_at_the_first_instant_of_the_first_cell_interrupts_it(env, tmp_path):
