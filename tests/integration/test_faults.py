@@ -560,6 +560,13 @@ def test_a_tls_version_mismatch_is_not_retried(menv, tmp_path):
     assert len(tries) == 1, len(tries)
 
 
+def test_a_memory_limit_too_small_for_python_says_so(env, tmp_path):
+    r = run(env, tmp_path, "exec", "--memory", "1M", "-c", "print(1)")
+    assert r.returncode != 0, r.stderr
+    assert "memory limit of 1 MiB is too small to start Python" in r.stderr, r.stderr
+    assert "16M" in r.stderr, r.stderr
+
+
 # ---- item 8: Ctrl-C before the cell's code runs -----------------------
 
 def test_sigint_at_the_first_instant_of_the_first_cell_interrupts_it(env, tmp_path):

@@ -998,6 +998,27 @@ memory_reason(const struct klocal *k)
 	return xasprintf("out of memory (limit %s)", b);
 }
 
+/* Python and the driver need about 10 MiB to start (measured: 10M starts
+ * print(1), not always; 8M fails with MemoryError, 1M before the
+ * interpreter runs, as "exited with code 127" or a segfault). Under this
+ * floor any death says the limit is the cause. */
+#define MEMORY_START_FLOOR	(16ULL << 20)
+
+/* reason (consumed), with why the limit is the cause when it is small. */
+static char *
+small_memory(const struct klocal *k, char *reason)
+{
+	char b[32], *s;
+
+	if (k->o->memory == 0 || k->o->memory >= MEMORY_START_FLOOR)
+		return reason;
+	fmt_bytes(b, sizeof b, k->o->memory);
+	s = xasprintf("%s; the memory limit of %s is too small to start Python "
+	    "(16M is the smallest that works)", reason, b);
+	free(reason);
+	return s;
+}
+
 static void
 on_result(struct klocal *k, const struct kframe *f)
 {
@@ -1512,7 +1533,8 @@ finish_death(struct klocal *k, int wstatus)
 	kernel_artifact_abandon(k->art, "incomplete: the session ended while it was copied");
 	if (starting && !k->o->no_sandbox && k->exit_code < 0) {
 		/* bwrap failed in its own setup: its stderr says why. */
-		char *why = sandbox_explain(buf_str(&k->bwrap_err));
+		char *why = small_memory(k,
+		    sandbox_explain(buf_str(&k->bwrap_err)));
 		unwatch_all(k);
 		sandbox_close_fds(&k->p);
 		free(k->kill_why);
@@ -1521,7 +1543,7 @@ finish_death(struct klocal *k, int wstatus)
 		free(why);
 		return;
 	}
-	reason = death_reason(k, wstatus);
+	reason = small_memory(k, death_reason(k, wstatus));
 	free(k->kill_why);
 	k->kill_why = NULL;
 	unwatch_all(k);
