@@ -123,6 +123,7 @@ struct tui {
 	struct tui_opts		 o;
 	int			 active;	/* the screen is up */
 	int			 quit;
+	int			 quit_signo;	/* SIGTERM or SIGHUP ended it, or 0 */
 	int			 dirty;		/* redraw at the next frame */
 	int64_t			 last_draw;
 	int			 saved_stderr;

@@ -186,3 +186,23 @@ def test_sent_reads_old_requests_back_from_the_journal(fake_model, tmux, tmp_pat
     assert re.search(r"alpha first\s+question", s), s
     # no later question ("again N"; the prompt says "against")
     assert not re.search(r"\bagain \d", s), s
+
+
+def test_a_hangup_exits_129_and_keeps_the_notebook(fake_model, tmux, tmp_path):
+    """SIGHUP (the terminal closed) ends the notebook as it ends -p: exit
+    status 128+1, the session saved for --resume."""
+    import signal
+    from conftest import children
+    port = fake_model(NOTED)
+    cmd = " ".join([TERP, *model_args(port, tmp_path / "out")])
+    t = tmux(cmd, model_env(tmp_path), tmp_path, 100, 30, ready=r"│ ready", timeout=30)
+    t.text("Remember 7.")
+    t.keys("Enter")
+    t.wait(r"Noted\.", timeout=60)
+    [pid] = [p for p in children(t.pid()) if "terp" in open("/proc/%s/comm" % p).read()]
+    os.kill(int(pid), signal.SIGHUP)
+    t.wait(r"EXITED rc=129", timeout=30)
+    env = dict(os.environ, XDG_STATE_HOME=str(tmp_path / "state"),
+               XDG_CONFIG_HOME=str(tmp_path / "config"), HOME=str(tmp_path))
+    r = subprocess.run([TERP, "--list"], capture_output=True, text=True, env=env)
+    assert r.returncode == 0 and "Remember 7." in r.stdout, r
