@@ -63,6 +63,14 @@ struct kernel_opts {
 	 * the session being resumed (its journal's). An "allow" makes a
 	 * proxy even without allow_hosts. */
 	const char *const *egress_ops;
+	/* Files in out_dir that earlier runs of this session copied there
+	 * (--resume, from its journal), with their sizes then: a re-run
+	 * cell's file replaces its own copy instead of taking name-2. */
+	const struct kernel_own_file {
+		const char	*name;		/* relative to out_dir */
+		uint64_t	 bytes;
+	}		*own_files;
+	int		 nown;
 	/* More KEY=VALUE for the sandbox's environment (the user's pip
 	 * index, passed on when its host is allowed), NULL-terminated. */
 	const char *const *sandbox_env;

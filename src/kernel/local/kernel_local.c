@@ -467,6 +467,9 @@ klocal_new(struct loop *l, const struct kernel_opts *o, const struct kernel_cbs 
 		};
 		k->art = kernel_artifact_new(o->out_dir, &caps, artifact_copied,
 		    artifact_note, k);
+		for (int i = 0; i < o->nown; i++)
+			kernel_artifact_adopt(k->art, o->own_files[i].name,
+			    o->own_files[i].bytes);
 	}
 	buf_init(&k->statusbuf, 64 * 1024);
 	buf_init(&k->bwrap_err, STDERR_KEEP);
