@@ -567,6 +567,31 @@ def test_a_memory_limit_too_small_for_python_says_so(env, tmp_path):
     assert "16M" in r.stderr, r.stderr
 
 
+def test_a_session_folder_deleted_while_terp_runs_is_said_once(env, tmp_path):
+    """The folder goes while a cell runs (rm -rf from another shell): the
+    next journal line says the session is no longer saved, once, and the
+    run goes on."""
+    p = subprocess.Popen([TERP, "exec", "--json", "-c",
+                          "import time\nprint('ready', flush=True)\ntime.sleep(60)",
+                          "-c", "print('after')", "-c", "print('later')"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+                         cwd=tmp_path, text=True)
+    evs = []
+    for line in p.stdout:
+        ev = json.loads(line)
+        evs.append(ev)
+        if ev["type"] == "stdout" and "ready" in ev["text"]:
+            [sid] = os.listdir(sessions(env))
+            shutil.rmtree(os.path.join(sessions(env), sid))
+            p.send_signal(2)
+    err = p.stderr.read()
+    p.wait(timeout=60)
+    notes = [e["message"] for e in evs if e["type"] == "notice"]
+    gone = [n for n in notes if "no longer saved" in n]
+    assert len(gone) == 1 and "was deleted" in gone[0], notes
+    assert any(e["type"] == "stdout" and "later" in e["text"] for e in evs), err
+
+
 # ---- item 8: Ctrl-C before the cell's code runs -----------------------
 
 def test_sigint_at_the_first_instant_of_the_first_cell_interrupts_it(env, tmp_path):
