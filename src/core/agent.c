@@ -697,6 +697,32 @@ last_calls(struct agent *a)
 	return NULL;
 }
 
+/* A reply's calls past this many are answered "not run" (they are
+ * decoded up to LLM_DEC_SLOTS): the model learns why and can ask again
+ * with fewer, where a failed question told it nothing. */
+#define CALLS_PER_REPLY	64
+
+/* Answers call i of n (>= CALLS_PER_REPLY) without running it. */
+static void
+call_over_cap(struct agent *a, const char *id, int i, int n)
+{
+	char *msg;
+
+	if (i == CALLS_PER_REPLY) {
+		msg = xasprintf("the model made %d tool calls in one reply; terp "
+		    "runs at most %d: the other %d were not run (the model is "
+		    "told)", n, CALLS_PER_REPLY, n - CALLS_PER_REPLY);
+		emit_text(a, EV_NOTICE, msg);
+		free(msg);
+	}
+	msg = xasprintf("error: not run: at most %d tool calls of one reply are "
+	    "run, and this reply had %d; calls 1 to %d ran. Call again for the "
+	    "rest, fewer at a time (one cell can do the work of several)",
+	    CALLS_PER_REPLY, n, CALLS_PER_REPLY);
+	add_tool_message(a, id, msg, 1);
+	free(msg);
+}
+
 /* Runs the next tool call of the reply, or asks the model again. */
 static void
 agent_next_call(struct agent *a)
@@ -724,6 +750,10 @@ agent_next_call(struct agent *a)
 				free(msg);
 			} else
 				add_tool_message(a, id, "cancelled by the user before it ran", 1);
+			continue;
+		}
+		if (a->next_call > CALLS_PER_REPLY) {
+			call_over_cap(a, id, a->next_call - 1, n);
 			continue;
 		}
 		if (strcmp(name, "python_exec") != 0) {

@@ -592,6 +592,20 @@ def test_a_session_folder_deleted_while_terp_runs_is_said_once(env, tmp_path):
     assert any(e["type"] == "stdout" and "later" in e["text"] for e in evs), err
 
 
+def test_too_many_tool_calls_in_one_reply_are_told_to_the_model(model, menv, tmp_path):
+    """200 calls in one reply: the first 64 run, every other one is
+    answered "not run: at most 64 ..." so the model can ask again."""
+    calls = [{"id": "c%d" % i, "code": "x%d = %d" % (i, i)} for i in range(200)]
+    flags, requests = model([{"openai": {"tool_calls": calls}}, answer("ok")])
+    r = run(menv, tmp_path, *flags, "-p", "q?")
+    assert r.returncode == 0, r.stderr[-800:]
+    assert "made 200 tool calls in one reply" in r.stderr, r.stderr[-800:]
+    tool = [m for m in requests()[1]["messages"] if m["role"] == "tool"]
+    assert [m["tool_call_id"] for m in tool] == ["c%d" % i for i in range(200)]
+    told = [m for m in tool if "at most 64 tool calls of one reply" in m["content"]]
+    assert len(told) == 136 and told[0]["tool_call_id"] == "c64", len(told)
+
+
 # ---- item 8: Ctrl-C before the cell's code runs -----------------------
 
 def test_sigint_at_the_first_instant_of_the_first_cell_interrupts_it(env, tmp_path):
