@@ -606,6 +606,33 @@ def test_too_many_tool_calls_in_one_reply_are_told_to_the_model(model, menv, tmp
     assert len(told) == 136 and told[0]["tool_call_id"] == "c64", len(told)
 
 
+def test_a_probe_cache_others_may_write_is_not_read(model, menv, tmp_path):
+    """Issue 22 item 10: the interpreter probe's cache gets the driver
+    cache's check (ours, no group/other write): a planted answer in a
+    world-writable cache file never reaches the model's system prompt."""
+    menv = dict(menv, XDG_CACHE_HOME=str(tmp_path / "cache"))
+    assert run(menv, tmp_path, "exec", "-c", "1").returncode == 0
+    pdir = tmp_path / "cache" / "terp" / "pyenv"
+    [cache] = [p for p in pdir.iterdir() if p.suffix == ".json"]
+    doc = json.loads(cache.read_text())
+    real = doc["probe"]["version"]
+    doc["probe"]["version"] = "3.99.1"
+    cache.write_text(json.dumps(doc))
+
+    def system_prompt(mode):
+        os.chmod(cache, mode)
+        flags, requests = model([answer("ok")])
+        r = run(menv, tmp_path, *flags, "-p", "q?")
+        assert r.returncode == 0, r.stderr[-500:]
+        [sysm] = [m for m in requests()[0]["messages"] if m["role"] == "system"]
+        return sysm["content"]
+    # the planted version is what a trusted cache says (the test is live)...
+    assert "3.99.1" in system_prompt(0o600)
+    # ...and never when others may write the file: probed again instead
+    s = system_prompt(0o666)
+    assert "3.99.1" not in s and real in s, s[:2000]
+
+
 # ---- item 8: Ctrl-C before the cell's code runs -----------------------
 
 def test_sigint_at_the_first_instant_of_the_first_cell_interrupts_it(env, tmp_path):
