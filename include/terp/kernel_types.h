@@ -111,6 +111,9 @@ struct kernel_result {
 	int64_t		 duration_ms;
 	int64_t		 duration_us;	/* the same, in microseconds */
 	const char	*value;		/* repr of a trailing expression or NULL */
+	/* The same at the user's width (kernel_set_width) where it differs
+	 * (a pandas value), for showing only; the model reads value. */
+	const char	*value_wide;
 	const char	*ename, *evalue, *traceback;
 	const char	*reason;	/* why it timed out / crashed, or NULL */
 	int		 state_lost;	/* the session was restarted */

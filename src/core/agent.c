@@ -331,6 +331,7 @@ on_result(void *arg, int n, const struct kernel_result *r)
 	struct cell_result cr = {
 		.status = r->status, .duration_ms = r->duration_ms,
 		.duration_us = r->duration_us, .value = r->value,
+		.value_wide = r->value_wide,
 		.ename = r->ename, .evalue = r->evalue,
 		.traceback = r->traceback, .reason = r->reason,
 		.state_lost = r->state_lost,
@@ -1304,6 +1305,12 @@ int
 agent_busy(const struct agent *a)
 {
 	return a->asking || a->hand_running > 0 || kernel_busy(a->k);
+}
+
+void
+agent_set_width(struct agent *a, int cols)
+{
+	kernel_set_width(a->k, cols);
 }
 
 void

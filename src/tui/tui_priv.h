@@ -235,6 +235,7 @@ struct tui {
 		int		 compact;	/* one pane at a time */
 		int		 zoom;		/* `z`: the focused pane alone */
 		int		 files_hidden;	/* `f`: no files pane */
+		int		 told_w;	/* agent_set_width's last */
 		WINDOW		*mainw, *inw;
 		int		 tagmap[P_NPANES][TAGROWS];	/* row -> tag */
 		const char	*hl;		/* the search pattern, while

@@ -109,6 +109,7 @@ struct klocal {
 	 * one may, its request waiting for kernel_input_reply, and how
 	 * many it made (each frame may be forged: bounded). */
 	int			 input_allow, cur_input, input_open, input_count;
+	int			 width;		/* the user's pane (klocal_set_width), or 0 */
 	unsigned long long	 exec_end;	/* kernel_chan_queued after its exec */
 
 	struct kernel_artifacts	*art;		/* the artifacts cells save */
@@ -1026,7 +1027,7 @@ static void
 on_result(struct klocal *k, const struct kframe *f)
 {
 	struct kernel_result r;
-	char *reason = NULL, *own[4] = { NULL, NULL, NULL, NULL };
+	char *reason = NULL, *own[5] = { NULL, NULL, NULL, NULL, NULL };
 
 	check(k);
 	/* Only the running cell's, once (cur is 0 after), and only once
@@ -1040,6 +1041,8 @@ on_result(struct klocal *k, const struct kframe *f)
 	r.ename = own[1] = kframe_text_cap(f->ename);
 	r.evalue = own[2] = kframe_text_cap(f->evalue);
 	r.traceback = own[3] = kframe_text_cap(f->traceback);
+	if (r.value != NULL)	/* a wide form of no value is forged */
+		r.value_wide = own[4] = kframe_text_cap(f->value_wide);
 	r.status = f->ok ? CELL_OK : CELL_ERROR;
 	if (r.ename && strcmp(r.ename, "KeyboardInterrupt") == 0 && k->stop != STOP_NONE) {
 		if (k->stop == STOP_TIMEOUT) {
@@ -1056,7 +1059,7 @@ on_result(struct klocal *k, const struct kframe *f)
 	r.reason = reason;
 	finish_cell(k, &r);
 	free(reason);
-	for (int i = 0; i < 4; i++)
+	for (int i = 0; i < 5; i++)
 		free(own[i]);
 	kernel_next(k);
 	check_queue(k);
@@ -1164,6 +1167,12 @@ void
 klocal_set_input(struct klocal *k, int allow)
 {
 	k->input_allow = allow != 0;
+}
+
+void
+klocal_set_width(struct klocal *k, int cols)
+{
+	k->width = cols >= 20 && cols <= 1000 ? cols : 0;
 }
 
 int
@@ -1410,6 +1419,8 @@ kernel_next(struct klocal *k)
 	k->cur_input = p->input;
 	k->input_open = k->input_count = 0;
 	cJSON_AddNumberToObject(cmd, "ints", k->nints);
+	if (k->width > 0)
+		cJSON_AddNumberToObject(cmd, "width", k->width);
 	if (k->o->sandbox_env != NULL && k->o->sandbox_env[0] != NULL) {
 		cJSON *env = cJSON_AddObjectToObject(cmd, "env");
 		for (const char *const *e = k->o->sandbox_env; *e != NULL; e++) {
@@ -1795,6 +1806,7 @@ static const char *lo_python_info(const void *b) { return klocal_python_info(b);
 static int lo_python_charts(const void *b) { return klocal_python_charts(b); }
 static char *lo_python_label(const void *b) { return klocal_python_label(b); }
 static void lo_set_input(void *b, int allow) { klocal_set_input(b, allow); }
+static void lo_set_width(void *b, int cols) { klocal_set_width(b, cols); }
 static int lo_input_reply(void *b, int cell, const char *line) { return klocal_input_reply(b, cell, line); }
 static int lo_allow(void *b, const char *s, char **err) { return klocal_egress_allow(b, s, err); }
 static int lo_deny(void *b, const char *s, char **err) { return klocal_egress_deny(b, s, err); }
@@ -1807,4 +1819,5 @@ const struct kernel_ops kernel_local_ops = {
 	.python_charts = lo_python_charts, .python_label = lo_python_label,
 	.egress_allow = lo_allow, .egress_deny = lo_deny,
 	.set_input = lo_set_input, .input_reply = lo_input_reply,
+	.set_width = lo_set_width,
 };
