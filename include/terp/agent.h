@@ -72,6 +72,9 @@ int agent_busy(const struct agent *a);
  * resumed in a new sandbox. */
 void agent_note(struct agent *a, const char *text);
 
+/* The width the user reads cells' values at (kernel_set_width). */
+void agent_set_width(struct agent *a, int cols);
+
 /* Stops the sandbox (the idle timeout): the variables go; the next
  * question or cell starts a new one and the model is told. why is
  * for people ("idle for 30 min"). */

@@ -41,6 +41,12 @@ char *kernel_artifact_rename_note(const char *from, const char *shown,
 struct kernel_artifacts *kernel_artifact_new(const char *out_dir,
     const struct kframe_caps *caps, kernel_artifact_copied_fn copied,
     kernel_artifact_note_fn note, void *arg);
+/* name (relative to out_dir, copied) is this session's, written by an
+ * earlier run with this many bytes: a new artifact of that name
+ * replaces it while the file still has that size (else the user
+ * changed it, and it is left as it is). */
+void kernel_artifact_adopt(struct kernel_artifacts *a, const char *name,
+    uint64_t bytes);
 /* Abandons an artifact in progress, closes the folder, frees. */
 void kernel_artifact_free(struct kernel_artifacts *a);
 

@@ -103,8 +103,12 @@ enum llm_dec_status {
 	LLM_DEC_ERROR,		/* the stream carried an error, or is broken */
 };
 
-#define LLM_DEC_SLOTS		128		/* the most any codec allows */
+/* The most any codec allows: decoded, so that a reply with too many
+ * calls is answered (the agent runs AGENT_CALLS_PER_REPLY of them and
+ * tells the model about the rest) instead of failing the question. */
+#define LLM_DEC_SLOTS		1024
 #define LLM_DEC_ARGS_MAX	(4u << 20)	/* one tool call's arguments */
+#define LLM_DEC_ARGS_TOTAL	(64u << 20)	/* all of one reply's */
 
 /* A part of the reply being assembled: a tool call (or, for codecs that
  * number their content blocks, a text block). */
@@ -127,6 +131,7 @@ struct llm_dec {
 	void			*priv;	/* codec->priv_size zeroed bytes */
 	struct llm_slot		 slot[LLM_DEC_SLOTS];
 	int			 nslots;
+	size_t			 args_total;	/* bytes in every slot's args */
 	struct usage		 usage;	/* delivered once, at the end */
 	int			 have_usage;
 	char			*stop;	/* the stop reason, when one came */

@@ -41,6 +41,9 @@ struct cell {
 	enum cell_status	 status;
 	struct outcap		 out[2];	/* 0 = stdout, 1 = stderr (raw bytes) */
 	char			*value;		/* repr of the trailing expression */
+	char			*value_wide;	/* the same at the user's pane width,
+						 * for showing; NULL: as value (not
+						 * journalled: a resumed cell shows value) */
 	char			*ename, *evalue, *traceback;
 	char			*reason;	/* timeout/crash explanation */
 	int			 state_lost;	/* the session restarted */
@@ -92,6 +95,7 @@ struct cell_result {
 	int64_t		 duration_ms;
 	int64_t		 duration_us;
 	const char	*value, *ename, *evalue, *traceback, *reason;
+	const char	*value_wide;	/* kernel_result's; NULL: as value */
 	int		 state_lost;
 };
 

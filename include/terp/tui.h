@@ -43,8 +43,9 @@ void tui_restore(const struct notebook *nb);
 /* Takes over the terminal and runs the notebook UI in loop l until the
  * user quits (/quit, Ctrl-D on an empty line). The agent is borrowed.
  * Always leaves the terminal sane (endwin, history saved, stderr that
- * was produced meanwhile re-emitted). Returns 0, or -1 with *err (caller
- * frees) when the terminal cannot be used (not a tty, too small...). */
+ * was produced meanwhile re-emitted). Returns 0, the signal that ended it
+ * (SIGTERM, SIGHUP), or -1 with *err (caller frees) when the terminal
+ * cannot be used (not a tty, too small...). */
 int tui_run(struct loop *l, struct agent *a, const struct tui_opts *o,
     char **err);
 
@@ -52,7 +53,8 @@ struct cli;
 
 /* The whole `terp [DATA_FILE...]` session for main: the model client,
  * the notebook, the agent and the sandbox around tui_run. Returns the
- * exit status (0, or 1 when the session could not start). */
+ * exit status (0, 1 when the session could not start, 128+N when signal
+ * N ended it, as -p does). */
 int tui_session_run(struct cli *c);
 
 #endif

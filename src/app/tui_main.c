@@ -131,7 +131,7 @@ tui_session_run(struct cli *c)
 	struct tui_opts o;
 	struct session *s;
 	char *err = NULL, *warn = NULL;
-	int rc = 0;
+	int rc = 0, sig;
 
 	/* The notebook has someone to answer input(): the user, on the
 	 * input line; the model's cells only unless --no-input. */
@@ -162,11 +162,12 @@ tui_session_run(struct cli *c)
 	o.provider_label = NULL;
 	o.out_dir = c->kopts.out_dir;
 	o.session = s;
-	if (tui_run(session_loop(s), session_agent(s), &o, &err) < 0) {
+	if ((sig = tui_run(session_loop(s), session_agent(s), &o, &err)) < 0) {
 		fprintf(stderr, "terp: %s\n", err);
 		free(err);
 		rc = 1;
-	}
+	} else if (sig > 0)
+		rc = 128 + sig;	/* a hangup is not a clean quit: as -p */
 	remote_resume.s = NULL;
 	session_free(s);	/* the journal is synced and closed */
 	return rc;

@@ -31,6 +31,8 @@ struct agent {
 	struct loop		*loop;
 	struct notebook		*nb;
 	struct kernel_opts	 kopts;		/* our copy: we stage the files */
+	struct kernel_own_file	*own;		/* kopts.own_files (owned; names
+						 * borrowed from nb) */
 	struct kernel		*k;
 	struct llm		*llm;
 	struct agent_opts	 o;
@@ -329,6 +331,7 @@ on_result(void *arg, int n, const struct kernel_result *r)
 	struct cell_result cr = {
 		.status = r->status, .duration_ms = r->duration_ms,
 		.duration_us = r->duration_us, .value = r->value,
+		.value_wide = r->value_wide,
 		.ename = r->ename, .evalue = r->evalue,
 		.traceback = r->traceback, .reason = r->reason,
 		.state_lost = r->state_lost,
@@ -695,6 +698,32 @@ last_calls(struct agent *a)
 	return NULL;
 }
 
+/* A reply's calls past this many are answered "not run" (they are
+ * decoded up to LLM_DEC_SLOTS): the model learns why and can ask again
+ * with fewer, where a failed question told it nothing. */
+#define CALLS_PER_REPLY	64
+
+/* Answers call i of n (>= CALLS_PER_REPLY) without running it. */
+static void
+call_over_cap(struct agent *a, const char *id, int i, int n)
+{
+	char *msg;
+
+	if (i == CALLS_PER_REPLY) {
+		msg = xasprintf("the model made %d tool calls in one reply; terp "
+		    "runs at most %d: the other %d were not run (the model is "
+		    "told)", n, CALLS_PER_REPLY, n - CALLS_PER_REPLY);
+		emit_text(a, EV_NOTICE, msg);
+		free(msg);
+	}
+	msg = xasprintf("error: not run: at most %d tool calls of one reply are "
+	    "run, and this reply had %d; calls 1 to %d ran. Call again for the "
+	    "rest, fewer at a time (one cell can do the work of several)",
+	    CALLS_PER_REPLY, n, CALLS_PER_REPLY);
+	add_tool_message(a, id, msg, 1);
+	free(msg);
+}
+
 /* Runs the next tool call of the reply, or asks the model again. */
 static void
 agent_next_call(struct agent *a)
@@ -722,6 +751,10 @@ agent_next_call(struct agent *a)
 				free(msg);
 			} else
 				add_tool_message(a, id, "cancelled by the user before it ran", 1);
+			continue;
+		}
+		if (a->next_call > CALLS_PER_REPLY) {
+			call_over_cap(a, id, a->next_call - 1, n);
 			continue;
 		}
 		if (strcmp(name, "python_exec") != 0) {
@@ -1033,6 +1066,63 @@ agent_turn(struct agent *a)
 
 /* ------------------------------------------------------------ public */
 
+/* Whether path is dir/name, dir resolved (the file itself may be gone). */
+static int
+in_folder(const char *path, const char *name, const char *dir)
+{
+	char *copy = xstrdup(path), *slash = strrchr(copy, '/'), *parent;
+	int yes = 0;
+
+	if (slash != NULL && strcmp(slash + 1, name) == 0) {
+		*slash = '\0';
+		parent = realpath(copy[0] != '\0' ? copy : "/", NULL);
+		yes = parent != NULL && strcmp(parent, dir) == 0;
+		free(parent);
+	}
+	free(copy);
+	return yes;
+}
+
+/* Adds name (or updates its size: the last copy counts) to own[0..m). */
+static int
+own_add(struct kernel_own_file *own, int m, const char *name, uint64_t bytes)
+{
+	int j;
+
+	for (j = 0; j < m && strcmp(own[j].name, name) != 0; j++)
+		;
+	if (j == m)
+		own[m++].name = name;
+	own[j].bytes = bytes;
+	return m;
+}
+
+/* The files a resumed session's earlier runs copied into this output
+ * folder, the last size of each (its journal's artifacts): they are the
+ * session's own, so a re-run cell replaces them (no c-2.txt). */
+static void
+own_files(struct agent *a)
+{
+	int n = notebook_nartifacts(a->nb), m = 0;
+	char *dir;
+
+	/* The journal's paths are absolute (from the folder terp ran in),
+	 * out_dir may be relative: both are compared resolved. */
+	if (n == 0 || a->kopts.out_dir == NULL ||
+	    (dir = realpath(a->kopts.out_dir, NULL)) == NULL)
+		return;
+	a->own = xcalloc((size_t)n, sizeof *a->own);
+	for (int i = 0; i < n; i++) {
+		const struct artifact *art = notebook_artifact(a->nb, i);
+		if (art->path != NULL && art->name != NULL &&
+		    in_folder(art->path, art->name, dir))
+			m = own_add(a->own, m, art->name, art->bytes);
+	}
+	free(dir);
+	a->kopts.own_files = a->own;
+	a->kopts.nown = m;
+}
+
 struct agent *
 agent_new(struct loop *l, struct notebook *nb, const struct kernel_opts *kopts,
     struct llm *llm, const struct agent_opts *opts, event_fn fn, void *arg)
@@ -1065,6 +1155,7 @@ agent_new(struct loop *l, struct notebook *nb, const struct kernel_opts *kopts,
 	a->reasoning = cJSON_CreateArray();
 	outnorm_init(&a->onorm[0], OUT_HOLD);
 	outnorm_init(&a->onorm[1], OUT_HOLD);
+	own_files(a);
 	a->k = kernel_new(l, &a->kopts, &kcbs, a);
 	if (llm != NULL) {
 		a->cx = context_new(nb, llm, a->o.context_window, fn, arg);
@@ -1090,6 +1181,7 @@ agent_free(struct agent *a)
 	cJSON_Delete(a->calls);
 	cJSON_Delete(a->reasoning);
 	buf_free(&a->rtext);
+	free(a->own);
 	free(a);
 }
 
@@ -1213,6 +1305,12 @@ int
 agent_busy(const struct agent *a)
 {
 	return a->asking || a->hand_running > 0 || kernel_busy(a->k);
+}
+
+void
+agent_set_width(struct agent *a, int cols)
+{
+	kernel_set_width(a->k, cols);
 }
 
 void

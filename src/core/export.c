@@ -806,6 +806,34 @@ add_setup(struct nbw *w)
 	cJSON_Delete(rest);
 }
 
+/* The notebook's first cell: Jupyter runs the model's code outside
+ * terp's sandbox, as the user (SANDBOX.md: what an export is). */
+static const char unsandboxed_note[] =
+    "**Exported from terp.** The code cells below were written by a language "
+    "model and ran in terp's sandbox (no network, no files but the data). "
+    "Re-running this notebook in Jupyter runs that code on this machine "
+    "**unsandboxed**, with your permissions, your files and your network: "
+    "read it before you run it.\n";
+
+/* Puts the note above every other cell. */
+static void
+add_note_first(struct nbw *w)
+{
+	cJSON *rest = cJSON_CreateArray(), *c;
+
+	while (cJSON_GetArraySize(w->cells) > 0)
+		cJSON_AddItemToArray(rest, cJSON_DetachItemFromArray(w->cells, 0));
+	c = cJSON_CreateObject();
+	cJSON_AddStringToObject(c, "cell_type", "markdown");
+	cJSON_AddStringToObject(c, "id", "terp-unsandboxed");
+	cJSON_AddItemToObject(c, "metadata", cJSON_CreateObject());
+	cJSON_AddItemToObject(c, "source", lines_json(unsandboxed_note));
+	cJSON_AddItemToArray(w->cells, c);
+	while (cJSON_GetArraySize(rest) > 0)
+		cJSON_AddItemToArray(w->cells, cJSON_DetachItemFromArray(rest, 0));
+	cJSON_Delete(rest);
+}
+
 static char *
 ipynb_string(const struct notebook *nb, const char *dir)
 {
@@ -844,6 +872,7 @@ ipynb_string(const struct notebook *nb, const char *dir)
 	walk(&w);
 	nums_free(&iw.nums);
 	add_setup(&iw.w);
+	add_note_first(&iw.w);
 	paths_free(&iw.w.paths);
 	s = cJSON_Print(doc);
 	cJSON_Delete(doc);

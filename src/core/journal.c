@@ -60,6 +60,7 @@ struct journal {
 	off_t		  end;
 	int		  torn;		/* the cut failed: start the next line anew */
 	int		  lost;		/* a line could not be written: disk full */
+	int		  gone;		/* the file was unlinked: never saved again */
 	int		  again;	/* then one could: not told yet */
 	int		  sync_wanted;	/* an idle edge's sync, deferred */
 	int64_t		  synced_ms;	/* now_ms() of the last sync; 0: none */
@@ -142,6 +143,26 @@ journal_sync_deferred(struct journal *j)
 		sync_now(j);
 }
 
+/* The journal was unlinked (its session folder deleted while terp
+ * runs, --delete from elsewhere): writes still succeed, into a file
+ * nobody will read again. Said once as a failure that stays; one fstat
+ * a line. */
+static int
+deleted(struct journal *j)
+{
+	struct stat st;
+
+	if (j->gone)
+		return 1;
+	if (fstat(j->fd, &st) < 0 || st.st_nlink > 0)
+		return 0;
+	j->gone = 1;
+	j->lost = j->again = 0;
+	free(j->failed);
+	j->failed = xasprintf("the session folder %s was deleted", j->dir);
+	return 1;
+}
+
 /* Writes o as one line with one write(2) (write_all only loops on a
  * short write) and frees it; syncs when asked. */
 static int
@@ -171,6 +192,8 @@ put(struct journal *j, cJSON *o, int sync)
 		 * line begins with a newline (the loader skips the part) */
 		if (j->fd >= 0)
 			j->torn = ftruncate(j->fd, j->end) < 0;
+	} else if (deleted(j)) {
+		rc = -1;
 	} else {
 		j->end += (off_t)b.len;
 		/* after a part left behind, the file's end is known again

@@ -38,6 +38,7 @@ struct kernel_artifacts {
 	struct written {
 		char		*name;		/* in out_dir */
 		uint64_t	 size;
+		int		 earlier;	/* an earlier run's (adopted) */
 	}			*written;	/* files terp wrote this session */
 	int			 nwritten;
 	struct kframe_usage	 use;		/* counted against the caps */
@@ -46,6 +47,8 @@ struct kernel_artifacts {
 };
 
 /* Between calls an artifact is either wholly in progress or absent. */
+static int written_index(const struct kernel_artifacts *a, const char *name);
+
 static void
 check(const struct kernel_artifacts *a)
 {
@@ -70,6 +73,24 @@ kernel_artifact_new(const char *out_dir, const struct kframe_caps *caps,
 	a->arg = arg;
 	a->fd = -1;
 	return a;
+}
+
+void
+kernel_artifact_adopt(struct kernel_artifacts *a, const char *name,
+    uint64_t bytes)
+{
+	int w = written_index(a, name);
+
+	if (w < 0) {
+		a->written = xrealloc(a->written, (size_t)(a->nwritten + 1) *
+		    sizeof *a->written);
+		w = a->nwritten++;
+		a->written[w].name = xstrdup(name);
+	}
+	/* Not counted against this run's caps: the bytes of a file
+	 * replaced are taken off what use.bytes holds, at most all. */
+	a->written[w].size = bytes;
+	a->written[w].earlier = 1;
 }
 
 void
@@ -259,11 +280,14 @@ kernel_artifact_begin(struct kernel_artifacts *a, const struct kframe *f)
 	for (int i = 1; i <= NAME_TRIES; i++) {
 		struct stat st;
 		char *cand = kframe_host_candidate(host, i);
+		w = -1;
 		if (fstatat(a->dirfd, cand, &st, AT_SYMLINK_NOFOLLOW) < 0) {
 			a->path = cand;
 			break;
 		}
-		if (S_ISREG(st.st_mode) && (w = written_index(a, cand)) >= 0) {
+		if (S_ISREG(st.st_mode) && (w = written_index(a, cand)) >= 0 &&
+		    (!a->written[w].earlier ||
+		    (uint64_t)st.st_size == a->written[w].size)) {
 			a->path = cand;
 			break;
 		}
@@ -276,6 +300,8 @@ kernel_artifact_begin(struct kernel_artifacts *a, const struct kframe *f)
 	}
 	a->renamed = rename_note(a, host);
 	free(host);
+	if (w >= 0 && a->written[w].earlier)
+		w = -1;		/* not in this run's counts yet */
 	r = kframe_admit(&a->caps, &a->use, size, w >= 0, w >= 0 ? a->written[w].size : 0);
 	if (r != KF_ADMIT) {
 		refuse(a, r, size);
@@ -357,7 +383,10 @@ kernel_artifact_end(struct kernel_artifacts *a, const struct kframe *f)
 	}
 	free(a->tmp);
 	a->tmp = NULL;
-	if ((w = written_index(a, a->path)) >= 0) {
+	if ((w = written_index(a, a->path)) >= 0 && a->written[w].earlier) {
+		a->written[w].earlier = 0;	/* now this run's: counted */
+		a->use.files++;
+	} else if (w >= 0) {
 		a->use.bytes -= a->written[w].size < a->use.bytes ? a->written[w].size : a->use.bytes;
 	} else {
 		a->written = xrealloc(a->written, (size_t)(a->nwritten + 1) * sizeof *a->written);

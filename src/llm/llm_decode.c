@@ -514,6 +514,13 @@ llm_dec_slot_args(struct llm_dec *d, struct llm_slot *s, const char *p, size_t n
 {
 	if (d->st != LLM_DEC_MORE)
 		return -1;
+	if (n > LLM_DEC_ARGS_TOTAL - d->args_total) {
+		llm_dec_fail(d, LLM_ERR_BAD_REPLY, 0,
+		    "tool call arguments too big (over %u MiB in one reply)",
+		    LLM_DEC_ARGS_TOTAL >> 20);
+		return -1;
+	}
+	d->args_total += n;
 	if (buf_add(&s->args, p, n) < 0) {
 		llm_dec_fail(d, LLM_ERR_BAD_REPLY, 0,
 		    "tool call arguments too big (over %u MiB)",

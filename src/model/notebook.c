@@ -89,6 +89,7 @@ cell_free(struct cell *c)
 	outcap_free(&c->out[0]);
 	outcap_free(&c->out[1]);
 	free(c->value);
+	free(c->value_wide);
 	free(c->ename);
 	free(c->evalue);
 	free(c->traceback);
@@ -208,6 +209,8 @@ notebook_cell_result(struct notebook *nb, int n, const struct cell_result *r)
 	c->duration_ms = r->duration_ms;
 	c->duration_us = r->duration_us;
 	c->value = dup_or_null(r->value);
+	free(c->value_wide);
+	c->value_wide = dup_or_null(r->value_wide);
 	c->ename = dup_or_null(r->ename);
 	c->evalue = dup_or_null(r->evalue);
 	c->traceback = dup_or_null(r->traceback);

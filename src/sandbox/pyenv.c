@@ -148,19 +148,25 @@ is_exec_file(const char *p)
 	return stat(p, &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & 0111);
 }
 
+/* read_small's flags. RS_OWN: only a file of ours that no one else may
+ * write (terp's own caches: the driver cache's check, kcode_load). */
+enum { RS_NOFOLLOW = 1, RS_OWN = 2 };
+
 /* Reads at most max bytes of a regular file, never through a FIFO or a
  * device. New NUL-terminated buffer or NULL (errno set). */
 static char *
-read_small(const char *path, size_t max, size_t *len, int nofollow)
+read_small(const char *path, size_t max, size_t *len, int flags)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | (nofollow ? O_NOFOLLOW : 0));
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK |
+	    ((flags & RS_NOFOLLOW) ? O_NOFOLLOW : 0));
 	struct stat st;
 	char *b;
 	size_t n = 0;
 
 	if (fd < 0)
 		return NULL;
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || ((flags & RS_OWN) &&
+	    (st.st_uid != geteuid() || (st.st_mode & 022) != 0))) {
 		close(fd);
 		errno = EINVAL;
 		return NULL;
@@ -1981,7 +1987,8 @@ static int
 cache_load(const char *file, const char *stamp, struct pyenv_probe *out)
 {
 	size_t len;
-	char *text = read_small(file, CACHE_MAX, &len, 1), *e = NULL;
+	char *text = read_small(file, CACHE_MAX, &len, RS_NOFOLLOW | RS_OWN);
+	char *e = NULL;
 	cJSON *j, *st;
 	int rc = -1;
 

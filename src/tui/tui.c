@@ -108,8 +108,8 @@ on_term(struct loop *l, int signo, void *arg)
 	struct tui *t = arg;
 
 	(void)l;
-	(void)signo;
 	t->quit = 1;
+	t->quit_signo = signo;
 }
 
 /* ---- the terminal ---- */
@@ -237,6 +237,7 @@ state_free(struct tui *t)
 	tui_search_free(t);
 	tui_data_free(t);
 	t->quit = 0;
+	t->quit_signo = 0;
 	t->agent = NULL;
 	t->nb = NULL;
 }
@@ -277,6 +278,7 @@ int
 tui_run(struct loop *l, struct agent *a, const struct tui_opts *o, char **err)
 {
 	struct tui *t = &tui_one;
+	int signo;
 
 	/* FIRST, before any other readline call: otherwise readline exports
 	 * LINES/COLUMNS and ncurses never sees a resize again (TUI.md 3.2). */
@@ -315,6 +317,7 @@ tui_run(struct loop *l, struct agent *a, const struct tui_opts *o, char **err)
 	delscreen(scr);
 	tui_style_free(t);
 	fatal_set_hook(NULL);
+	signo = t->quit_signo;
 	state_free(t);
-	return 0;
+	return signo;
 }

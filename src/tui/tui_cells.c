@@ -212,6 +212,14 @@ cell_net(struct tui *t, struct tlines *ls, const struct cell *c, int w)
 	free(s);
 }
 
+/* A cell's value as the user reads it: printed at the pane's width
+ * when the kernel could (kernel_set_width), else the model's text. */
+static const char *
+shown_value(const struct cell *c)
+{
+	return c->value_wide != NULL ? c->value_wide : c->value;
+}
+
 /* The rows each collapsed output of c (stdout, stderr, value) gets out
  * of room, the rows left in the pane for them: all its lines when they
  * fit, else shares filled from the shortest output up (each gets its
@@ -233,7 +241,7 @@ fold_rooms(const struct cell *c, int room, int out[3])
 		free(o);
 	}
 	if (c->value)
-		nl[2] = count_lines(c->value, strlen(c->value));
+		nl[2] = count_lines(shown_value(c), strlen(shown_value(c)));
 	for (int k = 3; k > 0; k--) {
 		int i = -1;
 		for (int j = 0; j < 3; j++)	/* the shortest not yet given */
@@ -428,7 +436,7 @@ cell_body(struct tui *t, struct tlines *ls, const struct cell *c, int w,
 			free(o);
 		}
 	if (c->value)
-		add_sanitized(ls, c->value, strlen(c->value), w, R_VALUE, "  → ",
+		add_sanitized(ls, shown_value(c), strlen(shown_value(c)), w, R_VALUE, "  → ",
 		    ex, rooms[2], tag);
 	tlines_move(ls, &end);
 }

@@ -85,6 +85,19 @@ conv_rows(struct tui *t, int h, int w)
 	return need < base ? base : need > most ? most : need;
 }
 
+/* The kernel prints pandas values for the user at the cells pane's
+ * width less the value's "  → " (the model keeps its 80 columns). */
+static void
+tell_width(struct tui *t, int pane_w)
+{
+	int w = pane_w - 4;
+
+	if (t->agent != NULL && w != t->lay.told_w) {
+		t->lay.told_w = w;
+		agent_set_width(t->agent, w);
+	}
+}
+
 static void
 layout(struct tui *t)
 {
@@ -101,6 +114,7 @@ layout(struct tui *t)
 		t->lay.px[p] = 0;
 		t->lay.ph[p] = h;
 		t->lay.pw[p] = t->lay.cols;
+		tell_width(t, t->lay.cols);
 		return;
 	}
 	/* the files pane grows with a wide terminal (its thumbnails too) */
@@ -123,6 +137,7 @@ layout(struct tui *t)
 	t->lay.px[P_ARTS] = leftw + 1;
 	t->lay.ph[P_ARTS] = artw ? h : 0;
 	t->lay.pw[P_ARTS] = artw;
+	tell_width(t, leftw);
 }
 
 /* Draws n bytes of text at the cursor in g's style, the matches of the

@@ -123,6 +123,7 @@ struct tui {
 	struct tui_opts		 o;
 	int			 active;	/* the screen is up */
 	int			 quit;
+	int			 quit_signo;	/* SIGTERM or SIGHUP ended it, or 0 */
 	int			 dirty;		/* redraw at the next frame */
 	int64_t			 last_draw;
 	int			 saved_stderr;
@@ -234,6 +235,7 @@ struct tui {
 		int		 compact;	/* one pane at a time */
 		int		 zoom;		/* `z`: the focused pane alone */
 		int		 files_hidden;	/* `f`: no files pane */
+		int		 told_w;	/* agent_set_width's last */
 		WINDOW		*mainw, *inw;
 		int		 tagmap[P_NPANES][TAGROWS];	/* row -> tag */
 		const char	*hl;		/* the search pattern, while

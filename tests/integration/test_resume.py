@@ -417,3 +417,22 @@ def test_the_journal_records_each_fact_once_and_states_by_name(model, menv, tmp_
         "system", "user", "assistant", "tool", "assistant"], body
     assert body["messages"][1]["content"] == "What is 6 * 7?"
     assert body["messages"][4]["content"] == answer_text
+
+
+def test_replay_in_the_same_folder_replaces_its_own_files(env, tmp_path):
+    """A replayed cell's file is the session's own: it replaces out/c.txt
+    (no c-2.txt, no "not this session's"), unless the user changed the
+    file since, which is then kept and the copy takes c-2.txt."""
+    code = "open('/workspace/out/c.txt', 'w').write('chart v1')"
+    r = run(env, tmp_path, "exec", "-c", code)
+    assert r.returncode == 0, r.stderr
+    sid = only_session(env)
+    r = run(env, tmp_path, "exec", "--resume", sid, "--replay", "-c", "print(2)")
+    assert r.returncode == 0, r.stderr
+    assert "not this session's" not in r.stderr, r.stderr
+    assert sorted(os.listdir(tmp_path / "out")) == ["c.txt"]
+    (tmp_path / "out" / "c.txt").write_text("the user's edit")
+    r = run(env, tmp_path, "exec", "--resume", sid, "--replay", "-c", "print(3)")
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "out" / "c.txt").read_text() == "the user's edit"
+    assert (tmp_path / "out" / "c-2.txt").read_text() == "chart v1"

@@ -2144,13 +2144,26 @@ def _compile_cell(code, fname):
     return compile(tree, fname, "exec"), last
 
 
-def _run(cell, code, asking=False, ints=None):
+def _wide_text(v, width):
+    """A pandas value's text at the user's pane width (the model's stays
+    Jupyter's 80-column view), or None when it would be the same."""
+    pd = sys.modules.get("pandas")
+    if pd is None or not isinstance(v, (pd.DataFrame, pd.Series)):
+        return None
+    try:
+        with pd.option_context("display.width", width):
+            return _value_text(v)
+    except Exception:
+        return None
+
+
+def _run(cell, code, asking=False, ints=None, width=None):
     global _running, _cur_cell
     _cur_cell = cell
     _preload_if_needed(code)
     fname = "<cell %d>" % cell
     _add_source(fname, code)
-    value = None
+    value = wide = None
     status = "ok"
     err = None
     _restore_stdio()
@@ -2171,6 +2184,8 @@ def _run(cell, code, asking=False, ints=None):
             if v is not None and not _hides_value(code):
                 ns["_"] = v
                 value = _value_text(v)
+                if width is not None and width != 80 and value is not None:
+                    wide = _wide_text(v, width)
     except BaseException as e:  # noqa: B036 - everything is the user's error
         _running = False
         status = "error"
@@ -2202,6 +2217,8 @@ def _run(cell, code, asking=False, ints=None):
     msg = {"ev": "result", "id": cell, "status": status}
     if value is not None:
         msg["value"] = _cut(value, "repr")
+        if wide is not None and wide != value:
+            msg["value_wide"] = _cut(wide, "repr")
     if err is not None:
         msg["error"] = err
     send(msg)
@@ -2385,9 +2402,10 @@ def main():
         try:
             if op == "exec":
                 _set_env(cmd.get("env"))
-                ints = cmd.get("ints")
+                ints, width = cmd.get("ints"), cmd.get("width")
                 _run(cid, str(cmd.get("code", "")), cmd.get("stdin") is True,
-                     ints if type(ints) is int else None)
+                     ints if type(ints) is int else None,
+                     width if type(width) is int and 20 <= width <= 1000 else None)
             elif op == "reset":
                 ns = _fresh_namespace()
                 plt = _pyplot()

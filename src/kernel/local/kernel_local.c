@@ -97,6 +97,7 @@ struct klocal {
 	struct pending		*queue;
 	int			 input_allow;	/* cells queued now may ask */
 	struct kinput		 input;		/* the running cell's requests */
+	int			 width;		/* the user's pane (klocal_set_width), or 0 */
 	unsigned long long	 exec_end;	/* kernel_chan_queued after its exec */
 
 	struct kernel_artifacts	*art;		/* the artifacts cells save */
@@ -367,6 +368,9 @@ klocal_new(struct loop *l, const struct kernel_opts *o, const struct kernel_cbs 
 		};
 		k->art = kernel_artifact_new(o->out_dir, &caps, artifact_copied,
 		    artifact_note, k);
+		for (int i = 0; i < o->nown; i++)
+			kernel_artifact_adopt(k->art, o->own_files[i].name,
+			    o->own_files[i].bytes);
 	}
 	buf_init(&k->statusbuf, 64 * 1024);
 	buf_init(&k->bwrap_err, STDERR_KEEP);
@@ -764,11 +768,32 @@ memory_reason(const struct klocal *k)
 	return xasprintf("out of memory (limit %s)", b);
 }
 
+/* Python and the driver need about 10 MiB to start (measured: 10M starts
+ * print(1), not always; 8M fails with MemoryError, 1M before the
+ * interpreter runs, as "exited with code 127" or a segfault). Under this
+ * floor any death says the limit is the cause. */
+#define MEMORY_START_FLOOR	(16ULL << 20)
+
+/* reason (consumed), with why the limit is the cause when it is small. */
+static char *
+small_memory(const struct klocal *k, char *reason)
+{
+	char b[32], *s;
+
+	if (k->o->memory == 0 || k->o->memory >= MEMORY_START_FLOOR)
+		return reason;
+	fmt_bytes(b, sizeof b, k->o->memory);
+	s = xasprintf("%s; the memory limit of %s is too small to start Python "
+	    "(16M is the smallest that works)", reason, b);
+	free(reason);
+	return s;
+}
+
 static void
 on_result(struct klocal *k, const struct kframe *f)
 {
 	struct kernel_result r;
-	char *reason = NULL, *own[4] = { NULL, NULL, NULL, NULL };
+	char *reason = NULL, *own[5] = { NULL, NULL, NULL, NULL, NULL };
 
 	check(k);
 	/* Only the running cell's, once (cur is 0 after), and only once
@@ -782,6 +807,8 @@ on_result(struct klocal *k, const struct kframe *f)
 	r.ename = own[1] = kframe_text_cap(f->ename);
 	r.evalue = own[2] = kframe_text_cap(f->evalue);
 	r.traceback = own[3] = kframe_text_cap(f->traceback);
+	if (r.value != NULL)	/* a wide form of no value is forged */
+		r.value_wide = own[4] = kframe_text_cap(f->value_wide);
 	r.status = f->ok ? CELL_OK : CELL_ERROR;
 	if (r.ename && strcmp(r.ename, "KeyboardInterrupt") == 0 && k->stop != STOP_NONE) {
 		if (k->stop == STOP_TIMEOUT) {
@@ -798,7 +825,7 @@ on_result(struct klocal *k, const struct kframe *f)
 	r.reason = reason;
 	finish_cell(k, &r);
 	free(reason);
-	for (int i = 0; i < 4; i++)
+	for (int i = 0; i < 5; i++)
 		free(own[i]);
 	kernel_next(k);
 	check_queue(k);
@@ -882,6 +909,12 @@ void
 klocal_set_input(struct klocal *k, int allow)
 {
 	k->input_allow = allow != 0;
+}
+
+void
+klocal_set_width(struct klocal *k, int cols)
+{
+	k->width = cols >= 20 && cols <= 1000 ? cols : 0;
 }
 
 int
@@ -1124,6 +1157,8 @@ kernel_next(struct klocal *k)
 		cJSON_AddTrueToObject(cmd, "stdin");
 	kinput_cell(&k->input, p->input);
 	cJSON_AddNumberToObject(cmd, "ints", k->nints);
+	if (k->width > 0)
+		cJSON_AddNumberToObject(cmd, "width", k->width);
 	if (k->o->sandbox_env != NULL && k->o->sandbox_env[0] != NULL) {
 		cJSON *env = cJSON_AddObjectToObject(cmd, "env");
 		for (const char *const *e = k->o->sandbox_env; *e != NULL; e++) {
@@ -1216,7 +1251,8 @@ finish_death(struct klocal *k, int wstatus)
 	kernel_artifact_abandon(k->art, "incomplete: the session ended while it was copied");
 	if (starting && !k->o->no_sandbox && k->exit_code < 0) {
 		/* bwrap failed in its own setup: its stderr says why. */
-		char *why = sandbox_explain(buf_str(&k->bwrap_err));
+		char *why = small_memory(k,
+		    sandbox_explain(buf_str(&k->bwrap_err)));
 		unwatch_all(k);
 		sandbox_close_fds(&k->p);
 		free(k->kill_why);
@@ -1225,7 +1261,7 @@ finish_death(struct klocal *k, int wstatus)
 		free(why);
 		return;
 	}
-	reason = death_reason(k, wstatus);
+	reason = small_memory(k, death_reason(k, wstatus));
 	free(k->kill_why);
 	k->kill_why = NULL;
 	unwatch_all(k);
@@ -1472,6 +1508,7 @@ static const char *lo_python_info(const void *b) { return klocal_python_info(b);
 static int lo_python_charts(const void *b) { return klocal_python_charts(b); }
 static char *lo_python_label(const void *b) { return klocal_python_label(b); }
 static void lo_set_input(void *b, int allow) { klocal_set_input(b, allow); }
+static void lo_set_width(void *b, int cols) { klocal_set_width(b, cols); }
 static int lo_input_reply(void *b, int cell, const char *line) { return klocal_input_reply(b, cell, line); }
 static int lo_allow(void *b, const char *s, char **err) { return klocal_egress_allow(b, s, err); }
 static int lo_deny(void *b, const char *s, char **err) { return klocal_egress_deny(b, s, err); }
@@ -1484,4 +1521,5 @@ const struct kernel_ops kernel_local_ops = {
 	.python_charts = lo_python_charts, .python_label = lo_python_label,
 	.egress_allow = lo_allow, .egress_deny = lo_deny,
 	.set_input = lo_set_input, .input_reply = lo_input_reply,
+	.set_width = lo_set_width,
 };
