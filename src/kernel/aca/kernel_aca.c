@@ -35,7 +35,7 @@
 
 #include "terp/buf.h"
 #include "terp/json_text.h"
-#include "terp/kernel_artifact.h"
+#include "terp/kernel_sink.h"
 #include "terp/digest.h"
 #include "terp/http.h"
 #include "terp/kernel_frame.h"
@@ -53,8 +53,6 @@
 #define LIST_MAX	1000		/* files of a listing looked at */
 #define ERR_BODY_MAX	(64 * 1024)	/* kept of an error answer */
 #define REQ_IDLE_MS	60000		/* silence before a non-execution request fails */
-#define REPORTS_PER_CELL 20		/* "artifact x not copied" lines; then a count */
-#define NAME_TRIES	1000		/* chart.png, chart-2.png ... */
 #define NOTES_MAX	(16 * 1024)	/* notes kept for the next cell */
 #define REMOTE_NAME_MAX	255
 #define CODE_MAX	(64u << 20)
@@ -129,24 +127,6 @@ struct seen {
 	char		*mtime;
 };
 
-struct written {
-	char		*name;
-	uint64_t	 size;
-};
-
-/* An artifact being written: a hidden temporary file in out_dir. */
-struct art {
-	const char	*from;		/* where the code saved it: "/mnt/data/", "" */
-	char		*shown;		/* the pool's name, for messages */
-	char		*path;		/* host name chosen */
-	char		*tmp;
-	int		 fd;
-	uint64_t	 size, got;
-	int		 grew;
-	int		 werr;		/* errno of a failed write */
-};
-
-/* The running cell. */
 struct crun {
 	int		 n;
 	char		*code;
@@ -156,10 +136,9 @@ struct crun {
 	int		 have_exec;	/* the execution answered */
 	enum cell_status status;
 	char		*value, *ename, *evalue, *traceback, *reason;
-	int		 reports, unreported;
 	struct aca_file	*cand;		/* files to download */
 	int		 ncand, next;
-	struct art	 art;
+	int		 grew;		/* a download passed its listed size */
 };
 
 struct tokjob {
@@ -200,10 +179,7 @@ struct aca {
 	int		 nfiles;
 	struct seen	*seen;
 	int		 nseen;
-	int		 out_dirfd;
-	struct written	*written;
-	int		 nwritten;
-	struct kframe_usage use;
+	struct kernel_sink *sink;	/* artifacts into out_dir */
 	struct buf	 notes;		/* for the next cell's stderr */
 	/* jobs */
 	struct op	*queue;
@@ -1432,17 +1408,13 @@ rq_body(void *arg, const char *p, size_t n)
 	struct rq *r = &a->rq;
 
 	if (r->kind == RQ_DOWNLOAD) {
-		struct art *t = &a->cr.art;
-		if (n > t->size - t->got) {
-			t->grew = 1;
+		/* The pool's excess is said when the download ends (the sink
+		 * reports a write error itself). */
+		if (n > kernel_sink_room(a->sink)) {
+			a->cr.grew = 1;
 			return 1;
 		}
-		if (write_all(t->fd, p, n) < 0) {
-			t->werr = errno ? errno : EIO;
-			return 1;
-		}
-		t->got += n;
-		return 0;
+		return kernel_sink_write(a->sink, p, n) < 0;
 	}
 	if (buf_add(&r->resp, p, n) < 0) {
 		r->too_big = 1;
@@ -1621,182 +1593,24 @@ rq_start(struct aca *a, enum rq_kind kind, char *url, char *body,
 
 /* ------------------------------------------------------------ artifacts */
 
+/* The sink's lines, for the cell they name while it runs (a rename note
+ * after a teardown has no cell to go to). */
 static void
-art_drop(struct aca *a, struct art *t)
+sink_note(void *arg, int cell, const char *line)
 {
-	if (t->fd >= 0)
-		close(t->fd);
-	if (t->tmp != NULL && a->out_dirfd >= 0)
-		(void)unlinkat(a->out_dirfd, t->tmp, 0);
-	free(t->shown);
-	free(t->path);
-	free(t->tmp);
-	memset(t, 0, sizeof *t);
-	t->fd = -1;
+	struct aca *a = arg;
+
+	if (a->job == JOB_CELL && a->cr.n == cell)
+		emit(a, 1, line, strlen(line));
 }
 
-/* "terp: artifact NAME not copied: WHY", at most REPORTS_PER_CELL. */
 static void
-art_report(struct aca *a, const char *name, const char *why)
+sink_copied(void *arg, int cell, const char *name, const char *host_path, uint64_t bytes)
 {
-	char *shown;
+	struct aca *a = arg;
 
-	if (a->cr.reports >= REPORTS_PER_CELL) {
-		a->cr.unreported++;
-		return;
-	}
-	a->cr.reports++;
-	shown = kframe_display_name(name);
-	note(a, "artifact %s not copied: %s", shown, why);
-	free(shown);
-}
-
-static int
-written_index(const struct aca *a, const char *name)
-{
-	for (int i = 0; i < a->nwritten; i++)
-		if (strcmp(a->written[i].name, name) == 0)
-			return i;
-	return -1;
-}
-
-static char *
-cap_reason(const struct aca *a, enum kframe_refusal r, uint64_t size)
-{
-	struct kframe_caps caps = {
-		.size_max = a->o.artifact_max,
-		.per_cell = a->o.artifacts_per_cell,
-		.per_session = a->o.artifacts_per_session,
-		.session_bytes = a->o.artifact_bytes,
-	};
-
-	return kframe_refusal_text(&caps, r, size);
-}
-
-/* Admits an artifact of the pool's name and size, chooses its host
- * name (a file terp wrote this session is replaced, any other is left
- * alone: name-2.ext...) and opens a hidden temporary file for it. from
- * (static) is where the code saved it, ACA_DATA_DIR "/", or "" for an
- * image terp named. Returns 0, or -1 after reporting why not. */
-static int
-art_open(struct aca *a, const char *from, const char *name, uint64_t size, struct art *t)
-{
-	struct kframe_caps caps = {
-		.size_max = a->o.artifact_max,
-		.per_cell = a->o.artifacts_per_cell,
-		.per_session = a->o.artifacts_per_session,
-		.session_bytes = a->o.artifact_bytes,
-	};
-	enum kframe_refusal r;
-	char *host, *why;
-	int w = -1;
-
-	memset(t, 0, sizeof *t);
-	t->fd = -1;
-	if (a->out_dirfd < 0)
-		return -1;
-	if ((r = kframe_admit(&caps, &a->use, size, 1, UINT64_MAX)) != KF_ADMIT) {
-		why = cap_reason(a, r, size);
-		art_report(a, name, why);
-		free(why);
-		return -1;
-	}
-	host = kframe_host_name(name);
-	for (int i = 1; i <= NAME_TRIES; i++) {
-		struct stat st;
-		char *cand = kframe_host_candidate(host, i);
-		if (fstatat(a->out_dirfd, cand, &st, AT_SYMLINK_NOFOLLOW) < 0) {
-			t->path = cand;
-			break;
-		}
-		if (S_ISREG(st.st_mode) && (w = written_index(a, cand)) >= 0) {
-			t->path = cand;
-			break;
-		}
-		free(cand);
-	}
-	free(host);
-	if (t->path == NULL) {
-		art_report(a, name, "no free name for it in the output folder");
-		return -1;
-	}
-	r = kframe_admit(&caps, &a->use, size, w >= 0, w >= 0 ? a->written[w].size : 0);
-	if (r != KF_ADMIT) {
-		why = cap_reason(a, r, size);
-		art_report(a, name, why);
-		free(why);
-		art_drop(a, t);
-		return -1;
-	}
-	a->use.cell++;
-	t->size = size;
-	t->from = from;
-	t->shown = xstrdup(name);
-	t->tmp = xasprintf(".terp-%d-%s.part", (int)getpid(), t->path);
-	(void)unlinkat(a->out_dirfd, t->tmp, 0);
-	t->fd = openat(a->out_dirfd, t->tmp,
-	    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-	if (t->fd < 0) {
-		why = xasprintf("cannot create it in the output folder: %s", strerror(errno));
-		art_report(a, name, why);
-		free(why);
-		free(t->tmp);	/* not ours: never unlink it */
-		t->tmp = NULL;
-		art_drop(a, t);
-		return -1;
-	}
-	return 0;
-}
-
-/* Closes, renames into place and reports the artifact. Returns 0, or
- * -1 when the cell's job was torn down by the callback. */
-static int
-art_commit(struct aca *a, struct art *t)
-{
-	unsigned g = a->gen;
-	char *host_path;
-	int w, fd = t->fd;
-
-	t->fd = -1;
-	if (close(fd) < 0 || renameat(a->out_dirfd, t->tmp, a->out_dirfd, t->path) < 0) {
-		char *why = xasprintf("cannot write it in the output folder: %s", strerror(errno));
-		art_report(a, t->shown, why);
-		free(why);
-		art_drop(a, t);
-		return 0;
-	}
-	free(t->tmp);
-	t->tmp = NULL;
-	if ((w = written_index(a, t->path)) >= 0) {
-		a->use.bytes -= a->written[w].size < a->use.bytes ? a->written[w].size : a->use.bytes;
-	} else {
-		a->written = xrealloc(a->written, (size_t)(a->nwritten + 1) * sizeof *a->written);
-		w = a->nwritten++;
-		a->written[w].name = xstrdup(t->path);
-		a->use.files++;
-	}
-	a->written[w].size = t->got;
-	a->use.bytes += t->got;
-	host_path = xasprintf("%s/%s", a->o.out_dir, t->path);
 	if (a->cb.artifact != NULL)
-		a->cb.artifact(a->arg, a->cr.n, t->path, host_path, t->got);
-	free(host_path);
-	if (a->gen != g)
-		return -1;
-	{	/* after the artifact, as the local sandbox says it */
-		char *host = kframe_host_name(t->shown), *shown = kframe_display_name(t->shown);
-		char *line = kernel_artifact_rename_note(t->from, shown, a->o.out_dir, host,
-		    t->path);
-		if (line != NULL)
-			emit(a, 1, line, strlen(line));
-		free(line);
-		free(shown);
-		free(host);
-		if (a->gen != g)
-			return -1;
-	}
-	art_drop(a, t);
-	return 0;
+		a->cb.artifact(a->arg, cell, name, host_path, bytes);
 }
 
 /* An image the execution returned as its value. Returns -1 when the
@@ -1804,40 +1618,28 @@ art_commit(struct aca *a, struct art *t)
 static int
 image_result(struct aca *a, const char *b64, const char *fmt)
 {
-	struct art t;
+	unsigned g = a->gen;
 	char *name, *data;
 	size_t n, blen = strlen(b64);
-	int rc = 0;
 
 	name = xasprintf("result-%d.%s", a->cr.n, fmt ? fmt : "png");
 	if (blen / 4 * 3 > a->o.artifact_max + 3) {
-		char *why = cap_reason(a, KF_TOO_LARGE, blen / 4 * 3);
-		art_report(a, name, why);
+		char *why = kernel_sink_refusal(a->sink, KF_TOO_LARGE, blen / 4 * 3);
+		kernel_sink_report(a->sink, name, why);
 		free(why);
 		free(name);
 		return 0;
 	}
 	data = base64_decode(b64, blen, &n);
 	if (data == NULL) {
-		art_report(a, name, "the pool sent an image that is not base64");
+		kernel_sink_report(a->sink, name, "the pool sent an image that is not base64");
 		free(name);
 		return 0;
 	}
-	if (art_open(a, "", name, n, &t) == 0) {
-		if (write_all(t.fd, data, n) < 0) {
-			char *why = xasprintf("cannot write it in the output folder: %s",
-			    strerror(errno));
-			art_report(a, name, why);
-			free(why);
-			art_drop(a, &t);
-		} else {
-			t.got = n;
-			rc = art_commit(a, &t);
-		}
-	}
+	(void)kernel_sink_put(a->sink, "", name, data, n);
 	free(data);
 	free(name);
-	return rc;
+	return a->gen == g ? 0 : -1;
 }
 
 /* ------------------------------------------------------------ files */
@@ -2205,7 +2007,6 @@ crun_free(struct crun *c)
 	free(c->reason);
 	aca_files_free(c->cand, c->ncand);
 	memset(c, 0, sizeof *c);
-	c->art.fd = -1;
 }
 
 static void
@@ -2215,9 +2016,7 @@ finish_cell(struct aca *a)
 	struct crun c;
 	unsigned g;
 
-	art_drop(a, &a->cr.art);
-	if (a->cr.unreported > 0)
-		note(a, "%d more artifacts not copied (not listed)", a->cr.unreported);
+	kernel_sink_cell_end(a->sink, NULL);
 	rq_clear(a);
 	c = a->cr;
 	memset(&r, 0, sizeof r);
@@ -2235,7 +2034,6 @@ finish_cell(struct aca *a)
 	else
 		r.reason = c.reason;
 	memset(&a->cr, 0, sizeof a->cr);
-	a->cr.art.fd = -1;
 	a->job = JOB_NONE;
 	a->gen++;
 	g = a->gen;
@@ -2253,28 +2051,22 @@ finish_cell(struct aca *a)
 static void
 fin_download(struct aca *a, const struct rq_end *e)
 {
-	struct art *t = &a->cr.art;
+	unsigned g = a->gen;
 
-	if (t->grew) {
-		art_report(a, t->shown, "the pool sent more bytes than it listed (still "
+	if (a->cr.grew) {
+		a->cr.grew = 0;
+		kernel_sink_abandon(a->sink, "the pool sent more bytes than it listed (still "
 		    "being written?)");
-		art_drop(a, t);
-	} else if (t->werr != 0) {
-		char *why = xasprintf("cannot write it in the output folder: %s",
-		    strerror(t->werr));
-		art_report(a, t->shown, why);
-		free(why);
-		art_drop(a, t);
+	} else if (!kernel_sink_active(a->sink)) {
+		;	/* a write failed: said */
 	} else if (e->err != NULL) {
 		char *why = xasprintf("the download failed: %s", e->err);
-		art_report(a, t->shown, why);
+		kernel_sink_abandon(a->sink, why);
 		free(why);
-		art_drop(a, t);
-	} else if (t->got != t->size) {
-		art_report(a, t->shown, "it changed while it was copied (still being written?)");
-		art_drop(a, t);
-	} else if (art_commit(a, t) < 0) {
-		return;
+	} else if (kernel_sink_room(a->sink) != 0) {
+		kernel_sink_abandon(a->sink, "it changed while it was copied (still being written?)");
+	} else if (kernel_sink_commit(a->sink) == 0 && a->gen != g) {
+		return;		/* the job was torn down by a callback */
 	}
 	next_download(a);
 }
@@ -2288,7 +2080,7 @@ next_download(struct aca *a)
 		struct aca_file *f = &c->cand[c->next++];
 		struct buf p;
 
-		if (art_open(a, ACA_DATA_DIR "/", f->name, f->size, &c->art) < 0)
+		if (kernel_sink_begin(a->sink, ACA_DATA_DIR "/", f->name, f->size) < 0)
 			continue;
 		buf_init(&p, SIZE_MAX / 2);
 		if (a->shape == SHAPE_PROPERTIES) {
@@ -2502,11 +2294,10 @@ cell_begin(struct aca *a, struct op *p)
 
 	a->job = JOB_CELL;
 	memset(&a->cr, 0, sizeof a->cr);
-	a->cr.art.fd = -1;
 	a->cr.n = p->n;
 	a->cr.code = p->code;
 	a->cr.start_us = now_us();
-	a->use.cell = 0;
+	kernel_sink_cell_start(a->sink, p->n);
 	free(p);
 	a->gen++;
 	g = a->gen;
@@ -2580,8 +2371,15 @@ aca_new(struct loop *l, const struct aca_opts *opts, const struct kernel_cbs *cb
 		a->cb = *cbs;
 	a->arg = arg;
 	a->state = KERNEL_STOPPED;
-	a->out_dirfd = -1;
-	a->cr.art.fd = -1;
+	{
+		struct kframe_caps caps = {
+			.size_max = a->o.artifact_max,
+			.per_cell = a->o.artifacts_per_cell,
+			.per_session = a->o.artifacts_per_session,
+			.session_bytes = a->o.artifact_bytes,
+		};
+		a->sink = kernel_sink_new(a->o.out_dir, &caps, sink_copied, sink_note, a);
+	}
 	a->endpoint = xstrdup(a->o.endpoint ? a->o.endpoint : "");
 	n = strlen(a->endpoint);
 	while (n > 0 && a->endpoint[n - 1] == '/')
@@ -2618,7 +2416,7 @@ aca_free(struct aca *a)
 	http_free(a->http);
 	tok_job_free(a);
 	tok_forget(a);
-	art_drop(a, &a->cr.art);
+	kernel_sink_free(a->sink);
 	crun_free(&a->cr);
 	queue_free(a);
 	for (int i = 0; i < a->nfiles; i++) {
@@ -2629,11 +2427,6 @@ aca_free(struct aca *a)
 	}
 	free(a->files);
 	seen_clear(a);
-	for (int i = 0; i < a->nwritten; i++)
-		free(a->written[i].name);
-	free(a->written);
-	if (a->out_dirfd >= 0)
-		close(a->out_dirfd);
 	buf_free(&a->notes);
 	free(a->stopped_why);
 	free(a->endpoint);
@@ -2718,14 +2511,8 @@ aca_start(struct aca *a, char **err)
 		    "source failed");
 		return -1;
 	}
-	if (a->out_dirfd < 0) {
-		if (mkdir_p(a->o.out_dir, 0755) < 0 ||
-		    (a->out_dirfd = open(a->o.out_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
-			*err = xasprintf("cannot use the output folder %s: %s", a->o.out_dir,
-			    strerror(errno));
-			return -1;
-		}
-	}
+	if (kernel_sink_open(a->sink, err) < 0)
+		return -1;
 	for (int i = 0; i < a->o.ndata; i++) {
 		int idx;
 		char *p = stage_file(a, a->o.data_files[i], &idx, err);
@@ -2838,7 +2625,7 @@ aca_run(struct aca *a, int n, const char *code, char **err)
 	if (!a->quiet && (a->state == KERNEL_STOPPED || a->state == KERNEL_DEAD)) {
 		if (aca_check_opts(&a->o, err) < 0)
 			return -1;
-		if (a->out_dirfd < 0 && aca_start(a, err) < 0)
+		if (!kernel_sink_is_open(a->sink) && aca_start(a, err) < 0)
 			return -1;
 		if (a->job == JOB_NONE) {
 			a->state = KERNEL_STARTING;
@@ -2885,7 +2672,7 @@ aca_restart(struct aca *a, char **err)
 			a->files[i].uploaded = 0;
 	free(a->stopped_why);
 	a->stopped_why = NULL;
-	if (a->out_dirfd < 0)
+	if (!kernel_sink_is_open(a->sink))
 		return aca_start(a, err);
 	a->job = JOB_CONNECT;
 	g = ++a->gen;

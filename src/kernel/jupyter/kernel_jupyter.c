@@ -36,7 +36,7 @@
 #include "terp/digest.h"
 #include "terp/http.h"
 #include "terp/json_text.h"
-#include "terp/kernel_artifact.h"
+#include "terp/kernel_sink.h"
 #include "terp/kernel_frame.h"
 #include "terp/sanitize.h"
 #include "terp/util.h"
@@ -53,7 +53,6 @@
 #define SPECS_SHOWN	20
 #define FREE_DELETE_MS	3000
 #define CHECK_MS	3000	/* a cell the kernel has not taken: is it there? */
-#define NAME_TRIES	1000
 #define OUT_HOLD_MAX	(64u << 10)	/* stream text held back, at most */
 #define OUT_HOLD_MS	20		/* and for at most this long */
 
@@ -109,11 +108,6 @@ struct seen {
 	char		*mtime;
 };
 
-struct written {
-	char		*name;		/* host name in out_dir */
-	uint64_t	 size;
-};
-
 struct jreq;
 typedef void (*jreq_done)(struct jupyter *j, struct jreq *q, const struct http_result *r);
 
@@ -165,7 +159,7 @@ struct jupyter {
 	char			*kernel_id;
 	char			*deleting;	/* a kernel whose DELETE is in flight */
 	char			 ws_session[40];
-	int			 out_dirfd;
+	struct kernel_sink	*sink;		/* artifacts into out_dir */
 
 	enum phase		 phase;
 	enum kernel_state	 state;
@@ -200,9 +194,6 @@ struct jupyter {
 	/* out/ and artifacts. */
 	struct seen		*seen;
 	int			 nseen;
-	struct written		*written;
-	int			 nwritten;
-	struct kframe_usage	 use;
 	cJSON			*fetch_list;	/* names still to download */
 	int			 fetch_i;
 	int			 figs_total;
@@ -650,137 +641,24 @@ user_expr_text(const cJSON *content, const char *name)
 
 /* ------------------------------------------------------------ artifacts */
 
-static int
-written_index(const struct jupyter *j, const char *name)
-{
-	for (int i = 0; i < j->nwritten; i++)
-		if (strcmp(j->written[i].name, name) == 0)
-			return i;
-	return -1;
-}
-
-static struct kframe_caps
-caps_of(const struct jupyter *j)
-{
-	struct kframe_caps c = {
-		.size_max = j->o->artifact_max,
-		.per_cell = j->o->artifacts_per_cell,
-		.per_session = j->o->artifacts_per_session,
-		.session_bytes = j->o->artifact_bytes,
-	};
-	return c;
-}
-
-static char *
-cap_reason(const struct jupyter *j, enum kframe_refusal r, uint64_t size)
-{
-	struct kframe_caps c = caps_of(j);
-
-	return kframe_refusal_text(&c, r, size);
-}
-
-/* Writes data[0..n) as an artifact of the running cell for the server's
- * name want (any bytes: only the host name terp derives from it is
- * used), through a hidden temporary file and a rename. Problems go to
- * the cell's stderr, and so does another name than want's (from: where
- * the code saved it, "out/", or "" for a figure terp named). */
+/* The sink's lines, for the cell they name while it runs. */
 static void
-art_write(struct jupyter *j, const char *from, const char *want, const char *data,
-    size_t n)
+sink_note(void *arg, int cell, const char *line)
 {
-	struct kframe_caps caps = caps_of(j);
-	enum kframe_refusal r;
-	char *host, *path = NULL, *tmp, *shown, *why;
-	int w = -1, fd;
+	struct jupyter *j = arg;
 
-	shown = kframe_display_name(want);
-	if ((why = (char *)kframe_name_problem(want)) != NULL) {
-		note(j, "artifact %s not copied: %s", shown, why);
-		free(shown);
-		return;
-	}
-	if ((r = kframe_admit(&caps, &j->use, n, 1, UINT64_MAX)) != KF_ADMIT) {
-		why = cap_reason(j, r, n);
-		note(j, "artifact %s not copied: %s", shown, why);
-		free(why);
-		free(shown);
-		return;
-	}
-	host = kframe_host_name(want);
-	for (int i = 1; i <= NAME_TRIES; i++) {
-		struct stat st;
-		char *cand = kframe_host_candidate(host, i);
-		if (fstatat(j->out_dirfd, cand, &st, AT_SYMLINK_NOFOLLOW) < 0) {
-			path = cand;
-			break;
-		}
-		if (S_ISREG(st.st_mode) && (w = written_index(j, cand)) >= 0) {
-			path = cand;
-			break;
-		}
-		free(cand);
-	}
-	if (path == NULL) {
-		note(j, "artifact %s not copied: no free name for it in the output folder", shown);
-		free(host);
-		free(shown);
-		return;
-	}
-	r = kframe_admit(&caps, &j->use, n, w >= 0, w >= 0 ? j->written[w].size : 0);
-	if (r != KF_ADMIT) {
-		why = cap_reason(j, r, n);
-		note(j, "artifact %s not copied: %s", shown, why);
-		free(why);
-		free(host);
-		free(shown);
-		free(path);
-		return;
-	}
-	j->use.cell++;
-	tmp = xasprintf(".terp-%d-%s.part", (int)getpid(), path);
-	(void)unlinkat(j->out_dirfd, tmp, 0);
-	fd = openat(j->out_dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-	if (fd < 0 || write_all(fd, data, n) < 0 || close(fd) < 0 ||
-	    renameat(j->out_dirfd, tmp, j->out_dirfd, path) < 0) {
-		int e = errno;
-		if (fd >= 0) {
-			(void)unlinkat(j->out_dirfd, tmp, 0);
-		}
-		note(j, "artifact %s not copied: cannot write it in the output folder: %s", shown,
-		    strerror(e));
-		free(tmp);
-		free(host);
-		free(shown);
-		free(path);
-		return;
-	}
-	free(tmp);
-	if (w >= 0) {
-		j->use.bytes -= j->written[w].size < j->use.bytes ? j->written[w].size : j->use.bytes;
-	} else {
-		j->written = xrealloc(j->written, (size_t)(j->nwritten + 1) * sizeof *j->written);
-		w = j->nwritten++;
-		j->written[w].name = xstrdup(path);
-		j->use.files++;
-	}
-	j->written[w].size = n;
-	j->use.bytes += n;
-	hold_flush(j);
-	if (j->cb.artifact != NULL) {
-		char *hp = xasprintf("%s/%s", j->o->out_dir, path);
-		j->cb.artifact(j->arg, j->cur.n, path, hp, n);
-		free(hp);
-	}
-	{	/* after the artifact, as the local sandbox says it */
-		char *line = kernel_artifact_rename_note(from, shown, j->o->out_dir, host,
-		    path);
-		if (line != NULL)
-			emit_output(j, j->cur.n, 1, line, strlen(line));
-		free(line);
-	}
-	free(host);
-	free(shown);
-	free(path);
+	if (j->cur.active && j->cur.n == cell)
+		emit_output(j, cell, 1, line, strlen(line));
+}
+
+static void
+sink_copied(void *arg, int cell, const char *name, const char *host_path, uint64_t bytes)
+{
+	struct jupyter *j = arg;
+
+	hold_flush(j);		/* the cell's text before it, in order */
+	if (j->cb.artifact != NULL)
+		j->cb.artifact(j->arg, cell, name, host_path, bytes);
 }
 
 /* Decodes base64 that may be wrapped in lines (Python's encodebytes, as
@@ -820,7 +698,7 @@ art_image(struct jupyter *j, const char *b64)
 		free(data);
 		return;
 	}
-	art_write(j, "", name, data, n);
+	(void)kernel_sink_put(j->sink, "", name, data, n);
 	free(data);
 }
 
@@ -887,7 +765,7 @@ on_file(struct jupyter *j, struct jreq *q, const struct http_result *r)
 	if (data == NULL) {
 		note(j, "artifact out/%s not copied: the server sent data that is not base64", q->s);
 	} else {
-		art_write(j, "out/", q->s, data, n);
+		(void)kernel_sink_put(j->sink, "out/", q->s, data, n);
 		free(data);
 	}
 	cJSON_Delete(doc);
@@ -994,7 +872,7 @@ on_listing(struct jupyter *j, struct jreq *q, const struct http_result *r)
 		free(j->seen[s].mtime);
 		j->seen[s].mtime = mtime ? xstrndup(mtime, 64) : NULL;
 		if (size != UINT64_MAX && size > j->o->artifact_max) {
-			char *why = cap_reason(j, KF_TOO_LARGE, size);
+			char *why = kernel_sink_refusal(j->sink, KF_TOO_LARGE, size);
 			note(j, "artifact %s not copied: %s", shown, why);
 			free(why);
 			free(shown);
@@ -1084,6 +962,7 @@ finish_cell(struct jupyter *j, enum cell_status st, const char *reason, int lost
 	if (!j->cur.active)
 		return;
 	cancel_cell_timers(j);
+	kernel_sink_cell_end(j->sink, NULL);
 	if (j->cur.unnoted > 0) {
 		char *m = xasprintf("terp: %d more notes on this cell (not listed)\n", j->cur.unnoted);
 		emit_output(j, j->cur.n, 1, m, strlen(m));
@@ -1294,7 +1173,7 @@ send_cell(struct jupyter *j, struct op *p)
 	j->cur.code = p->code;
 	p->code = NULL;
 	j->cur.start_us = now_us();
-	j->use.cell = 0;
+	kernel_sink_cell_start(j->sink, p->n);
 	emit_state(j, KERNEL_BUSY, NULL, 0, 0);
 	if (note_text != NULL) {
 		note(j, "%s", note_text);
@@ -2256,7 +2135,15 @@ jupyter_new(struct loop *l, const struct jupyter_opts *opts, const struct kernel
 	j->o = opts;
 	j->cb = *cbs;
 	j->arg = arg;
-	j->out_dirfd = -1;
+	{
+		struct kframe_caps caps = {
+			.size_max = opts->artifact_max,
+			.per_cell = opts->artifacts_per_cell,
+			.per_session = opts->artifacts_per_session,
+			.session_bytes = opts->artifact_bytes,
+		};
+		j->sink = kernel_sink_new(opts->out_dir, &caps, sink_copied, sink_note, j);
+	}
 	j->up_fd = -1;
 	buf_init(&j->hold, OUT_HOLD_MAX);
 	j->phase = PH_OFF;
@@ -2337,14 +2224,12 @@ jupyter_start(struct jupyter *j, char **err)
 			free(p);
 		}
 	}
-	if (j->out_dirfd < 0) {
-		if (j->o->out_dir == NULL || mkdir_p(j->o->out_dir, 0755) < 0 ||
-		    (j->out_dirfd = open(j->o->out_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
-			*err = xasprintf("cannot use the output folder %s: %s",
-			    j->o->out_dir ? j->o->out_dir : "(none)", strerror(errno));
-			return -1;
-		}
+	if (j->o->out_dir == NULL) {
+		*err = xstrdup("cannot use the output folder (none): no folder was given");
+		return -1;
 	}
+	if (kernel_sink_open(j->sink, err) < 0)
+		return -1;
 	if (j->kernel_dead) {
 		/* The server said "dead": a new kernel. */
 		free(j->kernel_id);
@@ -2579,16 +2464,12 @@ jupyter_free(struct jupyter *j)
 		close(j->up_fd);
 	cur_clear(&j->cur);
 	http_free(j->http);
-	if (j->out_dirfd >= 0)
-		close(j->out_dirfd);
+	kernel_sink_free(j->sink);
 	for (int i = 0; i < j->nseen; i++) {
 		free(j->seen[i].name);
 		free(j->seen[i].mtime);
 	}
 	free(j->seen);
-	for (int i = 0; i < j->nwritten; i++)
-		free(j->written[i].name);
-	free(j->written);
 	cJSON_Delete(j->fetch_list);
 	free(j->base);
 	free(j->where);
