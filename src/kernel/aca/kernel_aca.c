@@ -36,6 +36,7 @@
 #include "terp/buf.h"
 #include "terp/json_text.h"
 #include "terp/kernel_sink.h"
+#include "terp/retry_after.h"
 #include "terp/digest.h"
 #include "terp/http.h"
 #include "terp/kernel_frame.h"
@@ -1425,26 +1426,6 @@ rq_body(void *arg, const char *p, size_t n)
 
 static void rq_on_retry(struct loop *l, void *arg);
 
-/* Seconds (or an HTTP date: then the backoff) of a Retry-After. */
-static int64_t
-retry_after_ms(const struct http_result *r)
-{
-	char *end;
-	long long v;
-
-	if (r->retry_after_ms != NULL) {
-		v = strtoll(r->retry_after_ms, &end, 10);
-		if (end != r->retry_after_ms && *end == '\0' && v >= 0)
-			return v;
-	}
-	if (r->retry_after != NULL) {
-		v = strtoll(r->retry_after, &end, 10);
-		if (end != r->retry_after && *end == '\0' && v >= 0 && v < 86400)
-			return v * 1000;
-	}
-	return -1;
-}
-
 static void
 rq_done(void *arg, const struct http_result *hr)
 {
@@ -1455,7 +1436,8 @@ rq_done(void *arg, const struct http_result *hr)
 
 	r->x = NULL;
 	if (hr->status == 429 && r->tries < a->o.max_retries) {
-		int64_t ms = retry_after_ms(hr);
+		int64_t ms = retry_after_ms(hr->retry_after_ms, hr->retry_after,
+		    (int64_t)time(NULL));
 		char *msg;
 
 		r->tries++;
