@@ -808,6 +808,8 @@ on_result(struct ssh *s, const cJSON *o)
 			break;
 	*pp = c->next;
 	free(c);
+	if (kernel_sink_cell(s->sink) == (int)cell)	/* its count of unlisted reports */
+		kernel_sink_cell_end(s->sink, "incomplete: the cell ended before terp had all of it");
 	s->cb->result(s->arg, (int)cell, &r);
 	for (int i = 0; i < 5; i++)
 		free(own[i]);
