@@ -293,10 +293,4 @@ char *llm_unreachable_hint(const struct llm_config *cfg);
 /* Makes s one line of at most max bytes (in place). */
 void llm_one_line(char *s, size_t max);
 
-/* Milliseconds to wait from retry-after-ms (float ms) or retry-after
- * (seconds, possibly fractional, or an HTTP-date compared with now, a
- * Unix time). -1 when neither is usable. (llm_http.c) */
-int64_t llm_retry_after_ms(const char *retry_after_ms, const char *retry_after,
-    int64_t now);
-
 #endif

@@ -15,6 +15,7 @@
 
 #include "terp/http.h"
 #include "terp/llm_provider.h"
+#include "terp/retry_after.h"
 #include "terp/sse.h"
 #include "terp/util.h"
 
@@ -89,33 +90,6 @@ llm_wire_header(struct llm_wire *w, const char *fmt, ...)
 	w->headers = xrealloc(w->headers, (n + 2) * sizeof *w->headers);
 	w->headers[n] = s;
 	w->headers[n + 1] = NULL;
-}
-
-int64_t
-llm_retry_after_ms(const char *retry_after_ms, const char *retry_after,
-    int64_t now)
-{
-	char *end;
-	double v;
-
-	if (retry_after_ms != NULL) {
-		v = strtod(retry_after_ms, &end);
-		if (end != retry_after_ms && *end == '\0' && v >= 0 && v < 1e12)
-			return (int64_t)v;
-	}
-	if (retry_after != NULL) {
-		struct tm tm;
-		v = strtod(retry_after, &end);
-		if (end != retry_after && *end == '\0' && v >= 0 && v < 1e9)
-			return (int64_t)(v * 1000);
-		memset(&tm, 0, sizeof tm);
-		end = strptime(retry_after, "%a, %d %b %Y %H:%M:%S GMT", &tm);
-		if (end != NULL && *end == '\0') {
-			int64_t t = (int64_t)timegm(&tm);
-			return t > now ? (t - now) * 1000 : 0;
-		}
-	}
-	return -1;
 }
 
 /* ------------------------------------------------------------ policy */
@@ -556,7 +530,7 @@ on_done(void *arg, const struct http_result *r)
 		e.retryable = strcasecmp(r->should_retry, "true") == 0;
 	if (e.kind == LLM_ERR_QUOTA || e.kind == LLM_ERR_CONTEXT)
 		e.retryable = 0;	/* billing, or too long: waiting cannot help */
-	wait = llm_retry_after_ms(r->retry_after_ms, r->retry_after,
+	wait = retry_after_ms(r->retry_after_ms, r->retry_after,
 	    (int64_t)time(NULL));
 	if (e.retryable)
 		retry_or_fail(b, &e, wait);
