@@ -1,9 +1,11 @@
 /* netlog: the egress ledger as the notebook keeps it. One entry per
- * attempt the session's proxy saw (egress.h's events, folded: OPEN
- * makes it, PROGRESS and END update it), its JSON for the journal and
+ * attempt the session's proxy saw (the core turns the proxy's events
+ * into these, ledger.h: an open attempt's first report makes it, later
+ * ones update it), its JSON for the journal and
  * --json, and the one-line summaries shown under a cell ("pypi.org ✓
  * 2.1 MB ↓ · evil.example ✗ not allowed") and sent to the model in the
- * cell's tool result. Pure: no I/O. */
+ * cell's tool result. Pure: no I/O. Knows nothing of the proxy: the
+ * model layer does not depend on egress/. */
 #ifndef TERP_NETLOG_H
 #define TERP_NETLOG_H
 
@@ -11,8 +13,6 @@
 #include <stdint.h>
 
 #include <cjson/cJSON.h>
-
-struct egress_event;
 
 enum netlog_verdict { NETLOG_ALLOWED, NETLOG_REFUSED, NETLOG_FAILED };
 
@@ -27,14 +27,14 @@ struct net_attempt {
 	char			 method[16];	/* "CONNECT", "GET" or "" */
 	char			 host[256];	/* "" when the request named none */
 	unsigned		 port;
-	char			 code[24];	/* egress.h's codes: "not-allowed" */
+	char			 code[24];	/* the proxy's codes: "not-allowed" */
 	char			 reason[128];	/* "not allowed", "resolves to loopback" */
 	uint64_t		 up, down;	/* bytes so far */
 };
 
-/* Fills a from one egress event of cell. Long strings are cut, bytes
- * outside printable ASCII become '?'. */
-void netlog_from_egress(struct net_attempt *a, int cell, const struct egress_event *ev);
+/* Copies s (NULL: "") into dst[len] as struct net_attempt's strings
+ * must be: cut to fit, every byte outside printable ASCII as '?'. */
+void netlog_text(char *dst, size_t len, const char *s);
 
 /* Adds "cell":N,"time_ms":T,"method":S,"host":S,"port":N,"verdict":S,
  * "code":S,"reason":S,"up":N,"down":N to o: what --json prints as a

@@ -17,6 +17,7 @@
 #include "terp/cost.h"
 #include "terp/context.h"
 #include "terp/datafile.h"
+#include "terp/ledger.h"
 #include "terp/llm.h"
 #include "terp/netlog.h"
 #include "terp/outcap.h"
@@ -209,7 +210,7 @@ on_net(void *arg, int n, const struct egress_event *e)
 	struct net_attempt na;
 	const struct net_attempt *kept;
 
-	netlog_from_egress(&na, n, e);
+	ledger_from_egress(&na, n, e);
 	if ((kept = notebook_add_net(a->nb, &na)) != NULL) {
 		struct event ev = { .type = EV_NET, .cell = notebook_cell(a->nb, n),
 		    .net = kept };

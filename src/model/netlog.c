@@ -7,40 +7,19 @@
 #include <string.h>
 
 #include "terp/buf.h"
-#include "terp/egress.h"
 #include "terp/json_text.h"
 #include "terp/util.h"
 
 #define SUMMARY_ITEMS	8
 
-/* Copies s into dst[len], cut, anything outside printable ASCII as '?'. */
-static void
-put(char *dst, size_t len, const char *s)
+void
+netlog_text(char *dst, size_t len, const char *s)
 {
 	size_t i = 0;
 
 	for (; s != NULL && s[i] != '\0' && i + 1 < len; i++)
 		dst[i] = (s[i] >= 0x20 && s[i] < 0x7f) ? s[i] : '?';
 	dst[i] = '\0';
-}
-
-void
-netlog_from_egress(struct net_attempt *a, int cell, const struct egress_event *ev)
-{
-	memset(a, 0, sizeof *a);
-	a->cell = cell;
-	a->id = ev->id;
-	a->time_ms = ev->time_ms;
-	a->verdict = ev->verdict == EGRESS_REFUSED ? NETLOG_REFUSED :
-	    ev->verdict == EGRESS_FAILED ? NETLOG_FAILED : NETLOG_ALLOWED;
-	a->open = ev->phase != EGRESS_EV_END;
-	put(a->method, sizeof a->method, ev->method);
-	put(a->host, sizeof a->host, ev->host);
-	a->port = ev->port;
-	put(a->code, sizeof a->code, ev->code);
-	put(a->reason, sizeof a->reason, ev->reason);
-	a->up = ev->up;
-	a->down = ev->down;
 }
 
 const char *
@@ -87,11 +66,11 @@ netlog_parse(const cJSON *o, struct net_attempt *a)
 		return -1;
 	a->cell = (int)json_num_in(o, "cell", 0, 1e9, 0);
 	a->time_ms = (int64_t)json_num_in(o, "time_ms", 0, 9e15, 0);
-	put(a->method, sizeof a->method, json_str(o, "method"));
-	put(a->host, sizeof a->host, json_str(o, "host"));
+	netlog_text(a->method, sizeof a->method, json_str(o, "method"));
+	netlog_text(a->host, sizeof a->host, json_str(o, "host"));
 	a->port = (unsigned)json_num_in(o, "port", 0, 65535, 0);
-	put(a->code, sizeof a->code, json_str(o, "code"));
-	put(a->reason, sizeof a->reason, json_str(o, "reason"));
+	netlog_text(a->code, sizeof a->code, json_str(o, "code"));
+	netlog_text(a->reason, sizeof a->reason, json_str(o, "reason"));
 	a->up = (uint64_t)json_num_in(o, "up", 0, 9e15, 0);
 	a->down = (uint64_t)json_num_in(o, "down", 0, 9e15, 0);
 	return 0;

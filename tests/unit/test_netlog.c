@@ -5,7 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "terp/egress.h"
 #include "terp/netlog.h"
 
 static struct net_attempt
@@ -61,28 +60,6 @@ Test(netlog, summary_bounded_to_eight_items)
 	cr_assert(strstr(s, "h8.example.invalid") == NULL);
 	cr_assert(strstr(s, "; and 12 more") != NULL, "%s", s);
 	free(s);
-}
-
-Test(netlog, from_egress_cuts_and_cleans)
-{
-	char longhost[600];
-	struct egress_event ev = { .phase = EGRESS_EV_OPEN, .verdict = EGRESS_ALLOWED,
-	    .id = 3, .time_ms = 5, .method = "CONNECT", .host = longhost, .port = 443,
-	    .addr = "", .code = "ok", .reason = "bad\x1b[2Jreason\n", .up = 1, .down = 2 };
-	struct net_attempt a;
-
-	memset(longhost, 'a', sizeof longhost - 1);
-	longhost[sizeof longhost - 1] = '\0';
-	netlog_from_egress(&a, 4, &ev);
-	cr_assert_eq(a.open, 1);
-	cr_assert_eq(a.cell, 4);
-	cr_assert_eq(strlen(a.host), sizeof a.host - 1);
-	cr_assert_str_eq(a.reason, "bad?[2Jreason?");
-	ev.phase = EGRESS_EV_END;
-	ev.verdict = EGRESS_FAILED;
-	netlog_from_egress(&a, 4, &ev);
-	cr_assert_eq(a.open, 0);
-	cr_assert_eq(a.verdict, NETLOG_FAILED);
 }
 
 Test(netlog, json_both_ways)
