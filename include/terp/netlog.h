@@ -56,8 +56,37 @@ enum netlog_style {
  * attempts to the same host and port with the same verdict and reason
  * are one item (their bytes added, "3x" when more than one); at most
  * 8 items, then "and N more". A new string, or NULL when the cell made
- * no attempt. */
+ * no attempt. Linear in n: netlog_sum_text of a sum of them. */
 char *netlog_summary(const struct net_attempt *v, size_t n, int cell,
     enum netlog_style style);
+
+/* A summary kept as attempts come (a cell's, or a session's): the same
+ * items as netlog_summary, each new attempt or update in O(1)
+ * amortised, its text in O(items shown). The counters are to read; the
+ * rest is netlog's. */
+struct netlog_group;
+struct netlog_sum {
+	size_t			 attempts;	/* in the sum now */
+	size_t			 bad;		/* of them refused or failed */
+	uint64_t		 up, down;	/* bytes, added */
+	uint64_t		 gen;		/* changes on every change */
+	/* netlog's: the groups in order of their first attempt, and a
+	 * hash table of their indexes */
+	struct netlog_group	*g;
+	size_t			 ng, capg, live;
+	size_t			*slot;
+	size_t			 cap;
+};
+
+struct netlog_sum *netlog_sum_new(void);
+void netlog_sum_free(struct netlog_sum *s);	/* NULL: no-op */
+/* A new attempt. Copies what it needs of a. */
+void netlog_sum_add(struct netlog_sum *s, const struct net_attempt *a);
+/* Takes out an attempt added before, as it was added (an update is its
+ * old self removed, its new self added). */
+void netlog_sum_remove(struct netlog_sum *s, const struct net_attempt *a);
+/* The line netlog_summary would make of the attempts in s; NULL when s
+ * is NULL or holds none. New string. */
+char *netlog_sum_text(const struct netlog_sum *s, enum netlog_style style);
 
 #endif

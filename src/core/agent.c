@@ -270,9 +270,8 @@ tool_result_text(struct agent *a, const struct cell *c)
 	{
 		/* first, where a truncation of the output cannot cut it:
 		 * why a download failed is the model's to know */
-		size_t nn;
-		const struct net_attempt *nets = notebook_nets(a->nb, &nn, NULL);
-		char *net = netlog_summary(nets, nn, c->n, NETLOG_MODEL);
+		char *net = netlog_sum_text(notebook_net_sum(a->nb, c->n),
+		    NETLOG_MODEL);
 		if (net != NULL)
 			buf_printf(&b, "%s\n", net);
 		free(net);
