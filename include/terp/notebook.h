@@ -280,6 +280,11 @@ const struct net_attempt *notebook_add_net(struct notebook *nb,
  * many the cap left out (dropped may be NULL). */
 const struct net_attempt *notebook_nets(const struct notebook *nb, size_t *n,
     uint64_t *dropped);
+/* The summary of cell's entries (netlog.h), kept as they come: NULL
+ * when the cell has none. Its gen changes whenever it does. */
+const struct netlog_sum *notebook_net_sum(const struct notebook *nb, int cell);
+/* The session's, over every entry kept: NULL before the first. */
+const struct netlog_sum *notebook_net_total(const struct notebook *nb);
 
 /* Records that cell installed package name at version (copied), after
  * any earlier record of the same name (the last one counts). Returns

@@ -17,6 +17,7 @@
 #include "terp/cost.h"
 #include "terp/context.h"
 #include "terp/datafile.h"
+#include "terp/ledger.h"
 #include "terp/llm.h"
 #include "terp/netlog.h"
 #include "terp/outcap.h"
@@ -211,7 +212,7 @@ on_net(void *arg, int n, const struct egress_event *e)
 	struct net_attempt na;
 	const struct net_attempt *kept;
 
-	netlog_from_egress(&na, n, e);
+	ledger_from_egress(&na, n, e);
 	if ((kept = notebook_add_net(a->nb, &na)) != NULL) {
 		struct event ev = { .type = EV_NET, .cell = notebook_cell(a->nb, n),
 		    .net = kept };
@@ -271,9 +272,8 @@ tool_result_text(struct agent *a, const struct cell *c)
 	{
 		/* first, where a truncation of the output cannot cut it:
 		 * why a download failed is the model's to know */
-		size_t nn;
-		const struct net_attempt *nets = notebook_nets(a->nb, &nn, NULL);
-		char *net = netlog_summary(nets, nn, c->n, NETLOG_MODEL);
+		char *net = netlog_sum_text(notebook_net_sum(a->nb, c->n),
+		    NETLOG_MODEL);
 		if (net != NULL)
 			buf_printf(&b, "%s\n", net);
 		free(net);

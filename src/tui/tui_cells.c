@@ -199,15 +199,11 @@ cell_files(struct tui *t, struct tlines *ls, const struct cell *c, int w,
 static void
 cell_net(struct tui *t, struct tlines *ls, const struct cell *c, int w)
 {
-	size_t n, bad = 0;
-	const struct net_attempt *v = notebook_nets(t->nb, &n, NULL);
-	char *s;
+	const struct netlog_sum *sum = notebook_net_sum(t->nb, c->n);
+	char *s = netlog_sum_text(sum, tui_style_utf8() ? NETLOG_UTF8 : NETLOG_ASCII);
 
-	for (size_t i = 0; i < n; i++)
-		bad += v[i].cell == c->n && v[i].verdict != NETLOG_ALLOWED;
-	s = netlog_summary(v, n, c->n, tui_style_utf8() ? NETLOG_UTF8 : NETLOG_ASCII);
 	if (s != NULL)
-		add_sanitized(ls, s, strlen(s), w, bad ? R_FAIL : R_DIM,
+		add_sanitized(ls, s, strlen(s), w, sum->bad ? R_FAIL : R_DIM,
 		    tui_style_utf8() ? "  \xe2\x87\x84 " : "  net ", 0, 5, c->n);
 	free(s);
 }
@@ -454,7 +450,10 @@ cell_block(struct tui *t, const struct cell *c, int w)
 	struct cblock *b = &t->cells.cb[c->n];
 	int ex = cell_expanded(t, c->n), nart = cell_nart(t, c);
 	int fold = t->cells.fold_rows;
+	const struct netlog_sum *ns = notebook_net_sum(t->nb, c->n);
+	uint64_t net_gen = ns ? ns->gen : 0;
 	if (b->valid && b->width == w && b->expanded == ex && b->fold == fold &&
+	    b->net_gen == net_gen &&
 	    b->status == (int)c->status && b->nart == nart &&
 	    b->tot[0] == c->out[0].total && b->tot[1] == c->out[1].total &&
 	    b->has_value == (c->value != NULL))
@@ -471,6 +470,7 @@ cell_block(struct tui *t, const struct cell *c, int w)
 	b->tot[0] = c->out[0].total;
 	b->tot[1] = c->out[1].total;
 	b->has_value = c->value != NULL;
+	b->net_gen = net_gen;
 	return b;
 }
 

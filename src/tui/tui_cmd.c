@@ -572,21 +572,18 @@ cmd_context(struct tui *t, const struct cmd_entry *c, const char *arg)
 static void
 cmd_net(struct tui *t, const struct cmd_entry *c, const char *arg)
 {
-	size_t n, refused = 0;
-	uint64_t dropped, up = 0, down = 0;
+	size_t n;
+	uint64_t dropped;
 	const struct net_attempt *v = notebook_nets(t->nb, &n, &dropped);
+	const struct netlog_sum *all = notebook_net_total(t->nb);
+	size_t refused = all ? all->bad : 0;
 	char u[32], d[32];
 	struct buf b;
 
 	(void)c;
 	(void)arg;
-	for (size_t i = 0; i < n; i++) {
-		refused += v[i].verdict != NETLOG_ALLOWED;
-		up += v[i].up;
-		down += v[i].down;
-	}
-	fmt_bytes(u, sizeof u, up);
-	fmt_bytes(d, sizeof d, down);
+	fmt_bytes(u, sizeof u, all ? all->up : 0);
+	fmt_bytes(d, sizeof d, all ? all->down : 0);
 	buf_init(&b, 256 * 1024);
 	buf_printf(&b, "What the sandbox tried to reach: %zu attempt%s, %zu refused or "
 	    "failed; %s sent out, %s received.\n", n + (size_t)dropped,

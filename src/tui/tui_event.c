@@ -213,8 +213,8 @@ tui_event_apply(struct tui *t, const struct event *ev)
 		on_message(t, IT_NOTICE, ev->text ? ev->text : "");
 		break;
 	case EV_IDLE:		on_idle(t); break;
-	case EV_NET:		/* the cells show the notebook's ledger */
-		tui_cells_invalidate(t);
+	case EV_NET:		/* a cell's body is laid out again when its
+				 * ledger summary changed (its gen) */
 		break;
 	case EV_PACKAGE:	break;
 	}

@@ -81,6 +81,7 @@ struct cblock {			/* cached body of one cell */
 	int		 valid, width, expanded, status, nart, fold;
 	uint64_t	 tot[2];
 	int		 has_value;
+	uint64_t	 net_gen;	/* the cell's ledger summary's gen */
 	struct tlines	 lines;
 };
 

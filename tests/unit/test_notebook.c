@@ -2,6 +2,9 @@
  * last message follow every way the conversation changes; a tool result
  * inserted in the middle (the loader's repair) is there. */
 #include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "terp/notebook.h"
 
@@ -81,5 +84,87 @@ Test(notebook, gen_changes_with_every_change_to_a_message_there)
 	cr_assert_neq(notebook_gen(nb), h);
 	cr_assert_neq(notebook_gen(nb), g);
 	notebook_free(other);
+	notebook_free(nb);
+}
+
+static struct net_attempt
+net_att(int cell, uint64_t id, const char *host, int open, uint64_t up)
+{
+	struct net_attempt a = { .cell = cell, .id = id, .port = 443, .open = open,
+	    .up = up, .verdict = NETLOG_ALLOWED };
+	snprintf(a.host, sizeof a.host, "%s", host);
+	snprintf(a.code, sizeof a.code, "%s", open ? "ok" : "done");
+	return a;
+}
+
+/* Each cell's ledger summary is kept as reports come: an open attempt's
+ * later reports update its entry and the summary, the session's total
+ * counts every entry once (issue 22: they were recomputed from the
+ * whole ledger). */
+Test(notebook, net_summaries_kept_per_cell_and_session)
+{
+	struct notebook *nb = notebook_new();
+	struct net_attempt a;
+	const struct netlog_sum *s;
+	size_t n;
+	char *t;
+
+	cr_assert_null(notebook_net_sum(nb, 1));
+	cr_assert_null(notebook_net_total(nb));
+	a = net_att(1, 7, "index.example.invalid", 1, 0);
+	notebook_add_net(nb, &a);
+	a = net_att(2, 8, "other.example.invalid", 0, 5);
+	notebook_add_net(nb, &a);
+	a = net_att(1, 7, "index.example.invalid", 1, 100);
+	notebook_add_net(nb, &a);
+	s = notebook_net_sum(nb, 1);
+	uint64_t g = s->gen;
+	a = net_att(1, 7, "index.example.invalid", 0, 2048);
+	notebook_add_net(nb, &a);
+	cr_assert_gt(s->gen, g);
+	notebook_nets(nb, &n, NULL);
+	cr_assert_eq(n, 2, "the open attempt's reports are one entry");
+	cr_assert_eq(s->attempts, 1);
+	cr_assert_eq(s->up, 2048);
+	t = netlog_sum_text(s, NETLOG_ASCII);
+	cr_assert_str_eq(t, "index.example.invalid ok 0 B down 2 KiB up");
+	free(t);
+	/* ended: a later report of the same id is a new attempt */
+	a = net_att(1, 7, "index.example.invalid", 0, 1);
+	notebook_add_net(nb, &a);
+	cr_assert_eq(s->attempts, 2);
+	cr_assert_eq(notebook_net_sum(nb, 2)->attempts, 1);
+	cr_assert_eq(notebook_net_total(nb)->attempts, 3);
+	cr_assert_eq(notebook_net_total(nb)->up, 2048 + 5 + 1);
+	cr_assert_null(notebook_net_sum(nb, 3));
+	notebook_free(nb);
+}
+
+/* A flood of refused attempts to distinct hosts, over many cells (a
+ * journal's cell numbers are any up to 1e9): kept up to the cap, each
+ * cell's summary bounded, the rest counted. */
+Test(notebook, net_flood_of_distinct_hosts)
+{
+	struct notebook *nb = notebook_new();
+	uint64_t dropped;
+	size_t n;
+	char *t;
+
+	for (int i = 0; i < NOTEBOOK_NET_MAX + 5; i++) {
+		struct net_attempt a = { .cell = i < 1000 ? 1000000000 - i % 3 : 1,
+		    .id = (uint64_t)i + 1, .port = 443, .verdict = NETLOG_REFUSED };
+		snprintf(a.host, sizeof a.host, "h%d.example.invalid", i);
+		snprintf(a.reason, sizeof a.reason, "not allowed");
+		notebook_add_net(nb, &a);
+	}
+	notebook_nets(nb, &n, &dropped);
+	cr_assert_eq(n, NOTEBOOK_NET_MAX);
+	cr_assert_eq(dropped, 5);
+	cr_assert_eq(notebook_net_total(nb)->bad, NOTEBOOK_NET_MAX);
+	cr_assert_eq(notebook_net_sum(nb, 1)->attempts, NOTEBOOK_NET_MAX - 1000);
+	cr_assert_eq(notebook_net_sum(nb, 1000000000)->attempts, 334);
+	t = netlog_sum_text(notebook_net_sum(nb, 1), NETLOG_ASCII);
+	cr_assert(strstr(t, " and 18992 more") != NULL, "%s", t);
+	free(t);
 	notebook_free(nb);
 }
