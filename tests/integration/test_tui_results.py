@@ -95,3 +95,39 @@ def test_o_without_xdg_open_says_where_the_file_is_and_how_to_view_it(tui):
     flat = re.sub(r"\s", "", flat)
     assert re.search(r"bars\.pngisat\S*/out/bars\.png\(Enterinthefilespane"
                      r"previewsit\);toviewit:chafa'\S*/out/bars\.png'", flat), s
+
+
+BLOCKS = set("▘▝▀▖▌▞▛▗▚▐▜▄▙▟█")
+
+
+def chart_rows(s):
+    """The rows of the cells pane's thumbnail below '▪ bars.png', and the
+    cells pane's part of the screen (left of the files pane's border)."""
+    lines = s.splitlines()
+    x1 = lines[1].index("│") if "│" in lines[1] else len(lines[1])
+    left = [l[:x1] for l in lines]
+    start = next(i for i, l in enumerate(left) if "▪ bars.png" in l)
+    rows = [l for l in left[start + 1:] if sum(ch in BLOCKS for ch in l) >= 3]
+    return left, rows
+
+
+@pytest.mark.parametrize("width,height", [(160, 50), (100, 30), (80, 24)])
+def test_the_inline_chart_grows_with_the_pane_and_keeps_its_header(tui, width, height):
+    t = tui({"turns": [{"openai": {"tool_calls": [{"id": "c1", "code": CHART}]}},
+                       {"openai": {"text": "East is largest."}}]}, width=width, height=height)
+    t.text("Plot the regions")
+    t.keys("Enter")
+    t.wait(r"East is largest", timeout=90)
+    s = t.wait(r"▪ bars\.png", timeout=30)
+    print(s)
+    left, rows = chart_rows(s)
+    # the cell's header line stays on screen above its chart
+    assert any(re.search(r"\[1\] .*model", l) for l in left), s
+    assert rows, s
+    wd = max(len(r.strip()) for r in rows)
+    if width == 160:
+        # the cells pane is 124 columns wide and 30 rows high: the chart
+        # was at most 64x14 (37 columns at this aspect); now up to two
+        # thirds of the pane's rows, the cell still fitting, and the
+        # width they give (31 columns of it drawn before, 13 rows)
+        assert wd > 35 and len(rows) > 14, s
