@@ -193,6 +193,13 @@ if 1000 in small and 3000 in small:
 for g in big:
     row("resume, %d questions of 4 KB outputs" % g["questions"], ms(1e3 * g["resume_s"]),
         "", "", "< 1 s", g["resume_s"] < 1)
+pngmem = [l.split() for l in open(w + "/thumbs.txt") if l.startswith("pngmem ")
+          and l.split()[4][0].isdigit()]
+if pngmem:
+    worst = max(pngmem, key=lambda r: float(r[4].split("(")[0]))
+    pk = float(worst[4].split("(")[0])
+    row("PNG preview peak RSS (worst: %s)" % worst[1], "%.1f MB" % pk,
+        "whole decode " + worst[5], "", "< 16 MB", pk < 16)
 if thumbs:
     n = len(thumbs)
     tm = sum(float(r[2]) for r in thumbs) / n

@@ -46,7 +46,7 @@ tui_thumbs_get(struct tui *t, const char *path, int cols, int rows_max,
 	slot->stamp = ++t->thumbs.stamp;
 
 	char *err = NULL;
-	struct png_rgba *img = png_decode_file(path, &err);
+	struct png_rgba *img = png_decode_file_fit(path, 0, &err);
 	if (img) {
 		struct thumb_opts to;
 		thumb_opts_init(&to);
