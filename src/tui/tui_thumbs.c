@@ -23,6 +23,8 @@ tui_thumbs_get(struct tui *t, const char *path, int cols, int rows_max,
 	struct tcache *slot = NULL;
 
 	*why = NULL;
+	if (t->gfx.mode == TUI_GFX_OFF)
+		return NULL;	/* --images off: the file's line only */
 	if (cols < 2)
 		cols = 2;
 	for (int i = 0; i < NTHUMBS; i++) {
