@@ -980,6 +980,52 @@ draw_input(struct tui *t)
 		wmove(t->lay.inw, crow - first, ccol - hoff < W ? ccol - hoff : W - 1);
 }
 
+/* The widest line of the overlay, in columns. */
+static int
+overlay_width(const struct tui *t)
+{
+	int most = 0;
+
+	for (int i = 0; i < t->ov.lines.n; i++) {
+		int w = tui_tline_width(&t->ov.lines.v[i]);
+		if (w > most)
+			most = w;
+	}
+	return most;
+}
+
+/* l without its first left columns, into out (empty before). A wide
+ * character cut in two becomes a space. */
+static void
+tline_shift(const struct tline *l, int left, struct tline *out)
+{
+	int skip = left;
+
+	for (int i = 0; i < l->nseg; i++) {
+		const struct tseg *g = &l->seg[i];
+		size_t len = strlen(g->text), k = 0;
+		int pad = 0;
+		if (skip > 0) {
+			int used;
+			k = tui_tlines_fit(g->text, len, skip, &used);
+			skip -= used;
+			if (k == len)
+				continue;
+			if (skip > 0) {	/* a wide glyph across the edge */
+				k += tui_tlines_fit(g->text + k, len - k, 2, NULL);
+				pad = 1;
+				skip = 0;
+			}
+		}
+		if (pad)
+			tui_tline_add(out, g->role, " ", 1);
+		if (g->fg >= 0 || g->bg >= 0)
+			tui_tline_add_color(out, g->text + k, len - k, g->fg, g->bg);
+		else
+			tui_tline_add(out, g->role, g->text + k, len - k);
+	}
+}
+
 /* Whether pictures go out in pixels rather than block characters. */
 static int
 gfx_pixels(const struct tui *t)
@@ -1131,8 +1177,15 @@ draw_overlay(struct tui *t)
 	struct tline l = { 0 };
 	tui_tline_adds(&l, R_TITLE_FOCUS, " ");
 	tui_tline_adds(&l, R_TITLE_FOCUS, t->ov.title ? t->ov.title : "");
+	if (t->ov.hscroll) {	/* where we are first: the hints may be cut */
+		char where[64];
+		snprintf(where, sizeof where, " · col %d of %d", t->ov.left + 1,
+		    overlay_width(t));
+		tui_tline_adds(&l, R_DIM, where);
+	}
 	tui_tline_adds(&l, R_DIM, t->ov.art >= 0 ?
-	    "   q/Esc close · o open · s save · ↑↓ PgUp PgDn" :
+	    "   q/Esc close · o open · s save · ↑↓ PgUp PgDn" : t->ov.hscroll ?
+	    "   q back · ←→ h l · ↑↓ PgUp PgDn Home End" :
 	    "   q/Esc close · ↑↓ PgUp PgDn Home End");
 	draw_line(t, t->lay.mainw, 0, 0, w, &l, -1);
 	tui_tline_free(&l);
@@ -1161,8 +1214,23 @@ draw_overlay(struct tui *t)
 		t->ov.top = src->n - body;
 	if (t->ov.top < 0)
 		t->ov.top = 0;
-	for (int r = 0; r < body && t->ov.top + r < src->n; r++)
-		draw_line(t, t->lay.mainw, 1 + r, 0, w, &src->v[t->ov.top + r], -1);
+	if (t->ov.hscroll) {
+		int most = overlay_width(t) - w + 1;
+		if (t->ov.left > most)
+			t->ov.left = most;
+		if (t->ov.left < 0)
+			t->ov.left = 0;
+	}
+	for (int r = 0; r < body && t->ov.top + r < src->n; r++) {
+		const struct tline *ln = &src->v[t->ov.top + r];
+		struct tline sh = { 0 };
+		if (t->ov.hscroll && t->ov.left > 0) {
+			tline_shift(ln, t->ov.left, &sh);
+			ln = &sh;
+		}
+		draw_line(t, t->lay.mainw, 1 + r, 0, w, ln, -1);
+		tui_tline_free(&sh);
+	}
 	tui_tlines_free(&ls);
 }
 
@@ -1240,6 +1308,8 @@ tui_overlay_open(struct tui *t, const char *title)
 	t->ov.png = NULL;
 	t->ov.art = -1;
 	t->ov.top = 0;
+	t->ov.hscroll = 0;
+	t->ov.left = 0;
 	t->ov.on = 1;
 	tui_mark(t);
 }

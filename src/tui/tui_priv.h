@@ -179,6 +179,8 @@ struct tui {
 		int		 top;
 		char		*png;	/* preview of a PNG: its path */
 		char		*shown;	/* the image drawn in pixels: path@size */
+		int		 hscroll;	/* lines whole, scrolled sideways */
+		int		 left;	/* columns scrolled off to the left */
 		int		 art;	/* artifact index or -1 */
 	} ov;
 

@@ -131,3 +131,44 @@ def test_the_inline_chart_grows_with_the_pane_and_keeps_its_header(tui, width, h
         # thirds of the pane's rows, the cell still fitting, and the
         # width they give (31 columns of it drawn before, 13 rows)
         assert wd > 35 and len(rows) > 14, s
+
+
+WIDE = ("import pandas as pd\n"
+        "pd.set_option('display.width', 100000)\n"
+        "pd.set_option('display.max_columns', 100)\n"
+        "pd.set_option('display.max_rows', 100)\n"
+        "df = pd.DataFrame({'col%02d' % i: range(i * 1000, i * 1000 + 60) for i in range(31)})\n"
+        "print(df)")
+
+
+def test_v_on_a_cell_views_a_wide_frame_scrolling_both_ways(tui):
+    t = tui({"turns": [{"openai": {"tool_calls": [{"id": "c1", "code": WIDE}]}},
+                       {"openai": {"text": "31 columns."}}]}, width=80, height=24)
+    t.text("Make a wide frame")
+    t.keys("Enter")
+    t.wait(r"31 columns\.", timeout=90)
+    t.keys("Tab")
+    t.keys("Tab")          # input -> conversation -> cells (its header
+    t.keys("v")            # is above the pane's top: the output is long)
+    s = t.wait(r"cell \[1\] output")
+    assert "col00" in s and "col30" not in s, s
+    assert re.search(r"col 1 of \d+", s), s
+    # sideways, half a screen a step, to the last column
+    for _ in range(12):
+        t.keys("l")
+    s = t.wait(r"col30")
+    assert "col00" not in s, s
+    body = s.splitlines()[1:]
+    # the lines are whole, not wrapped: row 0's last value on row 0's line
+    assert any(re.search(r"30000\s*$", l) for l in body), s
+    t.keys("h")
+    t.keys("Home")
+    s = t.wait(r"col 1 of")
+    assert "col00" in s, s
+    t.keys("NPage")
+    t.keys("NPage")
+    t.keys("NPage")
+    s = t.wait(r"\b59 ")
+    t.keys("q")
+    s = t.wait(r"─ cells 1")
+    assert "cell [1] output" not in s, s
