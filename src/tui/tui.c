@@ -292,7 +292,7 @@ gfx_init(struct tui *t)
 	if (want == TUI_GFX_AUTO && (tm == NULL || *tm == '\0')) {
 		int pt;
 		if (tui_gfx_detect(want, gfx_env, 0, -1, &pt) == TUI_GFX_BLOCKS)
-			sixel = tui_gfx_query_sixel(STDIN_FILENO, 200);
+			sixel = tui_gfx_query_sixel(STDIN_FILENO, 300);
 	}
 	if (tm != NULL && *tm != '\0' && want != TUI_GFX_BLOCKS &&
 	    want != TUI_GFX_OFF)

@@ -11,6 +11,7 @@
 
 #include <readline/readline.h>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "terp/buf.h"
@@ -1026,12 +1027,22 @@ tline_shift(const struct tline *l, int left, struct tline *out)
 	}
 }
 
-/* Whether pictures go out in pixels rather than block characters. */
+/* PNGs bigger than this are previewed in blocks (streamed in a few
+ * MB) rather than read whole and sent in base64. */
+#define GFX_MAX_FILE	(8u << 20)
+
+/* Whether the preview's picture goes out in pixels rather than block
+ * characters. */
 static int
 gfx_pixels(const struct tui *t)
 {
-	return t->gfx.mode == TUI_GFX_KITTY || t->gfx.mode == TUI_GFX_ITERM ||
-	    t->gfx.mode == TUI_GFX_SIXEL;
+	struct stat st;
+
+	if (t->gfx.mode != TUI_GFX_KITTY && t->gfx.mode != TUI_GFX_ITERM &&
+	    t->gfx.mode != TUI_GFX_SIXEL)
+		return 0;
+	return t->ov.png && stat(t->ov.png, &st) == 0 &&
+	    (uint64_t)st.st_size <= GFX_MAX_FILE;
 }
 
 /* The cells a w x h picture takes in a cols x rows box, its aspect
@@ -1058,7 +1069,7 @@ gfx_encode(struct tui *t, struct buf *out, int *cols, int *rows,
     char **why)
 {
 	size_t len;
-	char *png = read_file(t->ov.png, 48u << 20, &len);
+	char *png = read_file(t->ov.png, GFX_MAX_FILE, &len);
 	int rc = -1;
 
 	*why = NULL;
@@ -1141,7 +1152,7 @@ overlay_pixels(struct tui *t)
 	t->ov.shown = key;
 	struct buf img;
 	char *why;
-	buf_init(&img, 96u << 20);
+	buf_init(&img, 32u << 20);
 	if (gfx_encode(t, &img, &cols, &rows, &why) == 0)
 		gfx_send(t, img.data, img.len, 2, 2);
 	else {
