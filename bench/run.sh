@@ -206,6 +206,13 @@ row("trivial cell, %d files in out/" % xc["files"], us(xc["outN_us"]),
 r = xc["par_cps"] / xc["one_cps"]
 row("%d concurrent terp exec, cells/s" % xc["par"], "%.0f/s" % xc["par_cps"],
     "one run %.0f/s" % xc["one_cps"], x(r), ">= 2x one run", r >= 2)
+pngmem = [l.split() for l in open(w + "/thumbs.txt") if l.startswith("pngmem ")
+          and l.split()[4][0].isdigit()]
+if pngmem:
+    worst = max(pngmem, key=lambda r: float(r[4].split("(")[0]))
+    pk = float(worst[4].split("(")[0])
+    row("PNG preview peak RSS (worst: %s)" % worst[1], "%.1f MB" % pk,
+        "whole decode " + worst[5], "", "< 16 MB", pk < 16)
 if thumbs:
     n = len(thumbs)
     tm = sum(float(r[2]) for r in thumbs) / n

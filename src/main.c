@@ -30,7 +30,7 @@ enum {
 	OPT_JSON = 256, OPT_OUT, OPT_MEMORY, OPT_TIMEOUT, OPT_GRACE, OPT_NPROC,
 	OPT_FSIZE, OPT_NOFILE, OPT_ARTMAX, OPT_NO_SANDBOX, OPT_NETWORK,
 	OPT_PROVIDER, OPT_MODEL, OPT_BASE_URL, OPT_MAX_TURNS, OPT_MAX_RETRIES,
-	OPT_TOOL_LIMIT, OPT_CTX_WINDOW, OPT_SYSTEM, OPT_THEME, OPT_STOP, OPT_VERSION,
+	OPT_TOOL_LIMIT, OPT_CTX_WINDOW, OPT_SYSTEM, OPT_THEME, OPT_IMAGES, OPT_STOP, OPT_VERSION,
 	OPT_LIST, OPT_DELETE, OPT_EXPORT, OPT_RESUME, OPT_REPLAY, OPT_IDLE,
 	OPT_MAX_SESSION, OPT_STRICT_NUMBERS, OPT_MAX_COST, OPT_DISK, OPT_PYTHON, OPT_ALLOW_HOST,
 	OPT_EGRESS_MAX, OPT_SANDBOX, OPT_SANDBOX_TOKEN_ENV, OPT_SANDBOX_TOKEN_CMD,
@@ -112,6 +112,7 @@ static const struct option long_opts[] = {
 	{ "context-window", required_argument, NULL, OPT_CTX_WINDOW },
 	{ "system", required_argument, NULL, OPT_SYSTEM },
 	{ "theme", required_argument, NULL, OPT_THEME },
+	{ "images", required_argument, NULL, OPT_IMAGES },
 	{ "stop-on-error", no_argument, NULL, OPT_STOP },
 	{ "list", no_argument, NULL, OPT_LIST },
 	{ "delete", required_argument, NULL, OPT_DELETE },
@@ -190,6 +191,7 @@ usage(FILE *fp)
 	    "      --ssh-command CMD    the ssh client and options (default ssh)\n"
 	    "      --ssh-terp CMD       terp on the ssh host (default terp)\n"
 	    "      --theme NAME         TUI colour theme (default, light, mono)\n"
+	    "      --images MODE        pictures: auto, kitty, iterm, sixel, blocks, off\n"
 	    "  -h, --help               this help\n"
 	    "  -V, --version            the version\n"
 	    "\n"
@@ -416,6 +418,8 @@ apply_config(struct cli *c)
 	}
 	if ((v = config_get(&cf, "theme")))
 		c->theme = xstrdup(v);
+	if ((v = config_get(&cf, "images")))
+		c->images = xstrdup(v);
 	if ((v = config_get(&cf, "memory")))
 		c->kopts.memory = opt_size("memory (config)", v);
 	if ((v = config_get(&cf, "disk")))
@@ -674,6 +678,7 @@ parse(struct cli *c, int argc, char **argv)
 			break;
 		}
 		case OPT_THEME: c->theme = optarg; break;
+		case OPT_IMAGES: c->images = optarg; break;
 		case OPT_LIST: c->list = 1; break;
 		case OPT_DELETE: c->delete_id = optarg; break;
 		case OPT_EXPORT: c->export_id = optarg; break;
@@ -1024,6 +1029,14 @@ run_main(int argc, char **argv)
 		if ((rc = setup_python(&c)) != 0)
 			return rc;
 		return serve_run(&c);
+	}
+	{
+		enum tui_gfx_mode gm;
+		if (c.images && tui_gfx_parse(c.images, &gm) < 0) {
+			fprintf(stderr, "terp: --images: '%s' is not one of auto, "
+			    "kitty, iterm, sixel, blocks, off\n", c.images);
+			return 2;
+		}
 	}
 	/* a theme that cannot load: one line, before the screen is taken */
 	if (c.mode == CLI_TUI && c.theme && tui_theme_check(c.theme, &err) < 0) {

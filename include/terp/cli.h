@@ -25,6 +25,7 @@ struct cli {
 	const char		**data_files;	/* as given, in order */
 	int			 ndata;
 	const char		*theme;
+	const char		*images;	/* --images / images =: tui_gfx_parse */
 	struct kernel_opts	 kopts;
 	struct agent_opts	 aopts;
 	struct llm_config	 llm;

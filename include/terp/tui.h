@@ -9,6 +9,7 @@
 #include "terp/event.h"
 #include "terp/loop.h"
 #include "terp/notebook.h"
+#include "terp/tui_gfx.h"
 
 struct session;
 
@@ -19,6 +20,7 @@ struct tui_opts {
 	const char	*history_path;	/* NULL: $XDG_STATE_HOME/terp/history */
 	const char	*out_dir;	/* where artifacts land (for /files) */
 	int		 mouse;		/* 1: enable mouse (default in tui_opts_default) */
+	enum tui_gfx_mode images;	/* --images: real pixels or blocks */
 	/* The journal, replay and idle timers (borrowed). /load, /reset
 	 * and /restart go through it so they are journaled; /replay and
 	 * the idle countdown need it. NULL: the agent is called directly

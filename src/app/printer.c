@@ -527,7 +527,7 @@ put_thumbnail(struct printer *p, const char *path)
 
 	if (!p->err_tty || ext == NULL || strcasecmp(ext, ".png") != 0)
 		return;
-	if ((img = png_decode_file(path, NULL)) == NULL)
+	if ((img = png_decode_file_fit(path, 0, NULL)) == NULL)
 		return;
 	thumb_opts_init(&o);
 	o.cols = 48;

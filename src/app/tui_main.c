@@ -159,6 +159,8 @@ tui_session_run(struct cli *c)
 	(void)session_start(s);
 	tui_opts_default(&o);
 	o.theme = c->theme;
+	if (c->images)
+		tui_gfx_parse(c->images, &o.images);
 	o.provider_label = NULL;
 	o.out_dir = c->kopts.out_dir;
 	o.session = s;

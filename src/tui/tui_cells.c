@@ -163,7 +163,7 @@ code_lines(struct tlines *ls, const char *code, int w, int expanded, int tag)
 /* The files a cell wrote: a name line each, charts with a thumbnail. */
 static void
 cell_files(struct tui *t, struct tlines *ls, const struct cell *c, int w,
-    int ex)
+    int ex, int trows)
 {
 	int na = notebook_nartifacts(t->nb), tag = c->n;
 
@@ -182,10 +182,10 @@ cell_files(struct tui *t, struct tlines *ls, const struct cell *c, int w,
 		if (!tui_thumbs_is_png(a->name))
 			continue;
 		const char *why;
-		/* indented by 4, a column free at the right (the margin) */
-		int tc = w - 5 < 64 ? w - 5 : 64;
-		struct thumb *th = tui_thumbs_get(t, a->path, ex ? w - 5 : tc,
-		    ex ? 40 : 14, &why);
+		/* indented by 4, a column free at the right (the margin);
+		 * as wide as the pane, as high as the aspect gives within
+		 * trows */
+		struct thumb *th = tui_thumbs_get(t, a->path, w - 5, trows, &why);
 		if (th)
 			tui_thumbs_lines(ls, th, 4, tag);
 		else if (why)
@@ -386,6 +386,32 @@ interleaved(struct tui *t, struct tlines *ls, const struct cell *c, int w,
 	return 1;
 }
 
+/* The rows a chart thumbnail of cell c may take when the pane has room
+ * rows (0: unknown) and the cell's other lines take used: at most two
+ * thirds of the pane, and never so many that the cell (its header, its code, a
+ * name line per file, an output line, the blank after it) outgrows the
+ * pane, which follows the newest cell and would scroll the header away.
+ * Expanded, the user asked for size: the pane's height, at least 40. */
+static int
+thumb_rows(struct tui *t, const struct cell *c, int room, int ex, int used)
+{
+	int rows, left;
+
+	if (room <= 0)
+		return ex ? 40 : 14;
+	if (ex)
+		return room - 3 > 40 ? room - 3 : 40;
+	/* outputs fold to 3 lines at least each, the value to 1; one line
+	 * for the network summary */
+	int outs = (c->out[0].total > 0) * 3 + (c->out[1].total > 0) * 3 +
+	    (c->value != NULL) + 1;
+	rows = room * 2 / 3;
+	left = room - 2 - used - cell_nart(t, c) - outs;
+	if (rows > left)
+		rows = left;
+	return rows < 4 ? 4 : rows;
+}
+
 /* Everything of a cell below its header line. room: the pane's rows
  * (0: the fixed fold). */
 static void
@@ -416,10 +442,11 @@ cell_body(struct tui *t, struct tlines *ls, const struct cell *c, int w,
 		const char *m = "the session restarted: variables are gone";
 		tui_tlines_cut(&end, m, strlen(m), w, R_FAIL, "  ! ", R_BORDER, tag);
 	}
-	cell_files(t, &end, c, w, ex);
+	code_lines(ls, c->code ? c->code : "", w, ex, tag);
+	cell_files(t, &end, c, w, ex, thumb_rows(t, c, room, ex,
+	    ls->n + end.n));
 	cell_net(t, &end, c, w);
 
-	code_lines(ls, c->code ? c->code : "", w, ex, tag);
 	/* the outputs get what the header, the code, the lines after and
 	 * the blank line after the cell leave of the pane */
 	fold_rooms(c, room - 2 - ls->n - end.n, rooms);

@@ -117,7 +117,7 @@ static const struct keyhelp key_help[] = {
 	{ "Home g / End G", "top / bottom of the pane; End follows new output again (also on the input line)" },
 	{ "Enter e r (cell)", "expand the cell / edit it in $VISUAL or $EDITOR and run it / re-run it" },
 	{ "y / Y (cell)", "copy the cell's code / its output; y in the conversation: the answer in view" },
-	{ "w (cell)", "what the model saw: the tool result exactly as sent" },
+	{ "w / v (cell)", "what the model saw, as sent / the output whole, tables sideways (← → h l)" },
 	{ "Enter o s (file)", "preview the file full-screen / open it with xdg-open / save a copy" },
 	{ "/ n N (pane)", "search conversation or cells (all output too); next / previous match; Esc ends" },
 	{ "z / f / q (pane)", "maximise the pane (z again restores) / hide or show the files pane / quit" },

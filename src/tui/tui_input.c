@@ -28,6 +28,7 @@
 #include "tui_search.h"
 #include "tui_spawn.h"
 #include "tui_told.h"
+#include "tui_view.h"
 #include "tui_trace.h"
 
 #ifndef READERR
@@ -538,6 +539,7 @@ pane_key(struct tui *t, int c)
 		case 'y': tui_act_copy(t, sel); return 1;
 		case 'Y': tui_act_copy_output(t, sel); return 1;
 		case 'w': tui_told_show(t, sel); return 1;
+		case 'v': tui_view_output(t, sel); return 1;
 		}
 	}
 	if (p == P_CONV && c == 'r') {
@@ -566,8 +568,10 @@ overlay_key(struct tui *t, int c)
 	case KEY_DOWN: case 'j':	t->ov.top++; break;
 	case KEY_PPAGE: case 'b':	t->ov.top -= h > 1 ? h - 1 : 1; break;
 	case KEY_NPAGE: case ' ':	t->ov.top += h > 1 ? h - 1 : 1; break;
-	case KEY_HOME: case 'g':	t->ov.top = 0; break;
+	case KEY_HOME: case 'g':	t->ov.top = 0; t->ov.left = 0; break;
 	case KEY_END: case 'G':		t->ov.top = INT_MAX / 2; break;
+	case KEY_LEFT: case 'h':	t->ov.left -= tui_view_hstep(t); break;
+	case KEY_RIGHT: case 'l':	t->ov.left += tui_view_hstep(t); break;
 	case 'o':
 		if (t->ov.art >= 0)
 			tui_act_open(t, t->ov.art);

@@ -180,8 +180,17 @@ struct tui {
 		struct tlines	 lines;
 		int		 top;
 		char		*png;	/* preview of a PNG: its path */
+		char		*shown;	/* the image drawn in pixels: path@size */
+		int		 hscroll;	/* lines whole, scrolled sideways */
+		int		 left;	/* columns scrolled off to the left */
 		int		 art;	/* artifact index or -1 */
 	} ov;
+
+	struct {		/* real pixels (tui_gfx.c; drawn by tui_draw.c) */
+		enum tui_gfx_mode mode;	/* KITTY, ITERM, SIXEL or BLOCKS */
+		int		 passthrough;	/* wrapped for tmux */
+		int		 cellw, cellh;	/* a cell's pixels (sixel) */
+	} gfx;
 
 	struct {		/* the status bar (tui_event.c, tui_items.c) */
 		int		 kstate;
