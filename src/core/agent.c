@@ -384,6 +384,16 @@ m_reasoning(void *arg, const char *delta, size_t len)
 	emit(a, &ev);
 }
 
+/* The code of a call the model is still writing: shown, never kept
+ * (the call comes whole to m_tool_call). */
+static void
+m_tool_code(void *arg, int call, const char *code, size_t len)
+{
+	struct event ev = { .type = EV_CODE, .text = code, .len = len, .n = call };
+
+	emit(arg, &ev);
+}
+
 /* A reasoning item the provider wants back: kept as it came. */
 static void
 m_reasoning_item(void *arg, const char *json)
@@ -677,7 +687,7 @@ m_error(void *arg, const struct llm_error *e)
 static const struct llm_cbs agent_llm_cbs = {
 	.text = m_text, .tool_call = m_tool_call, .usage = m_usage,
 	.reasoning = m_reasoning, .reasoning_item = m_reasoning_item,
-	.sent = m_sent, .notice = m_notice, .done = m_done, .error = m_error,
+	.tool_code = m_tool_code, .sent = m_sent, .notice = m_notice, .done = m_done, .error = m_error,
 };
 
 /* The last assistant message's tool calls. */

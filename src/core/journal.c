@@ -613,6 +613,7 @@ journal_event(struct journal *j, const struct event *ev)
 		sync = 1;
 		break;
 	case EV_REASONING:	/* kept whole in the reply's record */
+	case EV_CODE:		/* the call comes whole in the reply */
 		return;
 	case EV_NOTICE:
 		o = rec("notice");

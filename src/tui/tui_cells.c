@@ -136,8 +136,8 @@ cell_nart(struct tui *t, const struct cell *c)
 }
 
 /* The code of a cell, highlighted; collapsed, the first CODE_SHOW lines. */
-static void
-code_lines(struct tlines *ls, const char *code, int w, int expanded, int tag)
+void
+tui_cells_code(struct tlines *ls, const char *code, int w, int expanded, int tag)
 {
 	char *s = sanitize_str(code, strlen(code),
 	    SANITIZE_KEEP_NL | SANITIZE_CR_AS_NL | SANITIZE_KEEP_TAB);
@@ -415,7 +415,7 @@ cell_body(struct tui *t, struct tlines *ls, const struct cell *c, int w,
 	cell_files(t, &end, c, w, ex);
 	cell_net(t, &end, c, w);
 
-	code_lines(ls, c->code ? c->code : "", w, ex, tag);
+	tui_cells_code(ls, c->code ? c->code : "", w, ex, tag);
 	/* the outputs get what the header, the code, the lines after and
 	 * the blank line after the cell leave of the pane */
 	fold_rooms(c, room - 2 - ls->n - end.n, rooms);

@@ -68,7 +68,7 @@ conv_rows(struct tui *t, int h, int w)
 	int most = h - cells_min;
 
 	if (t->focus == P_CELLS || most <= base ||
-	    (t->st.busy && t->st.phase != PH_ANSWERING))
+	    (t->st.busy && t->st.phase != PH_ANSWERING && t->st.phase != PH_CODE))
 		return base;
 	int q = t->conv.nitems - 1, need = 1;
 	if (t->conv.nitems == 0) {	/* the empty notebook's words */
@@ -600,6 +600,8 @@ status_step(struct tui *t, struct tline *l, int done, int total,
 		snprintf(tmp, sizeof tmp, "thinking");
 	else if (t->st.phase == PH_ANSWERING)
 		snprintf(tmp, sizeof tmp, "answering");
+	else if (t->st.phase == PH_CODE)
+		snprintf(tmp, sizeof tmp, "writing a cell");
 	else if (t->st.kstate == KERNEL_STOPPED && idle_stopped)
 		snprintf(tmp, sizeof tmp, "sandbox stopped (idle)");
 	else if (t->st.where)
