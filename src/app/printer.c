@@ -636,6 +636,7 @@ printer_show(struct printer *p, const struct event *ev, char *size, size_t sizel
 		end_text(p);
 		break;
 	case EV_CODE:		/* the status line stays; the call comes whole */
+	case EV_APPROVE:	/* never headless (-p refuses --ask) */
 		break;
 	case EV_REASONING:
 		/* stderr only, never the answer's stdout */

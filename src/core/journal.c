@@ -614,6 +614,7 @@ journal_event(struct journal *j, const struct event *ev)
 		break;
 	case EV_REASONING:	/* kept whole in the reply's record */
 	case EV_CODE:		/* the call comes whole in the reply */
+	case EV_APPROVE:	/* its cell, or its declined result, follows */
 		return;
 	case EV_NOTICE:
 		o = rec("notice");

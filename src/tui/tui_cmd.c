@@ -53,7 +53,8 @@ struct cmd_entry {
 
 static cmd_fn cmd_help, cmd_load, cmd_files, cmd_py, cmd_rerun, cmd_reset,
     cmd_restart, cmd_replay, cmd_model, cmd_sent, cmd_net, cmd_allow, cmd_deny,
-    cmd_clear, cmd_export, cmd_save, cmd_quit, cmd_trace, cmd_context, cmd_compact;
+    cmd_clear, cmd_export, cmd_save, cmd_quit, cmd_trace, cmd_context, cmd_compact,
+    cmd_ask;
 
 /* In the order /help lists them and Tab offers them. */
 static const struct cmd_entry cmds[] = {
@@ -74,6 +75,8 @@ static const struct cmd_entry cmds[] = {
 	    "those you name: /replay 3, /replay 1-5, /replay 2,4-6",
 	    CMD_HOLDS, cmd_replay },
 	{ "model", { NULL }, "/model NAME", "switch the model", 0, cmd_model },
+	{ "ask", { NULL }, "/ask on|off", "whether each cell of the model waits for "
+	    "you first: y runs it, e edits it, n skips it, a stops asking", 0, cmd_ask },
 	{ "sent", { NULL }, "/sent [N]", "what left the machine for the model; "
 	    "N shows request N in full", 0, cmd_sent },
 	{ "trace", { NULL }, "/trace", "the last answer's numbers and the cell "
@@ -390,6 +393,20 @@ cmd_replay(struct tui *t, const struct cmd_entry *c, const char *arg)
 		t->v[P_CELLS].follow = 1;
 		t->v[P_CONV].follow = 1;
 	}
+}
+
+static void
+cmd_ask(struct tui *t, const struct cmd_entry *c, const char *arg)
+{
+	(void)c;
+	if (strcmp(arg, "on") == 0 || strcmp(arg, "off") == 0)
+		agent_set_ask(t->agent, strcmp(arg, "on") == 0);
+	else if (*arg) {
+		tui_flash(t, "/ask on or /ask off");
+		return;
+	}
+	tui_flash(t, agent_asks(t->agent) ? "ask: on (each cell of the model waits for y)" :
+	    "ask: off (the model's cells run at once)");
 }
 
 static void

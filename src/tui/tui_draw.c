@@ -594,6 +594,8 @@ status_step(struct tui *t, struct tline *l, int done, int total,
 	if (total > 0)
 		snprintf(tmp, sizeof tmp, "replaying %d/%d",
 		    done < total ? done + 1 : total, total);
+	else if (t->in.modal == M_APPROVE)
+		snprintf(tmp, sizeof tmp, "the model's cell waits for you");
 	else if (t->st.phase == PH_CELL && t->st.run_cell)
 		snprintf(tmp, sizeof tmp, "running cell [%d]", t->st.run_cell);
 	else if (t->st.phase == PH_THINKING)
@@ -842,6 +844,7 @@ prompt_text(struct tui *t)
 	case M_OPEN_CONFIRM:	return t->in.save_prompt;
 	case M_SEARCH:		return "/";
 	case M_INPUT:		return t->in.ask_prompt;
+	case M_APPROVE:		return "run? y / e edit / n skip (tell the model) / a always ";
 	default:
 		/* Ctrl-R: readline's "(reverse-i-search)`pat': " */
 		if (RL_ISSTATE(RL_STATE_ISEARCH) && rl_display_prompt && *rl_display_prompt)
@@ -947,7 +950,8 @@ draw_input(struct tui *t)
 {
 	const char *pr = prompt_text(t);
 	const char *s = t->in.modal == M_CONFIRM_QUIT ||
-	    t->in.modal == M_SAVE_CONFIRM || t->in.modal == M_OPEN_CONFIRM ? "" :
+	    t->in.modal == M_SAVE_CONFIRM || t->in.modal == M_OPEN_CONFIRM ||
+	    t->in.modal == M_APPROVE ? "" :
 	    (rl_line_buffer ? rl_line_buffer : "");
 	int W = t->lay.cols, rows = t->lay.inrows, crow, ccol, nrows;
 	size_t n = strlen(s), point = (size_t)(rl_point >= 0 ? rl_point : 0);

@@ -11,6 +11,7 @@
 #include "terp/session.h"
 #include "terp/util.h"
 
+#include "tui_act.h"
 #include "tui_cells.h"
 #include "tui_input.h"
 #include "tui_items.h"
@@ -155,6 +156,7 @@ on_message(struct tui *t, enum item_kind k, const char *text)
 static void
 on_idle(struct tui *t)
 {
+	tui_act_approve_end(t);
 	tui_items_pending_drop(t);
 	tui_items_answer_close(t);
 	t->st.busy = 0;
@@ -185,6 +187,10 @@ tui_event_apply(struct tui *t, const struct event *ev)
 	case EV_TOOL_CALL:
 		tui_items_answer_close(t);
 		tui_items_pending_claim(t);
+		break;
+	case EV_APPROVE:
+		tui_items_pending_show(t, ev->text ? ev->text : "", ev->len);
+		tui_act_approve_ask(t, ev->text ? ev->text : "", ev->len);
 		break;
 	case EV_CODE:
 		tui_items_pending_code(t, ev->n, ev->text ? ev->text : "", ev->len);

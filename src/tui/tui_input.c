@@ -724,6 +724,8 @@ modal_key(struct tui *t, int c)
 		tui_act_open_confirm(t, c == 'y' || c == 'Y');
 		return 1;
 	}
+	if (t->in.modal == M_APPROVE)
+		return tui_act_approve_key(t, c);
 	return 0;
 }
 
@@ -858,7 +860,7 @@ lone_esc(struct tui *t)
 {
 	if (t->ov.on || t->focus != P_INPUT || rl_editing_mode == 0 ||
 	    t->in.modal == M_CONFIRM_QUIT || t->in.modal == M_SAVE_CONFIRM ||
-	    t->in.modal == M_OPEN_CONFIRM) {
+	    t->in.modal == M_OPEN_CONFIRM || t->in.modal == M_APPROVE) {
 		on_key(t, 27);
 		return;
 	}
@@ -1017,4 +1019,6 @@ tui_input_end(struct tui *t)
 	buf_free(&t->in.pastebuf);
 	free(t->in.save_name);
 	t->in.save_name = NULL;
+	free(t->in.approve_code);
+	t->in.approve_code = NULL;
 }

@@ -196,6 +196,48 @@ tui_items_pending_ran(struct tui *t, int n)
 	return 0;
 }
 
+/* The pending cell last claimed, or NULL. */
+static struct item *
+pending_claimed(struct tui *t)
+{
+	for (int i = t->conv.nitems - 1; i >= 0 && i >= t->conv.nitems - 50; i--)
+		if (t->conv.items[i].kind == IT_PENDING && t->conv.items[i].closed)
+			return &t->conv.items[i];
+	return NULL;
+}
+
+void
+tui_items_pending_show(struct tui *t, const char *code, size_t len)
+{
+	struct item *it = pending_claimed(t);
+
+	if (it == NULL) {
+		tui_items_answer_close(t);
+		it = tui_item_new(t, IT_PENDING);
+		it->cell = -1;
+		it->closed = 1;
+	}
+	buf_reset(&it->text);
+	(void)buf_add(&it->text, code, len < PENDING_MAX ? len : PENDING_MAX);
+	it->version++;
+	t->v[P_CONV].follow = 1;
+	tui_mark(t);
+}
+
+void
+tui_items_pending_skipped(struct tui *t)
+{
+	struct item *it = pending_claimed(t);
+	static const char msg[] = "the model's cell did not run: you skipped it "
+	    "(the model is told)";
+
+	if (it == NULL)
+		return;
+	buf_reset(&it->text);
+	it->kind = IT_NOTICE;
+	tui_item_add(t, it, msg, strlen(msg));
+}
+
 void
 tui_items_pending_drop(struct tui *t)
 {
@@ -224,7 +266,7 @@ item_pending_lines(struct tlines *ls, const char *s, size_t n, int w,
     int closed)
 {
 	struct tline *l = tui_tlines_add(ls, 0);
-	tui_tline_adds(l, R_RUNNING, closed ? "  ▸ cell written, about to run" :
+	tui_tline_adds(l, R_RUNNING, closed ? "  ▸ the model's cell, not run yet" :
 	    n >= PENDING_MAX ? "  ▸ the model writes a cell (its first 256 KiB shown)" :
 	    "  ▸ the model writes a cell…");
 	if (n > 0)

@@ -43,6 +43,10 @@ void tui_items_pending_claim(struct tui *t);
 /* Cell n started: the pending cell last claimed becomes its link;
  * returns 0 when there was none. */
 int tui_items_pending_ran(struct tui *t, int n);
+/* --ask: the claimed pending cell (made when none is) shows the whole
+ * code that waits; _skipped: the user said no, it is a notice now. */
+void tui_items_pending_show(struct tui *t, const char *code, size_t len);
+void tui_items_pending_skipped(struct tui *t);
 /* The question is over: the pending cells left go. */
 void tui_items_pending_drop(struct tui *t);
 /* Whether the conversation links to cell n (among the last items). */

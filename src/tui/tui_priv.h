@@ -107,7 +107,8 @@ struct view {			/* a scrollable list */
 #define TAGROWS 512		/* rows remembered for mouse clicks */
 
 enum modal { M_NONE, M_CONFIRM_QUIT, M_SAVE_AS, M_SAVE_CONFIRM, M_SEARCH, M_INPUT,
-	M_OPEN_CONFIRM };
+	M_OPEN_CONFIRM,
+	M_APPROVE };	/* --ask: the model's cell waits (EV_APPROVE) */
 
 /* What the status bar says the core is doing. */
 enum phase { PH_IDLE, PH_THINKING, PH_ANSWERING, PH_CELL,
@@ -231,6 +232,7 @@ struct tui {
 		int		 ask_cell, ask_password;
 		char		 ask_prompt[256];
 		char		*ask_saved;	/* the line typed before */
+		char		*approve_code;	/* M_APPROVE: the cell's code */
 	} in;
 
 	struct {		/* the layout, computed per frame (tui_draw.c) */

@@ -70,3 +70,99 @@ def test_code_streams_into_a_pending_cell(fake_model, tmux, tmp_path, provider):
     assert re.search(r"▸ ran cell \[1\] · ok", s), s
     assert "the model writes a cell" not in s
     assert "sum is 45" in s
+
+
+# ---------------------------------------------------------------- --ask
+
+def call(cid, code):
+    return {"openai": {"tool_calls": [{"id": cid, "name": "python_exec", "code": code}]}}
+
+
+def answer(text):
+    return {"openai": {"text": text}}
+
+
+PROMPT = r"run\? y / e edit / n skip \(tell the model\) / a always"
+
+
+def tool_results(body):
+    return {m["tool_call_id"]: m["content"] for m in body["messages"] if m.get("role") == "tool"}
+
+
+def test_ask_yes_no_always(fake, tmux, tmp_path):
+    srv = fake([call("call_1", 'print("first", 6 * 7)'),
+                call("call_2", 'print("second")'),
+                answer("Done."),
+                call("call_3", 'print("third")'),
+                call("call_4", 'print("fourth")'),
+                answer("All ran.")])
+    env = model_env(tmp_path)
+    cmd = " ".join([TERP, "--provider", "openai", "--model", "fake-model", "--base-url",
+                    srv.url, "--out", str(tmp_path / "out"), SALES])
+    t = tmux(cmd, env, tmp_path, 100, 30, ready=r"│ ready", timeout=30)
+    t.text("/ask on")
+    t.keys("Enter")
+    t.wait(r"ask: on", timeout=10)
+    t.text("Go")
+    t.keys("Enter")
+    # the cell waits, its code on screen, nothing ran
+    s = t.wait(PROMPT, timeout=30)
+    assert 'print("first", 6 * 7)' in s and "the model's cell, not run yet" in s, s
+    assert "first 42" not in s and "ran cell" not in s
+    t.keys("Enter")                                     # Enter is y
+    s = t.wait(r'print\("second"\).*' + PROMPT, timeout=30)
+    assert "first 42" in s and re.search(r"▸ ran cell \[1\] · ok", s), s
+    t.keys("n")
+    s = t.wait(r"Done\.", timeout=30)
+    assert "you skipped it" in s, s
+    assert "ran cell [2]" not in s
+    body = srv.requests()[2]["body"]
+    res = tool_results(body)
+    assert "first 42" in res["call_1"]
+    assert "declined" in res["call_2"] and "second" not in res["call_2"]
+    # a: this cell runs and the next does not ask
+    t.text("Again")
+    t.keys("Enter")
+    t.wait(r'print\("third"\).*' + PROMPT, timeout=30)
+    t.keys("a")
+    s = t.wait(r"All ran\.", timeout=30)
+    assert "third" in s and "fourth" in s and re.search(r"ran cell \[3\] · ok", s), s
+    assert not re.search(PROMPT, s)
+    res = tool_results(srv.requests()[5]["body"])
+    assert "fourth" in res["call_4"] and "third" in res["call_3"]
+    t.text("/ask")
+    t.keys("Enter")
+    t.wait(r"ask: off", timeout=10)
+
+
+def test_ask_edit_runs_the_edited_code(fake, tmux, tmp_path):
+    srv = fake([call("call_1", 'print("model", 1)'), answer("Edited and ran.")])
+    env = model_env(tmp_path)
+    (tmp_path / "config" / "terp").mkdir(parents=True)
+    (tmp_path / "config" / "terp" / "config").write_text("ask = on\n")
+    ed = tmp_path / "ed.sh"
+    ed.write_text("#!/bin/sh\nprintf 'print(\"edited\", 40 + 2)\\n' > \"$1\"\n")
+    ed.chmod(0o755)
+    env["EDITOR"] = str(ed)
+    env["VISUAL"] = str(ed)
+    cmd = " ".join([TERP, "--provider", "openai", "--model", "fake-model", "--base-url",
+                    srv.url, "--out", str(tmp_path / "out"), SALES])
+    t = tmux(cmd, env, tmp_path, 100, 30, ready=r"│ ready", timeout=30)
+    t.text("Go")
+    t.keys("Enter")
+    t.wait(r'print\("model", 1\).*' + PROMPT, timeout=30)
+    t.keys("e")
+    s = t.wait(r"Edited and ran\.", timeout=30)
+    assert "edited 42" in s and "model 1" not in s, s
+    res = tool_results(srv.requests()[1]["body"])
+    assert "edited your code" in res["call_1"] and "edited 42" in res["call_1"], res
+
+
+def test_headless_ask_refuses(tmp_path):
+    import subprocess
+    r = subprocess.run([TERP, "-p", "hi", "--ask"], capture_output=True, text=True,
+                       env=model_env(tmp_path), timeout=30)
+    assert r.returncode == 2
+    assert r.stdout == ""
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and "--ask" in lines[0] and "-p" in lines[0], r.stderr
