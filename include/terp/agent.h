@@ -69,6 +69,10 @@ int agent_rerun(struct agent *a, int n, char **err);
 void agent_cancel(struct agent *a);
 int agent_busy(const struct agent *a);
 
+/* `d`: drops cell n from the notebook's view and from what the model
+ * is sent next (notebook_drop_cell; the journal keeps it, marked).
+ * Returns 0, or -1 with *err: no such cell, or something runs. */
+int agent_drop_cell(struct agent *a, int n, char **err);
 /* --ask: whether each cell of the model waits for the user (an
  * EV_APPROVE, then agent_approve) before it runs. */
 void agent_set_ask(struct agent *a, int on);

@@ -1278,6 +1278,27 @@ agent_cancel(struct agent *a)
 		kernel_interrupt(a->k);
 }
 
+int
+agent_drop_cell(struct agent *a, int n, char **err)
+{
+	const struct cell *c = notebook_cell(a->nb, n);
+
+	if (c == NULL || c->dropped) {
+		*err = xasprintf("no cell [%d] to drop", n);
+		return -1;
+	}
+	/* the model's reply in flight still refers to its cells */
+	if (agent_busy(a)) {
+		*err = xstrdup("a question or a cell is running: drop the cell when it is over");
+		return -1;
+	}
+	if (notebook_drop_cell(a->nb, n) < 0) {
+		*err = xasprintf("cell [%d] cannot be dropped", n);
+		return -1;
+	}
+	return 0;
+}
+
 void
 agent_set_ask(struct agent *a, int on)
 {

@@ -544,6 +544,11 @@ journal_change(struct journal *j, const struct nb_change *ch)
 		o = rec("net");
 		netlog_json_add(o, ch->net);
 		break;
+	case NB_DROP:
+		o = rec("drop");
+		cJSON_AddNumberToObject(o, "c", ch->cell->n);
+		sync = 1;
+		break;
 	case NB_PACKAGE:
 		/* for a resume's replay: install it again */
 		o = rec("installed");

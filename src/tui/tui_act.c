@@ -22,6 +22,7 @@
 #include "terp/sanitize.h"
 #include "terp/util.h"
 
+#include "tui_cells.h"
 #include "tui_draw.h"
 #include "tui_items.h"
 #include "tui_spawn.h"
@@ -211,6 +212,46 @@ tui_act_approve_key(struct tui *t, int c)
 		tui_flash(t, "the model's cells run without asking now (/ask on asks again)");
 	free(nc);
 	return 1;
+}
+
+void
+tui_act_drop_ask(struct tui *t, int n)
+{
+	snprintf(t->in.save_prompt, sizeof t->in.save_prompt,
+	    "drop cell [%d] from the notebook and from what the model is sent? (y/n) ", n);
+	t->in.save_art = n;
+	t->in.modal = M_DROP_CONFIRM;
+	tui_mark(t);
+}
+
+void
+tui_act_drop_confirm(struct tui *t, int yes)
+{
+	int n = t->in.save_art;
+	char *err = NULL;
+
+	t->in.modal = M_NONE;
+	tui_mark(t);
+	if (!yes) {
+		tui_flash(t, "cell [%d] kept", n);
+		return;
+	}
+	if (agent_drop_cell(t->agent, n, &err) < 0) {
+		tui_show_err(t, "drop", err);
+		return;
+	}
+	tui_cells_invalidate(t);
+	/* the selection moves to a cell still shown */
+	int nc = notebook_ncells(t->nb), s = n;
+	while (s <= nc && notebook_cell(t->nb, s)->dropped)
+		s++;
+	while (s > nc && --s >= 1 && notebook_cell(t->nb, s)->dropped)
+		;
+	t->v[P_CELLS].sel = s;
+	for (int i = 0; i < t->conv.nitems; i++)	/* its link says so */
+		if (t->conv.items[i].kind == IT_CELL && t->conv.items[i].cell == n)
+			t->conv.items[i].version++;
+	tui_flash(t, "cell [%d] dropped: the model no longer sees it (the journal keeps it)", n);
 }
 
 /* OSC 52 carries at most this much (base64 of it under 100 kB, what

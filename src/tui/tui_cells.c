@@ -547,6 +547,10 @@ tui_cells_link(struct tui *t, struct tline *l, int n)
 	}
 	if (!c)
 		return;
+	if (c->dropped) {
+		tui_tline_adds(l, R_DIM, " · dropped (the model no longer sees it)");
+		return;
+	}
 	if (c->status == CELL_PENDING) {
 		tui_tline_adds(l, R_RUNNING, " · waiting to run");
 		return;
@@ -615,6 +619,8 @@ tui_cells_body(struct tui *t, const struct cell *c, int w)
 int
 tui_cells_span(struct tui *t, const struct cell *c, int w)
 {
+	if (c != NULL && c->dropped)
+		return 0;	/* `d`: out of the pane */
 	return 1 + (c ? tui_cells_body(t, c, w)->n : 0) + 1;
 }
 

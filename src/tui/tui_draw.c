@@ -841,6 +841,7 @@ prompt_text(struct tui *t)
 	case M_CONFIRM_QUIT:	return tui_cmd_quit_prompt(t);
 	case M_SAVE_AS:		return "save as: ";
 	case M_SAVE_CONFIRM:
+	case M_DROP_CONFIRM:
 	case M_OPEN_CONFIRM:	return t->in.save_prompt;
 	case M_SEARCH:		return "/";
 	case M_INPUT:		return t->in.ask_prompt;
@@ -951,7 +952,7 @@ draw_input(struct tui *t)
 	const char *pr = prompt_text(t);
 	const char *s = t->in.modal == M_CONFIRM_QUIT ||
 	    t->in.modal == M_SAVE_CONFIRM || t->in.modal == M_OPEN_CONFIRM ||
-	    t->in.modal == M_APPROVE ? "" :
+	    t->in.modal == M_APPROVE || t->in.modal == M_DROP_CONFIRM ? "" :
 	    (rl_line_buffer ? rl_line_buffer : "");
 	int W = t->lay.cols, rows = t->lay.inrows, crow, ccol, nrows;
 	size_t n = strlen(s), point = (size_t)(rl_point >= 0 ? rl_point : 0);

@@ -108,7 +108,8 @@ struct view {			/* a scrollable list */
 
 enum modal { M_NONE, M_CONFIRM_QUIT, M_SAVE_AS, M_SAVE_CONFIRM, M_SEARCH, M_INPUT,
 	M_OPEN_CONFIRM,
-	M_APPROVE };	/* --ask: the model's cell waits (EV_APPROVE) */
+	M_APPROVE,	/* --ask: the model's cell waits (EV_APPROVE) */
+	M_DROP_CONFIRM };	/* `d` on a cell: drop it? (save_art: the cell) */
 
 /* What the status bar says the core is doing. */
 enum phase { PH_IDLE, PH_THINKING, PH_ANSWERING, PH_CELL,

@@ -166,3 +166,66 @@ def test_headless_ask_refuses(tmp_path):
     assert r.stdout == ""
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and "--ask" in lines[0] and "-p" in lines[0], r.stderr
+
+
+# ---------------------------------------------------------------- d drops a cell
+
+def test_drop_a_cell(fake, tmux, tmp_path):
+    srv = fake([call("call_1", 'print("keep", 40 + 1)'),
+                call("call_2", 'print("zapped", 6 * 111)'),
+                answer("Two cells."),
+                answer("Fine."),
+                answer("Still fine.")])
+    env = model_env(tmp_path)
+    cmd = " ".join([TERP, "--provider", "openai", "--model", "fake-model", "--base-url",
+                    srv.url, "--out", str(tmp_path / "out")])
+    t = tmux(cmd + " " + SALES, env, tmp_path, 100, 30, ready=r"│ ready", timeout=30)
+    t.text("Go")
+    t.keys("Enter")
+    s = t.wait(r"Two cells\..*│ ready", timeout=60)
+    assert "zapped 666" in s and "keep 41" in s
+    t.keys("Tab")                   # the conversation
+    t.keys("Tab")                   # the cells, the newest selected
+    t.wait(r"─ cells 2 ─", timeout=10)
+    t.keys("d")
+    s = t.wait(r"drop cell \[2\] from the notebook and from what the model is sent\? \(y/n\)",
+               timeout=10)
+    assert "zapped 666" in s          # asked first: still there
+    t.keys("y")
+    s = t.wait(r"cell \[2\] dropped", timeout=10)
+    s = t.wait_for(lambda s: "zapped" not in s, timeout=10)
+    assert "keep 41" in s
+    assert re.search(r"ran cell \[2\] · dropped", s), s
+    t.keys("i")
+    t.text("And now?")
+    t.keys("Enter")
+    t.wait(r"Fine\.", timeout=30)
+
+    def check(body):
+        text = json.dumps(body)
+        assert "zapped" not in text and "666" not in text, text
+        assert "keep" in text
+        msgs = body["messages"]
+        calls = [c["id"] for m in msgs for c in m.get("tool_calls") or []]
+        results = [m["tool_call_id"] for m in msgs if m.get("role") == "tool"]
+        assert calls == results == ["call_1", "call_2"], msgs
+        assert "dropped this cell" in tool_results(body)["call_2"]
+    check(srv.requests()[3]["body"])
+    t.text("/quit")
+    t.keys("Enter")
+    t.wait(r"EXITED rc=0", timeout=30)
+    # the journal keeps the cell, marked
+    journal = [p for p in (tmp_path / "state").rglob("*.jsonl")]
+    text = "".join(p.read_text() for p in journal)
+    recs = [json.loads(l) for l in text.splitlines() if l.startswith("{")]
+    assert any(r.get("t") == "cell" and r.get("code") == 'print("zapped", 6 * 111)'
+               for r in recs), text
+    assert any(r.get("t") == "drop" and r.get("c") == 2 for r in recs), text
+    # a resume keeps it dropped: not on screen, not sent
+    t = tmux(cmd + " --resume", env, tmp_path, 100, 30, ready=r"│ ready", timeout=30)
+    s = t.screen()
+    assert "keep 41" in s and "zapped" not in s, s
+    t.text("Once more?")
+    t.keys("Enter")
+    t.wait(r"Still fine\.", timeout=30)
+    check(srv.requests()[4]["body"])
