@@ -75,8 +75,6 @@ static const struct cmd_entry cmds[] = {
 	    "those you name: /replay 3, /replay 1-5, /replay 2,4-6",
 	    CMD_HOLDS, cmd_replay },
 	{ "model", { NULL }, "/model NAME", "switch the model", 0, cmd_model },
-	{ "ask", { NULL }, "/ask on|off", "whether each cell of the model waits for "
-	    "you first: y runs it, e edits it, n skips it, a stops asking", 0, cmd_ask },
 	{ "sent", { NULL }, "/sent [N]", "what left the machine for the model; "
 	    "N shows request N in full", 0, cmd_sent },
 	{ "trace", { NULL }, "/trace", "the last answer's numbers and the cell "
@@ -100,6 +98,8 @@ static const struct cmd_entry cmds[] = {
 	    "in the output folder", CMD_FILES, cmd_save },
 	{ "quit", { "q", "exit" }, "/quit", "quit (asks first when something runs)",
 	    0, cmd_quit },
+	{ "ask", { NULL }, "/ask on|off", "whether each cell of the model waits for "
+	    "you first: y runs it, e edits it, n skips it, a stops asking", 0, cmd_ask },
 };
 #define NCMDS	(sizeof cmds / sizeof cmds[0])
 
@@ -120,7 +120,7 @@ static const struct keyhelp key_help[] = {
 	{ "Home g / End G", "top / bottom of the pane; End follows new output again (also on the input line)" },
 	{ "Enter e r (cell)", "expand the cell / edit it in $VISUAL or $EDITOR and run it / re-run it" },
 	{ "y / Y (cell)", "copy the cell's code / its output; y in the conversation: the answer in view" },
-	{ "w (cell)", "what the model saw: the tool result exactly as sent" },
+	{ "w d (cell)", "what the model saw (the tool result as sent) / drop it (asks)" },
 	{ "Enter o s (file)", "preview the file full-screen / open it with xdg-open / save a copy" },
 	{ "/ n N (pane)", "search conversation or cells (all output too); next / previous match; Esc ends" },
 	{ "z / f / q (pane)", "maximise the pane (z again restores) / hide or show the files pane / quit" },
