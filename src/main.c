@@ -36,7 +36,7 @@ enum {
 	OPT_EGRESS_MAX, OPT_SANDBOX, OPT_SANDBOX_TOKEN_ENV, OPT_SANDBOX_TOKEN_CMD,
 	OPT_JUPYTER_KERNEL, OPT_SSH_COMMAND, OPT_SSH_TERP, OPT_NO_SAVE,
 	OPT_REASONING, OPT_SHOW_REASONING, OPT_API,
-	OPT_NO_INPUT,
+	OPT_NO_INPUT, OPT_ASK,
 };
 
 #define IDLE_DEFAULT_MS	(30 * 60 * 1000)
@@ -79,6 +79,7 @@ static const struct option long_opts[] = {
 	{ "json", no_argument, NULL, OPT_JSON },
 	{ "strict-numbers", no_argument, NULL, OPT_STRICT_NUMBERS },
 	{ "no-input", no_argument, NULL, OPT_NO_INPUT },
+	{ "ask", no_argument, NULL, OPT_ASK },
 	{ "max-cost", required_argument, NULL, OPT_MAX_COST },
 	{ "out", required_argument, NULL, OPT_OUT },
 	{ "memory", required_argument, NULL, OPT_MEMORY },
@@ -156,6 +157,8 @@ usage(FILE *fp)
 	    "      --max-turns N        model calls per question (default 20)\n"
 	    "      --strict-numbers     (-p) exit 6 when an answer has a number no cell\n"
 	    "                           printed\n"
+	    "      --ask                (notebook) each cell of the model waits for you:\n"
+	    "                           y runs it, e edits it, n skips it, a stops asking\n"
 	    "      --no-input           (notebook) the model's cells may not ask you for\n"
 	    "                           input(): it raises at once (yours still ask)\n"
 	    "      --max-cost DOLLARS   stop a question that would take the session past it\n"
@@ -435,6 +438,10 @@ apply_config(struct cli *c)
 		c->aopts.context_window = opt_long("context_window (config)", v, 512);
 	if ((v = config_get(&cf, "tool_output_limit")))
 		c->aopts.tool_output_limit = (size_t)opt_long("tool_output_limit (config)", v, 256);
+	/* ask = on: as --ask, in the notebook (-p never asks) */
+	if ((v = config_get(&cf, "ask")) && (strcmp(v, "on") == 0 ||
+	    strcmp(v, "true") == 0 || strcmp(v, "1") == 0 || strcmp(v, "yes") == 0))
+		c->ask = 1;
 	/* model_input = off: as --no-input */
 	if ((v = config_get(&cf, "model_input")) && (strcmp(v, "off") == 0 ||
 	    strcmp(v, "false") == 0 || strcmp(v, "0") == 0 || strcmp(v, "no") == 0))
@@ -596,6 +603,7 @@ parse(struct cli *c, int argc, char **argv)
 		case OPT_JSON: c->json = 1; break;
 		case OPT_STRICT_NUMBERS: c->strict_numbers = 1; break;
 		case OPT_NO_INPUT: c->no_input = 1; break;
+		case OPT_ASK: c->ask = c->ask_flag = 1; break;
 		case OPT_MAX_COST: c->aopts.max_cost = opt_cost("--max-cost", optarg); break;
 		case OPT_OUT: c->kopts.out_dir = optarg; break;
 		case OPT_MEMORY: c->kopts.memory = opt_size("--memory", optarg); break;
@@ -712,6 +720,9 @@ parse(struct cli *c, int argc, char **argv)
 			    "serve");
 		c->kopts.sandbox = NULL;	/* serve is the sandbox */
 	}
+	if (c->ask_flag && c->mode == CLI_PROMPT)
+		usage_error("%s: -p has no terminal to ask on before each cell runs; "
+		    "drop it, or open the notebook (terp without -p)", "--ask");
 	c->data_files = (const char **)argv + optind;
 	c->ndata = argc - optind;
 	parse_sessions(c);

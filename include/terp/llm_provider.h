@@ -94,6 +94,9 @@ struct llm_sink {
 	/* May be NULL: reasoning text to show; a reasoning item to keep. */
 	void	(*reasoning)(void *arg, const char *s, size_t n);
 	void	(*reasoning_item)(void *arg, const char *json);
+	/* May be NULL: the code of the tool call in slot `call` decoded so
+	 * far (llm_argcode), whole each time, as its arguments stream. */
+	void	(*tool_code)(void *arg, int call, const char *code, size_t n);
 };
 
 /* A decoder's state after an event. */
@@ -112,6 +115,7 @@ enum llm_dec_status {
 
 /* A part of the reply being assembled: a tool call (or, for codecs that
  * number their content blocks, a text block). */
+struct llm_argcode;
 struct llm_slot {
 	int		 index;	/* the server's number; -1 when it sent none */
 	int		 tool;	/* a tool call, handed over when closed */
@@ -119,6 +123,9 @@ struct llm_slot {
 	char		*id;	/* first seen wins; NULL until seen */
 	char		*name;
 	struct buf	 args;	/* argument fragments, joined */
+	/* its code decoded as it streams (owned; NULL when the sink does
+	 * not show code early) */
+	struct llm_argcode *code;
 };
 
 /* A decoder: the state all codecs share. Codecs read it and change it

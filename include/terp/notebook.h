@@ -53,6 +53,8 @@ struct cell {
 	int			 nartifacts;
 	int			 told_model;	/* hand-run cell already reported */
 	int			 rerun_of;	/* a re-run: the cell copied, else 0 */
+	int			 dropped;	/* `d`: out of the view and of what
+						 * the model is sent; kept here */
 };
 
 struct artifact {
@@ -117,6 +119,7 @@ enum nb_change_kind {
 	NB_NET,			/* net: an egress attempt opened, moved bytes
 				 * or ended (net->open 0: its last report) */
 	NB_PACKAGE,		/* package: one pip installed (a cell did) */
+	NB_DROP,		/* cell: dropped by the user */
 };
 
 struct nb_change {
@@ -232,6 +235,17 @@ void notebook_insert_tool_result(struct notebook *nb, int at, const char *id,
  * the loader of old journals, where a message was written again once
  * the agent completed it. */
 void notebook_replace_message(struct notebook *nb, int i, cJSON *m);
+
+/* Drops cell n (`d`): marked, and its code and output leave the
+ * conversation: its call's arguments and its tool result are replaced
+ * by a line saying so (the pair stays, so every provider's rules hold).
+ * A cell the model was not told of yet is not told. Returns 0, or -1
+ * when there is no such cell, it is dropped already or it runs. */
+int notebook_drop_cell(struct notebook *nb, int n);
+/* The words that replace a dropped cell's tool result. */
+#define NOTEBOOK_DROPPED_RESULT "The user dropped this cell from the notebook: " \
+	"its code and output are gone; do not rely on what it printed."
+#define NOTEBOOK_DROPPED_ARGS "{\"code\": \"# dropped by the user\"}"
 
 void notebook_add_usage(struct notebook *nb, const struct usage *u);
 /* The session's total. */

@@ -635,6 +635,9 @@ printer_show(struct printer *p, const struct event *ev, char *size, size_t sizel
 	case EV_TOOL_CALL:
 		end_text(p);
 		break;
+	case EV_CODE:		/* the status line stays; the call comes whole */
+	case EV_APPROVE:	/* never headless (-p refuses --ask) */
+		break;
 	case EV_REASONING:
 		/* stderr only, never the answer's stdout */
 		if (!p->show_reasoning)

@@ -137,6 +137,7 @@ tui_session_run(struct cli *c)
 	 * input line; the model's cells only unless --no-input. */
 	c->aopts.input_hand = 1;
 	c->aopts.input_model = !c->no_input;
+	c->aopts.ask = c->ask;
 	cli_sessions_opts(c, &so);
 	so.show = tui_show;		/* the one terminal: arg NULL */
 	if ((s = session_new(&so, &warn, &err)) == NULL) {

@@ -18,7 +18,7 @@ const char *const config_keys[] = {
 	"max_retries", "max_tokens", "connect_timeout", "idle_timeout",
 	"demo_script", "reasoning", "api",
 	"theme", "images", "memory", "disk", "timeout", "max_turns", "tool_output_limit",
-	"context_window", "model_input",
+	"context_window", "model_input", "ask",
 	"network", "out", "cpus", "python", "allow_hosts", "egress_max",
 	"price", "builtin_prices", "max_cost",
 	"sandbox", "sandbox_token_cmd", "sandbox_token_env", "jupyter_kernel",

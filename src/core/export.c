@@ -54,7 +54,8 @@ emit_cells_before(struct walker *w, int limit)
 	for (int i = 1; i < limit && i <= notebook_ncells(w->nb); i++)
 		if (!w->done[i]) {
 			w->done[i] = 1;
-			w->emit(w->arg, EXPORT_CELL, NULL, notebook_cell(w->nb, i));
+			if (!notebook_cell(w->nb, i)->dropped)	/* `d` took it out */
+				w->emit(w->arg, EXPORT_CELL, NULL, notebook_cell(w->nb, i));
 		}
 }
 
@@ -116,7 +117,8 @@ walk(struct walker *w)
 					continue;
 				emit_cells_before(w, c->n);
 				w->done[c->n] = 1;
-				w->emit(w->arg, EXPORT_CELL, NULL, c);
+				if (!c->dropped)
+					w->emit(w->arg, EXPORT_CELL, NULL, c);
 			}
 		}
 		i++;

@@ -568,6 +568,11 @@ journal_change(struct journal *j, const struct nb_change *ch)
 		o = rec("net");
 		netlog_json_add(o, ch->net);
 		break;
+	case NB_DROP:
+		o = rec("drop");
+		cJSON_AddNumberToObject(o, "c", ch->cell->n);
+		sync = 1;
+		break;
 	case NB_PACKAGE:
 		/* for a resume's replay: install it again */
 		o = rec("installed");
@@ -646,6 +651,8 @@ journal_event(struct journal *j, const struct event *ev)
 		sync = 1;
 		break;
 	case EV_REASONING:	/* kept whole in the reply's record */
+	case EV_CODE:		/* the call comes whole in the reply */
+	case EV_APPROVE:	/* its cell, or its declined result, follows */
 		return;
 	case EV_NOTICE:
 		o = rec("notice");

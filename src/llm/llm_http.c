@@ -360,6 +360,19 @@ sink_reasoning_item(void *arg, const char *json)
 }
 
 static void
+sink_tool_code(void *arg, int call, const char *code, size_t n)
+{
+	struct attempt *a = arg;
+	struct hb *b = a->b;
+
+	/* not "delivered": only shown, so a retry may still start over */
+	if (a->dead || b->a != a)
+		return;
+	if (b->out->tool_code != NULL)
+		b->out->tool_code(b->arg, call, code, n);
+}
+
+static void
 sink_usage(void *arg, const struct usage *u)
 {
 	struct attempt *a = arg;
@@ -597,6 +610,7 @@ hb_open(struct loop *l, const struct llm_config *cfg,
 	b->sink.usage = sink_usage;
 	b->sink.reasoning = sink_reasoning;
 	b->sink.reasoning_item = sink_reasoning_item;
+	b->sink.tool_code = sink_tool_code;
 	return b;
 }
 

@@ -408,6 +408,46 @@ notebook_replace_message(struct notebook *nb, int i, cJSON *m)
 		nb->last_msg = m;
 }
 
+int
+notebook_drop_cell(struct notebook *nb, int n)
+{
+	struct cell *c = notebook_cell(nb, n);
+	struct nb_change ch = { .kind = NB_DROP };
+	cJSON *m, *calls, *call;
+	const char *id;
+
+	if (c == NULL || c->dropped || c->status == CELL_PENDING ||
+	    c->status == CELL_RUNNING)
+		return -1;
+	c->dropped = 1;
+	c->told_model = 1;	/* a hand-run one is never told now */
+	if ((id = c->tool_call_id) != NULL) {
+		cJSON_ArrayForEach(m, nb->messages) {
+			const char *tid = cJSON_GetStringValue(
+			    cJSON_GetObjectItemCaseSensitive(m, "tool_call_id"));
+			if (tid != NULL && strcmp(tid, id) == 0) {
+				cJSON_ReplaceItemInObjectCaseSensitive(m, "content",
+				    cJSON_CreateString(NOTEBOOK_DROPPED_RESULT));
+				cJSON_ReplaceItemInObjectCaseSensitive(m, "is_error",
+				    cJSON_CreateFalse());
+				continue;
+			}
+			calls = cJSON_GetObjectItemCaseSensitive(m, "tool_calls");
+			cJSON_ArrayForEach(call, calls) {
+				const char *cid = cJSON_GetStringValue(
+				    cJSON_GetObjectItemCaseSensitive(call, "id"));
+				if (cid != NULL && strcmp(cid, id) == 0)
+					cJSON_ReplaceItemInObjectCaseSensitive(call,
+					    "arguments", cJSON_CreateString(NOTEBOOK_DROPPED_ARGS));
+			}
+		}
+		nb->gen = ++gens;
+	}
+	ch.cell = c;
+	tell(nb, &ch);
+	return 0;
+}
+
 const struct question *
 notebook_add_question(struct notebook *nb, const char *text, const char *notes)
 {

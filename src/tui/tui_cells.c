@@ -136,8 +136,8 @@ cell_nart(struct tui *t, const struct cell *c)
 }
 
 /* The code of a cell, highlighted; collapsed, the first CODE_SHOW lines. */
-static void
-code_lines(struct tlines *ls, const char *code, int w, int expanded, int tag)
+void
+tui_cells_code(struct tlines *ls, const char *code, int w, int expanded, int tag)
 {
 	char *s = sanitize_str(code, strlen(code),
 	    SANITIZE_KEEP_NL | SANITIZE_CR_AS_NL | SANITIZE_KEEP_TAB);
@@ -442,7 +442,7 @@ cell_body(struct tui *t, struct tlines *ls, const struct cell *c, int w,
 		const char *m = "the session restarted: variables are gone";
 		tui_tlines_cut(&end, m, strlen(m), w, R_FAIL, "  ! ", R_BORDER, tag);
 	}
-	code_lines(ls, c->code ? c->code : "", w, ex, tag);
+	tui_cells_code(ls, c->code ? c->code : "", w, ex, tag);
 	cell_files(t, &end, c, w, ex, thumb_rows(t, c, room, ex,
 	    ls->n + end.n));
 	cell_net(t, &end, c, w);
@@ -582,6 +582,10 @@ tui_cells_link(struct tui *t, struct tline *l, int n)
 	}
 	if (!c)
 		return;
+	if (c->dropped) {
+		tui_tline_adds(l, R_DIM, " · dropped (the model no longer sees it)");
+		return;
+	}
 	if (c->status == CELL_PENDING) {
 		tui_tline_adds(l, R_RUNNING, " · waiting to run");
 		return;
@@ -650,6 +654,8 @@ tui_cells_body(struct tui *t, const struct cell *c, int w)
 int
 tui_cells_span(struct tui *t, const struct cell *c, int w)
 {
+	if (c != NULL && c->dropped)
+		return 0;	/* `d`: out of the pane */
 	return 1 + (c ? tui_cells_body(t, c, w)->n : 0) + 1;
 }
 

@@ -72,7 +72,7 @@ conv_rows(struct tui *t, int h, int w)
 	int most = h - cells_min;
 
 	if (t->focus == P_CELLS || most <= base ||
-	    (t->st.busy && t->st.phase != PH_ANSWERING))
+	    (t->st.busy && t->st.phase != PH_ANSWERING && t->st.phase != PH_CODE))
 		return base;
 	int q = t->conv.nitems - 1, need = 1;
 	if (t->conv.nitems == 0) {	/* the empty notebook's words */
@@ -613,12 +613,16 @@ status_step(struct tui *t, struct tline *l, int done, int total,
 	if (total > 0)
 		snprintf(tmp, sizeof tmp, "replaying %d/%d",
 		    done < total ? done + 1 : total, total);
+	else if (t->in.modal == M_APPROVE)
+		snprintf(tmp, sizeof tmp, "the model's cell waits for you");
 	else if (t->st.phase == PH_CELL && t->st.run_cell)
 		snprintf(tmp, sizeof tmp, "running cell [%d]", t->st.run_cell);
 	else if (t->st.phase == PH_THINKING)
 		snprintf(tmp, sizeof tmp, "thinking");
 	else if (t->st.phase == PH_ANSWERING)
 		snprintf(tmp, sizeof tmp, "answering");
+	else if (t->st.phase == PH_CODE)
+		snprintf(tmp, sizeof tmp, "writing a cell");
 	else if (t->st.kstate == KERNEL_STOPPED && idle_stopped)
 		snprintf(tmp, sizeof tmp, "sandbox stopped (idle)");
 	else if (t->st.where)
@@ -856,9 +860,11 @@ prompt_text(struct tui *t)
 	case M_CONFIRM_QUIT:	return tui_cmd_quit_prompt(t);
 	case M_SAVE_AS:		return "save as: ";
 	case M_SAVE_CONFIRM:
+	case M_DROP_CONFIRM:
 	case M_OPEN_CONFIRM:	return t->in.save_prompt;
 	case M_SEARCH:		return "/";
 	case M_INPUT:		return t->in.ask_prompt;
+	case M_APPROVE:		return "run? y / e edit / n skip (tell the model) / a always ";
 	default:
 		/* Ctrl-R: readline's "(reverse-i-search)`pat': " */
 		if (RL_ISSTATE(RL_STATE_ISEARCH) && rl_display_prompt && *rl_display_prompt)
@@ -964,7 +970,8 @@ draw_input(struct tui *t)
 {
 	const char *pr = prompt_text(t);
 	const char *s = t->in.modal == M_CONFIRM_QUIT ||
-	    t->in.modal == M_SAVE_CONFIRM || t->in.modal == M_OPEN_CONFIRM ? "" :
+	    t->in.modal == M_SAVE_CONFIRM || t->in.modal == M_OPEN_CONFIRM ||
+	    t->in.modal == M_APPROVE || t->in.modal == M_DROP_CONFIRM ? "" :
 	    (rl_line_buffer ? rl_line_buffer : "");
 	int W = t->lay.cols, rows = t->lay.inrows, crow, ccol, nrows;
 	size_t n = strlen(s), point = (size_t)(rl_point >= 0 ? rl_point : 0);

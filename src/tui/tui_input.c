@@ -422,12 +422,12 @@ sel_move(struct tui *t, enum pane p, int d)
 {
 	struct view *v = &t->v[p];
 	if (p == P_CELLS) {
-		int nc = notebook_ncells(t->nb);
-		v->sel += d;
-		if (v->sel < 1)
-			v->sel = 1;
-		if (v->sel > nc)
-			v->sel = nc;
+		int nc = notebook_ncells(t->nb), s = v->sel + d;
+		/* dropped cells are not in the pane: passed over */
+		while (s >= 1 && s <= nc && notebook_cell(t->nb, s)->dropped)
+			s += d > 0 ? 1 : -1;
+		if (s >= 1 && s <= nc)
+			v->sel = s;
 		v->ensure_sel = 1;
 	} else if (p == P_ARTS) {
 		v->sel += d;
@@ -540,6 +540,7 @@ pane_key(struct tui *t, int c)
 		case 'Y': tui_act_copy_output(t, sel); return 1;
 		case 'w': tui_told_show(t, sel); return 1;
 		case 'v': tui_view_output(t, sel); return 1;
+		case 'd': tui_act_drop_ask(t, sel); return 1;
 		}
 	}
 	if (p == P_CONV && c == 'r') {
@@ -723,6 +724,12 @@ modal_key(struct tui *t, int c)
 		tui_act_open_confirm(t, c == 'y' || c == 'Y');
 		return 1;
 	}
+	if (t->in.modal == M_APPROVE)
+		return tui_act_approve_key(t, c);
+	if (t->in.modal == M_DROP_CONFIRM) {
+		tui_act_drop_confirm(t, c == 'y' || c == 'Y');
+		return 1;
+	}
 	return 0;
 }
 
@@ -857,7 +864,8 @@ lone_esc(struct tui *t)
 {
 	if (t->ov.on || t->focus != P_INPUT || rl_editing_mode == 0 ||
 	    t->in.modal == M_CONFIRM_QUIT || t->in.modal == M_SAVE_CONFIRM ||
-	    t->in.modal == M_OPEN_CONFIRM) {
+	    t->in.modal == M_OPEN_CONFIRM || t->in.modal == M_APPROVE ||
+	    t->in.modal == M_DROP_CONFIRM) {
 		on_key(t, 27);
 		return;
 	}
@@ -1016,4 +1024,6 @@ tui_input_end(struct tui *t)
 	buf_free(&t->in.pastebuf);
 	free(t->in.save_name);
 	t->in.save_name = NULL;
+	free(t->in.approve_code);
+	t->in.approve_code = NULL;
 }

@@ -339,6 +339,12 @@ int agent_busy(const struct agent *a) { return a->busy; }
 int agent_input_reply(struct agent *a, int cell, const char *line)
 { (void)a; (void)cell; (void)line; return -1; }
 int agent_reset(struct agent *a, char **err) { (void)a; (void)err; return 0; }
+/* --ask and `d` (agent.c): not scripted here; the real binary's tests
+ * (test_tui_ask.py) cover them */
+void agent_set_ask(struct agent *a, int on) { (void)a; (void)on; }
+int agent_asks(const struct agent *a) { (void)a; return 0; }
+int agent_approve(struct agent *a, enum agent_verdict v, const char *code, char **err) { (void)a; (void)v; (void)code; *err = xstrdup("nothing waits"); return -1; }
+int agent_drop_cell(struct agent *a, int n, char **err) { (void)a; (void)n; *err = xstrdup("no cell to drop"); return -1; }
 int agent_restart(struct agent *a, char **err) { (void)a; (void)err; return 0; }
 char *
 agent_load(struct agent *a, const char *path, int told, char **err)

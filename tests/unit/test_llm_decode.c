@@ -43,7 +43,7 @@ r_usage(void *arg, const struct usage *u)
 	r->nusage++;
 }
 
-static const struct llm_sink sink = { r_text, r_call, r_usage, NULL, NULL };
+static const struct llm_sink sink = { r_text, r_call, r_usage, NULL, NULL, NULL };
 
 static int
 r_event(void *arg, const struct sse_event *ev)
@@ -687,7 +687,7 @@ t_item(void *arg, const char *json)
 	buf_printf(&r->calls, "{item %s}", json);
 }
 
-static const struct llm_sink think_sink = { r_text, r_call, r_usage, t_reason, t_item };
+static const struct llm_sink think_sink = { r_text, r_call, r_usage, t_reason, t_item, NULL };
 
 #define TE(t, d) "event: " t "\ndata: " d "\n\n"
 

@@ -168,3 +168,53 @@ Test(notebook, net_flood_of_distinct_hosts)
 	free(t);
 	notebook_free(nb);
 }
+
+static int drops_told;
+
+static void
+count_drops(void *arg, const struct nb_change *ch)
+{
+	(void)arg;
+	if (ch->kind == NB_DROP)
+		drops_told += ch->cell->n;
+}
+
+/* `d`: the dropped cell's call and result stay, as a line each; the
+ * other call and the cell itself are untouched; a running cell and a
+ * second drop are refused. */
+Test(notebook, drop_cell_rewrites_its_call_and_result_only)
+{
+	struct notebook *nb = notebook_new();
+	struct cell_result ok = { .status = CELL_OK };
+	uint64_t gen;
+	char *all;
+
+	notebook_observe(nb, count_drops, NULL);
+	notebook_add_question(nb, "q", NULL);
+	notebook_add_reply(nb, NULL, cJSON_Parse("[{\"id\":\"a\",\"name\":\"python_exec\","
+	    "\"arguments\":\"{\\\"code\\\": \\\"print('keep')\\\"}\"},{\"id\":\"b\","
+	    "\"name\":\"python_exec\",\"arguments\":\"{\\\"code\\\": \\\"print('zap')\\\"}\"}]"));
+	notebook_add_cell(nb, CELL_BY_MODEL, "print('keep')", "a");
+	notebook_cell_result(nb, 1, &ok);
+	notebook_add_tool_result(nb, "a", "keep", 0);
+	notebook_add_cell(nb, CELL_BY_MODEL, "print('zap')", "b");
+	cr_assert_eq(notebook_drop_cell(nb, 2), -1, "running: refused");
+	notebook_cell_result(nb, 2, &ok);
+	notebook_add_tool_result(nb, "b", "zap", 1);
+	gen = notebook_gen(nb);
+	cr_assert_eq(notebook_drop_cell(nb, 2), 0);
+	cr_assert_neq(notebook_gen(nb), gen, "the earlier messages changed");
+	cr_assert_eq(notebook_drop_cell(nb, 2), -1, "dropped already");
+	cr_assert_eq(notebook_drop_cell(nb, 9), -1);
+	cr_assert_eq(drops_told, 2);
+	cr_assert(notebook_cell(nb, 2)->dropped && !notebook_cell(nb, 1)->dropped);
+	cr_assert_str_eq(notebook_cell(nb, 2)->code, "print('zap')", "kept in the notebook");
+	all = cJSON_PrintUnformatted(notebook_messages(nb));
+	cr_assert_null(strstr(all, "zap"), "%s", all);
+	cr_assert_not_null(strstr(all, "keep"), "%s", all);
+	cr_assert_not_null(strstr(all, "\"tool_call_id\":\"b\""), "the pair stays: %s", all);
+	cr_assert_not_null(strstr(all, "dropped this cell"), "%s", all);
+	cr_assert_eq(cJSON_GetArraySize(notebook_messages(nb)), 4);
+	free(all);
+	notebook_free(nb);
+}
