@@ -309,7 +309,15 @@ tool_result_text(struct agent *a, const struct cell *c)
 	clean = sanitize_str(b.data, b.len, SANITIZE_KEEP_NL | SANITIZE_KEEP_TAB |
 	    SANITIZE_CR_AS_NL);
 	buf_free(&b);
-	cut = text_truncate(clean, strlen(clean), a->o.tool_output_limit);
+	{
+		/* what the notebook itself dropped (outcap) is cut too: the
+		 * line says how much in all, and that it is kept nowhere */
+		uint64_t dropped = outcap_dropped(&c->out[0]) +
+		    outcap_dropped(&c->out[1]);
+		uint64_t total = c->out[0].total + c->out[1].total;
+		cut = text_truncate_of(clean, strlen(clean),
+		    a->o.tool_output_limit, dropped, total);
+	}
 	free(clean);
 	return cut;
 }

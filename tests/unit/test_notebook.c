@@ -3,6 +3,8 @@
  * inserted in the middle (the loader's repair) is there. */
 #include <criterion/criterion.h>
 
+#include <string.h>
+
 #include "terp/notebook.h"
 
 static void
@@ -81,5 +83,31 @@ Test(notebook, gen_changes_with_every_change_to_a_message_there)
 	cr_assert_neq(notebook_gen(nb), h);
 	cr_assert_neq(notebook_gen(nb), g);
 	notebook_free(other);
+	notebook_free(nb);
+}
+
+/* The bodies kept are the last NOTEBOOK_SENT_KEEP, and the one that
+ * leaves lends its storage to the new one (not a fresh copy of the
+ * whole conversation each turn). */
+Test(notebook, a_body_leaving_the_window_is_the_new_ones_storage)
+{
+	struct notebook *nb = notebook_new();
+	char body[600];
+	const char *first;
+	size_t len;
+
+	memset(body, 'a', sizeof body);
+	notebook_add_sent(nb, "x", body, sizeof body);
+	first = notebook_sent(nb, 0, NULL, NULL);
+	for (int i = 1; i < NOTEBOOK_SENT_KEEP; i++)
+		notebook_add_sent(nb, "x", body, sizeof body);
+	cr_assert_eq(notebook_sent(nb, 0, NULL, NULL), first);
+	body[0] = 'b';
+	notebook_add_sent(nb, "x", body, sizeof body);
+	cr_assert_null(notebook_sent(nb, 0, NULL, NULL));
+	cr_assert_eq(notebook_sent(nb, NOTEBOOK_SENT_KEEP, NULL, &len), first);
+	cr_assert_eq(len, sizeof body);
+	cr_assert_eq(first[0], 'b');
+	cr_assert_eq(first[len], '\0');
 	notebook_free(nb);
 }
