@@ -128,3 +128,27 @@ def test_each_files_origin_and_load_told(terp, fake, tmp_path):
     assert "/workspace/data/sales.csv (4 B), the user's %s" % a in system, system
     assert "/workspace/data/sales-2.csv (4 B), the user's %s" % b in system, system
     assert "/load PATH" in system, system
+
+
+def test_a_huge_outputs_cut_line_says_its_real_size(terp, fake, tmp_path):
+    """A cell that printed 8 MiB: the notebook keeps 320 KiB of it, the
+    model 4 KiB. Its cut line counts every byte not sent (not only
+    those of the 320 KiB kept), and does not say the rest is in the
+    notebook; a 20 KiB output's line still does."""
+    srv = fake([reply("openai", "", [("c1", "import sys\nfor i in range(8 * 1024):\n"
+                                             "    sys.stdout.write('x' * 1023 + '\\n')")]),
+                reply("openai", "", [("c2", "print('y' * 20000)")]),
+                reply("openai", "Done.")])
+    f, e = flags("openai", srv)
+    r = terp("-p", "Print a lot.", "--json", *f, extra_env=e)
+    assert r.rc == 0, r
+    reqs = srv.requests()
+    tools = [m["content"] for m in reqs[2]["body"]["messages"] if m["role"] == "tool"]
+    big, small = tools
+    mark = big[big.index("[... "):][:300] if "[... " in big else big[:300]
+    assert "the cell printed 8 MiB in all" in big, mark
+    assert "full output is in the notebook" not in big, big[-600:]
+    cut = int(big.split("[... ")[-1].split(" bytes cut")[0])
+    assert cut > 8 * 1024 * 1024 - 8192, cut
+    assert len(big) <= 4096, len(big)
+    assert "bytes cut; the full output is in the notebook" in small, small
