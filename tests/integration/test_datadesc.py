@@ -152,3 +152,26 @@ def test_a_huge_outputs_cut_line_says_its_real_size(terp, fake, tmp_path):
     assert cut > 8 * 1024 * 1024 - 8192, cut
     assert len(big) <= 4096, len(big)
     assert "bytes cut; the full output is in the notebook" in small, small
+
+
+def test_welcome_screen_names_each_file_as_the_code_sees_it_and_its_origin(
+        fake_model, tmux, tmp_path):
+    """Two sales.csv from two folders: the welcome screen shows
+    sales.csv and sales-2.csv (the names the code uses), each with the
+    path it came from (it showed sales.csv twice)."""
+    from tui_tmux import TERP, model_args, model_env
+    for d in ("a", "b"):
+        (tmp_path / d).mkdir()
+        (tmp_path / d / "sales.csv").write_text("x,y\n1,2\n")
+    port = fake_model(NOTED)
+    cmd = " ".join([TERP, *model_args(port, tmp_path / "out"),
+                    str(tmp_path / "a" / "sales.csv"), str(tmp_path / "b" / "sales.csv")])
+    t = tmux(cmd, model_env(tmp_path), tmp_path, 160, 40, ready=r"│ ready", timeout=30)
+    s = t.wait(r"sales-2\.csv")
+    lines = [l for l in s.splitlines() if "sales" in l and "from" in l]
+    # relative to the folder terp runs in (tmp_path)
+    assert any(" sales.csv  " in l and "· from a/sales.csv" in l for l in lines), s
+    assert any(" sales-2.csv  " in l and "· from b/sales.csv" in l for l in lines), s
+
+
+NOTED = {"turns": [{"openai": {"text": "Noted."}, "repeat": True}]}
