@@ -22,7 +22,7 @@ PYTHON	?= $(or $(firstword $(foreach p,python3 /usr/bin/python3,$(shell $(p) -c 
 	   'import pytest, matplotlib, nbformat, sys; print(sys.executable)' 2>/dev/null))),python3)
 
 CC	?= cc
-PKGS	:= ncursesw libcurl libcjson libpng libseccomp readline
+PKGS	:= ncursesw libcurl libcjson libpng zlib libseccomp readline
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 # wslay (WebSocket framing, src/net/ws.c): Debian ships no pkg-config file.
 # libcurl is not linked: src/net/curl_lazy.c loads it at its first use

@@ -20,7 +20,7 @@ LIBS="ncursesw libcurl libcjson libpng libseccomp readline"
 pkgs() {
 	case $1 in
 	build) echo build-essential pkg-config libncurses-dev \
-	    libcurl4-openssl-dev libcjson-dev libpng-dev libseccomp-dev \
+	    libcurl4-openssl-dev libcjson-dev libpng-dev zlib1g-dev libseccomp-dev \
 	    libreadline-dev libssl-dev libwslay-dev bubblewrap python3 \
 	    python3-pandas python3-numpy python3-matplotlib ;;
 	# procps: pgrep and ps; ipykernel: nbconvert --execute needs a kernel;

@@ -1023,8 +1023,12 @@ run_main(int argc, char **argv)
 	 * a little bigger each time; glibc's mmap threshold, raised to the
 	 * size of each body freed, sent them to the heap, where the holes
 	 * they left were never returned (840 MB at 3,000 questions). A
-	 * fixed threshold keeps them mapped: freed means returned. */
-	mallopt(M_MMAP_THRESHOLD, 256 << 10);
+	 * fixed threshold keeps them mapped: freed means returned. The
+	 * bodies' storage is reused from one request to the next
+	 * (llm_cache_body_take, the notebook's kept bodies), so a low one
+	 * costs no page faults per request, and keeps the bodies under
+	 * 256 KiB (the first 700 questions) out of the heap as well. */
+	mallopt(M_MMAP_THRESHOLD, 64 << 10);
 	parse(&c, argc, argv);
 	if (m.version)
 		return print_version();

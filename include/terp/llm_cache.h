@@ -46,4 +46,14 @@ const char *llm_cache_get(const struct llm_cache *c, int i, size_t *n);
 /* All entries' bytes, one after the other (owned by the cache). */
 const char *llm_cache_all(const struct llm_cache *c, size_t *n);
 
+/* Request bodies' storage, kept from one request to the next: a body
+ * holds the whole conversation, and a fresh allocation of it each turn
+ * costs a page fault per 4 KiB (or leaves a hole in the heap that the
+ * next, longer body does not fit). take: storage for at least n bytes
+ * and a NUL, the last given back's when there is one (the caller owns
+ * it, and frees it with free() or gives it back); give: takes p (a
+ * malloc'd pointer, or NULL) back, keeping one. */
+char *llm_cache_body_take(size_t n, size_t *cap);
+void llm_cache_body_give(char *p);
+
 #endif

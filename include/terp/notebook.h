@@ -257,7 +257,7 @@ const struct usage *notebook_usage(const struct notebook *nb);
  * body when it is added: journal_read_sent reads an older one back).
  * body may be NULL: an older request a loader knows only by its size
  * (the observer is not told of it). */
-#define NOTEBOOK_SENT_KEEP	8
+#define NOTEBOOK_SENT_KEEP	4	/* each holds the whole conversation: 1 MB at 3,000 questions */
 void notebook_add_sent(struct notebook *nb, const char *what, const char *body,
     size_t len);
 int notebook_nsent(const struct notebook *nb);

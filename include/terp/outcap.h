@@ -11,6 +11,7 @@
 struct outcap {
 	char	*head;		/* first head_max bytes */
 	size_t	 head_len, head_max;
+	size_t	 head_cap;	/* what head holds: grows up to head_max */
 	char	*tail;		/* ring of the last tail_max bytes after head */
 	size_t	 tail_max, tail_start, tail_len;
 	uint64_t total;		/* every byte ever appended */
@@ -39,5 +40,10 @@ char *outcap_rest(const struct outcap *c, size_t *len);
  * line saying how much was cut; cuts only on UTF-8 boundaries. Returns a
  * new string. Used for what goes to the model. */
 char *text_truncate(const char *s, size_t len, size_t limit);
+/* The same for a text from which dropped bytes were already left out
+ * (an outcap's, of total bytes in all): the line counts them among the
+ * bytes cut and says that they are nowhere, not "in the notebook". */
+char *text_truncate_of(const char *s, size_t len, size_t limit,
+    uint64_t dropped, uint64_t total);
 
 #endif

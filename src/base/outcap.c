@@ -32,8 +32,18 @@ outcap_add(struct outcap *c, const char *p, size_t n)
 		size_t k = c->head_max - c->head_len;
 		if (k > n)
 			k = n;
-		if (c->head == NULL)
-			c->head = xmalloc(c->head_max);
+		if (c->head_len + k > c->head_cap) {
+			/* grown as the output comes: a cell that prints a
+			 * line holds a few bytes, not the head's bound (per
+			 * cell, for the whole session) */
+			size_t cap = c->head_cap ? c->head_cap : 256;
+			while (cap < c->head_len + k)
+				cap *= 2;
+			if (cap > c->head_max)
+				cap = c->head_max;
+			c->head = xrealloc(c->head, cap);
+			c->head_cap = cap;
+		}
 		memcpy(c->head + c->head_len, p, k);
 		c->head_len += k;
 		p += k;
@@ -113,33 +123,56 @@ utf8_floor(const char *s, size_t i)
 	return i;
 }
 
-char *
-text_truncate(const char *s, size_t len, size_t limit)
+/* The cut line: the bytes cut (those dropped before included), and
+ * where the rest is: the notebook, or nowhere past what it kept. */
+static size_t
+cut_marker(char *m, size_t size, uint64_t cut, uint64_t dropped,
+    uint64_t total)
 {
-	char marker[96];
+	char all[32];
+
+	if (dropped == 0)
+		return (size_t)snprintf(m, size, "\n[... %llu bytes cut; the full "
+		    "output is in the notebook ...]\n", (unsigned long long)cut);
+	fmt_bytes(all, sizeof all, total);
+	return (size_t)snprintf(m, size, "\n[... %llu bytes cut; the cell printed "
+	    "%s in all and the notebook kept only its start and end (%llu bytes "
+	    "dropped), the rest is lost ...]\n", (unsigned long long)cut, all,
+	    (unsigned long long)dropped);
+}
+
+char *
+text_truncate_of(const char *s, size_t len, size_t limit, uint64_t dropped,
+    uint64_t total)
+{
+	char marker[256];
 	size_t mlen, keep, head, tail_from;
 	char *out;
 
 	if (len <= limit)
 		return xstrndup(s, len);
-	mlen = (size_t)snprintf(marker, sizeof marker,
-	    "\n[... %zu bytes cut; the full output is in the notebook ...]\n",
-	    len);
+	mlen = cut_marker(marker, sizeof marker, (uint64_t)len + dropped,
+	    dropped, total);
 	keep = limit > mlen ? limit - mlen : 0;
 	head = utf8_floor(s, keep / 2);
 	tail_from = utf8_floor(s, len - (keep - keep / 2));
 	if (tail_from < head)
 		tail_from = head;
 	/* restate the real number cut now that the boundaries are known */
-	mlen = (size_t)snprintf(marker, sizeof marker,
-	    "\n[... %zu bytes cut; the full output is in the notebook ...]\n",
-	    tail_from - head);
+	mlen = cut_marker(marker, sizeof marker, (uint64_t)(tail_from - head) +
+	    dropped, dropped, total);
 	out = xmalloc(head + mlen + (len - tail_from) + 1);
 	memcpy(out, s, head);
 	memcpy(out + head, marker, mlen);
 	memcpy(out + head + mlen, s + tail_from, len - tail_from);
 	out[head + mlen + len - tail_from] = '\0';
 	return out;
+}
+
+char *
+text_truncate(const char *s, size_t len, size_t limit)
+{
+	return text_truncate_of(s, len, limit, 0, 0);
 }
 
 size_t

@@ -20,6 +20,7 @@
 #include "terp/ledger.h"
 #include "terp/llm.h"
 #include "terp/netlog.h"
+#include "terp/datadesc.h"
 #include "terp/outcap.h"
 #include "terp/outnorm.h"
 #include "terp/sanitize.h"
@@ -29,6 +30,9 @@
 #define TOOL_NAME_SHOWN	100
 
 struct agent {
+	/* the data files' part of the system prompt, made once per set of
+	 * files (it reads them: not every request) and its key */
+	char			*files_desc, *files_key;
 	struct loop		*loop;
 	struct notebook		*nb;
 	struct kernel_opts	 kopts;		/* our copy: we stage the files */
@@ -315,7 +319,15 @@ tool_result_text(struct agent *a, const struct cell *c)
 	clean = sanitize_str(b.data, b.len, SANITIZE_KEEP_NL | SANITIZE_KEEP_TAB |
 	    SANITIZE_CR_AS_NL);
 	buf_free(&b);
-	cut = text_truncate(clean, strlen(clean), a->o.tool_output_limit);
+	{
+		/* what the notebook itself dropped (outcap) is cut too: the
+		 * line says how much in all, and that it is kept nowhere */
+		uint64_t dropped = outcap_dropped(&c->out[0]) +
+		    outcap_dropped(&c->out[1]);
+		uint64_t total = c->out[0].total + c->out[1].total;
+		cut = text_truncate_of(clean, strlen(clean),
+		    a->o.tool_output_limit, dropped, total);
+	}
 	free(clean);
 	return cut;
 }
@@ -907,32 +919,58 @@ agent_session_dead(struct agent *a, const char *msg)
 
 /* ------------------------------------------------------------ prompt */
 
+/* A data file for the model: where the code sees it, where it came
+ * from (two sales.csv from two folders are sales.csv and sales-2.csv
+ * there), its size, then what it holds (datadesc.h). */
 static void
 describe_file(struct buf *b, const struct datafile *f)
 {
 	struct stat st;
-	const char *ext = strrchr(f->path, '.');
 	char size[32] = "?";
 
 	if (stat(f->path, &st) == 0)
 		fmt_bytes(size, sizeof size, (uint64_t)st.st_size);
-	buf_printf(b, "- %s (%s)\n", f->sandbox, size);
-	if (ext && (strcasecmp(ext, ".csv") == 0 || strcasecmp(ext, ".tsv") == 0 ||
-	    strcasecmp(ext, ".txt") == 0)) {
-		FILE *fp = fopen(f->path, "r");
-		char line[512];
-		int i = 0;
-		if (fp == NULL)
-			return;
-		buf_adds(b, "  first lines:\n");
-		while (i < 4 && fgets(line, sizeof line, fp)) {
-			char *clean = sanitize_str(line, strcspn(line, "\r\n"), 0);
-			buf_printf(b, "    %s\n", clean);
-			free(clean);
-			i++;
-		}
-		fclose(fp);
+	buf_printf(b, "- %s (%s), the user's %s\n", f->sandbox, size, f->path);
+	datadesc_describe(b, f->path, "  ");
+}
+
+/* The data files' lines of the system prompt: made again only when the
+ * set of files changed (a description reads each file). Borrowed. */
+static const char *
+describe_files(struct agent *a)
+{
+	struct buf key, b;
+	int any = 0;
+
+	buf_init(&key, (size_t)-1 / 2);
+	for (int i = 0; i < notebook_nfiles(a->nb); i++) {
+		const struct datafile *f = notebook_file(a->nb, i);
+		if (f->sandbox != NULL)
+			buf_printf(&key, "%s\n%s\n%llu %lld\n", f->path, f->sandbox,
+			    (unsigned long long)f->size, (long long)f->mtime);
 	}
+	if (a->files_desc != NULL && strcmp(a->files_key, buf_str(&key)) == 0) {
+		buf_free(&key);
+		return a->files_desc;
+	}
+	buf_init(&b, 1 << 20);
+	for (int i = 0; i < notebook_nfiles(a->nb); i++) {
+		const struct datafile *f = notebook_file(a->nb, i);
+		if (f->sandbox == NULL)
+			continue;	/* not in this sandbox (gone since) */
+		if (!any++)
+			buf_adds(&b, "Data files (read-only):\n");
+		describe_file(&b, f);
+	}
+	if (!any)
+		buf_adds(&b, "No data files were given.\n");
+	buf_adds(&b, "The user can add a data file with /load PATH: when you need "
+	    "one that is not here, ask them to /load it.\n");
+	free(a->files_desc);
+	free(a->files_key);
+	a->files_desc = buf_take(&b);
+	a->files_key = buf_take(&key);
+	return a->files_desc;
 }
 
 /* What the model may import and whether it may reach the network:
@@ -991,7 +1029,6 @@ static char *
 system_prompt(struct agent *a)
 {
 	struct buf b;
-	int any = 0;
 
 	if (a->o.system_prompt)
 		return xstrdup(a->o.system_prompt);
@@ -1005,16 +1042,7 @@ system_prompt(struct agent *a)
 	buf_adds(&b,
 	    "- Outputs you see may be truncated; print summaries, not whole tables.\n"
 	    "- When done, answer in plain language with the key numbers, using Markdown.\n");
-	for (int i = 0; i < notebook_nfiles(a->nb); i++) {
-		const struct datafile *f = notebook_file(a->nb, i);
-		if (f->sandbox == NULL)
-			continue;	/* not in this sandbox (gone since) */
-		if (!any++)
-			buf_adds(&b, "Data files (read-only):\n");
-		describe_file(&b, f);
-	}
-	if (!any)
-		buf_adds(&b, "No data files were given.\n");
+	buf_adds(&b, describe_files(a));
 	if (kernel_prompt_note(a->k) != NULL)	/* a remote session: its own paths */
 		buf_printf(&b, "%s\n", kernel_prompt_note(a->k));
 	else
@@ -1240,6 +1268,8 @@ agent_free(struct agent *a)
 	outnorm_free(&a->onorm[1]);
 	buf_free(&a->text);
 	buf_free(&a->notes);
+	free(a->files_desc);
+	free(a->files_key);
 	cJSON_Delete(a->calls);
 	cJSON_Delete(a->reasoning);
 	buf_free(&a->rtext);

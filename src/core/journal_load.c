@@ -855,9 +855,11 @@ apply(const cJSON *o, struct notebook *nb, struct journal_meta *m, int first,
 }
 
 /* Whether call id is among the calls of msg (an assistant message) and
- * no result for it came yet in msgs[from, to). */
+ * no result for it came yet in the messages from first up to (not
+ * including) upto: a walk along the list, not an index per message (a
+ * walk from the head each: quadratic in a long session). */
 static int
-call_open(const cJSON *msgs, const cJSON *msg, int from, int to, const char *id)
+call_open(const cJSON *msg, const cJSON *first, const cJSON *upto, const char *id)
 {
 	const cJSON *call;
 	int found = 0;
@@ -867,8 +869,8 @@ call_open(const cJSON *msgs, const cJSON *msg, int from, int to, const char *id)
 		if (cid != NULL && strcmp(cid, id) == 0)
 			found = 1;
 	}
-	for (int t = from; t < to && found; t++) {
-		const char *tid = journal_str(cJSON_GetArrayItem(msgs, t), "tool_call_id");
+	for (const cJSON *t = first; t != NULL && t != upto && found; t = t->next) {
+		const char *tid = journal_str(t, "tool_call_id");
 		if (tid != NULL && strcmp(tid, id) == 0)
 			found = 0;	/* answered already: a second is an orphan */
 	}
@@ -880,25 +882,26 @@ call_open(const cJSON *msgs, const cJSON *msg, int from, int to, const char *id)
  * orphan becomes, in its place, a user message telling the model what
  * it held: the conversation stays valid and the message indexes the
  * journal's later records use stay right. Done again at every load (the
- * file keeps the records as they were). */
+ * file keeps the records as they were). One walk along the list. */
 static void
 repair_orphans(struct notebook *nb)
 {
 	cJSON *msgs = notebook_messages(nb);
-	int n = cJSON_GetArraySize(msgs), start = -1;
+	cJSON *msg = msgs != NULL ? msgs->child : NULL, *next;
+	const cJSON *start = NULL;
 
-	for (int i = 0; i < n; i++) {
-		cJSON *msg = cJSON_GetArrayItem(msgs, i);
+	for (int i = 0; msg != NULL; i++, msg = next) {
 		const char *id = journal_str(msg, "tool_call_id");
 		cJSON *note;
 		char *text;
 
+		next = msg->next;	/* msg may be replaced below */
 		if (!is_role(msg, "tool")) {
-			start = is_role(msg, "assistant") ? i : -1;
+			start = is_role(msg, "assistant") ? msg : NULL;
 			continue;
 		}
-		if (id != NULL && start >= 0 &&
-		    call_open(msgs, cJSON_GetArrayItem(msgs, start), start + 1, i, id))
+		if (id != NULL && start != NULL &&
+		    call_open(start, start->next, msg, id))
 			continue;
 		text = xasprintf("(terp: the reply that made a tool call was damaged in "
 		    "the journal and is lost; the call's result was:)\n%s",
@@ -908,7 +911,7 @@ repair_orphans(struct notebook *nb)
 		cJSON_AddStringToObject(note, "content", text);
 		free(text);
 		notebook_replace_message(nb, i, note);
-		start = -1;	/* a tool message after a user one is an orphan */
+		start = NULL;	/* a tool message after a user one is an orphan */
 	}
 }
 

@@ -2,6 +2,7 @@
  * while a message compares equal to its snapshot (llm_cache.h). */
 #include "terp/llm_cache.h"
 
+#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -9,11 +10,18 @@
 #include "terp/util.h"
 
 #define ENC_MAX	((size_t)1 << 31)
+/* how far from the tail a vouched sync looks for the last trusted
+ * message (the messages added since one request) */
+#define RESUME_LOOK	256
 
 struct entry {
 	char	*snap;		/* the snapshot (snap_put) */
 	size_t	 snap_len;
 	size_t	 end;		/* its bytes end here in enc */
+	/* the message it was encoded from: only followed under a vouch
+	 * (whose promise is that the leading messages are the same
+	 * nodes), never compared */
+	const cJSON *msg;
 };
 
 struct llm_cache {
@@ -159,6 +167,26 @@ llm_cache_sync(struct llm_cache *c, int key, const cJSON *messages,
 		trusted = c->n - 1;	/* the last one is compared still */
 	c->key = key;
 	c->stamp = stamp;
+	/* Under the promise the trusted messages are not walked from the
+	 * list's head (a pointer chase per message: most of a request's
+	 * cost in a long session): the last of them is looked for from the
+	 * list's tail (cJSON's head->prev), past the few messages added
+	 * since. Its node is only compared, never read, until found in the
+	 * list: a promise broken by a shorter list (a message freed) falls
+	 * back to the walk from the head. */
+	if (trusted > 0 && m != NULL) {
+		const cJSON *t = m->prev;
+		for (int k = 0; k < RESUME_LOOK && t != NULL; k++) {
+			if (t == c->e[trusted - 1].msg) {
+				m = t->next;
+				i = trusted;
+				break;
+			}
+			if (t == messages->child)
+				break;
+			t = t->prev;
+		}
+	}
 	for (; m != NULL && i < trusted; m = m->next)
 		i++;
 	for (; m != NULL && i < c->n; m = m->next, i++) {
@@ -187,6 +215,7 @@ llm_cache_add(struct llm_cache *c, const cJSON *m, const void *p, size_t n)
 	c->e[c->n].snap_len = s.len;
 	c->e[c->n].snap = buf_take(&s);
 	c->e[c->n].end = c->enc.len;
+	c->e[c->n].msg = m;
 	c->n++;
 }
 
@@ -207,4 +236,28 @@ llm_cache_all(const struct llm_cache *c, size_t *n)
 {
 	*n = c->enc.len;
 	return c->enc.data != NULL ? c->enc.data : "";
+}
+
+/* The one kept body (one request at a time, from the loop's thread)
+ * and what it holds (malloc_usable_size: a body given back may be
+ * another's storage than the one taken, add_effort's say). */
+static char	*spare;
+
+char *
+llm_cache_body_take(size_t n, size_t *cap)
+{
+	char *p = spare;
+
+	spare = NULL;
+	if (p == NULL || malloc_usable_size(p) < n + 1)
+		p = xrealloc(p, n + 1);
+	*cap = malloc_usable_size(p);
+	return p;
+}
+
+void
+llm_cache_body_give(char *p)
+{
+	free(spare);
+	spare = p;
 }

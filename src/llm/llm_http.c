@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "terp/http.h"
+#include "terp/llm_cache.h"
 #include "terp/llm_provider.h"
 #include "terp/retry_after.h"
 #include "terp/sse.h"
@@ -69,7 +70,7 @@ llm_wire_free(struct llm_wire *w)
 	for (char **h = w->headers; h != NULL && *h != NULL; h++)
 		free(*h);
 	free(w->headers);
-	free(w->body);
+	llm_cache_body_give(w->body);	/* the next body's storage */
 	free(w->what);
 	memset(w, 0, sizeof *w);
 }

@@ -269,6 +269,12 @@ llm_openai_body(enum llm_openai_flavor f, const char *model, const char *system,
 			fatal("out of memory");
 	}
 	buf_init(&b, BODY_MAX);
+	/* the messages' bytes and room for the rest in the last body's
+	 * storage: no doubling copies, no fresh pages (llm_cache.h) */
+	b.data = llm_cache_body_take(enc_len + 256 + strlen(tools) +
+	    (model ? 2 * strlen(model) : 0) + (system ? 2 * strlen(system) : 0),
+	    &b.cap);
+	b.data[0] = '\0';
 	buf_addc(&b, '{');
 	if (model != NULL && *model != '\0') {
 		put_kv(&b, 1, "model", model);

@@ -5,6 +5,7 @@
 #include "terp/notebook.h"
 
 #include <assert.h>
+#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -566,22 +567,35 @@ notebook_add_sent(struct notebook *nb, const char *what, const char *body,
 {
 	struct sent *s;
 	struct nb_change ch = { .kind = NB_SENT, .p = body, .len = len };
+	char *spare = NULL;
 
 	GROW(nb->sent, nb->nsent, nb->capsent);
+	/* A long session must not hold every body: the journal has them
+	 * (notebook.h). The one that leaves the window lends its storage
+	 * to the new one: a body of the whole conversation in a fresh
+	 * allocation each turn is a page fault per 4 KiB (above the mmap
+	 * threshold) or a hole the next, longer one does not fit (below
+	 * it), which is most of a long session's cost and memory. */
+	if (nb->nsent + 1 > NOTEBOOK_SENT_KEEP) {
+		s = &nb->sent[nb->nsent - NOTEBOOK_SENT_KEEP];
+		spare = s->body;
+		s->body = NULL;
+	}
 	ch.sent = nb->nsent;
 	s = &nb->sent[nb->nsent++];
 	s->what = xstrdup(what);
-	s->body = body ? xstrndup(body, len) : NULL;
+	s->body = NULL;
+	if (body != NULL) {
+		s->body = spare != NULL && malloc_usable_size(spare) > len ?
+		    spare : xrealloc(spare, len + 1);
+		memcpy(s->body, body, len);
+		s->body[len] = '\0';
+		spare = NULL;
+	}
+	free(spare);
 	s->len = len;
 	if (body != NULL)
 		tell(nb, &ch);
-	/* A long session must not hold every body: the journal has them
-	 * (notebook.h). */
-	if (nb->nsent > NOTEBOOK_SENT_KEEP) {
-		s = &nb->sent[nb->nsent - 1 - NOTEBOOK_SENT_KEEP];
-		free(s->body);
-		s->body = NULL;
-	}
 }
 
 int

@@ -180,6 +180,31 @@ tui_data_describe(const char *path, char **shape, char **cols)
 	return 0;
 }
 
+/* Where a data file came from, short: relative to the folder terp
+ * runs in, or to the home folder (~/), else the whole path. New. */
+static char *
+origin(const char *path)
+{
+	char *cwd = getcwd(NULL, 0), *s;
+	const char *home = getenv("HOME"), *p = path, *pre = "";
+	size_t n;
+
+	if (cwd != NULL && (n = strlen(cwd)) > 1 && strncmp(path, cwd, n) == 0 &&
+	    path[n] == '/')
+		p = path + n + 1;
+	else if (home != NULL && (n = strlen(home)) > 1 &&
+	    strncmp(path, home, n) == 0 && path[n] == '/') {
+		p = path + n + 1;
+		pre = "~/";
+	}
+	free(cwd);
+	s = xasprintf("%s%s", pre, p);
+	p = s;
+	s = sanitize_str(p, strlen(p), 0);
+	free((char *)p);
+	return s;
+}
+
 /* The data files' descriptions, made on the first empty screen. */
 static void
 describe_all(struct tui *t)
@@ -192,14 +217,24 @@ describe_all(struct tui *t)
 	t->data.v = xcalloc((size_t)(t->data.n > 0 ? t->data.n : 1),
 	    sizeof *t->data.v);
 	for (int i = 0; i < t->data.n; i++) {
-		const char *p = notebook_file(t->nb, i)->path;
-		const char *slash = strrchr(p, '/');
-		t->data.v[i].name = sanitize_str(slash ? slash + 1 : p,
-		    strlen(slash ? slash + 1 : p), 0);
+		const struct datafile *f = notebook_file(t->nb, i);
+		const char *p = f->path;
+		/* the name the code uses (two sales.csv from two folders are
+		 * sales.csv and sales-2.csv there), and where it came from */
+		const char *n = f->sandbox ? f->sandbox : p;
+		const char *slash = strrchr(n, '/');
+		char *shape, *from;
+		t->data.v[i].name = sanitize_str(slash ? slash + 1 : n,
+		    strlen(slash ? slash + 1 : n), 0);
 		if (tui_data_describe(p, &t->data.v[i].shape,
 		    &t->data.v[i].cols) < 0)
 			t->data.v[i].shape = xasprintf("cannot read: %s",
 			    strerror(errno));
+		from = origin(p);
+		shape = xasprintf("%s · from %s", t->data.v[i].shape, from);
+		free(from);
+		free(t->data.v[i].shape);
+		t->data.v[i].shape = shape;
 	}
 }
 

@@ -17,7 +17,8 @@
 
 /* The cut marker text_truncate (outcap.c) puts in a cut result. */
 #define CUT_MARK	"\n[... "
-#define CUT_WORDS	" bytes cut; the full output is in the notebook ...]\n"
+#define CUT_WORDS	" bytes cut; "
+#define CUT_END		" ...]\n"
 
 /* The content of the tool message answering cell c's call (the
  * notebook's, borrowed), or NULL. */
@@ -53,8 +54,9 @@ told_cut(const char *text, uint64_t *full)
 		char *end;
 		unsigned long long cut = strtoull(p + strlen(CUT_MARK), &end, 10);
 		if (end != p + strlen(CUT_MARK) && strncmp(end, CUT_WORDS,
-		    strlen(CUT_WORDS)) == 0) {
-			q = end + strlen(CUT_WORDS);
+		    strlen(CUT_WORDS)) == 0 &&
+		    (q = strstr(end, CUT_END)) != NULL) {
+			q += strlen(CUT_END);
 			*full = (uint64_t)(len - (size_t)(q - p)) + cut;
 			return 1;
 		}

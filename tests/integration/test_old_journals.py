@@ -86,7 +86,9 @@ def without_additions(path, text):
                     if not ln.startswith("The session runs Python")
                     and ln + "\n" != PRINT_RULE
                     # issue 19: which IPython syntax works
-                    and not ln.startswith("- IPython syntax works:")]
+                    and not ln.startswith("- IPython syntax works:")
+                    # issue 25 item 13: the user can /load a file
+                    and not ln.startswith("The user can add a data file with /load")]
                 m["content"] = "\n".join(re.sub(r"^(- The network is off: .*?data).*",
                                                  r"\1.", ln) for ln in lines)
         for t in body.get("tools", []):

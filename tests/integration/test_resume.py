@@ -214,7 +214,9 @@ def test_resume_with_changed_and_vanished_data_files(model, menv, tmp_path):
     assert sysmsg["role"] == "system"
     assert "/workspace/data/a.csv" in sysmsg["content"]
     assert "b.csv" not in sysmsg["content"]
-    assert "    3" in sysmsg["content"]
+    # the file as it is now: its three rows (issue 23 item 8 describes a
+    # CSV by its columns and rows, not its first four lines)
+    assert "rows: 3 (after the header)" in sysmsg["content"]
     assert sid in r.stderr
 
 

@@ -288,3 +288,51 @@ Test(body, anthropic_thinking_blocks_kept_and_text_equals_tree)
 	same_anthropic("m", 100, "S", msgs);
 	cJSON_Delete(msgs);
 }
+
+/* A vouched sync does not walk the messages it trusts from the list's
+ * head (a pointer chase per message, every request: most of a long
+ * session's cost per question) but finds the last of them from the
+ * tail. Seen here by a head whose next skips the list: a walk from the
+ * head would find too few messages and leave the new one out. */
+Test(body, a_vouched_sync_does_not_walk_from_the_head)
+{
+	cJSON *msgs = cJSON_Parse(conv), *bogus = cJSON_CreateObject(), *second;
+	char *got;
+	size_t len;
+
+	cr_assert_not_null(msgs);
+	llm_cache_vouch(21);
+	same(LLM_OPENAI, "m", "S", msgs);
+	cJSON_AddItemToArray(msgs, cJSON_Parse("{\"role\":\"user\",\"content\":\"NEWEST\"}"));
+	second = msgs->child->next;
+	msgs->child->next = bogus;	/* bogus->next is NULL */
+	llm_cache_vouch(21);
+	got = llm_openai_body(LLM_OPENAI, "m", "S", msgs, &len);
+	msgs->child->next = second;
+	cr_assert_not_null(strstr(got, "NEWEST"), "%s", got);
+	cr_assert_not_null(strstr(got, "March."), "%s", got);
+	free(got);
+	same(LLM_OPENAI, "m", "S", msgs);
+	cJSON_Delete(bogus);
+	cJSON_Delete(msgs);
+}
+
+/* A body given back lends its storage to the next one: a body of the
+ * whole conversation in fresh memory every turn is a page fault per
+ * 4 KiB, or a hole in the heap that the next, longer body does not
+ * fit. */
+Test(body, the_next_body_reuses_the_last_ones_storage)
+{
+	cJSON *msgs = cJSON_Parse(conv);
+	char *a, *b;
+	size_t len;
+
+	cr_assert_not_null(msgs);
+	a = llm_openai_body(LLM_OPENAI, "m", "S", msgs, &len);
+	llm_cache_body_give(a);
+	b = llm_openai_body(LLM_OPENAI, "m", "S", msgs, &len);
+	cr_assert_eq(a, b, "a body given back is the next one's storage");
+	cr_assert_eq(strlen(b), len);
+	free(b);
+	cJSON_Delete(msgs);
+}

@@ -218,3 +218,29 @@ Test(notebook, drop_cell_rewrites_its_call_and_result_only)
 	free(all);
 	notebook_free(nb);
 }
+
+/* The bodies kept are the last NOTEBOOK_SENT_KEEP, and the one that
+ * leaves lends its storage to the new one (not a fresh copy of the
+ * whole conversation each turn). */
+Test(notebook, a_body_leaving_the_window_is_the_new_ones_storage)
+{
+	struct notebook *nb = notebook_new();
+	char body[600];
+	const char *first;
+	size_t len;
+
+	memset(body, 'a', sizeof body);
+	notebook_add_sent(nb, "x", body, sizeof body);
+	first = notebook_sent(nb, 0, NULL, NULL);
+	for (int i = 1; i < NOTEBOOK_SENT_KEEP; i++)
+		notebook_add_sent(nb, "x", body, sizeof body);
+	cr_assert_eq(notebook_sent(nb, 0, NULL, NULL), first);
+	body[0] = 'b';
+	notebook_add_sent(nb, "x", body, sizeof body);
+	cr_assert_null(notebook_sent(nb, 0, NULL, NULL));
+	cr_assert_eq(notebook_sent(nb, NOTEBOOK_SENT_KEEP, NULL, &len), first);
+	cr_assert_eq(len, sizeof body);
+	cr_assert_eq(first[0], 'b');
+	cr_assert_eq(first[len], '\0');
+	notebook_free(nb);
+}

@@ -1,4 +1,5 @@
 #include <criterion/criterion.h>
+#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -128,4 +129,46 @@ Test(buf, refuses_past_max)
 	cr_assert_eq(buf_addc(&b, '9'), -1);
 	cr_assert_str_eq(buf_str(&b), "12345678");
 	buf_free(&b);
+}
+
+/* The head grows with what comes: a cell that prints one line holds a
+ * few bytes for the whole session, not the head's bound (160 KiB per
+ * cell was most of a long session's memory). */
+Test(outcap, a_short_output_holds_little)
+{
+	struct outcap c;
+	char *s;
+
+	outcap_init(&c, 1 << 20, 1 << 20);
+	outcap_add(&c, "1\n", 2);
+	cr_assert_lt(malloc_usable_size(c.head), 4096, "%zu",
+	    malloc_usable_size(c.head));
+	for (int i = 0; i < 1000; i++)
+		outcap_add(&c, "0123456789", 10);
+	s = outcap_render(&c, NULL);
+	cr_assert_eq(strlen(s), 10002);
+	cr_assert(strncmp(s, "1\n0123456789", 12) == 0);
+	free(s);
+	outcap_free(&c);
+}
+
+/* The cut line of a text the notebook had already cut (an outcap's):
+ * the real number of bytes cut and that the rest is nowhere, not "in
+ * the notebook" (a 100 MiB output said 323733 bytes cut, all in the
+ * notebook). */
+Test(truncate, says_the_real_size_past_the_notebooks_cap)
+{
+	char in[4000];
+	char *out;
+
+	memset(in, 'x', sizeof in);
+	out = text_truncate_of(in, sizeof in, 1000, 100000000, 100004000);
+	cr_assert_not_null(strstr(out, "100003"), "%s", out);	/* cut: 100,003,xxx */
+	cr_assert_not_null(strstr(out, "95.4 MiB"), "%s", out);
+	cr_assert_null(strstr(out, "full output is in the notebook"), "%s", out);
+	cr_assert_lt(strlen(out), 1000 + 1);
+	free(out);
+	out = text_truncate_of(in, sizeof in, 1000, 0, 4000);
+	cr_assert_not_null(strstr(out, "full output is in the notebook"), "%s", out);
+	free(out);
 }
