@@ -416,6 +416,17 @@ apply_config(struct cli *c)
 	}
 	if ((v = config_get(&cf, "theme")))
 		c->theme = xstrdup(v);
+	if ((v = config_get(&cf, "background"))) {
+		if (strcmp(v, "auto") == 0)
+			c->background = 0;
+		else if (strcmp(v, "dark") == 0)
+			c->background = 1;
+		else if (strcmp(v, "light") == 0)
+			c->background = 2;
+		else
+			usage_error("background in the config file is auto, dark "
+			    "or light, not '%s'", v);
+	}
 	if ((v = config_get(&cf, "memory")))
 		c->kopts.memory = opt_size("memory (config)", v);
 	if ((v = config_get(&cf, "disk")))

@@ -25,6 +25,8 @@ struct cli {
 	const char		**data_files;	/* as given, in order */
 	int			 ndata;
 	const char		*theme;
+	int			 background;	/* config background: 0 auto,
+						 * 1 dark, 2 light (tui_opts) */
 	struct kernel_opts	 kopts;
 	struct agent_opts	 aopts;
 	struct llm_config	 llm;

@@ -159,6 +159,8 @@ tui_session_run(struct cli *c)
 	(void)session_start(s);
 	tui_opts_default(&o);
 	o.theme = c->theme;
+	o.background = c->background == 2 ? TUI_BG_LIGHT :
+	    c->background == 1 ? TUI_BG_DARK : TUI_BG_AUTO;
 	o.provider_label = NULL;
 	o.out_dir = c->kopts.out_dir;
 	o.session = s;

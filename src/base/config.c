@@ -17,7 +17,7 @@ const char *const config_keys[] = {
 	"provider", "model", "base_url", "api_key_cmd", "api_version",
 	"max_retries", "max_tokens", "connect_timeout", "idle_timeout",
 	"demo_script", "reasoning", "api",
-	"theme", "memory", "disk", "timeout", "max_turns", "tool_output_limit",
+	"theme", "background", "memory", "disk", "timeout", "max_turns", "tool_output_limit",
 	"context_window", "model_input",
 	"network", "out", "cpus", "python", "allow_hosts", "egress_max",
 	"price", "builtin_prices", "max_cost",

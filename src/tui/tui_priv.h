@@ -242,6 +242,7 @@ struct tui {
 
 	struct {		/* colours and attributes (tui_style.c) */
 		int		 colors, ncolors;
+		int		 light;		/* a light background */
 		struct colorpair *cp;
 		int		 role_pair[R_NROLES];
 		int		 theme_pair[THEME_NROLES];
