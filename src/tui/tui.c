@@ -54,7 +54,7 @@
 /* The one terminal, the one UI: the public entry points (tui_on_event
  * with a NULL arg, tui_restore, the fatal hook) have no handle to pass. */
 static struct tui tui_one = { .st.kstate = -1, .ov.art = -1,
-	.saved_stderr = -1, .err_fd = -1, .conv.anchor = -1, .srch.line = -1 };
+	.saved_stderr = -1, .err_fd = -1, .conv.anchor = -1, .conv.pin_top = -1, .srch.line = -1 };
 
 void
 tui_on_event(void *arg, const struct event *ev)

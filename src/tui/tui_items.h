@@ -35,6 +35,12 @@ void tui_items_answer_close(struct tui *t);
 /* The answer to the last question just ended: the pane will show its
  * start when it is taller than the pane (t->conv.anchor). */
 void tui_items_anchor_answer(struct tui *t);
+/* Whether the user scrolled the conversation away from where terp put
+ * it (the bottom, or the start of a tall answer). */
+int tui_items_user_scrolled(const struct tui *t);
+/* A new reply begins (a question is sent): the conversation follows it
+ * unless the user scrolled; an older answer's anchor no longer holds. */
+void tui_items_follow_newest(struct tui *t);
 /* Whether the conversation links to cell n (among the last items). */
 int tui_items_has_cell(struct tui *t, int n);
 /* /clear: empties the pane (the notebook keeps everything). */

@@ -141,6 +141,9 @@ struct tui {
 		/* an answer just ended: the pane shows its start when it
 		 * is taller than the pane (tui_draw.c), else -1 */
 		int		 anchor;
+		/* the top the anchor set (the view stopped following for
+		 * the answer's start, not for the user), else -1 */
+		int		 pin_top;
 	} conv;
 
 	struct {		/* the data files, described (tui_data.c) */
