@@ -35,7 +35,7 @@ struct cli {
 	char			*sessions_dir;	/* $XDG_STATE_HOME/terp/sessions */
 
 	/* session management (cli_sessions.c) */
-	int			 list;		/* --list */
+	int			 list;		/* --list; 2: --list --ids */
 	const char		*delete_id;	/* --delete ID */
 	const char		*export_id;	/* --export ID FILE */
 	const char		*export_file;

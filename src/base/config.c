@@ -35,6 +35,24 @@ known(const char *k, size_t n)
 	return 0;
 }
 
+/* The key nearest to the n bytes typed (at most 2 edits, 1 for what is
+ * 5 characters or shorter, as for options), or NULL. */
+static const char *
+nearest_key(const char *k, size_t n)
+{
+	const char *best = NULL;
+	int bd = 3;
+
+	for (int i = 0; config_keys[i] != NULL; i++) {
+		int d = edit_distance(k, n, config_keys[i]);
+		if (d < bd && d <= (n <= 5 ? 1 : 2)) {
+			bd = d;
+			best = config_keys[i];
+		}
+	}
+	return best;
+}
+
 static int
 is_space(char c)
 {
@@ -85,7 +103,10 @@ config_parse(struct config *c, const char *text, size_t len, const char *name,
 		}
 		if (!known(k, (size_t)(eq - k))) {
 			char *key = xstrndup(k, (size_t)(eq - k));
-			*err = xasprintf("%s:%d: unknown key '%s'", name, lineno, key);
+			const char *near = nearest_key(k, (size_t)(eq - k));
+			*err = xasprintf("%s:%d: unknown key '%s'%s%s%s", name, lineno,
+			    key, near ? "; did you mean " : "", near ? near : "",
+			    near ? "?" : "");
 			free(key);
 			return -1;
 		}
