@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from tui_tmux import ask, fake_core_env
+from tui_tmux import ask, fake_core_env, status
 
 
 @pytest.fixture(scope="session")
@@ -272,7 +272,7 @@ def test_a_queued_follow_ups_answer_is_on_screen(tui, tmp_path):
     ask(t, "What month had the highest revenue?")
     t.wait(r"queued, runs when this one is done")
     go.write_text("")            # the first ends (its answer is tall)
-    s = t.wait(r"\[2\] model · ok")
+    t.wait_for(lambda s: "─ cells 2 " in s and "ready" in status(s))
     s = t.wait(r"› What month had the highest revenue\?.*online channel had the "
                r"highest revenue")
     # the pane follows the newest reply: not stopped at the first answer
@@ -296,8 +296,7 @@ def test_a_queued_follow_up_leaves_a_user_who_scrolled_up_in_place(tui, tmp_path
     s = t.wait(r"─ conversation \d+/\d+  End: follow")
     up, top = conv_title(s), s.splitlines()[1][:70]
     go.write_text("")
-    s = t.wait(r"\[4\] model · ok")
-    s = t.wait_for(lambda s: "ready" in s.splitlines()[-2])
+    s = t.wait_for(lambda s: "─ cells 4 " in s and "ready" in status(s))
     # still where the user put it (the same first row), with more below
     now = conv_title(s)
     assert now is not None and now[1] > up[1], (up, now, s)
