@@ -13,7 +13,7 @@ _terp()
 	    --timeout --grace --max-procs --max-file-size --max-open-files
 	    --max-artifact-size --python --allow-host --egress-max --network
 	    --no-sandbox --sandbox --sandbox-token-env --sandbox-token-cmd
-	    --jupyter-kernel --ssh-command --ssh-terp --theme --help -h
+	    --jupyter-kernel --ssh-command --ssh-terp --theme --images --help -h
 	    --version -V --list --delete --export --resume --replay --no-save
 	    --idle-timeout --max-session"
 
@@ -32,6 +32,9 @@ _terp()
 		return 0 ;;
 	--theme)
 		COMPREPLY=($(compgen -W "default light mono" -- "$cur"))
+		return 0 ;;
+	--images)
+		COMPREPLY=($(compgen -W "auto kitty iterm sixel blocks off" -- "$cur"))
 		return 0 ;;
 	--reasoning)
 		COMPREPLY=($(compgen -W "off low medium high" -- "$cur"))
