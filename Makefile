@@ -14,6 +14,10 @@ PREFIX	?= /usr/local
 BINDIR	?= $(PREFIX)/bin
 MANDIR	?= $(PREFIX)/share/man
 DATADIR	?= $(PREFIX)/share/terp
+# the shell completions, where bash-completion, zsh and fish look
+BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
+ZSHCOMPDIR ?= $(PREFIX)/share/zsh/site-functions
+FISHCOMPDIR ?= $(PREFIX)/share/fish/vendor_completions.d
 DESTDIR	?=
 # pytest's python: the first of python3 on PATH and /usr/bin/python3 that has
 # what the tests import (deps.sh installs them for Debian's), chosen when
@@ -221,9 +225,16 @@ install: terp
 	install -m 644 examples/demo.json $(DESTDIR)$(DATADIR)/demo.json
 	for t in themes/*.theme; do [ -e "$$t" ] || continue; \
 	    install -m 644 "$$t" $(DESTDIR)$(DATADIR)/themes/; done
+	install -d $(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(ZSHCOMPDIR) \
+	    $(DESTDIR)$(FISHCOMPDIR)
+	install -m 644 completions/terp.bash $(DESTDIR)$(BASHCOMPDIR)/terp
+	install -m 644 completions/_terp $(DESTDIR)$(ZSHCOMPDIR)/_terp
+	install -m 644 completions/terp.fish $(DESTDIR)$(FISHCOMPDIR)/terp.fish
 
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/terp $(DESTDIR)$(MANDIR)/man1/terp.1
+	rm -f $(DESTDIR)$(BASHCOMPDIR)/terp $(DESTDIR)$(ZSHCOMPDIR)/_terp \
+	    $(DESTDIR)$(FISHCOMPDIR)/terp.fish
 	rm -rf $(DESTDIR)$(DATADIR)
 
 # libFuzzer targets (clang), one per parser of outside input. Run one

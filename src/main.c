@@ -31,7 +31,7 @@ enum {
 	OPT_FSIZE, OPT_NOFILE, OPT_ARTMAX, OPT_NO_SANDBOX, OPT_NETWORK,
 	OPT_PROVIDER, OPT_MODEL, OPT_BASE_URL, OPT_MAX_TURNS, OPT_MAX_RETRIES,
 	OPT_TOOL_LIMIT, OPT_CTX_WINDOW, OPT_SYSTEM, OPT_THEME, OPT_IMAGES, OPT_STOP, OPT_VERSION,
-	OPT_LIST, OPT_DELETE, OPT_EXPORT, OPT_RESUME, OPT_REPLAY, OPT_IDLE,
+	OPT_LIST, OPT_IDS, OPT_DELETE, OPT_EXPORT, OPT_RESUME, OPT_REPLAY, OPT_IDLE,
 	OPT_MAX_SESSION, OPT_STRICT_NUMBERS, OPT_MAX_COST, OPT_DISK, OPT_PYTHON, OPT_ALLOW_HOST,
 	OPT_EGRESS_MAX, OPT_SANDBOX, OPT_SANDBOX_TOKEN_ENV, OPT_SANDBOX_TOKEN_CMD,
 	OPT_JUPYTER_KERNEL, OPT_SSH_COMMAND, OPT_SSH_TERP, OPT_NO_SAVE,
@@ -116,6 +116,8 @@ static const struct option long_opts[] = {
 	{ "images", required_argument, NULL, OPT_IMAGES },
 	{ "stop-on-error", no_argument, NULL, OPT_STOP },
 	{ "list", no_argument, NULL, OPT_LIST },
+	/* hidden: --list --ids, the ids alone, for the shell completions */
+	{ "ids", no_argument, NULL, OPT_IDS },
 	{ "delete", required_argument, NULL, OPT_DELETE },
 	{ "export", required_argument, NULL, OPT_EXPORT },
 	{ "resume", optional_argument, NULL, OPT_RESUME },
@@ -221,35 +223,6 @@ usage_error(const char *fmt, const char *arg)
 	fprintf(stderr, fmt, arg);
 	fputs(" (try terp --help)\n", stderr);
 	exit(2);
-}
-
-/* Edit distance of a[0..na) and b (insertions, deletions, changes and
- * swaps of neighbours count 1), capped at 9. */
-static int
-edit_distance(const char *a, size_t na, const char *b)
-{
-	size_t nb = strlen(b);
-	int d[40][40];
-
-	if (na >= 40 || nb >= 40)
-		return 9;
-	for (size_t i = 0; i <= na; i++)
-		d[i][0] = (int)i;
-	for (size_t j = 0; j <= nb; j++)
-		d[0][j] = (int)j;
-	for (size_t i = 1; i <= na; i++)
-		for (size_t j = 1; j <= nb; j++) {
-			int v = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
-			if (d[i - 1][j] + 1 < v)
-				v = d[i - 1][j] + 1;
-			if (d[i][j - 1] + 1 < v)
-				v = d[i][j - 1] + 1;
-			if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] &&
-			    d[i - 2][j - 2] + 1 < v)
-				v = d[i - 2][j - 2] + 1;
-			d[i][j] = v;
-		}
-	return d[na][nb] < 9 ? d[na][nb] : 9;
 }
 
 /* The long option nearest to the n bytes typed after "--" (at most 2
@@ -423,6 +396,17 @@ apply_config(struct cli *c)
 		c->theme = xstrdup(v);
 	if ((v = config_get(&cf, "images")))
 		c->images = xstrdup(v);
+	if ((v = config_get(&cf, "background"))) {
+		if (strcmp(v, "auto") == 0)
+			c->background = 0;
+		else if (strcmp(v, "dark") == 0)
+			c->background = 1;
+		else if (strcmp(v, "light") == 0)
+			c->background = 2;
+		else
+			usage_error("background in the config file is auto, dark "
+			    "or light, not '%s'", v);
+	}
 	if ((v = config_get(&cf, "memory")))
 		c->kopts.memory = opt_size("memory (config)", v);
 	if ((v = config_get(&cf, "disk")))
@@ -688,6 +672,7 @@ parse(struct cli *c, int argc, char **argv)
 		case OPT_THEME: c->theme = optarg; break;
 		case OPT_IMAGES: c->images = optarg; break;
 		case OPT_LIST: c->list = 1; break;
+		case OPT_IDS: c->list = 2; break;
 		case OPT_DELETE: c->delete_id = optarg; break;
 		case OPT_EXPORT: c->export_id = optarg; break;
 		case OPT_RESUME:

@@ -29,6 +29,8 @@ struct cli {
 	int			 ndata;
 	const char		*theme;
 	const char		*images;	/* --images / images =: tui_gfx_parse */
+	int			 background;	/* config background: 0 auto,
+						 * 1 dark, 2 light (tui_opts) */
 	struct kernel_opts	 kopts;
 	struct agent_opts	 aopts;
 	struct llm_config	 llm;
@@ -37,7 +39,7 @@ struct cli {
 	char			*sessions_dir;	/* $XDG_STATE_HOME/terp/sessions */
 
 	/* session management (cli_sessions.c) */
-	int			 list;		/* --list */
+	int			 list;		/* --list; 2: --list --ids */
 	const char		*delete_id;	/* --delete ID */
 	const char		*export_id;	/* --export ID FILE */
 	const char		*export_file;

@@ -16,6 +16,10 @@ struct session;
 struct tui_opts {
 	const char	*theme;		/* theme name or path; NULL: default */
 	int		 no_color;	/* also when $NO_COLOR is set */
+	/* TUI_BG_AUTO asks the terminal (OSC 11, else $COLORFGBG); light
+	 * picks the light theme when no theme is named, and keeps every
+	 * colour visible on white at 8 and 16 colours */
+	enum { TUI_BG_AUTO, TUI_BG_DARK, TUI_BG_LIGHT } background;
 	const char	*provider_label;	/* "openai", "demo"... for the status bar */
 	const char	*history_path;	/* NULL: $XDG_STATE_HOME/terp/history */
 	const char	*out_dir;	/* where artifacts land (for /files) */

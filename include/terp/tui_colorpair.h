@@ -45,8 +45,10 @@ void tui_colorpair_stats(const struct colorpair *cp, struct tui_colorpair_stats 
 
 /* Initialises pairs 1..THEME_NROLES from theme t for a terminal showing
  * ncolors colours (see tui_theme_ncolors; 0 = no colour: the pairs are left
- * at the default). Call after start_color() and use_default_colors(). */
-void tui_colorpair_apply_theme(const struct theme *t, int ncolors);
+ * at the default), light when its background is (tui_theme_style_resolve
+ * keeps every role visible on it). Call after start_color() and
+ * use_default_colors(). */
+void tui_colorpair_apply_theme(const struct theme *t, int ncolors, int light);
 
 /* The ncurses attributes and pair to draw role with (for wattr_set or
  * setcchar): the role's attributes, and its pair unless ncolors was 0. */

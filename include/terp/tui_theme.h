@@ -116,4 +116,20 @@ int tui_theme_ncolors(int term_colors);
  * terminal default (always -1 when ncolors is 0). */
 int tui_theme_color_resolve(struct theme_color c, int ncolors);
 
+/* The colour indexes to draw style st with (-1: the terminal default),
+ * as tui_theme_color_resolve gives them, except that at 8 or 16 colours
+ * a foreground that would vanish into its background (st's own, else
+ * the terminal's, presumed black, or white when light is set) becomes
+ * black or white: bright-black pane borders are black at 8 colours. */
+void tui_theme_style_resolve(const struct theme_style *st, int ncolors,
+    int light, int *fg, int *bg);
+
+/* The terminal's background from its reply to the OSC 11 query
+ * (ESC ] 11 ; rgb:RRRR/GGGG/BBBB, ended by ST or BEL, anywhere in the n
+ * bytes of s): 1 light, 0 dark, -1 when s holds no such reply. */
+int tui_theme_bg_reply(const char *s, size_t n);
+/* The same from $COLORFGBG ("fg;bg", rxvt's and konsole's): 1, 0, or -1
+ * when v is NULL or has no colour number 0-15 last. */
+int tui_theme_colorfgbg(const char *v);
+
 #endif

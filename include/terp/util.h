@@ -26,6 +26,9 @@ void fatal_set_hook(void (*hook)(void));
 
 /* Monotonic milliseconds and microseconds since an arbitrary origin. */
 int64_t now_ms(void);
+/* Edit distance of a[0..na) and b (insertions, deletions, changes and
+ * swaps of neighbours count 1), capped at 9: for "did you mean". */
+int edit_distance(const char *a, size_t na, const char *b);
 int64_t now_us(void);
 
 /* Milliseconds since the epoch (CLOCK_REALTIME): for times written down

@@ -43,6 +43,14 @@ cli_sessions_list(struct cli *c)
 
 	if (resume_list(c->sessions_dir, &l, &n, &err) < 0)
 		return fail(err);
+	if (c->list == 2) {
+		/* the ids alone, newest first, and not a word more: the
+		 * shell completions read them */
+		for (int i = 0; i < n; i++)
+			printf("%s\n", l[i].id);
+		resume_list_free(l, n);
+		return fflush(stdout) == 0 ? 0 : 1;
+	}
 	/* the folders left out (unreadable, damaged, or with nothing in
 	 * them) are counted, not hidden without a word */
 	if (store_list(c->sessions_dir, &all, &nall, &err) == 0)

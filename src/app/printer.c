@@ -6,6 +6,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "terp/kernel.h"
@@ -14,6 +15,8 @@
 #include "terp/png.h"
 #include "terp/sanitize.h"
 #include "terp/thumb.h"
+#include "terp/tui_mdlite.h"
+#include "terp/tui_theme.h"
 #include "terp/tui_uwidth.h"
 #include "terp/util.h"
 
@@ -24,6 +27,7 @@
 #define LIVE_AFTER_MS	1000	/* a cell this old gets the live line */
 #define LIVE_TAIL	512	/* bytes of the latest output line kept */
 #define PRINTER_HOLD	4096	/* of a stream's unfinished line */
+#define PRINTER_MD	(64 * 1024)	/* Markdown held until its block ends */
 
 struct printer {
 	FILE			*out, *err;
@@ -31,6 +35,17 @@ struct printer {
 	int			 text_open;	/* model text streamed, no newline yet */
 	int			 streamed_answer; /* the answer went to the terminal */
 	int			 same_tty;	/* stdout and stderr: one terminal */
+	/* stdout and stderr are one file (2>&1, one terminal): the model's
+	 * words go to stdout only, never once more as the answer */
+	int			 same_file;
+	int			 out_tty;	/* answers rendered: Markdown, words wrapped */
+	int			 col_out;	/* p->col counts a line on stdout */
+	size_t			 col_text;	/* the open text's column */
+	FILE			*text_fp;	/* where the open text went */
+	/* -p with stdout a terminal: the answer's Markdown held until a
+	 * block ends (a blank line outside a fence), then rendered */
+	char			 md[PRINTER_MD];
+	size_t			 md_len;
 	int			 err_tty;	/* thumbnails only on a terminal */
 	int			 out_lines;	/* lines of output shown for this cell */
 	size_t			 out_bytes;	/* bytes of output shown for this cell */
@@ -80,6 +95,11 @@ printer_new(FILE *out, FILE *err, enum printer_mode mode)
 	p->err = err;
 	p->mode = mode;
 	p->same_tty = isatty(fileno(out)) && isatty(fileno(err));
+	p->out_tty = isatty(fileno(out));
+	struct stat so, se;
+	p->same_file = fstat(fileno(out), &so) == 0 && fstat(fileno(err), &se) == 0 &&
+	    so.st_dev == se.st_dev && so.st_ino == se.st_ino;
+	p->same_file |= p->same_tty;
 	p->err_tty = isatty(fileno(err));
 	p->live = p->err_tty && mode == PRINTER_PROMPT;
 	return p;
@@ -218,6 +238,138 @@ put_clean(FILE *fp, const char *s, size_t n, size_t *col)
 	buf_free(&b);
 }
 
+/* ---- the answer on a terminal: light Markdown, wrapped at words ---- */
+
+/* The SGR a Markdown role is shown with (colours unless NO_COLOR). */
+static const char *
+md_sgr(int role)
+{
+	const char *nc = getenv("NO_COLOR");
+	int color = nc == NULL || *nc == '\0';
+
+	switch (role) {
+	case THEME_MD_HEADING:
+	case THEME_MD_BOLD:
+	case THEME_MD_BULLET:
+	case THEME_TABLE_HEADER:
+	case THEME_CODE_KEYWORD:
+		return "\033[1m";
+	case THEME_MD_ITALIC:
+		return "\033[3m";
+	case THEME_MD_QUOTE:
+	case THEME_TABLE_BORDER:
+	case THEME_CODE_COMMENT:
+		return "\033[2m";
+	case THEME_MD_CODE:
+		return color ? "\033[36m" : "";
+	case THEME_CODE_STRING:
+		return color ? "\033[32m" : "";
+	case THEME_CODE_NUMBER:
+		return color ? "\033[33m" : "";
+	default:
+		return "";
+	}
+}
+
+/* Renders md[0..n) to stdout (a terminal) and drops it from md. */
+static void
+md_render(struct printer *p, size_t n)
+{
+	struct span_doc d;
+	struct winsize ws;
+	const char *term = getenv("TERM");
+	int styled = term == NULL || strcmp(term, "dumb") != 0;
+	int width = 80;
+
+	if (n == 0)
+		return;
+	/* one column spare: a full row would leave the cursor pending */
+	if (ioctl(fileno(p->out), TIOCGWINSZ, &ws) == 0 && ws.ws_col > 1)
+		width = ws.ws_col - 1;
+	tui_span_doc_init(&d);
+	tui_mdlite_render(&d, p->md, n, width);
+	for (size_t i = 0; i < d.n; i++) {
+		for (size_t j = 0; j < d.lines[i].n; j++) {
+			const struct span *s = &d.lines[i].v[j];
+			const char *sgr = styled ? md_sgr(s->role) : "";
+			fputs(sgr, p->out);
+			fputs(s->text, p->out);
+			if (*sgr)
+				fputs("\033[0m", p->out);
+		}
+		fputc('\n', p->out);
+	}
+	tui_span_doc_free(&d);
+	memmove(p->md, p->md + n, p->md_len - n);
+	p->md_len -= n;
+	fflush(p->out);
+}
+
+/* Where the last complete block of md ends: after a blank line outside
+ * a fenced code block (a list or a table is not cut); 0 when none. */
+static size_t
+md_block_end(const struct printer *p)
+{
+	size_t i = 0, end = 0;
+	int fence = 0;
+
+	while (i < p->md_len) {
+		const char *l = p->md + i, *nl = memchr(l, '\n', p->md_len - i);
+		size_t n, k = 0;
+		if (nl == NULL)
+			break;
+		n = (size_t)(nl - l);
+		while (k < n && k < 3 && l[k] == ' ')
+			k++;
+		if (n - k >= 3 && (memcmp(l + k, "```", 3) == 0 ||
+		    memcmp(l + k, "~~~", 3) == 0))
+			fence = !fence;
+		else if (!fence && strspn(l, " \t") == n)
+			end = (size_t)(nl + 1 - p->md);
+		i = (size_t)(nl + 1 - p->md);
+	}
+	return end;
+}
+
+static void
+md_flush(struct printer *p, int all)
+{
+	md_render(p, all ? p->md_len : md_block_end(p));
+}
+
+/* Takes raw model text: sanitized, held, rendered block by block. */
+static void
+md_feed(struct printer *p, const char *raw, size_t len)
+{
+	char *s = sanitize_str(raw, len,
+	    SANITIZE_KEEP_NL | SANITIZE_EXPAND_TABS | SANITIZE_CR_AS_NL);
+	const char *t = s;
+	size_t n = strlen(s);
+
+	while (n > 0) {
+		size_t k = PRINTER_MD - p->md_len;
+		if (k >= n)
+			k = n;
+		else
+			k = utf8_complete_prefix(t, k);
+		memcpy(p->md + p->md_len, t, k);
+		p->md_len += k;
+		t += k;
+		n -= k;
+		if (p->md_len + 4 > PRINTER_MD || k == 0)
+			md_flush(p, 1);	/* one block this long: as it is */
+	}
+	free(s);
+	md_flush(p, 0);
+}
+
+/* Whether the answer is drawn as Markdown (-p, stdout a terminal). */
+static int
+md_on(const struct printer *p)
+{
+	return p->out_tty && p->mode == PRINTER_PROMPT;
+}
+
 static void
 end_text(struct printer *p)
 {
@@ -226,9 +378,26 @@ end_text(struct printer *p)
 		p->reasoning_open = 0;
 	}
 	if (p->text_open) {
-		fputc('\n', p->err);
+		md_flush(p, 1);
+		if (p->col_text != 0)
+			fputc('\n', p->text_fp ? p->text_fp : p->err);
+		fflush(p->text_fp ? p->text_fp : p->err);
+		p->col_text = 0;
 		p->text_open = 0;
 	}
+}
+
+/* Before a line of terp's own on stderr: the cell's output line that
+ * has no newline yet gets one, where it shares the file (else terp's
+ * line would be glued onto it; a separate stdout keeps its bytes). */
+static void
+own_line(struct printer *p)
+{
+	if (p->col == 0 || (p->col_out && !p->same_file))
+		return;
+	fputc('\n', p->col_out ? p->out : p->err);
+	fflush(p->col_out ? p->out : p->err);
+	p->col = 0;
 }
 
 /* -p: a cell's output, indented and cut after OUT_HEAD_LINES lines. */
@@ -275,6 +444,7 @@ put_stream(struct printer *p, int s, const char *text, size_t n)
 	char *t = outnorm_text(text, n, &len);
 
 	if (len > 0 && p->mode == PRINTER_EXEC) {
+		p->col_out = !s;
 		put_clean(s ? p->err : p->out, t, len, &p->col);
 		fflush(s ? p->err : p->out);
 	} else if (len > 0) {
@@ -604,6 +774,7 @@ printer_show(struct printer *p, const struct event *ev, char *size, size_t sizel
 		on_result(p, ev->cell);
 		break;
 	case EV_ARTIFACT:
+		own_line(p);
 		fmt_bytes(size, sizelen, ev->artifact->bytes);
 		fprintf(p->err, "%s[%d] artifact ",
 		    p->mode == PRINTER_EXEC ? "terp: " : "    ", ev->artifact->cell);
@@ -615,6 +786,7 @@ printer_show(struct printer *p, const struct event *ev, char *size, size_t sizel
 	case EV_KERNEL:
 		if (ev->kstate == KERNEL_DEAD || ev->restarted) {
 			end_text(p);
+			own_line(p);
 			/* may quote what the sandbox printed while starting */
 			fputs("terp: ", p->err);
 			put_clean(p->err, ev->text, strlen(ev->text), NULL);
@@ -625,12 +797,25 @@ printer_show(struct printer *p, const struct event *ev, char *size, size_t sizel
 		end_text(p);
 		break;
 	case EV_TEXT:
-		if (!p->text_open && !p->same_tty)
-			fputs("model: ", p->err);
-		put_clean(p->same_tty ? p->out : p->err, ev->text, ev->len, NULL);
-		fflush(p->same_tty ? p->out : p->err);
+		own_line(p);
+		if (p->same_file) {
+			/* one file: the words once, on stdout */
+			p->text_fp = p->out;
+			if (md_on(p))
+				md_feed(p, ev->text, ev->len);
+			else
+				put_clean(p->out, ev->text, ev->len, &p->col_text);
+		} else {
+			p->text_fp = p->err;
+			if (!p->text_open)
+				fputs("model: ", p->err);
+			put_clean(p->err, ev->text, ev->len, &p->col_text);
+			if (p->col_text == 0)
+				p->col_text = 1;	/* "model: " wants its newline */
+		}
+		fflush(p->text_fp);
 		p->text_open = 1;
-		p->streamed_answer = p->same_tty;
+		p->streamed_answer = p->same_file;
 		break;
 	case EV_TOOL_CALL:
 		end_text(p);
@@ -654,6 +839,7 @@ printer_show(struct printer *p, const struct event *ev, char *size, size_t sizel
 		break;
 	case EV_NOTICE:
 		end_text(p);
+		own_line(p);
 		fputs("terp: ", p->err);
 		put_clean(p->err, ev->text, ev->len, NULL);
 		fputc('\n', p->err);
@@ -662,6 +848,7 @@ printer_show(struct printer *p, const struct event *ev, char *size, size_t sizel
 		if (ev->error == ERROR_CANCELLED && p->interrupted)
 			break;	/* put_interrupted said it */
 		end_text(p);
+		own_line(p);
 		fputs("terp: ", p->err);
 		put_clean(p->err, ev->text, ev->len, NULL);
 		fputc('\n', p->err);
@@ -669,8 +856,11 @@ printer_show(struct printer *p, const struct event *ev, char *size, size_t sizel
 		break;
 	case EV_ANSWER:
 		if (p->text_open && p->streamed_answer) {
-			fputc('\n', p->out);
-			p->text_open = 0;
+			end_text(p);
+		} else if (md_on(p)) {
+			end_text(p);
+			md_feed(p, ev->text, ev->len);
+			md_flush(p, 1);
 		} else {
 			end_text(p);
 			put_clean(p->out, ev->text, ev->len, NULL);

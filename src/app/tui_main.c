@@ -162,6 +162,8 @@ tui_session_run(struct cli *c)
 	o.theme = c->theme;
 	if (c->images)
 		tui_gfx_parse(c->images, &o.images);
+	o.background = c->background == 2 ? TUI_BG_LIGHT :
+	    c->background == 1 ? TUI_BG_DARK : TUI_BG_AUTO;
 	o.provider_label = NULL;
 	o.out_dir = c->kopts.out_dir;
 	o.session = s;

@@ -17,7 +17,7 @@ const char *const config_keys[] = {
 	"provider", "model", "base_url", "api_key_cmd", "api_version",
 	"max_retries", "max_tokens", "connect_timeout", "idle_timeout",
 	"demo_script", "reasoning", "api",
-	"theme", "images", "memory", "disk", "timeout", "max_turns", "tool_output_limit",
+	"theme", "images", "background", "memory", "disk", "timeout", "max_turns", "tool_output_limit",
 	"context_window", "model_input", "ask",
 	"network", "out", "cpus", "python", "allow_hosts", "egress_max",
 	"price", "builtin_prices", "max_cost",
@@ -33,6 +33,24 @@ known(const char *k, size_t n)
 		if (strlen(config_keys[i]) == n && memcmp(config_keys[i], k, n) == 0)
 			return 1;
 	return 0;
+}
+
+/* The key nearest to the n bytes typed (at most 2 edits, 1 for what is
+ * 5 characters or shorter, as for options), or NULL. */
+static const char *
+nearest_key(const char *k, size_t n)
+{
+	const char *best = NULL;
+	int bd = 3;
+
+	for (int i = 0; config_keys[i] != NULL; i++) {
+		int d = edit_distance(k, n, config_keys[i]);
+		if (d < bd && d <= (n <= 5 ? 1 : 2)) {
+			bd = d;
+			best = config_keys[i];
+		}
+	}
+	return best;
 }
 
 static int
@@ -85,7 +103,10 @@ config_parse(struct config *c, const char *text, size_t len, const char *name,
 		}
 		if (!known(k, (size_t)(eq - k))) {
 			char *key = xstrndup(k, (size_t)(eq - k));
-			*err = xasprintf("%s:%d: unknown key '%s'", name, lineno, key);
+			const char *near = nearest_key(k, (size_t)(eq - k));
+			*err = xasprintf("%s:%d: unknown key '%s'%s%s%s", name, lineno,
+			    key, near ? "; did you mean " : "", near ? near : "",
+			    near ? "?" : "");
 			free(key);
 			return -1;
 		}

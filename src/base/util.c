@@ -603,3 +603,32 @@ rm_tree(const char *path)
 		errno = saved;
 	return rc;
 }
+
+/* Edit distance of a[0..na) and b (insertions, deletions, changes and
+ * swaps of neighbours count 1), capped at 9. */
+int
+edit_distance(const char *a, size_t na, const char *b)
+{
+	size_t nb = strlen(b);
+	int d[40][40];
+
+	if (na >= 40 || nb >= 40)
+		return 9;
+	for (size_t i = 0; i <= na; i++)
+		d[i][0] = (int)i;
+	for (size_t j = 0; j <= nb; j++)
+		d[0][j] = (int)j;
+	for (size_t i = 1; i <= na; i++)
+		for (size_t j = 1; j <= nb; j++) {
+			int v = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
+			if (d[i - 1][j] + 1 < v)
+				v = d[i - 1][j] + 1;
+			if (d[i][j - 1] + 1 < v)
+				v = d[i][j - 1] + 1;
+			if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] &&
+			    d[i - 2][j - 2] + 1 < v)
+				v = d[i - 2][j - 2] + 1;
+			d[i][j] = v;
+		}
+	return d[na][nb] < 9 ? d[na][nb] : 9;
+}

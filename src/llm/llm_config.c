@@ -313,6 +313,8 @@ llm_config_resolve(struct llm_config *cfg, char **err)
 		    &cfg->base_url_from, "AZURE_OPENAI_ENDPOINT");
 		set(&cfg->model, env("AZURE_OPENAI_DEPLOYMENT"));
 		set(&cfg->api_version, env("AZURE_OPENAI_API_VERSION"));
+		/* the openai SDK's AzureOpenAI reads this one */
+		set(&cfg->api_version, env("OPENAI_API_VERSION"));
 		set(&cfg->api_version, "2024-10-21");
 		if (cfg->base_url == NULL) {
 			*err = xstrdup("azure: no endpoint; set AZURE_OPENAI_ENDPOINT "

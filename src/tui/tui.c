@@ -33,7 +33,12 @@
 
 #include "terp/util.h"
 
+/* How long the terminal may take to say its background colour; one
+ * that answers DA1 but not OSC 11 ends the wait at once. */
+#define BGQUERY_MS	150
+
 #include "tui_priv.h"
+#include "tui_bgquery.h"
 #include "tui_cells.h"
 #include "tui_data.h"
 #include "tui_cmd.h"
@@ -49,7 +54,7 @@
 /* The one terminal, the one UI: the public entry points (tui_on_event
  * with a NULL arg, tui_restore, the fatal hook) have no handle to pass. */
 static struct tui tui_one = { .st.kstate = -1, .ov.art = -1,
-	.saved_stderr = -1, .err_fd = -1, .conv.anchor = -1, .srch.line = -1 };
+	.saved_stderr = -1, .err_fd = -1, .conv.anchor = -1, .conv.pin_top = -1, .srch.line = -1 };
 
 void
 tui_on_event(void *arg, const struct event *ev)
@@ -178,6 +183,12 @@ screen_start(struct tui *t, char **err)
 {
 	char *terr = NULL;
 
+	/* before curses reads the tty: the reply must not reach it as keys */
+	if (t->o.background == TUI_BG_AUTO && !t->o.no_color)
+		t->sty.light = tui_bgquery(STDIN_FILENO, STDOUT_FILENO,
+		    BGQUERY_MS) == 1;
+	else
+		t->sty.light = t->o.background == TUI_BG_LIGHT;
 	stderr_redirect(t);
 	SCREEN *scr = newterm(NULL, stdout, stdin);
 	if (!scr) {

@@ -85,31 +85,126 @@ add_sanitized(struct tlines *ls, const char *raw, size_t n, int w, int role,
 	free(s);
 }
 
-/* A traceback keeps its last frames: what matters. */
+/* Whether line s (n bytes) of a traceback is a frame of a cell:
+ * `  File "<cell 3>", line 4, in top`. */
+static int
+trace_cell_frame(const char *s, size_t n)
+{
+	static const char key[] = "File \"<cell ";
+
+	while (n > 0 && *s == ' ') {
+		s++;
+		n--;
+	}
+	return n >= sizeof key - 1 && memcmp(s, key, sizeof key - 1) == 0;
+}
+
+/* Whether it is any frame's line: `  File "...", line N, in f`. */
+static int
+trace_frame(const char *s, size_t n)
+{
+	while (n > 0 && *s == ' ') {
+		s++;
+		n--;
+	}
+	return n >= 6 && memcmp(s, "File \"", 6) == 0;
+}
+
+static size_t
+trace_indent(const char *s, size_t n)
+{
+	size_t i = 0;
+
+	while (i < n && s[i] == ' ')
+		i++;
+	return i;
+}
+
+/* Emits lines [from, to) of the traceback (starts[] holds each line's
+ * offset into s, starts[nl] its end plus one). */
+static void
+trace_emit(struct tlines *ls, const char *s, const size_t *starts, size_t from,
+    size_t to, int w, int role, const char *prefix, int tag)
+{
+	if (from >= to)
+		return;
+	tui_tlines_cut(ls, s + starts[from], starts[to] - 1 - starts[from], w, role,
+	    prefix, R_BORDER, tag);
+}
+
+static void
+trace_hidden(struct tlines *ls, size_t n, int w, const char *prefix, int tag)
+{
+	char msg[64];
+
+	snprintf(msg, sizeof msg, "… %zu lines hidden …", n);
+	tui_tlines_cut(ls, msg, strlen(msg), w, R_HIDDEN, prefix, R_BORDER, tag);
+}
+
+/* A folded traceback keeps its last frame (or its last `tail` lines
+ * when that frame is longer: the failing line and the error) and the frames of the cells with their source lines (where
+ * the user's code went wrong, under a library's frames); each run of
+ * other lines becomes one "… N lines hidden …" (a run of one is shown:
+ * the marker would take its row anyway). */
 static void
 add_tail(struct tlines *ls, const char *raw, int w, int role,
     const char *prefix, int tail, int tag)
 {
 	char *s = sanitize_str(raw, strlen(raw),
 	    SANITIZE_KEEP_NL | SANITIZE_EXPAND_TABS | SANITIZE_CR_AS_NL);
-	size_t len = strlen(s);
+	size_t len = strlen(s), nl, k = 0, i;
+	size_t *starts;
+	unsigned char *keep;
+
 	while (len > 0 && s[len - 1] == '\n')
 		len--;
-	size_t nl = count_lines(s, len);
-	if (nl > (size_t)tail + 1) {
-		char msg[64];
-		snprintf(msg, sizeof msg, "… %zu lines hidden …", nl - (size_t)tail);
-		tui_tlines_cut(ls, msg, strlen(msg), w, R_HIDDEN, prefix, R_BORDER, tag);
-		const char *q = s + len;
-		for (int i = 0; i < tail; i++) {
-			q--;
-			while (q > s && q[-1] != '\n')
-				q--;
+	s[len] = '\0';
+	nl = count_lines(s, len);
+	if (nl <= (size_t)tail + 1) {
+		if (len > 0)
+			tui_tlines_cut(ls, s, len, w, role, prefix, R_BORDER, tag);
+		free(s);
+		return;
+	}
+	starts = xcalloc(nl + 1, sizeof *starts);
+	keep = xcalloc(nl, 1);
+	for (i = 0; i < len; i++)
+		if (s[i] == '\n')
+			starts[++k] = i + 1;
+	starts[nl] = len + 1;
+	/* the end: the last frame when it fits, else the last lines */
+	size_t from = nl - (size_t)tail;
+	for (i = nl; i-- > 0 && nl - i <= (size_t)tail + 2;)
+		if (trace_frame(s + starts[i], starts[i + 1] - 1 - starts[i])) {
+			from = i;
+			break;
 		}
-		tui_tlines_cut(ls, q, (size_t)(s + len - q), w, role, prefix,
-		    R_BORDER, tag);
-	} else if (len > 0)
-		tui_tlines_cut(ls, s, len, w, role, prefix, R_BORDER, tag);
+	for (i = from; i < nl; i++)
+		keep[i] = 1;
+	for (i = 0; i < nl; i++) {
+		const char *l = s + starts[i];
+		size_t n = starts[i + 1] - 1 - starts[i], ind;
+		if (!trace_cell_frame(l, n))
+			continue;
+		/* the frame and the source (and caret) lines under it */
+		keep[i] = 1;
+		ind = trace_indent(l, n);
+		while (i + 1 < nl && trace_indent(s + starts[i + 1],
+		    starts[i + 2] - 1 - starts[i + 1]) > ind)
+			keep[++i] = 1;
+	}
+	for (i = 0; i < nl;) {
+		size_t j = i;
+		while (j < nl && keep[j] == keep[i])
+			j++;
+		if (keep[i] || j - i == 1)
+			trace_emit(ls, s, starts, i, j, w, role, prefix, tag);
+		else
+			trace_hidden(ls, j - i, w, prefix, tag);
+		i = j;
+	}
+	free(keep);
+	free(starts);
 	free(s);
 }
 

@@ -937,7 +937,11 @@ tui_cmd_held_run(struct tui *t)
 	memmove(t->cmd.held, t->cmd.held + 1,
 	    (size_t)(t->cmd.nheld - 1) * sizeof *t->cmd.held);
 	t->cmd.nheld--;
+	/* not typed now: a user who scrolled up keeps the place */
+	int scrolled = tui_items_user_scrolled(t);
 	cmd_line(t, s);
+	if (scrolled)
+		t->v[P_CONV].follow = 0;
 	free(s);
 	tui_mark(t);
 }

@@ -224,14 +224,15 @@ tui_colorpair_stats(const struct colorpair *cp, struct tui_colorpair_stats *st)
 }
 
 void
-tui_colorpair_apply_theme(const struct theme *t, int ncolors)
+tui_colorpair_apply_theme(const struct theme *t, int ncolors, int light)
 {
 	if (ncolors <= 0)
 		return;
-	for (int r = 0; r < THEME_NROLES && r + 1 < COLOR_PAIRS; r++)
-		init_extended_pair(r + 1,
-		    tui_theme_color_resolve(t->role[r].fg, ncolors),
-		    tui_theme_color_resolve(t->role[r].bg, ncolors));
+	for (int r = 0; r < THEME_NROLES && r + 1 < COLOR_PAIRS; r++) {
+		int fg, bg;
+		tui_theme_style_resolve(&t->role[r], ncolors, light, &fg, &bg);
+		init_extended_pair(r + 1, fg, bg);
+	}
 }
 
 void

@@ -315,6 +315,7 @@ draw_conv(struct tui *t)
 		/* an answer taller than the pane: show its start, not its end */
 		v->top = aline;
 		v->follow = 0;
+		t->conv.pin_top = aline;
 	}
 	t->conv.anchor = -1;
 	view_clamp(v, total, h);

@@ -92,7 +92,9 @@ on_question(struct tui *t, const struct event *ev)
 	t->st.busy = 1;
 	phase_set(t, PH_THINKING);
 	t->conv.question_text = 0;
-	t->v[P_CONV].follow = 1;
+	/* a queued follow-up's reply is followed too, unless the user
+	 * scrolled up meanwhile (the first answer's anchor is over) */
+	tui_items_follow_newest(t);
 }
 
 static void

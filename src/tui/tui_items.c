@@ -119,6 +119,24 @@ tui_items_answer_close(struct tui *t)
 		t->conv.items[t->conv.nitems - 1].closed = 1;
 }
 
+int
+tui_items_user_scrolled(const struct tui *t)
+{
+	const struct view *v = &t->v[P_CONV];
+
+	return !v->follow && !(t->conv.pin_top >= 0 && v->top == t->conv.pin_top);
+}
+
+void
+tui_items_follow_newest(struct tui *t)
+{
+	t->conv.anchor = -1;
+	if (!tui_items_user_scrolled(t))
+		t->v[P_CONV].follow = 1;
+	t->conv.pin_top = -1;
+	tui_mark(t);
+}
+
 void
 tui_items_anchor_answer(struct tui *t)
 {

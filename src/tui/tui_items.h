@@ -49,6 +49,12 @@ void tui_items_pending_show(struct tui *t, const char *code, size_t len);
 void tui_items_pending_skipped(struct tui *t);
 /* The question is over: the pending cells left go. */
 void tui_items_pending_drop(struct tui *t);
+/* Whether the user scrolled the conversation away from where terp put
+ * it (the bottom, or the start of a tall answer). */
+int tui_items_user_scrolled(const struct tui *t);
+/* A new reply begins (a question is sent): the conversation follows it
+ * unless the user scrolled; an older answer's anchor no longer holds. */
+void tui_items_follow_newest(struct tui *t);
 /* Whether the conversation links to cell n (among the last items). */
 int tui_items_has_cell(struct tui *t, int n);
 /* /clear: empties the pane (the notebook keeps everything). */

@@ -150,6 +150,9 @@ struct tui {
 		/* an answer just ended: the pane shows its start when it
 		 * is taller than the pane (tui_draw.c), else -1 */
 		int		 anchor;
+		/* the top the anchor set (the view stopped following for
+		 * the answer's start, not for the user), else -1 */
+		int		 pin_top;
 	} conv;
 
 	struct {		/* the data files, described (tui_data.c) */
@@ -262,6 +265,7 @@ struct tui {
 
 	struct {		/* colours and attributes (tui_style.c) */
 		int		 colors, ncolors;
+		int		 light;		/* a light background */
 		struct colorpair *cp;
 		int		 role_pair[R_NROLES];
 		int		 theme_pair[THEME_NROLES];

@@ -67,9 +67,11 @@ tui_style_init(struct tui *t, char **err)
 	if (t->o.theme)
 		rc = tui_theme_load(&th, t->o.theme, err);
 	else {
-		/* default.theme when installed, else the same built in */
+		/* default.theme (light.theme on a light background) when
+		 * installed, else the same built in */
 		char *ignored = NULL;
-		if (tui_theme_load(&th, "default", &ignored) < 0)
+		if (tui_theme_load(&th, t->sty.light ? "light" : "default",
+		    &ignored) < 0)
 			tui_theme_init_builtin(&th);
 		free(ignored);
 	}
@@ -82,7 +84,7 @@ tui_style_init(struct tui *t, char **err)
 		t->sty.colors = t->sty.ncolors > 0;
 	}
 	if (t->sty.colors) {
-		tui_colorpair_apply_theme(&th, t->sty.ncolors);
+		tui_colorpair_apply_theme(&th, t->sty.ncolors, t->sty.light);
 		t->sty.cp = tui_colorpair_new(COLORPAIR_FIRST_DYNAMIC, COLOR_PAIRS - 1);
 	}
 	for (int r = 0; r < R_NROLES; r++) {

@@ -509,3 +509,108 @@ tui_theme_color_resolve(struct theme_color c, int ncolors)
 	}
 	return palette_nearest(ncolors, rgb[0], rgb[1], rgb[2]);
 }
+
+/* Whether colour fg vanishes into background back on a terminal of
+ * ncolors (8 or 16) colours, whose RGB the user's terminal theme picks:
+ * at 8 colours a bright colour is drawn as its dark one, so the two are
+ * the same; at 16 only equal ones and white on bright white are. Blue
+ * on black and the like stay: terminals brighten them. */
+static int
+theme_vanishes(int fg, int back, int ncolors)
+{
+	if (ncolors <= 8)
+		return fg % 8 == back % 8;
+	return fg == back || ((fg == 7 || fg == 15) && (back == 7 || back == 15));
+}
+
+void
+tui_theme_style_resolve(const struct theme_style *st, int ncolors, int light,
+    int *fg, int *bg)
+{
+	uint8_t rgb[3];
+	int back;
+
+	*fg = tui_theme_color_resolve(st->fg, ncolors);
+	*bg = tui_theme_color_resolve(st->bg, ncolors);
+	if (ncolors <= 0 || ncolors > 16 || *fg < 0)
+		return;
+	/* the terminal's own background is presumed black, or white when
+	 * it is light */
+	back = *bg >= 0 ? *bg : light ? 15 : 0;
+	if (!theme_vanishes(*fg, back, ncolors))
+		return;
+	palette_rgb(back, rgb);
+	*fg = rgb[0] * 2 + rgb[1] * 5 + rgb[2] > 8 * 128 ? 0 : 7;
+}
+
+/* One hex field of an X11 colour spec ("ffff", "ff", "f"): its value
+ * scaled to 0..255, or -1. *p moves past it. */
+static int
+theme_hex_field(const char **p, const char *end)
+{
+	unsigned long v = 0;
+	int n = 0;
+
+	while (*p < end && isxdigit((unsigned char)**p) && n < 4) {
+		int c = tolower((unsigned char)**p);
+		v = v * 16 + (unsigned long)(isdigit(c) ? c - '0' : c - 'a' + 10);
+		(*p)++;
+		n++;
+	}
+	if (n == 0)
+		return -1;
+	return (int)(v * 255 / ((1UL << (4 * n)) - 1));
+}
+
+static int
+theme_is_light(int r, int g, int b)
+{
+	/* Rec. 601 luma, as xterm's own light/dark guesses use */
+	return 299 * r + 587 * g + 114 * b > 1000 * 128;
+}
+
+int
+tui_theme_bg_reply(const char *s, size_t n)
+{
+	static const char key[] = "\033]11;rgb:";
+	const char *end = s + n, *p;
+	int c[3];
+
+	for (p = s; p + sizeof key - 1 <= end; p++)
+		if (memcmp(p, key, sizeof key - 1) == 0)
+			break;
+	if (p + sizeof key - 1 > end)
+		return -1;
+	p += sizeof key - 1;
+	for (int i = 0; i < 3; i++) {
+		if (i > 0) {
+			if (p >= end || *p != '/')
+				return -1;
+			p++;
+		}
+		if ((c[i] = theme_hex_field(&p, end)) < 0)
+			return -1;
+	}
+	/* the reply ends with ST (ESC \) or BEL */
+	if (p >= end || (*p != '\a' && *p != '\033'))
+		return -1;
+	return theme_is_light(c[0], c[1], c[2]);
+}
+
+int
+tui_theme_colorfgbg(const char *v)
+{
+	const char *last;
+	char *end;
+	long bg;
+	uint8_t rgb[3];
+
+	if (v == NULL || (last = strrchr(v, ';')) == NULL)
+		return -1;
+	errno = 0;
+	bg = strtol(last + 1, &end, 10);
+	if (end == last + 1 || *end != '\0' || errno != 0 || bg < 0 || bg > 15)
+		return -1;
+	palette_rgb((int)bg, rgb);
+	return theme_is_light(rgb[0], rgb[1], rgb[2]);
+}

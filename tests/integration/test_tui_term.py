@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from tui_tmux import ask, fake_core_env
+from tui_tmux import ask, fake_core_env, status
 
 
 @pytest.fixture(scope="session")
@@ -262,3 +262,45 @@ def test_help_lines_fit_80_columns_and_the_man_page_has_no_raw_glyphs():
     p = subprocess.run(["groff", "-ww", "-man", "-Tutf8", str(ROOT / "man" / "terp.1")],
                        capture_output=True, text=True)
     assert p.returncode == 0 and "warning" not in p.stderr, p.stderr[:500]
+
+
+# ---- item 12: a queued follow-up's reply is followed ------------------
+
+def test_a_queued_follow_ups_answer_is_on_screen(tui, tmp_path):
+    go = tmp_path / "go"
+    t = tui(height=24, FAKE_GO=str(go), FAKE_PNG="/nonexistent")
+    ask(t, "run a long loop")
+    t.wait(r"running cell \[1\]")
+    ask(t, "What month had the highest revenue?")
+    t.wait(r"queued, runs when this one is done")
+    go.write_text("")            # the first ends (its answer is tall)
+    t.wait_for(lambda s: "─ cells 2 " in s and "ready" in status(s))
+    s = t.wait(r"› What month had the highest revenue\?.*online channel had the "
+               r"highest revenue")
+    # the pane follows the newest reply: not stopped at the first answer
+    assert "End: follow" not in s.splitlines()[0], s
+
+
+def test_a_queued_follow_up_leaves_a_user_who_scrolled_up_in_place(tui, tmp_path):
+    go = tmp_path / "go"
+    go.write_text("")
+    t = tui(height=24, FAKE_GO=str(go), FAKE_PNG="/nonexistent")
+    for q in ("first question", "second question"):
+        ask(t, q)
+        t.wait(r"%s.*online channel had the highest revenue" % q)
+    go.unlink()
+    ask(t, "run a long loop")
+    t.wait(r"running cell \[3\]")
+    ask(t, "What month had the highest revenue?")
+    t.wait(r"queued, runs when this one is done")
+    t.keys("Tab")                # the conversation pane
+    t.keys("C-u")
+    s = t.wait(r"─ conversation \d+/\d+  End: follow")
+    up, top = conv_title(s), s.splitlines()[1][:70]
+    go.write_text("")
+    s = t.wait_for(lambda s: "─ cells 4 " in s and "ready" in status(s))
+    # still where the user put it (the same first row), with more below
+    now = conv_title(s)
+    assert now is not None and now[1] > up[1], (up, now, s)
+    assert s.splitlines()[1][:70] == top, (top, s)
+    assert "End: follow" in s.splitlines()[0], s

@@ -425,6 +425,9 @@ main(int argc, char **argv)
 	o.provider_label = "fake";
 	o.history_path = getenv("FAKE_HISTORY");
 	o.theme = getenv("FAKE_THEME");
+	if (getenv("FAKE_BACKGROUND") != NULL)	/* "light" or "dark" */
+		o.background = strcmp(getenv("FAKE_BACKGROUND"), "light") == 0 ?
+		    TUI_BG_LIGHT : TUI_BG_DARK;
 	char *err = NULL;
 	int rc = tui_run(l, a, &o, &err);
 	if (rc < 0)

@@ -182,6 +182,9 @@ bad(const char *text, const char *want)
 Test(config, bad_lines_name_their_line)
 {
 	bad("provider = openai\ncolour = red\n", "cfg:2: unknown key 'colour'");
+	/* a typo names the key meant (issue 25, item 14) */
+	bad("them = light\n", "cfg:1: unknown key 'them'; did you mean theme?");
+	bad("max_turn = 3\n", "cfg:1: unknown key 'max_turn'; did you mean max_turns?");
 	bad("# c\n\nprovider openai\n", "cfg:3: expected `key = value`");
 	bad(" = x\n", "cfg:1: missing key before '='");
 	bad("model = a\nmodel\n", "cfg:2: expected `key = value`");
@@ -215,7 +218,7 @@ clear_env(void)
 {
 	const char *v[] = { "OPENAI_API_KEY", "OPENAI_BASE_URL", "AZURE_OPENAI_ENDPOINT",
 	    "AZURE_OPENAI_API_KEY", "AZURE_OPENAI_DEPLOYMENT", "AZURE_OPENAI_API_VERSION",
-	    "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL" };
+	    "OPENAI_API_VERSION", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL" };
 	for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
 		unsetenv(v[i]);
 }
@@ -325,5 +328,17 @@ Test(config, azure_from_env)
 	cr_assert_str_eq(c.model, "dep");
 	cr_assert_str_eq(c.api_version, "2024-10-21");
 	llm_config_free(&c);
+	/* the openai SDK's variable, under terp's own (issue 25, item 14) */
+	setenv("OPENAI_API_VERSION", "2025-01-01-preview", 1);
+	memset(&c, 0, sizeof c);
+	cr_assert_eq(llm_config_resolve(&c, &err), 0, "%s", err);
+	cr_assert_str_eq(c.api_version, "2025-01-01-preview");
+	llm_config_free(&c);
+	setenv("AZURE_OPENAI_API_VERSION", "2024-06-01", 1);
+	memset(&c, 0, sizeof c);
+	cr_assert_eq(llm_config_resolve(&c, &err), 0, "%s", err);
+	cr_assert_str_eq(c.api_version, "2024-06-01");
+	llm_config_free(&c);
+	clear_env();
 	free(dir);
 }

@@ -209,7 +209,7 @@ Test(tui_colorpair, theme_roles)
 
 	fake_term("xterm-256color");
 	tui_theme_init_builtin(&t);
-	tui_colorpair_apply_theme(&t, 256);
+	tui_colorpair_apply_theme(&t, 256, 0);
 	tui_colorpair_role(&t, THEME_CELL_ERROR, 256, &attrs, &pair);
 	cr_assert_eq(pair, THEME_CELL_ERROR + 1);
 	cr_assert(attrs & A_BOLD);
@@ -265,4 +265,62 @@ Test(tui_theme, shipped_themes_load_anywhere_and_yours_win)
 	free(terp);
 	free(path);
 	free(themes);
+}
+
+/* Issue 25, item 5: at 8 and 16 colours no role vanishes into the
+ * background: bright-black borders were black on black at 8 colours. */
+Test(tui_theme, every_role_stays_visible_at_8_and_16_colours)
+{
+	static const char *const names[] = { "default", "light", "mono" };
+	struct theme t;
+	char *err = NULL;
+	int fg, bg;
+
+	tui_theme_init_builtin(&t);
+	tui_theme_style_resolve(&t.role[THEME_PANE_BORDER], 8, 0, &fg, &bg);
+	cr_assert(fg == 7 && bg == -1, "%d %d", fg, bg);
+	tui_theme_style_resolve(&t.role[THEME_PANE_BORDER], 16, 0, &fg, &bg);
+	cr_assert_eq(fg, 8);	/* grey is grey at 16 colours */
+	tui_theme_style_resolve(&t.role[THEME_PANE_BORDER], 256, 0, &fg, &bg);
+	cr_assert_eq(fg, 8);
+	/* bright-white values on a light terminal */
+	tui_theme_style_resolve(&t.role[THEME_CELL_VALUE], 16, 1, &fg, &bg);
+	cr_assert_eq(fg, 0);
+	for (size_t n = 0; n < sizeof names / sizeof names[0]; n++) {
+		cr_assert_eq(tui_theme_load(&t, names[n], &err), 0, "%s", err);
+		for (int light = 0; light <= 1; light++)
+			for (int nc = 8; nc <= 16; nc += 8)
+				for (int r = 0; r < THEME_NROLES; r++) {
+					tui_theme_style_resolve(&t.role[r], nc, light,
+					    &fg, &bg);
+					int back = bg >= 0 ? bg : light ? 15 : 0;
+					if (fg < 0)
+						continue;
+					cr_assert(nc == 8 ? fg % 8 != back % 8 :
+					    fg != back, "%s %s at %d colours, light %d: "
+					    "%d on %d", names[n], tui_theme_role_name(r),
+					    nc, light, fg, back);
+				}
+	}
+}
+
+Test(tui_theme, the_background_from_osc_11_and_colorfgbg)
+{
+	const char white[] = "\033]11;rgb:ffff/ffff/ffff\033\\\033[?1;2c";
+	const char dark[] = "\033]11;rgb:1c1c/1c1c/1c1c\a";
+	const char short_hex[] = "junk\033]11;rgb:f0/f0/e0\033\\";
+	const char da1_only[] = "\033[?62;22c";
+	const char bad[] = "\033]11;rgb:ffff/ffff\033\\";
+
+	cr_assert_eq(tui_theme_bg_reply(white, sizeof white - 1), 1);
+	cr_assert_eq(tui_theme_bg_reply(dark, sizeof dark - 1), 0);
+	cr_assert_eq(tui_theme_bg_reply(short_hex, sizeof short_hex - 1), 1);
+	cr_assert_eq(tui_theme_bg_reply(da1_only, sizeof da1_only - 1), -1);
+	cr_assert_eq(tui_theme_bg_reply(bad, sizeof bad - 1), -1);
+	/* cut short: no terminator yet */
+	cr_assert_eq(tui_theme_bg_reply(white, 20), -1);
+	cr_assert_eq(tui_theme_colorfgbg("0;15"), 1);
+	cr_assert_eq(tui_theme_colorfgbg("15;default;0"), 0);
+	cr_assert_eq(tui_theme_colorfgbg("15;default"), -1);
+	cr_assert_eq(tui_theme_colorfgbg(NULL), -1);
 }
