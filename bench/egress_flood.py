@@ -146,13 +146,19 @@ def main():
                     "The flood is over." in s or time.monotonic() - t0 > 600)
         lat, lost = series(t, over, a.period, a.timeout)
         res["flood"] = show("flood", lat, lost)
-        m = re.search(r"flood over: (\d+) refused in ([0-9.]+) s",
-                      t.wait(r"flood over: \d+", 60))
+        try:
+            t.wait(r"flood over: \d+|The flood is over\.", 120)
+        except AssertionError:
+            pass
+        m = re.search(r"flood over: (\d+) refused in ([0-9.]+) s", t.screen())
         if m:
             res["refused"], res["cell_s"] = int(m.group(1)), float(m.group(2))
             print("the cell: %d refused attempts in %.1f s (%.0f per s)" %
                   (res["refused"], res["cell_s"], res["refused"] / max(res["cell_s"], 0.1)))
-        t.wait(r"The flood is over\.", timeout=120)
+        try:
+            t.wait(r"The flood is over\.", timeout=120)
+        except AssertionError:
+            print("the answer never showed")
         t_after = time.monotonic()
         lat, lost = series(t, lambda: time.monotonic() - t_after > 3, a.period, a.timeout)
         res["after"] = show("after", lat, lost)
