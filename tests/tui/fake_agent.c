@@ -376,6 +376,7 @@ int agent_egress(struct agent *a, int allow, const char *spec, char **err) { (vo
 char *agent_python_label(const struct agent *a) { (void)a; return NULL; }
 int session_egress(struct session *s, int allow, const char *spec, char **err) { (void)s; (void)allow; (void)spec; *err = xstrdup("no session"); return -1; }
 struct notebook *agent_notebook(const struct agent *a) { return a->nb; }
+void agent_set_width(struct agent *a, int cols) { (void)a; (void)cols; }
 const char *agent_where(const struct agent *a) { (void)a; return "local"; }
 const char *agent_isolation(const struct agent *a) { (void)a; return NULL; }
 struct llm *agent_llm(const struct agent *a) { return (struct llm *)(void *)(uintptr_t)a; }
