@@ -18,10 +18,10 @@ if [ "${1:-}" = "--quick" ]; then
 	KARGS="--runs 7 --jruns 2 --iters 300"; AARGS="--turns 50"; UARGS="--runs 3"
 	EARGS="--iters 300 --mb 20 --runs 3"; NARGS="100 100 5"; TARGS="40 5"
 	JARGS="--iters 100"; SARGS="--iters 100 --calls 5"; CARGS="--questions 30"
-	LARGS="--sizes 30,100 --big 0 --runs 1"
+	LARGS="--sizes 30,100 --big 0 --runs 1"; XARGS="--iters 300 --files 2000 --par-iters 50"
 else
 	KARGS=""; AARGS=""; UARGS=""; EARGS=""; NARGS=""; TARGS=""; JARGS=""; SARGS=""
-	CARGS=""; LARGS=""
+	CARGS=""; LARGS=""; XARGS=""
 fi
 
 echo "== terp $(./terp --version 2>/dev/null | head -1), $(nproc) CPUs, $(uname -sr)," \
@@ -58,6 +58,9 @@ echo
 # shellcheck disable=SC2086
 "$PY" bench/journal.py $LARGS --json "$W/journal.json"
 echo
+# shellcheck disable=SC2086
+"$PY" bench/exec_cost.py $XARGS --json "$W/exec_cost.json"
+echo
 
 "$PY" - "$W" <<'PYEOF'
 import json, re, sys
@@ -70,6 +73,7 @@ jb = json.load(open(w + "/jupyter.json"))
 sh = json.load(open(w + "/ssh.json"))
 cx = json.load(open(w + "/context.json"))
 jl = json.load(open(w + "/journal.json"))
+xc = json.load(open(w + "/exec_cost.json"))
 nt = re.search(r"per turn .*median ([0-9.]+) us", open(w + "/numtrace.txt").read())
 thumbs = [f for f in (l.split() for l in open(w + "/thumbs.txt"))
           if len(f) >= 9 and f[1] in ("quad", "half")]
@@ -193,6 +197,22 @@ if 1000 in small and 3000 in small:
 for g in big:
     row("resume, %d questions of 4 KB outputs" % g["questions"], ms(1e3 * g["resume_s"]),
         "", "", "< 1 s", g["resume_s"] < 1)
+r = xc["rt_wall_us"] / xc["floor_us"]
+row("terp exec round trip, wall per cell (disk)", us(xc["rt_wall_us"]),
+    "pipe+exec " + us(xc["floor_us"]), x(r), "<= 2x floor", r <= 2)
+r = xc["outN_us"] / xc["out0_us"] - 1
+row("trivial cell, %d files in out/" % xc["files"], us(xc["outN_us"]),
+    "none " + us(xc["out0_us"]), "%+.0f %%" % (100 * r), "< +10 %", r < 0.10)
+r = xc["par_cps"] / xc["one_cps"]
+row("%d concurrent terp exec, cells/s" % xc["par"], "%.0f/s" % xc["par_cps"],
+    "one run %.0f/s" % xc["one_cps"], x(r), ">= 2x one run", r >= 2)
+pngmem = [l.split() for l in open(w + "/thumbs.txt") if l.startswith("pngmem ")
+          and l.split()[4][0].isdigit()]
+if pngmem:
+    worst = max(pngmem, key=lambda r: float(r[4].split("(")[0]))
+    pk = float(worst[4].split("(")[0])
+    row("PNG preview peak RSS (worst: %s)" % worst[1], "%.1f MB" % pk,
+        "whole decode " + worst[5], "", "< 16 MB", pk < 16)
 if thumbs:
     n = len(thumbs)
     tm = sum(float(r[2]) for r in thumbs) / n

@@ -21,9 +21,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "terp/diskuse.h"
-#include "terp/filter.h"
-#include "terp/uidpool.h"
+#include "terp/workspace_usage.h"
+#include "terp/sandbox_filter.h"
+#include "terp/sandbox_uid.h"
 
 static double
 cpu_ms(void)
@@ -57,7 +57,7 @@ median(double *v, int n)
 	return v[n / 2];
 }
 
-/* The /proc scan of uidpool.c's uid_has_process, alone. */
+/* The /proc scan of sandbox_uid.c's uid_has_process, alone. */
 static int
 proc_scan(uid_t uid)
 {
@@ -98,7 +98,7 @@ main(int argc, char **argv)
 {
 	int runs = argc > 1 ? atoi(argv[1]) : 21;
 	const char *dir = argc > 2 ? argv[2] : ".";
-	uid_t probe = UIDPOOL_FIRST + UIDPOOL_COUNT - 1;
+	uid_t probe = SANDBOX_UID_FIRST + SANDBOX_UID_COUNT - 1;
 	char path[4400];
 	int nproc = 0;
 
@@ -107,11 +107,11 @@ main(int argc, char **argv)
 		return 2;
 	}
 	printf("startup: host-side steps, median of %d runs (thread CPU, wall)\n", runs);
-	STEP("seccomp: filter_build (both programs)", runs, {
+	STEP("seccomp: sandbox_filter_build (both programs)", runs, {
 		int a = -1, b = -1;
 		char *err = NULL;
-		if (filter_build(&a, &b, &err) < 0) {
-			fprintf(stderr, "filter_build: %s\n", err);
+		if (sandbox_filter_build(&a, &b, &err) < 0) {
+			fprintf(stderr, "sandbox_filter_build: %s\n", err);
 			return 1;
 		}
 		close(a);
@@ -125,8 +125,8 @@ main(int argc, char **argv)
 		nproc = proc_scan(probe);
 	});
 	printf("  (%d processes on the machine)\n", nproc < 0 ? -nproc : nproc);
-	STEP("uid pool: uidpool_in_use (all of it)", runs, {
-		(void)uidpool_in_use(probe, NULL);
+	STEP("uid pool: sandbox_uid_in_use (all of it)", runs, {
+		(void)sandbox_uid_in_use(probe, NULL);
 	});
 	snprintf(path, sizeof path, "%s/bench-startup.%d.jsonl", dir, (int)getpid());
 	{
@@ -150,15 +150,15 @@ main(int argc, char **argv)
 	{
 		/* An empty session workspace: the folder, data/ and out/. */
 		char ws[4200];
-		struct diskuse u;
+		struct workspace_usage u;
 		snprintf(ws, sizeof ws, "%s/bench-startup-ws.%d", dir, (int)getpid());
 		mkdir(ws, 0700);
 		snprintf(path, sizeof path, "%s/data", ws);
 		mkdir(path, 0700);
 		snprintf(path, sizeof path, "%s/out", ws);
 		mkdir(path, 0700);
-		STEP("disk check: diskuse_tree of an empty workspace", runs, {
-			diskuse_tree(ws, 0, 0, &u);
+		STEP("disk check: workspace_usage_tree of an empty workspace", runs, {
+			workspace_usage_tree(ws, 0, 0, &u);
 		});
 		snprintf(path, sizeof path, "%s/data", ws);
 		rmdir(path);

@@ -4,6 +4,9 @@
  *   thumbs time FILE N [opts]          ms per decode+render (mean of N)
  *   thumbs error FILE GRID.ansi        RMS error of an ANSI grid (ours
  *                                      or chafa's) against FILE
+ *   thumbs mem FILE [whole]            peak RSS of one preview (decode +
+ *                                      100-column render) as terp does it
+ *                                      (streaming) or whole-image decode
  * opts: --cols N --rows N --sym quad|half|ascii --pal 256|16|8|mono
  *       --mode chart|photo */
 #include <math.h>
@@ -11,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "terp/buf.h"
 #include "terp/palette.h"
@@ -63,7 +67,8 @@ static struct png_rgba *
 load(const char *path)
 {
 	char *err;
-	struct png_rgba *img = png_decode_file(path, &err);
+	/* as terp's previews do: streamed and box-averaged to 1 Mpixel */
+	struct png_rgba *img = png_decode_file_fit(path, 0, &err);
 
 	if (img == NULL) {
 		fprintf(stderr, "thumbs: %s\n", err);
@@ -385,6 +390,26 @@ main(int argc, char **argv)
 		grid_topng(&g, argv[3]);
 		printf("%dx%d cells, rms error %.2f\n", t->cols, t->rows,
 		    grid_error(&g, img));
+		thumb_free(t);
+		png_rgba_free(img);
+	} else if (strcmp(argv[1], "mem") == 0) {
+		struct rusage ru;
+		char *err = NULL;
+		long before;
+		getrusage(RUSAGE_SELF, &ru);
+		before = ru.ru_maxrss;
+		img = argc > 3 && strcmp(argv[3], "whole") == 0 ?
+		    png_decode_file(argv[2], &err) :
+		    png_decode_file_fit(argv[2], 0, &err);
+		t = NULL;
+		if (img != NULL) {
+			thumb_opts_init(&o);
+			o.cols = 100;
+			t = render(img, &o);
+		}
+		getrusage(RUSAGE_SELF, &ru);
+		printf("peak_kb %ld start_kb %ld %s\n", ru.ru_maxrss, before,
+		    img ? "ok" : err);
 		thumb_free(t);
 		png_rgba_free(img);
 	} else if (strcmp(argv[1], "time") == 0 && argc >= 4) {

@@ -73,6 +73,46 @@ for img in line bar scatter; do
 		    "$t_ms" "$r_ms" "$c_ms" "$c_err" "$p_err" "$t_err"
 	done
 done
+# Memory of one preview (decode + 100-column render) of PNGs that
+# used to cost their decoded size: a zlib bomb, a 10000x10000 image and
+# a 23.8-megapixel chart; terp's streaming decode against decoding the
+# whole image (the old way; it refuses over 24 Mpixels).
+"$PY" - "$W" <<'PYEOF'
+import struct, sys, zlib
+d = sys.argv[1]
+def png(path, w, h, ctype, bpp, row):
+    def chunk(t, b):
+        return struct.pack(">I", len(b)) + t + b + struct.pack(">I", zlib.crc32(t + b))
+    z = zlib.compressobj(9)
+    out = [b"\x89PNG\r\n\x1a\n", chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, ctype, 0, 0, 0))]
+    data = []
+    for y in range(h):
+        data.append(z.compress(b"\0" + row(y)))
+    data.append(z.flush())
+    out += [chunk(b"IDAT", b"".join(data)), chunk(b"IEND", b"")]
+    open(path, "wb").write(b"".join(out))
+zero = bytes(4800 * 4)
+png(d + "/bomb.png", 4800, 4800, 6, 4, lambda y: zero)
+grad = bytes(x * 255 // 9999 for x in range(10000))
+png(d + "/10000sq.png", 10000, 10000, 0, 1, lambda y: grad)
+import matplotlib
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+fig, ax = plt.subplots(figsize=(59.6, 40), dpi=100)
+ax.bar(["north", "south", "east", "west"], [3, 5, 9, 4])
+ax.set_title("23.8 Mpixel chart"); fig.savefig(d + "/chart24.png"); plt.close(fig)
+PYEOF
+printf '%-6s %-10s %-12s %9s %14s %14s\n' pngmem image pixels "file KB" "terp peak MB" "whole peak MB"
+for img in bomb 10000sq chart24; do
+	f="$W/$img.png"
+	px=$("$PY" -c "import struct,sys; b=open(sys.argv[1],'rb').read(24); print('%dx%d' % struct.unpack('>II', b[16:24]))" "$f")
+	kb=$(( $(wc -c < "$f") / 1024 ))
+	a=$("$T" mem "$f" | awk '{ printf "%.1f", $2 / 1024; if ($5 != "ok") printf "(%s)", "failed" }')
+	b=$("$T" mem "$f" whole | awk '{ printf "%.1f", $2 / 1024; if ($5 != "ok") printf "(refused)" }')
+	printf '%-6s %-10s %-12s %9s %14s %14s\n' pngmem "$img" "$px" "$kb" "$a" "$b"
+done
+echo "pngmem: peak RSS of the bench driver (terp's png.c + thumb.c) for one preview;"
+echo "terp = streamed and box-averaged to 1 Mpixel, whole = the image decoded whole."
 echo "ms: whole process per image (terp = bench driver, decode included);"
 echo "(render): thumb_render alone, chart mode. err: RMS over RGB, 0-255;"
 echo "photo = least-error mode, chart = the default, bolder thin lines."

@@ -89,4 +89,10 @@ if [ -s "$LIST" ]; then
 else
 	echo "terp demo: this run wrote no files to ./$OUT/" >&2
 fi
+# The demo ran headless; the notebook is the next thing to try.
+if [ "$rc" -eq 0 ]; then
+	# shellcheck disable=SC2086
+	echo "terp demo: now open the notebook: ./terp $PROVIDER${PROVIDER:+ }$DATA" >&2
+	[ -z "$PROVIDER" ] || echo "terp demo: (ask one of its two recorded questions; for your own, configure a model: README, Models)" >&2
+fi
 exit "$rc"

@@ -30,13 +30,13 @@ enum {
 	OPT_JSON = 256, OPT_OUT, OPT_MEMORY, OPT_TIMEOUT, OPT_GRACE, OPT_NPROC,
 	OPT_FSIZE, OPT_NOFILE, OPT_ARTMAX, OPT_NO_SANDBOX, OPT_NETWORK,
 	OPT_PROVIDER, OPT_MODEL, OPT_BASE_URL, OPT_MAX_TURNS, OPT_MAX_RETRIES,
-	OPT_TOOL_LIMIT, OPT_CTX_WINDOW, OPT_SYSTEM, OPT_THEME, OPT_STOP, OPT_VERSION,
+	OPT_TOOL_LIMIT, OPT_CTX_WINDOW, OPT_SYSTEM, OPT_THEME, OPT_IMAGES, OPT_STOP, OPT_VERSION,
 	OPT_LIST, OPT_IDS, OPT_DELETE, OPT_EXPORT, OPT_RESUME, OPT_REPLAY, OPT_IDLE,
 	OPT_MAX_SESSION, OPT_STRICT_NUMBERS, OPT_MAX_COST, OPT_DISK, OPT_PYTHON, OPT_ALLOW_HOST,
 	OPT_EGRESS_MAX, OPT_SANDBOX, OPT_SANDBOX_TOKEN_ENV, OPT_SANDBOX_TOKEN_CMD,
 	OPT_JUPYTER_KERNEL, OPT_SSH_COMMAND, OPT_SSH_TERP, OPT_NO_SAVE,
 	OPT_REASONING, OPT_SHOW_REASONING, OPT_API,
-	OPT_NO_INPUT,
+	OPT_NO_INPUT, OPT_ASK,
 };
 
 #define IDLE_DEFAULT_MS	(30 * 60 * 1000)
@@ -79,6 +79,7 @@ static const struct option long_opts[] = {
 	{ "json", no_argument, NULL, OPT_JSON },
 	{ "strict-numbers", no_argument, NULL, OPT_STRICT_NUMBERS },
 	{ "no-input", no_argument, NULL, OPT_NO_INPUT },
+	{ "ask", no_argument, NULL, OPT_ASK },
 	{ "max-cost", required_argument, NULL, OPT_MAX_COST },
 	{ "out", required_argument, NULL, OPT_OUT },
 	{ "memory", required_argument, NULL, OPT_MEMORY },
@@ -112,6 +113,7 @@ static const struct option long_opts[] = {
 	{ "context-window", required_argument, NULL, OPT_CTX_WINDOW },
 	{ "system", required_argument, NULL, OPT_SYSTEM },
 	{ "theme", required_argument, NULL, OPT_THEME },
+	{ "images", required_argument, NULL, OPT_IMAGES },
 	{ "stop-on-error", no_argument, NULL, OPT_STOP },
 	{ "list", no_argument, NULL, OPT_LIST },
 	/* hidden: --list --ids, the ids alone, for the shell completions */
@@ -157,6 +159,8 @@ usage(FILE *fp)
 	    "      --max-turns N        model calls per question (default 20)\n"
 	    "      --strict-numbers     (-p) exit 6 when an answer has a number no cell\n"
 	    "                           printed\n"
+	    "      --ask                (notebook) each cell of the model waits for you:\n"
+	    "                           y runs it, e edits it, n skips it, a stops asking\n"
 	    "      --no-input           (notebook) the model's cells may not ask you for\n"
 	    "                           input(): it raises at once (yours still ask)\n"
 	    "      --max-cost DOLLARS   stop a question that would take the session past it\n"
@@ -192,6 +196,7 @@ usage(FILE *fp)
 	    "      --ssh-command CMD    the ssh client and options (default ssh)\n"
 	    "      --ssh-terp CMD       terp on the ssh host (default terp)\n"
 	    "      --theme NAME         TUI colour theme (default, light, mono)\n"
+	    "      --images MODE        pictures: auto, kitty, iterm, sixel, blocks, off\n"
 	    "  -h, --help               this help\n"
 	    "  -V, --version            the version\n"
 	    "\n"
@@ -400,6 +405,8 @@ apply_config(struct cli *c)
 			usage_error("background in the config file is auto, dark "
 			    "or light, not '%s'", v);
 	}
+	if ((v = config_get(&cf, "images")))
+		c->images = xstrdup(v);
 	if ((v = config_get(&cf, "memory")))
 		c->kopts.memory = opt_size("memory (config)", v);
 	if ((v = config_get(&cf, "disk")))
@@ -415,6 +422,10 @@ apply_config(struct cli *c)
 		c->aopts.context_window = opt_long("context_window (config)", v, 512);
 	if ((v = config_get(&cf, "tool_output_limit")))
 		c->aopts.tool_output_limit = (size_t)opt_long("tool_output_limit (config)", v, 256);
+	/* ask = on: as --ask, in the notebook (-p never asks) */
+	if ((v = config_get(&cf, "ask")) && (strcmp(v, "on") == 0 ||
+	    strcmp(v, "true") == 0 || strcmp(v, "1") == 0 || strcmp(v, "yes") == 0))
+		c->ask = 1;
 	/* model_input = off: as --no-input */
 	if ((v = config_get(&cf, "model_input")) && (strcmp(v, "off") == 0 ||
 	    strcmp(v, "false") == 0 || strcmp(v, "0") == 0 || strcmp(v, "no") == 0))
@@ -576,6 +587,7 @@ parse(struct cli *c, int argc, char **argv)
 		case OPT_JSON: c->json = 1; break;
 		case OPT_STRICT_NUMBERS: c->strict_numbers = 1; break;
 		case OPT_NO_INPUT: c->no_input = 1; break;
+		case OPT_ASK: c->ask = c->ask_flag = 1; break;
 		case OPT_MAX_COST: c->aopts.max_cost = opt_cost("--max-cost", optarg); break;
 		case OPT_OUT: c->kopts.out_dir = optarg; break;
 		case OPT_MEMORY: c->kopts.memory = opt_size("--memory", optarg); break;
@@ -658,6 +670,7 @@ parse(struct cli *c, int argc, char **argv)
 			break;
 		}
 		case OPT_THEME: c->theme = optarg; break;
+		case OPT_IMAGES: c->images = optarg; break;
 		case OPT_LIST: c->list = 1; break;
 		case OPT_IDS: c->list = 2; break;
 		case OPT_DELETE: c->delete_id = optarg; break;
@@ -692,6 +705,9 @@ parse(struct cli *c, int argc, char **argv)
 			    "serve");
 		c->kopts.sandbox = NULL;	/* serve is the sandbox */
 	}
+	if (c->ask_flag && c->mode == CLI_PROMPT)
+		usage_error("%s: -p has no terminal to ask on before each cell runs; "
+		    "drop it, or open the notebook (terp without -p)", "--ask");
 	c->data_files = (const char **)argv + optind;
 	c->ndata = argc - optind;
 	parse_sessions(c);
@@ -1009,6 +1025,14 @@ run_main(int argc, char **argv)
 		if ((rc = setup_python(&c)) != 0)
 			return rc;
 		return serve_run(&c);
+	}
+	{
+		enum tui_gfx_mode gm;
+		if (c.images && tui_gfx_parse(c.images, &gm) < 0) {
+			fprintf(stderr, "terp: --images: '%s' is not one of auto, "
+			    "kitty, iterm, sixel, blocks, off\n", c.images);
+			return 2;
+		}
 	}
 	/* a theme that cannot load: one line, before the screen is taken */
 	if (c.mode == CLI_TUI && c.theme && tui_theme_check(c.theme, &err) < 0) {

@@ -49,6 +49,9 @@ a turn with "repeat": true is reused forever, else the answer is a 500
   chunk_delay  seconds between pieces/events (0)
   cut_after  close the connection after this many events (or raw
              pieces), without ending the stream properly
+  pause_at   before writing event (or raw piece) number N, wait until
+             the file pause_file exists (at most 60 s): a test looks at
+             the screen while the reply is half sent
   hang       after the events, keep the connection open this many
              seconds without sending anything (idle-timeout tests)
   expect_path  if set, a request to another path gets a 404
@@ -703,7 +706,11 @@ class FakeModel:
                 if cb:
                     blob = b"".join(pieces)
                     pieces = [blob[i:i + cb] for i in range(0, len(blob), cb)]
-                for p in pieces:
+                for i, p in enumerate(pieces):
+                    if turn.get("pause_at") == i:
+                        end = time.time() + 60
+                        while not os.path.exists(turn["pause_file"]) and time.time() < end:
+                            time.sleep(0.02)
                     self.wfile.write(b"%x\r\n%s\r\n" % (len(p), p))
                     self.wfile.flush()
                     if turn.get("chunk_delay"):

@@ -26,6 +26,8 @@ struct agent_opts {
 	/* Whether input() in a cell asks the user (EV_INPUT): in cells run
 	 * by hand, in the model's. 0 (headless): it raises at once. */
 	int		 input_hand, input_model;
+	/* --ask: each model cell waits for the user (agent_set_ask) */
+	int		 ask;
 };
 
 void agent_opts_default(struct agent_opts *o);
@@ -67,10 +69,32 @@ int agent_rerun(struct agent *a, int n, char **err);
 void agent_cancel(struct agent *a);
 int agent_busy(const struct agent *a);
 
+/* `d`: drops cell n from the notebook's view and from what the model
+ * is sent next (notebook_drop_cell; the journal keeps it, marked).
+ * Returns 0, or -1 with *err: no such cell, or something runs. */
+int agent_drop_cell(struct agent *a, int n, char **err);
+/* --ask: whether each cell of the model waits for the user (an
+ * EV_APPROVE, then agent_approve) before it runs. */
+void agent_set_ask(struct agent *a, int on);
+int agent_asks(const struct agent *a);
+enum agent_verdict {
+	AGENT_RUN,	/* run it (code: the user's version, or NULL) */
+	AGENT_SKIP,	/* do not run it: the model is told the user declined */
+	AGENT_ALWAYS,	/* run it, and stop asking (agent_set_ask 0) */
+};
+/* The user's answer to the waiting cell (EV_APPROVE); code (borrowed)
+ * replaces the model's when not NULL. Returns 0, or -1 with *err when
+ * none waits. Ctrl-C (agent_cancel) answers it as cancelled. */
+int agent_approve(struct agent *a, enum agent_verdict v, const char *code,
+    char **err);
+
 /* Appends text (copied; a newline is added when missing) to what the
  * model is told with the next question, e.g. that the session was
  * resumed in a new sandbox. */
 void agent_note(struct agent *a, const char *text);
+
+/* The width the user reads cells' values at (kernel_set_width). */
+void agent_set_width(struct agent *a, int cols);
 
 /* Stops the sandbox (the idle timeout): the variables go; the next
  * question or cell starts a new one and the model is told. why is

@@ -22,11 +22,15 @@ struct cli {
 	int			 json;
 	int			 strict_numbers;	/* --strict-numbers */
 	int			 no_input;	/* --no-input: the model's cells may not ask */
+	/* --ask or ask = on: each model cell waits for the user (the
+	 * notebook); ask_flag: it came as --ask, which -p refuses */
+	int			 ask, ask_flag;
 	const char		**data_files;	/* as given, in order */
 	int			 ndata;
 	const char		*theme;
 	int			 background;	/* config background: 0 auto,
 						 * 1 dark, 2 light (tui_opts) */
+	const char		*images;	/* --images / images =: tui_gfx_parse */
 	struct kernel_opts	 kopts;
 	struct agent_opts	 aopts;
 	struct llm_config	 llm;

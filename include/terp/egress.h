@@ -39,7 +39,7 @@
  *
  * Resolution uses glibc's getaddrinfo_a (in libc since 2.34) with a
  * SIGEV_THREAD notification that only writes a byte to a socketpair the
- * loop watches; see the comment above struct egress_wake in egress.c. */
+ * loop watches; see the comment at the top of egress_resolve.c. */
 #ifndef TERP_EGRESS_H
 #define TERP_EGRESS_H
 

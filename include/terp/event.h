@@ -35,6 +35,12 @@ enum event_type {
 			 * session's site directory, text = its version */
 	EV_REASONING,	/* text/len = a delta of the model's reasoning: shown
 			 * apart, never the answer, never traced */
+	EV_CODE,	/* text/len = the code of a python_exec call the model
+			 * is still writing, all of it so far; n = which part
+			 * of the reply (a new n: a new call). Shown only: the
+			 * call that runs comes as EV_TOOL_CALL */
+	EV_APPROVE,	/* --ask: id, text/len = the code of the model's call
+			 * that waits for agent_approve before it runs */
 	EV_INPUT,	/* cell asks for a line: text = its prompt (safe to
 			 * show), n = 1 for a password; answer with
 			 * agent_input_reply (kernel.h: cbs.input) */

@@ -45,6 +45,11 @@ int kernel_run(struct kernel *k, int n, const char *code, char **err);
 /* Whether the cells queued from now on may ask for input (cbs.input);
  * off at first: input() raises at once with one line saying so. */
 void kernel_set_input(struct kernel *k, int allow);
+/* The width, in columns, the user reads cells at (the TUI's cells pane;
+ * 0: unknown): a pandas value is then also printed at it for the user
+ * (kernel_result.value_wide), the model keeping Jupyter's 80-column
+ * view. Ignored by backends without it. */
+void kernel_set_width(struct kernel *k, int cols);
 /* Answers cell's open input request with line (without its newline;
  * NULL: end of file, the cell gets EOFError). Returns 0, or -1 when no
  * request of that cell is open. */

@@ -5,7 +5,9 @@
  * and writes through a hidden temporary file in the output folder that
  * is unlinked whenever the artifact is abandoned. Every artifact not
  * copied is reported as a line for the cell's stderr, which reaches the
- * user and the model alike. Which cell a frame belongs to is kernel.c's
+ * user and the model alike. The names, caps and writing are the one
+ * sink's (kernel_sink.h), shared with the remote backends; this module
+ * keeps the frames' order. Which cell a frame belongs to is kernel.c's
  * to check (it owns the running cell); this module is told when a cell
  * starts and ends. */
 #ifndef TERP_KERNEL_ARTIFACT_H
@@ -25,22 +27,17 @@ typedef void (*kernel_artifact_copied_fn)(void *arg, int cell, const char *name,
  * artifact x not copied: why"). */
 typedef void (*kernel_artifact_note_fn)(void *arg, const char *line);
 
-/* The line for the cell's stderr, '\n' included, when the file the
- * cell saved as from+shown (shown: its name, safe to print; from: where
- * the code saved it, "out/", or "" for a file terp named) was copied as
- * out_dir/path instead: the cell printed, and the model remembers, its
- * own name, which would point at another file (an older chart.png) or
- * at none. host is the name before terp looked for a free one
- * (kframe_host_name's). NULL when path is shown. A new string; every
- * backend says it in these words. */
-char *kernel_artifact_rename_note(const char *from, const char *shown,
-    const char *out_dir, const char *host, const char *path);
-
 /* A receiver that writes into out_dir (borrowed: it must outlive the
  * receiver) within caps. Opens nothing yet. */
 struct kernel_artifacts *kernel_artifact_new(const char *out_dir,
     const struct kframe_caps *caps, kernel_artifact_copied_fn copied,
     kernel_artifact_note_fn note, void *arg);
+/* name (relative to out_dir, copied) is this session's, written by an
+ * earlier run with this many bytes: a new artifact of that name
+ * replaces it while the file still has that size (else the user
+ * changed it, and it is left as it is). */
+void kernel_artifact_adopt(struct kernel_artifacts *a, const char *name,
+    uint64_t bytes);
 /* Abandons an artifact in progress, closes the folder, frees. */
 void kernel_artifact_free(struct kernel_artifacts *a);
 

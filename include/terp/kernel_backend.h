@@ -47,6 +47,9 @@ struct kernel_ops {
 	 * at once there). */
 	void		 (*set_input)(void *b, int allow);
 	int		 (*input_reply)(void *b, int cell, const char *line);
+	/* The user's cells pane width (kernel_set_width); NULL where the
+	 * backend prints for the model's view only. */
+	void		 (*set_width)(void *b, int cols);
 };
 
 /* A built backend: its table, its object, and what to say about it. */

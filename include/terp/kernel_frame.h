@@ -72,6 +72,7 @@ struct kframe {
 	const char	*reason;
 	int		 ok;		/* result: status is "ok" and no error */
 	const char	*value, *ename, *evalue, *traceback;
+	const char	*value_wide;	/* result: value at the user's width */
 	const char	*prompt;	/* input: a string (any length: the
 					 * kernel cuts it), else NULL */
 	int		 password;	/* input: "password" is true */

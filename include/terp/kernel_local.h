@@ -38,6 +38,8 @@ char *klocal_python_label(const struct klocal *k);
 int klocal_egress_allow(struct klocal *k, const char *spec, char **err);
 int klocal_egress_deny(struct klocal *k, const char *spec, char **err);
 void klocal_set_input(struct klocal *k, int allow);
+/* The width the exec commands from now on ask values at (0: none). */
+void klocal_set_width(struct klocal *k, int cols);
 int klocal_input_reply(struct klocal *k, int cell, const char *line);
 
 #endif

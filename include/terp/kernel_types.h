@@ -63,6 +63,14 @@ struct kernel_opts {
 	 * the session being resumed (its journal's). An "allow" makes a
 	 * proxy even without allow_hosts. */
 	const char *const *egress_ops;
+	/* Files in out_dir that earlier runs of this session copied there
+	 * (--resume, from its journal), with their sizes then: a re-run
+	 * cell's file replaces its own copy instead of taking name-2. */
+	const struct kernel_own_file {
+		const char	*name;		/* relative to out_dir */
+		uint64_t	 bytes;
+	}		*own_files;
+	int		 nown;
 	/* More KEY=VALUE for the sandbox's environment (the user's pip
 	 * index, passed on when its host is allowed), NULL-terminated. */
 	const char *const *sandbox_env;
@@ -85,6 +93,9 @@ struct kernel_opts {
 	const char	*sandbox_session;
 	const char	*ssh_terp;	/* the remote's terp command; NULL: "terp" */
 	const char	*ssh_command;	/* the ssh client and its options; NULL: "ssh" */
+	/* The local driver imports pandas & co only once a cell names one
+	 * (terp exec: no model, no data file), not at its first idle gap. */
+	int		 preload_on_need;
 };
 
 /* Fills opts with the defaults (4 GiB, 120 s, 3 s grace, 256 procs,
@@ -103,6 +114,9 @@ struct kernel_result {
 	int64_t		 duration_ms;
 	int64_t		 duration_us;	/* the same, in microseconds */
 	const char	*value;		/* repr of a trailing expression or NULL */
+	/* The same at the user's width (kernel_set_width) where it differs
+	 * (a pandas value), for showing only; the model reads value. */
+	const char	*value_wide;
 	const char	*ename, *evalue, *traceback;
 	const char	*reason;	/* why it timed out / crashed, or NULL */
 	int		 state_lost;	/* the session was restarted */

@@ -125,6 +125,11 @@ struct llm_cbs {
 	 * item with its encrypted_content), to be kept byte for byte in the
 	 * assistant message's "reasoning" array and sent back. */
 	void (*reasoning_item)(void *arg, const char *json);
+	/* Optional. The code of a python_exec call still streaming: all of
+	 * it so far (whole UTF-8 characters), each time it grows; call
+	 * numbers the reply's parts from 0 (a new number: a new call). For
+	 * showing only: the call that runs comes whole in tool_call. */
+	void (*tool_code)(void *arg, int call, const char *code, size_t len);
 	/* The request went out: body as sent (for the notebook's ledger). */
 	void (*sent)(void *arg, const char *what, const char *body, size_t len);
 	/* Informational: "429 rate limited; retrying in 2.0 s (1/4)". */
@@ -168,6 +173,9 @@ void llm_vouch(struct llm *m, uint64_t stamp);
 void llm_cancel(struct llm *m);
 int llm_busy(const struct llm *m);
 
+/* The i-th question to suggest to the user (the demo's recorded
+ * questions, which it answers; borrowed while m lives), or NULL. */
+const char *llm_suggest(const struct llm *m, int i);
 const char *llm_provider(const struct llm *m);
 const char *llm_model(const struct llm *m);
 /* The base URL as configured (NULL: the provider's default). */

@@ -44,6 +44,10 @@ struct llm_backend {
 	 * Safe from inside one of the request's callbacks. */
 	void	 (*cancel)(void *b);
 	void	 (*close)(void *b);
+	/* The i-th question this backend can answer well (the demo's
+	 * recorded ones), borrowed while b lives, or NULL past the last.
+	 * NULL entry: none (a real model answers anything). */
+	const char *(*suggest)(void *b, int i);
 };
 
 /* One line of llm.c's table. */
@@ -90,6 +94,9 @@ struct llm_sink {
 	/* May be NULL: reasoning text to show; a reasoning item to keep. */
 	void	(*reasoning)(void *arg, const char *s, size_t n);
 	void	(*reasoning_item)(void *arg, const char *json);
+	/* May be NULL: the code of the tool call in slot `call` decoded so
+	 * far (llm_argcode), whole each time, as its arguments stream. */
+	void	(*tool_code)(void *arg, int call, const char *code, size_t n);
 };
 
 /* A decoder's state after an event. */
@@ -99,11 +106,16 @@ enum llm_dec_status {
 	LLM_DEC_ERROR,		/* the stream carried an error, or is broken */
 };
 
-#define LLM_DEC_SLOTS		128		/* the most any codec allows */
+/* The most any codec allows: decoded, so that a reply with too many
+ * calls is answered (the agent runs AGENT_CALLS_PER_REPLY of them and
+ * tells the model about the rest) instead of failing the question. */
+#define LLM_DEC_SLOTS		1024
 #define LLM_DEC_ARGS_MAX	(4u << 20)	/* one tool call's arguments */
+#define LLM_DEC_ARGS_TOTAL	(64u << 20)	/* all of one reply's */
 
 /* A part of the reply being assembled: a tool call (or, for codecs that
  * number their content blocks, a text block). */
+struct llm_argcode;
 struct llm_slot {
 	int		 index;	/* the server's number; -1 when it sent none */
 	int		 tool;	/* a tool call, handed over when closed */
@@ -111,6 +123,9 @@ struct llm_slot {
 	char		*id;	/* first seen wins; NULL until seen */
 	char		*name;
 	struct buf	 args;	/* argument fragments, joined */
+	/* its code decoded as it streams (owned; NULL when the sink does
+	 * not show code early) */
+	struct llm_argcode *code;
 };
 
 /* A decoder: the state all codecs share. Codecs read it and change it
@@ -123,6 +138,7 @@ struct llm_dec {
 	void			*priv;	/* codec->priv_size zeroed bytes */
 	struct llm_slot		 slot[LLM_DEC_SLOTS];
 	int			 nslots;
+	size_t			 args_total;	/* bytes in every slot's args */
 	struct usage		 usage;	/* delivered once, at the end */
 	int			 have_usage;
 	char			*stop;	/* the stop reason, when one came */
@@ -283,11 +299,5 @@ char *llm_status_message(const struct llm_config *cfg, long status,
 char *llm_unreachable_hint(const struct llm_config *cfg);
 /* Makes s one line of at most max bytes (in place). */
 void llm_one_line(char *s, size_t max);
-
-/* Milliseconds to wait from retry-after-ms (float ms) or retry-after
- * (seconds, possibly fractional, or an HTTP-date compared with now, a
- * Unix time). -1 when neither is usable. (llm_http.c) */
-int64_t llm_retry_after_ms(const char *retry_after_ms, const char *retry_after,
-    int64_t now);
 
 #endif

@@ -41,6 +41,9 @@ struct cell {
 	enum cell_status	 status;
 	struct outcap		 out[2];	/* 0 = stdout, 1 = stderr (raw bytes) */
 	char			*value;		/* repr of the trailing expression */
+	char			*value_wide;	/* the same at the user's pane width,
+						 * for showing; NULL: as value (not
+						 * journalled: a resumed cell shows value) */
 	char			*ename, *evalue, *traceback;
 	char			*reason;	/* timeout/crash explanation */
 	int			 state_lost;	/* the session restarted */
@@ -50,6 +53,8 @@ struct cell {
 	int			 nartifacts;
 	int			 told_model;	/* hand-run cell already reported */
 	int			 rerun_of;	/* a re-run: the cell copied, else 0 */
+	int			 dropped;	/* `d`: out of the view and of what
+						 * the model is sent; kept here */
 };
 
 struct artifact {
@@ -92,6 +97,7 @@ struct cell_result {
 	int64_t		 duration_ms;
 	int64_t		 duration_us;
 	const char	*value, *ename, *evalue, *traceback, *reason;
+	const char	*value_wide;	/* kernel_result's; NULL: as value */
 	int		 state_lost;
 };
 
@@ -113,6 +119,7 @@ enum nb_change_kind {
 	NB_NET,			/* net: an egress attempt opened, moved bytes
 				 * or ended (net->open 0: its last report) */
 	NB_PACKAGE,		/* package: one pip installed (a cell did) */
+	NB_DROP,		/* cell: dropped by the user */
 };
 
 struct nb_change {
@@ -229,6 +236,17 @@ void notebook_insert_tool_result(struct notebook *nb, int at, const char *id,
  * the agent completed it. */
 void notebook_replace_message(struct notebook *nb, int i, cJSON *m);
 
+/* Drops cell n (`d`): marked, and its code and output leave the
+ * conversation: its call's arguments and its tool result are replaced
+ * by a line saying so (the pair stays, so every provider's rules hold).
+ * A cell the model was not told of yet is not told. Returns 0, or -1
+ * when there is no such cell, it is dropped already or it runs. */
+int notebook_drop_cell(struct notebook *nb, int n);
+/* The words that replace a dropped cell's tool result. */
+#define NOTEBOOK_DROPPED_RESULT "The user dropped this cell from the notebook: " \
+	"its code and output are gone; do not rely on what it printed."
+#define NOTEBOOK_DROPPED_ARGS "{\"code\": \"# dropped by the user\"}"
+
 void notebook_add_usage(struct notebook *nb, const struct usage *u);
 /* The session's total. */
 const struct usage *notebook_usage(const struct notebook *nb);
@@ -276,6 +294,11 @@ const struct net_attempt *notebook_add_net(struct notebook *nb,
  * many the cap left out (dropped may be NULL). */
 const struct net_attempt *notebook_nets(const struct notebook *nb, size_t *n,
     uint64_t *dropped);
+/* The summary of cell's entries (netlog.h), kept as they come: NULL
+ * when the cell has none. Its gen changes whenever it does. */
+const struct netlog_sum *notebook_net_sum(const struct notebook *nb, int cell);
+/* The session's, over every entry kept: NULL before the first. */
+const struct netlog_sum *notebook_net_total(const struct notebook *nb);
 
 /* Records that cell installed package name at version (copied), after
  * any earlier record of the same name (the last one counts). Returns

@@ -55,7 +55,9 @@ struct sandbox_spec {
 	uint64_t	 artifact_max;	/* passed to the driver */
 	int		 no_sandbox;	/* plain python3 with rlimits only */
 	int		 network;	/* share the host network */
-	int		 preload;	/* driver imports pandas & co at start */
+	/* When the driver imports pandas & co: never, at its first idle
+	 * gap, or once a cell names one of them. */
+	enum { SANDBOX_PRELOAD_OFF, SANDBOX_PRELOAD_IDLE, SANDBOX_PRELOAD_NEED } preload;
 	int		 cgroup_procs_fd; /* the child joins this cgroup; -1: none */
 	/* Data files bound read-only, each at /workspace/data/<name>:
 	 * open fds of regular files (the caller keeps them open), and

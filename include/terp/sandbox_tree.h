@@ -20,6 +20,20 @@ int sandbox_tree_list(pid_t root, pid_t *out, int max);
  * (whose host pid is init, from --json-status-fd). -1 if not found. */
 pid_t sandbox_tree_python(pid_t init);
 
+/* A process pinned by its pidfd, so that a recycled pid is never taken
+ * for it: pid 0 and pidfd -1 when none. */
+struct sandbox_pinned {
+	pid_t	pid;
+	int	pidfd;
+};
+
+/* Pins the only child of parent (none pinned when it has none or more
+ * than one); whether the pinned one still runs (its pidfd turns
+ * readable when it exits); and unpins (closes the pidfd). */
+void sandbox_tree_pin_only_child(struct sandbox_pinned *p, pid_t parent);
+int sandbox_tree_pinned_alive(const struct sandbox_pinned *p);
+void sandbox_tree_unpin(struct sandbox_pinned *p);
+
 /* Kills every process under the sandbox's init except init itself and
  * the nkeep pids in keep (the driver's Python, the egress forwarder):
  * children a cell left running, daemons that double-forked (they were

@@ -9,6 +9,7 @@
 #include "terp/event.h"
 #include "terp/loop.h"
 #include "terp/notebook.h"
+#include "terp/tui_gfx.h"
 
 struct session;
 
@@ -23,6 +24,7 @@ struct tui_opts {
 	const char	*history_path;	/* NULL: $XDG_STATE_HOME/terp/history */
 	const char	*out_dir;	/* where artifacts land (for /files) */
 	int		 mouse;		/* 1: enable mouse (default in tui_opts_default) */
+	enum tui_gfx_mode images;	/* --images: real pixels or blocks */
 	/* The journal, replay and idle timers (borrowed). /load, /reset
 	 * and /restart go through it so they are journaled; /replay and
 	 * the idle countdown need it. NULL: the agent is called directly
@@ -47,8 +49,9 @@ void tui_restore(const struct notebook *nb);
 /* Takes over the terminal and runs the notebook UI in loop l until the
  * user quits (/quit, Ctrl-D on an empty line). The agent is borrowed.
  * Always leaves the terminal sane (endwin, history saved, stderr that
- * was produced meanwhile re-emitted). Returns 0, or -1 with *err (caller
- * frees) when the terminal cannot be used (not a tty, too small...). */
+ * was produced meanwhile re-emitted). Returns 0, the signal that ended it
+ * (SIGTERM, SIGHUP), or -1 with *err (caller frees) when the terminal
+ * cannot be used (not a tty, too small...). */
 int tui_run(struct loop *l, struct agent *a, const struct tui_opts *o,
     char **err);
 
@@ -56,7 +59,8 @@ struct cli;
 
 /* The whole `terp [DATA_FILE...]` session for main: the model client,
  * the notebook, the agent and the sandbox around tui_run. Returns the
- * exit status (0, or 1 when the session could not start). */
+ * exit status (0, 1 when the session could not start, 128+N when signal
+ * N ended it, as -p does). */
 int tui_session_run(struct cli *c);
 
 #endif

@@ -46,6 +46,14 @@ void fmt_bytes(char *buf, size_t len, uint64_t n);
 /* Writes all of buf to fd, retrying on EINTR and short writes.
  * Returns 0, or -1 with errno set. */
 int write_all(int fd, const void *buf, size_t len);
+/* Replaces path with len bytes of data, atomically: a temporary file
+ * beside it (created exclusively, never through a symlink) with the
+ * given mode, written whole (fsync'ed with WRITE_SYNC), then renamed
+ * over path. A reader sees the old file or the new one, never half; on
+ * failure nothing is left behind. Returns 0, or -1 with errno set. */
+#define WRITE_SYNC	1
+int write_file_atomic(const char *path, const void *data, size_t len,
+    unsigned mode, int flags);
 /* Sets O_NONBLOCK / FD_CLOEXEC on fd. Return 0 or -1. */
 int fd_set_nonblock(int fd);
 int fd_set_cloexec(int fd);

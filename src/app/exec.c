@@ -39,6 +39,8 @@ exec_run(struct cli *c)
 	char *err = NULL, *warn = NULL;
 	void *sink;
 
+	/* no model, no data file: the cells say what they need */
+	c->kopts.preload_on_need = c->ndata == 0;
 	cli_sessions_opts(c, &so);
 	so.cells = c->cells;
 	so.ncells = c->ncells;

@@ -311,6 +311,8 @@ jsonout_event(void *arg, const struct event *ev)
 		add_str(o, "version", ev->text);
 		break;
 	case EV_IDLE:
+	case EV_CODE:	/* the call comes whole as tool_call */
+	case EV_APPROVE:	/* never headless (-p refuses --ask) */
 	case EV_INPUT:	/* never headless (the cell is refused) */
 		return;
 	}

@@ -697,7 +697,7 @@ put_thumbnail(struct printer *p, const char *path)
 
 	if (!p->err_tty || ext == NULL || strcasecmp(ext, ".png") != 0)
 		return;
-	if ((img = png_decode_file(path, NULL)) == NULL)
+	if ((img = png_decode_file_fit(path, 0, NULL)) == NULL)
 		return;
 	thumb_opts_init(&o);
 	o.cols = 48;
@@ -819,6 +819,9 @@ printer_show(struct printer *p, const struct event *ev, char *size, size_t sizel
 		break;
 	case EV_TOOL_CALL:
 		end_text(p);
+		break;
+	case EV_CODE:		/* the status line stays; the call comes whole */
+	case EV_APPROVE:	/* never headless (-p refuses --ask) */
 		break;
 	case EV_REASONING:
 		/* stderr only, never the answer's stdout */

@@ -131,12 +131,13 @@ tui_session_run(struct cli *c)
 	struct tui_opts o;
 	struct session *s;
 	char *err = NULL, *warn = NULL;
-	int rc = 0;
+	int rc = 0, sig;
 
 	/* The notebook has someone to answer input(): the user, on the
 	 * input line; the model's cells only unless --no-input. */
 	c->aopts.input_hand = 1;
 	c->aopts.input_model = !c->no_input;
+	c->aopts.ask = c->ask;
 	cli_sessions_opts(c, &so);
 	so.show = tui_show;		/* the one terminal: arg NULL */
 	if ((s = session_new(&so, &warn, &err)) == NULL) {
@@ -161,14 +162,17 @@ tui_session_run(struct cli *c)
 	o.theme = c->theme;
 	o.background = c->background == 2 ? TUI_BG_LIGHT :
 	    c->background == 1 ? TUI_BG_DARK : TUI_BG_AUTO;
+	if (c->images)
+		tui_gfx_parse(c->images, &o.images);
 	o.provider_label = NULL;
 	o.out_dir = c->kopts.out_dir;
 	o.session = s;
-	if (tui_run(session_loop(s), session_agent(s), &o, &err) < 0) {
+	if ((sig = tui_run(session_loop(s), session_agent(s), &o, &err)) < 0) {
 		fprintf(stderr, "terp: %s\n", err);
 		free(err);
 		rc = 1;
-	}
+	} else if (sig > 0)
+		rc = 128 + sig;	/* a hangup is not a clean quit: as -p */
 	remote_resume.s = NULL;
 	session_free(s);	/* the journal is synced and closed */
 	return rc;

@@ -22,6 +22,12 @@
  * that the series and the axes stand out; the lightest tab: colour
  * (pink) is 0.38 away. */
 #define THUMB_FAINT	0.35
+/* Colour: thin ink this close to the cell's own paper is a faint grid
+ * line (matplotlib's grid at alpha 0.3 is 0.08 from white and 0.09
+ * from a tab:blue bar; seaborn's white grid 0.07 from its grey fill),
+ * not data: the lightest tab: series colour is 0.38 from white, and
+ * half of it (an antialiased 1-pixel line) 0.19. */
+#define THUMB_FAINT_LINE	0.15
 
 /* Quadrant symbols by mask: bit 0 upper left, 1 upper right, 2 lower
  * left, 3 lower right. */
@@ -182,6 +188,7 @@ thumb_snap_half(int mask, const double sh[4])
 }
 
 static double thumb_strength(const struct thumb_ctx *t, const double c[3]);
+static double thumb_dist(const double a[3], const double b[3]);
 
 /* How strongly sparse ink of colour ink with the given share is drawn
  * (0..1). */
@@ -203,6 +210,16 @@ static int
 thumb_popcount(int m)
 {
 	return (m & 1) + (m >> 1 & 1) + (m >> 2 & 1) + (m >> 3 & 1);
+}
+
+/* 0..1: how far a is from b, weighted as the eye weighs channels. */
+static double
+thumb_dist(const double a[3], const double b[3])
+{
+	double dr = a[0] - b[0], dg = a[1] - b[1], db = a[2] - b[2];
+
+	return sqrt((2 * dr * dr + 4 * dg * dg + 3 * db * db) /
+	    (9.0 * 255 * 255));
 }
 
 /* 0..1: how far c is from the image's background. */
@@ -427,6 +444,11 @@ thumb_cell_chart(struct thumb_ctx *t, struct thumb_cell *cell)
 		if (maxshare >= 0.5 ? sh[r] >= 0.5 :
 		    sh[r] >= THUMB_FLOOR && sh[r] >= 0.5 * maxshare)
 			mask |= 1 << r;
+	if (t->ncolors > 0 && maxshare < 0.5 &&
+	    thumb_dist(mean[small], mean[!small]) < THUMB_FAINT_LINE) {
+		thumb_emit_flat(t, cell, mean[!small]);
+		return;
+	}
 	if (t->o->symbols == THUMB_SYM_HALF)
 		mask = thumb_snap_half(mask, sh);
 	double ink[3], paper[3], full[3];

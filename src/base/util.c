@@ -217,6 +217,42 @@ write_all(int fd, const void *buf, size_t len)
 }
 
 int
+write_file_atomic(const char *path, const void *data, size_t len,
+    unsigned mode, int flags)
+{
+	/* pid and a counter: unique among this process's writers and
+	 * others' (O_EXCL settles the rest) */
+	static unsigned seq;
+	char *tmp = xasprintf("%s.%ld.%u.tmp", path, (long)getpid(), seq++);
+	int fd, e;
+
+	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+	    (mode_t)mode);
+	if (fd < 0) {
+		free(tmp);
+		return -1;
+	}
+	/* the mode asked, whatever the umask */
+	if (write_all(fd, data, len) < 0 || fchmod(fd, (mode_t)mode) < 0 ||
+	    ((flags & WRITE_SYNC) && fsync(fd) < 0)) {
+		e = errno;
+		close(fd);
+		goto fail;
+	}
+	if (close(fd) < 0 || rename(tmp, path) < 0) {
+		e = errno;
+		goto fail;
+	}
+	free(tmp);
+	return 0;
+fail:
+	unlink(tmp);
+	free(tmp);
+	errno = e;
+	return -1;
+}
+
+int
 fd_set_nonblock(int fd)
 {
 	int fl = fcntl(fd, F_GETFL);

@@ -17,6 +17,7 @@
 #include "terp/cost.h"
 #include "terp/context.h"
 #include "terp/datafile.h"
+#include "terp/ledger.h"
 #include "terp/llm.h"
 #include "terp/netlog.h"
 #include "terp/outcap.h"
@@ -31,6 +32,8 @@ struct agent {
 	struct loop		*loop;
 	struct notebook		*nb;
 	struct kernel_opts	 kopts;		/* our copy: we stage the files */
+	struct kernel_own_file	*own;		/* kopts.own_files (owned; names
+						 * borrowed from nb) */
 	struct kernel		*k;
 	struct llm		*llm;
 	struct agent_opts	 o;
@@ -60,6 +63,10 @@ struct agent {
 	struct outnorm		 onorm[2];
 	int			 onorm_cell;
 	uint64_t		 onorm_timer;
+	/* --ask: each model cell waits for agent_approve (EV_APPROVE) */
+	int			 ask;
+	char			*wait_id, *wait_code;	/* the call waiting */
+	int			 edited_cell;	/* ran the user's version, or 0 */
 };
 
 /* ipykernel flushes a cell's streams every 0.2 s. */
@@ -209,7 +216,7 @@ on_net(void *arg, int n, const struct egress_event *e)
 	struct net_attempt na;
 	const struct net_attempt *kept;
 
-	netlog_from_egress(&na, n, e);
+	ledger_from_egress(&na, n, e);
 	if ((kept = notebook_add_net(a->nb, &na)) != NULL) {
 		struct event ev = { .type = EV_NET, .cell = notebook_cell(a->nb, n),
 		    .net = kept };
@@ -269,9 +276,8 @@ tool_result_text(struct agent *a, const struct cell *c)
 	{
 		/* first, where a truncation of the output cannot cut it:
 		 * why a download failed is the model's to know */
-		size_t nn;
-		const struct net_attempt *nets = notebook_nets(a->nb, &nn, NULL);
-		char *net = netlog_summary(nets, nn, c->n, NETLOG_MODEL);
+		char *net = netlog_sum_text(notebook_net_sum(a->nb, c->n),
+		    NETLOG_MODEL);
 		if (net != NULL)
 			buf_printf(&b, "%s\n", net);
 		free(net);
@@ -329,6 +335,7 @@ on_result(void *arg, int n, const struct kernel_result *r)
 	struct cell_result cr = {
 		.status = r->status, .duration_ms = r->duration_ms,
 		.duration_us = r->duration_us, .value = r->value,
+		.value_wide = r->value_wide,
 		.ename = r->ename, .evalue = r->evalue,
 		.traceback = r->traceback, .reason = r->reason,
 		.state_lost = r->state_lost,
@@ -345,6 +352,17 @@ on_result(void *arg, int n, const struct kernel_result *r)
 
 	if (a->asking && n == a->cell_running) {
 		char *text = tool_result_text(a, c);
+		if (a->edited_cell == n) {
+			/* the model must know its code is not what ran */
+			size_t cl = strlen(c->code), cap = cl > 4096 ?
+			    utf8_complete_prefix(c->code, 4096) : cl;
+			char *t2 = xasprintf("The user edited your code before running it; "
+			    "this ran instead:\n%.*s%s\n%s", (int)cap, c->code,
+			    cap < cl ? "\n[... cut]" : "", text);
+			free(text);
+			text = t2;
+			a->edited_cell = 0;
+		}
 		add_tool_message(a, c->tool_call_id, text, c->status != CELL_OK);
 		c->told_model = 1;
 		free(text);
@@ -382,6 +400,16 @@ m_reasoning(void *arg, const char *delta, size_t len)
 
 	(void)buf_add(&a->rtext, delta, len);	/* llm bounds it */
 	emit(a, &ev);
+}
+
+/* The code of a call the model is still writing: shown, never kept
+ * (the call comes whole to m_tool_call). */
+static void
+m_tool_code(void *arg, int call, const char *code, size_t len)
+{
+	struct event ev = { .type = EV_CODE, .text = code, .len = len, .n = call };
+
+	emit(arg, &ev);
 }
 
 /* A reasoning item the provider wants back: kept as it came. */
@@ -677,7 +705,7 @@ m_error(void *arg, const struct llm_error *e)
 static const struct llm_cbs agent_llm_cbs = {
 	.text = m_text, .tool_call = m_tool_call, .usage = m_usage,
 	.reasoning = m_reasoning, .reasoning_item = m_reasoning_item,
-	.sent = m_sent, .notice = m_notice, .done = m_done, .error = m_error,
+	.tool_code = m_tool_code, .sent = m_sent, .notice = m_notice, .done = m_done, .error = m_error,
 };
 
 /* The last assistant message's tool calls. */
@@ -693,6 +721,63 @@ last_calls(struct agent *a)
 			return cJSON_GetObjectItem(m, "tool_calls");
 	}
 	return NULL;
+}
+
+/* A reply's calls past this many are answered "not run" (they are
+ * decoded up to LLM_DEC_SLOTS): the model learns why and can ask again
+ * with fewer, where a failed question told it nothing. */
+#define CALLS_PER_REPLY	64
+
+/* Answers call i of n (>= CALLS_PER_REPLY) without running it. */
+static void
+call_over_cap(struct agent *a, const char *id, int i, int n)
+{
+	char *msg;
+
+	if (i == CALLS_PER_REPLY) {
+		msg = xasprintf("the model made %d tool calls in one reply; terp "
+		    "runs at most %d: the other %d were not run (the model is "
+		    "told)", n, CALLS_PER_REPLY, n - CALLS_PER_REPLY);
+		emit_text(a, EV_NOTICE, msg);
+		free(msg);
+	}
+	msg = xasprintf("error: not run: at most %d tool calls of one reply are "
+	    "run, and this reply had %d; calls 1 to %d ran. Call again for the "
+	    "rest, fewer at a time (one cell can do the work of several)",
+	    CALLS_PER_REPLY, n, CALLS_PER_REPLY);
+	add_tool_message(a, id, msg, 1);
+	free(msg);
+}
+
+/* Starts the model's call id as a new cell running code (edited: the
+ * user's version of it). on_result goes on. */
+static void
+run_model_cell(struct agent *a, const char *id, const char *code, int edited)
+{
+	struct cell *cell = notebook_add_cell(a->nb, CELL_BY_MODEL, code, id);
+	struct event ce = { .type = EV_CELL_START, .cell = cell };
+	char *err = NULL;
+
+	cell->started_ms = now_ms();
+	a->edited_cell = edited ? cell->n : 0;
+	emit(a, &ce);
+	kernel_set_input(a->k, a->o.input_model);
+	a->cell_running = cell->n;
+	if (kernel_run(a->k, cell->n, cell->code, &err) < 0) {
+		struct kernel_result r = { .status = CELL_CRASHED, .reason = err };
+		on_result(a, cell->n, &r);
+		free(err);
+	}
+}
+
+/* The waiting call is answered without running (why: the tool result). */
+static void
+wait_drop(struct agent *a, const char *why)
+{
+	add_tool_message(a, a->wait_id, why, 1);
+	free(a->wait_id);
+	free(a->wait_code);
+	a->wait_id = a->wait_code = NULL;
 }
 
 /* Runs the next tool call of the reply, or asks the model again. */
@@ -711,8 +796,7 @@ agent_next_call(struct agent *a)
 		const char *args = cJSON_GetStringValue(cJSON_GetObjectItem(c, "arguments"));
 		cJSON *j;
 		const char *code;
-		struct cell *cell;
-		char *err = NULL, *msg;
+		char *msg;
 		struct event ev = { .type = EV_TOOL_CALL, .id = id, .name = name };
 
 		if (a->cancelled) {
@@ -722,6 +806,10 @@ agent_next_call(struct agent *a)
 				free(msg);
 			} else
 				add_tool_message(a, id, "cancelled by the user before it ran", 1);
+			continue;
+		}
+		if (a->next_call > CALLS_PER_REPLY) {
+			call_over_cap(a, id, a->next_call - 1, n);
 			continue;
 		}
 		if (strcmp(name, "python_exec") != 0) {
@@ -756,22 +844,20 @@ agent_next_call(struct agent *a)
 			cJSON_Delete(j);
 			continue;
 		}
-		cell = notebook_add_cell(a->nb, CELL_BY_MODEL, code, id);
-		cJSON_Delete(j);
-		cell->started_ms = now_ms();
-		{
-			struct event ce = { .type = EV_CELL_START, .cell = cell };
-			emit(a, &ce);
-		}
-		kernel_set_input(a->k, a->o.input_model);
-		if (kernel_run(a->k, cell->n, cell->code, &err) < 0) {
-			struct kernel_result r = { .status = CELL_CRASHED, .reason = err };
-			a->cell_running = cell->n;
-			on_result(a, cell->n, &r);
-			free(err);
+		if (a->ask) {
+			/* the user looks first: agent_approve goes on */
+			struct event ae = { .type = EV_APPROVE };
+			a->wait_id = xstrdup(id);
+			a->wait_code = xstrdup(code);
+			cJSON_Delete(j);
+			ae.id = a->wait_id;
+			ae.text = a->wait_code;
+			ae.len = strlen(a->wait_code);
+			emit(a, &ae);
 			return;
 		}
-		a->cell_running = cell->n;
+		run_model_cell(a, id, code, 0);
+		cJSON_Delete(j);
 		return;	/* on_result continues */
 	}
 	if (a->cancelled) {
@@ -795,7 +881,15 @@ agent_session_dead(struct agent *a, const char *msg)
 	char *why = xasprintf("the question was stopped: %s",
 	    msg && *msg ? msg : "the Python session is not running");
 
-	if (a->llm && llm_busy(a->llm)) {
+	if (a->wait_id != NULL) {
+		char *m = xasprintf("not run: %s", why);
+		wait_drop(a, m);
+		free(m);
+		a->cancelled = 1;
+		a->stop_msg = why;
+		agent_next_call(a);	/* answers the rest, ends */
+		a->stop_msg = NULL;
+	} else if (a->llm && llm_busy(a->llm)) {
 		llm_cancel(a->llm);
 		keep_partial_reply(a);
 		fail_question(a, why, ERROR_SANDBOX);
@@ -1033,6 +1127,63 @@ agent_turn(struct agent *a)
 
 /* ------------------------------------------------------------ public */
 
+/* Whether path is dir/name, dir resolved (the file itself may be gone). */
+static int
+in_folder(const char *path, const char *name, const char *dir)
+{
+	char *copy = xstrdup(path), *slash = strrchr(copy, '/'), *parent;
+	int yes = 0;
+
+	if (slash != NULL && strcmp(slash + 1, name) == 0) {
+		*slash = '\0';
+		parent = realpath(copy[0] != '\0' ? copy : "/", NULL);
+		yes = parent != NULL && strcmp(parent, dir) == 0;
+		free(parent);
+	}
+	free(copy);
+	return yes;
+}
+
+/* Adds name (or updates its size: the last copy counts) to own[0..m). */
+static int
+own_add(struct kernel_own_file *own, int m, const char *name, uint64_t bytes)
+{
+	int j;
+
+	for (j = 0; j < m && strcmp(own[j].name, name) != 0; j++)
+		;
+	if (j == m)
+		own[m++].name = name;
+	own[j].bytes = bytes;
+	return m;
+}
+
+/* The files a resumed session's earlier runs copied into this output
+ * folder, the last size of each (its journal's artifacts): they are the
+ * session's own, so a re-run cell replaces them (no c-2.txt). */
+static void
+own_files(struct agent *a)
+{
+	int n = notebook_nartifacts(a->nb), m = 0;
+	char *dir;
+
+	/* The journal's paths are absolute (from the folder terp ran in),
+	 * out_dir may be relative: both are compared resolved. */
+	if (n == 0 || a->kopts.out_dir == NULL ||
+	    (dir = realpath(a->kopts.out_dir, NULL)) == NULL)
+		return;
+	a->own = xcalloc((size_t)n, sizeof *a->own);
+	for (int i = 0; i < n; i++) {
+		const struct artifact *art = notebook_artifact(a->nb, i);
+		if (art->path != NULL && art->name != NULL &&
+		    in_folder(art->path, art->name, dir))
+			m = own_add(a->own, m, art->name, art->bytes);
+	}
+	free(dir);
+	a->kopts.own_files = a->own;
+	a->kopts.nown = m;
+}
+
 struct agent *
 agent_new(struct loop *l, struct notebook *nb, const struct kernel_opts *kopts,
     struct llm *llm, const struct agent_opts *opts, event_fn fn, void *arg)
@@ -1057,6 +1208,7 @@ agent_new(struct loop *l, struct notebook *nb, const struct kernel_opts *kopts,
 		agent_opts_default(&a->o);
 	a->emit = fn;
 	a->arg = arg;
+	a->ask = a->o.ask != 0;
 	/* llm never delivers more of one reply's text than this */
 	buf_init(&a->text, LLM_REPLY_TEXT_MAX);
 	buf_init(&a->notes, 64 * 1024);
@@ -1065,6 +1217,7 @@ agent_new(struct loop *l, struct notebook *nb, const struct kernel_opts *kopts,
 	a->reasoning = cJSON_CreateArray();
 	outnorm_init(&a->onorm[0], OUT_HOLD);
 	outnorm_init(&a->onorm[1], OUT_HOLD);
+	own_files(a);
 	a->k = kernel_new(l, &a->kopts, &kcbs, a);
 	if (llm != NULL) {
 		a->cx = context_new(nb, llm, a->o.context_window, fn, arg);
@@ -1090,6 +1243,9 @@ agent_free(struct agent *a)
 	cJSON_Delete(a->calls);
 	cJSON_Delete(a->reasoning);
 	buf_free(&a->rtext);
+	free(a->own);
+	free(a->wait_id);
+	free(a->wait_code);
 	free(a);
 }
 
@@ -1193,6 +1349,11 @@ agent_cancel(struct agent *a)
 {
 	if (a->asking) {
 		a->cancelled = 1;
+		if (a->wait_id != NULL) {
+			wait_drop(a, "cancelled by the user before it ran");
+			agent_next_call(a);	/* answers the rest, ends */
+			return;
+		}
 		if (a->waiting_python) {
 			a->waiting_python = 0;
 			fail_question(a, "cancelled by the user", ERROR_CANCELLED);
@@ -1210,9 +1371,78 @@ agent_cancel(struct agent *a)
 }
 
 int
+agent_drop_cell(struct agent *a, int n, char **err)
+{
+	const struct cell *c = notebook_cell(a->nb, n);
+
+	if (c == NULL || c->dropped) {
+		*err = xasprintf("no cell [%d] to drop", n);
+		return -1;
+	}
+	/* the model's reply in flight still refers to its cells */
+	if (agent_busy(a)) {
+		*err = xstrdup("a question or a cell is running: drop the cell when it is over");
+		return -1;
+	}
+	if (notebook_drop_cell(a->nb, n) < 0) {
+		*err = xasprintf("cell [%d] cannot be dropped", n);
+		return -1;
+	}
+	return 0;
+}
+
+void
+agent_set_ask(struct agent *a, int on)
+{
+	a->ask = on != 0;
+}
+
+int
+agent_asks(const struct agent *a)
+{
+	return a->ask;
+}
+
+int
+agent_approve(struct agent *a, enum agent_verdict v, const char *code,
+    char **err)
+{
+	char *id, *orig;
+
+	if (a->wait_id == NULL) {
+		*err = xstrdup("no cell of the model waits to run");
+		return -1;
+	}
+	if (v == AGENT_SKIP) {
+		wait_drop(a, "The user declined to run this code: it did not run. "
+		    "Do not retry it unchanged; explain what it would do, or do "
+		    "something else.");
+		agent_next_call(a);
+		return 0;
+	}
+	if (v == AGENT_ALWAYS)
+		a->ask = 0;
+	id = a->wait_id;
+	orig = a->wait_code;
+	a->wait_id = a->wait_code = NULL;
+	if (code == NULL)
+		code = orig;
+	run_model_cell(a, id, code, strcmp(code, orig) != 0);
+	free(id);
+	free(orig);
+	return 0;
+}
+
+int
 agent_busy(const struct agent *a)
 {
 	return a->asking || a->hand_running > 0 || kernel_busy(a->k);
+}
+
+void
+agent_set_width(struct agent *a, int cols)
+{
+	kernel_set_width(a->k, cols);
 }
 
 void

@@ -54,7 +54,8 @@ emit_cells_before(struct walker *w, int limit)
 	for (int i = 1; i < limit && i <= notebook_ncells(w->nb); i++)
 		if (!w->done[i]) {
 			w->done[i] = 1;
-			w->emit(w->arg, EXPORT_CELL, NULL, notebook_cell(w->nb, i));
+			if (!notebook_cell(w->nb, i)->dropped)	/* `d` took it out */
+				w->emit(w->arg, EXPORT_CELL, NULL, notebook_cell(w->nb, i));
 		}
 }
 
@@ -116,7 +117,8 @@ walk(struct walker *w)
 					continue;
 				emit_cells_before(w, c->n);
 				w->done[c->n] = 1;
-				w->emit(w->arg, EXPORT_CELL, NULL, c);
+				if (!c->dropped)
+					w->emit(w->arg, EXPORT_CELL, NULL, c);
 			}
 		}
 		i++;
@@ -267,34 +269,14 @@ has_suffix(const char *s, const char *suffix)
 	return a >= b && strcasecmp(s + a - b, suffix) == 0;
 }
 
-/* Writes text to path through a temporary file in the same folder,
- * fsync'ed, then renamed: a reader never sees half a notebook. */
+/* A reader never sees half a notebook. */
 static int
 write_atomic(const char *path, const char *text, size_t len, char **err)
 {
-	char *tmp = xasprintf("%s.tmpXXXXXX", path);
-	int fd = mkstemp(tmp);
-
-	if (fd < 0) {
+	if (write_file_atomic(path, text, len, 0644, WRITE_SYNC) < 0) {
 		*err = xasprintf("cannot write %s: %s", path, strerror(errno));
-		free(tmp);
 		return -1;
 	}
-	if (write_all(fd, text, len) < 0 || fchmod(fd, 0644) < 0 ||
-	    fsync(fd) < 0 || close(fd) < 0) {
-		*err = xasprintf("cannot write %s: %s", path, strerror(errno));
-		close(fd);
-		unlink(tmp);
-		free(tmp);
-		return -1;
-	}
-	if (rename(tmp, path) < 0) {
-		*err = xasprintf("cannot write %s: %s", path, strerror(errno));
-		unlink(tmp);
-		free(tmp);
-		return -1;
-	}
-	free(tmp);
 	return 0;
 }
 
@@ -826,6 +808,34 @@ add_setup(struct nbw *w)
 	cJSON_Delete(rest);
 }
 
+/* The notebook's first cell: Jupyter runs the model's code outside
+ * terp's sandbox, as the user (SANDBOX.md: what an export is). */
+static const char unsandboxed_note[] =
+    "**Exported from terp.** The code cells below were written by a language "
+    "model and ran in terp's sandbox (no network, no files but the data). "
+    "Re-running this notebook in Jupyter runs that code on this machine "
+    "**unsandboxed**, with your permissions, your files and your network: "
+    "read it before you run it.\n";
+
+/* Puts the note above every other cell. */
+static void
+add_note_first(struct nbw *w)
+{
+	cJSON *rest = cJSON_CreateArray(), *c;
+
+	while (cJSON_GetArraySize(w->cells) > 0)
+		cJSON_AddItemToArray(rest, cJSON_DetachItemFromArray(w->cells, 0));
+	c = cJSON_CreateObject();
+	cJSON_AddStringToObject(c, "cell_type", "markdown");
+	cJSON_AddStringToObject(c, "id", "terp-unsandboxed");
+	cJSON_AddItemToObject(c, "metadata", cJSON_CreateObject());
+	cJSON_AddItemToObject(c, "source", lines_json(unsandboxed_note));
+	cJSON_AddItemToArray(w->cells, c);
+	while (cJSON_GetArraySize(rest) > 0)
+		cJSON_AddItemToArray(w->cells, cJSON_DetachItemFromArray(rest, 0));
+	cJSON_Delete(rest);
+}
+
 static char *
 ipynb_string(const struct notebook *nb, const char *dir)
 {
@@ -864,6 +874,7 @@ ipynb_string(const struct notebook *nb, const char *dir)
 	walk(&w);
 	nums_free(&iw.nums);
 	add_setup(&iw.w);
+	add_note_first(&iw.w);
 	paths_free(&iw.w.paths);
 	s = cJSON_Print(doc);
 	cJSON_Delete(doc);

@@ -60,6 +60,7 @@ struct journal {
 	off_t		  end;
 	int		  torn;		/* the cut failed: start the next line anew */
 	int		  lost;		/* a line could not be written: disk full */
+	int		  gone;		/* the file was unlinked: never saved again */
 	int		  again;	/* then one could: not told yet */
 	int		  sync_wanted;	/* an idle edge's sync, deferred */
 	int64_t		  synced_ms;	/* now_ms() of the last sync; 0: none */
@@ -69,7 +70,8 @@ struct journal {
 	 * a "stream" record at each newline or every STREAM_MS, so a kill
 	 * -9 keeps what was shown; the reply record supersedes it. */
 	struct buf	  stream;
-	int64_t		  stream_ms;	/* when a stream record was last written */	/* the last "remote" line: "SANDBOX\nSESSION" */
+	int64_t		  stream_ms;	/* when a stream record was last written */
+	int		  kstate;	/* 1 + the last kernel state written; 0: none */	/* the last "remote" line: "SANDBOX\nSESSION" */
 };
 
 static void
@@ -141,6 +143,26 @@ journal_sync_deferred(struct journal *j)
 		sync_now(j);
 }
 
+/* The journal was unlinked (its session folder deleted while terp
+ * runs, --delete from elsewhere): writes still succeed, into a file
+ * nobody will read again. Said once as a failure that stays; one fstat
+ * a line. */
+static int
+deleted(struct journal *j)
+{
+	struct stat st;
+
+	if (j->gone)
+		return 1;
+	if (fstat(j->fd, &st) < 0 || st.st_nlink > 0)
+		return 0;
+	j->gone = 1;
+	j->lost = j->again = 0;
+	free(j->failed);
+	j->failed = xasprintf("the session folder %s was deleted", j->dir);
+	return 1;
+}
+
 /* Writes o as one line with one write(2) (write_all only loops on a
  * short write) and frees it; syncs when asked. */
 static int
@@ -170,6 +192,8 @@ put(struct journal *j, cJSON *o, int sync)
 		 * line begins with a newline (the loader skips the part) */
 		if (j->fd >= 0)
 			j->torn = ftruncate(j->fd, j->end) < 0;
+	} else if (deleted(j)) {
+		rc = -1;
 	} else {
 		j->end += (off_t)b.len;
 		/* after a part left behind, the file's end is known again
@@ -544,6 +568,11 @@ journal_change(struct journal *j, const struct nb_change *ch)
 		o = rec("net");
 		netlog_json_add(o, ch->net);
 		break;
+	case NB_DROP:
+		o = rec("drop");
+		cJSON_AddNumberToObject(o, "c", ch->cell->n);
+		sync = 1;
+		break;
 	case NB_PACKAGE:
 		/* for a resume's replay: install it again */
 		o = rec("installed");
@@ -588,6 +617,15 @@ journal_event(struct journal *j, const struct event *ev)
 		add_str(o, "workspace", ev->name);
 		break;
 	case EV_KERNEL:
+		/* Not the running state around every cell, nor the state it
+		 * goes back to after one (the cell and result records say
+		 * that): two records a cell in a script, which the loader
+		 * reads only for a start or a lost state. */
+		if (!ev->restarted && !ev->state_lost && (ev->kstate == KERNEL_BUSY ||
+		    (int)ev->kstate + 1 == j->kstate) && ev->kstate != KERNEL_STARTING)
+			return;
+		if (ev->kstate != KERNEL_BUSY)
+			j->kstate = (int)ev->kstate + 1;
 		if (ev->state_lost)
 			journal_state_lost(j->nb, &j->live_from, &j->replay_from, &j->replay_to,
 			    notebook_ncells(j->nb));
@@ -613,6 +651,8 @@ journal_event(struct journal *j, const struct event *ev)
 		sync = 1;
 		break;
 	case EV_REASONING:	/* kept whole in the reply's record */
+	case EV_CODE:		/* the call comes whole in the reply */
+	case EV_APPROVE:	/* its cell, or its declined result, follows */
 		return;
 	case EV_NOTICE:
 		o = rec("notice");

@@ -841,6 +841,8 @@ apply(const cJSON *o, struct notebook *nb, struct journal_meta *m, int first,
 		return rec_net(o, nb);
 	if (strcmp(t, "installed") == 0)
 		return rec_installed(o, nb);
+	if (strcmp(t, "drop") == 0)	/* `d` on a cell */
+		return notebook_drop_cell(nb, (int)jnum(o, "c", 0));
 	if (strcmp(t, "error") == 0) {
 		/* how a question ended without an answer, for an export */
 		notebook_question_unanswered(nb, journal_str(o, "text"));

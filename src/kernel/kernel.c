@@ -86,6 +86,13 @@ kernel_set_input(struct kernel *k, int allow)
 		k->kb.ops->set_input(k->kb.b, allow);
 }
 
+void
+kernel_set_width(struct kernel *k, int cols)
+{
+	if (k->kb.ops->set_width != NULL)
+		k->kb.ops->set_width(k->kb.b, cols);
+}
+
 int
 kernel_input_reply(struct kernel *k, int cell, const char *line)
 {

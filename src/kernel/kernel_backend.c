@@ -1,27 +1,21 @@
 /* kernel_backend: the registry that matches a --sandbox spec to a
  * backend's table (kernel_backend.h), the local sandbox's included.
- * Parses --sandbox, finds a remote's token (from the environment or a
- * command; it is held here for the session's life and handed to the
- * backend, never shown, never journaled), and adapts each remote
- * backend's calls to struct kernel_ops. */
+ * Parses --sandbox, names each backend's builder and nothing else of it
+ * (each backend folder fills its own table: local/, ssh/, jupyter/
+ * kernel_jupyter_ops.c, aca/kernel_aca_ops.c), and passes a remote's
+ * state reports on from the loop. */
 #include "terp/kernel_backend.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 
-#include "terp/kernel_aca.h"
-#include "terp/kernel_jupyter.h"
+#include "terp/kernel_aca_ops.h"
+#include "terp/kernel_jupyter_ops.h"
 #include "terp/kernel_local.h"
 #include "terp/kernel_ssh.h"
 #include "terp/sanitize.h"
 #include "terp/util.h"
-
-#define TOKEN_MAX	(16u << 10)	/* a token command's output */
-#define JUPYTER_TOKEN_ENV	"JUPYTER_TOKEN"
-#define ACA_TOKEN_ENV		"TERP_ACA_TOKEN"
 
 #define FORMS "--sandbox takes local, ssh://[user@]host[:port], " \
 	"jupyter+http[s]://host[:port][/base] or aca:<pool management endpoint>"
@@ -90,51 +84,6 @@ where_of(int kind, const char *spec)
 	return w;
 }
 
-/* The output of sh -c cmd, first line, or NULL with *err. It runs
- * once, from kernel_new, which every frontend calls (through
- * session_new) before its loop runs and before the TUI takes the
- * screen: nothing is frozen while it runs, and the command (an `az`
- * or a secret store) may talk to the user's terminal. A Jupyter token
- * does not expire; a pool's does, so kernel_aca.c runs its command
- * itself, in a child the loop polls, and caches the token until it
- * expires. */
-static char *
-token_from_cmd(const char *cmd, char **err)
-{
-	FILE *fp = popen(cmd, "r");
-	char *buf;
-	size_t n;
-	int st;
-
-	if (fp == NULL) {
-		*err = xasprintf("cannot run the token command: %s", strerror(errno));
-		return NULL;
-	}
-	buf = xmalloc(TOKEN_MAX + 1);
-	n = fread(buf, 1, TOKEN_MAX, fp);
-	buf[n] = '\0';
-	st = pclose(fp);
-	if (st == -1 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
-		explicit_bzero(buf, n);
-		free(buf);
-		if (st != -1 && WIFEXITED(st))
-			*err = xasprintf("the token command (--sandbox-token-cmd) failed "
-			    "with exit status %d (it is run with sh -c; its output is not "
-			    "shown)", WEXITSTATUS(st));
-		else
-			*err = xstrdup("the token command (--sandbox-token-cmd) failed (it "
-			    "is run with sh -c; its output is not shown)");
-		return NULL;
-	}
-	buf[strcspn(buf, "\r\n")] = '\0';
-	if (buf[0] == '\0') {
-		free(buf);
-		*err = xstrdup("the token command (--sandbox-token-cmd) printed no token");
-		return NULL;
-	}
-	return buf;
-}
-
 int
 kernel_backend_check(const struct kernel_opts *o, char **err)
 {
@@ -142,20 +91,8 @@ kernel_backend_check(const struct kernel_opts *o, char **err)
 
 	if (kind < 0)
 		return -1;
-	if (kind == KERNEL_ACA) {
-		struct aca_opts ao;
-		aca_opts_default(&ao);
-		ao.endpoint = o->sandbox + 4;
-		ao.token_cmd = o->sandbox_token_cmd;
-		ao.token_env = o->sandbox_token_env ? o->sandbox_token_env : ACA_TOKEN_ENV;
-		if (ao.token_cmd == NULL && getenv(ao.token_env) == NULL) {
-			*err = xasprintf("no token for the session pool: set %s, or "
-			    "sandbox_token_cmd in the config (e.g. az account get-access-token "
-			    "--resource <audience> --query accessToken -o tsv)", ao.token_env);
-			return -1;
-		}
-		return aca_check_opts(&ao, err);
-	}
+	if (kind == KERNEL_ACA)
+		return kernel_aca_check(o, err);
 	if (kind == KERNEL_SSH)
 		return kernel_ssh_check(o->sandbox, err);
 	return 0;
@@ -242,168 +179,6 @@ cb_installed(void *arg, int cell, const char *name, const char *version)
 		kb->outer.installed(kb->outer_arg, cell, name, version);
 }
 
-/* ------------------------------------------------------------ jupyter */
-
-static const struct kernel_ops failed_ops;
-
-static void j_free(void *b) { jupyter_free(b); }
-static int j_start(void *b, char **err) { return jupyter_start(b, err); }
-
-static void j_stop(void *b, const char *r) { jupyter_stop(b, r); }
-static int j_run(void *b, int n, const char *c, char **err) { return jupyter_run(b, n, c, err); }
-static void j_interrupt(void *b) { jupyter_interrupt(b); }
-static int j_reset(void *b, char **err) { return jupyter_reset(b, err); }
-static int j_restart(void *b, char **err) { return jupyter_restart(b, err); }
-static char *j_stage(void *b, const char *p, char **err) { return jupyter_stage(b, p, err); }
-static enum kernel_state j_state(const void *b) { return jupyter_state(b); }
-static int j_busy(const void *b) { return jupyter_busy(b); }
-
-/* "FOLDER/KERNELID": the session folder without its "terp-" (what
- * jupyter_opts.session takes) and the kernel; neither has a '/'. */
-static char *
-j_session(const void *b)
-{
-	const char *dir = jupyter_session_dir(b), *id = jupyter_kernel_id(b);
-
-	if (dir == NULL || id == NULL || strncmp(dir, "terp-", 5) != 0)
-		return NULL;
-	return xasprintf("%s/%s", dir + 5, id);
-}
-
-static const struct kernel_ops jupyter_ops = {
-	.free = j_free, .start = j_start, .stop = j_stop, .run = j_run,
-	.interrupt = j_interrupt, .reset = j_reset, .restart = j_restart,
-	.stage = j_stage, .state = j_state, .busy = j_busy, .session = j_session,
-};
-
-#define JUPYTER_NOTE \
-	"The Python session runs on a Jupyter server, not in /workspace: the working " \
-	"directory is the session's folder there, data files are under data/ (the paths " \
-	"above), and charts and other files go to out/ (e.g. plt.savefig('out/chart.png')): " \
-	"files there that are new or changed after a cell are copied to the user's output " \
-	"folder."
-
-static void
-jupyter_build(struct loop *l, const struct kernel_opts *o, struct kernel_backend *kb)
-{
-	struct jupyter_opts *jo = xcalloc(1, sizeof *jo);
-	char *err = NULL;
-
-	jupyter_opts_default(jo);
-	jo->url = o->sandbox;		/* the "jupyter+" prefix is accepted */
-	if (o->sandbox_token_cmd != NULL) {
-		if ((kb->token = token_from_cmd(o->sandbox_token_cmd, &err)) == NULL) {
-			/* every call says so, in one line, from start on */
-			free(jo);
-			kb->ops = &failed_ops;
-			kb->b = err;
-			return;
-		}
-	} else {
-		const char *v = getenv(o->sandbox_token_env ? o->sandbox_token_env :
-		    JUPYTER_TOKEN_ENV);
-		kb->token = v ? xstrdup(v) : NULL;
-	}
-	jo->token = kb->token;
-	jo->kernel_name = o->jupyter_kernel;
-	if (o->sandbox_session != NULL) {
-		/* a resumed session: its folder and kernel (j_session's form;
-		 * jupyter_start checks both) */
-		const char *ss = o->sandbox_session, *slash = strchr(ss, '/');
-		size_t nf = slash ? (size_t)(slash - ss) : 0;
-		/* a malformed one (a damaged journal) is a new kernel */
-		if (slash != NULL && nf > 0 && nf <= 64 && strspn(ss, "abcdefghijklmnopq"
-		    "rstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") == nf &&
-		    slash[1] != '\0' && strlen(slash + 1) <= 128 &&
-		    strspn(slash + 1, "0123456789abcdefABCDEF-") == strlen(slash + 1)) {
-			kb->jsession = xstrndup(o->sandbox_session,
-			    (size_t)(slash - o->sandbox_session));
-			kb->jkernel = xstrdup(slash + 1);
-			jo->session = kb->jsession;
-			jo->kernel_id = kb->jkernel;
-		}
-	}
-	jo->out_dir = o->out_dir;
-	jo->data_files = o->data_files;
-	jo->ndata = o->ndata;
-	jo->timeout_ms = o->timeout_ms;
-	if (o->grace_ms > 0)
-		jo->grace_ms = o->grace_ms;
-	jo->artifact_max = o->artifact_max;
-	jo->artifacts_per_cell = o->artifacts_per_cell;
-	jo->artifacts_per_session = o->artifacts_per_session;
-	jo->artifact_bytes = o->artifact_bytes;
-	kb->ops = &jupyter_ops;
-	kb->b = jupyter_new(l, jo, &kb->inner, kb);
-	kb->isolation = jupyter_isolation(kb->b);
-	kb->note = JUPYTER_NOTE;
-	kb->files_note = "files in the session's folder on the server are kept";
-	kb->opts = jo;
-}
-
-/* ------------------------------------------------------------ aca */
-
-static void a_free(void *b) { aca_free(b); }
-static int a_start(void *b, char **err) { return aca_start(b, err); }
-static void a_stop(void *b, const char *r) { aca_stop(b, r); }
-static int a_run(void *b, int n, const char *c, char **err) { return aca_run(b, n, c, err); }
-static void a_interrupt(void *b) { aca_interrupt(b); }
-static int
-a_reset(void *b, char **err)
-{
-	(void)b;
-	*err = xstrdup("a session pool has no reset: restart gives a fresh session");
-	return -1;
-}
-static int a_restart(void *b, char **err) { return aca_restart(b, err); }
-static char *a_stage(void *b, const char *p, char **err) { return aca_stage(b, p, err); }
-static enum kernel_state a_state(const void *b) { return aca_state(b); }
-static int a_busy(const void *b) { return aca_busy(b); }
-
-static char *
-a_session(const void *b)
-{
-	const char *id = aca_identifier(b);
-
-	return id != NULL && *id != '\0' ? xstrdup(id) : NULL;
-}
-
-static const struct kernel_ops aca_ops = {
-	.free = a_free, .start = a_start, .stop = a_stop, .run = a_run,
-	.interrupt = a_interrupt, .reset = a_reset, .restart = a_restart,
-	.stage = a_stage, .state = a_state, .busy = a_busy, .session = a_session,
-};
-
-#define ACA_ISOLATION \
-	"The code runs in the session pool's sandbox (a Hyper-V isolated container " \
-	"per session, managed by Azure); terp's local sandbox does not apply there."
-
-static void
-aca_build(struct loop *l, const struct kernel_opts *o, struct kernel_backend *kb)
-{
-	struct aca_opts *ao = xcalloc(1, sizeof *ao);
-
-	aca_opts_default(ao);
-	ao->endpoint = o->sandbox + 4;
-	ao->token_cmd = o->sandbox_token_cmd;
-	ao->token_env = o->sandbox_token_env ? o->sandbox_token_env : ACA_TOKEN_ENV;
-	ao->identifier = o->sandbox_session;
-	ao->out_dir = o->out_dir;
-	ao->data_files = o->data_files;
-	ao->ndata = o->ndata;
-	if (o->timeout_ms > 0 && o->timeout_ms < ao->timeout_ms)
-		ao->timeout_ms = o->timeout_ms;
-	ao->artifact_max = o->artifact_max;
-	ao->artifacts_per_cell = o->artifacts_per_cell;
-	ao->artifacts_per_session = o->artifacts_per_session;
-	ao->artifact_bytes = o->artifact_bytes;
-	kb->ops = &aca_ops;
-	kb->b = aca_new(l, ao, &kb->inner, kb);
-	kb->isolation = ACA_ISOLATION;
-	kb->note = aca_note();
-	kb->opts = ao;
-}
-
 /* ------------------------------------------------------------ failed */
 
 /* A backend that could not be built: every call says why (b is the
@@ -457,8 +232,14 @@ kernel_backend_new(struct loop *l, const struct kernel_opts *o,
 	kb->inner.state = cb_state;
 	kb->inner.installed = cb_installed;
 	switch (kind) {
-	case KERNEL_JUPYTER: jupyter_build(l, o, kb); break;
-	case KERNEL_ACA: aca_build(l, o, kb); break;
+	case KERNEL_JUPYTER:
+		if (kernel_jupyter_build(l, o, &kb->inner, kb, kb, &err) < 0) {
+			/* every call says so, in one line, from start on */
+			kb->ops = &failed_ops;
+			kb->b = err;
+		}
+		break;
+	case KERNEL_ACA: kernel_aca_build(l, o, &kb->inner, kb, kb); break;
 	default: kernel_ssh_build(l, o, &kb->inner, kb, kb); break;
 	}
 }

@@ -153,6 +153,15 @@ r_tool_call(void *arg, const char *id, const char *name, const char *args)
 }
 
 static void
+r_tool_code(void *arg, int call, const char *code, size_t len)
+{
+	struct llm *m = arg;
+
+	if (m->busy && m->cbs.tool_code != NULL)
+		m->cbs.tool_code(m->arg, call, code, len);
+}
+
+static void
 r_usage(void *arg, const struct usage *u)
 {
 	struct llm *m = arg;
@@ -206,7 +215,7 @@ r_error(void *arg, const struct llm_error *e)
 static const struct llm_cbs relay = {
 	.text = r_text, .tool_call = r_tool_call, .usage = r_usage,
 	.reasoning = r_reasoning, .reasoning_item = r_reasoning_item,
-	.sent = r_sent, .notice = r_notice, .done = r_done, .error = r_error,
+	.tool_code = r_tool_code, .sent = r_sent, .notice = r_notice, .done = r_done, .error = r_error,
 };
 
 static const char *const reasoning_names[] = {
@@ -367,6 +376,14 @@ const char *
 llm_provider(const struct llm *m)
 {
 	return m->cfg.provider;
+}
+
+const char *
+llm_suggest(const struct llm *m, int i)
+{
+	if (m->prov->backend->suggest == NULL)
+		return NULL;
+	return m->prov->backend->suggest(m->backend, i);
 }
 
 const char *

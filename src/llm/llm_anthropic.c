@@ -13,7 +13,7 @@
 #include "terp/llm_provider.h"
 #include "terp/util.h"
 
-#define MAX_BLOCKS	128	/* text, thinking and tool_use blocks of one reply */
+#define MAX_BLOCKS	LLM_DEC_SLOTS	/* text, thinking and tool_use blocks of one reply */
 
 /* Appends block to the last message when it has the same role (the API
  * wants user and assistant to alternate), else to a new message. */

@@ -6,12 +6,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "terp/buf.h"
 #include "terp/config.h"
 #include "terp/llm.h"
+#include "terp/secret.h"
 #include "terp/util.h"
 
 #ifndef TERP_DATADIR
@@ -100,33 +100,23 @@ split_model(struct llm_config *cfg)
 static char *
 key_from_cmd(const char *cmd, char **err)
 {
-	FILE *f = popen(cmd, "r");
-	char buf[KEY_MAX + 1];
-	size_t n;
-	int st;
+	char *key;
+	int code;
 
-	if (f == NULL) {
+	switch (secret_from_cmd(cmd, KEY_MAX, SECRET_ONE_LINE, &key, &code)) {
+	case SECRET_OK:
+		return key;
+	case SECRET_NO_RUN:
 		*err = xasprintf("api_key_cmd: %s", strerror(errno));
-		return NULL;
-	}
-	n = fread(buf, 1, KEY_MAX, f);
-	while (fgetc(f) != EOF)
-		;	/* drain, so the command is not killed by SIGPIPE */
-	st = pclose(f);
-	if (st == -1 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
-		*err = xasprintf("api_key_cmd failed (exit status %d)",
-		    st != -1 && WIFEXITED(st) ? WEXITSTATUS(st) : -1);
-		return NULL;
-	}
-	buf[n] = '\0';
-	while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r' ||
-	    buf[n - 1] == ' ' || buf[n - 1] == '\t'))
-		buf[--n] = '\0';
-	if (n == 0 || strchr(buf, '\n') != NULL) {
+		break;
+	case SECRET_FAILED:
+		*err = xasprintf("api_key_cmd failed (exit status %d)", code);
+		break;
+	case SECRET_EMPTY:
 		*err = xstrdup("api_key_cmd printed no key (or more than one line)");
-		return NULL;
+		break;
 	}
-	return xstrdup(buf);
+	return NULL;
 }
 
 static int

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "terp/json_text.h"
+#include "terp/llm_argcode.h"
 #include "terp/llm_provider.h"
 #include "terp/sanitize.h"
 #include "terp/util.h"
@@ -386,6 +387,9 @@ llm_dec_free(struct llm_dec *d)
 		free(d->slot[i].id);
 		free(d->slot[i].name);
 		buf_free(&d->slot[i].args);
+		if (d->slot[i].code != NULL)
+			llm_argcode_free(d->slot[i].code);
+		free(d->slot[i].code);
 	}
 	free(d->priv);
 	free(d->stop);
@@ -509,17 +513,47 @@ llm_dec_slot_names(struct llm_slot *s, const char *id, const char *name)
 		s->name = xstrdup(name);
 }
 
+/* The code of a python_exec call as its arguments stream, for the
+ * frontends to show before the call is whole. */
+static void
+slot_code(struct llm_dec *d, struct llm_slot *s, const char *p, size_t n)
+{
+	const char *code;
+	size_t len;
+
+	if (!s->tool || d->sink->tool_code == NULL)
+		return;
+	if (s->code == NULL) {
+		s->code = xmalloc(sizeof *s->code);
+		llm_argcode_init(s->code, LLM_DEC_ARGS_MAX);
+	}
+	if (s->args.len == n)	/* the arguments (re)started with p */
+		llm_argcode_reset(s->code);
+	if (llm_argcode_feed(s->code, p, n) == 0)
+		return;
+	code = llm_argcode_text(s->code, &len);
+	d->sink->tool_code(d->arg, (int)(s - d->slot), code, len);
+}
+
 int
 llm_dec_slot_args(struct llm_dec *d, struct llm_slot *s, const char *p, size_t n)
 {
 	if (d->st != LLM_DEC_MORE)
 		return -1;
+	if (n > LLM_DEC_ARGS_TOTAL - d->args_total) {
+		llm_dec_fail(d, LLM_ERR_BAD_REPLY, 0,
+		    "tool call arguments too big (over %u MiB in one reply)",
+		    LLM_DEC_ARGS_TOTAL >> 20);
+		return -1;
+	}
+	d->args_total += n;
 	if (buf_add(&s->args, p, n) < 0) {
 		llm_dec_fail(d, LLM_ERR_BAD_REPLY, 0,
 		    "tool call arguments too big (over %u MiB)",
 		    LLM_DEC_ARGS_MAX >> 20);
 		return -1;
 	}
+	slot_code(d, s, p, n);
 	return 0;
 }
 

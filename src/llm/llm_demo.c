@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "terp/llm_provider.h"
+#include "terp/json_text.h"
 #include "terp/sanitize.h"
 #include "terp/util.h"
 
@@ -306,6 +307,15 @@ demo_request(void *p, const char *system, const cJSON *messages,
 	return 0;
 }
 
+static const char *
+demo_suggest(void *p, int i)
+{
+	struct llm_demo *d = p;
+	const cJSON *q = cJSON_GetArrayItem(json_arr(d->script, "questions"), i);
+
+	return i < 0 ? NULL : json_str(q, "question");
+}
+
 const struct llm_backend llm_demo_backend = {
-	demo_open, demo_request, demo_cancel, demo_close,
+	demo_open, demo_request, demo_cancel, demo_close, demo_suggest,
 };

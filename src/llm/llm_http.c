@@ -15,6 +15,7 @@
 
 #include "terp/http.h"
 #include "terp/llm_provider.h"
+#include "terp/retry_after.h"
 #include "terp/sse.h"
 #include "terp/util.h"
 
@@ -36,6 +37,8 @@ struct attempt {
 	int			 in_feed;	/* inside sse_feed */
 	int			 dead;		/* cancelled while in_feed */
 	int			 too_big;	/* sse.c refused a line or event */
+	int			 first;		/* the body's first non-blank byte, 0
+						 * before it: '<' is an HTML page */
 };
 
 struct hb {
@@ -89,33 +92,6 @@ llm_wire_header(struct llm_wire *w, const char *fmt, ...)
 	w->headers[n + 1] = NULL;
 }
 
-int64_t
-llm_retry_after_ms(const char *retry_after_ms, const char *retry_after,
-    int64_t now)
-{
-	char *end;
-	double v;
-
-	if (retry_after_ms != NULL) {
-		v = strtod(retry_after_ms, &end);
-		if (end != retry_after_ms && *end == '\0' && v >= 0 && v < 1e12)
-			return (int64_t)v;
-	}
-	if (retry_after != NULL) {
-		struct tm tm;
-		v = strtod(retry_after, &end);
-		if (end != retry_after && *end == '\0' && v >= 0 && v < 1e9)
-			return (int64_t)(v * 1000);
-		memset(&tm, 0, sizeof tm);
-		end = strptime(retry_after, "%a, %d %b %Y %H:%M:%S GMT", &tm);
-		if (end != NULL && *end == '\0') {
-			int64_t t = (int64_t)timegm(&tm);
-			return t > now ? (t - now) * 1000 : 0;
-		}
-	}
-	return -1;
-}
-
 /* ------------------------------------------------------------ policy */
 
 static int
@@ -141,6 +117,28 @@ transport_retryable(int code)
 		return 0;
 	}
 	return 1;
+}
+
+/* A TLS handshake the two ends cannot agree on (no common protocol
+ * version or cipher) fails the same way every time; a reset in the
+ * middle of one (also CURLE_SSL_CONNECT_ERROR) may not. curl says which
+ * only in its message, OpenSSL's alert names. */
+static int
+tls_mismatch(int code, const char *msg)
+{
+	static const char *const words[] = {
+		"protocol version", "unsupported protocol",
+		"no protocols available", "wrong version number",
+		"handshake failure", "no shared cipher",
+		"version too low", "unsupported_protocol", "legacy sigalg",
+	};
+
+	if (code != CURLE_SSL_CONNECT_ERROR || msg == NULL)
+		return 0;
+	for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
+		if (strcasestr(msg, words[i]) != NULL)
+			return 1;
+	return 0;
 }
 
 /* No server answered at that address: its URL is what to check. */
@@ -362,6 +360,19 @@ sink_reasoning_item(void *arg, const char *json)
 }
 
 static void
+sink_tool_code(void *arg, int call, const char *code, size_t n)
+{
+	struct attempt *a = arg;
+	struct hb *b = a->b;
+
+	/* not "delivered": only shown, so a retry may still start over */
+	if (a->dead || b->a != a)
+		return;
+	if (b->out->tool_code != NULL)
+		b->out->tool_code(b->arg, call, code, n);
+}
+
+static void
 sink_usage(void *arg, const struct usage *u)
 {
 	struct attempt *a = arg;
@@ -391,6 +402,9 @@ on_body(void *arg, const char *p, size_t n)
 
 	if (a->dec->st != LLM_DEC_MORE)
 		return 0;	/* the rest (after [DONE]) does not matter */
+	for (size_t i = 0; a->first == 0 && i < n; i++)
+		if (p[i] != ' ' && p[i] != '\t' && p[i] != '\r' && p[i] != '\n')
+			a->first = (unsigned char)p[i];
 	a->in_feed = 1;
 	r = sse_feed(a->sse, p, n);
 	a->in_feed = 0;
@@ -404,6 +418,16 @@ on_body(void *arg, const char *p, size_t n)
 		return 1;
 	}
 	return a->dec->st == LLM_DEC_ERROR;
+}
+
+/* A 2xx body that is a web page, not a stream of events: a captive
+ * portal's or a proxy's login page answers any URL with 200. Asking
+ * again brings the same page. */
+static int
+html_reply(const struct attempt *a, const struct http_result *r)
+{
+	return a->first == '<' || (r->content_type != NULL &&
+	    strncasecmp(r->content_type, "text/html", 9) == 0);
 }
 
 /* A 2xx answer is over: the reply ended, failed, or was cut. */
@@ -428,6 +452,15 @@ stream_done(struct hb *b, struct attempt *a, const struct http_result *r)
 	}
 	if (a->dec->st == LLM_DEC_END) {
 		succeed(b, llm_dec_stop_reason(a->dec));
+		return;
+	}
+	if (!b->delivered && html_reply(a, r)) {
+		s = xasprintf("%s answered with an HTML page, not a model "
+		    "reply (a captive portal or a proxy's login page?); "
+		    "check the network and the URL", b->wire.url);
+		llm_one_line(s, 400);
+		fail_with(b, LLM_ERR_BAD_REPLY, r->status, 0, s);
+		free(s);
 		return;
 	}
 	if (a->too_big) {
@@ -483,8 +516,12 @@ on_done(void *arg, const struct http_result *r)
 		    b->wire.url, r->error ? r->error : "unknown error");
 		llm_one_line(s, 400);
 		e = (struct llm_error){ LLM_ERR_NET, 0, s,
-		    transport_retryable(r->curl_code) };
-		hint = no_server(r->curl_code) ? llm_unreachable_hint(b->cfg) : NULL;
+		    transport_retryable(r->curl_code) &&
+		    !tls_mismatch(r->curl_code, r->error) };
+		hint = no_server(r->curl_code) ? llm_unreachable_hint(b->cfg) :
+		    tls_mismatch(r->curl_code, r->error) ? xstrdup("the server "
+		    "and terp agree on no TLS version or cipher, so asking "
+		    "again cannot help") : NULL;
 		/* a refused connection is an answer: asked again once, after
 		 * the first backoff and without a notice, in case the server
 		 * was restarting; the failure is then one line */
@@ -506,7 +543,7 @@ on_done(void *arg, const struct http_result *r)
 		e.retryable = strcasecmp(r->should_retry, "true") == 0;
 	if (e.kind == LLM_ERR_QUOTA || e.kind == LLM_ERR_CONTEXT)
 		e.retryable = 0;	/* billing, or too long: waiting cannot help */
-	wait = llm_retry_after_ms(r->retry_after_ms, r->retry_after,
+	wait = retry_after_ms(r->retry_after_ms, r->retry_after,
 	    (int64_t)time(NULL));
 	if (e.retryable)
 		retry_or_fail(b, &e, wait);
@@ -573,6 +610,7 @@ hb_open(struct loop *l, const struct llm_config *cfg,
 	b->sink.usage = sink_usage;
 	b->sink.reasoning = sink_reasoning;
 	b->sink.reasoning_item = sink_reasoning_item;
+	b->sink.tool_code = sink_tool_code;
 	return b;
 }
 
@@ -621,5 +659,5 @@ hb_close(void *p)
 }
 
 const struct llm_backend llm_http_backend = {
-	hb_open, hb_request, hb_cancel, hb_close,
+	hb_open, hb_request, hb_cancel, hb_close, NULL,
 };

@@ -19,7 +19,7 @@
 #include "terp/llm_provider.h"
 #include "terp/util.h"
 
-#define MAX_CALLS	64
+#define MAX_CALLS	LLM_DEC_SLOTS
 
 static cJSON *
 tool_json(enum llm_openai_flavor f)
@@ -507,7 +507,7 @@ tool_delta(struct llm_dec *d, const cJSON *t)
 	s = find_slot(d, cJSON_IsNumber(idx) ? idx->valueint : -1, id, name);
 	if (s == NULL) {
 		llm_dec_fail(d, LLM_ERR_BAD_REPLY, 0,
-		    "too many tool calls in one reply");
+		    "too many tool calls in one reply (over %d)", LLM_DEC_SLOTS);
 		return;
 	}
 	llm_dec_slot_names(s, id, name);

@@ -25,7 +25,7 @@
 #include "terp/llm_provider.h"
 #include "terp/util.h"
 
-#define MAX_ITEMS	128	/* output items of one reply */
+#define MAX_ITEMS	LLM_DEC_SLOTS	/* output items of one reply */
 
 int
 llm_responses_reasoning_model(const char *model)

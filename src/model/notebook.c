@@ -41,8 +41,22 @@ struct notebook {
 	struct net_attempt *net;	/* the egress ledger (netlog.h) */
 	size_t		  nnet, capnet;
 	uint64_t	  net_dropped;
+	size_t		 *net_open;	/* indexes in net of open attempts */
+	size_t		  nnet_open, capnet_open;
+	struct net_cellsum *net_cells;	/* cell -> its summary, a hash table */
+	size_t		  nnet_cells, capnet_cells;
+	struct netlog_sum *net_all;	/* the session's */
 	struct package	 *pkgs;		/* what pip installed, in order */
 	int		  npkgs, cappkgs;
+};
+
+/* One cell's ledger summary, kept as its attempts come (issue 22: the
+ * notebook recomputed every cell's from the whole ledger on each
+ * attempt). Keyed by cell number in an open-addressing table: a
+ * journal's cell numbers are bounded only by its lines. */
+struct net_cellsum {
+	int		   cell;
+	struct netlog_sum *sum;		/* NULL: an empty slot */
 };
 
 #define GROW(arr, n, cap) do {						\
@@ -89,6 +103,7 @@ cell_free(struct cell *c)
 	outcap_free(&c->out[0]);
 	outcap_free(&c->out[1]);
 	free(c->value);
+	free(c->value_wide);
 	free(c->ename);
 	free(c->evalue);
 	free(c->traceback);
@@ -129,6 +144,11 @@ notebook_free(struct notebook *nb)
 	}
 	free(nb->files);
 	free(nb->net);
+	free(nb->net_open);
+	for (size_t i = 0; i < nb->capnet_cells; i++)
+		netlog_sum_free(nb->net_cells[i].sum);
+	free(nb->net_cells);
+	netlog_sum_free(nb->net_all);
 	for (int i = 0; i < nb->npkgs; i++) {
 		free(nb->pkgs[i].name);
 		free(nb->pkgs[i].version);
@@ -208,6 +228,8 @@ notebook_cell_result(struct notebook *nb, int n, const struct cell_result *r)
 	c->duration_ms = r->duration_ms;
 	c->duration_us = r->duration_us;
 	c->value = dup_or_null(r->value);
+	free(c->value_wide);
+	c->value_wide = dup_or_null(r->value_wide);
 	c->ename = dup_or_null(r->ename);
 	c->evalue = dup_or_null(r->evalue);
 	c->traceback = dup_or_null(r->traceback);
@@ -384,6 +406,46 @@ notebook_replace_message(struct notebook *nb, int i, cJSON *m)
 	nb->gen = ++gens;
 	if (i == nb->nmsgs - 1)
 		nb->last_msg = m;
+}
+
+int
+notebook_drop_cell(struct notebook *nb, int n)
+{
+	struct cell *c = notebook_cell(nb, n);
+	struct nb_change ch = { .kind = NB_DROP };
+	cJSON *m, *calls, *call;
+	const char *id;
+
+	if (c == NULL || c->dropped || c->status == CELL_PENDING ||
+	    c->status == CELL_RUNNING)
+		return -1;
+	c->dropped = 1;
+	c->told_model = 1;	/* a hand-run one is never told now */
+	if ((id = c->tool_call_id) != NULL) {
+		cJSON_ArrayForEach(m, nb->messages) {
+			const char *tid = cJSON_GetStringValue(
+			    cJSON_GetObjectItemCaseSensitive(m, "tool_call_id"));
+			if (tid != NULL && strcmp(tid, id) == 0) {
+				cJSON_ReplaceItemInObjectCaseSensitive(m, "content",
+				    cJSON_CreateString(NOTEBOOK_DROPPED_RESULT));
+				cJSON_ReplaceItemInObjectCaseSensitive(m, "is_error",
+				    cJSON_CreateFalse());
+				continue;
+			}
+			calls = cJSON_GetObjectItemCaseSensitive(m, "tool_calls");
+			cJSON_ArrayForEach(call, calls) {
+				const char *cid = cJSON_GetStringValue(
+				    cJSON_GetObjectItemCaseSensitive(call, "id"));
+				if (cid != NULL && strcmp(cid, id) == 0)
+					cJSON_ReplaceItemInObjectCaseSensitive(call,
+					    "arguments", cJSON_CreateString(NOTEBOOK_DROPPED_ARGS));
+			}
+		}
+		nb->gen = ++gens;
+	}
+	ch.cell = c;
+	tell(nb, &ch);
+	return 0;
 }
 
 const struct question *
@@ -628,15 +690,85 @@ net_told(struct notebook *nb, struct net_attempt *kept)
 	return kept;
 }
 
+static size_t
+cellsum_slot(const struct net_cellsum *t, size_t cap, int cell)
+{
+	size_t k = ((size_t)(unsigned)cell * 2654435761u) & (cap - 1);
+
+	while (t[k].sum != NULL && t[k].cell != cell)
+		k = (k + 1) & (cap - 1);
+	return k;
+}
+
+/* cell's summary; made when create, else NULL when it has none. */
+static struct netlog_sum *
+cellsum(struct notebook *nb, int cell, int create)
+{
+	size_t k;
+
+	if (nb->capnet_cells > 0) {
+		k = cellsum_slot(nb->net_cells, nb->capnet_cells, cell);
+		if (nb->net_cells[k].sum != NULL || !create)
+			return nb->net_cells[k].sum;
+	} else if (!create) {
+		return NULL;
+	}
+	if (2 * (nb->nnet_cells + 1) > nb->capnet_cells) {
+		size_t cap = nb->capnet_cells ? nb->capnet_cells * 2 : 16;
+		struct net_cellsum *t = xcalloc(cap, sizeof *t);
+		for (size_t i = 0; i < nb->capnet_cells; i++)
+			if (nb->net_cells[i].sum != NULL)
+				t[cellsum_slot(t, cap, nb->net_cells[i].cell)] =
+				    nb->net_cells[i];
+		free(nb->net_cells);
+		nb->net_cells = t;
+		nb->capnet_cells = cap;
+	}
+	k = cellsum_slot(nb->net_cells, nb->capnet_cells, cell);
+	nb->net_cells[k].cell = cell;
+	nb->net_cells[k].sum = netlog_sum_new();
+	nb->nnet_cells++;
+	return nb->net_cells[k].sum;
+}
+
+static void
+net_count(struct notebook *nb, const struct net_attempt *a, int add)
+{
+	if (nb->net_all == NULL)
+		nb->net_all = netlog_sum_new();
+	if (add) {
+		netlog_sum_add(cellsum(nb, a->cell, 1), a);
+		netlog_sum_add(nb->net_all, a);
+	} else {
+		netlog_sum_remove(cellsum(nb, a->cell, 1), a);
+		netlog_sum_remove(nb->net_all, a);
+	}
+}
+
+/* An open attempt's later reports update its entry: the newest open one
+ * with its id, found among the open ones (a handful: the proxy's
+ * connection limit), not by a walk of the whole ledger. */
 const struct net_attempt *
 notebook_add_net(struct notebook *nb, const struct net_attempt *a)
 {
-	/* an open attempt's later events: its newest entry, from the end */
-	for (size_t i = nb->nnet; i-- > 0 && a->id != 0;) {
-		if (nb->net[i].open && nb->net[i].id == a->id) {
-			nb->net[i] = *a;
-			return net_told(nb, &nb->net[i]);
+	size_t at = 0, k = 0;
+	int found = 0;
+
+	for (size_t j = 0; j < nb->nnet_open && a->id != 0; j++) {
+		size_t i = nb->net_open[j];
+		if (nb->net[i].id == a->id && (!found || i > at)) {
+			at = i;
+			k = j;
+			found = 1;
 		}
+	}
+	if (found) {
+		net_count(nb, &nb->net[at], 0);
+		nb->net[at] = *a;
+		net_count(nb, &nb->net[at], 1);
+		if (!a->open)
+			nb->net_open[k] = nb->net_open[--nb->nnet_open];
+		return net_told(nb, &nb->net[at]);
 	}
 	if (nb->nnet >= NOTEBOOK_NET_MAX) {
 		nb->net_dropped++;
@@ -644,7 +776,24 @@ notebook_add_net(struct notebook *nb, const struct net_attempt *a)
 	}
 	GROW(nb->net, nb->nnet, nb->capnet);
 	nb->net[nb->nnet] = *a;
+	if (a->open && a->id != 0) {
+		GROW(nb->net_open, nb->nnet_open, nb->capnet_open);
+		nb->net_open[nb->nnet_open++] = nb->nnet;
+	}
+	net_count(nb, a, 1);
 	return net_told(nb, &nb->net[nb->nnet++]);
+}
+
+const struct netlog_sum *
+notebook_net_sum(const struct notebook *nb, int cell)
+{
+	return cellsum((struct notebook *)nb, cell, 0);
+}
+
+const struct netlog_sum *
+notebook_net_total(const struct notebook *nb)
+{
+	return nb->net_all;
 }
 
 const struct net_attempt *

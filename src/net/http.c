@@ -438,6 +438,10 @@ setopt_once(CURL *e)
 	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
 	curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+	/* TLS 1.2 at least: an older server then fails with OpenSSL's
+	 * "protocol version" alert, which llm_http reads as final, instead of
+	 * a half-made 1.1 handshake's sigalg error. */
+	curl_easy_setopt(e, CURLOPT_SSLVERSION, (long)CURL_SSLVERSION_TLSv1_2);
 	curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
 	curl_easy_setopt(e, CURLOPT_TCP_KEEPIDLE, 60L);
 	curl_easy_setopt(e, CURLOPT_TCP_KEEPINTVL, 60L);

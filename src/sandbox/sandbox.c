@@ -151,7 +151,8 @@ sandbox_env(const struct sandbox_spec *s, struct argv *env)
 	av_add(env, "PYTHONUNBUFFERED=1");
 	snprintf(b, sizeof b, "TERP_ARTIFACT_MAX=%llu", (unsigned long long)s->artifact_max);
 	av_add(env, b);
-	av_add(env, s->preload ? "TERP_PRELOAD=1" : "TERP_PRELOAD=0");
+	av_add(env, s->preload == SANDBOX_PRELOAD_IDLE ? "TERP_PRELOAD=1" :
+	    s->preload == SANDBOX_PRELOAD_NEED ? "TERP_PRELOAD=need" : "TERP_PRELOAD=0");
 	av_addf(env, "TERP_OUT_DIR=%s/out", s->no_sandbox ? s->workspace : "/workspace");
 	if (s->no_sandbox)
 		av_addf(env, "TERP_SITE_DIR=%s/.terp/site", s->workspace);

@@ -140,6 +140,36 @@ sandbox_tree_python(pid_t init)
 	return kids[0];
 }
 
+void
+sandbox_tree_pin_only_child(struct sandbox_pinned *p, pid_t parent)
+{
+	pid_t kids[4];
+
+	sandbox_tree_unpin(p);
+	if (parent <= 0 || sandbox_tree_children(parent, kids, 4) != 1)
+		return;
+	p->pidfd = (int)syscall(SYS_pidfd_open, kids[0], 0);
+	if (p->pidfd >= 0)
+		p->pid = kids[0];
+}
+
+int
+sandbox_tree_pinned_alive(const struct sandbox_pinned *p)
+{
+	struct pollfd pf = { .fd = p->pidfd, .events = POLLIN };
+
+	return p->pid > 0 && p->pidfd >= 0 && poll(&pf, 1, 0) == 0;
+}
+
+void
+sandbox_tree_unpin(struct sandbox_pinned *p)
+{
+	if (p->pidfd >= 0)
+		close(p->pidfd);
+	p->pidfd = -1;
+	p->pid = 0;
+}
+
 int
 sandbox_tree_kill_strays(pid_t init, const pid_t *keep, int nkeep, int wait_ms)
 {

@@ -113,8 +113,8 @@ on_term(struct loop *l, int signo, void *arg)
 	struct tui *t = arg;
 
 	(void)l;
-	(void)signo;
 	t->quit = 1;
+	t->quit_signo = signo;
 }
 
 /* ---- the terminal ---- */
@@ -248,6 +248,7 @@ state_free(struct tui *t)
 	tui_search_free(t);
 	tui_data_free(t);
 	t->quit = 0;
+	t->quit_signo = 0;
 	t->agent = NULL;
 	t->nb = NULL;
 }
@@ -284,10 +285,47 @@ frame(struct tui *t)
 	return wait;
 }
 
+static const char *
+gfx_env(const char *k)
+{
+	return getenv(k);
+}
+
+/* Picks the graphics protocol before curses owns the terminal: the
+ * environment first, then (only when nothing is declared, outside
+ * tmux) a DA1 query for sixel. */
+static void
+gfx_init(struct tui *t)
+{
+	enum tui_gfx_mode want = t->o.images;
+	int sixel = -1, pass_ok = 0;
+	const char *tm = getenv("TMUX");
+
+	if (want == TUI_GFX_AUTO && (tm == NULL || *tm == '\0')) {
+		int pt;
+		if (tui_gfx_detect(want, gfx_env, 0, -1, &pt) == TUI_GFX_BLOCKS)
+			sixel = tui_gfx_query_sixel(STDIN_FILENO, 300);
+	}
+	if (tm != NULL && *tm != '\0' && want != TUI_GFX_BLOCKS &&
+	    want != TUI_GFX_OFF)
+		pass_ok = tui_gfx_tmux_passthrough();
+	t->gfx.mode = tui_gfx_detect(want, gfx_env, pass_ok, sixel,
+	    &t->gfx.passthrough);
+	struct winsize ws;
+	t->gfx.cellw = 10;
+	t->gfx.cellh = 20;
+	if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col &&
+	    ws.ws_row && ws.ws_xpixel && ws.ws_ypixel) {
+		t->gfx.cellw = ws.ws_xpixel / ws.ws_col;
+		t->gfx.cellh = ws.ws_ypixel / ws.ws_row;
+	}
+}
+
 int
 tui_run(struct loop *l, struct agent *a, const struct tui_opts *o, char **err)
 {
 	struct tui *t = &tui_one;
+	int signo;
 
 	/* FIRST, before any other readline call: otherwise readline exports
 	 * LINES/COLUMNS and ncurses never sees a resize again (TUI.md 3.2). */
@@ -299,6 +337,7 @@ tui_run(struct loop *l, struct agent *a, const struct tui_opts *o, char **err)
 	}
 	setlocale(LC_ALL, "");
 	state_init(t, l, a, o);
+	gfx_init(t);
 	/* our SIGWINCH handler goes in before curses so ncurses keeps it */
 	loop_signal(l, SIGWINCH, on_winch, t);
 	loop_signal(l, SIGTERM, on_term, t);
@@ -326,6 +365,7 @@ tui_run(struct loop *l, struct agent *a, const struct tui_opts *o, char **err)
 	delscreen(scr);
 	tui_style_free(t);
 	fatal_set_hook(NULL);
+	signo = t->quit_signo;
 	state_free(t);
-	return 0;
+	return signo;
 }

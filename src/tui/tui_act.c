@@ -22,6 +22,7 @@
 #include "terp/sanitize.h"
 #include "terp/util.h"
 
+#include "tui_cells.h"
 #include "tui_draw.h"
 #include "tui_items.h"
 #include "tui_spawn.h"
@@ -94,35 +95,47 @@ tui_act_rerun(struct tui *t, int n)
 		t->v[P_CELLS].follow = 1;
 }
 
+/* code edited in $EDITOR through a temporary file: the new text, or
+ * NULL (told on the status bar) when the editor failed; *len its
+ * length. */
+static char *
+edit_code(struct tui *t, const char *code, size_t *len)
+{
+	char tmpl[] = "/tmp/terp-cell-XXXXXX.py";
+	int fd = mkstemps(tmpl, 3);
+	if (fd < 0) {
+		tui_flash(t, "cannot create a temporary file: %s", strerror(errno));
+		return NULL;
+	}
+	if (write_all(fd, code, strlen(code)) < 0) {
+		close(fd);
+		unlink(tmpl);
+		tui_flash(t, "cannot write %s", tmpl);
+		return NULL;
+	}
+	close(fd);
+	int st = tui_spawn_editor(t, tmpl);
+	char *nc = read_file(tmpl, 1024 * 1024, len);
+	unlink(tmpl);
+	if (st != 0 || !nc) {
+		tui_flash(t, "editor failed (status %d); nothing run", st);
+		free(nc);
+		return NULL;
+	}
+	return nc;
+}
+
 void
 tui_act_edit(struct tui *t, int n)
 {
 	const struct cell *c = notebook_cell(t->nb, n);
 	if (!c)
 		return;
-	char tmpl[] = "/tmp/terp-cell-XXXXXX.py";
-	int fd = mkstemps(tmpl, 3);
-	if (fd < 0) {
-		tui_flash(t, "cannot create a temporary file: %s", strerror(errno));
-		return;
-	}
 	const char *code = c->code ? c->code : "";
-	if (write_all(fd, code, strlen(code)) < 0) {
-		close(fd);
-		unlink(tmpl);
-		tui_flash(t, "cannot write %s", tmpl);
-		return;
-	}
-	close(fd);
-	int st = tui_spawn_editor(t, tmpl);
 	size_t len;
-	char *nc = read_file(tmpl, 1024 * 1024, &len);
-	unlink(tmpl);
-	if (st != 0 || !nc) {
-		tui_flash(t, "editor failed (status %d); nothing run", st);
-		free(nc);
+	char *nc = edit_code(t, code, &len);
+	if (nc == NULL)
 		return;
-	}
 	if (strcmp(nc, code) == 0 || len == 0) {
 		tui_flash(t, "cell [%d] unchanged; not run", n);
 		free(nc);
@@ -134,6 +147,111 @@ tui_act_edit(struct tui *t, int n)
 	else
 		t->v[P_CELLS].follow = 1;
 	free(nc);
+}
+
+void
+tui_act_approve_ask(struct tui *t, const char *code, size_t len)
+{
+	free(t->in.approve_code);
+	t->in.approve_code = xstrndup(code, len);
+	t->in.modal = M_APPROVE;
+	tui_mark(t);
+}
+
+void
+tui_act_approve_end(struct tui *t)
+{
+	free(t->in.approve_code);
+	t->in.approve_code = NULL;
+	if (t->in.modal == M_APPROVE)
+		t->in.modal = M_NONE;
+	tui_mark(t);
+}
+
+int
+tui_act_approve_key(struct tui *t, int c)
+{
+	enum agent_verdict v;
+	char *nc = NULL, *err = NULL;
+	size_t len;
+
+	switch (c) {
+	case 'y': case 'Y': case '\r': case '\n': case KEY_ENTER:
+		v = AGENT_RUN;
+		break;
+	case 'n': case 'N':
+		v = AGENT_SKIP;
+		break;
+	case 'a': case 'A':
+		v = AGENT_ALWAYS;
+		break;
+	case 'e': case 'E':
+		if ((nc = edit_code(t, t->in.approve_code, &len)) == NULL)
+			return 1;	/* still waiting */
+		if (len == 0) {
+			free(nc);
+			tui_flash(t, "the edited cell is empty: y runs the model's, n skips it");
+			return 1;
+		}
+		v = AGENT_RUN;
+		break;
+	case 3:		/* Ctrl-C: the agent answers it as cancelled */
+		return 0;
+	default:
+		tui_flash(t, "y or Enter runs the cell, e edits it first, n skips it "
+		    "(the model is told), a runs it and stops asking");
+		return 1;
+	}
+	/* the agent may ask about its next cell before it returns */
+	tui_act_approve_end(t);
+	if (v == AGENT_SKIP)
+		tui_items_pending_skipped(t);
+	if (agent_approve(t->agent, v, nc, &err) < 0)
+		tui_show_err(t, "run", err);
+	else if (v == AGENT_ALWAYS)
+		tui_flash(t, "the model's cells run without asking now (/ask on asks again)");
+	free(nc);
+	return 1;
+}
+
+void
+tui_act_drop_ask(struct tui *t, int n)
+{
+	snprintf(t->in.save_prompt, sizeof t->in.save_prompt,
+	    "drop cell [%d] from the notebook and from what the model is sent? (y/n) ", n);
+	t->in.save_art = n;
+	t->in.modal = M_DROP_CONFIRM;
+	tui_mark(t);
+}
+
+void
+tui_act_drop_confirm(struct tui *t, int yes)
+{
+	int n = t->in.save_art;
+	char *err = NULL;
+
+	t->in.modal = M_NONE;
+	tui_mark(t);
+	if (!yes) {
+		tui_flash(t, "cell [%d] kept", n);
+		return;
+	}
+	if (agent_drop_cell(t->agent, n, &err) < 0) {
+		tui_show_err(t, "drop", err);
+		return;
+	}
+	tui_cells_invalidate(t);
+	/* the selection moves to a cell still shown */
+	int nc = notebook_ncells(t->nb), s = n;
+	while (s <= nc && notebook_cell(t->nb, s)->dropped)
+		s++;
+	while (s > nc && --s >= 1 && notebook_cell(t->nb, s)->dropped)
+		;
+	t->v[P_CELLS].sel = s;
+	for (int i = 0; i < t->conv.nitems; i++)	/* its link says so */
+		if (t->conv.items[i].kind == IT_CELL && t->conv.items[i].cell == n)
+			t->conv.items[i].version++;
+	tui_flash(t, "cell [%d] dropped: the model no longer sees it (the journal keeps it)", n);
 }
 
 /* OSC 52 carries at most this much (base64 of it under 100 kB, what
@@ -340,6 +458,9 @@ open_elsewhere(struct tui *t, const struct artifact *a)
 	else if (getenv("SSH_CONNECTION"))
 		how = xasprintf("on your own machine: scp THIS-HOST:'%s' . "
 		    "and open it there", a->path);
+	else if (image)
+		how = xasprintf("copy it where an image viewer runs, or install "
+		    "chafa to see it in this terminal (chafa '%s')", a->path);
 	else
 		how = xasprintf("less '%s', or copy it where a viewer runs", a->path);
 	m = xasprintf("xdg-open is not installed here. %s is at %s%s; to view "

@@ -18,6 +18,19 @@ void tui_act_copy(struct tui *t, int n);
 void tui_act_copy_output(struct tui *t, int n);
 void tui_act_copy_answer(struct tui *t);
 
+/* --ask: the model's cell waits (EV_APPROVE): the input line asks
+ * "run? y / e edit / n skip / a always" (M_APPROVE) and each key
+ * answers through tui_act_approve_key (1: the key was taken). _end:
+ * the question is over, nothing waits any more. */
+void tui_act_approve_ask(struct tui *t, const char *code, size_t len);
+int tui_act_approve_key(struct tui *t, int c);
+void tui_act_approve_end(struct tui *t);
+
+/* `d` on cell n: asks "drop cell [n]...? (y/n)" (M_DROP_CONFIRM);
+ * yes drops it (agent_drop_cell). */
+void tui_act_drop_ask(struct tui *t, int n);
+void tui_act_drop_confirm(struct tui *t, int yes);
+
 void tui_act_open(struct tui *t, int i);
 /* Whether a file named name (the sandbox chose it) is of a type xdg-open
  * may be handed without asking: images, PDF, CSV and plain text. Any

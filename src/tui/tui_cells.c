@@ -231,8 +231,8 @@ cell_nart(struct tui *t, const struct cell *c)
 }
 
 /* The code of a cell, highlighted; collapsed, the first CODE_SHOW lines. */
-static void
-code_lines(struct tlines *ls, const char *code, int w, int expanded, int tag)
+void
+tui_cells_code(struct tlines *ls, const char *code, int w, int expanded, int tag)
 {
 	char *s = sanitize_str(code, strlen(code),
 	    SANITIZE_KEEP_NL | SANITIZE_CR_AS_NL | SANITIZE_KEEP_TAB);
@@ -258,7 +258,7 @@ code_lines(struct tlines *ls, const char *code, int w, int expanded, int tag)
 /* The files a cell wrote: a name line each, charts with a thumbnail. */
 static void
 cell_files(struct tui *t, struct tlines *ls, const struct cell *c, int w,
-    int ex)
+    int ex, int trows)
 {
 	int na = notebook_nartifacts(t->nb), tag = c->n;
 
@@ -277,10 +277,10 @@ cell_files(struct tui *t, struct tlines *ls, const struct cell *c, int w,
 		if (!tui_thumbs_is_png(a->name))
 			continue;
 		const char *why;
-		/* indented by 4, a column free at the right (the margin) */
-		int tc = w - 5 < 64 ? w - 5 : 64;
-		struct thumb *th = tui_thumbs_get(t, a->path, ex ? w - 5 : tc,
-		    ex ? 40 : 14, &why);
+		/* indented by 4, a column free at the right (the margin);
+		 * as wide as the pane, as high as the aspect gives within
+		 * trows */
+		struct thumb *th = tui_thumbs_get(t, a->path, w - 5, trows, &why);
 		if (th)
 			tui_thumbs_lines(ls, th, 4, tag);
 		else if (why)
@@ -294,17 +294,21 @@ cell_files(struct tui *t, struct tlines *ls, const struct cell *c, int w,
 static void
 cell_net(struct tui *t, struct tlines *ls, const struct cell *c, int w)
 {
-	size_t n, bad = 0;
-	const struct net_attempt *v = notebook_nets(t->nb, &n, NULL);
-	char *s;
+	const struct netlog_sum *sum = notebook_net_sum(t->nb, c->n);
+	char *s = netlog_sum_text(sum, tui_style_utf8() ? NETLOG_UTF8 : NETLOG_ASCII);
 
-	for (size_t i = 0; i < n; i++)
-		bad += v[i].cell == c->n && v[i].verdict != NETLOG_ALLOWED;
-	s = netlog_summary(v, n, c->n, tui_style_utf8() ? NETLOG_UTF8 : NETLOG_ASCII);
 	if (s != NULL)
-		add_sanitized(ls, s, strlen(s), w, bad ? R_FAIL : R_DIM,
+		add_sanitized(ls, s, strlen(s), w, sum->bad ? R_FAIL : R_DIM,
 		    tui_style_utf8() ? "  \xe2\x87\x84 " : "  net ", 0, 5, c->n);
 	free(s);
+}
+
+/* A cell's value as the user reads it: printed at the pane's width
+ * when the kernel could (kernel_set_width), else the model's text. */
+static const char *
+shown_value(const struct cell *c)
+{
+	return c->value_wide != NULL ? c->value_wide : c->value;
 }
 
 /* The rows each collapsed output of c (stdout, stderr, value) gets out
@@ -328,7 +332,7 @@ fold_rooms(const struct cell *c, int room, int out[3])
 		free(o);
 	}
 	if (c->value)
-		nl[2] = count_lines(c->value, strlen(c->value));
+		nl[2] = count_lines(shown_value(c), strlen(shown_value(c)));
 	for (int k = 3; k > 0; k--) {
 		int i = -1;
 		for (int j = 0; j < 3; j++)	/* the shortest not yet given */
@@ -477,6 +481,32 @@ interleaved(struct tui *t, struct tlines *ls, const struct cell *c, int w,
 	return 1;
 }
 
+/* The rows a chart thumbnail of cell c may take when the pane has room
+ * rows (0: unknown) and the cell's other lines take used: at most two
+ * thirds of the pane, and never so many that the cell (its header, its code, a
+ * name line per file, an output line, the blank after it) outgrows the
+ * pane, which follows the newest cell and would scroll the header away.
+ * Expanded, the user asked for size: the pane's height, at least 40. */
+static int
+thumb_rows(struct tui *t, const struct cell *c, int room, int ex, int used)
+{
+	int rows, left;
+
+	if (room <= 0)
+		return ex ? 40 : 14;
+	if (ex)
+		return room - 3 > 40 ? room - 3 : 40;
+	/* outputs fold to 3 lines at least each, the value to 1; one line
+	 * for the network summary */
+	int outs = (c->out[0].total > 0) * 3 + (c->out[1].total > 0) * 3 +
+	    (c->value != NULL) + 1;
+	rows = room * 2 / 3;
+	left = room - 2 - used - cell_nart(t, c) - outs;
+	if (rows > left)
+		rows = left;
+	return rows < 4 ? 4 : rows;
+}
+
 /* Everything of a cell below its header line. room: the pane's rows
  * (0: the fixed fold). */
 static void
@@ -507,10 +537,11 @@ cell_body(struct tui *t, struct tlines *ls, const struct cell *c, int w,
 		const char *m = "the session restarted: variables are gone";
 		tui_tlines_cut(&end, m, strlen(m), w, R_FAIL, "  ! ", R_BORDER, tag);
 	}
-	cell_files(t, &end, c, w, ex);
+	tui_cells_code(ls, c->code ? c->code : "", w, ex, tag);
+	cell_files(t, &end, c, w, ex, thumb_rows(t, c, room, ex,
+	    ls->n + end.n));
 	cell_net(t, &end, c, w);
 
-	code_lines(ls, c->code ? c->code : "", w, ex, tag);
 	/* the outputs get what the header, the code, the lines after and
 	 * the blank line after the cell leave of the pane */
 	fold_rooms(c, room - 2 - ls->n - end.n, rooms);
@@ -523,7 +554,7 @@ cell_body(struct tui *t, struct tlines *ls, const struct cell *c, int w,
 			free(o);
 		}
 	if (c->value)
-		add_sanitized(ls, c->value, strlen(c->value), w, R_VALUE, "  → ",
+		add_sanitized(ls, shown_value(c), strlen(shown_value(c)), w, R_VALUE, "  → ",
 		    ex, rooms[2], tag);
 	tlines_move(ls, &end);
 }
@@ -541,7 +572,10 @@ cell_block(struct tui *t, const struct cell *c, int w)
 	struct cblock *b = &t->cells.cb[c->n];
 	int ex = cell_expanded(t, c->n), nart = cell_nart(t, c);
 	int fold = t->cells.fold_rows;
+	const struct netlog_sum *ns = notebook_net_sum(t->nb, c->n);
+	uint64_t net_gen = ns ? ns->gen : 0;
 	if (b->valid && b->width == w && b->expanded == ex && b->fold == fold &&
+	    b->net_gen == net_gen &&
 	    b->status == (int)c->status && b->nart == nart &&
 	    b->tot[0] == c->out[0].total && b->tot[1] == c->out[1].total &&
 	    b->has_value == (c->value != NULL))
@@ -558,6 +592,7 @@ cell_block(struct tui *t, const struct cell *c, int w)
 	b->tot[0] = c->out[0].total;
 	b->tot[1] = c->out[1].total;
 	b->has_value = c->value != NULL;
+	b->net_gen = net_gen;
 	return b;
 }
 
@@ -642,6 +677,10 @@ tui_cells_link(struct tui *t, struct tline *l, int n)
 	}
 	if (!c)
 		return;
+	if (c->dropped) {
+		tui_tline_adds(l, R_DIM, " · dropped (the model no longer sees it)");
+		return;
+	}
 	if (c->status == CELL_PENDING) {
 		tui_tline_adds(l, R_RUNNING, " · waiting to run");
 		return;
@@ -710,6 +749,8 @@ tui_cells_body(struct tui *t, const struct cell *c, int w)
 int
 tui_cells_span(struct tui *t, const struct cell *c, int w)
 {
+	if (c != NULL && c->dropped)
+		return 0;	/* `d`: out of the pane */
 	return 1 + (c ? tui_cells_body(t, c, w)->n : 0) + 1;
 }
 

@@ -31,6 +31,10 @@ void tui_cells_header(struct tui *t, struct tline *l, const struct cell *c);
 void tui_cells_link(struct tui *t, struct tline *l, int n);
 /* Expands or collapses cell n (the pane stops following new output). */
 void tui_cells_toggle(struct tui *t, int n);
+/* Appends the code's lines as a cell shows them (highlighted, "  │ "
+ * in front, long lines wrapped), all of them when expanded, tagged. */
+void tui_cells_code(struct tlines *ls, const char *code, int w, int expanded,
+    int tag);
 void tui_cells_free(struct tui *t);
 
 #endif

@@ -53,7 +53,8 @@ struct cmd_entry {
 
 static cmd_fn cmd_help, cmd_load, cmd_files, cmd_py, cmd_rerun, cmd_reset,
     cmd_restart, cmd_replay, cmd_model, cmd_sent, cmd_net, cmd_allow, cmd_deny,
-    cmd_clear, cmd_export, cmd_save, cmd_quit, cmd_trace, cmd_context, cmd_compact;
+    cmd_clear, cmd_export, cmd_save, cmd_quit, cmd_trace, cmd_context, cmd_compact,
+    cmd_ask;
 
 /* In the order /help lists them and Tab offers them. */
 static const struct cmd_entry cmds[] = {
@@ -97,6 +98,8 @@ static const struct cmd_entry cmds[] = {
 	    "in the output folder", CMD_FILES, cmd_save },
 	{ "quit", { "q", "exit" }, "/quit", "quit (asks first when something runs)",
 	    0, cmd_quit },
+	{ "ask", { NULL }, "/ask on|off", "whether each cell of the model waits for "
+	    "you first: y runs it, e edits it, n skips it, a stops asking", 0, cmd_ask },
 };
 #define NCMDS	(sizeof cmds / sizeof cmds[0])
 
@@ -117,7 +120,7 @@ static const struct keyhelp key_help[] = {
 	{ "Home g / End G", "top / bottom of the pane; End follows new output again (also on the input line)" },
 	{ "Enter e r (cell)", "expand the cell / edit it in $VISUAL or $EDITOR and run it / re-run it" },
 	{ "y / Y (cell)", "copy the cell's code / its output; y in the conversation: the answer in view" },
-	{ "w (cell)", "what the model saw: the tool result exactly as sent" },
+	{ "w / v / d (cell)", "what the model saw, as sent / the output whole, sideways (← → h l) / drop it" },
 	{ "Enter o s (file)", "preview the file full-screen / open it with xdg-open / save a copy" },
 	{ "/ n N (pane)", "search conversation or cells (all output too); next / previous match; Esc ends" },
 	{ "z / f / q (pane)", "maximise the pane (z again restores) / hide or show the files pane / quit" },
@@ -393,6 +396,20 @@ cmd_replay(struct tui *t, const struct cmd_entry *c, const char *arg)
 }
 
 static void
+cmd_ask(struct tui *t, const struct cmd_entry *c, const char *arg)
+{
+	(void)c;
+	if (strcmp(arg, "on") == 0 || strcmp(arg, "off") == 0)
+		agent_set_ask(t->agent, strcmp(arg, "on") == 0);
+	else if (*arg) {
+		tui_flash(t, "/ask on or /ask off");
+		return;
+	}
+	tui_flash(t, agent_asks(t->agent) ? "ask: on (each cell of the model waits for y)" :
+	    "ask: off (the model's cells run at once)");
+}
+
+static void
 cmd_model(struct tui *t, const struct cmd_entry *c, const char *arg)
 {
 	char *err = NULL;
@@ -572,21 +589,18 @@ cmd_context(struct tui *t, const struct cmd_entry *c, const char *arg)
 static void
 cmd_net(struct tui *t, const struct cmd_entry *c, const char *arg)
 {
-	size_t n, refused = 0;
-	uint64_t dropped, up = 0, down = 0;
+	size_t n;
+	uint64_t dropped;
 	const struct net_attempt *v = notebook_nets(t->nb, &n, &dropped);
+	const struct netlog_sum *all = notebook_net_total(t->nb);
+	size_t refused = all ? all->bad : 0;
 	char u[32], d[32];
 	struct buf b;
 
 	(void)c;
 	(void)arg;
-	for (size_t i = 0; i < n; i++) {
-		refused += v[i].verdict != NETLOG_ALLOWED;
-		up += v[i].up;
-		down += v[i].down;
-	}
-	fmt_bytes(u, sizeof u, up);
-	fmt_bytes(d, sizeof d, down);
+	fmt_bytes(u, sizeof u, all ? all->up : 0);
+	fmt_bytes(d, sizeof d, all ? all->down : 0);
 	buf_init(&b, 256 * 1024);
 	buf_printf(&b, "What the sandbox tried to reach: %zu attempt%s, %zu refused or "
 	    "failed; %s sent out, %s received.\n", n + (size_t)dropped,

@@ -15,6 +15,7 @@
 
 #include "terp/agent.h"
 #include "terp/buf.h"
+#include "terp/llm.h"
 #include "terp/sanitize.h"
 #include "terp/util.h"
 
@@ -208,6 +209,34 @@ tui_data_no_model(const struct tui *t)
 	return t->agent && !agent_llm(t->agent) && !t->o.provider_label;
 }
 
+/* Three questions to start with: the ones the backend answers well
+ * when it has them (the demo answers only its recorded questions), else
+ * general ones about the first data file. */
+static void
+example_questions(struct tui *t, struct tlines *ls, int ww)
+{
+	const struct llm *m = agent_llm(t->agent);
+	const char *f = t->data.v[0].name;
+	char *ex[3] = { NULL, NULL, NULL };
+	int n = 0;
+
+	for (int i = 0; m != NULL && i < 3 && llm_suggest(m, i) != NULL; i++)
+		ex[n++] = sanitize_str(llm_suggest(m, i),
+		    strlen(llm_suggest(m, i)), 0);
+	if (n == 0) {
+		ex[n++] = xasprintf("What does each column of %s hold?", f);
+		ex[n++] = xasprintf("What stands out in %s?", f);
+		ex[n++] = xasprintf("Plot the main numbers of %s over time.", f);
+	}
+	tui_tlines_add(ls, 0);
+	tui_tline_adds(tui_tlines_add(ls, 0), R_TEXT, "  For example:");
+	for (int i = 0; i < n; i++) {
+		tui_tlines_wrap(ls, ex[i], strlen(ex[i]), ww, R_DIM, "    › ",
+		    R_USER_MARK, 0);
+		free(ex[i]);
+	}
+}
+
 void
 tui_data_empty(struct tui *t, struct tlines *ls, int w)
 {
@@ -244,19 +273,7 @@ tui_data_empty(struct tui *t, struct tlines *ls, int w)
 	}
 	if (no_model)
 		return;
-	const char *f = t->data.v[0].name;
-	char *ex[3] = {
-		xasprintf("What does each column of %s hold?", f),
-		xasprintf("What stands out in %s?", f),
-		xasprintf("Plot the main numbers of %s over time.", f),
-	};
-	tui_tlines_add(ls, 0);
-	tui_tline_adds(tui_tlines_add(ls, 0), R_TEXT, "  For example:");
-	for (int i = 0; i < 3; i++) {
-		tui_tlines_wrap(ls, ex[i], strlen(ex[i]), ww, R_DIM, "    › ",
-		    R_USER_MARK, 0);
-		free(ex[i]);
-	}
+	example_questions(t, ls, ww);
 }
 
 void

@@ -11,7 +11,11 @@
 
 #include <readline/readline.h>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include "terp/buf.h"
+#include "terp/png.h"
 #include "terp/cost.h"
 #include "terp/context.h"
 #include "terp/kernel.h"
@@ -68,7 +72,7 @@ conv_rows(struct tui *t, int h, int w)
 	int most = h - cells_min;
 
 	if (t->focus == P_CELLS || most <= base ||
-	    (t->st.busy && t->st.phase != PH_ANSWERING))
+	    (t->st.busy && t->st.phase != PH_ANSWERING && t->st.phase != PH_CODE))
 		return base;
 	int q = t->conv.nitems - 1, need = 1;
 	if (t->conv.nitems == 0) {	/* the empty notebook's words */
@@ -83,6 +87,19 @@ conv_rows(struct tui *t, int h, int w)
 	for (int i = q; i >= 0 && i < t->conv.nitems && need <= most; i++)
 		need += tui_item_lines(t, &t->conv.items[i], w)->n;
 	return need < base ? base : need > most ? most : need;
+}
+
+/* The kernel prints pandas values for the user at the cells pane's
+ * width less the value's "  → " (the model keeps its 80 columns). */
+static void
+tell_width(struct tui *t, int pane_w)
+{
+	int w = pane_w - 4;
+
+	if (t->agent != NULL && w != t->lay.told_w) {
+		t->lay.told_w = w;
+		agent_set_width(t->agent, w);
+	}
 }
 
 static void
@@ -101,6 +118,7 @@ layout(struct tui *t)
 		t->lay.px[p] = 0;
 		t->lay.ph[p] = h;
 		t->lay.pw[p] = t->lay.cols;
+		tell_width(t, t->lay.cols);
 		return;
 	}
 	/* the files pane grows with a wide terminal (its thumbnails too) */
@@ -123,6 +141,7 @@ layout(struct tui *t)
 	t->lay.px[P_ARTS] = leftw + 1;
 	t->lay.ph[P_ARTS] = artw ? h : 0;
 	t->lay.pw[P_ARTS] = artw;
+	tell_width(t, leftw);
 }
 
 /* Draws n bytes of text at the cursor in g's style, the matches of the
@@ -595,12 +614,16 @@ status_step(struct tui *t, struct tline *l, int done, int total,
 	if (total > 0)
 		snprintf(tmp, sizeof tmp, "replaying %d/%d",
 		    done < total ? done + 1 : total, total);
+	else if (t->in.modal == M_APPROVE)
+		snprintf(tmp, sizeof tmp, "the model's cell waits for you");
 	else if (t->st.phase == PH_CELL && t->st.run_cell)
 		snprintf(tmp, sizeof tmp, "running cell [%d]", t->st.run_cell);
 	else if (t->st.phase == PH_THINKING)
 		snprintf(tmp, sizeof tmp, "thinking");
 	else if (t->st.phase == PH_ANSWERING)
 		snprintf(tmp, sizeof tmp, "answering");
+	else if (t->st.phase == PH_CODE)
+		snprintf(tmp, sizeof tmp, "writing a cell");
 	else if (t->st.kstate == KERNEL_STOPPED && idle_stopped)
 		snprintf(tmp, sizeof tmp, "sandbox stopped (idle)");
 	else if (t->st.where)
@@ -838,9 +861,11 @@ prompt_text(struct tui *t)
 	case M_CONFIRM_QUIT:	return tui_cmd_quit_prompt(t);
 	case M_SAVE_AS:		return "save as: ";
 	case M_SAVE_CONFIRM:
+	case M_DROP_CONFIRM:
 	case M_OPEN_CONFIRM:	return t->in.save_prompt;
 	case M_SEARCH:		return "/";
 	case M_INPUT:		return t->in.ask_prompt;
+	case M_APPROVE:		return "run? y / e edit / n skip (tell the model) / a always ";
 	default:
 		/* Ctrl-R: readline's "(reverse-i-search)`pat': " */
 		if (RL_ISSTATE(RL_STATE_ISEARCH) && rl_display_prompt && *rl_display_prompt)
@@ -946,7 +971,8 @@ draw_input(struct tui *t)
 {
 	const char *pr = prompt_text(t);
 	const char *s = t->in.modal == M_CONFIRM_QUIT ||
-	    t->in.modal == M_SAVE_CONFIRM || t->in.modal == M_OPEN_CONFIRM ? "" :
+	    t->in.modal == M_SAVE_CONFIRM || t->in.modal == M_OPEN_CONFIRM ||
+	    t->in.modal == M_APPROVE || t->in.modal == M_DROP_CONFIRM ? "" :
 	    (rl_line_buffer ? rl_line_buffer : "");
 	int W = t->lay.cols, rows = t->lay.inrows, crow, ccol, nrows;
 	size_t n = strlen(s), point = (size_t)(rl_point >= 0 ? rl_point : 0);
@@ -978,6 +1004,206 @@ draw_input(struct tui *t)
 		wmove(t->lay.inw, crow - first, ccol - hoff < W ? ccol - hoff : W - 1);
 }
 
+/* The widest line of the overlay, in columns. */
+static int
+overlay_width(const struct tui *t)
+{
+	int most = 0;
+
+	for (int i = 0; i < t->ov.lines.n; i++) {
+		int w = tui_tline_width(&t->ov.lines.v[i]);
+		if (w > most)
+			most = w;
+	}
+	return most;
+}
+
+/* l without its first left columns, into out (empty before). A wide
+ * character cut in two becomes a space. */
+static void
+tline_shift(const struct tline *l, int left, struct tline *out)
+{
+	int skip = left;
+
+	for (int i = 0; i < l->nseg; i++) {
+		const struct tseg *g = &l->seg[i];
+		size_t len = strlen(g->text), k = 0;
+		int pad = 0;
+		if (skip > 0) {
+			int used;
+			k = tui_tlines_fit(g->text, len, skip, &used);
+			skip -= used;
+			if (k == len)
+				continue;
+			if (skip > 0) {	/* a wide glyph across the edge */
+				k += tui_tlines_fit(g->text + k, len - k, 2, NULL);
+				pad = 1;
+				skip = 0;
+			}
+		}
+		if (pad)
+			tui_tline_add(out, g->role, " ", 1);
+		if (g->fg >= 0 || g->bg >= 0)
+			tui_tline_add_color(out, g->text + k, len - k, g->fg, g->bg);
+		else
+			tui_tline_add(out, g->role, g->text + k, len - k);
+	}
+}
+
+/* PNGs bigger than this are previewed in blocks (streamed in a few
+ * MB) rather than read whole and sent in base64. */
+#define GFX_MAX_FILE	(8u << 20)
+
+/* Whether the preview's picture goes out in pixels rather than block
+ * characters. */
+static int
+gfx_pixels(const struct tui *t)
+{
+	struct stat st;
+
+	if (t->gfx.mode != TUI_GFX_KITTY && t->gfx.mode != TUI_GFX_ITERM &&
+	    t->gfx.mode != TUI_GFX_SIXEL)
+		return 0;
+	return t->ov.png && stat(t->ov.png, &st) == 0 &&
+	    (uint64_t)st.st_size <= GFX_MAX_FILE;
+}
+
+/* The cells a w x h picture takes in a cols x rows box, its aspect
+ * kept (a cell is cellw x cellh pixels). */
+static void
+gfx_box(const struct tui *t, uint32_t w, uint32_t h, int *cols, int *rows)
+{
+	double a = (double)t->gfx.cellw / t->gfx.cellh;
+	int c = *cols, r = (int)(c * ((double)h / w) * a + 0.5);
+
+	if (r > *rows) {
+		r = *rows;
+		c = (int)(r * ((double)w / h) / a + 0.5);
+	}
+	*cols = c < 1 ? 1 : c;
+	*rows = r < 1 ? 1 : r;
+}
+
+/* The preview's PNG encoded for the protocol into out, within cols x
+ * rows cells (the cells it takes are written back). 0, or -1 with a
+ * reason in *why. */
+static int
+gfx_encode(struct tui *t, struct buf *out, int *cols, int *rows,
+    char **why)
+{
+	size_t len;
+	char *png = read_file(t->ov.png, GFX_MAX_FILE, &len);
+	int rc = -1;
+
+	*why = NULL;
+	if (png == NULL || len < 24 || memcmp(png + 12, "IHDR", 4) != 0) {
+		*why = xstrdup("not a PNG that can be shown");
+		free(png);
+		return -1;
+	}
+	const uint8_t *p = (const uint8_t *)png;
+	uint32_t w = (uint32_t)p[16] << 24 | p[17] << 16 | p[18] << 8 | p[19];
+	uint32_t h = (uint32_t)p[20] << 24 | p[21] << 16 | p[22] << 8 | p[23];
+	if (w == 0 || h == 0) {
+		*why = xstrdup("an empty picture");
+		free(png);
+		return -1;
+	}
+	gfx_box(t, w, h, cols, rows);
+	if (t->gfx.mode == TUI_GFX_KITTY)
+		rc = tui_gfx_kitty(out, png, len, *cols, *rows);
+	else if (t->gfx.mode == TUI_GFX_ITERM)
+		rc = tui_gfx_iterm(out, png, len, *cols, *rows);
+	else {
+		size_t px = (size_t)*cols * t->gfx.cellw * *rows * t->gfx.cellh;
+		struct png_rgba *img = png_decode_mem_fit(png, len, px, why);
+		if (img)
+			rc = tui_gfx_sixel(out, img->px, (int)img->w, (int)img->h);
+		png_rgba_free(img);
+	}
+	free(png);
+	if (rc < 0 && *why == NULL)
+		*why = xstrdup("the picture is too big to send");
+	return rc;
+}
+
+/* Writes seq to the terminal, through tmux when inside it. */
+static void
+gfx_send(const struct tui *t, const char *seq, size_t n, int row, int col)
+{
+	struct buf out;
+
+	buf_init(&out, n * 2 + 64);
+	/* save the cursor, go to the picture's corner, restore: curses'
+	 * idea of the cursor stays true */
+	buf_printf(&out, "\0337\033[%d;%dH", row, col);
+	if (t->gfx.passthrough)
+		tui_gfx_tmux_wrap(&out, seq, n);
+	else
+		buf_add(&out, seq, n);
+	buf_adds(&out, "\0338");
+	fflush(stdout);
+	/* a terminal gone is found out by the next frame */
+	(void)write_all(STDOUT_FILENO, out.data, out.len);
+	buf_free(&out);
+}
+
+/* After doupdate: the full-pane preview's picture in pixels, once per
+ * picture and size (curses leaves the blank body alone after that). */
+static void
+overlay_pixels(struct tui *t)
+{
+	if (!t->ov.on || !t->ov.png || !gfx_pixels(t))
+		return;
+	int h = t->lay.rows - t->lay.inrows - 1, w = t->lay.cols;
+	int rows = h - 2, cols = w - 2;
+	if (rows < 2 || cols < 4)
+		return;
+	char *key = xasprintf("%s@%dx%d", t->ov.png, cols, rows);
+	if (t->ov.shown && strcmp(t->ov.shown, key) == 0) {
+		free(key);
+		return;
+	}
+	if (t->ov.shown && t->gfx.mode == TUI_GFX_KITTY) {
+		struct buf c;
+		buf_init(&c, 64);
+		tui_gfx_kitty_clear(&c);
+		gfx_send(t, c.data, c.len, 1, 1);
+		buf_free(&c);
+	}
+	free(t->ov.shown);
+	t->ov.shown = key;
+	struct buf img;
+	char *why;
+	buf_init(&img, 32u << 20);
+	if (gfx_encode(t, &img, &cols, &rows, &why) == 0)
+		gfx_send(t, img.data, img.len, 2, 2);
+	else {
+		tui_flash(t, "%s", why);
+		free(why);
+	}
+	buf_free(&img);
+}
+
+/* Leaving a preview drawn in pixels: kitty's image is deleted, and the
+ * screen repainted (sixel and iTerm2 pixels stay until overwritten). */
+static void
+overlay_pixels_gone(struct tui *t)
+{
+	if (!t->ov.shown)
+		return;
+	if (t->gfx.mode == TUI_GFX_KITTY) {
+		struct buf c;
+		buf_init(&c, 64);
+		tui_gfx_kitty_clear(&c);
+		gfx_send(t, c.data, c.len, 1, 1);
+		buf_free(&c);
+	}
+	clearok(curscr, TRUE);
+	free(t->ov.shown);
+	t->ov.shown = NULL;
+}
+
 static void
 draw_overlay(struct tui *t)
 {
@@ -985,22 +1211,35 @@ draw_overlay(struct tui *t)
 	struct tline l = { 0 };
 	tui_tline_adds(&l, R_TITLE_FOCUS, " ");
 	tui_tline_adds(&l, R_TITLE_FOCUS, t->ov.title ? t->ov.title : "");
+	if (t->ov.hscroll) {	/* where we are first: the hints may be cut */
+		char where[64];
+		snprintf(where, sizeof where, " · col %d of %d", t->ov.left + 1,
+		    overlay_width(t));
+		tui_tline_adds(&l, R_DIM, where);
+	}
 	tui_tline_adds(&l, R_DIM, t->ov.art >= 0 ?
-	    "   q/Esc close · o open · s save · ↑↓ PgUp PgDn" :
+	    "   q/Esc close · o open · s save · ↑↓ PgUp PgDn" : t->ov.hscroll ?
+	    "   q back · ←→ h l · ↑↓ PgUp PgDn Home End" :
 	    "   q/Esc close · ↑↓ PgUp PgDn Home End");
 	draw_line(t, t->lay.mainw, 0, 0, w, &l, -1);
 	tui_tline_free(&l);
 	struct tlines ls;
 	const struct tlines *src = &t->ov.lines;
 	tui_tlines_init(&ls);
-	if (t->ov.png) {
+	if (t->ov.png && gfx_pixels(t)) {
+		/* the body stays blank: overlay_pixels draws over it */
+		src = &ls;
+	} else if (t->ov.png) {
 		const char *why;
 		struct thumb *th = tui_thumbs_get(t, t->ov.png, w - 2, h - 2, &why);
 		if (th)
 			tui_thumbs_lines(&ls, th, 1, 0);
 		else {
-			const char *m = why ? why : "cannot render";
-			tui_tlines_cut(&ls, m, strlen(m), w, R_ERROR, " ", R_ERROR, 0);
+			const char *m = why ? why : t->gfx.mode == TUI_GFX_OFF ?
+			    "pictures are off (--images off); o opens the file" :
+			    "cannot render";
+			tui_tlines_cut(&ls, m, strlen(m), w, why ? R_ERROR : R_DIM, " ",
+			    R_ERROR, 0);
 		}
 		src = &ls;
 	}
@@ -1009,8 +1248,23 @@ draw_overlay(struct tui *t)
 		t->ov.top = src->n - body;
 	if (t->ov.top < 0)
 		t->ov.top = 0;
-	for (int r = 0; r < body && t->ov.top + r < src->n; r++)
-		draw_line(t, t->lay.mainw, 1 + r, 0, w, &src->v[t->ov.top + r], -1);
+	if (t->ov.hscroll) {
+		int most = overlay_width(t) - w + 1;
+		if (t->ov.left > most)
+			t->ov.left = most;
+		if (t->ov.left < 0)
+			t->ov.left = 0;
+	}
+	for (int r = 0; r < body && t->ov.top + r < src->n; r++) {
+		const struct tline *ln = &src->v[t->ov.top + r];
+		struct tline sh = { 0 };
+		if (t->ov.hscroll && t->ov.left > 0) {
+			tline_shift(ln, t->ov.left, &sh);
+			ln = &sh;
+		}
+		draw_line(t, t->lay.mainw, 1 + r, 0, w, ln, -1);
+		tui_tline_free(&sh);
+	}
 	tui_tlines_free(&ls);
 }
 
@@ -1069,7 +1323,12 @@ tui_draw(struct tui *t)
 	wnoutrefresh(t->lay.mainw);
 	draw_input(t);
 	wnoutrefresh(t->lay.inw);	/* last: the cursor stays in the input */
+	if (is_cleared(curscr)) {	/* a full repaint wipes the pixels */
+		free(t->ov.shown);
+		t->ov.shown = NULL;
+	}
 	doupdate();
+	overlay_pixels(t);
 }
 
 void
@@ -1083,6 +1342,8 @@ tui_overlay_open(struct tui *t, const char *title)
 	t->ov.png = NULL;
 	t->ov.art = -1;
 	t->ov.top = 0;
+	t->ov.hscroll = 0;
+	t->ov.left = 0;
 	t->ov.on = 1;
 	tui_mark(t);
 }
@@ -1091,6 +1352,7 @@ void
 tui_overlay_close(struct tui *t)
 {
 	t->ov.on = 0;
+	overlay_pixels_gone(t);
 	tui_tlines_free(&t->ov.lines);
 	free(t->ov.png);
 	t->ov.png = NULL;

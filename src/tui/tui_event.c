@@ -11,6 +11,7 @@
 #include "terp/session.h"
 #include "terp/util.h"
 
+#include "tui_act.h"
 #include "tui_cells.h"
 #include "tui_input.h"
 #include "tui_items.h"
@@ -112,7 +113,8 @@ on_cell_start(struct tui *t, const struct event *ev)
 {
 	tui_items_answer_close(t);
 	if (ev->cell) {
-		if (!tui_items_has_cell(t, ev->cell->n))
+		if (!tui_items_pending_ran(t, ev->cell->n) &&
+		    !tui_items_has_cell(t, ev->cell->n))
 			tui_item_new(t, IT_CELL)->cell = ev->cell->n;
 		t->st.run_cell = ev->cell->n;
 		t->v[P_CELLS].sel = ev->cell->n;
@@ -156,6 +158,8 @@ on_message(struct tui *t, enum item_kind k, const char *text)
 static void
 on_idle(struct tui *t)
 {
+	tui_act_approve_end(t);
+	tui_items_pending_drop(t);
 	tui_items_answer_close(t);
 	t->st.busy = 0;
 	t->st.phase = PH_IDLE;
@@ -182,7 +186,19 @@ tui_event_apply(struct tui *t, const struct event *ev)
 		if (ev->text && ev->len)
 			tui_item_add(t, tui_items_reasoning(t), ev->text, ev->len);
 		break;
-	case EV_TOOL_CALL:	tui_items_answer_close(t); break;
+	case EV_TOOL_CALL:
+		tui_items_answer_close(t);
+		tui_items_pending_claim(t);
+		break;
+	case EV_APPROVE:
+		tui_items_pending_show(t, ev->text ? ev->text : "", ev->len);
+		tui_act_approve_ask(t, ev->text ? ev->text : "", ev->len);
+		break;
+	case EV_CODE:
+		tui_items_pending_code(t, ev->n, ev->text ? ev->text : "", ev->len);
+		if (t->st.phase != PH_CODE)
+			phase_set(t, PH_CODE);
+		break;
 	case EV_CELL_START:	on_cell_start(t, ev); break;
 	case EV_STDOUT:
 	case EV_STDERR:
@@ -209,14 +225,15 @@ tui_event_apply(struct tui *t, const struct event *ev)
 		tui_trace_answer(t, ev->text);
 		break;
 	case EV_ERROR:
+		tui_items_pending_drop(t);
 		on_message(t, IT_ERROR, ev->text ? ev->text : "error");
 		break;
 	case EV_NOTICE:
 		on_message(t, IT_NOTICE, ev->text ? ev->text : "");
 		break;
 	case EV_IDLE:		on_idle(t); break;
-	case EV_NET:		/* the cells show the notebook's ledger */
-		tui_cells_invalidate(t);
+	case EV_NET:		/* a cell's body is laid out again when its
+				 * ledger summary changed (its gen) */
 		break;
 	case EV_PACKAGE:	break;
 	}

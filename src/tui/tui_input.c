@@ -16,6 +16,7 @@
 #include <readline/readline.h>
 
 #include "terp/agent.h"
+#include "terp/buf.h"
 #include "terp/sanitize.h"
 #include "terp/util.h"
 
@@ -27,6 +28,7 @@
 #include "tui_search.h"
 #include "tui_spawn.h"
 #include "tui_told.h"
+#include "tui_view.h"
 #include "tui_trace.h"
 
 #ifndef READERR
@@ -259,37 +261,31 @@ history_load(const char *path)
 	history_set_pos(history_length);
 }
 
-/* Written to a temporary file renamed over the old: a crash mid-way
- * keeps the old history. Returns 0 or -1. */
+/* Written whole to a temporary file renamed over the old: a crash
+ * mid-way keeps the old history. Returns 0 or -1. */
 static int
 history_save(const char *path)
 {
-	char *tmp = xasprintf("%s.tmp", path);
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
-	int rc = -1;
+	struct buf b;
+	int rc;
 
-	if (f != NULL) {
-		fputs(HISTORY_HEADER "\n", f);
-		for (int i = 0; i < history_length; i++) {
-			HIST_ENTRY *e = history_get(history_base + i);
-			for (const char *s = e ? e->line : ""; *s; s++) {
-				if (*s == '\n')
-					fputs("\\n", f);
-				else if (*s == '\\')
-					fputs("\\\\", f);
-				else
-					fputc(*s, f);
-			}
-			fputc('\n', f);
+	/* readline keeps a bounded history; its text is the user's own */
+	buf_init(&b, (size_t)1 << 30);
+	buf_adds(&b, HISTORY_HEADER "\n");
+	for (int i = 0; i < history_length; i++) {
+		HIST_ENTRY *e = history_get(history_base + i);
+		for (const char *s = e ? e->line : ""; *s; s++) {
+			if (*s == '\n')
+				buf_adds(&b, "\\n");
+			else if (*s == '\\')
+				buf_adds(&b, "\\\\");
+			else
+				buf_addc(&b, *s);
 		}
-		rc = fclose(f) == 0 && rename(tmp, path) == 0 ? 0 : -1;
-	} else if (fd >= 0) {
-		close(fd);
+		buf_addc(&b, '\n');
 	}
-	if (rc < 0)
-		unlink(tmp);
-	free(tmp);
+	rc = b.data == NULL ? -1 : write_file_atomic(path, b.data, b.len, 0600, 0);
+	buf_free(&b);
 	return rc;
 }
 
@@ -426,12 +422,12 @@ sel_move(struct tui *t, enum pane p, int d)
 {
 	struct view *v = &t->v[p];
 	if (p == P_CELLS) {
-		int nc = notebook_ncells(t->nb);
-		v->sel += d;
-		if (v->sel < 1)
-			v->sel = 1;
-		if (v->sel > nc)
-			v->sel = nc;
+		int nc = notebook_ncells(t->nb), s = v->sel + d;
+		/* dropped cells are not in the pane: passed over */
+		while (s >= 1 && s <= nc && notebook_cell(t->nb, s)->dropped)
+			s += d > 0 ? 1 : -1;
+		if (s >= 1 && s <= nc)
+			v->sel = s;
 		v->ensure_sel = 1;
 	} else if (p == P_ARTS) {
 		v->sel += d;
@@ -543,6 +539,8 @@ pane_key(struct tui *t, int c)
 		case 'y': tui_act_copy(t, sel); return 1;
 		case 'Y': tui_act_copy_output(t, sel); return 1;
 		case 'w': tui_told_show(t, sel); return 1;
+		case 'v': tui_view_output(t, sel); return 1;
+		case 'd': tui_act_drop_ask(t, sel); return 1;
 		}
 	}
 	if (p == P_CONV && c == 'r') {
@@ -571,8 +569,10 @@ overlay_key(struct tui *t, int c)
 	case KEY_DOWN: case 'j':	t->ov.top++; break;
 	case KEY_PPAGE: case 'b':	t->ov.top -= h > 1 ? h - 1 : 1; break;
 	case KEY_NPAGE: case ' ':	t->ov.top += h > 1 ? h - 1 : 1; break;
-	case KEY_HOME: case 'g':	t->ov.top = 0; break;
+	case KEY_HOME: case 'g':	t->ov.top = 0; t->ov.left = 0; break;
 	case KEY_END: case 'G':		t->ov.top = INT_MAX / 2; break;
+	case KEY_LEFT: case 'h':	t->ov.left -= tui_view_hstep(t); break;
+	case KEY_RIGHT: case 'l':	t->ov.left += tui_view_hstep(t); break;
 	case 'o':
 		if (t->ov.art >= 0)
 			tui_act_open(t, t->ov.art);
@@ -724,6 +724,12 @@ modal_key(struct tui *t, int c)
 		tui_act_open_confirm(t, c == 'y' || c == 'Y');
 		return 1;
 	}
+	if (t->in.modal == M_APPROVE)
+		return tui_act_approve_key(t, c);
+	if (t->in.modal == M_DROP_CONFIRM) {
+		tui_act_drop_confirm(t, c == 'y' || c == 'Y');
+		return 1;
+	}
 	return 0;
 }
 
@@ -858,7 +864,8 @@ lone_esc(struct tui *t)
 {
 	if (t->ov.on || t->focus != P_INPUT || rl_editing_mode == 0 ||
 	    t->in.modal == M_CONFIRM_QUIT || t->in.modal == M_SAVE_CONFIRM ||
-	    t->in.modal == M_OPEN_CONFIRM) {
+	    t->in.modal == M_OPEN_CONFIRM || t->in.modal == M_APPROVE ||
+	    t->in.modal == M_DROP_CONFIRM) {
 		on_key(t, 27);
 		return;
 	}
@@ -1017,4 +1024,6 @@ tui_input_end(struct tui *t)
 	buf_free(&t->in.pastebuf);
 	free(t->in.save_name);
 	t->in.save_name = NULL;
+	free(t->in.approve_code);
+	t->in.approve_code = NULL;
 }

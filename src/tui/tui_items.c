@@ -151,6 +151,146 @@ tui_items_anchor_answer(struct tui *t)
 	}
 }
 
+/* ------------------------------------------------------------ pending cells */
+
+/* The pending cell of part n, found among the last items, or NULL. */
+static struct item *
+pending_find(struct tui *t, int n)
+{
+	for (int i = t->conv.nitems - 1; i >= 0 && i >= t->conv.nitems - 50; i--)
+		if (t->conv.items[i].kind == IT_PENDING && t->conv.items[i].cell == n &&
+		    !t->conv.items[i].closed)
+			return &t->conv.items[i];
+	return NULL;
+}
+
+void
+tui_items_pending_code(struct tui *t, int n, const char *code, size_t len)
+{
+	struct item *it = pending_find(t, n);
+
+	if (it == NULL) {
+		tui_items_answer_close(t);
+		it = tui_item_new(t, IT_PENDING);
+		it->cell = n;
+	}
+	/* The code only grows within a call, so only its new end is
+	 * copied; shorter means the request started over. */
+	if (len < it->text.len)
+		buf_reset(&it->text);
+	if (len > PENDING_MAX)
+		len = PENDING_MAX;
+	if (len > it->text.len)
+		(void)buf_add(&it->text, code + it->text.len, len - it->text.len);
+	it->version++;
+	tui_mark(t);
+}
+
+void
+tui_items_pending_claim(struct tui *t)
+{
+	for (int i = 0; i < t->conv.nitems; i++)
+		if (t->conv.items[i].kind == IT_PENDING && !t->conv.items[i].closed) {
+			t->conv.items[i].closed = 1;
+			return;
+		}
+}
+
+int
+tui_items_pending_ran(struct tui *t, int n)
+{
+	for (int i = t->conv.nitems - 1; i >= 0 && i >= t->conv.nitems - 50; i--) {
+		struct item *it = &t->conv.items[i];
+		if (it->kind == IT_PENDING && it->closed) {
+			buf_reset(&it->text);
+			it->kind = IT_CELL;
+			it->cell = n;
+			it->closed = 0;
+			it->version++;
+			tui_mark(t);
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/* The pending cell last claimed, or NULL. */
+static struct item *
+pending_claimed(struct tui *t)
+{
+	for (int i = t->conv.nitems - 1; i >= 0 && i >= t->conv.nitems - 50; i--)
+		if (t->conv.items[i].kind == IT_PENDING && t->conv.items[i].closed)
+			return &t->conv.items[i];
+	return NULL;
+}
+
+void
+tui_items_pending_show(struct tui *t, const char *code, size_t len)
+{
+	struct item *it = pending_claimed(t);
+
+	if (it == NULL) {
+		tui_items_answer_close(t);
+		it = tui_item_new(t, IT_PENDING);
+		it->cell = -1;
+		it->closed = 1;
+	}
+	buf_reset(&it->text);
+	(void)buf_add(&it->text, code, len < PENDING_MAX ? len : PENDING_MAX);
+	it->version++;
+	t->v[P_CONV].follow = 1;
+	tui_mark(t);
+}
+
+void
+tui_items_pending_skipped(struct tui *t)
+{
+	struct item *it = pending_claimed(t);
+	static const char msg[] = "the model's cell did not run: you skipped it "
+	    "(the model is told)";
+
+	if (it == NULL)
+		return;
+	buf_reset(&it->text);
+	it->kind = IT_NOTICE;
+	tui_item_add(t, it, msg, strlen(msg));
+}
+
+void
+tui_items_pending_drop(struct tui *t)
+{
+	int w = 0;
+
+	for (int i = 0; i < t->conv.nitems; i++) {
+		if (t->conv.items[i].kind == IT_PENDING) {
+			item_free(&t->conv.items[i]);
+			continue;
+		}
+		if (w != i)
+			t->conv.items[w] = t->conv.items[i];
+		w++;
+	}
+	if (w != t->conv.nitems) {
+		t->conv.nitems = w;
+		t->conv.anchor = -1;
+		tui_mark(t);
+	}
+}
+
+/* A cell the model is still writing: a header, then its code so far,
+ * highlighted as the cell will show it. */
+static void
+item_pending_lines(struct tlines *ls, const char *s, size_t n, int w,
+    int closed)
+{
+	struct tline *l = tui_tlines_add(ls, 0);
+	tui_tline_adds(l, R_RUNNING, closed ? "  ▸ the model's cell, not run yet" :
+	    n >= PENDING_MAX ? "  ▸ the model writes a cell (its first 256 KiB shown)" :
+	    "  ▸ the model writes a cell…");
+	if (n > 0)
+		tui_cells_code(ls, s, w, 1, 0);
+}
+
 /* Whether the cell's item is already in the conversation. */
 int
 tui_items_has_cell(struct tui *t, int n)
@@ -255,6 +395,9 @@ tui_item_lines(struct tui *t, struct item *it, int w)
 		break;
 	case IT_REASONING:
 		item_reasoning_lines(t, it, s, n, ww);
+		break;
+	case IT_PENDING:
+		item_pending_lines(&it->lines, s, n, ww, it->closed);
 		break;
 	}
 	it->cver = it->version;

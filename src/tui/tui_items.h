@@ -41,6 +41,20 @@ int tui_items_user_scrolled(const struct tui *t);
 /* A new reply begins (a question is sent): the conversation follows it
  * unless the user scrolled; an older answer's anchor no longer holds. */
 void tui_items_follow_newest(struct tui *t);
+/* The code of part n of the reply as it streams (EV_CODE): all of it
+ * so far, shown in a pending cell at the end of the conversation. */
+void tui_items_pending_code(struct tui *t, int n, const char *code, size_t len);
+/* A call came whole: the oldest pending cell not yet claimed is its. */
+void tui_items_pending_claim(struct tui *t);
+/* Cell n started: the pending cell last claimed becomes its link;
+ * returns 0 when there was none. */
+int tui_items_pending_ran(struct tui *t, int n);
+/* --ask: the claimed pending cell (made when none is) shows the whole
+ * code that waits; _skipped: the user said no, it is a notice now. */
+void tui_items_pending_show(struct tui *t, const char *code, size_t len);
+void tui_items_pending_skipped(struct tui *t);
+/* The question is over: the pending cells left go. */
+void tui_items_pending_drop(struct tui *t);
 /* Whether the conversation links to cell n (among the last items). */
 int tui_items_has_cell(struct tui *t, int n);
 /* /clear: empties the pane (the notebook keeps everything). */

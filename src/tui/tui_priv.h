@@ -33,9 +33,13 @@ enum role {
 enum pane { P_INPUT, P_CONV, P_CELLS, P_ARTS, P_NPANES };
 
 enum item_kind { IT_USER, IT_ANSWER, IT_CELL, IT_NOTICE, IT_ERROR, IT_INFO,
-	IT_REASONING };	/* the model's reasoning: folded, dimmed; r expands */
+	IT_REASONING,	/* the model's reasoning: folded, dimmed; r expands */
+	IT_PENDING };	/* a cell the model is still writing (EV_CODE): its
+			 * code as it came, unsanitized; cell = the part of
+			 * the reply; closed: its call came whole */
 
 #define ITEM_TEXT_MAX	(1024 * 1024)	/* per conversation item */
+#define PENDING_MAX	(256 * 1024)	/* code shown while it streams */
 #define ITEMS_MAX	4000		/* oldest dropped beyond this */
 #define OUT_SHOW_HEAD	3		/* collapsed output: head lines */
 #define OUT_SHOW_TAIL	5		/* and tail lines, at the least */
@@ -81,6 +85,7 @@ struct cblock {			/* cached body of one cell */
 	int		 valid, width, expanded, status, nart, fold;
 	uint64_t	 tot[2];
 	int		 has_value;
+	uint64_t	 net_gen;	/* the cell's ledger summary's gen */
 	struct tlines	 lines;
 };
 
@@ -103,10 +108,13 @@ struct view {			/* a scrollable list */
 #define TAGROWS 512		/* rows remembered for mouse clicks */
 
 enum modal { M_NONE, M_CONFIRM_QUIT, M_SAVE_AS, M_SAVE_CONFIRM, M_SEARCH, M_INPUT,
-	M_OPEN_CONFIRM };
+	M_OPEN_CONFIRM,
+	M_APPROVE,	/* --ask: the model's cell waits (EV_APPROVE) */
+	M_DROP_CONFIRM };	/* `d` on a cell: drop it? (save_art: the cell) */
 
 /* What the status bar says the core is doing. */
-enum phase { PH_IDLE, PH_THINKING, PH_ANSWERING, PH_CELL };
+enum phase { PH_IDLE, PH_THINKING, PH_ANSWERING, PH_CELL,
+	PH_CODE };	/* the model writes a cell */
 
 /* The UI's state, passed to every function of the tui_*.c files as
  * `struct tui *t`. Each part says which file writes it; the others
@@ -123,6 +131,7 @@ struct tui {
 	struct tui_opts		 o;
 	int			 active;	/* the screen is up */
 	int			 quit;
+	int			 quit_signo;	/* SIGTERM or SIGHUP ended it, or 0 */
 	int			 dirty;		/* redraw at the next frame */
 	int64_t			 last_draw;
 	int			 saved_stderr;
@@ -181,8 +190,17 @@ struct tui {
 		struct tlines	 lines;
 		int		 top;
 		char		*png;	/* preview of a PNG: its path */
+		char		*shown;	/* the image drawn in pixels: path@size */
+		int		 hscroll;	/* lines whole, scrolled sideways */
+		int		 left;	/* columns scrolled off to the left */
 		int		 art;	/* artifact index or -1 */
 	} ov;
+
+	struct {		/* real pixels (tui_gfx.c; drawn by tui_draw.c) */
+		enum tui_gfx_mode mode;	/* KITTY, ITERM, SIXEL or BLOCKS */
+		int		 passthrough;	/* wrapped for tmux */
+		int		 cellw, cellh;	/* a cell's pixels (sixel) */
+	} gfx;
 
 	struct {		/* the status bar (tui_event.c, tui_items.c) */
 		int		 kstate;
@@ -229,6 +247,7 @@ struct tui {
 		int		 ask_cell, ask_password;
 		char		 ask_prompt[256];
 		char		*ask_saved;	/* the line typed before */
+		char		*approve_code;	/* M_APPROVE: the cell's code */
 	} in;
 
 	struct {		/* the layout, computed per frame (tui_draw.c) */
@@ -237,6 +256,7 @@ struct tui {
 		int		 compact;	/* one pane at a time */
 		int		 zoom;		/* `z`: the focused pane alone */
 		int		 files_hidden;	/* `f`: no files pane */
+		int		 told_w;	/* agent_set_width's last */
 		WINDOW		*mainw, *inw;
 		int		 tagmap[P_NPANES][TAGROWS];	/* row -> tag */
 		const char	*hl;		/* the search pattern, while

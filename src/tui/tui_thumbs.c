@@ -23,6 +23,8 @@ tui_thumbs_get(struct tui *t, const char *path, int cols, int rows_max,
 	struct tcache *slot = NULL;
 
 	*why = NULL;
+	if (t->gfx.mode == TUI_GFX_OFF)
+		return NULL;	/* --images off: the file's line only */
 	if (cols < 2)
 		cols = 2;
 	for (int i = 0; i < NTHUMBS; i++) {
@@ -46,7 +48,7 @@ tui_thumbs_get(struct tui *t, const char *path, int cols, int rows_max,
 	slot->stamp = ++t->thumbs.stamp;
 
 	char *err = NULL;
-	struct png_rgba *img = png_decode_file(path, &err);
+	struct png_rgba *img = png_decode_file_fit(path, 0, &err);
 	if (img) {
 		struct thumb_opts to;
 		thumb_opts_init(&to);

@@ -15,6 +15,7 @@
 
 #include "terp/buf.h"
 #include "terp/llm_provider.h"
+#include "terp/sanitize.h"
 #include "terp/sse.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -70,7 +71,20 @@ s_usage(void *arg, const struct usage *u)
 	buf_addc(&r->out, 0);
 }
 
-static const struct llm_sink sink = { s_text, s_call, s_usage, NULL, NULL };
+/* The code shown early: bounded and whole characters, whatever came.
+ * Not in r->out: how often it comes depends on the cuts. */
+static void
+s_code(void *arg, int call, const char *code, size_t n)
+{
+	struct run *r = arg;
+
+	check_open(r);
+	if (call < 0 || call >= LLM_DEC_SLOTS || n > LLM_DEC_ARGS_MAX ||
+	    utf8_complete_prefix(code, n) != n)
+		abort();
+}
+
+static const struct llm_sink sink = { s_text, s_call, s_usage, NULL, NULL, s_code };
 
 static int
 on_event(void *arg, const struct sse_event *ev)

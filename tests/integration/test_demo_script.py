@@ -89,6 +89,8 @@ def test_azure_key_without_endpoint_runs_the_recorded_demo(env, tmp_path):
     assert r.returncode == 0, r.stderr
     assert "AZURE_OPENAI_API_KEY is set but AZURE_OPENAI_ENDPOINT is not" in r.stderr
     assert "RECORDED demo" in r.stderr
+    # it ends by saying how to open the notebook (issue 25, 15)
+    assert "now open the notebook: ./terp --provider demo examples/sales.csv" in r.stderr, r.stderr
     r = run_demo(env, co, AZURE_OPENAI_API_KEY="k-example",
                  AZURE_OPENAI_ENDPOINT="http://127.0.0.1:9/")
     assert r.returncode == 0, r.stderr

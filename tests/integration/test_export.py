@@ -94,8 +94,10 @@ def test_ipynb_validates_and_holds_the_session(exported):
     assert nb.metadata.kernelspec.name == "python3"
     assert nb.metadata.language_info.name == "python"
     kinds = [c.cell_type for c in nb.cells]
-    assert kinds == ["markdown", "code", "code", "code", "markdown"]
-    assert "What is the total of a?" in nb.cells[0].source
+    assert kinds == ["markdown", "markdown", "code", "code", "code", "markdown"]
+    # first, the note that Jupyter runs the model's code unsandboxed
+    assert nb.cells[0].id == "terp-unsandboxed" and "**unsandboxed**" in nb.cells[0].source
+    assert "What is the total of a?" in nb.cells[1].source
     # the answer keeps its numbers' sources (issue 11)
     assert nb.cells[-1].source == ("The total is **42**.\n\nNumbers: 1 of 1 traced\n"
                                    "- 42: cell [1], line 1\n")

@@ -494,6 +494,145 @@ def test_a_huge_unknown_tool_name_is_capped(model, menv, tmp_path):
     assert len(tool[0]["content"]) < 1000, len(tool[0]["content"])
 
 
+def test_an_html_page_with_200_is_said_and_not_retried(model, menv, tmp_path):
+    """A captive portal answers the model's POST with its login page and a
+    200: one request, one line saying the server sent HTML."""
+    page = "<!DOCTYPE html>\n<html><head><title>Sign in</title></head><body>login</body></html>\n"
+    flags, requests = model([{"body": page, "repeat": True}])
+    r = run(menv, tmp_path, *flags, "-p", "q?")
+    assert r.returncode != 0, r.stderr
+    assert "HTML page" in r.stderr and "captive portal" in r.stderr, r.stderr
+    assert "retrying" not in r.stderr, r.stderr
+    assert len(requests()) == 1, len(requests())
+
+
+def test_a_tls_version_mismatch_is_not_retried(menv, tmp_path):
+    """A server that speaks only TLS 1.0/1.1 (Python's ssl, a self-made
+    certificate, OpenSSL's security level 0 to allow them): no common
+    version, so one attempt and a line saying asking again cannot help."""
+    import socket
+    import ssl
+    import warnings
+    if shutil.which("openssl") is None:
+        pytest.fail("openssl is needed to make the test server's certificate")
+    key, cert = str(tmp_path / "k.pem"), str(tmp_path / "c.pem")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout",
+                    key, "-out", cert, "-days", "2", "-subj", "/CN=127.0.0.1"],
+                   check=True, capture_output=True)
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(cert, key)
+    ctx.set_ciphers("DEFAULT:@SECLEVEL=0")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        ctx.minimum_version = ssl.TLSVersion.TLSv1
+        ctx.maximum_version = ssl.TLSVersion.TLSv1_1
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(8)
+    srv.settimeout(0.2)
+    port = srv.getsockname()[1]
+    tries, stop = [], threading.Event()
+
+    def serve():
+        while not stop.is_set():
+            try:
+                c, _ = srv.accept()
+            except OSError:
+                continue
+            tries.append(1)
+            try:
+                ctx.wrap_socket(c, server_side=True)
+            except (OSError, ssl.SSLError):
+                pass
+            c.close()
+    t = threading.Thread(target=serve, daemon=True)
+    t.start()
+    try:
+        r = run(menv, tmp_path, "--provider", "openai", "--model", "fake", "--base-url",
+                "https://127.0.0.1:%d/v1" % port, "-p", "q?")
+    finally:
+        stop.set()
+        t.join()
+        srv.close()
+    assert r.returncode != 0, r.stderr
+    assert "retrying" not in r.stderr, r.stderr
+    assert "TLS version" in r.stderr and "cannot help" in r.stderr, r.stderr
+    assert len(tries) == 1, len(tries)
+
+
+def test_a_memory_limit_too_small_for_python_says_so(env, tmp_path):
+    r = run(env, tmp_path, "exec", "--memory", "1M", "-c", "print(1)")
+    assert r.returncode != 0, r.stderr
+    assert "memory limit of 1 MiB is too small to start Python" in r.stderr, r.stderr
+    assert "16M" in r.stderr, r.stderr
+
+
+def test_a_session_folder_deleted_while_terp_runs_is_said_once(env, tmp_path):
+    """The folder goes while a cell runs (rm -rf from another shell): the
+    next journal line says the session is no longer saved, once, and the
+    run goes on."""
+    p = subprocess.Popen([TERP, "exec", "--json", "-c",
+                          "import time\nprint('ready', flush=True)\ntime.sleep(60)",
+                          "-c", "print('after')", "-c", "print('later')"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+                         cwd=tmp_path, text=True)
+    evs = []
+    for line in p.stdout:
+        ev = json.loads(line)
+        evs.append(ev)
+        if ev["type"] == "stdout" and "ready" in ev["text"]:
+            [sid] = os.listdir(sessions(env))
+            shutil.rmtree(os.path.join(sessions(env), sid))
+            p.send_signal(2)
+    err = p.stderr.read()
+    p.wait(timeout=60)
+    notes = [e["message"] for e in evs if e["type"] == "notice"]
+    gone = [n for n in notes if "no longer saved" in n]
+    assert len(gone) == 1 and "was deleted" in gone[0], notes
+    assert any(e["type"] == "stdout" and "later" in e["text"] for e in evs), err
+
+
+def test_too_many_tool_calls_in_one_reply_are_told_to_the_model(model, menv, tmp_path):
+    """200 calls in one reply: the first 64 run, every other one is
+    answered "not run: at most 64 ..." so the model can ask again."""
+    calls = [{"id": "c%d" % i, "code": "x%d = %d" % (i, i)} for i in range(200)]
+    flags, requests = model([{"openai": {"tool_calls": calls}}, answer("ok")])
+    r = run(menv, tmp_path, *flags, "-p", "q?")
+    assert r.returncode == 0, r.stderr[-800:]
+    assert "made 200 tool calls in one reply" in r.stderr, r.stderr[-800:]
+    tool = [m for m in requests()[1]["messages"] if m["role"] == "tool"]
+    assert [m["tool_call_id"] for m in tool] == ["c%d" % i for i in range(200)]
+    told = [m for m in tool if "at most 64 tool calls of one reply" in m["content"]]
+    assert len(told) == 136 and told[0]["tool_call_id"] == "c64", len(told)
+
+
+def test_a_probe_cache_others_may_write_is_not_read(model, menv, tmp_path):
+    """Issue 22 item 10: the interpreter probe's cache gets the driver
+    cache's check (ours, no group/other write): a planted answer in a
+    world-writable cache file never reaches the model's system prompt."""
+    menv = dict(menv, XDG_CACHE_HOME=str(tmp_path / "cache"))
+    assert run(menv, tmp_path, "exec", "-c", "1").returncode == 0
+    pdir = tmp_path / "cache" / "terp" / "pyenv"
+    [cache] = [p for p in pdir.iterdir() if p.suffix == ".json"]
+    doc = json.loads(cache.read_text())
+    real = doc["probe"]["version"]
+    doc["probe"]["version"] = "3.99.1"
+    cache.write_text(json.dumps(doc))
+
+    def system_prompt(mode):
+        os.chmod(cache, mode)
+        flags, requests = model([answer("ok")])
+        r = run(menv, tmp_path, *flags, "-p", "q?")
+        assert r.returncode == 0, r.stderr[-500:]
+        [sysm] = [m for m in requests()[0]["messages"] if m["role"] == "system"]
+        return sysm["content"]
+    # the planted version is what a trusted cache says (the test is live)...
+    assert "3.99.1" in system_prompt(0o600)
+    # ...and never when others may write the file: probed again instead
+    s = system_prompt(0o666)
+    assert "3.99.1" not in s and real in s, s[:2000]
+
+
 # ---- item 8: Ctrl-C before the cell's code runs -----------------------
 
 def test_sigint_at_the_first_instant_of_the_first_cell_interrupts_it(env, tmp_path):

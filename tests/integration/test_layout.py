@@ -13,6 +13,11 @@ RANK = {"base": 0, "net": 1, "egress": 2, "sandbox": 3, "model": 4,
 # Headers with no .c of their own name: the layer that defines them.
 OWNER = {"llm_provider": "llm", "cli": "app", "serve_wire": "kernel",
          "kernel_types": "kernel"}
+# Layers that stay unknown to each other although one ranks below the
+# other: the notebook (model), which everything reads, is no client of
+# the egress proxy; the core turns the proxy's events into netlog's
+# entries (src/core/ledger.c).
+APART = {("model", "egress")}
 INCLUDE = re.compile(r'^\s*#\s*include\s+"terp/([A-Za-z0-9_]+)\.h"', re.M)
 
 
@@ -56,3 +61,15 @@ def test_every_public_header_has_an_owner():
     orphans = [h.name for h in (ROOT / "include" / "terp").glob("*.h")
                if h.stem not in own]
     assert not orphans, "headers in include/terp of no layer: %s" % orphans
+
+
+def test_apart_layers_do_not_include_each_other():
+    own = owners()
+    bad = []
+    for f in sorted(SRC.rglob("*.[ch]")):
+        me = layer_of(f)
+        for h in INCLUDE.findall(f.read_text(errors="replace")):
+            if (me, own.get(h)) in APART:
+                bad.append("%s (%s) includes terp/%s.h (%s)" %
+                           (f.relative_to(ROOT), me, h, own[h]))
+    assert not bad, "layers kept apart include each other:\n" + "\n".join(bad)

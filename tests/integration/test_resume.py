@@ -273,11 +273,15 @@ def test_replay_needs_resume(env, tmp_path):
 
 def test_max_session_ends_a_long_cell(env, tmp_path):
     # (the cell would sleep far past the timeout, a safety net that fails
-    # a terp which does not end the session)
-    r = run(env, tmp_path, "exec", "--max-session", "1s", "-c",
-            "import time\ntime.sleep(600)", timeout=120)
+    # a terp which does not end the session). 10 s, not 1: the limit must
+    # land while the cell runs, not while a loaded machine still starts
+    # the sandbox (a run in which no cell ran is not kept, by design).
+    r = run(env, tmp_path, "exec", "--max-session", "10s", "-c",
+            "print('running', flush=True)\nimport time\ntime.sleep(600)",
+            timeout=120)
     assert r.returncode == 3
-    assert "--max-session limit of 1 s" in r.stderr
+    assert "running" in r.stdout, r.stdout
+    assert "--max-session limit of 10 s" in r.stderr
     lines = journal_lines(env, only_session(env))
     assert any(l["t"] == "note" and l["kind"] == "max-session" for l in lines)
 
@@ -413,3 +417,22 @@ def test_the_journal_records_each_fact_once_and_states_by_name(model, menv, tmp_
         "system", "user", "assistant", "tool", "assistant"], body
     assert body["messages"][1]["content"] == "What is 6 * 7?"
     assert body["messages"][4]["content"] == answer_text
+
+
+def test_replay_in_the_same_folder_replaces_its_own_files(env, tmp_path):
+    """A replayed cell's file is the session's own: it replaces out/c.txt
+    (no c-2.txt, no "not this session's"), unless the user changed the
+    file since, which is then kept and the copy takes c-2.txt."""
+    code = "open('/workspace/out/c.txt', 'w').write('chart v1')"
+    r = run(env, tmp_path, "exec", "-c", code)
+    assert r.returncode == 0, r.stderr
+    sid = only_session(env)
+    r = run(env, tmp_path, "exec", "--resume", sid, "--replay", "-c", "print(2)")
+    assert r.returncode == 0, r.stderr
+    assert "not this session's" not in r.stderr, r.stderr
+    assert sorted(os.listdir(tmp_path / "out")) == ["c.txt"]
+    (tmp_path / "out" / "c.txt").write_text("the user's edit")
+    r = run(env, tmp_path, "exec", "--resume", sid, "--replay", "-c", "print(3)")
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "out" / "c.txt").read_text() == "the user's edit"
+    assert (tmp_path / "out" / "c-2.txt").read_text() == "chart v1"

@@ -169,6 +169,30 @@ def test_egress_under_the_cell_and_net_lists_it(tui):
                      r"not allowed", s), s
 
 
+def test_a_flood_of_refused_attempts_keeps_the_ui_responsive(tui):
+    """Refused egress attempts to distinct hosts pour in (the fake core's
+    proxy, 500 every 5 ms, 20,000 and on until cancelled): keys are
+    handled meanwhile, and the cell's one net line sums them up (issue 22:
+    every cell's summary was recomputed from the whole ledger on each
+    attempt)."""
+    t = tui(width=120)
+    ask(t, "flood the proxy forever")
+    t.wait(r"running cell \[1\]")
+    t.wait(r"h0\.flood\.invalid ✗ not allowed")
+    t.keys("F1")
+    t.wait(r"keys and commands")
+    t.keys("q")
+    s = t.wait_for(lambda s: "keys and commands" not in s)
+    assert "running cell [1]" in s, s
+    t.keys("C-c")
+    t.wait(r"\[1\] model · interrupted")
+    ask(t, "/net")
+    # the newest 200 listed, the last at the bottom
+    s = t.wait(r"\[1\] \d\d:\d\d:\d\d CONNECT h\d+\.flood\.invalid:443 refused: "
+               r"not allowed\s*│?\s*\n.*─ cells")
+    assert "⇄ h0.flood.invalid ✗ not allowed · h1.flood.invalid ✗ not allowed" in s, s
+
+
 def test_a_million_lines_keep_the_ui_responsive(tui):
     t = tui()
     # keys are handled while the output pours in: this flood lasts until

@@ -186,3 +186,52 @@ def test_sent_reads_old_requests_back_from_the_journal(fake_model, tmux, tmp_pat
     assert re.search(r"alpha first\s+question", s), s
     # no later question ("again N"; the prompt says "against")
     assert not re.search(r"\bagain \d", s), s
+
+
+def test_a_hangup_exits_129_and_keeps_the_notebook(fake_model, tmux, tmp_path):
+    """SIGHUP (the terminal closed) ends the notebook as it ends -p: exit
+    status 128+1, the session saved for --resume."""
+    import signal
+    from conftest import children
+    port = fake_model(NOTED)
+    cmd = " ".join([TERP, *model_args(port, tmp_path / "out")])
+    t = tmux(cmd, model_env(tmp_path), tmp_path, 100, 30, ready=r"│ ready", timeout=30)
+    t.text("Remember 7.")
+    t.keys("Enter")
+    t.wait(r"Noted\.", timeout=60)
+    [pid] = [p for p in children(t.pid()) if "terp" in open("/proc/%s/comm" % p).read()]
+    os.kill(int(pid), signal.SIGHUP)
+    t.wait(r"EXITED rc=129", timeout=30)
+    env = dict(os.environ, XDG_STATE_HOME=str(tmp_path / "state"),
+               XDG_CONFIG_HOME=str(tmp_path / "config"), HOME=str(tmp_path))
+    r = subprocess.run([TERP, "--list"], capture_output=True, text=True, env=env)
+    assert r.returncode == 0 and "Remember 7." in r.stdout, r
+
+
+WIDE_CODE = ("import pandas as pd\n"
+             "pd.DataFrame({'column_number_%d' % i: range(3) for i in range(12)})")
+
+
+def test_a_pandas_value_fills_the_pane_and_the_model_keeps_80_columns(fake_model, tmux,
+                                                                       tmp_path):
+    """Issue 19: the cells pane's width reaches pandas for what the user
+    sees (7 of these columns a row at 180 columns); the tool result keeps
+    Jupyter's 80-column text view (4 a row)."""
+    import sys
+    sys.path.insert(0, os.path.join(os.path.dirname(TERP), "tests"))
+    from fake_model import read_log
+    port = fake_model({"turns": [
+        {"openai": {"tool_calls": [{"id": "call_w", "name": "python_exec",
+                                    "code": WIDE_CODE}]}},
+        {"openai": {"text": "Twelve columns."}, "repeat": True}]})
+    cmd = " ".join([TERP, *model_args(port, tmp_path / "out")])
+    t = tmux(cmd, model_env(tmp_path), tmp_path, 180, 45, ready=r"│ ready", timeout=30)
+    t.text("Show the frame.")
+    t.keys("Enter")
+    s = t.wait(r"Twelve columns\.", timeout=60)
+    rows = [l for l in s.splitlines() if "column_number_0" in l]
+    assert rows and "column_number_6" in rows[0], s
+    log = read_log(str(tmp_path / "log.jsonl"))
+    [tool] = [m["content"] for m in log[1]["body"]["messages"] if m["role"] == "tool"]
+    first = [l for l in tool.splitlines() if "column_number_0" in l]
+    assert first and "column_number_3" in first[0] and "column_number_4" not in first[0], tool

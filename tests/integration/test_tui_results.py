@@ -1,6 +1,7 @@
 """Issue 24 (results people can read), in the notebook UI through tmux:
 the real binary, the real sandbox and a scripted fake model
 (tests/fake_model.py) on 127.0.0.1."""
+import os
 import re
 
 import pytest
@@ -17,9 +18,9 @@ SCRIPT = {"turns": [
 
 @pytest.fixture
 def tui(fake_model, tmp_path, tmux):
-    def start(script, *args, width=100, height=30):
+    def start(script, *args, width=100, height=30, path="/usr/bin:/bin"):
         port = fake_model(script)
-        env = dict(model_env(tmp_path), PATH="/usr/bin:/bin")
+        env = dict(model_env(tmp_path), PATH=path)
         cmd = " ".join([TERP, *model_args(port, tmp_path / "out"), *args, SALES])
         return tmux(cmd, env, tmp_path, width, height, ready=r"│ ready", timeout=30)
     return start
@@ -77,10 +78,16 @@ CHART = ("import matplotlib\nmatplotlib.use('Agg')\nimport matplotlib.pyplot as 
          "plt.savefig('/workspace/out/bars.png')")
 
 
-def test_o_without_xdg_open_says_where_the_file_is_and_how_to_view_it(tui):
-    # PATH is /usr/bin:/bin, which has chafa and no xdg-open here
+def test_o_without_xdg_open_says_where_the_file_is_and_how_to_view_it(tui, tmp_path):
+    # a chafa of our own first on PATH (whether the machine has one must
+    # not matter), and no xdg-open in /usr/bin:/bin
+    bin_ = tmp_path / "viewers"
+    bin_.mkdir()
+    (bin_ / "chafa").write_text("#!/bin/sh\nexit 0\n")
+    os.chmod(bin_ / "chafa", 0o755)
     t = tui({"turns": [{"openai": {"tool_calls": [{"id": "c1", "code": CHART}]}},
-                       {"openai": {"text": "East is largest."}}]}, width=100, height=30)
+                       {"openai": {"text": "East is largest."}}]}, width=100, height=30,
+            path="%s:/usr/bin:/bin" % bin_)
     t.text("Plot the regions")
     t.keys("Enter")
     t.wait(r"East is largest", timeout=90)
@@ -95,3 +102,80 @@ def test_o_without_xdg_open_says_where_the_file_is_and_how_to_view_it(tui):
     flat = re.sub(r"\s", "", flat)
     assert re.search(r"bars\.pngisat\S*/out/bars\.png\(Enterinthefilespane"
                      r"previewsit\);toviewit:chafa'\S*/out/bars\.png'", flat), s
+
+
+BLOCKS = set("▘▝▀▖▌▞▛▗▚▐▜▄▙▟█")
+
+
+def chart_rows(s):
+    """The rows of the cells pane's thumbnail below '▪ bars.png', and the
+    cells pane's part of the screen (left of the files pane's border)."""
+    lines = s.splitlines()
+    x1 = lines[1].index("│") if "│" in lines[1] else len(lines[1])
+    left = [l[:x1] for l in lines]
+    start = next(i for i, l in enumerate(left) if "▪ bars.png" in l)
+    rows = [l for l in left[start + 1:] if sum(ch in BLOCKS for ch in l) >= 3]
+    return left, rows
+
+
+@pytest.mark.parametrize("width,height", [(160, 50), (100, 30), (80, 24)])
+def test_the_inline_chart_grows_with_the_pane_and_keeps_its_header(tui, width, height):
+    t = tui({"turns": [{"openai": {"tool_calls": [{"id": "c1", "code": CHART}]}},
+                       {"openai": {"text": "East is largest."}}]}, width=width, height=height)
+    t.text("Plot the regions")
+    t.keys("Enter")
+    t.wait(r"East is largest", timeout=90)
+    s = t.wait(r"▪ bars\.png", timeout=30)
+    print(s)
+    left, rows = chart_rows(s)
+    # the cell's header line stays on screen above its chart
+    assert any(re.search(r"\[1\] .*model", l) for l in left), s
+    assert rows, s
+    wd = max(len(r.strip()) for r in rows)
+    if width == 160:
+        # the cells pane is 124 columns wide and 30 rows high: the chart
+        # was at most 64x14 (37 columns at this aspect); now up to two
+        # thirds of the pane's rows, the cell still fitting, and the
+        # width they give (31 columns of it drawn before, 13 rows)
+        assert wd > 35 and len(rows) > 14, s
+
+
+WIDE = ("import pandas as pd\n"
+        "pd.set_option('display.width', 100000)\n"
+        "pd.set_option('display.max_columns', 100)\n"
+        "pd.set_option('display.max_rows', 100)\n"
+        "df = pd.DataFrame({'col%02d' % i: range(i * 1000, i * 1000 + 60) for i in range(31)})\n"
+        "print(df)")
+
+
+def test_v_on_a_cell_views_a_wide_frame_scrolling_both_ways(tui):
+    t = tui({"turns": [{"openai": {"tool_calls": [{"id": "c1", "code": WIDE}]}},
+                       {"openai": {"text": "31 columns."}}]}, width=80, height=24)
+    t.text("Make a wide frame")
+    t.keys("Enter")
+    t.wait(r"31 columns\.", timeout=90)
+    t.keys("Tab")
+    t.keys("Tab")          # input -> conversation -> cells (its header
+    t.keys("v")            # is above the pane's top: the output is long)
+    s = t.wait(r"cell \[1\] output")
+    assert "col00" in s and "col30" not in s, s
+    assert re.search(r"col 1 of \d+", s), s
+    # sideways, half a screen a step, to the last column
+    for _ in range(12):
+        t.keys("l")
+    s = t.wait(r"col30")
+    assert "col00" not in s, s
+    body = s.splitlines()[1:]
+    # the lines are whole, not wrapped: row 0's last value on row 0's line
+    assert any(re.search(r"30000\s*$", l) for l in body), s
+    t.keys("h")
+    t.keys("Home")
+    s = t.wait(r"col 1 of")
+    assert "col00" in s, s
+    t.keys("NPage")
+    t.keys("NPage")
+    t.keys("NPage")
+    s = t.wait(r"\b59 ")
+    t.keys("q")
+    s = t.wait(r"─ cells 1")
+    assert "cell [1] output" not in s, s

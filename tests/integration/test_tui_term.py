@@ -136,8 +136,10 @@ def test_c_locale_draws_ascii_that_keeps_the_layout(tui, term):
     assert "> What month had the highest revenue?" in s
     assert "| channel | revenue |" in s
     assert "> ran cell [1] . ok" in s
-    # the chart in the thumbnails' ASCII symbols, inside its pane
-    assert any("_/" in r[:col] for r in rows), s
+    # the chart in the thumbnails' ASCII symbols, inside its pane (its
+    # shape depends on its size, which grows with the pane: issue 24)
+    start = next(i for i, r in enumerate(rows) if "* revenue.png" in r[:col])
+    assert sum(1 for r in rows[start + 1:] if sum(ch in "'\",[/P.\\]7_LJ#" for ch in r[:col]) >= 6) >= 5, s
     assert rows[-1].startswith(">"), rows[-1]
 
 

@@ -84,6 +84,31 @@ tick(struct loop *l, void *arg)
 		later(a, 50);
 		return;
 	}
+	if (a->step == 8 && strstr(a->q, "flood the proxy")) {
+		/* refused egress attempts to distinct hosts, 500 a tick, as
+		 * the kernel's proxy reports them: 20,000, or until cancelled
+		 * with "forever" (issue 22: the notebook froze under these) */
+		if (a->lines < 20000 || strstr(a->q, "forever")) {
+			for (int i = 0; i < 500; i++, a->lines++) {
+				struct net_attempt na = { .cell = a->c->n,
+				    .id = (uint64_t)a->lines + 1, .verdict = NETLOG_REFUSED,
+				    .method = "CONNECT", .port = 443, .code = "not-allowed",
+				    .reason = "not allowed" };
+				snprintf(na.host, sizeof na.host, "h%d.flood.invalid",
+				    a->lines % 1000000);
+				na.time_ms = (int64_t)time(NULL) * 1000;
+				struct event e = { .type = EV_NET, .cell = a->c,
+				    .net = notebook_add_net(a->nb, &na) };
+				a->emit(a->arg, &e);
+			}
+			later(a, 5);
+			return;
+		}
+		finish_cell(a, CELL_OK);
+		a->step = 9;
+		later(a, 50);
+		return;
+	}
 	if (a->step == 8) {
 		/* "flood ... forever" pours until cancelled (keys must be
 		 * handled meanwhile); "flood" stops at a million lines. */
@@ -314,6 +339,12 @@ int agent_busy(const struct agent *a) { return a->busy; }
 int agent_input_reply(struct agent *a, int cell, const char *line)
 { (void)a; (void)cell; (void)line; return -1; }
 int agent_reset(struct agent *a, char **err) { (void)a; (void)err; return 0; }
+/* --ask and `d` (agent.c): not scripted here; the real binary's tests
+ * (test_tui_ask.py) cover them */
+void agent_set_ask(struct agent *a, int on) { (void)a; (void)on; }
+int agent_asks(const struct agent *a) { (void)a; return 0; }
+int agent_approve(struct agent *a, enum agent_verdict v, const char *code, char **err) { (void)a; (void)v; (void)code; *err = xstrdup("nothing waits"); return -1; }
+int agent_drop_cell(struct agent *a, int n, char **err) { (void)a; (void)n; *err = xstrdup("no cell to drop"); return -1; }
 int agent_restart(struct agent *a, char **err) { (void)a; (void)err; return 0; }
 char *
 agent_load(struct agent *a, const char *path, int told, char **err)
@@ -349,6 +380,7 @@ const char *agent_where(const struct agent *a) { (void)a; return "local"; }
 const char *agent_isolation(const struct agent *a) { (void)a; return NULL; }
 struct llm *agent_llm(const struct agent *a) { return (struct llm *)(void *)(uintptr_t)a; }
 const char *llm_model(const struct llm *m) { (void)m; return fake_model; }
+const char *llm_suggest(const struct llm *m, int i) { (void)m; (void)i; return NULL; }
 /* No model here, so no context window: the commands say so. */
 struct context *agent_context(const struct agent *a) { (void)a; return NULL; }
 long context_window(const struct context *cx) { (void)cx; return 0; }

@@ -140,6 +140,14 @@ Test(export, ipynb_structure)
 	cr_assert_str_eq(str(cJSON_GetObjectItem(cJSON_GetObjectItem(doc,
 	    "metadata"), "kernelspec"), "name"), "python3");
 	cells = cJSON_GetObjectItem(doc, "cells");
+	/* first, the note that Jupyter runs the code unsandboxed; the
+	 * notebook's own cells follow it */
+	c = cJSON_DetachItemFromArray(cells, 0);
+	cr_assert_str_eq(str(c, "id"), "terp-unsandboxed");
+	s = joined(c, "source");
+	cr_assert_not_null(strstr(s, "runs that code on this machine **unsandboxed**"), "%s", s);
+	free(s);
+	cJSON_Delete(c);
 	cr_assert_eq(cJSON_GetArraySize(cells), 8);
 	for (int i = 0; i < 8; i++)
 		cr_assert_str_eq(str(cJSON_GetArrayItem(cells, i), "cell_type"),
@@ -401,7 +409,7 @@ Test(export, ipynb_controls_escaped)
 	doc = cJSON_Parse(s);
 	cr_assert_not_null(doc);
 	o = cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetArrayItem(
-	    cJSON_GetObjectItem(doc, "cells"), 0), "outputs"), 0);
+	    cJSON_GetObjectItem(doc, "cells"), 1), "outputs"), 0);
 	out = joined(o, "text");
 	cr_assert_str_eq(out, text);
 	free(out);

@@ -87,3 +87,38 @@ Test(json_text, array_insert_anywhere)
 	free(s);
 	cJSON_Delete(a);
 }
+
+/* The getters answer only for the type asked, and take any input:
+ * replies and frames are hostile. */
+Test(json_text, getters_check_types)
+{
+	cJSON *o = cJSON_Parse("{\"s\":\"x\",\"n\":2.5,\"o\":{},\"a\":[1],"
+	    "\"nan\":null,\"big\":1e300,\"S\":\"case\"}");
+	double d = -1;
+
+	cr_assert_not_null(o);
+	cr_assert_str_eq(json_str(o, "s"), "x");
+	cr_assert_null(json_str(o, "n"));
+	cr_assert_null(json_str(o, "missing"));
+	cr_assert_str_eq(json_str(o, "S"), "case");
+	cr_assert_null(json_get(o, "s2"));
+	cr_assert_not_null(json_obj(o, "o"));
+	cr_assert_null(json_obj(o, "a"));
+	cr_assert_not_null(json_arr(o, "a"));
+	cr_assert_null(json_arr(o, "o"));
+	cr_assert_eq(json_num(o, "s", &d), -1);
+	cr_assert_eq(d, -1);
+	cr_assert_eq(json_num(o, "n", &d), 0);
+	cr_assert_eq(d, 2.5);
+	cr_assert_eq(json_num_in(o, "n", 0, 10, 7), 2.5);
+	cr_assert_eq(json_num_in(o, "n", 3, 10, 7), 7);
+	cr_assert_eq(json_num_in(o, "big", 0, 1e15, 7), 7);
+	cr_assert_eq(json_num_in(o, "nan", 0, 1, 7), 7);
+	/* Not an object: every getter answers as for a missing member. */
+	cr_assert_null(json_str(json_get(o, "a"), "s"));
+	cr_assert_null(json_get(NULL, "s"));
+	cr_assert_eq(json_num_in(NULL, "n", 0, 10, 7), 7);
+	/* Case matters: "s" is not "S". */
+	cr_assert_str_neq(json_str(o, "s"), json_str(o, "S"));
+	cJSON_Delete(o);
+}

@@ -8,6 +8,7 @@
 
 #include "terp/buf.h"
 #include "terp/llm_provider.h"
+#include "terp/retry_after.h"
 #include "terp/sse.h"
 
 struct rec {
@@ -42,7 +43,7 @@ r_usage(void *arg, const struct usage *u)
 	r->nusage++;
 }
 
-static const struct llm_sink sink = { r_text, r_call, r_usage, NULL, NULL };
+static const struct llm_sink sink = { r_text, r_call, r_usage, NULL, NULL, NULL };
 
 static int
 r_event(void *arg, const struct sse_event *ev)
@@ -320,18 +321,18 @@ Test(anthropic_decode, truncated_tool_block_is_dropped_and_eof_is_error)
 
 Test(llm_helpers, retry_after)
 {
-	cr_assert_eq(llm_retry_after_ms(NULL, "2", 0), 2000);
-	cr_assert_eq(llm_retry_after_ms(NULL, "1.5", 0), 1500);
-	cr_assert_eq(llm_retry_after_ms("250", "9", 0), 250);
-	cr_assert_eq(llm_retry_after_ms("12.7", NULL, 0), 12);
-	cr_assert_eq(llm_retry_after_ms("x", "3", 0), 3000);
-	cr_assert_eq(llm_retry_after_ms(NULL, "soon", 0), -1);
-	cr_assert_eq(llm_retry_after_ms(NULL, NULL, 0), -1);
-	cr_assert_eq(llm_retry_after_ms(NULL, "-1", 0), -1);
+	cr_assert_eq(retry_after_ms(NULL, "2", 0), 2000);
+	cr_assert_eq(retry_after_ms(NULL, "1.5", 0), 1500);
+	cr_assert_eq(retry_after_ms("250", "9", 0), 250);
+	cr_assert_eq(retry_after_ms("12.7", NULL, 0), 12);
+	cr_assert_eq(retry_after_ms("x", "3", 0), 3000);
+	cr_assert_eq(retry_after_ms(NULL, "soon", 0), -1);
+	cr_assert_eq(retry_after_ms(NULL, NULL, 0), -1);
+	cr_assert_eq(retry_after_ms(NULL, "-1", 0), -1);
 	/* 784111777 = Sun, 06 Nov 1994 08:49:37 GMT */
-	cr_assert_eq(llm_retry_after_ms(NULL, "Sun, 06 Nov 1994 08:49:37 GMT",
+	cr_assert_eq(retry_after_ms(NULL, "Sun, 06 Nov 1994 08:49:37 GMT",
 	    784111777 - 30), 30000);
-	cr_assert_eq(llm_retry_after_ms(NULL, "Sun, 06 Nov 1994 08:49:37 GMT",
+	cr_assert_eq(retry_after_ms(NULL, "Sun, 06 Nov 1994 08:49:37 GMT",
 	    784111777 + 30), 0);
 }
 
@@ -686,7 +687,7 @@ t_item(void *arg, const char *json)
 	buf_printf(&r->calls, "{item %s}", json);
 }
 
-static const struct llm_sink think_sink = { r_text, r_call, r_usage, t_reason, t_item };
+static const struct llm_sink think_sink = { r_text, r_call, r_usage, t_reason, t_item, NULL };
 
 #define TE(t, d) "event: " t "\ndata: " d "\n\n"
 

@@ -5,7 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "terp/egress.h"
 #include "terp/netlog.h"
 
 static struct net_attempt
@@ -63,28 +62,6 @@ Test(netlog, summary_bounded_to_eight_items)
 	free(s);
 }
 
-Test(netlog, from_egress_cuts_and_cleans)
-{
-	char longhost[600];
-	struct egress_event ev = { .phase = EGRESS_EV_OPEN, .verdict = EGRESS_ALLOWED,
-	    .id = 3, .time_ms = 5, .method = "CONNECT", .host = longhost, .port = 443,
-	    .addr = "", .code = "ok", .reason = "bad\x1b[2Jreason\n", .up = 1, .down = 2 };
-	struct net_attempt a;
-
-	memset(longhost, 'a', sizeof longhost - 1);
-	longhost[sizeof longhost - 1] = '\0';
-	netlog_from_egress(&a, 4, &ev);
-	cr_assert_eq(a.open, 1);
-	cr_assert_eq(a.cell, 4);
-	cr_assert_eq(strlen(a.host), sizeof a.host - 1);
-	cr_assert_str_eq(a.reason, "bad?[2Jreason?");
-	ev.phase = EGRESS_EV_END;
-	ev.verdict = EGRESS_FAILED;
-	netlog_from_egress(&a, 4, &ev);
-	cr_assert_eq(a.open, 0);
-	cr_assert_eq(a.verdict, NETLOG_FAILED);
-}
-
 Test(netlog, json_both_ways)
 {
 	struct net_attempt a = att(2, "evil.example.invalid", 80, NETLOG_REFUSED,
@@ -131,4 +108,75 @@ Test(netlog, summary_of_a_flood_to_distinct_hosts)
 	cr_assert(strstr(s, " and 9992 more") != NULL, "%s", s);
 	free(s);
 	free(v);
+}
+
+/* A sum kept as attempts come reads as the summary of what it holds,
+ * also after an attempt's updates (bytes moved, ended) and removals. */
+Test(netlog, sum_kept_incrementally_reads_as_the_summary)
+{
+	struct net_attempt v[] = {
+		att(1, "index.example.invalid", 443, NETLOG_ALLOWED, "", 1000, 1048576),
+		att(1, "index.example.invalid", 443, NETLOG_ALLOWED, "", 1048, 1153434),
+		att(1, "evil.example.invalid", 443, NETLOG_REFUSED, "not allowed", 0, 0),
+		att(1, "10.0.0.1", 8080, NETLOG_FAILED, "does not resolve", 0, 0),
+	};
+	struct net_attempt open = v[1];
+	struct netlog_sum *s = netlog_sum_new();
+	char *t;
+
+	cr_assert_null(netlog_sum_text(s, NETLOG_UTF8));
+	cr_assert_null(netlog_sum_text(NULL, NETLOG_UTF8));
+	/* the second download first seen open with nothing moved yet */
+	open.open = 1;
+	open.up = open.down = 0;
+	netlog_sum_add(s, &v[0]);
+	netlog_sum_add(s, &open);
+	netlog_sum_add(s, &v[2]);
+	t = netlog_sum_text(s, NETLOG_ASCII);
+	cr_assert_str_eq(t, "index.example.invalid 2x ok 1 MiB down 1000 B up (open) - "
+	    "evil.example.invalid refused not allowed");
+	free(t);
+	netlog_sum_remove(s, &open);
+	netlog_sum_add(s, &v[1]);
+	netlog_sum_add(s, &v[3]);
+	t = netlog_sum_text(s, NETLOG_ASCII);
+	cr_assert_str_eq(t, "index.example.invalid 2x ok 2.1 MiB down 2 KiB up - "
+	    "evil.example.invalid refused not allowed - 10.0.0.1:8080 failed does not resolve");
+	free(t);
+	cr_assert_eq(s->attempts, 4);
+	cr_assert_eq(s->bad, 2);
+	cr_assert_eq(s->up, 2048);
+	/* every change moves gen; taking out what was never in does not */
+	uint64_t g = s->gen;
+	netlog_sum_remove(s, &v[2]);
+	cr_assert_gt(s->gen, g);
+	g = s->gen;
+	netlog_sum_remove(s, &v[2]);
+	cr_assert_eq(s->gen, g);
+	t = netlog_sum_text(s, NETLOG_MODEL);
+	cr_assert_str_eq(t, "network: index.example.invalid:443 2x allowed (2.1 MiB down, "
+	    "2 KiB up); 10.0.0.1:8080 failed (does not resolve)");
+	free(t);
+	netlog_sum_free(s);
+}
+
+/* 20,000 distinct hosts: every group found again by its hash (the table
+ * grows), the items bounded, the count of the rest exact. */
+Test(netlog, sum_of_a_flood_of_distinct_hosts)
+{
+	struct netlog_sum *s = netlog_sum_new();
+	char h[64], *t;
+
+	for (int i = 0; i < 20000; i++) {
+		snprintf(h, sizeof h, "h%d.example.invalid", i);
+		struct net_attempt a = att(1, h, 443, NETLOG_REFUSED, "not allowed", 0, 0);
+		netlog_sum_add(s, &a);
+		netlog_sum_add(s, &a);
+	}
+	t = netlog_sum_text(s, NETLOG_ASCII);
+	cr_assert(strncmp(t, "h0.example.invalid 2x refused not allowed - ", 44) == 0, "%s", t);
+	cr_assert(strstr(t, " and 19992 more") != NULL, "%s", t);
+	cr_assert_eq(s->attempts, 40000);
+	free(t);
+	netlog_sum_free(s);
 }

@@ -2,6 +2,9 @@
  * last message follow every way the conversation changes; a tool result
  * inserted in the middle (the loader's repair) is there. */
 #include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "terp/notebook.h"
 
@@ -81,5 +84,137 @@ Test(notebook, gen_changes_with_every_change_to_a_message_there)
 	cr_assert_neq(notebook_gen(nb), h);
 	cr_assert_neq(notebook_gen(nb), g);
 	notebook_free(other);
+	notebook_free(nb);
+}
+
+static struct net_attempt
+net_att(int cell, uint64_t id, const char *host, int open, uint64_t up)
+{
+	struct net_attempt a = { .cell = cell, .id = id, .port = 443, .open = open,
+	    .up = up, .verdict = NETLOG_ALLOWED };
+	snprintf(a.host, sizeof a.host, "%s", host);
+	snprintf(a.code, sizeof a.code, "%s", open ? "ok" : "done");
+	return a;
+}
+
+/* Each cell's ledger summary is kept as reports come: an open attempt's
+ * later reports update its entry and the summary, the session's total
+ * counts every entry once (issue 22: they were recomputed from the
+ * whole ledger). */
+Test(notebook, net_summaries_kept_per_cell_and_session)
+{
+	struct notebook *nb = notebook_new();
+	struct net_attempt a;
+	const struct netlog_sum *s;
+	size_t n;
+	char *t;
+
+	cr_assert_null(notebook_net_sum(nb, 1));
+	cr_assert_null(notebook_net_total(nb));
+	a = net_att(1, 7, "index.example.invalid", 1, 0);
+	notebook_add_net(nb, &a);
+	a = net_att(2, 8, "other.example.invalid", 0, 5);
+	notebook_add_net(nb, &a);
+	a = net_att(1, 7, "index.example.invalid", 1, 100);
+	notebook_add_net(nb, &a);
+	s = notebook_net_sum(nb, 1);
+	uint64_t g = s->gen;
+	a = net_att(1, 7, "index.example.invalid", 0, 2048);
+	notebook_add_net(nb, &a);
+	cr_assert_gt(s->gen, g);
+	notebook_nets(nb, &n, NULL);
+	cr_assert_eq(n, 2, "the open attempt's reports are one entry");
+	cr_assert_eq(s->attempts, 1);
+	cr_assert_eq(s->up, 2048);
+	t = netlog_sum_text(s, NETLOG_ASCII);
+	cr_assert_str_eq(t, "index.example.invalid ok 0 B down 2 KiB up");
+	free(t);
+	/* ended: a later report of the same id is a new attempt */
+	a = net_att(1, 7, "index.example.invalid", 0, 1);
+	notebook_add_net(nb, &a);
+	cr_assert_eq(s->attempts, 2);
+	cr_assert_eq(notebook_net_sum(nb, 2)->attempts, 1);
+	cr_assert_eq(notebook_net_total(nb)->attempts, 3);
+	cr_assert_eq(notebook_net_total(nb)->up, 2048 + 5 + 1);
+	cr_assert_null(notebook_net_sum(nb, 3));
+	notebook_free(nb);
+}
+
+/* A flood of refused attempts to distinct hosts, over many cells (a
+ * journal's cell numbers are any up to 1e9): kept up to the cap, each
+ * cell's summary bounded, the rest counted. */
+Test(notebook, net_flood_of_distinct_hosts)
+{
+	struct notebook *nb = notebook_new();
+	uint64_t dropped;
+	size_t n;
+	char *t;
+
+	for (int i = 0; i < NOTEBOOK_NET_MAX + 5; i++) {
+		struct net_attempt a = { .cell = i < 1000 ? 1000000000 - i % 3 : 1,
+		    .id = (uint64_t)i + 1, .port = 443, .verdict = NETLOG_REFUSED };
+		snprintf(a.host, sizeof a.host, "h%d.example.invalid", i);
+		snprintf(a.reason, sizeof a.reason, "not allowed");
+		notebook_add_net(nb, &a);
+	}
+	notebook_nets(nb, &n, &dropped);
+	cr_assert_eq(n, NOTEBOOK_NET_MAX);
+	cr_assert_eq(dropped, 5);
+	cr_assert_eq(notebook_net_total(nb)->bad, NOTEBOOK_NET_MAX);
+	cr_assert_eq(notebook_net_sum(nb, 1)->attempts, NOTEBOOK_NET_MAX - 1000);
+	cr_assert_eq(notebook_net_sum(nb, 1000000000)->attempts, 334);
+	t = netlog_sum_text(notebook_net_sum(nb, 1), NETLOG_ASCII);
+	cr_assert(strstr(t, " and 18992 more") != NULL, "%s", t);
+	free(t);
+	notebook_free(nb);
+}
+
+static int drops_told;
+
+static void
+count_drops(void *arg, const struct nb_change *ch)
+{
+	(void)arg;
+	if (ch->kind == NB_DROP)
+		drops_told += ch->cell->n;
+}
+
+/* `d`: the dropped cell's call and result stay, as a line each; the
+ * other call and the cell itself are untouched; a running cell and a
+ * second drop are refused. */
+Test(notebook, drop_cell_rewrites_its_call_and_result_only)
+{
+	struct notebook *nb = notebook_new();
+	struct cell_result ok = { .status = CELL_OK };
+	uint64_t gen;
+	char *all;
+
+	notebook_observe(nb, count_drops, NULL);
+	notebook_add_question(nb, "q", NULL);
+	notebook_add_reply(nb, NULL, cJSON_Parse("[{\"id\":\"a\",\"name\":\"python_exec\","
+	    "\"arguments\":\"{\\\"code\\\": \\\"print('keep')\\\"}\"},{\"id\":\"b\","
+	    "\"name\":\"python_exec\",\"arguments\":\"{\\\"code\\\": \\\"print('zap')\\\"}\"}]"));
+	notebook_add_cell(nb, CELL_BY_MODEL, "print('keep')", "a");
+	notebook_cell_result(nb, 1, &ok);
+	notebook_add_tool_result(nb, "a", "keep", 0);
+	notebook_add_cell(nb, CELL_BY_MODEL, "print('zap')", "b");
+	cr_assert_eq(notebook_drop_cell(nb, 2), -1, "running: refused");
+	notebook_cell_result(nb, 2, &ok);
+	notebook_add_tool_result(nb, "b", "zap", 1);
+	gen = notebook_gen(nb);
+	cr_assert_eq(notebook_drop_cell(nb, 2), 0);
+	cr_assert_neq(notebook_gen(nb), gen, "the earlier messages changed");
+	cr_assert_eq(notebook_drop_cell(nb, 2), -1, "dropped already");
+	cr_assert_eq(notebook_drop_cell(nb, 9), -1);
+	cr_assert_eq(drops_told, 2);
+	cr_assert(notebook_cell(nb, 2)->dropped && !notebook_cell(nb, 1)->dropped);
+	cr_assert_str_eq(notebook_cell(nb, 2)->code, "print('zap')", "kept in the notebook");
+	all = cJSON_PrintUnformatted(notebook_messages(nb));
+	cr_assert_null(strstr(all, "zap"), "%s", all);
+	cr_assert_not_null(strstr(all, "keep"), "%s", all);
+	cr_assert_not_null(strstr(all, "\"tool_call_id\":\"b\""), "the pair stays: %s", all);
+	cr_assert_not_null(strstr(all, "dropped this cell"), "%s", all);
+	cr_assert_eq(cJSON_GetArraySize(notebook_messages(nb)), 4);
+	free(all);
 	notebook_free(nb);
 }

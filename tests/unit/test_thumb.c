@@ -325,3 +325,46 @@ Test(thumb, mono_drops_the_grid_keeps_series_axes_and_areas)
 	thumb_free(t);
 	free(px);
 }
+
+/* Issue 24: a faint grid (matplotlib's at alpha 0.3: #ebebeb on white,
+ * a tint over a bar) is not drawn as data: the thumbnail is the one of
+ * the same chart without the grid, cell for cell, but where the line
+ * crosses the grid. */
+Test(thumb, faint_grid_lines_are_background)
+{
+	int w = 640, h = 480;
+	unsigned char *px = line_chart(w, h), *plain = line_chart(w, h);
+	struct thumb_opts o;
+	struct thumb *t, *u;
+
+	fill(px, w, 300, 300, 360, 420, 31, 119, 180);	/* a blue bar */
+	fill(plain, w, 300, 300, 360, 420, 31, 119, 180);
+	for (int y = 100; y < 400; y += 60)
+		fill(px, w, 82, y, 578, y + 1, 235, 235, 235);
+	fill(px, w, 300, 340, 360, 341, 74, 136, 179);	/* across the bar */
+	thumb_opts_init(&o);
+	o.cols = 60;
+	t = render_png(w, h, px, &o);
+	u = render_png(w, h, plain, &o);
+	cr_assert_eq(t->rows, u->rows);
+	int differ = 0;
+	for (int i = 0; i < t->cols * t->rows; i++) {
+		const struct thumb_cell *a = &t->cells[i], *b = &u->cells[i];
+		if (strcmp(a->sym, b->sym) != 0 || a->fg != b->fg || a->bg != b->bg)
+		{
+			/* where the line crosses a grid line: still the line's
+			 * colour, in another tint or shape */
+			uint8_t c[3];
+			palette_rgb(a->fg == 231 ? a->bg : a->fg, c);
+			cr_assert(c[2] > c[0] + 20, "cell %d: %s %d/%d", i, a->sym,
+			    a->fg, a->bg);
+			differ++;
+		}
+	}
+	/* 5 grid lines cross the series once each (213 cells differed) */
+	cr_assert_leq(differ, 5, "%d cells draw the grid", differ);
+	thumb_free(t);
+	thumb_free(u);
+	free(px);
+	free(plain);
+}

@@ -36,16 +36,18 @@
 #include "terp/digest.h"
 #include "terp/http.h"
 #include "terp/json_text.h"
-#include "terp/kernel_artifact.h"
+#include "terp/kernel_jupyter_msg.h"
+#include "terp/kernel_jupyter_out.h"
+#include "terp/kernel_jupyter_put.h"
+#include "terp/kernel_jupyter_rest.h"
+#include "terp/kernel_sink.h"
 #include "terp/kernel_frame.h"
 #include "terp/sanitize.h"
 #include "terp/util.h"
 #include "terp/ws.h"
 
 #define REST_BODY_MAX	(1u << 20)	/* an ordinary REST answer */
-#define LIST_BODY_MAX	(8u << 20)	/* a listing of out/ */
 #define SPECS_BODY_MAX	(4u << 20)	/* the list of kernelspecs */
-#define UPLOAD_CHUNK	(4u << 20)	/* raw bytes per contents PUT */
 #define CODE_MAX	(8u << 20)
 #define FP_MAX		64		/* the out/ fingerprint's text */
 #define CWD_MAX		4096
@@ -53,7 +55,6 @@
 #define SPECS_SHOWN	20
 #define FREE_DELETE_MS	3000
 #define CHECK_MS	3000	/* a cell the kernel has not taken: is it there? */
-#define NAME_TRIES	1000
 #define OUT_HOLD_MAX	(64u << 10)	/* stream text held back, at most */
 #define OUT_HOLD_MS	20		/* and for at most this long */
 
@@ -103,31 +104,6 @@ enum step {
 
 enum stop { STOP_NONE, STOP_USER, STOP_TIMEOUT };
 
-struct seen {
-	char		*name;		/* a server name in out/ (checked) */
-	uint64_t	 size;
-	char		*mtime;
-};
-
-struct written {
-	char		*name;		/* host name in out_dir */
-	uint64_t	 size;
-};
-
-struct jreq;
-typedef void (*jreq_done)(struct jupyter *j, struct jreq *q, const struct http_result *r);
-
-struct jreq {
-	struct jupyter	*j;
-	struct jreq	*next;
-	struct http_xfer *x;
-	struct buf	 body;
-	int		 over;		/* the body passed its bound */
-	jreq_done	 done;
-	int		 i;		/* per-request context */
-	char		*s;
-};
-
 struct cur {
 	int		 active;
 	int		 n;
@@ -153,9 +129,7 @@ struct jupyter {
 	const struct jupyter_opts *o;
 	struct kernel_cbs	 cb;
 	void			*arg;
-	struct http		*http;
-	struct jreq		*reqs;
-	struct jreq		*dispatching;	/* the request whose done runs */
+	struct jrest		 rest;		/* base, auth, where, the requests */
 	struct ws		*ws;
 
 	char			*base;		/* http(s)://host[:port][/base], no trailing '/' */
@@ -165,12 +139,11 @@ struct jupyter {
 	char			*kernel_id;
 	char			*deleting;	/* a kernel whose DELETE is in flight */
 	char			 ws_session[40];
-	int			 out_dirfd;
+	struct kernel_sink	*sink;		/* artifacts into out_dir */
 
 	enum phase		 phase;
 	enum kernel_state	 state;
 	enum step		 step;
-	int			 gen;		/* bumped when a sequence is abandoned */
 	int			 reconnecting;	/* a dropped socket being reopened */
 	int			 lost;		/* state was lost since the last ready */
 	int			 restarted;	/* the next ready follows a restart */
@@ -192,20 +165,10 @@ struct jupyter {
 	uint64_t		 nudge_timer;
 	char			*pending_note;	/* a failed upload, for the next cell */
 
-	/* Upload in progress. */
-	int			 up_fd;
-	uint64_t		 up_size, up_off;
-	int			 up_chunk;
+	struct jput		 up;		/* the upload of op */
 
 	/* out/ and artifacts. */
-	struct seen		*seen;
-	int			 nseen;
-	struct written		*written;
-	int			 nwritten;
-	struct kframe_usage	 use;
-	cJSON			*fetch_list;	/* names still to download */
-	int			 fetch_i;
-	int			 figs_total;
+	struct jout		*out;		/* out/ and figures into the sink */
 
 	/* Stream text not passed on yet: a server (or a cell) may send one
 	 * message per byte, and each output callback is a journal line and a
@@ -224,8 +187,6 @@ static void lose_connection(struct jupyter *j, const char *why);
 static void go_dead(struct jupyter *j, const char *msg);
 static void send_kernel_info(struct jupyter *j);
 static void cwd_answered(struct jupyter *j);
-static void fetch_next(struct jupyter *j);
-static void cancel_requests(struct jupyter *j);
 static void on_check(struct loop *l, void *arg);
 static void on_start_timeout(struct loop *l, void *arg);
 
@@ -244,87 +205,6 @@ jupyter_opts_default(struct jupyter_opts *o)
 	o->artifacts_per_session = 1000;
 	o->artifact_bytes = 1ull << 30;
 	o->out_files_max = 1000;
-}
-
-static void
-random_bytes(unsigned char *p, size_t n)
-{
-	if (getrandom(p, n, 0) != (ssize_t)n) {
-		for (size_t i = 0; i < n; i++)
-			p[i] = (unsigned char)(now_us() >> (i % 8 * 7));
-	}
-}
-
-/* A version 4 UUID into out[37]. */
-static void
-new_uuid(char out[37])
-{
-	unsigned char b[16];
-
-	random_bytes(b, sizeof b);
-	b[6] = (unsigned char)((b[6] & 0x0f) | 0x40);
-	b[8] = (unsigned char)((b[8] & 0x3f) | 0x80);
-	snprintf(out, 37, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
-	    b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11],
-	    b[12], b[13], b[14], b[15]);
-}
-
-/* Removes ANSI escape sequences (CSI and OSC, as IPython colours its
- * tracebacks) so that the traceback reads as the local one does; what
- * is left is still sanitized where it is shown. */
-static char *
-strip_ansi(const char *s)
-{
-	size_t n = strlen(s), o = 0;
-	char *r = xmalloc(n + 1);
-
-	for (size_t i = 0; i < n; i++) {
-		if (s[i] == '\x1b' && i + 1 < n && s[i + 1] == '[') {
-			i += 2;
-			while (i < n && !((unsigned char)s[i] >= 0x40 && (unsigned char)s[i] <= 0x7e))
-				i++;
-			continue;
-		}
-		if (s[i] == '\x1b' && i + 1 < n && s[i + 1] == ']') {
-			i += 2;
-			while (i < n && s[i] != '\a' && !(s[i] == '\x1b' && i + 1 < n && s[i + 1] == '\\'))
-				i++;
-			if (i < n && s[i] == '\x1b')
-				i++;
-			continue;
-		}
-		r[o++] = s[i];
-	}
-	r[o] = '\0';
-	return r;
-}
-
-/* A path under the server's root with every component percent-encoded. */
-static char *
-api_path(const char *prefix, const char *path, const char *query)
-{
-	struct buf b;
-	const char *p = path, *e;
-
-	buf_init(&b, 1u << 20);
-	buf_adds(&b, prefix);
-	while (p != NULL && *p != '\0') {
-		char *esc;
-		e = strchr(p, '/');
-		size_t n = e ? (size_t)(e - p) : strlen(p);
-		esc = curl_easy_escape(NULL, p, (int)n);
-		if (esc == NULL)
-			fatal("out of memory (curl_easy_escape)");
-		buf_adds(&b, esc);
-		curl_free(esc);
-		if (e == NULL)
-			break;
-		buf_addc(&b, '/');
-		p = e + 1;
-	}
-	if (query != NULL)
-		buf_adds(&b, query);
-	return buf_take(&b);
 }
 
 /* ------------------------------------------------------------ callbacks out */
@@ -420,165 +300,7 @@ note(struct jupyter *j, const char *fmt, ...)
 	free(m);
 }
 
-/* ------------------------------------------------------------ REST */
-
-static int
-on_rest_body(void *arg, const char *p, size_t n)
-{
-	struct jreq *q = arg;
-
-	if (buf_add(&q->body, p, n) < 0) {
-		q->over = 1;
-		return 1;
-	}
-	return 0;
-}
-
-static void
-free_req(struct jreq *q)
-{
-	struct jreq **pp;
-
-	for (pp = &q->j->reqs; *pp != NULL; pp = &(*pp)->next) {
-		if (*pp == q) {
-			*pp = q->next;
-			break;
-		}
-	}
-	buf_free(&q->body);
-	free(q->s);
-	free(q);
-}
-
-static void
-on_rest_done(void *arg, const struct http_result *r)
-{
-	struct jreq *q = arg;
-	struct jupyter *j = q->j;
-
-	q->x = NULL;
-	/* done may abandon every request (cancel_requests): this one is
-	 * left for us to free. */
-	j->dispatching = q;
-	q->done(j, q, r);
-	j->dispatching = NULL;
-	free_req(q);
-}
-
-/* Starts method on base+path (path already escaped). body may be NULL.
- * done runs once with the answer; the request is freed after it. */
-static struct jreq *
-rest(struct jupyter *j, const char *method, const char *path, const char *body,
-    size_t max, jreq_done done)
-{
-	static const struct http_cbs cbs = { on_rest_body, on_rest_done };
-	const char *hdrs[5];
-	struct http_req req;
-	struct jreq *q;
-	char *url, *err = NULL;
-	int nh = 0;
-
-	q = xcalloc(1, sizeof *q);
-	q->j = j;
-	q->done = done;
-	q->i = j->gen;	/* an answer for an abandoned sequence is ignored */
-	buf_init(&q->body, max);
-	if (j->auth != NULL)
-		hdrs[nh++] = j->auth;
-	hdrs[nh++] = "Accept: application/json";
-	if (body != NULL)
-		hdrs[nh++] = "Content-Type: application/json";
-	hdrs[nh] = NULL;
-	url = xasprintf("%s%s", j->base, path);
-	memset(&req, 0, sizeof req);
-	req.method = method;
-	req.url = url;
-	req.headers = hdrs;
-	req.body = body;
-	req.body_len = body ? strlen(body) : 0;
-	req.connect_timeout_ms = j->o->connect_timeout_ms;
-	req.max_error_body = 16384;
-	req.ca_file = j->o->ca_file;
-	q->next = j->reqs;
-	j->reqs = q;
-	q->x = http_post(j->http, &req, &cbs, q, &err);
-	free(url);
-	if (q->x == NULL) {
-		/* Only a malformed URL gets here; checked at start. */
-		struct http_result r;
-		memset(&r, 0, sizeof r);
-		r.curl_code = 3;
-		r.error = err;
-		j->dispatching = q;
-		done(j, q, &r);
-		j->dispatching = NULL;
-		free_req(q);
-		free(err);
-		return NULL;
-	}
-	return q;
-}
-
-static void
-cancel_requests(struct jupyter *j)
-{
-	struct jreq **pp = &j->reqs, *q;
-
-	while ((q = *pp) != NULL) {
-		if (q == j->dispatching) {
-			pp = &q->next;
-			continue;
-		}
-		if (q->x != NULL)
-			http_cancel(q->x);
-		q->x = NULL;
-		free_req(q);
-	}
-}
-
-/* 1 when r is the server refusing our credentials. */
-static int
-auth_refused(const struct http_result *r)
-{
-	return r->status == 401 || r->status == 403 ||
-	    ((r->status == 301 || r->status == 302 || r->status == 303 || r->status == 307) &&
-	    r->location != NULL && strstr(r->location, "login") != NULL);
-}
-
-/* One line for a failed REST call, or NULL when it succeeded. */
-static char *
-rest_problem(struct jupyter *j, const struct http_result *r, const char *what)
-{
-	if (r->curl_code != 0 && r->status == 0)
-		return xasprintf("cannot reach the Jupyter server at %s: %s", j->where,
-		    r->error ? r->error : "no answer");
-	if (auth_refused(r))
-		return xstrdup("the Jupyter server refused the token: check JUPYTER_TOKEN (or --sandbox-token-env, --sandbox-token-cmd)");
-	if (r->status >= 300 && r->status < 400)
-		return xasprintf("the Jupyter server at %s redirected %s (HTTP %ld): is the URL's base path right?",
-		    j->where, what, r->status);
-	if (r->status < 200 || r->status >= 300)
-		return xasprintf("the Jupyter server answered %s with HTTP %ld", what, r->status);
-	if (r->curl_code != 0)
-		return xasprintf("%s failed: %s", what, r->error ? r->error : "transfer error");
-	return NULL;
-}
-
 /* ------------------------------------------------------------ kernel messages */
-
-/* An ISO 8601 UTC time for a message header. */
-static void
-iso_now(char out[64])
-{
-	struct timespec ts;
-	struct tm tm;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	gmtime_r(&ts.tv_sec, &tm);
-	snprintf(out, 64, "%04d-%02d-%02dT%02d:%02d:%02d.%06dZ", tm.tm_year + 1900,
-	    tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-	    (int)(ts.tv_nsec / 1000 % 1000000));
-}
 
 /* Sends a message on channel; content is consumed. Writes its msg_id
  * into id[40]. Returns 0, or -1 when the socket cannot take it. */
@@ -586,444 +308,65 @@ static int
 send_msg(struct jupyter *j, const char *type, const char *channel, cJSON *content,
     char id[40])
 {
-	cJSON *m = cJSON_CreateObject(), *h = cJSON_CreateObject();
-	char date[64], *txt, *err = NULL;
-	int r;
+	char *txt = jmsg_text(type, channel, j->ws_session, content, id), *err = NULL;
+	int r = ws_send(j->ws, txt, strlen(txt), &err);
 
-	new_uuid(id);
-	iso_now(date);
-	cJSON_AddStringToObject(h, "msg_id", id);
-	cJSON_AddStringToObject(h, "session", j->ws_session);
-	cJSON_AddStringToObject(h, "username", "terp");
-	cJSON_AddStringToObject(h, "date", date);
-	cJSON_AddStringToObject(h, "msg_type", type);
-	cJSON_AddStringToObject(h, "version", "5.3");
-	cJSON_AddItemToObject(m, "header", h);
-	cJSON_AddItemToObject(m, "parent_header", cJSON_CreateObject());
-	cJSON_AddItemToObject(m, "metadata", cJSON_CreateObject());
-	cJSON_AddItemToObject(m, "content", content);
-	cJSON_AddStringToObject(m, "channel", channel);
-	cJSON_AddItemToObject(m, "buffers", cJSON_CreateArray());
-	txt = cJSON_PrintUnformatted(m);
-	cJSON_Delete(m);
-	if (txt == NULL)
-		fatal("out of memory (cJSON)");
-	r = ws_send(j->ws, txt, strlen(txt), &err);
 	free(txt);
 	free(err);
 	return r;
 }
 
-static cJSON *
-execute_content(const char *code, int silent, const char *expr_name, const char *expr)
-{
-	cJSON *c = cJSON_CreateObject(), *ue = cJSON_CreateObject();
-
-	cJSON_AddStringToObject(c, "code", code);
-	cJSON_AddBoolToObject(c, "silent", silent);
-	cJSON_AddBoolToObject(c, "store_history", !silent);
-	if (expr != NULL)
-		cJSON_AddStringToObject(ue, expr_name, expr);
-	cJSON_AddItemToObject(c, "user_expressions", ue);
-	cJSON_AddBoolToObject(c, "allow_stdin", 0);
-	/* terp queues cells itself and sends one at a time. */
-	cJSON_AddBoolToObject(c, "stop_on_error", 0);
-	return c;
-}
-
-/* The text/plain of a user expression's result in an execute_reply, or
- * NULL when it failed or is not there. */
-static const char *
-user_expr_text(const cJSON *content, const char *name)
-{
-	const cJSON *ue = json_obj(content, "user_expressions"), *e, *data;
-	const char *st;
-
-	if (ue == NULL || (e = json_obj(ue, name)) == NULL)
-		return NULL;
-	if ((st = json_str(e, "status")) == NULL || strcmp(st, "ok") != 0)
-		return NULL;
-	if ((data = json_obj(e, "data")) == NULL)
-		return NULL;
-	return json_str(data, "text/plain");
-}
-
 /* ------------------------------------------------------------ artifacts */
 
+/* The sink's lines, for the cell they name while it runs. */
+static void
+sink_note(void *arg, int cell, const char *line)
+{
+	struct jupyter *j = arg;
+
+	if (j->cur.active && j->cur.n == cell)
+		emit_output(j, cell, 1, line, strlen(line));
+}
+
+static void
+sink_copied(void *arg, int cell, const char *name, const char *host_path, uint64_t bytes)
+{
+	struct jupyter *j = arg;
+
+	hold_flush(j);		/* the cell's text before it, in order */
+	if (j->cb.artifact != NULL)
+		j->cb.artifact(j->arg, cell, name, host_path, bytes);
+}
+
+/* The out/ fetch of the running cell goes on while it is running. */
 static int
-written_index(const struct jupyter *j, const char *name)
+out_live(void *arg)
 {
-	for (int i = 0; i < j->nwritten; i++)
-		if (strcmp(j->written[i].name, name) == 0)
-			return i;
-	return -1;
-}
+	struct jupyter *j = arg;
 
-static struct kframe_caps
-caps_of(const struct jupyter *j)
-{
-	struct kframe_caps c = {
-		.size_max = j->o->artifact_max,
-		.per_cell = j->o->artifacts_per_cell,
-		.per_session = j->o->artifacts_per_session,
-		.session_bytes = j->o->artifact_bytes,
-	};
-	return c;
-}
-
-static char *
-cap_reason(const struct jupyter *j, enum kframe_refusal r, uint64_t size)
-{
-	struct kframe_caps c = caps_of(j);
-
-	return kframe_refusal_text(&c, r, size);
-}
-
-/* Writes data[0..n) as an artifact of the running cell for the server's
- * name want (any bytes: only the host name terp derives from it is
- * used), through a hidden temporary file and a rename. Problems go to
- * the cell's stderr, and so does another name than want's (from: where
- * the code saved it, "out/", or "" for a figure terp named). */
-static void
-art_write(struct jupyter *j, const char *from, const char *want, const char *data,
-    size_t n)
-{
-	struct kframe_caps caps = caps_of(j);
-	enum kframe_refusal r;
-	char *host, *path = NULL, *tmp, *shown, *why;
-	int w = -1, fd;
-
-	shown = kframe_display_name(want);
-	if ((why = (char *)kframe_name_problem(want)) != NULL) {
-		note(j, "artifact %s not copied: %s", shown, why);
-		free(shown);
-		return;
-	}
-	if ((r = kframe_admit(&caps, &j->use, n, 1, UINT64_MAX)) != KF_ADMIT) {
-		why = cap_reason(j, r, n);
-		note(j, "artifact %s not copied: %s", shown, why);
-		free(why);
-		free(shown);
-		return;
-	}
-	host = kframe_host_name(want);
-	for (int i = 1; i <= NAME_TRIES; i++) {
-		struct stat st;
-		char *cand = kframe_host_candidate(host, i);
-		if (fstatat(j->out_dirfd, cand, &st, AT_SYMLINK_NOFOLLOW) < 0) {
-			path = cand;
-			break;
-		}
-		if (S_ISREG(st.st_mode) && (w = written_index(j, cand)) >= 0) {
-			path = cand;
-			break;
-		}
-		free(cand);
-	}
-	if (path == NULL) {
-		note(j, "artifact %s not copied: no free name for it in the output folder", shown);
-		free(host);
-		free(shown);
-		return;
-	}
-	r = kframe_admit(&caps, &j->use, n, w >= 0, w >= 0 ? j->written[w].size : 0);
-	if (r != KF_ADMIT) {
-		why = cap_reason(j, r, n);
-		note(j, "artifact %s not copied: %s", shown, why);
-		free(why);
-		free(host);
-		free(shown);
-		free(path);
-		return;
-	}
-	j->use.cell++;
-	tmp = xasprintf(".terp-%d-%s.part", (int)getpid(), path);
-	(void)unlinkat(j->out_dirfd, tmp, 0);
-	fd = openat(j->out_dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-	if (fd < 0 || write_all(fd, data, n) < 0 || close(fd) < 0 ||
-	    renameat(j->out_dirfd, tmp, j->out_dirfd, path) < 0) {
-		int e = errno;
-		if (fd >= 0) {
-			(void)unlinkat(j->out_dirfd, tmp, 0);
-		}
-		note(j, "artifact %s not copied: cannot write it in the output folder: %s", shown,
-		    strerror(e));
-		free(tmp);
-		free(host);
-		free(shown);
-		free(path);
-		return;
-	}
-	free(tmp);
-	if (w >= 0) {
-		j->use.bytes -= j->written[w].size < j->use.bytes ? j->written[w].size : j->use.bytes;
-	} else {
-		j->written = xrealloc(j->written, (size_t)(j->nwritten + 1) * sizeof *j->written);
-		w = j->nwritten++;
-		j->written[w].name = xstrdup(path);
-		j->use.files++;
-	}
-	j->written[w].size = n;
-	j->use.bytes += n;
-	hold_flush(j);
-	if (j->cb.artifact != NULL) {
-		char *hp = xasprintf("%s/%s", j->o->out_dir, path);
-		j->cb.artifact(j->arg, j->cur.n, path, hp, n);
-		free(hp);
-	}
-	{	/* after the artifact, as the local sandbox says it */
-		char *line = kernel_artifact_rename_note(from, shown, j->o->out_dir, host,
-		    path);
-		if (line != NULL)
-			emit_output(j, j->cur.n, 1, line, strlen(line));
-		free(line);
-	}
-	free(host);
-	free(shown);
-	free(path);
-}
-
-/* Decodes base64 that may be wrapped in lines (Python's encodebytes, as
- * the contents API and some kernels send it). NULL when it is not. */
-static char *
-b64_lines_decode(const char *b64, size_t *n)
-{
-	size_t len = strlen(b64), o = 0;
-	char *clean = xmalloc(len + 1), *data;
-
-	for (size_t i = 0; i < len; i++)
-		if (b64[i] != '\n' && b64[i] != '\r')
-			clean[o++] = b64[i];
-	clean[o] = '\0';
-	data = base64_decode(clean, o, n);
-	free(clean);
-	return data;
-}
-
-/* A base64 image/png from display_data or execute_result. */
-static void
-art_image(struct jupyter *j, const char *b64)
-{
-	size_t n;
-	char *data, name[64];
-
-	j->cur.figs++;
-	j->figs_total++;
-	snprintf(name, sizeof name, "figure-%d-%d.png", j->cur.n, j->figs_total);
-	data = b64_lines_decode(b64, &n);
-	if (data == NULL) {
-		note(j, "artifact %s not copied: the server sent an image that is not base64", name);
-		return;
-	}
-	if (n < 8 || memcmp(data, "\x89PNG\r\n\x1a\n", 8) != 0) {
-		note(j, "artifact %s not copied: the server's image/png is not a PNG", name);
-		free(data);
-		return;
-	}
-	art_write(j, "", name, data, n);
-	free(data);
-}
-
-/* ------------------------------------------------------------ out/ */
-
-static int
-seen_index(const struct jupyter *j, const char *name)
-{
-	for (int i = 0; i < j->nseen; i++)
-		if (strcmp(j->seen[i].name, name) == 0)
-			return i;
-	return -1;
+	return j->cur.active && j->cur.fetching;
 }
 
 static void
-fetch_end(struct jupyter *j)
+out_ended(void *arg)
 {
-	cJSON_Delete(j->fetch_list);
-	j->fetch_list = NULL;
-	j->fetch_i = 0;
+	struct jupyter *j = arg;
+
 	j->cur.fetching = 0;
 	cell_maybe_done(j);
 }
 
 static void
-on_file(struct jupyter *j, struct jreq *q, const struct http_result *r)
+out_note(void *arg, const char *text)
 {
-	cJSON *doc;
-	const char *fmt, *content;
-	char *p, *data;
-	size_t n;
-
-	if (!j->cur.active || !j->cur.fetching || q->i != j->gen)
-		return;
-	if (q->over) {
-		char b[32];
-		fmt_bytes(b, sizeof b, j->o->artifact_max);
-		note(j, "artifact out/%s not copied: too large (the limit is %s)", q->s, b);
-		fetch_next(j);
-		return;
-	}
-	if ((p = rest_problem(j, r, "a file download")) != NULL) {
-		note(j, "artifact out/%s not copied: %s", q->s, p);
-		free(p);
-		fetch_next(j);
-		return;
-	}
-	doc = cJSON_ParseWithLength(buf_str(&q->body), q->body.len);
-	if (doc == NULL || (content = json_str(doc, "content")) == NULL ||
-	    (fmt = json_str(doc, "format")) == NULL) {
-		note(j, "artifact out/%s not copied: the server's answer is not a file model", q->s);
-		cJSON_Delete(doc);
-		fetch_next(j);
-		return;
-	}
-	if (strcmp(fmt, "base64") == 0) {
-		data = b64_lines_decode(content, &n);
-	} else if (strcmp(fmt, "text") == 0) {
-		data = xstrdup(content);
-		n = strlen(content);
-	} else {
-		data = NULL;
-	}
-	if (data == NULL) {
-		note(j, "artifact out/%s not copied: the server sent data that is not base64", q->s);
-	} else {
-		art_write(j, "out/", q->s, data, n);
-		free(data);
-	}
-	cJSON_Delete(doc);
-	fetch_next(j);
-}
-
-static void
-fetch_next(struct jupyter *j)
-{
-	const cJSON *name;
-	char *rel, *path;
-	struct jreq *q;
-
-	if (j->fetch_list == NULL || j->fetch_i >= cJSON_GetArraySize(j->fetch_list)) {
-		fetch_end(j);
-		return;
-	}
-	name = cJSON_GetArrayItem(j->fetch_list, j->fetch_i++);
-	rel = xasprintf("%s/out/%s", j->session, name->valuestring);
-	path = api_path("/api/contents/", rel, "?type=file&format=base64&content=1");
-	free(rel);
-	q = rest(j, "GET", path, NULL, (size_t)(j->o->artifact_max / 3 * 4 + 65536), on_file);
-	free(path);
-	if (q != NULL) {
-		q->i = j->gen;
-		q->s = xstrdup(name->valuestring);
-	}
-}
-
-/* Parses a listing of out/ and queues the new or changed files. */
-static void
-on_listing(struct jupyter *j, struct jreq *q, const struct http_result *r)
-{
-	cJSON *doc;
-	const cJSON *list, *e;
-	char *p;
-	int looked = 0, more = 0;
-
-	if (!j->cur.active || !j->cur.fetching || q->i != j->gen)
-		return;
-	if (q->over) {
-		note(j, "the listing of out/ is over %u MiB; files not fetched", LIST_BODY_MAX >> 20);
-		fetch_end(j);
-		return;
-	}
-	if ((p = rest_problem(j, r, "the listing of out/")) != NULL) {
-		if (r->status != 404)	/* no out/ (removed by the code): nothing to fetch */
-			note(j, "files in out/ not fetched: %s", p);
-		free(p);
-		fetch_end(j);
-		return;
-	}
-	doc = cJSON_ParseWithLength(buf_str(&q->body), q->body.len);
-	list = doc ? cJSON_GetObjectItemCaseSensitive(doc, "content") : NULL;
-	if (!cJSON_IsArray(list)) {
-		note(j, "files in out/ not fetched: the server's listing is malformed");
-		cJSON_Delete(doc);
-		fetch_end(j);
-		return;
-	}
-	j->fetch_list = cJSON_CreateArray();
-	cJSON_ArrayForEach(e, list) {
-		const char *name, *type, *mtime;
-		const cJSON *sz;
-		uint64_t size;
-		int s;
-		char *shown;
-
-		if (looked >= j->o->out_files_max) {
-			more = 1;
-			break;
-		}
-		looked++;
-		if (!cJSON_IsObject(e) || (name = json_str(e, "name")) == NULL ||
-		    (type = json_str(e, "type")) == NULL)
-			continue;
-		if (strcmp(type, "file") != 0)
-			continue;	/* folders and notebooks are not artifacts */
-		shown = kframe_display_name(name);
-		if (kframe_name_problem(name) != NULL || strchr(name, '/') != NULL ||
-		    strcmp(name, ".") == 0 || strcmp(name, "..") == 0) {
-			note(j, "artifact %s not copied: the server gave a name that is not a plain file name",
-			    shown);
-			free(shown);
-			continue;
-		}
-		sz = cJSON_GetObjectItemCaseSensitive(e, "size");
-		mtime = json_str(e, "last_modified");
-		size = cJSON_IsNumber(sz) && sz->valuedouble >= 0 && sz->valuedouble < 9e15 ?
-		    (uint64_t)sz->valuedouble : UINT64_MAX;
-		s = seen_index(j, name);
-		if (s >= 0 && j->seen[s].size == size && mtime != NULL && j->seen[s].mtime != NULL &&
-		    strcmp(j->seen[s].mtime, mtime) == 0 && size != UINT64_MAX) {
-			free(shown);
-			continue;	/* unchanged since the last look */
-		}
-		if (s < 0) {
-			j->seen = xrealloc(j->seen, (size_t)(j->nseen + 1) * sizeof *j->seen);
-			s = j->nseen++;
-			j->seen[s].name = xstrdup(name);
-			j->seen[s].mtime = NULL;
-		}
-		j->seen[s].size = size;
-		free(j->seen[s].mtime);
-		j->seen[s].mtime = mtime ? xstrndup(mtime, 64) : NULL;
-		if (size != UINT64_MAX && size > j->o->artifact_max) {
-			char *why = cap_reason(j, KF_TOO_LARGE, size);
-			note(j, "artifact %s not copied: %s", shown, why);
-			free(why);
-			free(shown);
-			continue;
-		}
-		free(shown);
-		cJSON_AddItemToArray(j->fetch_list, cJSON_CreateString(name));
-	}
-	if (more)
-		note(j, "out/ has more than %d entries; the rest were not looked at",
-		    j->o->out_files_max);
-	cJSON_Delete(doc);
-	j->fetch_i = 0;
-	fetch_next(j);
+	note(arg, "%s", text);
 }
 
 static void
 fetch_out(struct jupyter *j)
 {
-	char *rel = xasprintf("%s/out", j->session);
-	char *path = api_path("/api/contents/", rel, "?content=1");
-	struct jreq *q;
-
-	free(rel);
 	j->cur.fetching = 1;
-	q = rest(j, "GET", path, NULL, LIST_BODY_MAX, on_listing);
-	free(path);
-	if (q != NULL)
-		q->i = j->gen;
+	jout_fetch(j->out, j->session);
 }
 
 /* ------------------------------------------------------------ cells */
@@ -1084,6 +427,7 @@ finish_cell(struct jupyter *j, enum cell_status st, const char *reason, int lost
 	if (!j->cur.active)
 		return;
 	cancel_cell_timers(j);
+	kernel_sink_cell_end(j->sink, NULL);
 	if (j->cur.unnoted > 0) {
 		char *m = xasprintf("terp: %d more notes on this cell (not listed)\n", j->cur.unnoted);
 		emit_output(j, j->cur.n, 1, m, strlen(m));
@@ -1091,8 +435,7 @@ finish_cell(struct jupyter *j, enum cell_status st, const char *reason, int lost
 	}
 	c = j->cur;
 	memset(&j->cur, 0, sizeof j->cur);
-	cJSON_Delete(j->fetch_list);
-	j->fetch_list = NULL;
+	jout_cancel(j->out);
 	us = now_us() - c.start_us;
 	memset(&r, 0, sizeof r);
 	r.status = st;
@@ -1205,13 +548,14 @@ on_grace(struct loop *l, void *arg)
 }
 
 static void
-on_interrupt_done(struct jupyter *j, struct jreq *q, const struct http_result *r)
+on_interrupt_done(void *arg, struct jreq *q, const struct http_result *r)
 {
+	struct jupyter *j = arg;
 	char *p;
 
-	if (q->i != j->gen || !j->cur.active)
+	if (q->i != j->rest.gen || !j->cur.active)
 		return;
-	if ((p = rest_problem(j, r, "the interrupt")) != NULL) {
+	if ((p = jrest_problem(&j->rest, r, "the interrupt")) != NULL) {
 		note(j, "%s", p);
 		free(p);
 	}
@@ -1226,11 +570,11 @@ interrupt_cell(struct jupyter *j, enum stop why)
 	if (!j->cur.active || j->cur.stop != STOP_NONE)
 		return;
 	j->cur.stop = why;
-	path = api_path("/api/kernels/", j->kernel_id, "/interrupt");
-	q = rest(j, "POST", path, "{}", REST_BODY_MAX, on_interrupt_done);
+	path = jrest_path("/api/kernels/", j->kernel_id, "/interrupt");
+	q = jrest_call(&j->rest, "POST", path, "{}", REST_BODY_MAX, on_interrupt_done);
 	free(path);
 	if (q != NULL)
-		q->i = j->gen;
+		q->i = j->rest.gen;
 	loop_timer_cancel(j->loop, j->grace_timer);
 	j->grace_timer = loop_timer_add(j->loop, j->o->grace_ms > 0 ? j->o->grace_ms : 1,
 	    on_grace, j);
@@ -1249,9 +593,10 @@ on_timeout(struct loop *l, void *arg)
 static void replace_kernel(struct jupyter *j);
 
 static void
-on_check_done(struct jupyter *j, struct jreq *q, const struct http_result *r)
+on_check_done(void *arg, struct jreq *q, const struct http_result *r)
 {
-	if (q->i != j->gen || !j->cur.active || j->cur.started)
+	struct jupyter *j = arg;
+	if (q->i != j->rest.gen || !j->cur.active || j->cur.started)
 		return;
 	if (r->status == 404) {
 		/* Culled or lost while idle (the server says nothing on the
@@ -1275,11 +620,11 @@ on_check(struct loop *l, void *arg)
 	j->check_timer = 0;
 	if (!j->cur.active || j->cur.started || j->phase != PH_READY || j->kernel_id == NULL)
 		return;
-	path = api_path("/api/kernels/", j->kernel_id, NULL);
-	q = rest(j, "GET", path, NULL, REST_BODY_MAX, on_check_done);
+	path = jrest_path("/api/kernels/", j->kernel_id, NULL);
+	q = jrest_call(&j->rest, "GET", path, NULL, REST_BODY_MAX, on_check_done);
 	free(path);
 	if (q != NULL)
-		q->i = j->gen;
+		q->i = j->rest.gen;
 }
 
 static void
@@ -1294,14 +639,14 @@ send_cell(struct jupyter *j, struct op *p)
 	j->cur.code = p->code;
 	p->code = NULL;
 	j->cur.start_us = now_us();
-	j->use.cell = 0;
+	kernel_sink_cell_start(j->sink, p->n);
 	emit_state(j, KERNEL_BUSY, NULL, 0, 0);
 	if (note_text != NULL) {
 		note(j, "%s", note_text);
 		free(note_text);
 	}
 	if (send_msg(j, "execute_request", "shell",
-	    execute_content(j->cur.code, 0, "terp_out", OUT_FP_EXPR), j->cur.msg_id) < 0) {
+	    jmsg_execute_content(j->cur.code, 0, "terp_out", OUT_FP_EXPR), j->cur.msg_id) < 0) {
 		lose_connection(j, "cannot send on the kernel's WebSocket");
 		return;
 	}
@@ -1312,16 +657,13 @@ send_cell(struct jupyter *j, struct op *p)
 
 /* ------------------------------------------------------------ uploads */
 
-static void upload_chunk(struct jupyter *j);
-
+/* The upload of j->op ended: a problem is told with the next cell. */
 static void
-upload_end(struct jupyter *j, char *problem)
+upload_end(void *arg, char *problem)
 {
+	struct jupyter *j = arg;
 	struct op *p = j->op;
 
-	if (j->up_fd >= 0)
-		close(j->up_fd);
-	j->up_fd = -1;
 	if (problem != NULL && p != NULL) {
 		char *m = xasprintf("data file %s was not uploaded to the Jupyter server: %s",
 		    p->name, problem);
@@ -1342,92 +684,10 @@ upload_end(struct jupyter *j, char *problem)
 }
 
 static void
-on_upload(struct jupyter *j, struct jreq *q, const struct http_result *r)
-{
-	char *p;
-
-	if (q->i != j->gen || j->op == NULL)
-		return;
-	if ((p = rest_problem(j, r, "the upload")) != NULL) {
-		upload_end(j, p);
-		return;
-	}
-	if (j->up_chunk == -1 || j->up_chunk == 0) {
-		upload_end(j, NULL);
-		return;
-	}
-	j->up_chunk++;
-	upload_chunk(j);
-}
-
-static void
-upload_chunk(struct jupyter *j)
-{
-	struct op *p = j->op;
-	size_t want = j->up_size - j->up_off > UPLOAD_CHUNK ? UPLOAD_CHUNK :
-	    (size_t)(j->up_size - j->up_off);
-	char *raw = xmalloc(want ? want : 1), *b64, *rel, *path, *body;
-	ssize_t got = 0;
-	cJSON *m;
-	struct jreq *q;
-
-	while ((size_t)got < want) {
-		ssize_t r = pread(j->up_fd, raw + got, want - (size_t)got, (off_t)(j->up_off + (uint64_t)got));
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0) {
-			free(raw);
-			upload_end(j, xasprintf("cannot read %s: %s", p->host_path,
-			    r < 0 ? strerror(errno) : "it shrank"));
-			return;
-		}
-		got += r;
-	}
-	j->up_off += want;
-	if (j->up_chunk > 0 && j->up_off >= j->up_size)
-		j->up_chunk = -1;	/* the last chunk */
-	b64 = base64_encode(raw, want, NULL);
-	free(raw);
-	m = cJSON_CreateObject();
-	cJSON_AddStringToObject(m, "type", "file");
-	cJSON_AddStringToObject(m, "format", "base64");
-	cJSON_AddStringToObject(m, "content", b64);
-	free(b64);
-	if (j->up_chunk != 0)
-		cJSON_AddNumberToObject(m, "chunk", j->up_chunk);
-	body = cJSON_PrintUnformatted(m);
-	cJSON_Delete(m);
-	rel = xasprintf("%s/data/%s", j->session, p->name);
-	path = api_path("/api/contents/", rel, NULL);
-	free(rel);
-	q = rest(j, "PUT", path, body, REST_BODY_MAX, on_upload);
-	free(path);
-	free(body);
-	if (q != NULL)
-		q->i = j->gen;
-}
-
-static void
 start_upload(struct jupyter *j, struct op *p)
 {
-	struct stat st;
-
 	j->op = p;
-	j->up_fd = open(p->host_path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-	if (j->up_fd < 0) {
-		upload_end(j, xasprintf("cannot open %s: %s", p->host_path, strerror(errno)));
-		return;
-	}
-	if (fstat(j->up_fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-		upload_end(j, xasprintf("%s is not a regular file", p->host_path));
-		return;
-	}
-	j->up_size = (uint64_t)st.st_size;
-	j->up_off = 0;
-	/* Larger files go up in chunks (the contents API's "chunk": 1, 2,
-	 * ..., -1 for the last), so no request holds the whole file. */
-	j->up_chunk = j->up_size > UPLOAD_CHUNK ? 1 : 0;
-	upload_chunk(j);
+	jput_start(&j->up, &j->rest, j->session, p->host_path, p->name, upload_end, j);
 }
 
 /* ------------------------------------------------------------ the queue */
@@ -1454,7 +714,7 @@ pump(struct jupyter *j)
 			j->ctl_kind = 2;
 			free(p);
 			if (send_msg(j, "execute_request", "shell",
-			    execute_content("%reset -f", 1, NULL, NULL), j->ctl_id) < 0) {
+			    jmsg_execute_content("%reset -f", 1, NULL, NULL), j->ctl_id) < 0) {
 				j->ctl_kind = 0;
 				lose_connection(j, "cannot send on the kernel's WebSocket");
 			}
@@ -1473,7 +733,7 @@ on_execute_reply(struct jupyter *j, const cJSON *content)
 	j->cur.got_reply = 1;
 	free(j->cur.reply_status);
 	j->cur.reply_status = kframe_text_cap(st ? st : "error");
-	fp = user_expr_text(content, "terp_out");
+	fp = jmsg_user_expr_text(content, "terp_out");
 	free(j->cur.fp);
 	j->cur.fp = fp != NULL && strlen(fp) <= FP_MAX ? xstrdup(fp) : NULL;
 	cell_maybe_done(j);
@@ -1482,7 +742,7 @@ on_execute_reply(struct jupyter *j, const cJSON *content)
 static void
 on_cwd_reply(struct jupyter *j, const cJSON *content)
 {
-	const char *cwd = user_expr_text(content, "cwd");
+	const char *cwd = jmsg_user_expr_text(content, "cwd");
 	size_t n = cwd ? strlen(cwd) : 0;
 	char *want = xasprintf("/%s'", j->session);
 
@@ -1516,7 +776,7 @@ became_ready(struct jupyter *j)
 		msg = xasprintf("reconnected to the Jupyter kernel; its state was kept%s%s",
 		    j->ready_note ? "; " : "", j->ready_note ? j->ready_note : "");
 	else
-		msg = xasprintf("connected to the Jupyter kernel at %s%s%s", j->where,
+		msg = xasprintf("connected to the Jupyter kernel at %s%s%s", j->rest.where,
 		    j->ready_note ? "; " : "", j->ready_note ? j->ready_note : "");
 	emit_state(j, j->cur.active ? KERNEL_BUSY : KERNEL_READY, msg, j->restarted, j->lost);
 	free(msg);
@@ -1590,7 +850,7 @@ send_cwd(struct jupyter *j)
 	j->ctl_kind = 1;
 	j->ctl_replied = j->ctl_idle = 0;
 	if (send_msg(j, "execute_request", "shell",
-	    execute_content("", 1, "cwd", CWD_EXPR), j->ctl_id) < 0) {
+	    jmsg_execute_content("", 1, "cwd", CWD_EXPR), j->ctl_id) < 0) {
 		j->ctl_kind = 0;
 		lose_connection(j, "cannot send on the kernel's WebSocket");
 	}
@@ -1624,21 +884,20 @@ static void
 on_ws_message(void *arg, const char *p, size_t n, int binary)
 {
 	struct jupyter *j = arg;
+	struct jmsg msg;
 	cJSON *m;
-	const cJSON *hdr, *phdr, *content;
+	const cJSON *content;
 	const char *type, *parent, *channel;
 
 	if (binary)
 		return;		/* only the v1 subprotocol sends these; not asked for */
-	m = cJSON_ParseWithLength(p, n);
-	if (m == NULL || !cJSON_IsObject(m) || (hdr = json_obj(m, "header")) == NULL ||
-	    (type = json_str(hdr, "msg_type")) == NULL || (content = json_obj(m, "content")) == NULL) {
-		cJSON_Delete(m);
+	if (jmsg_parse(p, n, &msg) < 0)
 		return;		/* not a kernel message: ignored */
-	}
-	phdr = json_obj(m, "parent_header");
-	parent = phdr ? json_str(phdr, "msg_id") : NULL;
-	channel = json_str(m, "channel");
+	m = msg.json;
+	type = msg.type;
+	parent = msg.parent;
+	channel = msg.channel;
+	content = msg.content;
 
 	if (strcmp(type, "status") == 0) {
 		const char *es = json_str(content, "execution_state");
@@ -1685,7 +944,8 @@ on_ws_message(void *arg, const char *p, size_t n, int binary)
 		const char *png = data ? json_str(data, "image/png") : NULL;
 		const char *txt = data ? json_str(data, "text/plain") : NULL;
 		if (png != NULL) {
-			art_image(j, png);
+			j->cur.figs++;
+			jout_image(j->out, j->cur.n, png);
 		} else if (strcmp(type, "execute_result") == 0 && txt != NULL) {
 			free(j->cur.value);
 			j->cur.value = kframe_text_cap(txt);
@@ -1696,41 +956,12 @@ on_ws_message(void *arg, const char *p, size_t n, int binary)
 		}
 	} else if (strcmp(type, "error") == 0) {
 		const char *en = json_str(content, "ename"), *ev = json_str(content, "evalue");
-		const cJSON *tb = cJSON_GetObjectItemCaseSensitive(content, "traceback"), *line;
-		struct buf b;
 		free(j->cur.ename);
 		free(j->cur.evalue);
 		free(j->cur.traceback);
 		j->cur.ename = kframe_text_cap(en ? en : "Error");
 		j->cur.evalue = kframe_text_cap(ev ? ev : "");
-		j->cur.traceback = NULL;
-		/* Twice the cap before the colour codes go, then the cap. */
-		buf_init(&b, 2 * KFRAME_TEXT_MAX);
-		int cut = 0;
-		if (cJSON_IsArray(tb)) {
-			cJSON_ArrayForEach(line, tb) {
-				size_t ln, room = b.max - b.len;
-				if (!cJSON_IsString(line))
-					continue;
-				if ((ln = strlen(line->valuestring)) + 1 > room) {
-					buf_add(&b, line->valuestring, room);
-					cut = 1;
-					break;
-				}
-				buf_add(&b, line->valuestring, ln);
-				buf_addc(&b, '\n');
-			}
-		}
-		if (b.len > 0) {
-			char *plain = strip_ansi(buf_str(&b));
-			j->cur.traceback = strlen(plain) > KFRAME_TEXT_MAX || !cut ?
-			    kframe_text_cap(plain) :
-			    xasprintf("%.*s... [cut by terp at %u KiB]",
-			    (int)utf8_complete_prefix(plain, strlen(plain)), plain,
-			    KFRAME_TEXT_MAX >> 10);
-			free(plain);
-		}
-		buf_free(&b);
+		j->cur.traceback = jmsg_traceback(content);
 	}
 	cJSON_Delete(m);
 }
@@ -1757,8 +988,8 @@ teardown(struct jupyter *j, enum cell_status st, const char *reason)
 	j->start_timer = 0;
 	loop_timer_cancel(j->loop, j->nudge_timer);
 	j->nudge_timer = 0;
-	j->gen++;
-	cancel_requests(j);
+	j->rest.gen++;
+	jrest_cancel(&j->rest);
 	if (j->ws != NULL) {
 		ws_free(j->ws);
 		j->ws = NULL;
@@ -1773,9 +1004,7 @@ teardown(struct jupyter *j, enum cell_status st, const char *reason)
 		/* An upload cut short goes again with the next start. */
 		struct op *p = j->op;
 		j->op = NULL;
-		if (j->up_fd >= 0)
-			close(j->up_fd);
-		j->up_fd = -1;
+		jput_stop(&j->up);
 		if (p->type == OP_UPLOAD) {
 			p->next = j->queue;
 			j->queue = p;
@@ -1842,7 +1071,7 @@ on_ws_closed(void *arg, const struct ws_end *e)
 		memset(&r, 0, sizeof r);
 		r.status = e->http_status;
 		r.location = e->location;
-		p = rest_problem(j, &r, "the WebSocket upgrade");
+		p = jrest_problem(&j->rest, &r, "the WebSocket upgrade");
 		go_dead(j, p);
 		free(p);
 		return;
@@ -1855,16 +1084,16 @@ open_ws(struct jupyter *j)
 {
 	static const struct ws_cbs cbs = { on_ws_open, on_ws_message, on_ws_dropped, on_ws_closed };
 	struct ws_opts wo;
-	const char *hdrs[2] = { j->auth, NULL };
+	const char *hdrs[2] = { j->rest.auth, NULL };
 	char *path, *url, *err = NULL;
 
 	j->step = ST_WS;
-	path = api_path("/api/kernels/", j->kernel_id, NULL);
-	url = xasprintf("%s%s/channels?session_id=%s", j->base, path, j->ws_session);
+	path = jrest_path("/api/kernels/", j->kernel_id, NULL);
+	url = xasprintf("%s%s/channels?session_id=%s", j->rest.base, path, j->ws_session);
 	free(path);
 	memset(&wo, 0, sizeof wo);
 	wo.url = url;
-	wo.headers = j->auth ? hdrs : NULL;
+	wo.headers = j->rest.auth ? hdrs : NULL;
 	wo.ca_file = j->o->ca_file;
 	wo.connect_timeout_ms = j->o->connect_timeout_ms;
 	wo.max_msg = (size_t)j->o->max_msg;
@@ -1902,15 +1131,16 @@ spec_names(const cJSON *specs)
 }
 
 static void
-on_created(struct jupyter *j, struct jreq *q, const struct http_result *r)
+on_created(void *arg, struct jreq *q, const struct http_result *r)
 {
+	struct jupyter *j = arg;
 	cJSON *doc;
 	const char *id;
 	char *p;
 
-	if (q->i != j->gen)
+	if (q->i != j->rest.gen)
 		return;
-	if ((p = rest_problem(j, r, "the request to start a kernel")) != NULL || q->over) {
+	if ((p = jrest_problem(&j->rest, r, "the request to start a kernel")) != NULL || q->over) {
 		go_dead(j, p ? p : "the Jupyter server's answer to starting a kernel is too long");
 		free(p);
 		return;
@@ -1944,18 +1174,18 @@ create_kernel(struct jupyter *j)
 	cJSON_AddStringToObject(b, "path", j->session);
 	body = cJSON_PrintUnformatted(b);
 	cJSON_Delete(b);
-	q = rest(j, "POST", "/api/kernels", body, REST_BODY_MAX, on_created);
+	q = jrest_call(&j->rest, "POST", "/api/kernels", body, REST_BODY_MAX, on_created);
 	free(body);
 	if (q != NULL)
-		q->i = j->gen;
+		q->i = j->rest.gen;
 }
 
 /* The server no longer has our kernel: a new one, the state lost. */
 static void
 replace_kernel(struct jupyter *j)
 {
-	j->gen++;
-	cancel_requests(j);
+	j->rest.gen++;
+	jrest_cancel(&j->rest);
 	if (j->ws != NULL) {
 		ws_free(j->ws);
 		j->ws = NULL;
@@ -1976,11 +1206,12 @@ replace_kernel(struct jupyter *j)
 }
 
 static void
-on_attach(struct jupyter *j, struct jreq *q, const struct http_result *r)
+on_attach(void *arg, struct jreq *q, const struct http_result *r)
 {
+	struct jupyter *j = arg;
 	char *p;
 
-	if (q->i != j->gen)
+	if (q->i != j->rest.gen)
 		return;
 	if (r->status == 404) {
 		/* Culled, or the server restarted: a new kernel. */
@@ -1991,7 +1222,7 @@ on_attach(struct jupyter *j, struct jreq *q, const struct http_result *r)
 		create_kernel(j);
 		return;
 	}
-	if ((p = rest_problem(j, r, "the kernel's status")) != NULL) {
+	if ((p = jrest_problem(&j->rest, r, "the kernel's status")) != NULL) {
 		if (j->reconnecting) {
 			char *m = xasprintf("lost the connection to the Jupyter server and could not reconnect: %s", p);
 			go_dead(j, m);
@@ -2008,26 +1239,27 @@ on_attach(struct jupyter *j, struct jreq *q, const struct http_result *r)
 static void
 attach_kernel(struct jupyter *j)
 {
-	char *path = api_path("/api/kernels/", j->kernel_id, NULL);
+	char *path = jrest_path("/api/kernels/", j->kernel_id, NULL);
 	struct jreq *q;
 
 	j->step = ST_ATTACH;
-	q = rest(j, "GET", path, NULL, REST_BODY_MAX, on_attach);
+	q = jrest_call(&j->rest, "GET", path, NULL, REST_BODY_MAX, on_attach);
 	free(path);
 	if (q != NULL)
-		q->i = j->gen;
+		q->i = j->rest.gen;
 }
 
 static void
-on_mkdir(struct jupyter *j, struct jreq *q, const struct http_result *r)
+on_mkdir(void *arg, struct jreq *q, const struct http_result *r)
 {
+	struct jupyter *j = arg;
 	char *p, *rel, *path;
 	struct jreq *n;
 	static const char *const sub[] = { "", "/data", "/out" };
 
-	if (q->i != j->gen)
+	if (q->i != j->rest.gen)
 		return;
-	if ((p = rest_problem(j, r, "creating the session folder")) != NULL) {
+	if ((p = jrest_problem(&j->rest, r, "creating the session folder")) != NULL) {
 		char *m = r->status == 404 || r->status == 405 ?
 		    xasprintf("the Jupyter server has no contents API (%s), so terp cannot stage data files or fetch out/ there", p) :
 		    xstrdup(p);
@@ -2046,12 +1278,12 @@ on_mkdir(struct jupyter *j, struct jreq *q, const struct http_result *r)
 	{
 		int next = strcmp(q->s, "") == 0 ? 1 : 2;
 		rel = xasprintf("%s%s", j->session, sub[next]);
-		path = api_path("/api/contents/", rel, NULL);
+		path = jrest_path("/api/contents/", rel, NULL);
 		free(rel);
-		n = rest(j, "PUT", path, "{\"type\":\"directory\"}", REST_BODY_MAX, on_mkdir);
+		n = jrest_call(&j->rest, "PUT", path, "{\"type\":\"directory\"}", REST_BODY_MAX, on_mkdir);
 		free(path);
 		if (n != NULL) {
-			n->i = j->gen;
+			n->i = j->rest.gen;
 			n->s = xstrdup(sub[next]);
 		}
 	}
@@ -2060,20 +1292,21 @@ on_mkdir(struct jupyter *j, struct jreq *q, const struct http_result *r)
 /* The probe: GET /api/kernelspecs needs the token (GET /api does not),
  * and says whether the kernel asked for exists. */
 static void
-on_probe(struct jupyter *j, struct jreq *q, const struct http_result *r)
+on_probe(void *arg, struct jreq *q, const struct http_result *r)
 {
+	struct jupyter *j = arg;
 	char *p, *path;
 	struct jreq *n;
 	cJSON *doc;
 	const cJSON *specs;
 
-	if (q->i != j->gen)
+	if (q->i != j->rest.gen)
 		return;
-	if ((p = rest_problem(j, r, "GET /api/kernelspecs")) != NULL) {
+	if ((p = jrest_problem(&j->rest, r, "GET /api/kernelspecs")) != NULL) {
 		if (r->status == 404) {
 			free(p);
 			p = xasprintf("%s does not look like a Jupyter server (no /api/kernelspecs): is the URL's base path right?",
-			    j->where);
+			    j->rest.where);
 		}
 		go_dead(j, p);
 		free(p);
@@ -2101,11 +1334,11 @@ on_probe(struct jupyter *j, struct jreq *q, const struct http_result *r)
 	}
 	cJSON_Delete(doc);
 	j->step = ST_MKDIR;
-	path = api_path("/api/contents/", j->session, NULL);
-	n = rest(j, "PUT", path, "{\"type\":\"directory\"}", REST_BODY_MAX, on_mkdir);
+	path = jrest_path("/api/contents/", j->session, NULL);
+	n = jrest_call(&j->rest, "PUT", path, "{\"type\":\"directory\"}", REST_BODY_MAX, on_mkdir);
 	free(path);
 	if (n != NULL) {
-		n->i = j->gen;
+		n->i = j->rest.gen;
 		n->s = xstrdup("");
 	}
 }
@@ -2131,15 +1364,15 @@ start_sequence(struct jupyter *j)
 {
 	struct jreq *q;
 
-	j->gen++;
+	j->rest.gen++;
 	j->phase = PH_STARTING;
 	j->step = ST_PROBE;
 	loop_timer_cancel(j->loop, j->start_timer);
 	/* Kernels on a cluster (Enterprise Gateway) can take a while. */
 	j->start_timer = loop_timer_add(j->loop, j->o->connect_timeout_ms * 6, on_start_timeout, j);
-	q = rest(j, "GET", "/api/kernelspecs", NULL, SPECS_BODY_MAX, on_probe);
+	q = jrest_call(&j->rest, "GET", "/api/kernelspecs", NULL, SPECS_BODY_MAX, on_probe);
 	if (q != NULL)
-		q->i = j->gen;
+		q->i = j->rest.gen;
 }
 
 /* The WebSocket broke: reopen it once with the same session id (the
@@ -2160,7 +1393,7 @@ lose_connection(struct jupyter *j, const char *why)
 		free(m);
 		return;
 	}
-	j->gen++;
+	j->rest.gen++;
 	j->reconnecting = 1;
 	j->restarted = 1;
 	j->phase = PH_STARTING;
@@ -2175,11 +1408,12 @@ lose_connection(struct jupyter *j, const char *why)
 /* ------------------------------------------------------------ restart */
 
 static void
-on_restarted(struct jupyter *j, struct jreq *q, const struct http_result *r)
+on_restarted(void *arg, struct jreq *q, const struct http_result *r)
 {
+	struct jupyter *j = arg;
 	char *p;
 
-	if (q->i != j->gen)
+	if (q->i != j->rest.gen)
 		return;
 	j->restarting_by_us = 0;
 	if (r->status == 404) {
@@ -2192,7 +1426,7 @@ on_restarted(struct jupyter *j, struct jreq *q, const struct http_result *r)
 		create_kernel(j);
 		return;
 	}
-	if ((p = rest_problem(j, r, "the restart")) != NULL) {
+	if ((p = jrest_problem(&j->rest, r, "the restart")) != NULL) {
 		go_dead(j, p);
 		free(p);
 		return;
@@ -2213,15 +1447,13 @@ restart_kernel(struct jupyter *j, const char *cell_reason, enum cell_status st)
 
 	if (j->cur.active)
 		finish_cell(j, st, cell_reason, 1);
-	j->gen++;
-	cancel_requests(j);
+	j->rest.gen++;
+	jrest_cancel(&j->rest);
 	if (j->op != NULL) {
 		/* An upload in flight: cancelled, retried after the restart. */
 		struct op *p = j->op;
 		j->op = NULL;
-		if (j->up_fd >= 0)
-			close(j->up_fd);
-		j->up_fd = -1;
+		jput_stop(&j->up);
 		p->next = j->queue;
 		j->queue = p;
 	}
@@ -2237,11 +1469,11 @@ restart_kernel(struct jupyter *j, const char *cell_reason, enum cell_status st)
 	emit_state(j, KERNEL_STARTING, "restarting the Jupyter kernel", 1, 1);
 	loop_timer_cancel(j->loop, j->start_timer);
 	j->start_timer = loop_timer_add(j->loop, j->o->connect_timeout_ms * 6, on_start_timeout, j);
-	path = api_path("/api/kernels/", j->kernel_id, "/restart");
-	q = rest(j, "POST", path, "{}", REST_BODY_MAX, on_restarted);
+	path = jrest_path("/api/kernels/", j->kernel_id, "/restart");
+	q = jrest_call(&j->rest, "POST", path, "{}", REST_BODY_MAX, on_restarted);
 	free(path);
 	if (q != NULL)
-		q->i = j->gen;
+		q->i = j->rest.gen;
 }
 
 /* ------------------------------------------------------------ API */
@@ -2256,8 +1488,22 @@ jupyter_new(struct loop *l, const struct jupyter_opts *opts, const struct kernel
 	j->o = opts;
 	j->cb = *cbs;
 	j->arg = arg;
-	j->out_dirfd = -1;
-	j->up_fd = -1;
+	{
+		struct kframe_caps caps = {
+			.size_max = opts->artifact_max,
+			.per_cell = opts->artifacts_per_cell,
+			.per_session = opts->artifacts_per_session,
+			.session_bytes = opts->artifact_bytes,
+		};
+		static const struct jout_cbs oc = { out_live, out_ended, out_note };
+		struct jout_opts oo = { opts->artifact_max, opts->out_files_max };
+		j->sink = kernel_sink_new(opts->out_dir, &caps, sink_copied, sink_note, j);
+		j->out = jout_new(&j->rest, j->sink, &oo, &oc, j);
+	}
+	jput_init(&j->up);
+	j->rest.owner = j;
+	j->rest.connect_timeout_ms = opts->connect_timeout_ms;
+	j->rest.ca_file = opts->ca_file;
 	buf_init(&j->hold, OUT_HOLD_MAX);
 	j->phase = PH_OFF;
 	j->state = KERNEL_STOPPED;
@@ -2281,7 +1527,7 @@ jupyter_start(struct jupyter *j, char **err)
 		*err = xstrdup("the Jupyter session is running already");
 		return -1;
 	}
-	if (j->base == NULL) {
+	if (j->rest.base == NULL) {
 		if (u == NULL) {
 			*err = xstrdup("no Jupyter server URL");
 			return -1;
@@ -2296,17 +1542,17 @@ jupyter_start(struct jupyter *j, char **err)
 			*err = xasprintf("the Jupyter server URL has a query, fragment or space: %s", u);
 			return -1;
 		}
-		j->base = xstrdup(u);
-		n = strlen(j->base);
-		while (n > 0 && j->base[n - 1] == '/')
-			j->base[--n] = '\0';
-		j->where = xasprintf("jupyter %s", strstr(j->base, "://") + 3);
+		j->rest.base = xstrdup(u);
+		n = strlen(j->rest.base);
+		while (n > 0 && j->rest.base[n - 1] == '/')
+			j->rest.base[--n] = '\0';
+		j->rest.where = xasprintf("jupyter %s", strstr(j->rest.base, "://") + 3);
 		if (j->o->token != NULL && j->o->token[0] != '\0') {
 			if (strpbrk(j->o->token, "\r\n") != NULL) {
 				*err = xstrdup("the Jupyter token has a line break");
 				return -1;
 			}
-			j->auth = xasprintf("Authorization: token %s", j->o->token);
+			j->rest.auth = xasprintf("Authorization: token %s", j->o->token);
 		}
 		if (j->o->session != NULL) {
 			if (!session_name_ok(j->o->session)) {
@@ -2316,7 +1562,7 @@ jupyter_start(struct jupyter *j, char **err)
 			j->session = xasprintf("terp-%s", j->o->session);
 		} else {
 			unsigned char b[6];
-			random_bytes(b, sizeof b);
+			jmsg_random(b, sizeof b);
 			j->session = xasprintf("terp-%02x%02x%02x%02x%02x%02x", b[0], b[1], b[2], b[3],
 			    b[4], b[5]);
 		}
@@ -2328,8 +1574,8 @@ jupyter_start(struct jupyter *j, char **err)
 			}
 			j->kernel_id = xstrdup(j->o->kernel_id);
 		}
-		new_uuid(j->ws_session);
-		j->http = http_new(j->loop);
+		jmsg_uuid(j->ws_session);
+		j->rest.http = http_new(j->loop);
 		for (int i = 0; i < j->o->ndata; i++) {
 			char *p = jupyter_stage(j, j->o->data_files[i], err);
 			if (p == NULL)
@@ -2337,14 +1583,12 @@ jupyter_start(struct jupyter *j, char **err)
 			free(p);
 		}
 	}
-	if (j->out_dirfd < 0) {
-		if (j->o->out_dir == NULL || mkdir_p(j->o->out_dir, 0755) < 0 ||
-		    (j->out_dirfd = open(j->o->out_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
-			*err = xasprintf("cannot use the output folder %s: %s",
-			    j->o->out_dir ? j->o->out_dir : "(none)", strerror(errno));
-			return -1;
-		}
+	if (j->o->out_dir == NULL) {
+		*err = xstrdup("cannot use the output folder (none): no folder was given");
+		return -1;
 	}
+	if (kernel_sink_open(j->sink, err) < 0)
+		return -1;
 	if (j->kernel_dead) {
 		/* The server said "dead": a new kernel. */
 		free(j->kernel_id);
@@ -2381,7 +1625,7 @@ jupyter_run(struct jupyter *j, int n, const char *code, char **err)
 	if (j->phase == PH_OFF || j->phase == PH_DEAD) {
 		/* Stopped (idle), or the connection died: the next cell
 		 * reconnects, as the local sandbox restarts. */
-		if (j->base == NULL) {
+		if (j->rest.base == NULL) {
 			*err = xstrdup("the Jupyter session is not started");
 			return -1;
 		}
@@ -2476,16 +1720,16 @@ delete_kernel_sync(struct jupyter *j, const char *id)
 	struct curl_slist *h = NULL;
 	char *path, *url;
 
-	if (id == NULL || j->base == NULL || j->o->keep_kernel)
+	if (id == NULL || j->rest.base == NULL || j->o->keep_kernel)
 		return;
 	e = curl_easy_init();
 	if (e == NULL)
 		return;
-	path = api_path("/api/kernels/", id, NULL);
-	url = xasprintf("%s%s", j->base, path);
+	path = jrest_path("/api/kernels/", id, NULL);
+	url = xasprintf("%s%s", j->rest.base, path);
 	free(path);
-	if (j->auth != NULL)
-		h = curl_slist_append(h, j->auth);
+	if (j->rest.auth != NULL)
+		h = curl_slist_append(h, j->rest.auth);
 	curl_easy_setopt(e, CURLOPT_URL, url);
 	curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, "DELETE");
 	curl_easy_setopt(e, CURLOPT_HTTPHEADER, h);
@@ -2509,8 +1753,9 @@ delete_kernel_sync(struct jupyter *j, const char *id)
 }
 
 static void
-on_deleted(struct jupyter *j, struct jreq *q, const struct http_result *r)
+on_deleted(void *arg, struct jreq *q, const struct http_result *r)
 {
+	struct jupyter *j = arg;
 	(void)q;
 	(void)r;
 	free(j->deleting);
@@ -2529,8 +1774,8 @@ jupyter_stop(struct jupyter *j, const char *reason)
 	free(j->stopped_why);
 	j->stopped_why = xstrdup(reason && *reason ? reason : "by request");
 	if (j->kernel_id != NULL && !j->o->keep_kernel) {
-		path = api_path("/api/kernels/", j->kernel_id, NULL);
-		q = rest(j, "DELETE", path, NULL, REST_BODY_MAX, on_deleted);
+		path = jrest_path("/api/kernels/", j->kernel_id, NULL);
+		q = jrest_call(&j->rest, "DELETE", path, NULL, REST_BODY_MAX, on_deleted);
 		free(path);
 		free(j->deleting);
 		j->deleting = j->kernel_id;
@@ -2558,7 +1803,7 @@ jupyter_free(struct jupyter *j)
 	loop_timer_cancel(j->loop, j->start_timer);
 	loop_timer_cancel(j->loop, j->nudge_timer);
 	cancel_cell_timers(j);
-	cancel_requests(j);
+	jrest_cancel(&j->rest);
 	if (j->ws != NULL)
 		ws_free(j->ws);
 	delete_kernel_sync(j, j->kernel_id);
@@ -2575,24 +1820,11 @@ jupyter_free(struct jupyter *j)
 		free(j->op->name);
 		free(j->op);
 	}
-	if (j->up_fd >= 0)
-		close(j->up_fd);
+	jput_stop(&j->up);
 	cur_clear(&j->cur);
-	http_free(j->http);
-	if (j->out_dirfd >= 0)
-		close(j->out_dirfd);
-	for (int i = 0; i < j->nseen; i++) {
-		free(j->seen[i].name);
-		free(j->seen[i].mtime);
-	}
-	free(j->seen);
-	for (int i = 0; i < j->nwritten; i++)
-		free(j->written[i].name);
-	free(j->written);
-	cJSON_Delete(j->fetch_list);
-	free(j->base);
-	free(j->where);
-	free(j->auth);
+	jrest_free(&j->rest);
+	kernel_sink_free(j->sink);
+	jout_free(j->out);
 	free(j->session);
 	free(j->kernel_id);
 	free(j->deleting);
@@ -2626,7 +1858,7 @@ jupyter_isolation(const struct jupyter *j)
 const char *
 jupyter_where(const struct jupyter *j)
 {
-	return j->where ? j->where : "jupyter";
+	return j->rest.where ? j->rest.where : "jupyter";
 }
 
 const char *

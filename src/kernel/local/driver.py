@@ -426,13 +426,18 @@ def _save_figures():
 # ---------------------------------------------------------------- artifacts
 
 _seen = {}
+_scan_prefixes = []  # the folders the last scan searched ("" is out/)
+_scan_count = 0      # and the entries it saw
 
 
 def _scan_out():
     """Files under out/ created or changed since the last scan, as
     (dir_fd, name, relative path), every dir fd opened (to close), and
     the new folders not searched, as (relative path, reason)."""
+    global _scan_count
     found, dirs, skipped = [], [], []
+    _scan_prefixes.clear()
+    _scan_count = 0
     try:
         top = os.open(OUT_DIR, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
     except OSError:
@@ -445,6 +450,8 @@ def _scan_out():
             entries = sorted(os.listdir(dfd))
         except OSError:
             continue
+        _scan_prefixes.append(prefix)
+        _scan_count += len(entries)
         for name in entries:
             rel = prefix + name
             try:
@@ -472,6 +479,161 @@ def _scan_out():
     return found, dirs, skipped
 
 
+# With WATCH_MIN entries in out/ or more, an inotify watch on its folders
+# says what changed, and only those names are looked at after a cell: a
+# scan costs microseconds per file (10,000 files: 40 ms a cell). The
+# watch is a hint, never trusted more than a scan: anything it cannot
+# name (an overflow, a folder created or moved, its fd no longer ours)
+# and the cell after folders were added get the full scan.
+WATCH_MIN = 256
+_IN_MASK = (0x2 | 0x4 | 0x8 | 0x40 | 0x80 | 0x100 | 0x200 | 0x400 | 0x800
+            | 0x1000000 | 0x2000000)  # changes, self events, ONLYDIR, DONT_FOLLOW
+_IN_RESCAN = 0x400 | 0x800 | 0x2000 | 0x4000 | 0x8000 | 0x40000000
+_watch = None
+_watch_failed = False
+
+
+class _OutWatch:
+    def __init__(self):
+        import ctypes
+        self._libc = ctypes.CDLL(None, use_errno=True)
+        fd = self._libc.inotify_init1(0o4000 | 0o2000000)  # NONBLOCK, CLOEXEC
+        if fd < 0:
+            raise OSError(ctypes.get_errno(), "inotify_init1")
+        self.fd = fd
+        st = os.fstat(fd)
+        self.ident = (st.st_dev, st.st_ino)
+        self.wd = {}      # watch descriptor -> folder prefix
+        self.dirty = True  # the next cell scans in full
+
+    def add(self, prefixes):
+        """Watches these folders (the same folder keeps its descriptor);
+        whether any was new. A folder that cannot be watched (the user's
+        watch limit) ends the watch: OSError."""
+        new = False
+        for prefix in prefixes:
+            path = os.fsencode(os.path.join(OUT_DIR, prefix))
+            wd = self._libc.inotify_add_watch(self.fd, path, _IN_MASK)
+            if wd < 0:
+                raise OSError("inotify_add_watch")
+            if self.wd.get(wd) != prefix:
+                self.wd[wd] = prefix
+                new = True
+        return new
+
+    def _read(self):
+        st = os.fstat(self.fd)
+        if (st.st_dev, st.st_ino) != self.ident:
+            raise OSError("the watch's fd was replaced")
+        out = b""
+        while True:
+            try:
+                data = os.read(self.fd, 65536)
+            except BlockingIOError:
+                return out
+            if not data:
+                return out
+            out += data
+
+    def changes(self):
+        """The relative paths named since the last call; None: scan all."""
+        data = self._read()
+        names, rescan = set(), False
+        off = 0
+        while off + 16 <= len(data):
+            wd = int.from_bytes(data[off:off + 4], "little", signed=True)
+            mask = int.from_bytes(data[off + 4:off + 8], "little")
+            n = int.from_bytes(data[off + 12:off + 16], "little")
+            name = data[off + 16:off + 16 + n].rstrip(b"\0")
+            off += 16 + n
+            prefix = self.wd.get(wd)
+            if mask & 0x8000:  # IN_IGNORED: that folder's watch is gone
+                self.wd.pop(wd, None)
+            if mask & _IN_RESCAN or prefix is None:
+                rescan = True
+            elif name:
+                names.add(prefix + os.fsdecode(name))
+        return None if rescan else names
+
+    def close(self):
+        try:
+            os.close(self.fd)
+        except OSError:
+            pass
+
+
+def _stat_names(names):
+    """_scan_out's answer for the named paths only."""
+    found, dirs = [], []
+    by_dir = {}
+    for rel in sorted(names):
+        head, _, name = rel.rpartition("/")
+        by_dir.setdefault(head, []).append(name)
+    try:
+        top = os.open(OUT_DIR, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    except OSError:
+        return found, dirs, []
+    dirs.append(top)
+    for head, entries in by_dir.items():
+        dfd = top
+        try:
+            for part in head.split("/") if head else ():
+                dfd = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=dfd)
+                dirs.append(dfd)
+        except OSError:
+            continue
+        prefix = head + "/" if head else ""
+        for name in entries:
+            try:
+                st = os.stat(name, dir_fd=dfd, follow_symlinks=False)
+            except OSError:
+                continue
+            if stat.S_ISDIR(st.st_mode):
+                continue
+            rel = prefix + name
+            key = (st.st_mtime_ns, st.st_size, st.st_ino, st.st_mode)
+            if _seen.get(rel) != key:
+                _seen[rel] = key
+                found.append((dfd, name, rel))
+    return found, dirs, []
+
+
+def _changed_out():
+    """What _scan_out answers, from the watch where there is one."""
+    global _watch, _watch_failed
+    w = _watch
+    if w is not None and not w.dirty:
+        try:
+            names = w.changes()
+        except OSError:
+            names = None
+            w.close()
+            _watch = w = None
+        if names is not None:
+            return _stat_names(names)
+    if w is not None:
+        try:
+            w._read()  # what is queued: the scan sees it all
+        except OSError:
+            w.close()
+            _watch = w = None
+        else:
+            w.dirty = False
+    r = _scan_out()
+    try:
+        if w is not None:
+            w.dirty = w.add(_scan_prefixes)  # new folders: watched from now on
+        elif _scan_count >= WATCH_MIN and not _watch_failed:
+            _watch = w = _OutWatch()
+            w.add(_scan_prefixes)
+    except Exception:  # no ctypes, no inotify, its limit: the scan it is
+        if w is not None:
+            w.close()
+        _watch = None
+        _watch_failed = True
+    return r
+
+
 def _close_all(fds):
     for fd in fds:
         try:
@@ -481,7 +643,7 @@ def _close_all(fds):
 
 
 def _send_artifacts(cell):
-    found, dirs, skipped = _scan_out()
+    found, dirs, skipped = _changed_out()
     try:
         for rel, why in skipped[:MAX_SKIPS]:
             send({"ev": "artifact_skip", "id": cell, "name": rel, "reason": why})
@@ -614,24 +776,19 @@ def _setup_site():
     _site_dists = _dists_in(d)
 
 
-def _site_before_cell():
-    """A package the last cell installed imports now: the import system's
-    cached directory listings are dropped when the folder changed."""
-    global _site_stamp
+def _site_after_cell(cell):
+    """Tells terp what the cell installed (new *.dist-info entries), and
+    drops the import system's cached listings of the folder, so that the
+    next cell imports it (one stat a cell when nothing changed)."""
+    global _site_dists, _site_stamp
     if SITE is None:
         return
-    now = _site_state()
-    if now != _site_stamp:
-        _site_stamp = now
-        import importlib
-        importlib.invalidate_caches()
-
-
-def _site_after_cell(cell):
-    """Tells terp what the cell installed (new *.dist-info entries)."""
-    global _site_dists
-    if SITE is None or _site_state() == _site_stamp:
+    stamp = _site_state()
+    if stamp == _site_stamp:
         return
+    _site_stamp = stamp
+    import importlib
+    importlib.invalidate_caches()
     now = _dists_in(SITE)
     new = sorted(now - _site_dists)
     _site_dists = now
@@ -1819,10 +1976,11 @@ def _reclaim_stdio():
     # the preload's next open() take that number; dup2 over it would
     # pull the file from under the import, and the import's close()
     # would then close the restored pipe. So wait for the preload first.
-    if not _stdio_is_ours():
-        t = _preload_thread
-        if t is not None and t.ident != _thread.get_ident():
-            t.join()
+    # Only while it runs: the check costs four fstat calls a cell.
+    t = _preload_thread
+    if t is not None and t.ident != _thread.get_ident() and t.is_alive() \
+            and not _stdio_is_ours():
+        t.join()
     _restore_stdio()
 
 
@@ -1968,30 +2126,49 @@ def _compile_cell(code, fname):
     value of a cell's last expression is shown. A cell that is one
     expression compiles as such; only the others need the syntax tree
     (and the _ast types, which cost ms to set up at the first use)."""
-    try:
-        return None, compile(code, fname, "eval")
-    except SyntaxError:
-        pass
-    import _ast
+    # Once _ast is loaded, one parse for every cell: the "eval" try
+    # first parsed a statement twice and raised a SyntaxError for it.
+    _ast = sys.modules.get("_ast")
+    if _ast is None:
+        try:
+            return None, compile(code, fname, "eval")
+        except SyntaxError:
+            pass
+        import _ast
     tree = compile(code, fname, "exec", _PyCF_ONLY_AST)
     last = None
     if tree.body and isinstance(tree.body[-1], _ast.Expr):
         last = compile(_ast.Expression(tree.body.pop().value), fname, "eval")
+        if not tree.body:
+            return None, last
     return compile(tree, fname, "exec"), last
 
 
-def _run(cell, code, asking=False, ints=None):
+def _wide_text(v, width):
+    """A pandas value's text at the user's pane width (the model's stays
+    Jupyter's 80-column view), or None when it would be the same."""
+    pd = sys.modules.get("pandas")
+    if pd is None or not isinstance(v, (pd.DataFrame, pd.Series)):
+        return None
+    try:
+        with pd.option_context("display.width", width):
+            return _value_text(v)
+    except Exception:
+        return None
+
+
+def _run(cell, code, asking=False, ints=None, width=None):
     global _running, _cur_cell
     _cur_cell = cell
+    _preload_if_needed(code)
     fname = "<cell %d>" % cell
     _add_source(fname, code)
-    value = None
+    value = wide = None
     status = "ok"
     err = None
     _restore_stdio()
     _install_input(asking)
     _patch_pyplot()
-    _site_before_cell()
     _told.clear()
     _running = True
     try:
@@ -2007,6 +2184,8 @@ def _run(cell, code, asking=False, ints=None):
             if v is not None and not _hides_value(code):
                 ns["_"] = v
                 value = _value_text(v)
+                if width is not None and width != 80 and value is not None:
+                    wide = _wide_text(v, width)
     except BaseException as e:  # noqa: B036 - everything is the user's error
         _running = False
         status = "error"
@@ -2038,6 +2217,8 @@ def _run(cell, code, asking=False, ints=None):
     msg = {"ev": "result", "id": cell, "status": status}
     if value is not None:
         msg["value"] = _cut(value, "repr")
+        if wide is not None and wide != value:
+            msg["value_wide"] = _cut(wide, "repr")
     if err is not None:
         msg["error"] = err
     send(msg)
@@ -2086,6 +2267,26 @@ def _preload():
 
 _preload_pending = False
 _preload_thread = None
+# TERP_PRELOAD=need (terp exec, no model, no data file): the preload waits
+# for a sign that the session wants those libraries, a cell naming one:
+# 8 scripts of trivial cells side by side each imported ~1 s of CPU
+# they never used.
+_preload_on_need = False
+_PRELOAD_SIGNS = ("numpy", "pandas", "matplotlib", "seaborn", "np.", "pd.", "plt.")
+
+
+def _data_staged():
+    try:
+        return bool(os.listdir("/workspace/data"))
+    except OSError:
+        return False
+
+
+def _preload_if_needed(code):
+    global _preload_on_need, _preload_pending
+    if _preload_on_need and any(w in code for w in _PRELOAD_SIGNS):
+        _preload_on_need = False
+        _preload_pending = True
 
 
 def _start_preload_when_idle():
@@ -2131,12 +2332,26 @@ def _lines(read):
             parts.append(data[start:])
 
 
+# A command is read READ_MIN bytes at a time, more while reads fill the
+# buffer (a big cell), up to READ_MAX: a 1 MiB read allocated (mmap,
+# mremap, munmap) a 1 MiB object for every 40-byte command.
+READ_MIN = 64 * 1024
+READ_MAX = 1 << 20
+_read_size = READ_MIN
+
+
 def _read_command():
+    global _read_size
     _start_preload_when_idle()
     try:
-        return os.read(CIN, 1 << 20)
+        data = os.read(CIN, _read_size)
     except (InterruptedError, KeyboardInterrupt):
         return None
+    if len(data) == _read_size:
+        _read_size = min(_read_size * 4, READ_MAX)
+    else:
+        _read_size = READ_MIN
+    return data
 
 
 def _format_exc():
@@ -2145,7 +2360,7 @@ def _format_exc():
 
 
 def main():
-    global ns, _preload_pending
+    global ns, _preload_pending, _preload_on_need
     os.makedirs(OUT_DIR, exist_ok=True)
     _close_all(_scan_out()[1])  # what is already there is not new
     ready = {"ev": "ready", "pid": os.getpid(), "python": sys.version.split()[0]}
@@ -2171,7 +2386,9 @@ def main():
     if not EGRESS:
         sys.addaudithook(_audit)
     send(ready)
-    _preload_pending = os.environ.get("TERP_PRELOAD", "1") == "1"
+    mode = os.environ.get("TERP_PRELOAD", "1")
+    _preload_pending = mode == "1" or (mode == "need" and _data_staged())
+    _preload_on_need = mode == "need" and not _preload_pending
     for line in _lines(_read_command):
         try:
             cmd = _loads(line)
@@ -2185,9 +2402,10 @@ def main():
         try:
             if op == "exec":
                 _set_env(cmd.get("env"))
-                ints = cmd.get("ints")
+                ints, width = cmd.get("ints"), cmd.get("width")
                 _run(cid, str(cmd.get("code", "")), cmd.get("stdin") is True,
-                     ints if type(ints) is int else None)
+                     ints if type(ints) is int else None,
+                     width if type(width) is int and 20 <= width <= 1000 else None)
             elif op == "reset":
                 ns = _fresh_namespace()
                 plt = _pyplot()

@@ -104,8 +104,7 @@ void
 kcode_store(const char *file, const void *blob, size_t len)
 {
 	const char *slash = strrchr(file, '/');
-	char *dir, *tmp;
-	int fd;
+	char *dir;
 
 	if (!kcode_valid(blob, len) || slash == NULL)
 		return;
@@ -115,13 +114,5 @@ kcode_store(const char *file, const void *blob, size_t len)
 		return;
 	}
 	free(dir);
-	tmp = xasprintf("%s.%ld.tmp", file, (long)getpid());
-	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd >= 0) {
-		int ok = write_all(fd, blob, len) == 0;
-		ok = close(fd) == 0 && ok;
-		if (!ok || rename(tmp, file) < 0)
-			unlink(tmp);
-	}
-	free(tmp);
+	(void)write_file_atomic(file, blob, len, 0600, 0);	/* a cache */
 }

@@ -164,6 +164,7 @@ kframe_parse(const char *line, size_t len, struct kframe *f, const char **why)
 	if (f->type == KF_RESULT) {
 		status = json_str(j, "status");
 		f->value = json_str(j, "value");
+		f->value_wide = json_str(j, "value_wide");
 		e = cJSON_GetObjectItemCaseSensitive(j, "error");
 		if (cJSON_IsObject(e)) {
 			f->ename = json_str(e, "ename");

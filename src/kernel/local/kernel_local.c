@@ -23,37 +23,31 @@
 #include <cjson/cJSON.h>
 
 #include "terp/buf.h"
-#include "terp/digest.h"
 #include "terp/egress.h"
-#include "terp/sandbox_cgroup.h"
 #include "terp/kernel_artifact.h"
 #include "terp/kernel_chan.h"
 #include "terp/kernel_code.h"
 #include "terp/kernel_frame.h"
 #include "terp/kernel_net.h"
 #include "terp/pipindex.h"
-#include "terp/pyenv.h"
 #include "terp/sandbox.h"
+#include "terp/sandbox_start.h"
 #include "terp/sandbox_tree.h"
-#include "terp/sanitize.h"
 #include "terp/util.h"
 #include "terp/utf8carry.h"
 #include "terp/workspace.h"
 
 #include "driver_py.h"
+#include "kernel_input.h"
+#include "kernel_pyinfo.h"
 #include "egress_fwd_py.h"
 
 #define STDERR_KEEP	4096		/* bwrap's own messages, for setup errors */
 #define CODE_MAX	(64u << 20)	/* a cell's code */
 #define DEATH_WAIT_MS	2000	/* after the channel closed, before the kill */
 #define DEATH_POLL_MS	5	/* without pidfds only: how often to look */
-#define DISK_EVERY_MS	100	/* disk check interval, at least... */
-#define DISK_EVERY_MAX	1000	/* ...and at most; 20 times a check's cost between */
 #define STRAY_WAIT_MS	2000	/* for processes killed at a cell's end to go */
 #define INSTALLED_MAX	256	/* packages one "installed" frame may name */
-#define INPUT_MAX	1000	/* input requests one cell may make */
-#define INPUT_PROMPT_SHOWN 200	/* bytes of a prompt passed on (cut there) */
-#define INPUT_REPLY_MAX	(64u << 10)	/* bytes of a line sent back */
 
 struct pending {
 	int		 n;
@@ -86,12 +80,8 @@ struct klocal {
 	int64_t			 death_since;
 
 	struct workspace	*ws;		/* the session's folders */
-	uint64_t		 disk_timer;
-	int64_t			 disk_last;	/* now_ms() of the last check */
 	char			*kill_why;	/* why terp itself killed the sandbox */
-	struct sandbox_cgroup	*cg;		/* NULL: rlimits only */
-	int			 cg_tried;
-	long			 oom_at_launch;
+	struct sandbox_run	 run;		/* its cgroup, across sandboxes */
 
 	struct kframe_reader	 evr;		/* the driver's events */
 	struct buf		 statusbuf, bwrap_err;
@@ -105,42 +95,30 @@ struct klocal {
 	uint64_t		 timeout_timer, grace_timer;
 	enum stop_cause		 stop;
 	struct pending		*queue;
-	/* input(): whether cells queued now may ask, whether the running
-	 * one may, its request waiting for kernel_input_reply, and how
-	 * many it made (each frame may be forged: bounded). */
-	int			 input_allow, cur_input, input_open, input_count;
+	int			 input_allow;	/* cells queued now may ask */
+	struct kinput		 input;		/* the running cell's requests */
+	int			 width;		/* the user's pane (klocal_set_width), or 0 */
 	unsigned long long	 exec_end;	/* kernel_chan_queued after its exec */
 
 	struct kernel_artifacts	*art;		/* the artifacts cells save */
 
 	char			*stopped_why;	/* kernel_stop's reason until relaunch */
 
-	/* The interpreter's packages (pyenv.h), from the cache or from the
-	 * driver's "ready"; probe_line is the prompt's sentence. */
-	struct pyenv_probe	 probe;
-	int			 have_probe;
-	char			*probe_line;
+	struct kpyinfo		 py;		/* its packages, the driver's code */
 
 	/* Egress: the proxy (NULL without allowed hosts), and the
 	 * forwarder the driver started, spared when a cell's strays die
 	 * for as long as its pidfd says it is the same process. */
 	struct kernel_net	*net;
-	pid_t			 fwd_pid;
-	int			 fwd_pidfd;
+	struct sandbox_pinned	 fwd;
 
-	/* The driver's compiled code (kernel_code.h): the cache file for
-	 * this interpreter (NULL: no cache), its blob once loaded, and
-	 * whether the lookup was done (once per kernel). */
-	char			*code_file;
-	unsigned char		*code;
-	size_t			 code_len;
-	int			 code_tried;
 };
 
 static void kernel_on_ev(struct loop *l, int fd, int revents, void *arg);
 static void kernel_on_out(struct loop *l, int fd, int revents, void *arg);
 static void kernel_on_status(struct loop *l, int fd, int revents, void *arg);
 static void kernel_begin_death(struct klocal *k);
+static const struct sandbox_disk_cbs disk_cbs;
 static void kernel_next(struct klocal *k);
 static void artifact_note(void *arg, const char *line);
 static void artifact_copied(void *arg, int cell, const char *name,
@@ -217,100 +195,22 @@ set_state(struct klocal *k, enum kernel_state st, const char *msg)
 
 /* ------------------------------------------------------------ python */
 
-static void
-probe_set(struct klocal *k, const struct pyenv_probe *p)
-{
-	k->probe = *p;
-	k->have_probe = 1;
-	free(k->probe_line);
-	k->probe_line = pyenv_prompt_line(p);
-}
-
-/* A runner that runs nothing: with it pyenv_probe answers from its
- * cache or not at all. The interpreter is probed inside the sandbox
- * (the driver's "ready"), never on the host. */
-static int
-run_none(void *ctx, char *const argv[], size_t max, char **out, size_t *outlen,
-    char **err)
-{
-	*out = NULL;
-	*err = xstrdup("not probed yet");
-	return -1;
-}
-
-/* A runner that "runs" the probe by handing over the driver's answer. */
-static int
-run_answer(void *ctx, char *const argv[], size_t max, char **out, size_t *outlen,
-    char **err)
-{
-	const char *text = ctx;
-	size_t n = strlen(text);
-
-	if (n > max) {
-		*err = xstrdup("its answer to the probe was too long");
-		return -1;
-	}
-	*out = xstrdup(text);
-	*outlen = n;
-	return 0;
-}
-
-static void
-probe_cached(struct klocal *k)
-{
-	struct pyenv_probe p;
-	char *err = NULL;
-
-	if (k->o->pyenv != NULL && k->o->probe_cache != NULL &&
-	    pyenv_probe(k->o->pyenv, k->o->probe_cache, run_none, NULL, &p, &err) == 0)
-		probe_set(k, &p);
-	free(err);
-}
-
-/* The driver's "probe" in its "ready" frame: what its interpreter has,
- * found before any cell ran and before the session's own site
- * directory joined sys.path. Checked like any frame (pyenv_probe_parse
- * admits only known packages and plain version strings), then cached. */
-static void
-probe_from_ready(struct klocal *k, const struct kframe *f)
-{
-	const cJSON *j = cJSON_GetObjectItemCaseSensitive(f->json, "probe");
-	struct pyenv_probe p;
-	char *text, *err = NULL;
-	int rc;
-
-	if (k->have_probe || !cJSON_IsObject(j) || (text = cJSON_PrintUnformatted(j)) == NULL)
-		return;
-	if (k->o->pyenv != NULL)
-		rc = pyenv_probe(k->o->pyenv, k->o->probe_cache, run_answer, text, &p, &err);
-	else
-		rc = pyenv_probe_parse(text, strlen(text), &p, &err);
-	if (rc == 0)
-		probe_set(k, &p);
-	free(err);
-	free(text);
-}
-
 const char *
 klocal_python_info(const struct klocal *k)
 {
-	return k->have_probe ? k->probe_line : NULL;
+	return kpyinfo_line(&k->py);
 }
 
 int
 klocal_python_charts(const struct klocal *k)
 {
-	return k->have_probe ? pyenv_probe_charts(&k->probe) : -1;
+	return kpyinfo_charts(&k->py);
 }
 
 char *
 klocal_python_label(const struct klocal *k)
 {
-	if (k->o->pyenv != NULL)
-		return pyenv_label(k->o->pyenv, k->have_probe ? &k->probe : NULL);
-	if (k->have_probe)
-		return xasprintf("Python %s", k->probe.version);
-	return NULL;
+	return kpyinfo_label(&k->py, k->o);
 }
 
 /* ------------------------------------------------------------ egress */
@@ -453,9 +353,10 @@ klocal_new(struct loop *l, const struct kernel_opts *o, const struct kernel_cbs 
 	k->p.cmd_fd = k->p.ev_fd = k->p.out_fd = k->p.err_fd = k->p.status_fd = -1;
 	k->p.life_fd = k->p.pid_fd = -1;
 	k->exit_code = -1;
-	k->fwd_pidfd = -1;
-	probe_cached(k);
+	k->fwd.pidfd = -1;
+	kpyinfo_cached(&k->py, o, driver_py_sha256);
 	k->ws = workspace_new(o->session_dir, o->no_sandbox, o->disk, o->disk_files);
+	sandbox_run_disk(&k->run, l, k->ws, o->disk != 0, &disk_cbs, k);
 	kframe_reader_init(&k->evr, KFRAME_MAX);
 	kernel_chan_init(&k->chan, l, chan_broken, k);
 	{
@@ -467,6 +368,9 @@ klocal_new(struct loop *l, const struct kernel_opts *o, const struct kernel_cbs 
 		};
 		k->art = kernel_artifact_new(o->out_dir, &caps, artifact_copied,
 		    artifact_note, k);
+		for (int i = 0; i < o->nown; i++)
+			kernel_artifact_adopt(k->art, o->own_files[i].name,
+			    o->own_files[i].bytes);
 	}
 	buf_init(&k->statusbuf, 64 * 1024);
 	buf_init(&k->bwrap_err, STDERR_KEEP);
@@ -501,106 +405,42 @@ klocal_stage(struct klocal *k, const char *host_path, char **err)
 
 /* ------------------------------------------------------------ disk */
 
-/* The workspace is a folder of the host's disk: its size is bounded by
- * measuring (workspace.h) on a timer while the sandbox lives and at
- * each cell's end (unless one ran less than DISK_EVERY_MS before: the
- * timer's next one keeps the bound). Over the limit, terp kills the sandbox: that stops
- * every writer, threads and background processes included. The
- * overshoot is what the sandbox writes between two checks: at most
- * write speed x the interval (DISK_EVERY_MS, longer when a check is
- * costly), and each file stays under --max-file-size. */
-
 /* The sandbox's first process: its deleted-but-open files count. */
 static pid_t
-disk_root(const struct klocal *k)
+disk_root(void *arg)
 {
+	const struct klocal *k = arg;
+
 	return k->init_pid > 0 ? k->init_pid : k->py_pid;
 }
 
-static void on_disk_timer(struct loop *l, void *arg);
-
+/* The workspace over its limits (sandbox_run_disk, from its timer). */
 static void
-disk_schedule(struct klocal *k, int64_t ms)
+disk_over(void *arg, char *why)
 {
-	loop_timer_cancel(k->loop, k->disk_timer);
-	k->disk_timer = 0;
-	if (k->o->disk == 0 || k->p.pid <= 0)
+	struct klocal *k = arg;
+
+	if (k->p.pid <= 0 || k->dying) {
+		free(why);
 		return;
-	if (ms < DISK_EVERY_MS)
-		ms = DISK_EVERY_MS;
-	if (ms > DISK_EVERY_MAX)
-		ms = DISK_EVERY_MAX;
-	k->disk_timer = loop_timer_add(k->loop, ms, on_disk_timer, k);
-}
-
-/* Checks the limits; over them, kills the sandbox with the reason and
- * returns 1. */
-static int
-disk_check(struct klocal *k)
-{
-	char *why;
-	int64_t cost;
-
-	if (k->o->disk == 0 || k->p.pid <= 0 || k->dying)
-		return 0;
-	k->disk_last = now_ms();
-	if ((why = workspace_disk_check(k->ws, disk_root(k), &cost)) == NULL) {
-		disk_schedule(k, cost * 20 / 1000);
-		return 0;
 	}
 	free(k->kill_why);
 	k->kill_why = why;
 	/* The launcher kills the whole sandbox when its life pipe closes. */
-	loop_timer_cancel(k->loop, k->disk_timer);
-	k->disk_timer = 0;
 	end_sandbox(k);
 	kernel_begin_death(k);
-	return 1;
 }
 
-static void
-on_disk_timer(struct loop *l, void *arg)
-{
-	struct klocal *k = arg;
-
-	k->disk_timer = 0;
-	disk_check(k);
-}
-
-/* Whether the forwarder found at "ready" still runs: its pidfd turns
- * readable when it exits, so a recycled pid is never spared. */
-static int
-fwd_alive(const struct klocal *k)
-{
-	struct pollfd pf = { .fd = k->fwd_pidfd, .events = POLLIN };
-
-	return k->fwd_pid > 0 && k->fwd_pidfd >= 0 && poll(&pf, 1, 0) == 0;
-}
-
-static void
-fwd_forget(struct klocal *k)
-{
-	if (k->fwd_pidfd >= 0)
-		close(k->fwd_pidfd);
-	k->fwd_pidfd = -1;
-	k->fwd_pid = 0;
-}
+static const struct sandbox_disk_cbs disk_cbs = { .root = disk_root, .over = disk_over };
 
 /* At "ready", before any cell ran: the driver's only child is the
  * forwarder it started (egress_fwd.py). */
 static void
 fwd_find(struct klocal *k)
 {
-	pid_t kids[4];
-
-	fwd_forget(k);
-	if (k->net == NULL || k->py_pid <= 0 || k->o->no_sandbox)
-		return;
-	if (sandbox_tree_children(k->py_pid, kids, 4) != 1)
-		return;
-	k->fwd_pidfd = (int)syscall(SYS_pidfd_open, kids[0], 0);
-	if (k->fwd_pidfd >= 0)
-		k->fwd_pid = kids[0];
+	sandbox_tree_unpin(&k->fwd);
+	if (k->net != NULL && !k->o->no_sandbox)
+		sandbox_tree_pin_only_child(&k->fwd, k->py_pid);
 }
 
 /* At a cell's end: the processes it left behind go (they are not
@@ -612,20 +452,12 @@ cell_cleanup(struct klocal *k)
 	if (k->p.pid <= 0 || k->dying)
 		return;
 	if (k->py_pid > 0) {
-		pid_t keep[2] = { k->py_pid, fwd_alive(k) ? k->fwd_pid : 0 };
+		pid_t keep[2] = { k->py_pid, sandbox_tree_pinned_alive(&k->fwd) ? k->fwd.pid : 0 };
 		sandbox_tree_kill_strays(k->init_pid > 0 ? k->init_pid : k->py_pid, keep, 2,
 		    STRAY_WAIT_MS);
 	}
-	/* A check less than an interval ago: the timer's next one keeps
-	 * the bound (what the sandbox writes between two checks, whatever
-	 * its cells), and cells ending every millisecond do not each pay
-	 * a walk of the workspace. */
-	if (k->disk_timer != 0 && now_ms() - k->disk_last < DISK_EVERY_MS)
-		return;
-	/* From the loop, not from here: a kill now could end in
-	 * finish_death, which finishes this very cell a second time. */
-	loop_timer_cancel(k->loop, k->disk_timer);
-	k->disk_timer = loop_timer_add(k->loop, 0, on_disk_timer, k);
+	sandbox_run_disk_soon(&k->run);	/* from the loop: a kill now would
+					 * finish this very cell twice */
 }
 
 /* ------------------------------------------------------------ launch */
@@ -658,42 +490,6 @@ unwatch_all(struct klocal *k)
 		loop_unwatch(k->loop, k->p.pid_fd);
 }
 
-/* The driver's compiled code from the cache, looked up once. */
-static void
-code_cached(struct klocal *k)
-{
-	if (k->code_tried || k->o->no_sandbox)
-		return;
-	k->code_tried = 1;
-	k->code_file = kcode_file(k->o->probe_cache, k->o->pyenv, driver_py_sha256);
-	if (k->code_file != NULL)
-		k->code = kcode_load(k->code_file, &k->code_len);
-}
-
-/* The driver's code in its "ready" frame (asked for by TERP_CODE=1, so
- * only when the cache had none): sent before any cell ran, by the
- * interpreter the cache file is named after. Its shape is checked
- * here; the loader checks that it is for the running version. */
-static void
-code_from_ready(struct klocal *k, const struct kframe *f)
-{
-	const cJSON *j = cJSON_GetObjectItemCaseSensitive(f->json, "code");
-	size_t n = 0;
-	char *blob;
-
-	if (k->code_file == NULL || k->code != NULL || !cJSON_IsString(j) ||
-	    strlen(j->valuestring) > KCODE_MAX / 3 * 4 + 4)
-		return;
-	blob = base64_decode(j->valuestring, strlen(j->valuestring), &n);
-	if (blob != NULL && kcode_valid(blob, n)) {
-		kcode_store(k->code_file, blob, n);
-		k->code = (unsigned char *)blob;
-		k->code_len = n;
-		return;
-	}
-	free(blob);
-}
-
 /* The sandbox's settings from the options; binds and cgroup apart. */
 static void
 spec_fill(const struct klocal *k, struct sandbox_spec *s)
@@ -712,38 +508,24 @@ spec_fill(const struct klocal *k, struct sandbox_spec *s)
 	s->artifact_max = k->o->artifact_max;
 	s->no_sandbox = k->o->no_sandbox;
 	s->network = k->o->network;
-	s->preload = getenv("TERP_NO_PRELOAD") == NULL;
+	s->preload = getenv("TERP_NO_PRELOAD") != NULL ? SANDBOX_PRELOAD_OFF :
+	    k->o->preload_on_need ? SANDBOX_PRELOAD_NEED :
+	    SANDBOX_PRELOAD_IDLE;
 	s->cgroup_procs_fd = -1;
 	s->pyenv = k->o->pyenv;
 	/* sandbox_env (the user's pip index) goes with each exec command,
 	 * not on bwrap's command line, which any local user can read */
 	s->setenv = NULL;
-	s->probe = !k->have_probe;
-	s->code = k->code;
-	s->code_len = k->code_len;
+	s->probe = !k->py.have_probe;
+	s->code = k->py.code;
+	s->code_len = k->py.code_len;
 	s->loader = kcode_loader;
-	s->code_want = k->code_file != NULL && k->code == NULL;
+	s->code_want = kpyinfo_code_wanted(&k->py);
 	if (k->net != NULL) {
 		s->egress_sock = kernel_net_socket(k->net);
 		s->fwd = (const char *)egress_fwd_py;
 		s->fwd_len = sizeof egress_fwd_py;
 	}
-}
-
-/* The session's cgroup, tried once: without one, rlimits only, the
- * common case on many machines. */
-static void
-cgroup_once(struct klocal *k)
-{
-	char *why = NULL, name[64];
-	const char *id = strrchr(k->o->session_dir, '/');
-
-	if (k->cg_tried || k->o->no_sandbox)
-		return;
-	k->cg_tried = 1;
-	snprintf(name, sizeof name, "terp-%.40s-%d", id ? id + 1 : "session", (int)getpid());
-	k->cg = sandbox_cgroup_create(name, k->o->memory, k->o->nproc, &why);
-	free(why);
 }
 
 /* Nothing of the last sandbox's is left in what a launch starts with. */
@@ -760,7 +542,7 @@ launch_reset(struct klocal *k)
 	k->loaded = 0;
 	k->init_pid = k->o->no_sandbox ? -1 : 0;
 	k->py_pid = -1;
-	fwd_forget(k);
+	sandbox_tree_unpin(&k->fwd);
 	free(k->kill_why);
 	k->kill_why = NULL;
 }
@@ -769,33 +551,21 @@ static int
 launch(struct klocal *k, char **err)
 {
 	struct sandbox_spec s;
-	int bind_fds[SANDBOX_MAX_BINDS];
-	const char *bind_names[SANDBOX_MAX_BINDS];
+	const char *id = strrchr(k->o->session_dir, '/');
 	/* a sandbox ran before this one: its Python state is gone */
 	int lost = k->state != KERNEL_STOPPED || k->stopped_why != NULL;
 
 	/* One sandbox at a time: the last one is reaped. */
 	assert(k->p.pid <= 0 && !k->dying);
 	k->nints = 0;	/* a new driver counts from 0 */
-	code_cached(k);
 	spec_fill(k, &s);
-	s.nbinds = workspace_binds(k->ws, bind_fds, bind_names, SANDBOX_MAX_BINDS, err);
-	if (s.nbinds < 0)
-		return -1;
-	s.bind_fds = bind_fds;
-	s.bind_names = bind_names;
-	cgroup_once(k);
-	s.cgroup_procs_fd = sandbox_cgroup_procs_fd(k->cg);
-	k->oom_at_launch = sandbox_cgroup_oom_kills(k->cg);
 	launch_reset(k);
-	if (workspace_disk_baseline(k->ws, disk_root(k), err) < 0)
-		return -1;
-	if (sandbox_launch(&s, &k->p, err) < 0)
+	if (sandbox_start(&k->run, &s, k->ws, id ? id + 1 : NULL, &k->p, err) < 0)
 		return -1;
 	if (k->o->no_sandbox)
 		k->py_pid = k->p.pid;
 	watch_all(k);
-	disk_schedule(k, DISK_EVERY_MS);
+	sandbox_run_disk_arm(&k->run);
 	if (k->stopped_why != NULL) {
 		char *msg = xasprintf("restarted the sandbox, which was stopped (%s)",
 		    k->stopped_why);
@@ -998,11 +768,32 @@ memory_reason(const struct klocal *k)
 	return xasprintf("out of memory (limit %s)", b);
 }
 
+/* Python and the driver need about 10 MiB to start (measured: 10M starts
+ * print(1), not always; 8M fails with MemoryError, 1M before the
+ * interpreter runs, as "exited with code 127" or a segfault). Under this
+ * floor any death says the limit is the cause. */
+#define MEMORY_START_FLOOR	(16ULL << 20)
+
+/* reason (consumed), with why the limit is the cause when it is small. */
+static char *
+small_memory(const struct klocal *k, char *reason)
+{
+	char b[32], *s;
+
+	if (k->o->memory == 0 || k->o->memory >= MEMORY_START_FLOOR)
+		return reason;
+	fmt_bytes(b, sizeof b, k->o->memory);
+	s = xasprintf("%s; the memory limit of %s is too small to start Python "
+	    "(16M is the smallest that works)", reason, b);
+	free(reason);
+	return s;
+}
+
 static void
 on_result(struct klocal *k, const struct kframe *f)
 {
 	struct kernel_result r;
-	char *reason = NULL, *own[4] = { NULL, NULL, NULL, NULL };
+	char *reason = NULL, *own[5] = { NULL, NULL, NULL, NULL, NULL };
 
 	check(k);
 	/* Only the running cell's, once (cur is 0 after), and only once
@@ -1016,6 +807,8 @@ on_result(struct klocal *k, const struct kframe *f)
 	r.ename = own[1] = kframe_text_cap(f->ename);
 	r.evalue = own[2] = kframe_text_cap(f->evalue);
 	r.traceback = own[3] = kframe_text_cap(f->traceback);
+	if (r.value != NULL)	/* a wide form of no value is forged */
+		r.value_wide = own[4] = kframe_text_cap(f->value_wide);
 	r.status = f->ok ? CELL_OK : CELL_ERROR;
 	if (r.ename && strcmp(r.ename, "KeyboardInterrupt") == 0 && k->stop != STOP_NONE) {
 		if (k->stop == STOP_TIMEOUT) {
@@ -1032,7 +825,7 @@ on_result(struct klocal *k, const struct kframe *f)
 	r.reason = reason;
 	finish_cell(k, &r);
 	free(reason);
-	for (int i = 0; i < 4; i++)
+	for (int i = 0; i < 5; i++)
 		free(own[i]);
 	kernel_next(k);
 	check_queue(k);
@@ -1084,19 +877,10 @@ on_installed(struct klocal *k, const struct kframe *f)
 	}
 }
 
+/* Sends an "input_reply" command (taken). */
 static void
-input_answer(struct klocal *k, const char *value, const char *error, int eof)
+input_send(struct klocal *k, cJSON *cmd)
 {
-	cJSON *cmd = cJSON_CreateObject();
-
-	cJSON_AddStringToObject(cmd, "op", "input_reply");
-	cJSON_AddNumberToObject(cmd, "id", k->cur);
-	if (eof)
-		cJSON_AddTrueToObject(cmd, "eof");
-	else if (error != NULL)
-		cJSON_AddStringToObject(cmd, "error", error);
-	else
-		cJSON_AddStringToObject(cmd, "value", value);
 	if (kernel_chan_send(&k->chan, cmd) < 0)
 		kill_sandbox(k, xasprintf("the sandbox stopped reading terp's commands (over %u MiB waiting)",
 		    KERNEL_CHAN_MAX >> 20), 0);
@@ -1104,35 +888,20 @@ input_answer(struct klocal *k, const char *value, const char *error, int eof)
 }
 
 /* {"ev":"input","id":N,"prompt":...,"password":bool}: the running cell
- * asks for a line (input(), sys.stdin, getpass). Asked of the frontend
- * only when terp let this cell ask, one request at a time and at most
- * INPUT_MAX per cell; the prompt is cut and made safe to show. Beyond
- * those a request is refused with one line the cell raises, and from a
- * cell that may not ask (whose driver raises by itself) it is ignored. */
+ * asks for a line (input(), sys.stdin, getpass), bounded by
+ * kernel_input.h. A refusal goes only when the driver has read all terp
+ * sent: with a backlog, nobody waits for the answer. */
 static void
 on_input(struct klocal *k, const struct kframe *f)
 {
-	char *prompt;
-	size_t n;
+	char *prompt = NULL;
+	const char *refusal = NULL;
+	int rc = kinput_request(&k->input, f, &prompt, &refusal);
 
-	/* A driver that may not ask raises by itself: this one is forged. */
-	if (!k->cur_input || k->cb.input == NULL)
-		return;
-	if (k->input_open || k->input_count >= INPUT_MAX) {
-		/* The driver's own request comes when it has read all terp
-		 * sent: with a backlog, nobody waits for the answer. */
-		if (kernel_chan_pending(&k->chan) == 0)
-			input_answer(k, NULL, k->input_open ? "an input request is already open" :
-			    "too many input requests in one cell", 0);
-		return;
-	}
-	k->input_open = 1;
-	k->input_count++;
-	n = f->prompt ? strlen(f->prompt) : 0;
-	if (n > INPUT_PROMPT_SHOWN)
-		n = utf8_complete_prefix(f->prompt, INPUT_PROMPT_SHOWN);
-	prompt = sanitize_str(f->prompt ? f->prompt : "", n, 0);
-	k->cb.input(k->arg, k->cur, prompt, f->password);
+	if (rc < 0 && kernel_chan_pending(&k->chan) == 0)
+		input_send(k, kinput_answer(k->cur, NULL, refusal, 0));
+	if (rc > 0)
+		k->cb.input(k->arg, k->cur, prompt, f->password);
 	free(prompt);
 }
 
@@ -1142,16 +911,20 @@ klocal_set_input(struct klocal *k, int allow)
 	k->input_allow = allow != 0;
 }
 
+void
+klocal_set_width(struct klocal *k, int cols)
+{
+	k->width = cols >= 20 && cols <= 1000 ? cols : 0;
+}
+
 int
 klocal_input_reply(struct klocal *k, int cell, const char *line)
 {
-	if (k->cur == 0 || cell != k->cur || !k->input_open)
+	cJSON *cmd;
+
+	if (k->cur == 0 || cell != k->cur || (cmd = kinput_reply(&k->input, cell, line)) == NULL)
 		return -1;
-	k->input_open = 0;
-	if (line != NULL && strlen(line) > INPUT_REPLY_MAX)
-		input_answer(k, NULL, "the line typed is too long", 0);
-	else
-		input_answer(k, line, NULL, line == NULL);
+	input_send(k, cmd);
 	return 0;
 }
 
@@ -1177,8 +950,7 @@ handle_frame(struct klocal *k, const char *line, size_t len)
 		if (!k->o->no_sandbox && k->init_pid > 0)
 			k->py_pid = sandbox_tree_python(k->init_pid);
 		fwd_find(k);
-		probe_from_ready(k, &f);
-		code_from_ready(k, &f);
+		kpyinfo_ready(&k->py, k->o, &f);
 		set_state(k, k->loaded ? KERNEL_READY : KERNEL_LOADING,
 		    k->loaded ? NULL : "loading pandas, numpy, matplotlib");
 		kernel_next(k);
@@ -1383,9 +1155,10 @@ kernel_next(struct klocal *k)
 	cJSON_AddStringToObject(cmd, "code", p->code);
 	if (p->input)
 		cJSON_AddTrueToObject(cmd, "stdin");
-	k->cur_input = p->input;
-	k->input_open = k->input_count = 0;
+	kinput_cell(&k->input, p->input);
 	cJSON_AddNumberToObject(cmd, "ints", k->nints);
+	if (k->width > 0)
+		cJSON_AddNumberToObject(cmd, "width", k->width);
 	if (k->o->sandbox_env != NULL && k->o->sandbox_env[0] != NULL) {
 		cJSON *env = cJSON_AddObjectToObject(cmd, "env");
 		for (const char *const *e = k->o->sandbox_env; *e != NULL; e++) {
@@ -1448,52 +1221,18 @@ klocal_run(struct klocal *k, int n, const char *code, char **err)
 static char *
 death_reason(struct klocal *k, int wstatus)
 {
-	int code = k->exit_code;
-	int sig = 0;
-
-	if (code < 0 && wstatus >= 0) {
-		if (WIFEXITED(wstatus))
-			code = WEXITSTATUS(wstatus);
-		else if (WIFSIGNALED(wstatus))
-			code = 128 + WTERMSIG(wstatus);
-	}
-	if (code > 128 && code < 160)
-		sig = code - 128;
 	if (k->kill_why != NULL)
 		return xstrdup(k->kill_why);
 	if (k->we_killed)
 		return xasprintf("the cell ignored the interrupt for %.1f s and was killed",
 		    (double)k->o->grace_ms / 1000.0);
-	if (k->cg && sandbox_cgroup_oom_kills(k->cg) > k->oom_at_launch) {
+	if (sandbox_run_oom_killed(&k->run)) {
 		char *m = memory_reason(k);
 		char *r = xasprintf("the Python process was killed: %s", m);
 		free(m);
 		return r;
 	}
-	switch (sig) {
-	case 0:
-		if (code < 0)
-			return xstrdup("the Python process died");
-		return xasprintf("the Python process exited with code %d", code);
-	case SIGKILL:
-		/* RLIMIT_DATA turns most memory bombs into MemoryError; a
-		 * SIGKILL we did not send is the OOM killer or a kill(). */
-		return xasprintf("the Python process was killed (SIGKILL: out of memory or killed)");
-	case SIGSEGV:
-		return xstrdup("the Python process crashed (segmentation fault)");
-	case SIGABRT:
-		return xstrdup("the Python process aborted (SIGABRT)");
-	case SIGBUS:
-		return xstrdup("the Python process crashed (bus error)");
-	case SIGSYS:
-		return xstrdup("the Python process was killed by the sandbox's system-call policy (SIGSYS)");
-	case SIGXCPU:
-		return xstrdup("the Python process used up its CPU time budget (SIGXCPU)");
-	case SIGXFSZ:
-		return xstrdup("the Python process wrote a file past the size limit (SIGXFSZ)");
-	default:
-		return xasprintf("the Python process was killed by signal %d", sig);
-	}
+	return sandbox_exit_reason(k->exit_code, wstatus);
 }
 
 static void
@@ -1512,7 +1251,8 @@ finish_death(struct klocal *k, int wstatus)
 	kernel_artifact_abandon(k->art, "incomplete: the session ended while it was copied");
 	if (starting && !k->o->no_sandbox && k->exit_code < 0) {
 		/* bwrap failed in its own setup: its stderr says why. */
-		char *why = sandbox_explain(buf_str(&k->bwrap_err));
+		char *why = small_memory(k,
+		    sandbox_explain(buf_str(&k->bwrap_err)));
 		unwatch_all(k);
 		sandbox_close_fds(&k->p);
 		free(k->kill_why);
@@ -1521,7 +1261,7 @@ finish_death(struct klocal *k, int wstatus)
 		free(why);
 		return;
 	}
-	reason = death_reason(k, wstatus);
+	reason = small_memory(k, death_reason(k, wstatus));
 	free(k->kill_why);
 	k->kill_why = NULL;
 	unwatch_all(k);
@@ -1619,6 +1359,7 @@ kernel_begin_death(struct klocal *k)
 		return;
 	k->dying = 1;
 	k->death_since = now_ms();
+	sandbox_run_disk_stop(&k->run);	/* what it wrote no longer matters */
 	if (k->p.ev_fd >= 0)
 		loop_unwatch(k->loop, k->p.ev_fd);
 	kernel_chan_detach(&k->chan);	/* nothing more goes out */
@@ -1642,10 +1383,9 @@ stop_now(struct klocal *k)
 	cancel_timers(k);
 	loop_timer_cancel(k->loop, k->death_timer);
 	k->death_timer = 0;
-	loop_timer_cancel(k->loop, k->disk_timer);
-	k->disk_timer = 0;
+	sandbox_run_disk_stop(&k->run);
 	unwatch_all(k);
-	sandbox_cgroup_kill(k->cg);
+	sandbox_run_kill(&k->run);
 	sandbox_kill(&k->p);
 	kernel_artifact_abandon(k->art, NULL);
 	free(k->kill_why);
@@ -1727,13 +1467,11 @@ klocal_free(struct klocal *k)
 	if (k == NULL)
 		return;
 	stop_now(k);			/* no sandbox process is left */
-	sandbox_cgroup_destroy(k->cg);
+	sandbox_run_free(&k->run);
 	workspace_free(k->ws);		/* the uid is free again */
 	kernel_net_free(k->net);	/* after the sandbox: no client is left */
-	fwd_forget(k);
-	free(k->probe_line);
-	free(k->code_file);
-	free(k->code);
+	sandbox_tree_unpin(&k->fwd);
+	kpyinfo_free(&k->py);
 	kernel_artifact_free(k->art);
 	kframe_reader_free(&k->evr);
 	kernel_chan_free(&k->chan);
@@ -1770,6 +1508,7 @@ static const char *lo_python_info(const void *b) { return klocal_python_info(b);
 static int lo_python_charts(const void *b) { return klocal_python_charts(b); }
 static char *lo_python_label(const void *b) { return klocal_python_label(b); }
 static void lo_set_input(void *b, int allow) { klocal_set_input(b, allow); }
+static void lo_set_width(void *b, int cols) { klocal_set_width(b, cols); }
 static int lo_input_reply(void *b, int cell, const char *line) { return klocal_input_reply(b, cell, line); }
 static int lo_allow(void *b, const char *s, char **err) { return klocal_egress_allow(b, s, err); }
 static int lo_deny(void *b, const char *s, char **err) { return klocal_egress_deny(b, s, err); }
@@ -1782,4 +1521,5 @@ const struct kernel_ops kernel_local_ops = {
 	.python_charts = lo_python_charts, .python_label = lo_python_label,
 	.egress_allow = lo_allow, .egress_deny = lo_deny,
 	.set_input = lo_set_input, .input_reply = lo_input_reply,
+	.set_width = lo_set_width,
 };

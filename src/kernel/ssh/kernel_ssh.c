@@ -30,7 +30,7 @@
 #include "terp/buf.h"
 #include "terp/digest.h"
 #include "terp/json_text.h"
-#include "terp/kernel_artifact.h"
+#include "terp/kernel_sink.h"
 #include "terp/kernel_frame.h"
 #include "terp/sanitize.h"
 #include "terp/serve_wire.h"
@@ -96,15 +96,7 @@ struct ssh {
 	struct buf		 notes;		/* for the next cell's stderr */
 
 	/* the artifact coming in */
-	int			 art_fd, art_cell, art_skip;
-	char			*art_name, *art_path;
-	char			*art_tmp;	/* written here, renamed to art_path */
-	char			*art_note;	/* its other name, said after it */
-	char			**written;	/* names terp wrote in out_dir */
-	int			 nwritten;
-	uint64_t		 art_got;
-	uint64_t		 art_bytes;	/* the session's */
-	int			 art_count;
+	struct kernel_sink	*sink;		/* its cell is the artifact's */
 };
 
 static void on_out(struct loop *l, int fd, int revents, void *arg);
@@ -463,16 +455,7 @@ close_fds(struct ssh *s)
 static void
 art_abandon(struct ssh *s)
 {
-	if (s->art_fd >= 0) {
-		close(s->art_fd);
-		unlink(s->art_tmp);
-		s->art_fd = -1;
-	}
-	free(s->art_path);
-	free(s->art_name);
-	free(s->art_tmp);
-	free(s->art_note);
-	s->art_path = s->art_name = s->art_tmp = s->art_note = NULL;
+	kernel_sink_abandon(s->sink, NULL);
 }
 
 /* Ends ssh (its stdin closed first, so that serve ends the sandbox and
@@ -729,67 +712,47 @@ cell_known(const struct ssh *s, int n)
 	return 0;
 }
 
-static int
-written_index(const struct ssh *s, const char *name)
+/* The sink's lines go to the cell the artifact named. */
+static void
+sink_note(void *arg, int cell, const char *line)
 {
-	for (int i = 0; i < s->nwritten; i++)
-		if (strcmp(s->written[i], name) == 0)
-			return i;
-	return -1;
+	struct ssh *s = arg;
+
+	s->cb->output(s->arg, cell, 1, line, strlen(line));
 }
 
+static void
+sink_copied(void *arg, int cell, const char *name, const char *host_path, uint64_t bytes)
+{
+	struct ssh *s = arg;
+
+	s->cb->artifact(s->arg, cell, name, host_path, bytes);
+}
+
+/* "art": the remote serve's artifact for a cell, its bytes to follow.
+ * The cell is the sink's running cell from here on (serve sends a cell's
+ * artifacts before its result), so that its per-cell counts hold. */
 static void
 art_begin(struct ssh *s, const cJSON *o)
 {
 	const char *name = json_str(o, "name");
 	double cell = 0, size = 0;
-	char *host;
+	char *err = NULL;
 
 	art_abandon(s);		/* one that did not end */
-	s->art_skip = 1;
-	if (name == NULL || json_num(o, "cell", &cell) < 0 || json_num(o, "size", &size) < 0)
+	if (name == NULL || json_num(o, "cell", &cell) < 0 || json_num(o, "size", &size) < 0 ||
+	    cell < 1 || cell > INT32_MAX || size < 0 || size > 9e15)
 		return;
-	s->art_cell = (int)cell;
-	if (size > (double)s->o->artifact_max ||
-	    s->art_bytes + (uint64_t)size > s->o->artifact_bytes ||
-	    s->art_count >= s->o->artifacts_per_session) {
-		note(s, "artifact %s not copied: over the artifact limits", name);
-		emit_note(s, s->art_cell);
+	if (kernel_sink_cell(s->sink) != (int)cell) {
+		kernel_sink_cell_end(s->sink, NULL);
+		kernel_sink_cell_start(s->sink, (int)cell);
+	}
+	if (kernel_sink_open(s->sink, &err) < 0) {
+		kernel_sink_report(s->sink, name, err);
+		free(err);
 		return;
 	}
-	if (mkdir_p(s->o->out_dir, 0755) < 0)
-		return;
-	/* The name: free, or a file terp wrote in this session (replaced,
-	 * through a temporary file and a rename, as kernel_artifact.c does);
-	 * anything else is left alone: name-2.ext... */
-	host = kframe_host_name(name);
-	for (int i = 1; i < 1000 && s->art_path == NULL; i++) {
-		char *cand = kframe_host_candidate(host, i);
-		char *path = xasprintf("%s/%s", s->o->out_dir, cand);
-		struct stat st;
-		if (lstat(path, &st) < 0 ? errno == ENOENT :
-		    S_ISREG(st.st_mode) && written_index(s, cand) >= 0) {
-			s->art_name = cand;
-			s->art_path = path;
-		} else {
-			free(cand);
-			free(path);
-		}
-	}
-	if (s->art_path != NULL) {
-		char *shown = kframe_display_name(name);
-		s->art_tmp = xasprintf("%s/.terp-%d-%s.part", s->o->out_dir, (int)getpid(),
-		    s->art_name);
-		(void)unlink(s->art_tmp);
-		s->art_fd = open(s->art_tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
-		    O_CLOEXEC, 0644);
-		s->art_note = kernel_artifact_rename_note("out/", shown, s->o->out_dir, host,
-		    s->art_name);
-		free(shown);
-	}
-	free(host);
-	s->art_got = 0;
-	s->art_skip = s->art_fd < 0;
+	(void)kernel_sink_begin(s->sink, "out/", name, (uint64_t)size);
 }
 
 static void
@@ -799,54 +762,20 @@ art_chunk(struct ssh *s, const cJSON *o)
 	size_t n;
 	char *raw;
 
-	if (s->art_skip || s->art_fd < 0 || b == NULL)
+	if (!kernel_sink_active(s->sink) || b == NULL)
 		return;
 	raw = base64_decode(b, strlen(b), &n);
-	if (raw == NULL || s->art_got + n > s->o->artifact_max ||
-	    write_all(s->art_fd, raw, n) < 0) {
-		close(s->art_fd);
-		s->art_fd = -1;
-		unlink(s->art_tmp);
-		s->art_skip = 1;
-		note(s, "artifact %s not copied: it came back damaged or too large", s->art_name);
-		emit_note(s, s->art_cell);
-	} else {
-		s->art_got += n;
-	}
+	if (raw == NULL)
+		kernel_sink_abandon(s->sink, "it came back damaged (not base64)");
+	else
+		(void)kernel_sink_write(s->sink, raw, n);
 	free(raw);
 }
 
 static void
 art_end(struct ssh *s)
 {
-	if (s->art_fd >= 0) {
-		int bad = close(s->art_fd) < 0 || rename(s->art_tmp, s->art_path) < 0;
-		s->art_fd = -1;
-		if (bad) {
-			unlink(s->art_tmp);
-			note(s, "artifact %s not copied: cannot write it in the output folder",
-			    s->art_name);
-			emit_note(s, s->art_cell);
-		} else {
-			if (written_index(s, s->art_name) < 0) {
-				s->written = xrealloc(s->written, (size_t)(s->nwritten + 1) *
-				    sizeof *s->written);
-				s->written[s->nwritten++] = xstrdup(s->art_name);
-			}
-			s->art_bytes += s->art_got;
-			s->art_count++;
-			s->cb->artifact(s->arg, s->art_cell, s->art_name, s->art_path,
-			    s->art_got);
-			if (s->art_note != NULL)	/* as the local sandbox says it */
-				s->cb->output(s->arg, s->art_cell, 1, s->art_note,
-				    strlen(s->art_note));
-		}
-	}
-	free(s->art_name);
-	free(s->art_path);
-	free(s->art_tmp);
-	free(s->art_note);
-	s->art_name = s->art_path = s->art_tmp = s->art_note = NULL;
+	(void)kernel_sink_commit(s->sink);
 }
 
 static void
@@ -879,6 +808,8 @@ on_result(struct ssh *s, const cJSON *o)
 			break;
 	*pp = c->next;
 	free(c);
+	if (kernel_sink_cell(s->sink) == (int)cell)	/* its count of unlisted reports */
+		kernel_sink_cell_end(s->sink, "incomplete: the cell ended before terp had all of it");
 	s->cb->result(s->arg, (int)cell, &r);
 	for (int i = 0; i < 5; i++)
 		free(own[i]);
@@ -1180,9 +1111,7 @@ ssh_free(void *b)
 		s->cells = c->next;
 		free(c);
 	}
-	for (int i = 0; i < s->nwritten; i++)
-		free(s->written[i]);
-	free(s->written);
+	kernel_sink_free(s->sink);
 	kframe_reader_free(&s->rd);
 	buf_free(&s->errbuf);
 	buf_free(&s->wq);
@@ -1226,7 +1155,16 @@ kernel_ssh_build(struct loop *l, const struct kernel_opts *o, const struct kerne
 	s->cb = cbs;
 	s->arg = arg;
 	s->pid = -1;
-	s->in_fd = s->out_fd = s->err_fd = s->up_fd = s->art_fd = -1;
+	s->in_fd = s->out_fd = s->err_fd = s->up_fd = -1;
+	{
+		struct kframe_caps caps = {
+			.size_max = o->artifact_max,
+			.per_cell = o->artifacts_per_cell,
+			.per_session = o->artifacts_per_session,
+			.session_bytes = o->artifact_bytes,
+		};
+		s->sink = kernel_sink_new(o->out_dir, &caps, sink_copied, sink_note, s);
+	}
 	if (parse_spec(o->sandbox, &s->spec_user, &s->spec_host, &s->spec_port) < 0)
 		s->spec_host = xstrdup("invalid.invalid");
 	s->host = xstrdup(s->spec_host);

@@ -1,0 +1,114 @@
+#!/usr/bin/python3
+"""bench/exec_cost.py: what a `terp exec` cell costs beyond its floor
+(issue 23 items 4, 5, 6), each row against its floor or peer measured in
+the same run:
+
+  round trip   `x += 1` N times in one `terp exec` session, journal on disk:
+               the result event's duration_us (host clock) and the wall
+               time per cell this script sees (last result - first result,
+               / N), against a pipe to a Python exec() loop (the floor).
+  out/ files   the same trivial cell with 10,000 files in out/ against the
+               same session with none (added %).
+  concurrent   8 `terp exec` runs of N trivial cells started together: total
+               cells/s against one run's cells/s alone (x).
+
+Usage: /usr/bin/python3 bench/exec_cost.py [--iters N] [--files N] [--par N] [--json FILE]
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import kernel  # noqa: E402  (bench/kernel.py: Env, run_terp, the pipe floor)
+
+
+def per_cell(env, cells, loop_from, iters):
+    """(median duration_us, wall us per cell) of cells[loop_from:loop_from+iters]."""
+    evs, _, _ = kernel.run_terp(env, cells)
+    res = [e for e in evs if e["type"] == "result"]
+    bad = [r for r in res if r["status"] != "ok"]
+    assert not bad, bad[:1]
+    loop = res[loop_from:loop_from + iters]
+    assert len(loop) == iters
+    wall = (loop[-1]["_t"] - loop[0]["_t"]) * 1e6 / (iters - 1)
+    return kernel.med([r["duration_us"] for r in loop]), wall
+
+
+def out_files(env, iters, files):
+    setup = ("import os\nos.makedirs('/workspace/out/many', exist_ok=True)\n"
+             "for i in range(%d): open('/workspace/out/many/f%%05d' %% i, 'w').close()" % files)
+    none = per_cell(env, ["x = 0"] + ["x += 1"] * iters, 1, iters)
+    many = per_cell(env, ["x = 0", setup] + ["x += 1"] * iters, 2, iters)
+    return none, many
+
+
+def one_run(env, iters, out):
+    t0 = time.perf_counter()
+    evs, _, _ = kernel.run_terp(env, ["x = 0"] + ["x += 1"] * iters)
+    out.append((time.perf_counter() - t0, sum(1 for e in evs if e["type"] == "result")))
+
+
+def concurrent(iters, par):
+    envs = [kernel.Env() for _ in range(par)]
+    try:
+        alone = []
+        one_run(envs[0], iters, alone)
+        alone = []
+        one_run(envs[0], iters, alone)
+        runs = []
+        ths = [threading.Thread(target=one_run, args=(e, iters, runs)) for e in envs]
+        t0 = time.perf_counter()
+        for t in ths:
+            t.start()
+        for t in ths:
+            t.join()
+        total = time.perf_counter() - t0
+        assert len(runs) == par
+        one = alone[0][1] / alone[0][0]
+        return one, sum(r[1] for r in runs) / total
+    finally:
+        for e in envs:
+            e.close()
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--iters", type=int, default=2000)
+    ap.add_argument("--files", type=int, default=10000)
+    ap.add_argument("--par", type=int, default=8)
+    ap.add_argument("--par-iters", type=int, default=200)
+    ap.add_argument("--json")
+    a = ap.parse_args()
+    env = kernel.Env()
+    try:
+        kernel.run_terp(env, ["1"])
+        rt = per_cell(env, ["x = 0"] + ["x += 1"] * a.iters, 1, a.iters)
+        pf = kernel.pipe_floor_roundtrip(a.iters)
+        none, many = out_files(env, min(a.iters, 500), a.files)
+    finally:
+        env.close()
+    one, par = concurrent(a.par_iters, a.par)
+    r = {"rt_us": rt[0], "rt_wall_us": rt[1], "floor_us": pf["median_us"],
+         "out0_us": none[1], "outN_us": many[1], "files": a.files,
+         "one_cps": one, "par_cps": par, "par": a.par}
+    print("exec cost: %d cells, journal on disk" % a.iters)
+    print("  %-44s %8.0f us  (floor %.0f us: %.2fx)" % (
+        "round trip, duration_us (median)", rt[0], pf["median_us"], rt[0] / pf["median_us"]))
+    print("  %-44s %8.0f us  (floor %.0f us: %.2fx)" % (
+        "round trip, wall per cell", rt[1], pf["median_us"], rt[1] / pf["median_us"]))
+    print("  %-44s %8.0f us  (none %.0f us: %+.1f %%)" % (
+        "trivial cell with %d files in out/" % a.files, many[1], none[1],
+        100 * (many[1] / none[1] - 1)))
+    print("  %-44s %8.0f /s  (one run %.0f /s: %.2fx)" % (
+        "%d concurrent exec of %d cells" % (a.par, a.par_iters), par, one, par / one))
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(r, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,300 @@
+/* tui_gfx: graphics protocols' detection and encoders (tui_gfx.h). */
+#include "terp/tui_gfx.h"
+
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include "terp/digest.h"
+
+#define GFX_KITTY_CHUNK	4096	/* base64 bytes per APC, as kitty asks */
+
+static const char *const gfx_names[] = {
+	"auto", "kitty", "iterm", "sixel", "blocks", "off",
+};
+
+int
+tui_gfx_parse(const char *s, enum tui_gfx_mode *m)
+{
+	for (size_t i = 0; i < sizeof gfx_names / sizeof gfx_names[0]; i++)
+		if (s != NULL && strcmp(s, gfx_names[i]) == 0) {
+			*m = (enum tui_gfx_mode)i;
+			return 0;
+		}
+	return -1;
+}
+
+const char *
+tui_gfx_name(enum tui_gfx_mode m)
+{
+	return (size_t)m < sizeof gfx_names / sizeof gfx_names[0] ?
+	    gfx_names[m] : "?";
+}
+
+static int
+gfx_is(const char *(*env)(const char *), const char *k, const char *v)
+{
+	const char *s = env(k);
+	return s != NULL && (v == NULL ? *s != '\0' : strcmp(s, v) == 0);
+}
+
+/* The protocol the terminal declares by its environment, or BLOCKS. */
+static enum tui_gfx_mode
+gfx_declared(const char *(*env)(const char *), int sixel_ok)
+{
+	if (gfx_is(env, "KITTY_WINDOW_ID", NULL) ||
+	    gfx_is(env, "TERM", "xterm-kitty") ||
+	    gfx_is(env, "TERM_PROGRAM", "ghostty"))
+		return TUI_GFX_KITTY;
+	/* iTerm2 and WezTerm speak OSC 1337; LC_TERMINAL survives ssh and
+	 * tmux where TERM_PROGRAM does not */
+	if (gfx_is(env, "TERM_PROGRAM", "iTerm.app") ||
+	    gfx_is(env, "LC_TERMINAL", "iTerm2") ||
+	    gfx_is(env, "TERM_PROGRAM", "WezTerm"))
+		return TUI_GFX_ITERM;
+	if (sixel_ok > 0)
+		return TUI_GFX_SIXEL;
+	return TUI_GFX_BLOCKS;
+}
+
+enum tui_gfx_mode
+tui_gfx_detect(enum tui_gfx_mode want, const char *(*env)(const char *),
+    int tmux_passthrough_ok, int sixel_ok, int *passthrough)
+{
+	int in_tmux = gfx_is(env, "TMUX", NULL);
+	enum tui_gfx_mode m = want;
+
+	*passthrough = 0;
+	if (want == TUI_GFX_BLOCKS || want == TUI_GFX_OFF)
+		return want;
+	if (want == TUI_GFX_AUTO) {
+		/* tmux answers DA1 itself: its sixel says nothing of the
+		 * terminal outside */
+		m = gfx_declared(env, in_tmux ? -1 : sixel_ok);
+		if (m == TUI_GFX_BLOCKS)
+			return m;
+		if (in_tmux && !tmux_passthrough_ok)
+			return TUI_GFX_BLOCKS;
+	}
+	*passthrough = in_tmux;
+	return m;
+}
+
+int
+tui_gfx_da1_sixel(const char *s, size_t len)
+{
+	size_t i = 0;
+
+	/* ESC [ ? Ps ; Ps ... c */
+	while (i < len && s[i] != '?')
+		i++;
+	while (++i < len && s[i] != 'c') {
+		int v = 0, any = 0;
+		while (i < len && s[i] >= '0' && s[i] <= '9') {
+			v = v * 10 + (s[i++] - '0');
+			any = 1;
+			if (v > 100000)
+				return 0;
+		}
+		if (any && v == 4)
+			return 1;
+		if (i >= len || s[i] != ';')
+			break;
+	}
+	return 0;
+}
+
+int
+tui_gfx_query_sixel(int fd, int timeout_ms)
+{
+	struct termios old, raw;
+	char ans[128];
+	size_t n = 0;
+	int rc = -1;
+
+	if (tcgetattr(fd, &old) < 0)
+		return -1;
+	raw = old;
+	raw.c_lflag &= ~(tcflag_t)(ICANON | ECHO);
+	raw.c_cc[VMIN] = 0;
+	raw.c_cc[VTIME] = 0;
+	if (tcsetattr(fd, TCSANOW, &raw) < 0)
+		return -1;
+	if (write(fd, "\033[c", 3) == 3) {
+		struct pollfd p = { fd, POLLIN, 0 };
+		while (n < sizeof ans && poll(&p, 1, timeout_ms) > 0) {
+			ssize_t k = read(fd, ans + n, sizeof ans - n);
+			if (k <= 0)
+				break;
+			n += (size_t)k;
+			if (memchr(ans, 'c', n) != NULL) {
+				rc = tui_gfx_da1_sixel(ans, n);
+				break;
+			}
+		}
+	}
+	tcsetattr(fd, TCSANOW, &old);
+	return rc;
+}
+
+int
+tui_gfx_tmux_passthrough(void)
+{
+	char line[32] = "";
+	FILE *f = popen("tmux show-options -gqv allow-passthrough 2>/dev/null",
+	    "r");
+
+	if (f == NULL)
+		return 0;
+	if (fgets(line, sizeof line, f) == NULL)
+		line[0] = '\0';
+	pclose(f);
+	return strncmp(line, "on", 2) == 0 || strncmp(line, "all", 3) == 0;
+}
+
+int
+tui_gfx_kitty(struct buf *out, const void *png, size_t len, int cols,
+    int rows)
+{
+	size_t n, off = 0;
+	char *b = base64_encode(png, len, &n);
+	int rc = 0, first = 1;
+
+	do {
+		size_t k = n - off > GFX_KITTY_CHUNK ? GFX_KITTY_CHUNK : n - off;
+		int more = off + k < n;
+		if (first)
+			rc |= buf_printf(out, "\033_Ga=T,f=100,q=2,C=1,c=%d,r=%d,m=%d;",
+			    cols, rows, more);
+		else
+			rc |= buf_printf(out, "\033_Gm=%d;", more);
+		rc |= buf_add(out, b + off, k);
+		rc |= buf_adds(out, "\033\\");
+		off += k;
+		first = 0;
+	} while (off < n && rc == 0);
+	free(b);
+	return rc < 0 ? -1 : 0;
+}
+
+int
+tui_gfx_kitty_clear(struct buf *out)
+{
+	return buf_adds(out, "\033_Ga=d,d=a,q=2\033\\");
+}
+
+int
+tui_gfx_iterm(struct buf *out, const void *png, size_t len, int cols,
+    int rows)
+{
+	size_t n;
+	char *b = base64_encode(png, len, &n);
+	int rc = buf_printf(out, "\033]1337;File=inline=1;size=%zu;width=%d;"
+	    "height=%d;preserveAspectRatio=1:", len, cols, rows);
+
+	if (rc == 0)
+		rc = buf_add(out, b, n);
+	if (rc == 0)
+		rc = buf_addc(out, '\a');
+	free(b);
+	return rc;
+}
+
+/* The cube index (0..215) of a pixel composited on white. */
+static int
+gfx_cube(const uint8_t *p)
+{
+	int c[3];
+
+	for (int i = 0; i < 3; i++) {
+		int v = (p[i] * p[3] + 255 * (255 - p[3]) + 127) / 255;
+		c[i] = (v * 5 + 127) / 255;
+	}
+	return c[0] * 36 + c[1] * 6 + c[2];
+}
+
+/* One colour's sixels of a band: run-length coded. */
+static int
+gfx_sixel_run(struct buf *out, int ch, int run)
+{
+	if (run > 3)
+		return buf_printf(out, "!%d%c", run, ch);
+	for (int i = 0; i < run; i++)
+		if (buf_addc(out, (char)ch) < 0)
+			return -1;
+	return 0;
+}
+
+int
+tui_gfx_sixel(struct buf *out, const uint8_t *rgba, int w, int h)
+{
+	unsigned char used[216] = { 0 };
+	unsigned char *idx = malloc((size_t)w * h);
+	int rc = 0;
+
+	if (idx == NULL)
+		return -1;
+	for (size_t i = 0; i < (size_t)w * h; i++) {
+		idx[i] = (unsigned char)gfx_cube(rgba + i * 4);
+		used[idx[i]] = 1;
+	}
+	/* 7: pixel aspect 1:1; 1: the background stays; then the size */
+	rc |= buf_printf(out, "\033P7;1;0q\"1;1;%d;%d", w, h);
+	for (int c = 0; c < 216; c++)
+		if (used[c])
+			rc |= buf_printf(out, "#%d;2;%d;%d;%d", c,
+			    (c / 36) * 20, (c / 6 % 6) * 20, (c % 6) * 20);
+	for (int y0 = 0; y0 < h && rc == 0; y0 += 6) {
+		unsigned char inband[216] = { 0 };
+		for (int y = y0; y < y0 + 6 && y < h; y++)
+			for (int x = 0; x < w; x++)
+				inband[idx[(size_t)y * w + x]] = 1;
+		int firstc = 1;
+		for (int c = 0; c < 216 && rc == 0; c++) {
+			if (!inband[c])
+				continue;
+			if (!firstc)
+				rc |= buf_addc(out, '$');
+			firstc = 0;
+			rc |= buf_printf(out, "#%d", c);
+			int prev = -1, run = 0;
+			for (int x = 0; x < w; x++) {
+				int bits = 0;
+				for (int k = 0; k < 6 && y0 + k < h; k++)
+					if (idx[(size_t)(y0 + k) * w + x] == c)
+						bits |= 1 << k;
+				int ch = 63 + bits;
+				if (ch != prev && run) {
+					rc |= gfx_sixel_run(out, prev, run);
+					run = 0;
+				}
+				prev = ch;
+				run++;
+			}
+			rc |= gfx_sixel_run(out, prev, run);
+		}
+		rc |= buf_addc(out, '-');
+	}
+	rc |= buf_adds(out, "\033\\");
+	free(idx);
+	return rc < 0 ? -1 : 0;
+}
+
+int
+tui_gfx_tmux_wrap(struct buf *out, const char *in, size_t n)
+{
+	int rc = buf_adds(out, "\033Ptmux;");
+
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		if (in[i] == '\033')
+			rc = buf_addc(out, '\033');
+		if (rc == 0)
+			rc = buf_addc(out, in[i]);
+	}
+	if (rc == 0)
+		rc = buf_adds(out, "\033\\");
+	return rc;
+}
