@@ -8,7 +8,7 @@ _terp()
 	prev=${COMP_CWORD:+${COMP_WORDS[COMP_CWORD-1]}}
 	local opts="--prompt -p --code -c --stop-on-error --json --out --provider
 	    --model --base-url --reasoning --show-reasoning --api --max-turns
-	    --strict-numbers --no-input --max-cost --max-retries
+	    --strict-numbers --no-input --ask --max-cost --max-retries
 	    --tool-output-limit --context-window --system --memory --disk
 	    --timeout --grace --max-procs --max-file-size --max-open-files
 	    --max-artifact-size --python --allow-host --egress-max --network

@@ -20,6 +20,7 @@ complete -c terp -l api -x -a 'responses chat' -d 'OpenAI/Azure API'
 complete -c terp -l max-turns -x -d 'model calls per question'
 complete -c terp -l strict-numbers -d '(-p) exit 6 on an untraced number'
 complete -c terp -l no-input -d "the model's cells may not ask for input()"
+complete -c terp -l ask -d "(notebook) each model cell waits for your approval"
 complete -c terp -l max-cost -x -d 'dollars a session may spend'
 complete -c terp -l max-retries -x -d 'retries of a failed model request'
 complete -c terp -l tool-output-limit -x -d 'tool result bytes sent to the model'
