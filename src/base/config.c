@@ -19,7 +19,7 @@ const char *const config_keys[] = {
 	"demo_script", "reasoning", "api",
 	"theme", "images", "background", "memory", "disk", "timeout", "max_turns", "tool_output_limit",
 	"context_window", "model_input", "ask",
-	"network", "out", "cpus", "python", "allow_hosts", "egress_max",
+	"network", "out", "python", "allow_hosts", "egress_max",
 	"price", "builtin_prices", "max_cost",
 	"sandbox", "sandbox_token_cmd", "sandbox_token_env", "jupyter_kernel",
 	"ssh_terp", "ssh_command",

@@ -41,7 +41,7 @@ def mknb(tmp_path_factory):
                     "-Werror", "-I" + os.path.join(ROOT, "include"),
                     "-o", exe, os.path.join(ROOT, "tests", "integration",
                                             "mknb.c"), *objs,
-                    *pkg_libs("ncursesw", "libcurl", "libcjson", "libpng",
+                    *pkg_libs("ncursesw", "libcurl", "libcjson", "libpng", "zlib",
                               "libseccomp", "readline"), "-lwslay", "-ldl",
                     "-lpthread", "-lm"], check=True)
     return exe

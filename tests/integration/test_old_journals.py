@@ -13,7 +13,7 @@ terp changed on purpose since (issue 11: the traced numbers after each
 answer in an export, the system prompt's rule to print every figure;
 issue 12: an .ipynb's sandbox paths rewritten for where it is written;
 issue 10: the prompt's Python and package line and its network rule, the
-tool's description) is taken out of both sides before comparing; the
+tool's description; issue 22: the .ipynb's unsandboxed note) is taken out of both sides before comparing; the
 conversation, its notes and everything else must match as recorded."""
 import json
 import os
@@ -59,7 +59,10 @@ def without_additions(path, text):
         # issue 12: the sandbox's paths rewritten for where the notebook
         # is, the code as it ran kept in the metadata, and a first cell
         # that says so
-        nb["cells"] = [c for c in nb["cells"] if c.get("id") != "terp-paths"]
+        # (and issue 22 item 10: a first cell saying that Jupyter runs
+        # the code unsandboxed)
+        nb["cells"] = [c for c in nb["cells"]
+                       if c.get("id") not in ("terp-paths", "terp-unsandboxed")]
         for c in nb["cells"]:
             ran = c.get("metadata", {}).get("terp", {}).pop("sandbox_source", None)
             if ran is not None:
