@@ -7,9 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 
 #include "terp/kernel_jupyter.h"
+#include "terp/secret.h"
 #include "terp/util.h"
 
 #define TOKEN_MAX	(16u << 10)	/* a token command's output */
@@ -26,38 +26,29 @@
 static char *
 token_from_cmd(const char *cmd, char **err)
 {
-	FILE *fp = popen(cmd, "r");
-	char *buf;
-	size_t n;
-	int st;
+	char *tok;
+	int code;
 
-	if (fp == NULL) {
+	switch (secret_from_cmd(cmd, TOKEN_MAX, 0, &tok, &code)) {
+	case SECRET_OK:
+		return tok;
+	case SECRET_NO_RUN:
 		*err = xasprintf("cannot run the token command: %s", strerror(errno));
-		return NULL;
-	}
-	buf = xmalloc(TOKEN_MAX + 1);
-	n = fread(buf, 1, TOKEN_MAX, fp);
-	buf[n] = '\0';
-	st = pclose(fp);
-	if (st == -1 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
-		explicit_bzero(buf, n);
-		free(buf);
-		if (st != -1 && WIFEXITED(st))
+		break;
+	case SECRET_FAILED:
+		if (code >= 0)
 			*err = xasprintf("the token command (--sandbox-token-cmd) failed "
 			    "with exit status %d (it is run with sh -c; its output is not "
-			    "shown)", WEXITSTATUS(st));
+			    "shown)", code);
 		else
 			*err = xstrdup("the token command (--sandbox-token-cmd) failed (it "
 			    "is run with sh -c; its output is not shown)");
-		return NULL;
-	}
-	buf[strcspn(buf, "\r\n")] = '\0';
-	if (buf[0] == '\0') {
-		free(buf);
+		break;
+	case SECRET_EMPTY:
 		*err = xstrdup("the token command (--sandbox-token-cmd) printed no token");
-		return NULL;
+		break;
 	}
-	return buf;
+	return NULL;
 }
 
 
