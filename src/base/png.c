@@ -179,6 +179,36 @@ pngl_do_read(png_structp png, png_infop info, struct png_rgba *img,
 	png_read_end(png, NULL);
 }
 
+/* A libpng reader of src with terp's limits (side pixels a side, the
+ * chunk caps), after the chunk scan that refuses what libpng would
+ * spend on (a chunk flood); NULL with *err then. The caller sets its
+ * setjmp before the first libpng call that may fail and destroys both
+ * structs. */
+static png_structp
+pngl_reader(struct pngl_src *src, struct pngl_errctx *ctx, uint32_t side,
+    png_infop *info, char **err)
+{
+	const char *why = pngl_scan_chunks(src);
+	png_structp png;
+
+	if (why != NULL) {
+		pngl_set_err(err, why);
+		return NULL;
+	}
+	png = png_create_read_struct(PNG_LIBPNG_VER_STRING, ctx,
+	    pngl_error_cb, pngl_warning_cb);
+	if (png == NULL)
+		fatal("out of memory");
+	*info = png_create_info_struct(png);
+	if (*info == NULL)
+		fatal("out of memory");
+	png_set_user_limits(png, side, side);
+	png_set_chunk_malloc_max(png, TERP_PNG_MAX_CHUNK);
+	png_set_chunk_cache_max(png, TERP_PNG_MAX_CHUNKS);
+	png_set_read_fn(png, src, pngl_read_cb);
+	return png;
+}
+
 struct png_rgba *
 png_decode_mem(const void *data, size_t len, char **err)
 {
@@ -195,24 +225,8 @@ png_decode_mem(const void *data, size_t len, char **err)
 		pngl_set_err(err, "no PNG signature");
 		return NULL;
 	}
-	{
-		const char *why = pngl_scan_chunks(&src);
-		if (why != NULL) {
-			pngl_set_err(err, why);
-			return NULL;
-		}
-	}
-	png = png_create_read_struct(PNG_LIBPNG_VER_STRING, &ctx,
-	    pngl_error_cb, pngl_warning_cb);
-	if (png == NULL)
-		fatal("out of memory");
-	info = png_create_info_struct(png);
-	if (info == NULL)
-		fatal("out of memory");
-	png_set_user_limits(png, TERP_PNG_MAX_SIDE, TERP_PNG_MAX_SIDE);
-	png_set_chunk_malloc_max(png, TERP_PNG_MAX_CHUNK);
-	png_set_chunk_cache_max(png, TERP_PNG_MAX_CHUNKS);
-	png_set_read_fn(png, &src, pngl_read_cb);
+	if ((png = pngl_reader(&src, &ctx, TERP_PNG_MAX_SIDE, &info, err)) == NULL)
+		return NULL;
 
 	if (setjmp(png_jmpbuf(png))) {
 		png_destroy_read_struct(&png, &info, NULL);
@@ -408,24 +422,8 @@ pngl_fit_src(struct pngl_src *src, size_t max_px, char **err)
 			    (unsigned)w, (unsigned)h);
 		return NULL;
 	}
-	{
-		const char *why = pngl_scan_chunks(src);
-		if (why != NULL) {
-			pngl_set_err(err, why);
-			return NULL;
-		}
-	}
-	png = png_create_read_struct(PNG_LIBPNG_VER_STRING, &ctx,
-	    pngl_error_cb, pngl_warning_cb);
-	if (png == NULL)
-		fatal("out of memory");
-	info = png_create_info_struct(png);
-	if (info == NULL)
-		fatal("out of memory");
-	png_set_user_limits(png, TERP_PNG_FIT_SIDE, TERP_PNG_FIT_SIDE);
-	png_set_chunk_malloc_max(png, TERP_PNG_MAX_CHUNK);
-	png_set_chunk_cache_max(png, TERP_PNG_MAX_CHUNKS);
-	png_set_read_fn(png, src, pngl_read_cb);
+	if ((png = pngl_reader(src, &ctx, TERP_PNG_FIT_SIDE, &info, err)) == NULL)
+		return NULL;
 	f = xcalloc(1, sizeof *f);
 	f->max = max;
 	f->img = xcalloc(1, sizeof *f->img);
