@@ -22,6 +22,7 @@
 #include "terp/netlog.h"
 #include "terp/datadesc.h"
 #include "terp/outcap.h"
+#include "terp/outdisp.h"
 #include "terp/outnorm.h"
 #include "terp/sanitize.h"
 #include "terp/util.h"
@@ -126,9 +127,18 @@ out_piece(void *arg, const char *p, size_t len)
 	struct out_piece *o = arg;
 	struct event ev = { .type = o->stream ? EV_STDERR : EV_STDOUT,
 	    .cell = notebook_cell(o->a->nb, o->cell), .text = p, .len = len };
+	char *plain = NULL;
 
+	/* the notebook keeps display marks (outdisp.h), a live reader
+	 * gets their content */
 	notebook_cell_output(o->a->nb, o->cell, o->stream, p, len);
-	emit(o->a, &ev);
+	if (outdisp_has(p, len)) {
+		plain = outdisp_unmark(p, len, &ev.len);
+		ev.text = plain;
+	}
+	if (ev.len > 0)
+		emit(o->a, &ev);
+	free(plain);
 }
 
 static void

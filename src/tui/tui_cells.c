@@ -11,7 +11,9 @@
 #include <string.h>
 
 #include "terp/netlog.h"
+#include "terp/outdisp.h"
 #include "terp/sanitize.h"
+#include "terp/tui_mdlite.h"
 #include "terp/tui_pyhl.h"
 #include "terp/tui_span.h"
 #include "terp/util.h"
@@ -452,8 +454,18 @@ interleaved(struct tui *t, struct tlines *ls, const struct cell *c, int w,
 		last[o->run[i].st] = o->run[i].end;
 	if (last[0] != c->out[0].total || last[1] != c->out[1].total)
 		return 0;
-	size_t len[2];
-	char *raw[2] = { cell_output(c, 0, &len[0]), cell_output(c, 1, &len[1]) };
+	size_t len[2], nsp;
+	struct outdisp_span *sp;
+	char *raw[2] = { cell_output_spans(c, 0, &len[0], &sp, &nsp),
+	    cell_output(c, 1, &len[1]) };
+	free(sp);
+	if (nsp > 0) {
+		/* the runs count the bytes of the marks: displays are
+		 * shown as blocks, stdout first */
+		free(raw[0]);
+		free(raw[1]);
+		return 0;
+	}
 	uint64_t from[2] = { 0, 0 };
 	struct tlines all;
 	tui_tlines_init(&all);
@@ -479,6 +491,57 @@ interleaved(struct tui *t, struct tlines *ls, const struct cell *c, int w,
 	free(raw[1]);
 	fold_lines(ls, &all, w, room, ex, c->n);
 	return 1;
+}
+
+static int
+has_markdown(const struct outdisp_span *sp, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (sp[i].markdown)
+			return 1;
+	return 0;
+}
+
+/* Output with Markdown displays (display(Markdown(...))) rendered as the
+ * answers are, the prints around them as text; folded as one block. */
+static void
+add_with_markdown(struct tlines *ls, const char *o, size_t n,
+    const struct outdisp_span *sp, size_t nsp, int w, int ex, int room,
+    int tag)
+{
+	struct tlines all;
+	size_t at = 0;
+
+	tui_tlines_init(&all);
+	for (size_t i = 0; i <= nsp; i++) {
+		size_t end = i < nsp ? sp[i].off : n;
+		if (i < nsp && !sp[i].markdown)
+			continue;	/* a plain display is text */
+		if (end > at) {
+			char *s = sanitize_str(o + at, end - at, SANITIZE_KEEP_NL |
+			    SANITIZE_EXPAND_TABS | SANITIZE_CR_AS_NL);
+			size_t k = strlen(s);
+			while (k > 0 && s[k - 1] == '\n')
+				k--;
+			if (k > 0 && ex)
+				tui_tlines_wrap(&all, s, k, w, R_STDOUT, "  ", R_BORDER, tag);
+			else if (k > 0)
+				tui_tlines_cut(&all, s, k, w, R_STDOUT, "  ", R_BORDER, tag);
+			free(s);
+		}
+		if (i == nsp)
+			break;
+		char *m = sanitize_str(o + sp[i].off, sp[i].len, SANITIZE_KEEP_NL |
+		    SANITIZE_EXPAND_TABS);
+		struct span_doc d;
+		tui_span_doc_init(&d);
+		tui_mdlite_render(&d, m, strlen(m), w - 2 > 10 ? w - 2 : 10);
+		tui_tlines_spans(&all, &d, -1, "  ", R_BORDER, R_THEME, tag);
+		tui_span_doc_free(&d);
+		free(m);
+		at = sp[i].off + sp[i].len;
+	}
+	fold_lines(ls, &all, w, room, ex, tag);
 }
 
 /* The rows a chart thumbnail of cell c may take when the pane has room
@@ -547,10 +610,16 @@ cell_body(struct tui *t, struct tlines *ls, const struct cell *c, int w,
 	fold_rooms(c, room - 2 - ls->n - end.n, rooms);
 	if (!interleaved(t, ls, c, w, ex, rooms[0] + rooms[1]))
 		for (int st = 0; st < 2; st++) {
-			char *o = cell_output(c, st, &n);
-			if (n)
+			struct outdisp_span *sp;
+			size_t nsp;
+			char *o = cell_output_spans(c, st, &n, &sp, &nsp);
+			if (has_markdown(sp, nsp))
+				add_with_markdown(ls, o, n, sp, nsp, w, ex,
+				    rooms[st], tag);
+			else if (n)
 				add_sanitized(ls, o, n, w, st ? R_STDERR : R_STDOUT,
 				    "  ", ex, rooms[st], tag);
+			free(sp);
 			free(o);
 		}
 	if (c->value)

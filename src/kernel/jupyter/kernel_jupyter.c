@@ -43,6 +43,7 @@
 #include "terp/kernel_sink.h"
 #include "terp/kernel_frame.h"
 #include "terp/sanitize.h"
+#include "terp/outdisp.h"
 #include "terp/util.h"
 #include "terp/ws.h"
 
@@ -880,6 +881,31 @@ cwd_answered(struct jupyter *j)
 	}
 }
 
+
+/* display(df), Markdown, a display_id and its updates: a marked region
+ * of stdout (outdisp.h), as the local driver writes them, so that the
+ * notebook shows them alike (in place, rendered, updated). */
+static void
+on_display(struct jupyter *j, const char *type, const cJSON *content,
+    const cJSON *data, const char *txt)
+{
+	const char *md = json_str(data, "text/markdown");
+	const char *id = json_str(json_obj(content, "transient"), "display_id");
+	int update = strcmp(type, "update_display_data") == 0;
+	const char *text = md ? md : txt;
+	size_t n;
+	char *r;
+
+	if (md == NULL && id == NULL && !update) {
+		emit_output(j, j->cur.n, 0, txt, strlen(txt));
+		emit_output(j, j->cur.n, 0, "\n", 1);
+		return;
+	}
+	r = outdisp_region(text, strlen(text), md != NULL, id, update, &n);
+	emit_output(j, j->cur.n, 0, r, n);
+	free(r);
+}
+
 static void
 on_ws_message(void *arg, const char *p, size_t n, int binary)
 {
@@ -949,11 +975,14 @@ on_ws_message(void *arg, const char *p, size_t n, int binary)
 		} else if (strcmp(type, "execute_result") == 0 && txt != NULL) {
 			free(j->cur.value);
 			j->cur.value = kframe_text_cap(txt);
-		} else if (txt != NULL) {
-			/* display(df) and the like: shown as it prints. */
-			emit_output(j, j->cur.n, 0, txt, strlen(txt));
-			emit_output(j, j->cur.n, 0, "\n", 1);
+		} else if (txt != NULL || (data && json_str(data, "text/markdown"))) {
+			on_display(j, type, content, data, txt);
 		}
+	} else if (strcmp(type, "clear_output") == 0) {
+		/* read as the local driver's clear_output() (outdisp.h) */
+		static const char clear[] = "\n" OUTDISP_MARK "clear\a\n";
+		emit_output(j, j->cur.n, 0, clear, sizeof clear - 1);
+		emit_output(j, j->cur.n, 1, clear, sizeof clear - 1);
 	} else if (strcmp(type, "error") == 0) {
 		const char *en = json_str(content, "ename"), *ev = json_str(content, "evalue");
 		free(j->cur.ename);
