@@ -53,6 +53,7 @@ struct agent {
 	int			 next_call;
 	int			 cell_running;	/* the model's cell, or 0 */
 	int			 hand_running;	/* cells run by hand in flight */
+	int			 hand_from;	/* prompt_hand_cells' start */
 	struct buf		 notes;		/* things to tell the model next */
 	int			 failed;
 	struct usage		 last_usage;	/* the last model call's, priced */
@@ -956,7 +957,8 @@ agent_ask(struct agent *a, const char *question, char **err)
 		buf_add(&b, a->notes.data, a->notes.len);
 		buf_reset(&a->notes);
 	}
-	prompt_hand_cells(a->nb, a->o.tool_output_limit, &b);
+	a->hand_from = prompt_hand_cells(a->nb, a->o.tool_output_limit,
+	    a->hand_from, &b);
 	notebook_add_question(a->nb, question, buf_str(&b));
 	buf_free(&b);
 	a->asking = 1;

@@ -215,17 +215,21 @@ prompt_cell_result(struct notebook *nb, const struct cell *c, size_t limit)
 	return cut;
 }
 
-void
-prompt_hand_cells(struct notebook *nb, size_t limit, struct buf *b)
+int
+prompt_hand_cells(struct notebook *nb, size_t limit, int from, struct buf *b)
 {
-	int any = 0;
+	int any = 0, next = 0;
 
-	for (int i = 1; i <= notebook_ncells(nb); i++) {
+	for (int i = from > 1 ? from : 1; i <= notebook_ncells(nb); i++) {
 		struct cell *c = notebook_cell(nb, i);
 		char *res;
-		if (c->author != CELL_BY_USER || c->told_model ||
-		    c->status == CELL_RUNNING || c->status == CELL_PENDING)
+		if (c->author != CELL_BY_USER || c->told_model)
 			continue;
+		if (c->status == CELL_RUNNING || c->status == CELL_PENDING) {
+			if (next == 0)
+				next = i;	/* told once it is over */
+			continue;
+		}
 		if (!any)
 			buf_adds(b, "Since your last turn the user ran these cells by hand "
 			    "in the same session:\n");
@@ -235,4 +239,5 @@ prompt_hand_cells(struct notebook *nb, size_t limit, struct buf *b)
 		free(res);
 		c->told_model = 1;
 	}
+	return next != 0 ? next : notebook_ncells(nb) + 1;
 }

@@ -40,7 +40,11 @@ char *prompt_cell_result(struct notebook *nb, const struct cell *c,
 
 /* Appends to b the cells the user ran by hand that the model was not
  * told of yet (each with its result, cut to limit), and marks them
- * told. Nothing when there are none. */
-void prompt_hand_cells(struct notebook *nb, size_t limit, struct buf *b);
+ * told. Nothing when there are none. Looks from cell from on (1: all)
+ * and returns where the next call may start: every cell before it is
+ * told or the model's (a long session does not walk all its cells for
+ * every question). */
+int prompt_hand_cells(struct notebook *nb, size_t limit, int from,
+    struct buf *b);
 
 #endif
