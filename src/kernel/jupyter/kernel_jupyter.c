@@ -1187,6 +1187,7 @@ jupyter_new(struct loop *l, const struct jupyter_opts *opts, const struct kernel
 	jput_init(&j->up);
 	jstart_init(&j->st, l, &j->rest, opts, &start_cbs, j);
 	j->rest.owner = j;
+	j->rest.loop = l;
 	j->rest.connect_timeout_ms = opts->connect_timeout_ms;
 	j->rest.ca_file = opts->ca_file;
 	khold_init(&j->hold, l, OUT_HOLD_MAX, OUT_HOLD_MS, hold_out, j);

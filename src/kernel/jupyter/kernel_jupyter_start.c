@@ -142,12 +142,12 @@ on_created(void *arg, struct jreq *q, const struct http_result *r)
 
 	if (q->i != st->rest->gen)
 		return;
-	if ((p = jrest_problem(st->rest, r, "the request to start a kernel")) != NULL || q->over) {
+	if ((p = jrest_problem(st->rest, r, "the request to start a kernel")) != NULL || q->k.over) {
 		st->cb->dead(st->arg, p ? p : "the Jupyter server's answer to starting a kernel is too long");
 		free(p);
 		return;
 	}
-	doc = cJSON_ParseWithLength(buf_str(&q->body), q->body.len);
+	doc = krest_json(&q->k);
 	id = doc ? json_str(doc, "id") : NULL;
 	if (id == NULL || strlen(id) > 128 || strspn(id, "0123456789abcdefABCDEF-") != strlen(id)) {
 		cJSON_Delete(doc);
@@ -285,11 +285,11 @@ on_probe(void *arg, struct jreq *q, const struct http_result *r)
 		free(p);
 		return;
 	}
-	doc = q->over ? NULL : cJSON_ParseWithLength(buf_str(&q->body), q->body.len);
+	doc = krest_json(&q->k);
 	specs = doc ? json_obj(doc, "kernelspecs") : NULL;
 	if (specs == NULL) {
 		cJSON_Delete(doc);
-		st->cb->dead(st->arg, q->over ? "the Jupyter server's list of kernelspecs is over 4 MiB" :
+		st->cb->dead(st->arg, q->k.over ? "the Jupyter server's list of kernelspecs is over 4 MiB" :
 		    "the Jupyter server's list of kernelspecs is malformed");
 		return;
 	}
