@@ -35,6 +35,7 @@
 
 #include "terp/buf.h"
 #include "terp/json_text.h"
+#include "terp/kernel_jupyter_cell.h"
 #include "terp/kernel_jupyter_msg.h"
 #include "terp/kernel_jupyter_out.h"
 #include "terp/kernel_jupyter_put.h"
@@ -87,28 +88,6 @@ enum phase {
 	PH_DEAD,
 };
 
-enum stop { STOP_NONE, STOP_USER, STOP_TIMEOUT };
-
-struct cur {
-	int		 active;
-	int		 n;
-	char		 msg_id[40];
-	int64_t		 start_us;
-	int		 got_reply, got_idle;
-	char		*reply_status;
-	char		*value;
-	char		*ename, *evalue, *traceback;
-	char		*fp;		/* the out/ fingerprint, when the reply had one */
-	enum stop	 stop;
-	int		 fetching;	/* listing or downloading out/ */
-	int		 looked;	/* out/ was checked for this cell */
-	int		 notes, unnoted;
-	int		 figs;
-	int		 lost_reply;	/* the connection dropped mid-cell */
-	int		 started;	/* the kernel said something about it */
-	char		*code;		/* kept until started: it may be sent again */
-};
-
 struct jupyter {
 	struct loop		*loop;
 	const struct jupyter_opts *o;
@@ -132,7 +111,7 @@ struct jupyter {
 
 	struct op		*queue;
 	struct op		*op;		/* an upload or reset in progress */
-	struct cur		 cur;
+	struct jcell		 cur;		/* the running cell */
 	char			*last_fp;
 	uint64_t		 timeout_timer, grace_timer, start_timer, check_timer;
 	/* the cwd check's execute_reply came / its iopub idle came; until
@@ -323,19 +302,6 @@ op_free(struct op *p)
 }
 
 static void
-cur_clear(struct cur *c)
-{
-	free(c->reply_status);
-	free(c->value);
-	free(c->ename);
-	free(c->evalue);
-	free(c->traceback);
-	free(c->fp);
-	free(c->code);
-	memset(c, 0, sizeof *c);
-}
-
-static void
 cancel_cell_timers(struct jupyter *j)
 {
 	loop_timer_cancel(j->loop, j->timeout_timer);
@@ -361,7 +327,7 @@ cell_gone(struct jupyter *j, const char *reason)
 		p->next = j->queue;
 		j->queue = p;
 		cancel_cell_timers(j);
-		cur_clear(&j->cur);
+		jcell_clear(&j->cur);
 		return;
 	}
 	finish_cell(j, CELL_CRASHED, reason, 1);
@@ -372,8 +338,7 @@ static void
 finish_cell(struct jupyter *j, enum cell_status st, const char *reason, int lost)
 {
 	struct kernel_result r;
-	struct cur c;
-	int64_t us;
+	struct jcell c;
 
 	if (!j->cur.active)
 		return;
@@ -387,23 +352,13 @@ finish_cell(struct jupyter *j, enum cell_status st, const char *reason, int lost
 	c = j->cur;
 	memset(&j->cur, 0, sizeof j->cur);
 	jout_cancel(j->out);
-	us = now_us() - c.start_us;
-	memset(&r, 0, sizeof r);
-	r.status = st;
-	r.duration_us = us;
-	r.duration_ms = us / 1000;
-	r.value = c.value;
-	r.ename = c.ename;
-	r.evalue = c.evalue;
-	r.traceback = c.traceback;
-	r.reason = reason;
-	r.state_lost = lost;
+	jcell_result(&c, st, reason, lost, now_us(), &r);
 	if (j->phase == PH_READY && j->state == KERNEL_BUSY)
 		emit_state(j, KERNEL_READY, NULL, 0, 0);
 	khold_flush(&j->hold);
 	if (j->cb.result != NULL)
 		j->cb.result(j->arg, c.n, &r);
-	cur_clear(&c);
+	jcell_clear(&c);
 }
 
 /* Ends every queued cell without running it (a restart or a stop drops
@@ -437,9 +392,9 @@ drop_queue(struct jupyter *j, const char *why)
 static void
 cell_maybe_done(struct jupyter *j)
 {
-	struct cur *c = &j->cur;
-	enum cell_status st = CELL_OK;
-	char *reason = NULL;
+	struct jcell *c = &j->cur;
+	enum cell_status st;
+	char *reason;
 
 	if (!c->active || !c->got_reply || !c->got_idle || c->fetching)
 		return;
@@ -454,24 +409,7 @@ cell_maybe_done(struct jupyter *j)
 			return;
 		}
 	}
-	if (c->ename != NULL || (c->reply_status && strcmp(c->reply_status, "ok") != 0))
-		st = CELL_ERROR;
-	if (c->stop == STOP_USER && st == CELL_ERROR) {
-		st = CELL_INTERRUPTED;
-		reason = xstrdup("interrupted; the session kept its state");
-	} else if (c->stop == STOP_TIMEOUT && st == CELL_ERROR) {
-		st = CELL_TIMEOUT;
-		reason = xasprintf("the cell ran past its time limit of %lld s and was interrupted; the session kept its state",
-		    (long long)(j->o->timeout_ms / 1000));
-	} else if (c->lost_reply) {
-		st = CELL_INTERRUPTED;
-		reason = xstrdup("the connection to the Jupyter server dropped during the cell and its result was lost; the session kept its state");
-	}
-	if (st == CELL_ERROR && c->ename == NULL) {
-		c->ename = xstrdup(c->reply_status && strcmp(c->reply_status, "aborted") == 0 ?
-		    "Aborted" : "Error");
-		c->evalue = xstrdup("the kernel reported an error without details");
-	}
+	st = jcell_outcome(c, j->o->timeout_ms, &reason);
 	finish_cell(j, st, reason, 0);
 	free(reason);
 	pump(j);
@@ -491,7 +429,7 @@ on_grace(struct loop *l, void *arg)
 		return;
 	why = xasprintf("the cell ignored the interrupt for %.1f s; the kernel was restarted and its state (variables, imports) was lost",
 	    (double)j->o->grace_ms / 1000.0);
-	restart_kernel(j, why, j->cur.stop == STOP_TIMEOUT ? CELL_TIMEOUT : CELL_INTERRUPTED);
+	restart_kernel(j, why, j->cur.stop == JCELL_STOP_TIMEOUT ? CELL_TIMEOUT : CELL_INTERRUPTED);
 	free(why);
 }
 
@@ -510,12 +448,12 @@ on_interrupt_done(void *arg, struct jreq *q, const struct http_result *r)
 }
 
 static void
-interrupt_cell(struct jupyter *j, enum stop why)
+interrupt_cell(struct jupyter *j, enum jcell_stop why)
 {
 	char *path;
 	struct jreq *q;
 
-	if (!j->cur.active || j->cur.stop != STOP_NONE)
+	if (!j->cur.active || j->cur.stop != JCELL_STOP_NONE)
 		return;
 	j->cur.stop = why;
 	path = jrest_path("/api/kernels/", j->st.kernel_id, "/interrupt");
@@ -535,7 +473,7 @@ on_timeout(struct loop *l, void *arg)
 	(void)l;
 
 	j->timeout_timer = 0;
-	interrupt_cell(j, STOP_TIMEOUT);
+	interrupt_cell(j, JCELL_STOP_TIMEOUT);
 }
 
 static void replace_kernel(struct jupyter *j);
@@ -581,7 +519,7 @@ send_cell(struct jupyter *j, struct op *p)
 	char *note_text = j->pending_note;
 
 	j->pending_note = NULL;
-	cur_clear(&j->cur);
+	jcell_clear(&j->cur);
 	j->cur.active = 1;
 	j->cur.n = p->n;
 	j->cur.code = p->code;
@@ -667,20 +605,6 @@ pump(struct jupyter *j)
 }
 
 /* ------------------------------------------------------------ messages */
-
-static void
-on_execute_reply(struct jupyter *j, const cJSON *content)
-{
-	const char *st = json_str(content, "status"), *fp;
-
-	j->cur.got_reply = 1;
-	free(j->cur.reply_status);
-	j->cur.reply_status = kframe_text_cap(st ? st : "error");
-	fp = jmsg_user_expr_text(content, "terp_out");
-	free(j->cur.fp);
-	j->cur.fp = fp != NULL && strlen(fp) <= FP_MAX ? xstrdup(fp) : NULL;
-	cell_maybe_done(j);
-}
 
 static void
 on_cwd_reply(struct jupyter *j, const cJSON *content)
@@ -823,6 +747,25 @@ cwd_answered(struct jupyter *j)
 	}
 }
 
+/* The running cell's text and figures (kernel_jupyter_cell.h). */
+static void
+on_cell_output(void *arg, int stream, const char *p, size_t n)
+{
+	struct jupyter *j = arg;
+
+	emit_output(j, j->cur.n, stream, p, n);
+}
+
+static void
+on_cell_image(void *arg, const char *png_b64)
+{
+	struct jupyter *j = arg;
+
+	jout_image(j->out, j->cur.n, png_b64);
+}
+
+static const struct jcell_cbs cell_cbs = { on_cell_output, on_cell_image };
+
 static void
 on_ws_message(void *arg, const char *p, size_t n, int binary)
 {
@@ -876,35 +819,10 @@ on_ws_message(void *arg, const char *p, size_t n, int binary)
 	}
 	j->cur.started = 1;
 	if (strcmp(type, "execute_reply") == 0 && (channel == NULL || strcmp(channel, "shell") == 0)) {
-		on_execute_reply(j, content);
-	} else if (strcmp(type, "stream") == 0) {
-		const char *name = json_str(content, "name"), *text = json_str(content, "text");
-		if (name != NULL && text != NULL)
-			emit_output(j, j->cur.n, strcmp(name, "stderr") == 0 ? 1 : 0, text, strlen(text));
-	} else if (strcmp(type, "execute_result") == 0 || strcmp(type, "display_data") == 0 ||
-	    strcmp(type, "update_display_data") == 0) {
-		const cJSON *data = json_obj(content, "data");
-		const char *png = data ? json_str(data, "image/png") : NULL;
-		const char *txt = data ? json_str(data, "text/plain") : NULL;
-		if (png != NULL) {
-			j->cur.figs++;
-			jout_image(j->out, j->cur.n, png);
-		} else if (strcmp(type, "execute_result") == 0 && txt != NULL) {
-			free(j->cur.value);
-			j->cur.value = kframe_text_cap(txt);
-		} else if (txt != NULL) {
-			/* display(df) and the like: shown as it prints. */
-			emit_output(j, j->cur.n, 0, txt, strlen(txt));
-			emit_output(j, j->cur.n, 0, "\n", 1);
-		}
-	} else if (strcmp(type, "error") == 0) {
-		const char *en = json_str(content, "ename"), *ev = json_str(content, "evalue");
-		free(j->cur.ename);
-		free(j->cur.evalue);
-		free(j->cur.traceback);
-		j->cur.ename = kframe_text_cap(en ? en : "Error");
-		j->cur.evalue = kframe_text_cap(ev ? ev : "");
-		j->cur.traceback = jmsg_traceback(content);
+		jcell_reply(&j->cur, content, "terp_out", FP_MAX);
+		cell_maybe_done(j);
+	} else {
+		jcell_message(&j->cur, type, content, &cell_cbs, j);
 	}
 	cJSON_Delete(m);
 }
@@ -1276,7 +1194,7 @@ jupyter_run(struct jupyter *j, int n, const char *code, char **err)
 void
 jupyter_interrupt(struct jupyter *j)
 {
-	interrupt_cell(j, STOP_USER);
+	interrupt_cell(j, JCELL_STOP_USER);
 }
 
 int
@@ -1404,7 +1322,7 @@ jupyter_free(struct jupyter *j)
 	}
 	op_free(j->op);
 	jput_stop(&j->up);
-	cur_clear(&j->cur);
+	jcell_clear(&j->cur);
 	jrest_free(&j->rest);
 	kernel_sink_free(j->sink);
 	jout_free(j->out);
