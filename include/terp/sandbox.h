@@ -67,6 +67,14 @@ struct sandbox_spec {
 	const int	*bind_fds;
 	const char *const *bind_names;
 	int		 nbinds;	/* at most SANDBOX_MAX_BINDS */
+	/* As root: data files given as detached mounts (workspace_mount.h)
+	 * that the launcher attaches over mount_paths (their placeholders in
+	 * datadir) in a mount namespace of its own before it drops root;
+	 * bwrap never sees these fds. nbinds + nmounts: at most
+	 * SANDBOX_MAX_BINDS. */
+	const int	*mount_fds;
+	const char *const *mount_paths;
+	int		 nmounts;
 	/* The user's interpreter (pyenv.h): its prefixes bound read-only
 	 * where they are on the host, the symlinks on the way recreated,
 	 * its variables (VIRTUAL_ENV, PATH) set. NULL: python with /usr. */

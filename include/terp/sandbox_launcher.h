@@ -16,7 +16,8 @@
 /* The fd numbers bwrap sees. SANDBOX_FD_ALIVE is the launcher's pipe,
  * closed before the exec; the data files' fds follow from
  * SANDBOX_FD_BIND0, then the interpreter's prefixes' (sandbox.h,
- * SANDBOX_MAX_PYBINDS). */
+ * SANDBOX_MAX_PYBINDS), then the data files' mounts (closed by the
+ * launcher once attached). */
 enum sandbox_fd {
 	SANDBOX_FD_CMD = 3, SANDBOX_FD_EV = 4, SANDBOX_FD_STATUS = 5,
 	SANDBOX_FD_SECA = 6, SANDBOX_FD_SECB = 7, SANDBOX_FD_WS = 8,
@@ -24,7 +25,7 @@ enum sandbox_fd {
 	SANDBOX_FD_HOSTS = 12, SANDBOX_FD_DATA = 13, SANDBOX_FD_ERRPIPE = 14,
 	SANDBOX_FD_ALIVE = 15, SANDBOX_FD_FWD = 16, SANDBOX_FD_CODE = 17,
 	SANDBOX_FD_BIND0 = 18,
-	SANDBOX_FD_MAX = SANDBOX_FD_BIND0 + SANDBOX_MAX_BINDS + SANDBOX_MAX_PYBINDS
+	SANDBOX_FD_MAX = SANDBOX_FD_BIND0 + 2 * SANDBOX_MAX_BINDS + SANDBOX_MAX_PYBINDS
 };
 
 struct sandbox_launcher_args {

@@ -2,7 +2,8 @@
  * into them. It makes the session's folders with their permissions
  * (as root: hands the workspace to the session's own uid, taken from
  * the uid pool), stages data files (bound read-only by fd where bwrap
- * can, else hard-linked or copied) and measures the workspace's disk
+ * can, as root else given as read-only mounts, else hard-linked or
+ * copied) and measures the workspace's disk
  * use against the session's limits. It launches nothing and watches
  * nothing: kernel.c decides when to measure and what to do when the
  * workspace is over its limits. */
@@ -64,6 +65,14 @@ char *workspace_stage(struct workspace *w, const char *host_path, int running,
  * staged becomes a copy first (bwrap could not resolve its path).
  * Returns the count, or -1 with *err. */
 int workspace_binds(struct workspace *w, int *fds, const char **names, int max,
+    char **err);
+
+/* The data files given as mounts at the next launch (as root: ones
+ * bwrap could not bind; workspace_mount.h): a fresh detached mount each
+ * (fds, the caller closes them after the launch) and the placeholder it
+ * goes over (paths, owned by w), at most max. Call after
+ * workspace_binds. Returns the count, or -1 with *err. */
+int workspace_mounts(struct workspace *w, int *fds, const char **paths, int max,
     char **err);
 
 /* Sets this launch's disk limits: the session's, or what the workspace

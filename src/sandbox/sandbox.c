@@ -485,6 +485,10 @@ open_py_binds(struct launch *L, const struct sandbox_spec *s, char **err)
 		L->src[py_fd(s, i)] = L->py[i];
 	}
 	L->nsrc = py_fd(s, n);
+	/* the data files' mounts, for the launcher only (it closes them) */
+	for (int i = 0; i < s->nmounts; i++)
+		L->src[L->nsrc + i] = s->mount_fds[i];
+	L->nsrc += s->nmounts;
 	return 0;
 }
 
@@ -622,9 +626,9 @@ sandbox_launch(const struct sandbox_spec *s, struct sandbox_proc *p, char **err)
 	p->pid_fd = -1;
 	if (!s->no_sandbox && access(bwrap_path(), X_OK) < 0)
 		return sandbox_probe(err);
-	if (s->nbinds < 0 || s->nbinds > SANDBOX_MAX_BINDS) {
-		*err = xasprintf("too many data files to bind (%d; at most %d)", s->nbinds,
-		    SANDBOX_MAX_BINDS);
+	if (s->nbinds < 0 || s->nmounts < 0 || s->nbinds + s->nmounts > SANDBOX_MAX_BINDS) {
+		*err = xasprintf("too many data files to bind (%d; at most %d)",
+		    s->nbinds + s->nmounts, SANDBOX_MAX_BINDS);
 		return -1;
 	}
 	launch_init(&L);

@@ -236,6 +236,34 @@ py_reach(const struct sandbox_spec *s, int *own_ns)
 	}
 }
 
+/* 3d. As root, before dropping to the sandbox's uid: the data files
+ * bwrap could not bind itself come as detached read-only mounts
+ * (workspace_mount.h), attached here over their placeholders in the data
+ * folder, in a mount namespace of our own (the host's mount table never
+ * changes; the mounts go with the namespace). bwrap's bind of the data
+ * folder then carries them; their fds are closed before bwrap runs. */
+static void
+data_reach(const struct sandbox_spec *s, int *own_ns)
+{
+	int fd0 = SANDBOX_FD_BIND0 + s->nbinds +
+	    (s->pyenv != NULL ? (int)s->pyenv->nbinds : 0);
+
+	if (s->nmounts <= 0)
+		return;
+	if (!*own_ns) {
+		if (unshare(CLONE_NEWNS) < 0 ||
+		    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+			child_fail("a mount namespace for the data files");
+		*own_ns = 1;
+	}
+	for (int i = 0; i < s->nmounts; i++) {
+		if (syscall(SYS_move_mount, fd0 + i, "", AT_FDCWD, s->mount_paths[i],
+		    MOVE_MOUNT_F_EMPTY_PATH) < 0)
+			child_fail(s->mount_paths[i]);
+		close(fd0 + i);
+	}
+}
+
 void
 sandbox_launcher_exec(struct sandbox_launcher_args *a)
 {
@@ -308,8 +336,10 @@ sandbox_launcher_exec(struct sandbox_launcher_args *a)
 		own_ns = 1;
 		(void)mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
 	}
-	if (!s->no_sandbox && s->uid != 0 && geteuid() == 0)
+	if (!s->no_sandbox && s->uid != 0 && geteuid() == 0) {
+		data_reach(s, &own_ns);
 		py_reach(s, &own_ns);
+	}
 
 	/* 4. as root, a network namespace we control; then never run the
 	 * sandbox as host root (bwrap started by root keeps every

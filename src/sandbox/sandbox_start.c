@@ -29,21 +29,33 @@ int
 sandbox_start(struct sandbox_run *r, struct sandbox_spec *s, struct workspace *ws,
     const char *tag, struct sandbox_proc *p, char **err)
 {
-	int bind_fds[SANDBOX_MAX_BINDS];
-	const char *bind_names[SANDBOX_MAX_BINDS];
+	int bind_fds[SANDBOX_MAX_BINDS], mount_fds[SANDBOX_MAX_BINDS], rc;
+	const char *bind_names[SANDBOX_MAX_BINDS], *mount_paths[SANDBOX_MAX_BINDS];
 
 	s->nbinds = workspace_binds(ws, bind_fds, bind_names, SANDBOX_MAX_BINDS, err);
 	if (s->nbinds < 0)
 		return -1;
 	s->bind_fds = bind_fds;
 	s->bind_names = bind_names;
+	s->nmounts = 0;
 	cgroup_once(r, s, tag);
 	s->cgroup_procs_fd = sandbox_cgroup_procs_fd(r->cg);
 	r->oom_at_launch = sandbox_cgroup_oom_kills(r->cg);
 	/* no process of this sandbox yet: what the workspace holds now */
 	if (workspace_disk_baseline(ws, -1, err) < 0)
 		return -1;
-	return sandbox_launch(s, p, err);
+	/* last: each launch gets fresh mounts, closed once it has them */
+	s->nmounts = workspace_mounts(ws, mount_fds, mount_paths,
+	    SANDBOX_MAX_BINDS - s->nbinds, err);
+	if (s->nmounts < 0)
+		return -1;
+	s->mount_fds = mount_fds;
+	s->mount_paths = mount_paths;
+	rc = sandbox_launch(s, p, err);
+	for (int i = 0; i < s->nmounts; i++)
+		close(mount_fds[i]);
+	s->nmounts = 0;
+	return rc;
 }
 
 int

@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "terp/workspace_mount.h"
 #include "terp/workspace_usage.h"
 #include "terp/sandbox.h"
 #include "terp/sandbox_tree.h"
@@ -33,6 +34,11 @@ struct workspace {
 	struct workspace_bind {			/* data files bound read-only by fd */
 		int	 fd;
 		char	*name;
+		/* 1: given as a mount the launcher attaches over the
+		 * placeholder (workspace_mount.h), 0: bound by bwrap */
+		int	 mount;
+		int	 userns;		/* the mount's idmapping, -1: none */
+		char	*path;			/* the placeholder (mount 1) */
 	}		*binds;
 	int		 nbinds;
 	uint64_t	 disk_allow, files_allow;	/* this launch's limits */
@@ -56,15 +62,23 @@ workspace_new(const char *session_dir, int no_sandbox, uint64_t disk,
 	return w;
 }
 
+static void
+bind_drop(struct workspace_bind *b)
+{
+	close(b->fd);
+	if (b->userns >= 0)
+		close(b->userns);
+	free(b->name);
+	free(b->path);
+}
+
 void
 workspace_free(struct workspace *w)
 {
 	if (w == NULL)
 		return;
-	for (int i = 0; i < w->nbinds; i++) {
-		close(w->binds[i].fd);
-		free(w->binds[i].name);
-	}
+	for (int i = 0; i < w->nbinds; i++)
+		bind_drop(&w->binds[i]);
 	free(w->binds);
 	sandbox_uid_release(w->uid_lock);	/* the uid is free again */
 	free(w->dir);
@@ -626,19 +640,66 @@ data_claim(struct workspace *w, const char *base, int *out, char **err)
 	return NULL;
 }
 
+/* As root: the idmapping the sandbox's uid needs to read the open file
+ * st through a mount (-1: none, it can read it already), or -2 when a
+ * mount cannot help or the kernel refuses one here (the file is then
+ * copied). The clone is tried once now, so that a launch finds it works. */
+static int
+mount_userns(const struct workspace *w, int fd, const struct stat *st)
+{
+	int ns = -1, m;
+
+	if (w->no_sandbox || w->uid == 0 || geteuid() != 0 || st->st_nlink == 0)
+		return -2;
+	if (!uid_can_read(w, st)) {
+		/* through the mount the sandbox's uid is the owner */
+		if (!(st->st_mode & S_IRUSR))
+			return -2;
+		if ((ns = workspace_mount_userns(st->st_uid, st->st_gid, w->uid)) < 0)
+			return -2;
+	}
+	if ((m = workspace_mount_clone(fd, ns)) < 0) {
+		if (ns >= 0)
+			close(ns);
+		return -2;
+	}
+	close(m);
+	return ns;
+}
+
+/* Keeps the open data file in as a bind of name (mount: given as a
+ * mount, idmapped by ns). */
+static void
+bind_add(struct workspace *w, int in, char *name, int mount, int ns)
+{
+	struct workspace_bind *b;
+
+	w->binds = xrealloc(w->binds, (size_t)(w->nbinds + 1) * sizeof *w->binds);
+	b = &w->binds[w->nbinds++];
+	b->fd = in;
+	b->name = name;
+	b->mount = mount;
+	b->userns = ns;
+	b->path = mount ? xasprintf("%s/%s", w->datadir, name) : NULL;
+}
+
 /* Puts host_path into the session's data folder. Before the sandbox
  * starts, a file the sandbox uid can read is bound read-only by its fd
- * (no copy, no disk, constant time whatever its size). A sandbox that
+ * (no copy, no disk, constant time whatever its size). As root, one it
+ * cannot read or reach (a 0600 file, a 0700 folder on its path) is
+ * given as a read-only mount, idmapped to the sandbox's uid where it
+ * must be (workspace_mount.h), over its placeholder in the data folder,
+ * to which /workspace/data/NAME links: no copy either. A sandbox that
  * runs already cannot get a new mount: the file is hard-linked there
  * when it can be, else copied (holes kept), readable by the sandbox uid
- * only; so is a file the sandbox uid could not read itself. */
+ * only; so is a file no mount can serve. */
 char *
 workspace_stage(struct workspace *w, const char *host_path, int running, char **err)
 {
 	const char *base = strrchr(host_path, '/');
 	struct stat st;
 	char *name, *r;
-	int in, out = -1;
+	int in, out = -1, ns;
 
 	if (workspace_prepare(w, err) < 0)
 		return NULL;
@@ -655,12 +716,22 @@ workspace_stage(struct workspace *w, const char *host_path, int running, char **
 			close(in);
 			return NULL;
 		}
-		w->binds = xrealloc(w->binds, (size_t)(w->nbinds + 1) * sizeof *w->binds);
-		w->binds[w->nbinds].fd = in;
-		w->binds[w->nbinds].name = name;
-		w->nbinds++;
+		bind_add(w, in, name, 0, -1);
 		return w->no_sandbox ? xasprintf("%s/%s", w->datadir, name) :
 		    xasprintf("/workspace/data/%s", name);
+	}
+	if (!running && w->nbinds < SANDBOX_MAX_BINDS &&
+	    (ns = mount_userns(w, in, &st)) != -2) {
+		if ((name = data_claim(w, base, NULL, err)) == NULL ||
+		    wsdata_place(w, name, 1, err) < 0) {
+			free(name);
+			if (ns >= 0)
+				close(ns);
+			close(in);
+			return NULL;
+		}
+		bind_add(w, in, name, 1, ns);
+		return xasprintf("/workspace/data/%s", name);
 	}
 	if ((name = data_claim(w, base, &out, err)) == NULL) {
 		close(in);
@@ -728,8 +799,10 @@ unbind_deleted(struct workspace *w, char **err)
 		}
 		close(out);
 		free(dest);
-		close(w->binds[i].fd);
-		free(w->binds[i].name);
+		/* the code's path now leads to the copy */
+		if (!w->binds[i].mount && wsdata_place(w, w->binds[i].name, 1, err) < 0)
+			return -1;
+		bind_drop(&w->binds[i]);
 		w->binds[i--] = w->binds[--w->nbinds];
 	}
 	return 0;
@@ -742,9 +815,34 @@ workspace_binds(struct workspace *w, int *fds, const char **names, int max, char
 
 	if (unbind_deleted(w, err) < 0)
 		return -1;
-	for (int i = 0; i < w->nbinds && n < max; i++, n++) {
+	for (int i = 0; i < w->nbinds && n < max; i++) {
+		if (w->binds[i].mount)
+			continue;
 		fds[n] = w->binds[i].fd;
 		names[n] = w->binds[i].name;
+		n++;
+	}
+	return n;
+}
+
+int
+workspace_mounts(struct workspace *w, int *fds, const char **paths, int max,
+    char **err)
+{
+	int n = 0;
+
+	for (int i = 0; i < w->nbinds && n < max; i++) {
+		struct workspace_bind *b = &w->binds[i];
+		if (!b->mount)
+			continue;
+		if ((fds[n] = workspace_mount_clone(b->fd, b->userns)) < 0) {
+			*err = xasprintf("cannot mount the data file %s for the sandbox: %s",
+			    b->name, strerror(errno));
+			while (n > 0)
+				close(fds[--n]);
+			return -1;
+		}
+		paths[n++] = b->path;
 	}
 	return n;
 }
