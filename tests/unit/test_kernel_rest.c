@@ -203,6 +203,20 @@ run(struct srv *s, struct heard *h, const char *body, int raw, size_t max, int r
 	srv_stop(s);
 }
 
+/* A reply with head (its status line and headers, without
+ * Content-Length) and a body of n bytes of c, in out[max]. */
+static const char *
+big_reply(char *out, size_t max, const char *head, const char *first, char c, size_t n)
+{
+	size_t h = (size_t)snprintf(out, max, "%sContent-Length: %zu\r\n\r\n%s", head,
+	    n + strlen(first), first);
+
+	cr_assert(h + n < max);
+	memset(out + h, c, n);
+	out[h + n] = '\0';
+	return out;
+}
+
 #define OK_HEAD "HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Type: application/json\r\n"
 
 Test(kernel_rest, json_answer_and_headers)
@@ -227,12 +241,8 @@ Test(kernel_rest, oversize_answer_stops_unread)
 	static char reply[16384];
 	struct srv s = { .nreply = 1 };
 	struct heard h = { 0 };
-	size_t n;
 
-	n = (size_t)snprintf(reply, sizeof reply, OK_HEAD "Content-Length: 10000\r\n\r\n[");
-	memset(reply + n, '1', 9999);
-	reply[n + 9999] = '\0';
-	s.reply[0] = reply;
+	s.reply[0] = big_reply(reply, sizeof reply, OK_HEAD, "[", '1', 9999);
 	run(&s, &h, NULL, 0, 1000, 0);
 	cr_assert(h.over, "a 10 kB answer passed a 1000-byte bound");
 	cr_assert_not(h.ok);
@@ -257,13 +267,9 @@ Test(kernel_rest, error_status_body_bounded)
 	static char reply[8192];
 	struct srv s = { .nreply = 1 };
 	struct heard h = { 0 };
-	size_t n;
 
-	n = (size_t)snprintf(reply, sizeof reply,
-	    "HTTP/1.1 502 Bad Gateway\r\nConnection: close\r\nContent-Length: 4000\r\n\r\n");
-	memset(reply + n, 'x', 4000);
-	reply[n + 4000] = '\0';
-	s.reply[0] = reply;
+	s.reply[0] = big_reply(reply, sizeof reply,
+	    "HTTP/1.1 502 Bad Gateway\r\nConnection: close\r\n", "", 'x', 4000);
 	run(&s, &h, NULL, 0, 1024, 3);
 	cr_assert_not(h.ok);
 	cr_assert_eq(h.status, 502);
@@ -323,13 +329,9 @@ Test(kernel_rest, raw_answer_streamed_without_accept)
 	static char reply[8192];
 	struct srv s = { .nreply = 1 };
 	struct heard h = { 0 };
-	size_t n;
 
-	n = (size_t)snprintf(reply, sizeof reply,
-	    "HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 5000\r\n\r\n");
-	memset(reply + n, 'z', 5000);
-	reply[n + 5000] = '\0';
-	s.reply[0] = reply;
+	s.reply[0] = big_reply(reply, sizeof reply, "HTTP/1.1 200 OK\r\nConnection: close\r\n",
+	    "", 'z', 5000);
 	run(&s, &h, NULL, 1, 100, 0);
 	cr_assert(h.ok);
 	cr_assert_eq(h.raw_bytes, 5000, "streamed %zu bytes", h.raw_bytes);

@@ -451,16 +451,13 @@ static void
 interrupt_cell(struct jupyter *j, enum jcell_stop why)
 {
 	char *path;
-	struct jreq *q;
 
 	if (!j->cur.active || j->cur.stop != JCELL_STOP_NONE)
 		return;
 	j->cur.stop = why;
 	path = jrest_path("/api/kernels/", j->st.kernel_id, "/interrupt");
-	q = jrest_call(&j->rest, "POST", path, "{}", REST_BODY_MAX, on_interrupt_done);
+	(void)jrest_call(&j->rest, "POST", path, "{}", REST_BODY_MAX, on_interrupt_done);
 	free(path);
-	if (q != NULL)
-		q->i = j->rest.gen;
 	loop_timer_cancel(j->loop, j->grace_timer);
 	j->grace_timer = loop_timer_add(j->loop, j->o->grace_ms > 0 ? j->o->grace_ms : 1,
 	    on_grace, j);
@@ -499,7 +496,6 @@ static void
 on_check(struct loop *l, void *arg)
 {
 	struct jupyter *j = arg;
-	struct jreq *q;
 	char *path;
 	(void)l;
 
@@ -507,10 +503,8 @@ on_check(struct loop *l, void *arg)
 	if (!j->cur.active || j->cur.started || j->phase != PH_READY || j->st.kernel_id == NULL)
 		return;
 	path = jrest_path("/api/kernels/", j->st.kernel_id, NULL);
-	q = jrest_call(&j->rest, "GET", path, NULL, REST_BODY_MAX, on_check_done);
+	(void)jrest_call(&j->rest, "GET", path, NULL, REST_BODY_MAX, on_check_done);
 	free(path);
-	if (q != NULL)
-		q->i = j->rest.gen;
 }
 
 static void
@@ -1045,7 +1039,6 @@ static void
 restart_kernel(struct jupyter *j, const char *cell_reason, enum cell_status st)
 {
 	char *path;
-	struct jreq *q;
 
 	if (j->cur.active)
 		finish_cell(j, st, cell_reason, 1);
@@ -1072,10 +1065,8 @@ restart_kernel(struct jupyter *j, const char *cell_reason, enum cell_status st)
 	loop_timer_cancel(j->loop, j->start_timer);
 	j->start_timer = loop_timer_add(j->loop, j->o->connect_timeout_ms * 6, on_start_timeout, j);
 	path = jrest_path("/api/kernels/", j->st.kernel_id, "/restart");
-	q = jrest_call(&j->rest, "POST", path, "{}", REST_BODY_MAX, on_restarted);
+	(void)jrest_call(&j->rest, "POST", path, "{}", REST_BODY_MAX, on_restarted);
 	free(path);
-	if (q != NULL)
-		q->i = j->rest.gen;
 }
 
 /* ------------------------------------------------------------ API */

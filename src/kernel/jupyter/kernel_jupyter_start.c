@@ -165,7 +165,6 @@ jstart_create(struct jstart *st)
 {
 	cJSON *b = cJSON_CreateObject();
 	char *body;
-	struct jreq *q;
 
 	st->step = JSTART_CREATE;
 	st->kernel_dead = 0;
@@ -176,10 +175,8 @@ jstart_create(struct jstart *st)
 	cJSON_AddStringToObject(b, "path", st->session);
 	body = cJSON_PrintUnformatted(b);
 	cJSON_Delete(b);
-	q = jrest_call_for(st->rest, st, "POST", "/api/kernels", body, REST_BODY_MAX, on_created);
+	(void)jrest_call_for(st->rest, st, "POST", "/api/kernels", body, REST_BODY_MAX, on_created);
 	free(body);
-	if (q != NULL)
-		q->i = st->rest->gen;
 }
 
 static void
@@ -213,21 +210,35 @@ void
 jstart_attach(struct jstart *st)
 {
 	char *path = jrest_path("/api/kernels/", st->kernel_id, NULL);
-	struct jreq *q;
 
 	st->step = JSTART_ATTACH;
-	q = jrest_call_for(st->rest, st, "GET", path, NULL, REST_BODY_MAX, on_attach);
+	(void)jrest_call_for(st->rest, st, "GET", path, NULL, REST_BODY_MAX, on_attach);
 	free(path);
-	if (q != NULL)
-		q->i = st->rest->gen;
+}
+
+static void on_mkdir(void *arg, struct jreq *q, const struct http_result *r);
+
+/* PUT of the session folder's sub ("", "/data", "/out"): a folder. */
+static void
+put_folder(struct jstart *st, const char *sub)
+{
+	char *rel = xasprintf("%s%s", st->session, sub);
+	char *path = jrest_path("/api/contents/", rel, NULL);
+	struct jreq *n;
+
+	free(rel);
+	n = jrest_call_for(st->rest, st, "PUT", path, "{\"type\":\"directory\"}", REST_BODY_MAX,
+	    on_mkdir);
+	free(path);
+	if (n != NULL)
+		n->s = xstrdup(sub);
 }
 
 static void
 on_mkdir(void *arg, struct jreq *q, const struct http_result *r)
 {
 	struct jstart *st = arg;
-	char *p, *rel, *path;
-	struct jreq *n;
+	char *p;
 	static const char *const sub[] = { "", "/data", "/out" };
 
 	if (q->i != st->rest->gen)
@@ -248,18 +259,7 @@ on_mkdir(void *arg, struct jreq *q, const struct http_result *r)
 			jstart_create(st);
 		return;
 	}
-	{
-		int next = strcmp(q->s, "") == 0 ? 1 : 2;
-		rel = xasprintf("%s%s", st->session, sub[next]);
-		path = jrest_path("/api/contents/", rel, NULL);
-		free(rel);
-		n = jrest_call_for(st->rest, st, "PUT", path, "{\"type\":\"directory\"}", REST_BODY_MAX, on_mkdir);
-		free(path);
-		if (n != NULL) {
-			n->i = st->rest->gen;
-			n->s = xstrdup(sub[next]);
-		}
-	}
+	put_folder(st, sub[strcmp(q->s, "") == 0 ? 1 : 2]);
 }
 
 /* The probe: GET /api/kernelspecs needs the token (GET /api does not),
@@ -268,8 +268,7 @@ static void
 on_probe(void *arg, struct jreq *q, const struct http_result *r)
 {
 	struct jstart *st = arg;
-	char *p, *path;
-	struct jreq *n;
+	char *p;
 	cJSON *doc;
 	const cJSON *specs;
 
@@ -307,13 +306,7 @@ on_probe(void *arg, struct jreq *q, const struct http_result *r)
 	}
 	cJSON_Delete(doc);
 	st->step = JSTART_MKDIR;
-	path = jrest_path("/api/contents/", st->session, NULL);
-	n = jrest_call_for(st->rest, st, "PUT", path, "{\"type\":\"directory\"}", REST_BODY_MAX, on_mkdir);
-	free(path);
-	if (n != NULL) {
-		n->i = st->rest->gen;
-		n->s = xstrdup("");
-	}
+	put_folder(st, "");
 }
 
 void
@@ -368,13 +361,9 @@ jstart_ws_refused(struct jstart *st, const struct ws_end *e)
 void
 jstart_begin(struct jstart *st)
 {
-	struct jreq *q;
-
 	st->step = JSTART_PROBE;
-	q = jrest_call_for(st->rest, st, "GET", "/api/kernelspecs", NULL,
+	(void)jrest_call_for(st->rest, st, "GET", "/api/kernelspecs", NULL,
 	    SPECS_BODY_MAX, on_probe);
-	if (q != NULL)
-		q->i = st->rest->gen;
 }
 
 void
