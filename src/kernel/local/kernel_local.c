@@ -111,6 +111,8 @@ struct klocal {
 	 * for as long as its pidfd says it is the same process. */
 	struct kernel_net	*net;
 	struct sandbox_pinned	 fwd;
+	/* init, Python and the forwarder held open for the cells' ends */
+	struct sandbox_tree_known known;
 
 };
 
@@ -354,6 +356,7 @@ klocal_new(struct loop *l, const struct kernel_opts *o, const struct kernel_cbs 
 	k->p.life_fd = k->p.pid_fd = -1;
 	k->exit_code = -1;
 	k->fwd.pidfd = -1;
+	sandbox_tree_known_init(&k->known);
 	kpyinfo_cached(&k->py, o, driver_py_sha256);
 	k->ws = workspace_new(o->session_dir, o->no_sandbox, o->disk, o->disk_files);
 	sandbox_run_disk(&k->run, l, k->ws, o->disk != 0, &disk_cbs, k);
@@ -453,8 +456,10 @@ cell_cleanup(struct klocal *k)
 		return;
 	if (k->py_pid > 0) {
 		pid_t keep[2] = { k->py_pid, sandbox_tree_pinned_alive(&k->fwd) ? k->fwd.pid : 0 };
-		sandbox_tree_kill_strays(k->init_pid > 0 ? k->init_pid : k->py_pid, keep, 2,
-		    STRAY_WAIT_MS);
+		pid_t root = k->init_pid > 0 ? k->init_pid : k->py_pid;
+		/* the walk only when the known ones are not all there is */
+		if (!sandbox_tree_quiet(&k->known, root, keep, 2))
+			sandbox_tree_kill_strays(root, keep, 2, STRAY_WAIT_MS);
 	}
 	sandbox_run_disk_soon(&k->run);	/* from the loop: a kill now would
 					 * finish this very cell twice */
@@ -543,6 +548,7 @@ launch_reset(struct klocal *k)
 	k->init_pid = k->o->no_sandbox ? -1 : 0;
 	k->py_pid = -1;
 	sandbox_tree_unpin(&k->fwd);
+	sandbox_tree_known_reset(&k->known);
 	free(k->kill_why);
 	k->kill_why = NULL;
 }
@@ -668,6 +674,8 @@ drain_fd(struct klocal *k, int fd, int stream)
 		ssize_t n = read(fd, b, sizeof b);
 		if (n > 0) {
 			on_bytes(k, stream, b, (size_t)n);
+			if ((size_t)n < sizeof b)
+				return 0;	/* emptied: the poll says when more comes */
 			continue;
 		}
 		if (n == 0)
@@ -1023,6 +1031,11 @@ kernel_on_ev(struct loop *l, int fd, int revents, void *arg)
 			if (k->dying || k->p.ev_fd != fd)
 				return;
 		}
+		/* A short read emptied the pipe: the loop's next poll says
+		 * when there is more (a read for EAGAIN cost a system call
+		 * a frame). */
+		if ((size_t)n < sizeof b)
+			return;
 	}
 }
 
@@ -1387,6 +1400,7 @@ stop_now(struct klocal *k)
 	unwatch_all(k);
 	sandbox_run_kill(&k->run);
 	sandbox_kill(&k->p);
+	sandbox_tree_known_reset(&k->known);
 	kernel_artifact_abandon(k->art, NULL);
 	free(k->kill_why);
 	k->kill_why = NULL;
