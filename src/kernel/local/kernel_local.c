@@ -16,7 +16,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -39,6 +38,7 @@
 
 #include "driver_py.h"
 #include "kernel_input.h"
+#include "kernel_procs.h"
 #include "kernel_pyinfo.h"
 #include "egress_fwd_py.h"
 
@@ -67,9 +67,7 @@ struct klocal {
 	enum kernel_state	 state;
 	int			 loaded;	/* preload finished */
 	struct sandbox_proc	 p;
-	pid_t			 init_pid;	/* bwrap's init in the host ns */
-	pid_t			 py_pid;
-	int			 exit_code;	/* from --json-status-fd, -1 unknown */
+	struct kprocs		 procs;		/* init, Python, forwarder, strays */
 	int			 we_killed;
 	/* SIGINTs sent to this sandbox's Python: each exec command says how
 	 * many came before it, so the driver tells an interrupt meant for
@@ -84,7 +82,7 @@ struct klocal {
 	struct sandbox_run	 run;		/* its cgroup, across sandboxes */
 
 	struct kframe_reader	 evr;		/* the driver's events */
-	struct buf		 statusbuf, bwrap_err;
+	struct buf		 bwrap_err;
 	struct kernel_chan	 chan;		/* terp's commands to the driver */
 	struct utf8carry	 carry[2];	/* cut UTF-8 sequences */
 
@@ -106,13 +104,9 @@ struct klocal {
 
 	struct kpyinfo		 py;		/* its packages, the driver's code */
 
-	/* Egress: the proxy (NULL without allowed hosts), and the
-	 * forwarder the driver started, spared when a cell's strays die
-	 * for as long as its pidfd says it is the same process. */
+	/* Egress: the proxy (NULL without allowed hosts); the forwarder
+	 * the driver started is spared when a cell's strays die (procs). */
 	struct kernel_net	*net;
-	struct sandbox_pinned	 fwd;
-	/* init, Python and the forwarder held open for the cells' ends */
-	struct sandbox_tree_known known;
 
 };
 
@@ -354,9 +348,7 @@ klocal_new(struct loop *l, const struct kernel_opts *o, const struct kernel_cbs 
 	k->p.pid = -1;
 	k->p.cmd_fd = k->p.ev_fd = k->p.out_fd = k->p.err_fd = k->p.status_fd = -1;
 	k->p.life_fd = k->p.pid_fd = -1;
-	k->exit_code = -1;
-	k->fwd.pidfd = -1;
-	sandbox_tree_known_init(&k->known);
+	kprocs_init(&k->procs);
 	kpyinfo_cached(&k->py, o, driver_py_sha256);
 	k->ws = workspace_new(o->session_dir, o->no_sandbox, o->disk, o->disk_files);
 	sandbox_run_disk(&k->run, l, k->ws, o->disk != 0, &disk_cbs, k);
@@ -375,7 +367,6 @@ klocal_new(struct loop *l, const struct kernel_opts *o, const struct kernel_cbs 
 			kernel_artifact_adopt(k->art, o->own_files[i].name,
 			    o->own_files[i].bytes);
 	}
-	buf_init(&k->statusbuf, 64 * 1024);
 	buf_init(&k->bwrap_err, STDERR_KEEP);
 	return k;
 }
@@ -414,7 +405,7 @@ disk_root(void *arg)
 {
 	const struct klocal *k = arg;
 
-	return k->init_pid > 0 ? k->init_pid : k->py_pid;
+	return kprocs_root(&k->procs);
 }
 
 /* The workspace over its limits (sandbox_run_disk, from its timer). */
@@ -436,16 +427,6 @@ disk_over(void *arg, char *why)
 
 static const struct sandbox_disk_cbs disk_cbs = { .root = disk_root, .over = disk_over };
 
-/* At "ready", before any cell ran: the driver's only child is the
- * forwarder it started (egress_fwd.py). */
-static void
-fwd_find(struct klocal *k)
-{
-	sandbox_tree_unpin(&k->fwd);
-	if (k->net != NULL && !k->o->no_sandbox)
-		sandbox_tree_pin_only_child(&k->fwd, k->py_pid);
-}
-
 /* At a cell's end: the processes it left behind go (they are not
  * bounded by the cell's time limit otherwise), and the disk is
  * checked. The driver's Python stays. */
@@ -454,13 +435,7 @@ cell_cleanup(struct klocal *k)
 {
 	if (k->p.pid <= 0 || k->dying)
 		return;
-	if (k->py_pid > 0) {
-		pid_t keep[2] = { k->py_pid, sandbox_tree_pinned_alive(&k->fwd) ? k->fwd.pid : 0 };
-		pid_t root = k->init_pid > 0 ? k->init_pid : k->py_pid;
-		/* the walk only when the known ones are not all there is */
-		if (!sandbox_tree_quiet(&k->known, root, keep, 2))
-			sandbox_tree_kill_strays(root, keep, 2, STRAY_WAIT_MS);
-	}
+	kprocs_cell_end(&k->procs, STRAY_WAIT_MS);
 	sandbox_run_disk_soon(&k->run);	/* from the loop: a kill now would
 					 * finish this very cell twice */
 }
@@ -538,17 +513,12 @@ static void
 launch_reset(struct klocal *k)
 {
 	kframe_reader_reset(&k->evr);
-	buf_reset(&k->statusbuf);
 	buf_reset(&k->bwrap_err);
 	k->carry[0].n = k->carry[1].n = 0;
-	k->exit_code = -1;
 	k->we_killed = 0;
 	k->dying = 0;
 	k->loaded = 0;
-	k->init_pid = k->o->no_sandbox ? -1 : 0;
-	k->py_pid = -1;
-	sandbox_tree_unpin(&k->fwd);
-	sandbox_tree_known_reset(&k->known);
+	kprocs_reset(&k->procs, k->o->no_sandbox);
 	free(k->kill_why);
 	k->kill_why = NULL;
 }
@@ -569,7 +539,7 @@ launch(struct klocal *k, char **err)
 	if (sandbox_start(&k->run, &s, k->ws, id ? id + 1 : NULL, &k->p, err) < 0)
 		return -1;
 	if (k->o->no_sandbox)
-		k->py_pid = k->p.pid;
+		kprocs_set_python(&k->procs, k->p.pid);
 	watch_all(k);
 	sandbox_run_disk_arm(&k->run);
 	if (k->stopped_why != NULL) {
@@ -955,9 +925,7 @@ handle_frame(struct klocal *k, const char *line, size_t len)
 	case KF_READY:
 		if (k->state != KERNEL_STARTING)
 			break;
-		if (!k->o->no_sandbox && k->init_pid > 0)
-			k->py_pid = sandbox_tree_python(k->init_pid);
-		fwd_find(k);
+		kprocs_ready(&k->procs, k->net != NULL && !k->o->no_sandbox);
 		kpyinfo_ready(&k->py, k->o, &f);
 		set_state(k, k->loaded ? KERNEL_READY : KERNEL_LOADING,
 		    k->loaded ? NULL : "loading pandas, numpy, matplotlib");
@@ -1039,53 +1007,14 @@ kernel_on_ev(struct loop *l, int fd, int revents, void *arg)
 	}
 }
 
-/* bwrap's JSON status lines: {"child-pid": N, ...} then {"exit-code": N}. */
+/* bwrap's JSON status lines (kprocs_status). */
 static void
 kernel_on_status(struct loop *l, int fd, int revents, void *arg)
 {
 	struct klocal *k = arg;
-	char b[4096];
-	ssize_t n;
 
-	while ((n = read(fd, b, sizeof b)) > 0) {
-		if (buf_add(&k->statusbuf, b, (size_t)n) < 0)
-			buf_reset(&k->statusbuf);
-		for (;;) {
-			char *nl = memchr(k->statusbuf.data, '\n', k->statusbuf.len);
-			cJSON *j, *v;
-			if (nl == NULL)
-				break;
-			j = cJSON_ParseWithLength(k->statusbuf.data,
-			    (size_t)(nl - k->statusbuf.data));
-			if ((v = cJSON_GetObjectItem(j, "child-pid")) && cJSON_IsNumber(v))
-				k->init_pid = (pid_t)v->valueint;
-			if ((v = cJSON_GetObjectItem(j, "exit-code")) && cJSON_IsNumber(v))
-				k->exit_code = v->valueint;
-			cJSON_Delete(j);
-			buf_consume(&k->statusbuf, (size_t)(nl - k->statusbuf.data) + 1);
-		}
-	}
-	if (n == 0)
+	if (kprocs_status(&k->procs, fd))
 		loop_unwatch(l, fd);
-}
-
-static void
-signal_python(struct klocal *k, int sig)
-{
-	if (k->init_pid == 0 && k->p.status_fd >= 0)
-		kernel_on_status(k->loop, k->p.status_fd, POLLIN, k);
-	if (k->py_pid <= 0 && k->init_pid > 0)
-		k->py_pid = sandbox_tree_python(k->init_pid);
-	if (k->py_pid > 0) {
-		/* A pidfd pins the process: no signal to a recycled pid. */
-		int pfd = (int)syscall(SYS_pidfd_open, k->py_pid, 0);
-		if (pfd >= 0) {
-			syscall(SYS_pidfd_send_signal, pfd, sig, NULL, 0);
-			close(pfd);
-		} else {
-			kill(k->py_pid, sig);
-		}
-	}
 }
 
 static void
@@ -1123,7 +1052,7 @@ stop_cell(struct klocal *k, enum stop_cause why)
 		return;
 	}
 	k->nints++;
-	signal_python(k, SIGINT);
+	kprocs_signal(&k->procs, k->p.status_fd, SIGINT);
 	if (k->grace_timer == 0)
 		k->grace_timer = loop_timer_add(k->loop, k->o->grace_ms, on_grace, k);
 }
@@ -1245,7 +1174,7 @@ death_reason(struct klocal *k, int wstatus)
 		free(m);
 		return r;
 	}
-	return sandbox_exit_reason(k->exit_code, wstatus);
+	return sandbox_exit_reason(k->procs.exit_code, wstatus);
 }
 
 static void
@@ -1262,7 +1191,7 @@ finish_death(struct klocal *k, int wstatus)
 	k->death_timer = 0;
 	drain_all(k);
 	kernel_artifact_abandon(k->art, "incomplete: the session ended while it was copied");
-	if (starting && !k->o->no_sandbox && k->exit_code < 0) {
+	if (starting && !k->o->no_sandbox && k->procs.exit_code < 0) {
 		/* bwrap failed in its own setup: its stderr says why. */
 		char *why = small_memory(k,
 		    sandbox_explain(buf_str(&k->bwrap_err)));
@@ -1318,7 +1247,7 @@ reap_death(struct klocal *k)
 	pid_t r = 0;
 
 	if (k->p.status_fd >= 0)
-		kernel_on_status(k->loop, k->p.status_fd, POLLIN, k);
+		(void)kprocs_status(&k->procs, k->p.status_fd);
 	if (k->p.pid > 0) {
 		r = waitpid(k->p.pid, &status, WNOHANG);
 		if (r == 0 || (r < 0 && errno == EINTR))
@@ -1329,7 +1258,7 @@ reap_death(struct klocal *k)
 		status = -1;
 	k->p.pid = -1;
 	if (k->p.status_fd >= 0)
-		kernel_on_status(k->loop, k->p.status_fd, POLLIN, k);
+		(void)kprocs_status(&k->procs, k->p.status_fd);
 	finish_death(k, status);
 	return 1;
 }
@@ -1400,7 +1329,7 @@ stop_now(struct klocal *k)
 	unwatch_all(k);
 	sandbox_run_kill(&k->run);
 	sandbox_kill(&k->p);
-	sandbox_tree_known_reset(&k->known);
+	kprocs_forget(&k->procs);
 	kernel_artifact_abandon(k->art, NULL);
 	free(k->kill_why);
 	k->kill_why = NULL;
@@ -1484,13 +1413,12 @@ klocal_free(struct klocal *k)
 	sandbox_run_free(&k->run);
 	workspace_free(k->ws);		/* the uid is free again */
 	kernel_net_free(k->net);	/* after the sandbox: no client is left */
-	sandbox_tree_unpin(&k->fwd);
+	kprocs_free(&k->procs);
 	kpyinfo_free(&k->py);
 	kernel_artifact_free(k->art);
 	kframe_reader_free(&k->evr);
 	kernel_chan_free(&k->chan);
 	free(k->kill_why);
-	buf_free(&k->statusbuf);
 	buf_free(&k->bwrap_err);
 	free(k->stopped_why);
 	free(k);
