@@ -430,6 +430,15 @@ _scan_prefixes = []  # the folders the last scan searched ("" is out/)
 _scan_count = 0      # and the entries it saw
 
 
+def _listdir(dfd):
+    """os.listdir(dfd) in 5 system calls rather than 8 (no dup, fcntl
+    and rewind of the fd): the same folder, through its /proc link."""
+    try:
+        return os.listdir("/proc/self/fd/%d" % dfd)
+    except OSError:
+        return os.listdir(dfd)
+
+
 def _scan_out():
     """Files under out/ created or changed since the last scan, as
     (dir_fd, name, relative path), every dir fd opened (to close), and
@@ -447,7 +456,7 @@ def _scan_out():
     while stack:
         dfd, prefix = stack.pop()
         try:
-            entries = sorted(os.listdir(dfd))
+            entries = sorted(_listdir(dfd))
         except OSError:
             continue
         _scan_prefixes.append(prefix)
