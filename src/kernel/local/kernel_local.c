@@ -33,16 +33,15 @@
 #include "terp/sandbox_start.h"
 #include "terp/sandbox_tree.h"
 #include "terp/util.h"
-#include "terp/utf8carry.h"
 #include "terp/workspace.h"
 
 #include "driver_py.h"
 #include "kernel_input.h"
+#include "kernel_pipes.h"
 #include "kernel_procs.h"
 #include "kernel_pyinfo.h"
 #include "egress_fwd_py.h"
 
-#define STDERR_KEEP	4096		/* bwrap's own messages, for setup errors */
 #define CODE_MAX	(64u << 20)	/* a cell's code */
 #define DEATH_WAIT_MS	2000	/* after the channel closed, before the kill */
 #define DEATH_POLL_MS	5	/* without pidfds only: how often to look */
@@ -82,9 +81,8 @@ struct klocal {
 	struct sandbox_run	 run;		/* its cgroup, across sandboxes */
 
 	struct kframe_reader	 evr;		/* the driver's events */
-	struct buf		 bwrap_err;
 	struct kernel_chan	 chan;		/* terp's commands to the driver */
-	struct utf8carry	 carry[2];	/* cut UTF-8 sequences */
+	struct kpipes		 pipes;		/* its stdout and stderr */
 
 	/* the running cell */
 	int			 cur;		/* 0: none */
@@ -112,6 +110,7 @@ struct klocal {
 
 static void kernel_on_ev(struct loop *l, int fd, int revents, void *arg);
 static void kernel_on_out(struct loop *l, int fd, int revents, void *arg);
+static void pipes_emit(void *arg, int stream, const char *p, size_t n);
 static void kernel_on_status(struct loop *l, int fd, int revents, void *arg);
 static void kernel_begin_death(struct klocal *k);
 static const struct sandbox_disk_cbs disk_cbs;
@@ -367,7 +366,7 @@ klocal_new(struct loop *l, const struct kernel_opts *o, const struct kernel_cbs 
 			kernel_artifact_adopt(k->art, o->own_files[i].name,
 			    o->own_files[i].bytes);
 	}
-	buf_init(&k->bwrap_err, STDERR_KEEP);
+	kpipes_init(&k->pipes, pipes_emit, k);
 	return k;
 }
 
@@ -513,8 +512,7 @@ static void
 launch_reset(struct klocal *k)
 {
 	kframe_reader_reset(&k->evr);
-	buf_reset(&k->bwrap_err);
-	k->carry[0].n = k->carry[1].n = 0;
+	kpipes_reset(&k->pipes);
 	k->we_killed = 0;
 	k->dying = 0;
 	k->loaded = 0;
@@ -579,118 +577,37 @@ klocal_start(struct klocal *k, char **err)
 
 /* ------------------------------------------------------------ output */
 
-struct out_to {
-	struct klocal	*k;
-	int		 cell, stream;
-};
-
+/* What the pipes read (kernel_pipes.c), to the running cell, or
+ * between cells to the last one. */
 static void
-out_emit(void *arg, const char *p, size_t n)
+pipes_emit(void *arg, int stream, const char *p, size_t n)
 {
-	struct out_to *o = arg;
+	struct klocal *k = arg;
 
-	o->k->cb.output(o->k->arg, o->cell, o->stream, p, n);
+	if (k->cb.output)
+		k->cb.output(k->arg, k->cur ? k->cur : k->last, stream, p, n);
 }
 
-/* A read may end inside a UTF-8 sequence: the cut tail waits for the
- * next read (utf8carry), so the frontends never see half a character. */
+/* terp's own lines (notes), after what the cell printed. */
 static void
 emit_output(struct klocal *k, int stream, const char *p, size_t n)
 {
-	struct out_to o = { k, k->cur ? k->cur : k->last, stream };
-
-	if (k->cb.output == NULL || n == 0)
-		return;
-	utf8carry_feed(&k->carry[stream], p, n, out_emit, &o);
-}
-
-static void
-flush_carry(struct klocal *k)
-{
-	for (int s = 0; s < 2; s++) {
-		struct out_to o = { k, k->cur ? k->cur : k->last, s };
-		if (k->cb.output)
-			utf8carry_flush(&k->carry[s], out_emit, &o);
-		k->carry[s].n = 0;
-	}
-}
-
-/* Bytes from the sandbox's stdout/stderr. Until the driver is ready
- * they are bwrap's (or Python's) start-up complaints: kept for the
- * error message, not shown as a cell's output. */
-static void
-on_bytes(struct klocal *k, int stream, const char *b, size_t n)
-{
-	if (k->state == KERNEL_STARTING) {
-		/* The start of it holds bwrap's message; the rest is dropped. */
-		size_t room = k->bwrap_err.max - k->bwrap_err.len;
-		int rc = buf_add(&k->bwrap_err, b, n < room ? n : room);
-		assert(rc == 0);	/* within max by construction */
-		(void)rc;
-		return;
-	}
-	emit_output(k, stream, b, n);
-}
-
-/* Reads what is in the pipe now. Returns 0, or -1 at EOF. */
-static int
-drain_fd(struct klocal *k, int fd, int stream)
-{
-	char b[65536];
-	int rounds = 0;
-
-	/* Bounded rounds: a flooding cell must not starve the loop. */
-	while (rounds++ < 64) {
-		ssize_t n = read(fd, b, sizeof b);
-		if (n > 0) {
-			on_bytes(k, stream, b, (size_t)n);
-			if ((size_t)n < sizeof b)
-				return 0;	/* emptied: the poll says when more comes */
-			continue;
-		}
-		if (n == 0)
-			return -1;
-		if (errno == EINTR)
-			continue;
-		return 0;
-	}
-	return 0;
+	kpipes_bytes(&k->pipes, stream, p, n, 0);
 }
 
 static void
 kernel_on_out(struct loop *l, int fd, int revents, void *arg)
 {
 	struct klocal *k = arg;
-	int stream = fd == k->p.err_fd ? 1 : 0;
 
-	if (drain_fd(k, fd, stream) < 0)
+	if (kpipes_read(&k->pipes, fd, fd == k->p.err_fd, k->state == KERNEL_STARTING) < 0)
 		loop_unwatch(l, fd);
 }
 
-/* Drains both pipes completely: the driver wrote a cell's output before
- * its result frame, so everything of the cell is in the pipes now. */
 static void
 drain_all(struct klocal *k)
 {
-	/* One look at both (a trivial cell printed nothing: one system
-	 * call, not two reads for EAGAIN); negative fds are skipped. */
-	struct pollfd pf[2] = { { .fd = k->p.out_fd, .events = POLLIN },
-	    { .fd = k->p.err_fd, .events = POLLIN } };
-	int any = poll(pf, 2, 0);
-
-	for (int s = 0; s < 2; s++) {
-		if (pf[s].fd < 0 || (any >= 0 && pf[s].revents == 0))
-			continue;
-		for (int i = 0; i < 1024; i++) {
-			char b[65536];
-			ssize_t n = read(pf[s].fd, b, sizeof b);
-			if (n <= 0)
-				break;
-			on_bytes(k, s, b, (size_t)n);
-			if ((size_t)n < sizeof b)
-				break;	/* emptied */
-		}
-	}
+	kpipes_drain(&k->pipes, k->p.out_fd, k->p.err_fd, k->state == KERNEL_STARTING);
 }
 
 /* A line about the cell's artifacts, after what the cell printed. */
@@ -733,7 +650,7 @@ finish_cell(struct klocal *k, struct kernel_result *r)
 	cell_cleanup(k);
 	cancel_timers(k);
 	kernel_artifact_cell_end(k->art);
-	flush_carry(k);
+	kpipes_flush(&k->pipes);
 	r->duration_us = now_us() - k->cur_start;
 	r->duration_ms = r->duration_us / 1000;
 	k->last = n;
@@ -1201,7 +1118,7 @@ finish_death(struct klocal *k, int wstatus)
 	if (starting && !k->o->no_sandbox && k->procs.exit_code < 0) {
 		/* bwrap failed in its own setup: its stderr says why. */
 		char *why = small_memory(k,
-		    sandbox_explain(buf_str(&k->bwrap_err)));
+		    sandbox_explain(kpipes_start_err(&k->pipes)));
 		unwatch_all(k);
 		sandbox_close_fds(&k->p);
 		free(k->kill_why);
@@ -1426,7 +1343,7 @@ klocal_free(struct klocal *k)
 	kframe_reader_free(&k->evr);
 	kernel_chan_free(&k->chan);
 	free(k->kill_why);
-	buf_free(&k->bwrap_err);
+	kpipes_free(&k->pipes);
 	free(k->stopped_why);
 	free(k);
 }
