@@ -4,7 +4,8 @@
 # with fd 3 = commands from terp, fd 4 = events to terp, fd 1/2 = the
 # cell's stdout/stderr pipes. Everything here treats user code as able to
 # do anything Python can: the channel is moved to high fds, stdout/stderr
-# are restored for every cell (at the last one's end), and the host validates every frame.
+# are restored for every cell (at the end of the one before), and the
+# host validates every frame.
 # Only what the first cell needs is imported here, and cheap modules at
 # that (C ones where Python's own modules pull in re, enum or the ast
 # machinery): the start of this file is on every session's path to its
@@ -497,7 +498,7 @@ def _scan_out():
 WATCH_MIN = 256
 # ...and in a long session whatever out/ holds: from its WATCH_CELLS-th
 # cell, or at once where ctypes is loaded already (numpy imports it):
-# the scan of even an empty out/ is 10 system calls a cell, the watch's
+# the scan of even an empty out/ is 6 system calls a cell, the watch's
 # look 2, and ctypes' import (4-12 ms) is paid where it pays off.
 WATCH_CELLS = 500
 _cells_seen = 0

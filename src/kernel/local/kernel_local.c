@@ -4,7 +4,9 @@
  * launches the sandbox (sandbox.c) in the session's folders
  * (workspace.c), reads the driver's frames (kernel_frame.c) and hands
  * artifacts to kernel_artifact.c, writes commands through kernel_chan.c,
- * streams output, and reports everything through the callbacks. Every
+ * streams output (its pipes: kernel_pipes.c), keeps track of the
+ * sandbox's processes (kernel_procs.c), and reports everything through
+ * the callbacks. Every
  * byte from the sandbox is hostile: a frame out of order is ignored,
  * garbage on the channel ends the sandbox. */
 #include "terp/kernel_local.h"
@@ -21,7 +23,6 @@
 
 #include <cjson/cJSON.h>
 
-#include "terp/buf.h"
 #include "terp/egress.h"
 #include "terp/kernel_artifact.h"
 #include "terp/kernel_chan.h"
@@ -31,7 +32,6 @@
 #include "terp/pipindex.h"
 #include "terp/sandbox.h"
 #include "terp/sandbox_start.h"
-#include "terp/sandbox_tree.h"
 #include "terp/util.h"
 #include "terp/workspace.h"
 
