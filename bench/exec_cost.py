@@ -7,6 +7,10 @@ the same run:
                the result event's duration_us (host clock) and the wall
                time per cell this script sees (last result - first result,
                / N), against a pipe to a Python exec() loop (the floor).
+  CPU          the whole tree's CPU time per cell (host, bwrap, driver;
+               a cgroup, bench/kernel.py's CpuGroup) of the same N cells
+               minus a run of one: what load on the machine barely moves,
+               where wall times on a shared machine vary 2-5x.
   out/ files   the same trivial cell with 10,000 files in out/ against the
                same session with none (added %).
   concurrent   8 `terp exec` runs of N trivial cells started together: total
@@ -36,6 +40,30 @@ def per_cell(env, cells, loop_from, iters):
     assert len(loop) == iters
     wall = (loop[-1]["_t"] - loop[0]["_t"]) * 1e6 / (iters - 1)
     return kernel.med([r["duration_us"] for r in loop]), wall
+
+
+def cpu_per_cell(env, iters, runs=3):
+    """Median over runs of (CPU us of N+1 cells - CPU us of 1) / N, or
+    None where no cgroup can count a process tree here."""
+    cg = kernel.CpuGroup("exec-cost")
+    if cg.kind is None:
+        return None
+    args = [kernel.TERP, "exec", "--json", "--python", "/usr/bin/python3", "--out", env.out]
+
+    def run(cells):
+        a = list(args)
+        for c in cells:
+            a += ["-c", c]
+        u0 = cg.usage_ms()
+        subprocess.run(a, stdout=subprocess.DEVNULL, env=env.env, cwd=env.dir,
+                       preexec_fn=cg.enter, check=True)
+        return cg.usage_ms() - u0
+    try:
+        xs = [(run(["x = 0"] + ["x += 1"] * iters) - run(["x = 0"])) * 1e3 / iters
+              for _ in range(runs)]
+    finally:
+        cg.close()
+    return kernel.med(xs)
 
 
 def out_files(env, iters, files):
@@ -88,18 +116,23 @@ def main():
         kernel.run_terp(env, ["1"])
         rt = per_cell(env, ["x = 0"] + ["x += 1"] * a.iters, 1, a.iters)
         pf = kernel.pipe_floor_roundtrip(a.iters)
+        cpu = cpu_per_cell(env, a.iters)
         none, many = out_files(env, min(a.iters, 500), a.files)
     finally:
         env.close()
     one, par = concurrent(a.par_iters, a.par)
     r = {"rt_us": rt[0], "rt_wall_us": rt[1], "floor_us": pf["median_us"],
          "out0_us": none[1], "outN_us": many[1], "files": a.files,
-         "one_cps": one, "par_cps": par, "par": a.par}
-    print("exec cost: %d cells, journal on disk" % a.iters)
+         "one_cps": one, "par_cps": par, "par": a.par, "cpu_us": cpu}
+    # A trivial cell in one long-lived `terp exec` session, not a whole
+    # `terp exec` process (that is the cold start: bench/kernel.py).
+    print("exec cost: %d cells in one `terp exec` session, journal on disk" % a.iters)
     print("  %-44s %8.0f us  (floor %.0f us: %.2fx)" % (
         "round trip, duration_us (median)", rt[0], pf["median_us"], rt[0] / pf["median_us"]))
     print("  %-44s %8.0f us  (floor %.0f us: %.2fx)" % (
         "round trip, wall per cell", rt[1], pf["median_us"], rt[1] / pf["median_us"]))
+    print("  %-44s %8s us  (whole tree: terp, bwrap, driver)" % (
+        "CPU per cell", "-" if cpu is None else "%.0f" % cpu))
     print("  %-44s %8.0f us  (none %.0f us: %+.1f %%)" % (
         "trivial cell with %d files in out/" % a.files, many[1], none[1],
         100 * (many[1] / none[1] - 1)))

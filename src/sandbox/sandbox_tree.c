@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -234,3 +235,103 @@ sandbox_tree_kill_strays(pid_t init, const pid_t *keep, int nkeep, int wait_ms)
 	return killed;
 }
 
+
+void
+sandbox_tree_known_init(struct sandbox_tree_known *q)
+{
+	q->n = 0;
+	for (int i = 0; i < SANDBOX_TREE_KNOWN; i++) {
+		q->pid[i] = 0;
+		q->task_fd[i] = q->kids_fd[i] = -1;
+	}
+}
+
+void
+sandbox_tree_known_reset(struct sandbox_tree_known *q)
+{
+	for (int i = 0; i < q->n; i++) {
+		if (q->task_fd[i] >= 0)
+			close(q->task_fd[i]);
+		if (q->kids_fd[i] >= 0)
+			close(q->kids_fd[i]);
+	}
+	sandbox_tree_known_init(q);
+}
+
+/* Opens the handles of want[0..n) unless they are open already. */
+static int
+known_open(struct sandbox_tree_known *q, const pid_t *want, int n)
+{
+	char path[80];
+
+	if (q->n == n && memcmp(q->pid, want, (size_t)n * sizeof *want) == 0)
+		return 0;
+	sandbox_tree_known_reset(q);
+	for (int i = 0; i < n; i++) {
+		q->pid[i] = want[i];
+		q->n = i + 1;
+		snprintf(path, sizeof path, "/proc/%d/task", (int)want[i]);
+		q->task_fd[i] = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		snprintf(path, sizeof path, "/proc/%d/task/%d/children", (int)want[i],
+		    (int)want[i]);
+		q->kids_fd[i] = open(path, O_RDONLY | O_CLOEXEC);
+		if (q->task_fd[i] < 0 || q->kids_fd[i] < 0) {
+			sandbox_tree_known_reset(q);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+int
+sandbox_tree_quiet(struct sandbox_tree_known *q, pid_t root, const pid_t *keep, int nkeep)
+{
+	pid_t want[SANDBOX_TREE_KNOWN];
+	int n = 0, kids = 0;
+
+	if (root <= 0)
+		return 0;
+	want[n++] = root;
+	for (int i = 0; i < nkeep; i++) {
+		int dup = keep[i] <= 0;
+		for (int j = 0; j < n && !dup; j++)
+			dup = want[j] == keep[i];
+		if (dup)
+			continue;
+		if (n == SANDBOX_TREE_KNOWN)
+			return 0;
+		want[n++] = keep[i];
+	}
+	if (known_open(q, want, n) < 0)
+		return 0;
+	for (int i = 0; i < n; i++) {
+		struct stat st;
+		char buf[512];
+		ssize_t got;
+		const char *p = buf;
+
+		/* one thread: its main thread's children are all its
+		 * children (a dead process has 2 links, no thread) */
+		if (fstat(q->task_fd[i], &st) < 0 || st.st_nlink != 3)
+			return 0;
+		got = pread(q->kids_fd[i], buf, sizeof buf - 1, 0);
+		if (got < 0 || (size_t)got >= sizeof buf - 1)
+			return 0;
+		buf[got] = '\0';
+		for (;;) {
+			char *end;
+			long v = strtol(p, &end, 10);
+			int known = 0;
+			if (end == p)
+				break;
+			p = end;
+			for (int j = 1; j < n; j++)
+				known |= v == want[j];
+			if (!known)
+				return 0;
+			kids++;
+		}
+	}
+	/* each known one (but root) the child of another: nothing else */
+	return kids == n - 1;
+}

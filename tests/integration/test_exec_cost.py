@@ -81,3 +81,46 @@ def test_exec_preloads_only_on_need(terp, tmp_path):
     r = terp("exec", "--json", data, "-c", show)
     assert r.rc == 0, r.err
     assert r.stdout_of(1) == "1\n"
+
+
+def test_a_long_session_watches_out_and_misses_nothing(terp, tmp_path):
+    """From the WATCH_CELLS-th cell, out/ is watched whatever it holds (a
+    listing costs 10 system calls a cell, the watch's look 2), and what
+    the cells write there still arrives: a new file, the same file
+    changed in place, a file in a new folder and the cell after it."""
+    probe = "import sys\nm = sys.modules['__main__']\nprint(type(m._watch).__name__)"
+    cells = [probe, "x = 0"] + ["x += 1"] * 500 + [
+        probe,
+        "open('/workspace/out/late.txt', 'w').write('one')",
+        "x += 1",
+        "open('/workspace/out/late.txt', 'a').write(' two')",     # in place
+        "import os; os.makedirs('/workspace/out/d'); open('/workspace/out/d/a.txt', 'w').write('a')",
+        "open('/workspace/out/d/b.txt', 'w').write('b')",         # the new folder's
+        "x",
+    ]
+    args = ["exec", "--json"]
+    for c in cells:
+        args += ["-c", c]
+    r = terp(*args, timeout=180)
+    assert r.rc == 0, r.err
+    res = r.results()
+    assert [e["status"] for e in res] == ["ok"] * len(cells), [e for e in res if e["status"] != "ok"][:1]
+    n = len(cells)
+    assert r.stdout_of(1) == "NoneType\n"          # a short session lists out/
+    assert r.stdout_of(n - 6) == "_OutWatch\n"      # a long one watches it
+    by = {}
+    for a in r.of("artifact"):
+        by.setdefault(a["cell"], []).append(a["name"])
+    assert by == {n - 5: ["late.txt"], n - 3: ["late.txt"], n - 2: ["d_a.txt"],
+                  n - 1: ["d_b.txt"]}, by
+    assert (tmp_path / "out" / "late.txt").read_text() == "one two"
+    assert res[-1]["value"] == "501"
+
+
+def test_where_ctypes_is_loaded_out_is_watched_at_once(terp):
+    probe = "import sys\nm = sys.modules['__main__']\nprint(type(m._watch).__name__)"
+    r = terp("exec", "--json", "-c", "import ctypes", "-c", probe,
+             "-c", "open('/workspace/out/w.txt', 'w').write('w')")
+    assert r.rc == 0, r.err
+    assert r.stdout_of(2) == "_OutWatch\n"
+    assert [(a["cell"], a["name"]) for a in r.of("artifact")] == [(3, "w.txt")]

@@ -4,7 +4,9 @@
  * launches the sandbox (sandbox.c) in the session's folders
  * (workspace.c), reads the driver's frames (kernel_frame.c) and hands
  * artifacts to kernel_artifact.c, writes commands through kernel_chan.c,
- * streams output, and reports everything through the callbacks. Every
+ * streams output (its pipes: kernel_pipes.c), keeps track of the
+ * sandbox's processes (kernel_procs.c), and reports everything through
+ * the callbacks. Every
  * byte from the sandbox is hostile: a frame out of order is ignored,
  * garbage on the channel ends the sandbox. */
 #include "terp/kernel_local.h"
@@ -16,13 +18,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
 
-#include "terp/buf.h"
 #include "terp/egress.h"
 #include "terp/kernel_artifact.h"
 #include "terp/kernel_chan.h"
@@ -32,17 +32,16 @@
 #include "terp/pipindex.h"
 #include "terp/sandbox.h"
 #include "terp/sandbox_start.h"
-#include "terp/sandbox_tree.h"
 #include "terp/util.h"
-#include "terp/utf8carry.h"
 #include "terp/workspace.h"
 
 #include "driver_py.h"
 #include "kernel_input.h"
+#include "kernel_pipes.h"
+#include "kernel_procs.h"
 #include "kernel_pyinfo.h"
 #include "egress_fwd_py.h"
 
-#define STDERR_KEEP	4096		/* bwrap's own messages, for setup errors */
 #define CODE_MAX	(64u << 20)	/* a cell's code */
 #define DEATH_WAIT_MS	2000	/* after the channel closed, before the kill */
 #define DEATH_POLL_MS	5	/* without pidfds only: how often to look */
@@ -67,9 +66,7 @@ struct klocal {
 	enum kernel_state	 state;
 	int			 loaded;	/* preload finished */
 	struct sandbox_proc	 p;
-	pid_t			 init_pid;	/* bwrap's init in the host ns */
-	pid_t			 py_pid;
-	int			 exit_code;	/* from --json-status-fd, -1 unknown */
+	struct kprocs		 procs;		/* init, Python, forwarder, strays */
 	int			 we_killed;
 	/* SIGINTs sent to this sandbox's Python: each exec command says how
 	 * many came before it, so the driver tells an interrupt meant for
@@ -84,9 +81,8 @@ struct klocal {
 	struct sandbox_run	 run;		/* its cgroup, across sandboxes */
 
 	struct kframe_reader	 evr;		/* the driver's events */
-	struct buf		 statusbuf, bwrap_err;
 	struct kernel_chan	 chan;		/* terp's commands to the driver */
-	struct utf8carry	 carry[2];	/* cut UTF-8 sequences */
+	struct kpipes		 pipes;		/* its stdout and stderr */
 
 	/* the running cell */
 	int			 cur;		/* 0: none */
@@ -106,16 +102,15 @@ struct klocal {
 
 	struct kpyinfo		 py;		/* its packages, the driver's code */
 
-	/* Egress: the proxy (NULL without allowed hosts), and the
-	 * forwarder the driver started, spared when a cell's strays die
-	 * for as long as its pidfd says it is the same process. */
+	/* Egress: the proxy (NULL without allowed hosts); the forwarder
+	 * the driver started is spared when a cell's strays die (procs). */
 	struct kernel_net	*net;
-	struct sandbox_pinned	 fwd;
 
 };
 
 static void kernel_on_ev(struct loop *l, int fd, int revents, void *arg);
 static void kernel_on_out(struct loop *l, int fd, int revents, void *arg);
+static void pipes_emit(void *arg, int stream, const char *p, size_t n);
 static void kernel_on_status(struct loop *l, int fd, int revents, void *arg);
 static void kernel_begin_death(struct klocal *k);
 static const struct sandbox_disk_cbs disk_cbs;
@@ -352,8 +347,7 @@ klocal_new(struct loop *l, const struct kernel_opts *o, const struct kernel_cbs 
 	k->p.pid = -1;
 	k->p.cmd_fd = k->p.ev_fd = k->p.out_fd = k->p.err_fd = k->p.status_fd = -1;
 	k->p.life_fd = k->p.pid_fd = -1;
-	k->exit_code = -1;
-	k->fwd.pidfd = -1;
+	kprocs_init(&k->procs);
 	kpyinfo_cached(&k->py, o, driver_py_sha256);
 	k->ws = workspace_new(o->session_dir, o->no_sandbox, o->disk, o->disk_files);
 	sandbox_run_disk(&k->run, l, k->ws, o->disk != 0, &disk_cbs, k);
@@ -372,8 +366,7 @@ klocal_new(struct loop *l, const struct kernel_opts *o, const struct kernel_cbs 
 			kernel_artifact_adopt(k->art, o->own_files[i].name,
 			    o->own_files[i].bytes);
 	}
-	buf_init(&k->statusbuf, 64 * 1024);
-	buf_init(&k->bwrap_err, STDERR_KEEP);
+	kpipes_init(&k->pipes, pipes_emit, k);
 	return k;
 }
 
@@ -411,7 +404,7 @@ disk_root(void *arg)
 {
 	const struct klocal *k = arg;
 
-	return k->init_pid > 0 ? k->init_pid : k->py_pid;
+	return kprocs_root(&k->procs);
 }
 
 /* The workspace over its limits (sandbox_run_disk, from its timer). */
@@ -433,16 +426,6 @@ disk_over(void *arg, char *why)
 
 static const struct sandbox_disk_cbs disk_cbs = { .root = disk_root, .over = disk_over };
 
-/* At "ready", before any cell ran: the driver's only child is the
- * forwarder it started (egress_fwd.py). */
-static void
-fwd_find(struct klocal *k)
-{
-	sandbox_tree_unpin(&k->fwd);
-	if (k->net != NULL && !k->o->no_sandbox)
-		sandbox_tree_pin_only_child(&k->fwd, k->py_pid);
-}
-
 /* At a cell's end: the processes it left behind go (they are not
  * bounded by the cell's time limit otherwise), and the disk is
  * checked. The driver's Python stays. */
@@ -451,11 +434,7 @@ cell_cleanup(struct klocal *k)
 {
 	if (k->p.pid <= 0 || k->dying)
 		return;
-	if (k->py_pid > 0) {
-		pid_t keep[2] = { k->py_pid, sandbox_tree_pinned_alive(&k->fwd) ? k->fwd.pid : 0 };
-		sandbox_tree_kill_strays(k->init_pid > 0 ? k->init_pid : k->py_pid, keep, 2,
-		    STRAY_WAIT_MS);
-	}
+	kprocs_cell_end(&k->procs, STRAY_WAIT_MS);
 	sandbox_run_disk_soon(&k->run);	/* from the loop: a kill now would
 					 * finish this very cell twice */
 }
@@ -533,16 +512,11 @@ static void
 launch_reset(struct klocal *k)
 {
 	kframe_reader_reset(&k->evr);
-	buf_reset(&k->statusbuf);
-	buf_reset(&k->bwrap_err);
-	k->carry[0].n = k->carry[1].n = 0;
-	k->exit_code = -1;
+	kpipes_reset(&k->pipes);
 	k->we_killed = 0;
 	k->dying = 0;
 	k->loaded = 0;
-	k->init_pid = k->o->no_sandbox ? -1 : 0;
-	k->py_pid = -1;
-	sandbox_tree_unpin(&k->fwd);
+	kprocs_reset(&k->procs, k->o->no_sandbox);
 	free(k->kill_why);
 	k->kill_why = NULL;
 }
@@ -563,7 +537,7 @@ launch(struct klocal *k, char **err)
 	if (sandbox_start(&k->run, &s, k->ws, id ? id + 1 : NULL, &k->p, err) < 0)
 		return -1;
 	if (k->o->no_sandbox)
-		k->py_pid = k->p.pid;
+		kprocs_set_python(&k->procs, k->p.pid);
 	watch_all(k);
 	sandbox_run_disk_arm(&k->run);
 	if (k->stopped_why != NULL) {
@@ -603,109 +577,37 @@ klocal_start(struct klocal *k, char **err)
 
 /* ------------------------------------------------------------ output */
 
-struct out_to {
-	struct klocal	*k;
-	int		 cell, stream;
-};
-
+/* What the pipes read (kernel_pipes.c), to the running cell, or
+ * between cells to the last one. */
 static void
-out_emit(void *arg, const char *p, size_t n)
+pipes_emit(void *arg, int stream, const char *p, size_t n)
 {
-	struct out_to *o = arg;
+	struct klocal *k = arg;
 
-	o->k->cb.output(o->k->arg, o->cell, o->stream, p, n);
+	if (k->cb.output)
+		k->cb.output(k->arg, k->cur ? k->cur : k->last, stream, p, n);
 }
 
-/* A read may end inside a UTF-8 sequence: the cut tail waits for the
- * next read (utf8carry), so the frontends never see half a character. */
+/* terp's own lines (notes), after what the cell printed. */
 static void
 emit_output(struct klocal *k, int stream, const char *p, size_t n)
 {
-	struct out_to o = { k, k->cur ? k->cur : k->last, stream };
-
-	if (k->cb.output == NULL || n == 0)
-		return;
-	utf8carry_feed(&k->carry[stream], p, n, out_emit, &o);
-}
-
-static void
-flush_carry(struct klocal *k)
-{
-	for (int s = 0; s < 2; s++) {
-		struct out_to o = { k, k->cur ? k->cur : k->last, s };
-		if (k->cb.output)
-			utf8carry_flush(&k->carry[s], out_emit, &o);
-		k->carry[s].n = 0;
-	}
-}
-
-/* Bytes from the sandbox's stdout/stderr. Until the driver is ready
- * they are bwrap's (or Python's) start-up complaints: kept for the
- * error message, not shown as a cell's output. */
-static void
-on_bytes(struct klocal *k, int stream, const char *b, size_t n)
-{
-	if (k->state == KERNEL_STARTING) {
-		/* The start of it holds bwrap's message; the rest is dropped. */
-		size_t room = k->bwrap_err.max - k->bwrap_err.len;
-		int rc = buf_add(&k->bwrap_err, b, n < room ? n : room);
-		assert(rc == 0);	/* within max by construction */
-		(void)rc;
-		return;
-	}
-	emit_output(k, stream, b, n);
-}
-
-/* Reads what is in the pipe now. Returns 0, or -1 at EOF. */
-static int
-drain_fd(struct klocal *k, int fd, int stream)
-{
-	char b[65536];
-	int rounds = 0;
-
-	/* Bounded rounds: a flooding cell must not starve the loop. */
-	while (rounds++ < 64) {
-		ssize_t n = read(fd, b, sizeof b);
-		if (n > 0) {
-			on_bytes(k, stream, b, (size_t)n);
-			continue;
-		}
-		if (n == 0)
-			return -1;
-		if (errno == EINTR)
-			continue;
-		return 0;
-	}
-	return 0;
+	kpipes_bytes(&k->pipes, stream, p, n, 0);
 }
 
 static void
 kernel_on_out(struct loop *l, int fd, int revents, void *arg)
 {
 	struct klocal *k = arg;
-	int stream = fd == k->p.err_fd ? 1 : 0;
 
-	if (drain_fd(k, fd, stream) < 0)
+	if (kpipes_read(&k->pipes, fd, fd == k->p.err_fd, k->state == KERNEL_STARTING) < 0)
 		loop_unwatch(l, fd);
 }
 
-/* Drains both pipes completely: the driver wrote a cell's output before
- * its result frame, so everything of the cell is in the pipes now. */
 static void
 drain_all(struct klocal *k)
 {
-	for (int s = 0; s < 2; s++) {
-		int fd = s ? k->p.err_fd : k->p.out_fd;
-		if (fd < 0)
-			continue;
-		for (int i = 0; i < 1024; i++) {
-			char b[65536];
-			ssize_t n = read(fd, b, sizeof b);
-			if (n <= 0)
-				break;
-			on_bytes(k, s, b, (size_t)n);
-		}
-	}
+	kpipes_drain(&k->pipes, k->p.out_fd, k->p.err_fd, k->state == KERNEL_STARTING);
 }
 
 /* A line about the cell's artifacts, after what the cell printed. */
@@ -748,7 +650,7 @@ finish_cell(struct klocal *k, struct kernel_result *r)
 	cell_cleanup(k);
 	cancel_timers(k);
 	kernel_artifact_cell_end(k->art);
-	flush_carry(k);
+	kpipes_flush(&k->pipes);
 	r->duration_us = now_us() - k->cur_start;
 	r->duration_ms = r->duration_us / 1000;
 	k->last = n;
@@ -947,9 +849,7 @@ handle_frame(struct klocal *k, const char *line, size_t len)
 	case KF_READY:
 		if (k->state != KERNEL_STARTING)
 			break;
-		if (!k->o->no_sandbox && k->init_pid > 0)
-			k->py_pid = sandbox_tree_python(k->init_pid);
-		fwd_find(k);
+		kprocs_ready(&k->procs, k->net != NULL && !k->o->no_sandbox);
 		kpyinfo_ready(&k->py, k->o, &f);
 		set_state(k, k->loaded ? KERNEL_READY : KERNEL_LOADING,
 		    k->loaded ? NULL : "loading pandas, numpy, matplotlib");
@@ -1023,56 +923,22 @@ kernel_on_ev(struct loop *l, int fd, int revents, void *arg)
 			if (k->dying || k->p.ev_fd != fd)
 				return;
 		}
+		/* A short read emptied the pipe: the loop's next poll says
+		 * when there is more (a read for EAGAIN cost a system call
+		 * a frame). */
+		if ((size_t)n < sizeof b)
+			return;
 	}
 }
 
-/* bwrap's JSON status lines: {"child-pid": N, ...} then {"exit-code": N}. */
+/* bwrap's JSON status lines (kprocs_status). */
 static void
 kernel_on_status(struct loop *l, int fd, int revents, void *arg)
 {
 	struct klocal *k = arg;
-	char b[4096];
-	ssize_t n;
 
-	while ((n = read(fd, b, sizeof b)) > 0) {
-		if (buf_add(&k->statusbuf, b, (size_t)n) < 0)
-			buf_reset(&k->statusbuf);
-		for (;;) {
-			char *nl = memchr(k->statusbuf.data, '\n', k->statusbuf.len);
-			cJSON *j, *v;
-			if (nl == NULL)
-				break;
-			j = cJSON_ParseWithLength(k->statusbuf.data,
-			    (size_t)(nl - k->statusbuf.data));
-			if ((v = cJSON_GetObjectItem(j, "child-pid")) && cJSON_IsNumber(v))
-				k->init_pid = (pid_t)v->valueint;
-			if ((v = cJSON_GetObjectItem(j, "exit-code")) && cJSON_IsNumber(v))
-				k->exit_code = v->valueint;
-			cJSON_Delete(j);
-			buf_consume(&k->statusbuf, (size_t)(nl - k->statusbuf.data) + 1);
-		}
-	}
-	if (n == 0)
+	if (kprocs_status(&k->procs, fd))
 		loop_unwatch(l, fd);
-}
-
-static void
-signal_python(struct klocal *k, int sig)
-{
-	if (k->init_pid == 0 && k->p.status_fd >= 0)
-		kernel_on_status(k->loop, k->p.status_fd, POLLIN, k);
-	if (k->py_pid <= 0 && k->init_pid > 0)
-		k->py_pid = sandbox_tree_python(k->init_pid);
-	if (k->py_pid > 0) {
-		/* A pidfd pins the process: no signal to a recycled pid. */
-		int pfd = (int)syscall(SYS_pidfd_open, k->py_pid, 0);
-		if (pfd >= 0) {
-			syscall(SYS_pidfd_send_signal, pfd, sig, NULL, 0);
-			close(pfd);
-		} else {
-			kill(k->py_pid, sig);
-		}
-	}
 }
 
 static void
@@ -1110,7 +976,7 @@ stop_cell(struct klocal *k, enum stop_cause why)
 		return;
 	}
 	k->nints++;
-	signal_python(k, SIGINT);
+	kprocs_signal(&k->procs, k->p.status_fd, SIGINT);
 	if (k->grace_timer == 0)
 		k->grace_timer = loop_timer_add(k->loop, k->o->grace_ms, on_grace, k);
 }
@@ -1232,7 +1098,7 @@ death_reason(struct klocal *k, int wstatus)
 		free(m);
 		return r;
 	}
-	return sandbox_exit_reason(k->exit_code, wstatus);
+	return sandbox_exit_reason(k->procs.exit_code, wstatus);
 }
 
 static void
@@ -1249,10 +1115,10 @@ finish_death(struct klocal *k, int wstatus)
 	k->death_timer = 0;
 	drain_all(k);
 	kernel_artifact_abandon(k->art, "incomplete: the session ended while it was copied");
-	if (starting && !k->o->no_sandbox && k->exit_code < 0) {
+	if (starting && !k->o->no_sandbox && k->procs.exit_code < 0) {
 		/* bwrap failed in its own setup: its stderr says why. */
 		char *why = small_memory(k,
-		    sandbox_explain(buf_str(&k->bwrap_err)));
+		    sandbox_explain(kpipes_start_err(&k->pipes)));
 		unwatch_all(k);
 		sandbox_close_fds(&k->p);
 		free(k->kill_why);
@@ -1305,7 +1171,7 @@ reap_death(struct klocal *k)
 	pid_t r = 0;
 
 	if (k->p.status_fd >= 0)
-		kernel_on_status(k->loop, k->p.status_fd, POLLIN, k);
+		(void)kprocs_status(&k->procs, k->p.status_fd);
 	if (k->p.pid > 0) {
 		r = waitpid(k->p.pid, &status, WNOHANG);
 		if (r == 0 || (r < 0 && errno == EINTR))
@@ -1316,7 +1182,7 @@ reap_death(struct klocal *k)
 		status = -1;
 	k->p.pid = -1;
 	if (k->p.status_fd >= 0)
-		kernel_on_status(k->loop, k->p.status_fd, POLLIN, k);
+		(void)kprocs_status(&k->procs, k->p.status_fd);
 	finish_death(k, status);
 	return 1;
 }
@@ -1387,6 +1253,7 @@ stop_now(struct klocal *k)
 	unwatch_all(k);
 	sandbox_run_kill(&k->run);
 	sandbox_kill(&k->p);
+	kprocs_forget(&k->procs);
 	kernel_artifact_abandon(k->art, NULL);
 	free(k->kill_why);
 	k->kill_why = NULL;
@@ -1470,14 +1337,13 @@ klocal_free(struct klocal *k)
 	sandbox_run_free(&k->run);
 	workspace_free(k->ws);		/* the uid is free again */
 	kernel_net_free(k->net);	/* after the sandbox: no client is left */
-	sandbox_tree_unpin(&k->fwd);
+	kprocs_free(&k->procs);
 	kpyinfo_free(&k->py);
 	kernel_artifact_free(k->art);
 	kframe_reader_free(&k->evr);
 	kernel_chan_free(&k->chan);
 	free(k->kill_why);
-	buf_free(&k->statusbuf);
-	buf_free(&k->bwrap_err);
+	kpipes_free(&k->pipes);
 	free(k->stopped_why);
 	free(k);
 }
