@@ -8,7 +8,8 @@ nobody (a forked child that drops to uid 65534).
 
 Item 10: a symlinked data file arrived as a dangling link, a FIFO hung
 terp, and staging copied big files. Now data files are opened without
-blocking, followed to the real file, refused in one line unless regular,
+blocking, followed to the real file, refused in one line unless regular
+(or a folder: test_data_folder.py),
 and bound into the sandbox by their fd (no copy) when the sandbox uid can
 read them.
 """
@@ -133,15 +134,6 @@ def test_fifo_is_refused_at_once_in_one_line(terp, tmp_path):
     assert res.rc == 2, res
     lines = res.err.strip().splitlines()
     assert len(lines) == 1 and "FIFO" in lines[0] and str(fifo) in lines[0], res
-
-
-def test_folder_is_refused_in_one_line(terp, tmp_path):
-    d = tmp_path / "adir"
-    d.mkdir()
-    res = terp("exec", d, "-c", "print(1)", timeout=SAFETY_S)
-    assert res.rc == 2, res
-    lines = res.err.strip().splitlines()
-    assert len(lines) == 1 and "folder" in lines[0], res
 
 
 def blocks_under(path):
