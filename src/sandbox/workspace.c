@@ -709,17 +709,17 @@ data_claim(struct workspace *w, const char *base, int dir, int *out, char **err)
 }
 
 /* As root: the idmapping the sandbox's uid needs to read the open file
- * st through a mount (-1: none, it can read it already), or -2 when a
+ * st through a mount (-1: none, readable: it can read it already), or -2 when a
  * mount cannot help or the kernel refuses one here (the file is then
  * copied). The clone is tried once now, so that a launch finds it works. */
 static int
-mount_userns(const struct workspace *w, int fd, const struct stat *st)
+mount_userns(const struct workspace *w, int fd, const struct stat *st, int readable)
 {
 	int ns = -1, m;
 
 	if (w->no_sandbox || w->uid == 0 || geteuid() != 0 || st->st_nlink == 0)
 		return -2;
-	if (!uid_can_read(w, st)) {
+	if (!readable) {
 		/* through the mount the sandbox's uid is the owner */
 		mode_t need = S_IRUSR | (S_ISDIR(st->st_mode) ? S_IXUSR : 0);
 		if ((st->st_mode & need) != need)
@@ -850,6 +850,37 @@ remove_tree(int dfd)
 	closedir(d);
 }
 
+struct unreadable {
+	const struct workspace	*w;
+	uint64_t		 n;
+};
+
+static void
+count_unreadable(void *arg, const char *rel, const struct stat *st)
+{
+	struct unreadable *u = arg;
+
+	(void)rel;
+	if ((S_ISREG(st->st_mode) || S_ISDIR(st->st_mode)) && !uid_can_read(u->w, st))
+		u->n++;
+}
+
+/* Whether the sandbox's uid can read the folder in and all it holds
+ * (as root a 0600 file inside is not: the folder is then mounted,
+ * idmapped, instead of bound). */
+static int
+folder_readable(const struct workspace *w, int in, const struct stat *st)
+{
+	struct unreadable u = { .w = w };
+	struct dirsum s;
+
+	if (w->uid == 0)
+		return 1;
+	if (!uid_can_read(w, st) || dirsum_walk(in, &s, count_unreadable, &u) < 0)
+		return 0;
+	return u.n == 0;
+}
+
 /* A folder given as data (a partitioned Parquet dataset, a folder of
  * monthly CSVs), bounded by folder_check: bound read-only as a folder,
  * by its fd like a file, or as root given as a mount (idmapped where the
@@ -861,12 +892,15 @@ stage_folder(struct workspace *w, const char *host_path, const char *base, int i
     const struct stat *st, int running, char **err)
 {
 	char *name = NULL;
-	int ns = -1, mount = 0, out = -1;
+	int ns = -1, mount = 0, out = -1, readable;
 
 	if (folder_check(host_path, in, w->disk, NULL, err) < 0)
 		goto fail;
+	readable = folder_readable(w, in, st);
+
 	if (!running && w->nbinds < SANDBOX_MAX_BINDS && !w->no_sandbox &&
-	    (bindable(w, in, st) || (mount = 1, ns = mount_userns(w, in, st)) != -2)) {
+	    ((readable && bindable(w, in, st)) ||
+	    (mount = 1, ns = mount_userns(w, in, st, readable)) != -2)) {
 		if ((name = data_claim(w, base, 1, &out, err)) == NULL ||
 		    wsdata_place(w, name, mount, err) < 0)
 			goto fail;
@@ -953,7 +987,7 @@ workspace_stage(struct workspace *w, const char *host_path, int running, char **
 		    xasprintf("/workspace/data/%s", name);
 	}
 	if (!running && w->nbinds < SANDBOX_MAX_BINDS &&
-	    (ns = mount_userns(w, in, &st)) != -2) {
+	    (ns = mount_userns(w, in, &st, uid_can_read(w, &st))) != -2) {
 		if ((name = data_claim(w, base, 0, NULL, err)) == NULL ||
 		    wsdata_place(w, name, 1, err) < 0) {
 			free(name);

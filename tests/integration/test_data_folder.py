@@ -163,3 +163,31 @@ def test_folder_loaded_into_a_running_session_is_copied_read_only(fake_model, tm
     s = t.wait(r"\[2\] you · ok", timeout=30)
     assert "SUM 75 False False False" in s, s
     assert MARKER not in s
+
+
+def test_private_folder_as_root_is_mounted_readable(terp, tmp_path):
+    """As root, a folder the sandbox's uid cannot read, or one holding 0600
+    files, is mounted read-only and idmapped (as a 0600 file is): its
+    files read in the cell, nothing copied, nothing writable."""
+    import os
+    if os.geteuid() != 0:
+        import pytest
+        pytest.fail("this checks terp running as root; run the tests as root",
+                    pytrace=False)
+    for mode in (0o700, 0o755):
+        d = monthly(tmp_path, "private-%o" % mode)
+        for f in d.iterdir():
+            f.chmod(0o600)
+        d.chmod(mode)
+        res = terp("exec", "--json", d, "-c",
+                   "import pandas as pd\n"
+                   "p = '/workspace/data/%s/'\n"
+                   "print(int(sum(pd.read_csv(p + m + '.csv').sales.sum() for m in "
+                   "['jan', 'feb', 'mar'])))\n"
+                   "try:\n"
+                   "    open(p + 'jan.csv', 'a')\n"
+                   "except OSError as e:\n"
+                   "    print(e.strerror)\n" % d.name, timeout=SAFETY_S)
+        assert res.rc == 0, res
+        assert res.stdout_of(1) == "75\nRead-only file system\n", (mode, res)
+        assert (d / "jan.csv").read_text() == "day,sales\n1,10\n2,5\n"
