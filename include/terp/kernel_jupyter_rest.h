@@ -1,6 +1,6 @@
 /* kernel_jupyter_rest: the Jupyter backend's REST calls to its server
- * (kernelspecs, contents, kernels), several in flight at once through
- * http.c in the loop. Each answer is bounded (max), its body kept, and
+ * (kernelspecs, contents, kernels), several in flight at once, each one
+ * kernel_rest.h call. Each answer is bounded (max), its body kept, and
  * handed to the call's done once; a failure becomes one line
  * (jrest_problem). A generation number tells answers to an abandoned
  * sequence from current ones (the owner bumps it, the answer carries the
@@ -11,8 +11,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "terp/buf.h"
 #include "terp/http.h"
+#include "terp/kernel_rest.h"
+#include "terp/loop.h"
 
 struct jreq;
 /* ctx is the call's (jrest.owner by default); the request is freed
@@ -25,9 +26,7 @@ struct jrest;
 struct jreq {
 	struct jrest	*r;
 	struct jreq	*next;
-	struct http_xfer *x;
-	struct buf	 body;
-	int		 over;		/* the body passed its bound */
+	struct krest	 k;		/* the call: k.body its answer, k.over past max */
 	jreq_done	 done;
 	void		*ctx;
 	int		 i;		/* the generation it was sent under, or the caller's */
@@ -38,6 +37,7 @@ struct jreq {
  * these set). The strings are owned (jrest_free frees them). */
 struct jrest {
 	void		*owner;		/* handed to every done */
+	struct loop	*loop;
 	struct http	*http;		/* http_new(loop) before the first call */
 	char		*base;		/* http(s)://host[:port][/base], no trailing '/' */
 	char		*where;		/* "jupyter host:port", for messages */

@@ -314,7 +314,14 @@ const char *cell_status_name(enum cell_status s);
 /* The status named s (cell_status_name's), or -1. */
 int cell_status_parse(const char *s);
 /* The cell's stream (0 stdout, 1 stderr) as text, as a notebook shows
- * it (carriage returns resolved, outnorm.h): a new string. */
+ * it (carriage returns resolved, outnorm.h; display regions in place
+ * with their last updates, outdisp.h): a new string. */
 char *cell_output(const struct cell *c, int stream, size_t *len);
+/* The same, and where its display regions are (*spans: a new array the
+ * caller frees, NULL when none; *nspans their count): the Markdown ones
+ * are rendered, the export writes them as display_data. */
+struct outdisp_span;
+char *cell_output_spans(const struct cell *c, int stream, size_t *len,
+    struct outdisp_span **spans, size_t *nspans);
 
 #endif

@@ -56,6 +56,30 @@ int tui_gfx_da1_sixel(const char *answer, size_t len);
  * when out is full. */
 int tui_gfx_kitty(struct buf *out, const void *png, size_t len, int cols,
     int rows);
+/* The most rows and columns a kitty placeholder picture may take (the
+ * diacritics table's length). */
+#define TUI_GFX_PLACE_MAX	100
+/* kitty, Unicode placeholders: transmits the PNG as image id (1..255)
+ * with a virtual placement of cols x rows cells ("a=T,U=1,f=100,q=2,
+ * i=ID,c=C,r=R"), chunked as tui_gfx_kitty; nothing is drawn until
+ * placeholder cells (tui_gfx_kitty_row) in the foreground colour id
+ * are. Returns 0 or -1 when out is full. */
+int tui_gfx_kitty_virtual(struct buf *out, const void *png, size_t len,
+    int id, int cols, int rows);
+/* kitty: deletes image id and its placements ("a=d,d=I,i=ID,q=2"). */
+int tui_gfx_kitty_delete(struct buf *out, int id);
+/* kitty: row `row` of a placeholder picture, cols cells of U+10EEEE each
+ * followed by the row's and the column's diacritics (UTF-8; both always
+ * given, so a cell redrawn alone is still placed). -1 when row or cols
+ * is out of 0..TUI_GFX_PLACE_MAX or out is full. */
+int tui_gfx_kitty_row(struct buf *out, int row, int cols);
+/* The cells a w x h picture takes within *cols x *rows cells of cellw x
+ * cellh pixels, its aspect kept; written back, each at least 1. */
+void tui_gfx_box(uint32_t w, uint32_t h, int cellw, int cellh, int *cols,
+    int *rows);
+/* src (w x h RGBA) area-averaged to nw x nh: a new buffer the caller
+ * frees, or NULL when out of memory. */
+uint8_t *tui_gfx_scale(const uint8_t *src, int w, int h, int nw, int nh);
 /* kitty: deletes every image shown (on leaving the preview). */
 int tui_gfx_kitty_clear(struct buf *out);
 /* iTerm2: OSC 1337 inline file, fit to cols x rows cells, the aspect

@@ -20,6 +20,9 @@ struct tline {
 	struct tseg	*seg;	/* owned */
 	int		 nseg, cap;
 	int		 tag;	/* what the line belongs to (cell number...) */
+	int		 pic;	/* > 0: row pic_row of the TUI's inline
+				 * picture pic - 1, drawn over it in pixels */
+	int		 pic_row;
 };
 
 struct tlines {

@@ -7,11 +7,9 @@
 #include "terp/agent.h"
 
 #include <assert.h>
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "terp/buf.h"
 #include "terp/cost.h"
@@ -20,19 +18,18 @@
 #include "terp/ledger.h"
 #include "terp/llm.h"
 #include "terp/netlog.h"
-#include "terp/datadesc.h"
-#include "terp/outcap.h"
-#include "terp/outnorm.h"
 #include "terp/sanitize.h"
 #include "terp/util.h"
+
+#include "cellout.h"
+#include "prompt.h"
+#include "textcall.h"
 
 /* The bytes of an unknown tool's name repeated to the model and shown. */
 #define TOOL_NAME_SHOWN	100
 
 struct agent {
-	/* the data files' part of the system prompt, made once per set of
-	 * files (it reads them: not every request) and its key */
-	char			*files_desc, *files_key;
+	struct prompt_files	 files;		/* the system prompt's data files */
 	struct loop		*loop;
 	struct notebook		*nb;
 	struct kernel_opts	 kopts;		/* our copy: we stage the files */
@@ -56,26 +53,21 @@ struct agent {
 	int			 next_call;
 	int			 cell_running;	/* the model's cell, or 0 */
 	int			 hand_running;	/* cells run by hand in flight */
+	int			 hand_from;	/* prompt_hand_cells' start */
 	struct buf		 notes;		/* things to tell the model next */
 	int			 failed;
 	struct usage		 last_usage;	/* the last model call's, priced */
 	struct context		*cx;		/* the window; NULL without a model */
 	int			 ctx_retried;	/* this turn's request was refused */
 	int			 waiting_python;	/* agent_wait_python */
-	/* The running cell's output on its way to the notebook and the
-	 * frontends, in whole lines or what came within OUT_FLUSH_MS. */
-	struct outnorm		 onorm[2];
-	int			 onorm_cell;
-	uint64_t		 onorm_timer;
+	/* the running cell's output on its way to the notebook and the
+	 * frontends */
+	struct cellout		 out;
 	/* --ask: each model cell waits for agent_approve (EV_APPROVE) */
 	int			 ask;
 	char			*wait_id, *wait_code;	/* the call waiting */
 	int			 edited_cell;	/* ran the user's version, or 0 */
 };
-
-/* ipykernel flushes a cell's streams every 0.2 s. */
-#define OUT_FLUSH_MS	200
-#define OUT_HOLD	(64 * 1024)	/* of one unfinished line */
 
 static void agent_next_call(struct agent *a);
 static void agent_turn(struct agent *a);
@@ -115,70 +107,13 @@ maybe_idle(struct agent *a)
 
 /* ------------------------------------------------------------ kernel side */
 
-struct out_piece {
-	struct agent	*a;
-	int		 cell, stream;
-};
-
-static void
-out_piece(void *arg, const char *p, size_t len)
-{
-	struct out_piece *o = arg;
-	struct event ev = { .type = o->stream ? EV_STDERR : EV_STDOUT,
-	    .cell = notebook_cell(o->a->nb, o->cell), .text = p, .len = len };
-
-	notebook_cell_output(o->a->nb, o->cell, o->stream, p, len);
-	emit(o->a, &ev);
-}
-
-static void
-out_flush_stream(struct agent *a, int s, int final)
-{
-	struct out_piece o = { a, a->onorm_cell, s };
-
-	outnorm_flush(&a->onorm[s], final, out_piece, &o);
-}
-
-/* final: the cell ended (or another one's output comes). */
-static void
-out_flush(struct agent *a, int final)
-{
-	for (int s = 0; s < 2; s++)
-		out_flush_stream(a, s, final);
-	if (final) {
-		loop_timer_cancel(a->loop, a->onorm_timer);
-		a->onorm_timer = 0;
-	}
-}
-
-static void
-on_out_timer(struct loop *l, void *arg)
-{
-	struct agent *a = arg;
-
-	(void)l;
-	a->onorm_timer = 0;
-	out_flush(a, 0);
-}
-
-/* Raw output in whatever writes the cell made: coalesced (outnorm.h),
- * so that print('IDX', x) is one piece, not four, and a progress bar's
- * rewrites within a flush are one. */
+/* Raw output: coalesced (cellout.h). */
 static void
 on_output(void *arg, int n, int stream, const char *p, size_t len)
 {
 	struct agent *a = arg;
-	struct out_piece o = { a, n, stream ? 1 : 0 };
 
-	if (a->onorm_cell != n)
-		out_flush(a, 1);
-	a->onorm_cell = n;
-	/* What the other stream holds came first: it goes first. */
-	if (outnorm_pending(&a->onorm[!o.stream]) > 0)
-		out_flush_stream(a, !o.stream, 0);
-	outnorm_add(&a->onorm[o.stream], p, len, out_piece, &o);
-	if (outnorm_pending(&a->onorm[o.stream]) > 0 && a->onorm_timer == 0)
-		a->onorm_timer = loop_timer_add(a->loop, OUT_FLUSH_MS, on_out_timer, a);
+	cellout_add(&a->out, n, stream, p, len);
 }
 
 /* The cell asks for a line: what it printed before goes first. */
@@ -189,8 +124,7 @@ on_input(void *arg, int n, const char *prompt, int password)
 	struct event ev = { .type = EV_INPUT, .cell = notebook_cell(a->nb, n),
 	    .text = prompt, .len = strlen(prompt), .n = password != 0 };
 
-	if (a->onorm_cell == n)
-		out_flush(a, 0);
+	cellout_flush(&a->out, n, 0);
 	emit(a, &ev);
 }
 
@@ -266,72 +200,6 @@ on_state(void *arg, const struct kernel_status *st)
 		agent_session_dead(a, st->msg);
 }
 
-/* The text the model gets for a finished cell. */
-static char *
-tool_result_text(struct agent *a, const struct cell *c)
-{
-	struct buf b;
-	char *s, *clean, *cut;
-	size_t len;
-
-	buf_init(&b, (size_t)-1 / 2);
-	buf_printf(&b, "status: %s (%.2f s)\n", cell_status_name(c->status),
-	    (double)c->duration_ms / 1000.0);
-	{
-		/* first, where a truncation of the output cannot cut it:
-		 * why a download failed is the model's to know */
-		char *net = netlog_sum_text(notebook_net_sum(a->nb, c->n),
-		    NETLOG_MODEL);
-		if (net != NULL)
-			buf_printf(&b, "%s\n", net);
-		free(net);
-	}
-	for (int i = 0; i < 2; i++) {
-		if (c->out[i].total == 0)
-			continue;
-		s = cell_output(c, i, &len);
-		buf_printf(&b, "%s:\n", i ? "stderr" : "stdout");
-		buf_add(&b, s, len);
-		if (len > 0 && s[len - 1] != '\n')
-			buf_addc(&b, '\n');
-		free(s);
-	}
-	if (c->value)
-		buf_printf(&b, "value: %s\n", c->value);
-	if (c->ename) {
-		buf_printf(&b, "error: %s: %s\n", c->ename, c->evalue ? c->evalue : "");
-		if (c->traceback && *c->traceback)
-			buf_printf(&b, "traceback:\n%s", c->traceback);
-	}
-	if (c->reason)
-		buf_printf(&b, "note: %s\n", c->reason);
-	if (c->nartifacts > 0) {
-		/* Names are the copies' in the user's folder (chart-2.png
-		 * when chart.png was taken), not the sandbox's. */
-		buf_adds(&b, "files copied to the user's output folder:\n");
-		for (int i = 0; i < notebook_nartifacts(a->nb); i++) {
-			const struct artifact *art = notebook_artifact(a->nb, i);
-			if (art->cell == c->n)
-				buf_printf(&b, "  %s (%llu bytes)\n", art->name,
-				    (unsigned long long)art->bytes);
-		}
-	}
-	clean = sanitize_str(b.data, b.len, SANITIZE_KEEP_NL | SANITIZE_KEEP_TAB |
-	    SANITIZE_CR_AS_NL);
-	buf_free(&b);
-	{
-		/* what the notebook itself dropped (outcap) is cut too: the
-		 * line says how much in all, and that it is kept nowhere */
-		uint64_t dropped = outcap_dropped(&c->out[0]) +
-		    outcap_dropped(&c->out[1]);
-		uint64_t total = c->out[0].total + c->out[1].total;
-		cut = text_truncate_of(clean, strlen(clean),
-		    a->o.tool_output_limit, dropped, total);
-	}
-	free(clean);
-	return cut;
-}
-
 static void
 add_tool_message(struct agent *a, const char *id, const char *content, int is_error)
 {
@@ -353,17 +221,14 @@ on_result(void *arg, int n, const struct kernel_result *r)
 		.state_lost = r->state_lost,
 	};
 
-	if (a->onorm_cell == n) {
-		out_flush(a, 1);
-		a->onorm_cell = 0;
-	}
+	cellout_flush(&a->out, n, 1);
 	if (c == NULL)
 		return;
 	notebook_cell_result(a->nb, n, &cr);
 	emit(a, &ev);
 
 	if (a->asking && n == a->cell_running) {
-		char *text = tool_result_text(a, c);
+		char *text = prompt_cell_result(a->nb, c, a->o.tool_output_limit);
 		if (a->edited_cell == n) {
 			/* the model must know its code is not what ran */
 			size_t cl = strlen(c->code), cap = cl > 4096 ?
@@ -518,93 +383,6 @@ fail_question(struct agent *a, const char *msg, enum error_kind kind)
 	fail_question_as(a, msg, kind, NULL);
 }
 
-/* Non-blank lines in the n bytes at p, each 200 bytes of a line
- * counting as one more (a paragraph on one line is no one line). */
-static int
-prose_lines(const char *p, size_t n)
-{
-	int lines = 0, blank = 1;
-	size_t len = 0;
-
-	for (size_t i = 0; i < n; i++) {
-		if (p[i] == '\n') {
-			blank = 1;
-			len = 0;
-			continue;
-		}
-		if (p[i] == ' ' || p[i] == '\t' || p[i] == '\r')
-			continue;
-		if (blank)
-			lines++;
-		blank = 0;
-		if (++len > 200) {
-			lines++;
-			len = 0;
-		}
-	}
-	return lines;
-}
-
-/* Local models often write code in a fenced block, or a tool call as
- * JSON text, instead of calling the tool. When the reply holds exactly
- * one such thing, and the reply is that thing, it is run as if the
- * model had called python_exec. "Is that thing": at most one line of
- * prose around it; from a local provider (ollama: models that may not
- * call tools at all), also a short lead-in of up to 5 lines when the
- * code ends the reply ("I'll load the data:" then the code). A reply
- * with more prose is an answer, its code an example for the reader,
- * never run: a provider with tool calling calls the tool when it means
- * to run code. Returns the code (new string) or NULL. */
-static char *
-fallback_code(const char *text, int local)
-{
-	const char *open = strstr(text, "```python"), *b, *e;
-	cJSON *j;
-	char *code = NULL;
-
-	if (open == NULL)
-		open = strstr(text, "```py\n");
-	if (open != NULL) {
-		const char *start = strchr(open, '\n');
-		const char *end = start ? strstr(start + 1, "```") : NULL;
-		if (start == NULL || end == NULL || strstr(end + 3, "```python") != NULL)
-			return NULL;
-		b = open;
-		e = end + 3;
-		code = xstrndup(start + 1, (size_t)(end - start - 1));
-	} else {
-		/* {"name": "python_exec", "arguments": {"code": "..."}} */
-		b = strchr(text, '{');
-		e = strrchr(text, '}');
-		if (b == NULL || e == NULL || e < b)
-			return NULL;
-		e++;
-		j = cJSON_ParseWithLength(b, (size_t)(e - b));
-		if (j != NULL) {
-			const char *name = cJSON_GetStringValue(cJSON_GetObjectItem(j, "name"));
-			cJSON *args = cJSON_GetObjectItem(j, "arguments");
-			if (args == NULL)
-				args = cJSON_GetObjectItem(j, "parameters");
-			if (name && strcmp(name, "python_exec") == 0 && cJSON_IsObject(args)) {
-				const char *c = cJSON_GetStringValue(cJSON_GetObjectItem(args, "code"));
-				if (c)
-					code = xstrdup(c);
-			}
-			cJSON_Delete(j);
-		}
-		if (code == NULL)
-			return NULL;
-	}
-	{
-		int before = prose_lines(text, (size_t)(b - text));
-		int after = prose_lines(e, strlen(e));
-		if (before + after <= 1 || (local && after == 0 && before <= 5))
-			return code;
-	}
-	free(code);
-	return NULL;
-}
-
 static void
 m_done(void *arg, const char *stop_reason)
 {
@@ -613,7 +391,7 @@ m_done(void *arg, const char *stop_reason)
 	char *fallback = NULL;
 
 	assert(a->asking);	/* the model answers only a question */
-	if (ncalls == 0 && a->text.len > 0 && (fallback = fallback_code(a->text.data,
+	if (ncalls == 0 && a->text.len > 0 && (fallback = textcall_code(a->text.data,
 	    llm_provider(a->llm) != NULL &&
 	    strcmp(llm_provider(a->llm), "ollama") == 0))) {
 		cJSON *c = cJSON_CreateObject(), *args = cJSON_CreateObject();
@@ -917,139 +695,13 @@ agent_session_dead(struct agent *a, const char *msg)
 	free(why);
 }
 
-/* ------------------------------------------------------------ prompt */
-
-/* A data file for the model: where the code sees it, where it came
- * from (two sales.csv from two folders are sales.csv and sales-2.csv
- * there), its size, then what it holds (datadesc.h). */
-static void
-describe_file(struct buf *b, const struct datafile *f)
-{
-	struct stat st;
-	char size[32] = "?";
-
-	if (stat(f->path, &st) == 0)
-		fmt_bytes(size, sizeof size, (uint64_t)st.st_size);
-	if (stat(f->path, &st) == 0 && S_ISDIR(st.st_mode))	/* datadesc counts it */
-		snprintf(size, sizeof size, "a folder");
-	buf_printf(b, "- %s (%s), the user's %s\n", f->sandbox, size, f->path);
-	datadesc_describe(b, f->path, "  ");
-}
-
-/* The data files' lines of the system prompt: made again only when the
- * set of files changed (a description reads each file). Borrowed. */
-static const char *
-describe_files(struct agent *a)
-{
-	struct buf key, b;
-	int any = 0;
-
-	buf_init(&key, (size_t)-1 / 2);
-	for (int i = 0; i < notebook_nfiles(a->nb); i++) {
-		const struct datafile *f = notebook_file(a->nb, i);
-		if (f->sandbox != NULL)
-			buf_printf(&key, "%s\n%s\n%llu %lld\n", f->path, f->sandbox,
-			    (unsigned long long)f->size, (long long)f->mtime);
-	}
-	if (a->files_desc != NULL && strcmp(a->files_key, buf_str(&key)) == 0) {
-		buf_free(&key);
-		return a->files_desc;
-	}
-	buf_init(&b, 1 << 20);
-	for (int i = 0; i < notebook_nfiles(a->nb); i++) {
-		const struct datafile *f = notebook_file(a->nb, i);
-		if (f->sandbox == NULL)
-			continue;	/* not in this sandbox (gone since) */
-		if (!any++)
-			buf_adds(&b, "Data files (read-only):\n");
-		describe_file(&b, f);
-	}
-	if (!any)
-		buf_adds(&b, "No data files were given.\n");
-	buf_adds(&b, "The user can add a data file with /load PATH: when you need "
-	    "one that is not here, ask them to /load it.\n");
-	free(a->files_desc);
-	free(a->files_key);
-	a->files_desc = buf_take(&b);
-	a->files_key = buf_take(&key);
-	return a->files_desc;
-}
-
-/* What the model may import and whether it may reach the network:
- * the probe's sentence (kernel_python_info), then a line on pip and
- * egress from the hosts allowed at the start. Runtime /allow and /deny
- * reach the model as notes, so this text stays the same for the whole
- * session (a changing system prompt defeats the providers' caches). */
-static void
-describe_python(struct agent *a, struct buf *b)
-{
-	const char *info = kernel_python_info(a->k);
-	const char *const *h = a->kopts.allow_hosts;
-	int charts = kernel_python_charts(a->k);
-
-	if (info != NULL)
-		buf_printf(b, "The session runs %s\n", info);
-	else
-		buf_adds(b, "Which packages the session's Python has is not known: check "
-		    "with importlib.util.find_spec before relying on one.\n");
-	buf_adds(b, "Rules:\n"
-	    "- Use python_exec for every computation. Never estimate or do arithmetic in "
-	    "your head; print the numbers you report.\n"
-	    "- Print every figure your answer will state (counts, totals, means, "
-	    "percentages, differences) in a cell's output first, at the precision you "
-	    "will write it or finer: each number in the answer is checked against the "
-	    "outputs, and one no cell printed is flagged to the user.\n"
-	    "- The value of a cell's last expression is shown, as in Jupyter.\n"
-	    /* the driver's built-in IPython subset (driver.py), or a
-	     * Jupyter server's own IPython: the same list holds for both */
-	    "- IPython syntax works: %time, %timeit, %pip, %cd, %env, %who, "
-	    "%matplotlib, %%writefile, %%capture, %%bash, !shell commands, x = !cmd, "
-	    "display(); a trailing ';' hides a value. pandas prints as Jupyter's text "
-	    "view: up to 20 columns, wrapped at 80 characters, 60 rows.\n");
-	if (charts != 0)
-		buf_adds(b, "- Save charts as PNG files under /workspace/out/ (plt.savefig); "
-		    "they are shown to the user. ");
-	else
-		buf_adds(b, "- ");
-	buf_adds(b, "Files you write under /workspace are kept.\n");
-	if (h != NULL && h[0] != NULL) {
-		buf_adds(b, "- The network reaches only these hosts, through a proxy the "
-		    "environment names: ");
-		for (int i = 0; h[i] != NULL; i++)
-			buf_printf(b, "%s%s", i ? ", " : "", h[i]);
-		buf_adds(b, ". Anything else is refused, and the result of the cell says "
-		    "why. To install a package from an allowed index, run "
-		    "subprocess.run([sys.executable, \"-m\", \"pip\", \"install\", NAME]); "
-		    "the next cell can import it.\n");
-	} else {
-		buf_adds(b, "- The network is off: do not try to install packages or "
-		    "download data (the user can allow a host with /allow HOST).\n");
-	}
-}
-
+/* The system prompt: the user's (--system-prompt) or the built-in one. */
 static char *
 system_prompt(struct agent *a)
 {
-	struct buf b;
-
 	if (a->o.system_prompt)
 		return xstrdup(a->o.system_prompt);
-	buf_init(&b, 1 << 20);
-	buf_adds(&b,
-	    "You are a careful data analyst working in a Python notebook.\n"
-	    "You have one tool, python_exec(code), which runs Python 3 in a persistent "
-	    "sandboxed session: variables, imports and loaded data stay between calls, "
-	    "like cells of a Jupyter notebook.\n");
-	describe_python(a, &b);
-	buf_adds(&b,
-	    "- Outputs you see may be truncated; print summaries, not whole tables.\n"
-	    "- When done, answer in plain language with the key numbers, using Markdown.\n");
-	buf_adds(&b, describe_files(a));
-	if (kernel_prompt_note(a->k) != NULL)	/* a remote session: its own paths */
-		buf_printf(&b, "%s\n", kernel_prompt_note(a->k));
-	else
-		buf_adds(&b, "The working directory is /workspace.\n");
-	return buf_take(&b);
+	return prompt_system(&a->files, a->nb, a->k, a->kopts.allow_hosts);
 }
 
 /* The compaction's summary call is over: the request goes out. */
@@ -1245,8 +897,7 @@ agent_new(struct loop *l, struct notebook *nb, const struct kernel_opts *kopts,
 	buf_init(&a->rtext, LLM_REPLY_TEXT_MAX);
 	a->calls = cJSON_CreateArray();
 	a->reasoning = cJSON_CreateArray();
-	outnorm_init(&a->onorm[0], OUT_HOLD);
-	outnorm_init(&a->onorm[1], OUT_HOLD);
+	cellout_init(&a->out, l, nb, fn, arg);
 	own_files(a);
 	a->k = kernel_new(l, &a->kopts, &kcbs, a);
 	if (llm != NULL) {
@@ -1265,13 +916,10 @@ agent_free(struct agent *a)
 		llm_cancel(a->llm);
 	context_free(a->cx);
 	kernel_free(a->k);
-	loop_timer_cancel(a->loop, a->onorm_timer);
-	outnorm_free(&a->onorm[0]);
-	outnorm_free(&a->onorm[1]);
+	cellout_free(&a->out);
 	buf_free(&a->text);
 	buf_free(&a->notes);
-	free(a->files_desc);
-	free(a->files_key);
+	prompt_files_free(&a->files);
 	cJSON_Delete(a->calls);
 	cJSON_Delete(a->reasoning);
 	buf_free(&a->rtext);
@@ -1285,29 +933,6 @@ int
 agent_start(struct agent *a, char **err)
 {
 	return kernel_start(a->k, err);
-}
-
-/* Hand-run cells and restarts since the last question, for the model. */
-static void
-add_hand_cells(struct agent *a, struct buf *b)
-{
-	int any = 0;
-
-	for (int i = 1; i <= notebook_ncells(a->nb); i++) {
-		struct cell *c = notebook_cell(a->nb, i);
-		char *res;
-		if (c->author != CELL_BY_USER || c->told_model ||
-		    c->status == CELL_RUNNING || c->status == CELL_PENDING)
-			continue;
-		if (!any)
-			buf_adds(b, "Since your last turn the user ran these cells by hand "
-			    "in the same session:\n");
-		any = 1;
-		res = tool_result_text(a, c);
-		buf_printf(b, "[%d]\n```python\n%s\n```\n%s\n", c->n, c->code, res);
-		free(res);
-		c->told_model = 1;
-	}
 }
 
 int
@@ -1332,7 +957,8 @@ agent_ask(struct agent *a, const char *question, char **err)
 		buf_add(&b, a->notes.data, a->notes.len);
 		buf_reset(&a->notes);
 	}
-	add_hand_cells(a, &b);
+	a->hand_from = prompt_hand_cells(a->nb, a->o.tool_output_limit,
+	    a->hand_from, &b);
 	notebook_add_question(a->nb, question, buf_str(&b));
 	buf_free(&b);
 	a->asking = 1;

@@ -18,6 +18,7 @@
 #include "terp/digest.h"
 #include "terp/json_text.h"
 #include "terp/sanitize.h"
+#include "terp/outdisp.h"
 #include "terp/util.h"
 
 /* ---- walking the notebook in reading order ------------------------ */
@@ -584,6 +585,52 @@ add_stream(cJSON *outs, const char *name, const char *text)
 	cJSON_AddItemToArray(outs, o);
 }
 
+/* s[0..n) as an output: a display region as display_data in its own
+ * MIME type, prints as a stream. */
+static void
+add_piece(cJSON *outs, const char *s, size_t n, const struct outdisp_span *sp)
+{
+	char *txt = utf8_fix(s, n);
+
+	if (sp == NULL) {
+		add_stream(outs, "stdout", txt);
+	} else if (txt[0] != '\0') {
+		cJSON *o = cJSON_CreateObject(), *data = cJSON_CreateObject();
+		size_t k = strlen(txt);
+		if (k > 0 && txt[k - 1] == '\n')
+			txt[k - 1] = '\0';	/* Jupyter's displays have none */
+		cJSON_AddStringToObject(o, "output_type", "display_data");
+		if (sp->markdown)
+			cJSON_AddItemToObject(data, "text/markdown", lines_json(txt));
+		cJSON_AddItemToObject(data, "text/plain", lines_json(txt));
+		cJSON_AddItemToObject(o, "data", data);
+		cJSON_AddItemToObject(o, "metadata", cJSON_CreateObject());
+		cJSON_AddItemToArray(outs, o);
+	}
+	free(txt);
+}
+
+/* stdout in Jupyter's outputs: the prints as streams and each display
+ * (display(), Markdown, a display_id's last update) in its place. */
+static void
+add_stdout(cJSON *outs, const struct cell *c)
+{
+	struct outdisp_span *sp;
+	size_t len, nsp, at = 0;
+	char *raw = cell_output_spans(c, 0, &len, &sp, &nsp);
+
+	for (size_t i = 0; i < nsp; i++) {
+		if (sp[i].off > at)
+			add_piece(outs, raw + at, sp[i].off - at, NULL);
+		add_piece(outs, raw + sp[i].off, sp[i].len, &sp[i]);
+		at = sp[i].off + sp[i].len;
+	}
+	if (len > at)
+		add_piece(outs, raw + at, len - at, NULL);
+	free(sp);
+	free(raw);
+}
+
 static void
 add_display_text(cJSON *outs, const char *text)
 {
@@ -672,10 +719,11 @@ add_code(struct nbw *w, const struct notebook *nb, const struct cell *c)
 	free(here);
 	free(code);
 	outs = cJSON_AddArrayToObject(o, "outputs");
-	for (int s = 0; s < 2; s++) {
+	add_stdout(outs, c);
+	{
 		size_t len;
-		char *raw = cell_output(c, s, &len), *txt = utf8_fix(raw, len);
-		add_stream(outs, s ? "stderr" : "stdout", txt);
+		char *raw = cell_output(c, 1, &len), *txt = utf8_fix(raw, len);
+		add_stream(outs, "stderr", txt);
 		free(raw);
 		free(txt);
 	}

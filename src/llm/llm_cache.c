@@ -15,8 +15,7 @@
 #define RESUME_LOOK	256
 
 struct entry {
-	char	*snap;		/* the snapshot (snap_put) */
-	size_t	 snap_len;
+	size_t	 snap_end;	/* its snapshot (snap_put) ends here in snaps */
 	size_t	 end;		/* its bytes end here in enc */
 	/* the message it was encoded from: only followed under a vouch
 	 * (whose promise is that the leading messages are the same
@@ -30,6 +29,10 @@ struct llm_cache {
 	struct entry	*e;
 	int		 n, cap;
 	struct buf	 enc;	/* every entry's bytes, one after the other */
+	/* every entry's snapshot, one after the other: one buffer, not a
+	 * growing allocation per message (a resumed session's first
+	 * request snapshots thousands of them at once) */
+	struct buf	 snaps;
 };
 
 struct llm_cache *
@@ -38,18 +41,19 @@ llm_cache_new(void)
 	struct llm_cache *c = xcalloc(1, sizeof *c);
 
 	buf_init(&c->enc, ENC_MAX);
+	buf_init(&c->snaps, ENC_MAX);
+	(void)buf_add(&c->snaps, "", 0);	/* never NULL: entries point in */
 	return c;
 }
 
 static void
 drop(struct llm_cache *c, int from)
 {
-	for (int i = from; i < c->n; i++)
-		free(c->e[i].snap);
 	c->n = from;
 	c->enc.len = from > 0 ? c->e[from - 1].end : 0;
 	if (c->enc.data != NULL)
 		c->enc.data[c->enc.len] = '\0';
+	c->snaps.len = from > 0 ? c->e[from - 1].snap_end : 0;
 }
 
 void
@@ -60,6 +64,7 @@ llm_cache_free(struct llm_cache *c)
 	drop(c, 0);
 	free(c->e);
 	buf_free(&c->enc);
+	buf_free(&c->snaps);
 	free(c);
 }
 
@@ -190,7 +195,8 @@ llm_cache_sync(struct llm_cache *c, int key, const cJSON *messages,
 	for (; m != NULL && i < trusted; m = m->next)
 		i++;
 	for (; m != NULL && i < c->n; m = m->next, i++) {
-		const char *p = c->e[i].snap, *end = p + c->e[i].snap_len;
+		const char *p = c->snaps.data + (i > 0 ? c->e[i - 1].snap_end : 0);
+		const char *end = c->snaps.data + c->e[i].snap_end;
 		if (!snap_same(&p, end, m) || p != end)
 			break;
 	}
@@ -202,18 +208,14 @@ llm_cache_sync(struct llm_cache *c, int key, const cJSON *messages,
 void
 llm_cache_add(struct llm_cache *c, const cJSON *m, const void *p, size_t n)
 {
-	struct buf s;
-
 	if (c->n == c->cap) {
 		c->cap = c->cap ? 2 * c->cap : 64;
 		c->e = xrealloc(c->e, (size_t)c->cap * sizeof *c->e);
 	}
-	buf_init(&s, ENC_MAX);
-	snap_put(&s, m);
+	snap_put(&c->snaps, m);
 	if (buf_add(&c->enc, p, n) < 0)
 		fatal("out of memory (request body)");
-	c->e[c->n].snap_len = s.len;
-	c->e[c->n].snap = buf_take(&s);
+	c->e[c->n].snap_end = c->snaps.len;
 	c->e[c->n].end = c->enc.len;
 	c->e[c->n].msg = m;
 	c->n++;

@@ -17,6 +17,7 @@
 #include "terp/json_text.h"
 #include "terp/llm_cache.h"
 #include "terp/llm_provider.h"
+#include "terp/llm_url.h"
 #include "terp/util.h"
 
 #define MAX_CALLS	LLM_DEC_SLOTS
@@ -313,54 +314,16 @@ llm_openai_body(enum llm_openai_flavor f, const char *model, const char *system,
 	return buf_take(&b);
 }
 
-static char *
-trim_slash(const char *s)
-{
-	size_t n = strlen(s);
-	while (n > 0 && s[n - 1] == '/')
-		n--;
-	return xstrndup(s, n);
-}
-
 char *
 llm_openai_url(enum llm_openai_flavor f, const struct llm_config *cfg,
     char **err)
 {
 	char *base, *url;
 
-	if (f == LLM_AZURE) {
-		if (cfg->base_url == NULL || *cfg->base_url == '\0') {
-			*err = xstrdup("azure: no endpoint (set AZURE_OPENAI_ENDPOINT "
-			    "or base_url)");
-			return NULL;
-		}
-		base = trim_slash(cfg->base_url);
-		/* v1 style: .../openai/v1, the deployment goes in "model". */
-		if (strstr(base, "/openai/v1") != NULL)
-			url = xasprintf("%s/chat/completions", base);
-		else {
-			if (cfg->model == NULL || *cfg->model == '\0') {
-				free(base);
-				*err = xstrdup("azure: no deployment (set "
-				    "AZURE_OPENAI_DEPLOYMENT or --model)");
-				return NULL;
-			}
-			/* Classic: the endpoint may already end in /openai. */
-			{
-				size_t n = strlen(base);
-				if (n >= 7 && strcmp(base + n - 7, "/openai") == 0)
-					base[n - 7] = '\0';
-			}
-			url = xasprintf("%s/openai/deployments/%s/chat/completions"
-			    "?api-version=%s", base, cfg->model,
-			    cfg->api_version && *cfg->api_version ?
-			    cfg->api_version : "2024-10-21");
-		}
-		free(base);
-		return url;
-	}
+	if (f == LLM_AZURE)
+		return llm_url_azure(cfg, "chat/completions", 1, err);
 	if (cfg->base_url != NULL && *cfg->base_url != '\0')
-		base = trim_slash(cfg->base_url);
+		base = llm_url_trim(cfg->base_url);
 	else
 		base = xstrdup(f == LLM_LOCAL ? "http://localhost:11434/v1" :
 		    "https://api.openai.com/v1");

@@ -23,6 +23,7 @@
 
 #include "terp/json_text.h"
 #include "terp/llm_provider.h"
+#include "terp/llm_url.h"
 #include "terp/util.h"
 
 #define MAX_ITEMS	LLM_DEC_SLOTS	/* output items of one reply */
@@ -176,41 +177,16 @@ llm_responses_encode(const struct llm_config *cfg, const char *model,
 	return body;
 }
 
-static char *
-trim_slash(const char *s)
-{
-	size_t n = strlen(s);
-	while (n > 0 && s[n - 1] == '/')
-		n--;
-	return xstrndup(s, n);
-}
-
 char *
 llm_responses_url(const struct llm_config *cfg, int azure, char **err)
 {
 	char *base, *url;
 
-	if (azure) {
-		if (cfg->base_url == NULL || *cfg->base_url == '\0') {
-			*err = xstrdup("azure: no endpoint (set AZURE_OPENAI_ENDPOINT "
-			    "or base_url)");
-			return NULL;
-		}
-		base = trim_slash(cfg->base_url);
-		/* Azure serves the Responses API on its v1 path, the
-		 * deployment named in "model" */
-		if (strstr(base, "/openai/v1") != NULL)
-			url = xasprintf("%s/responses", base);
-		else {
-			size_t n = strlen(base);
-			if (n >= 7 && strcmp(base + n - 7, "/openai") == 0)
-				base[n - 7] = '\0';
-			url = xasprintf("%s/openai/v1/responses", base);
-		}
-		free(base);
-		return url;
-	}
-	base = cfg->base_url && *cfg->base_url ? trim_slash(cfg->base_url) :
+	/* Azure serves the Responses API on its v1 path, the deployment
+	 * named in "model". */
+	if (azure)
+		return llm_url_azure(cfg, "responses", 0, err);
+	base = cfg->base_url && *cfg->base_url ? llm_url_trim(cfg->base_url) :
 	    xstrdup("https://api.openai.com/v1");
 	if (strlen(base) > 10 && strcmp(base + strlen(base) - 10, "/responses") == 0)
 		url = xstrdup(base);

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "terp/json_text.h"
+#include "terp/outdisp.h"
 #include "terp/outnorm.h"
 #include "terp/util.h"
 
@@ -677,13 +678,24 @@ cell_status_parse(const char *s)
 }
 
 /* As a notebook shows it: carriage returns and backspaces resolved
- * (outnorm.h), whatever pieces the output came in. */
+ * (outnorm.h), display regions in place (outdisp.h), whatever pieces the
+ * output came in. */
 char *
-cell_output(const struct cell *c, int stream, size_t *len)
+cell_output_spans(const struct cell *c, int stream, size_t *len,
+    struct outdisp_span **spans, size_t *nspans)
 {
 	size_t n;
 	char *raw = outcap_render(&c->out[stream ? 1 : 0], &n), *s;
 
+	if (spans != NULL) {
+		*spans = NULL;
+		*nspans = 0;
+	}
+	if (outdisp_has(raw, n)) {
+		s = outdisp_resolve(raw, n, len, spans, nspans);
+		free(raw);
+		return s;
+	}
 	if (memchr(raw, '\r', n) == NULL && memchr(raw, '\b', n) == NULL) {
 		if (len)
 			*len = n;
@@ -692,6 +704,12 @@ cell_output(const struct cell *c, int stream, size_t *len)
 	s = outnorm_text(raw, n, len);
 	free(raw);
 	return s;
+}
+
+char *
+cell_output(const struct cell *c, int stream, size_t *len)
+{
+	return cell_output_spans(c, stream, len, NULL, NULL);
 }
 
 /* Every report of an attempt is told (the journal writes the last). */

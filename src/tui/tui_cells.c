@@ -11,11 +11,14 @@
 #include <string.h>
 
 #include "terp/netlog.h"
+#include "terp/outdisp.h"
 #include "terp/sanitize.h"
+#include "terp/tui_mdlite.h"
 #include "terp/tui_pyhl.h"
 #include "terp/tui_span.h"
 #include "terp/util.h"
 
+#include "tui_pics.h"
 #include "tui_style.h"
 #include "tui_thumbs.h"
 #include "tui_told.h"
@@ -230,9 +233,11 @@ cell_nart(struct tui *t, const struct cell *c)
 	return k;
 }
 
-/* The code of a cell, highlighted; collapsed, the first CODE_SHOW lines. */
-void
-tui_cells_code(struct tlines *ls, const char *code, int w, int expanded, int tag)
+/* The code of a cell, highlighted; collapsed, at most `most` rows (the
+ * first most - 1 lines and a "… N more lines" marker when longer). */
+static void
+cells_code(struct tlines *ls, const char *code, int w, int expanded, int most,
+    int tag)
 {
 	char *s = sanitize_str(code, strlen(code),
 	    SANITIZE_KEEP_NL | SANITIZE_CR_AS_NL | SANITIZE_KEEP_TAB);
@@ -244,7 +249,9 @@ tui_cells_code(struct tlines *ls, const char *code, int w, int expanded, int tag
 	/* long lines wrap, the rest marked with ↪, collapsed or not */
 	tui_pyhl_highlight_wrap(&d, s, len, w - 4 > 8 ? w - 4 : 8, THEME_CELL_CODE,
 	    "↪ ", THEME_CODE_COMMENT);
-	int show = expanded || d.n <= CODE_SHOW + 1 ? -1 : CODE_SHOW;
+	if (most < 2)
+		most = 2;
+	int show = expanded || d.n <= (size_t)most ? -1 : most - 1;
 	tui_tlines_spans(ls, &d, show, "  │ ", R_BORDER, R_THEME, tag);
 	if (show >= 0) {
 		char msg[64];
@@ -253,6 +260,24 @@ tui_cells_code(struct tlines *ls, const char *code, int w, int expanded, int tag
 	}
 	tui_span_doc_free(&d);
 	free(s);
+}
+
+void
+tui_cells_code(struct tlines *ls, const char *code, int w, int expanded, int tag)
+{
+	cells_code(ls, code, w, expanded, CODE_SHOW + 1, tag);
+}
+
+int
+tui_cells_charts(struct tui *t, int n)
+{
+	int k = 0, na = t->nb ? notebook_nartifacts(t->nb) : 0;
+
+	for (int i = 0; i < na; i++) {
+		const struct artifact *a = notebook_artifact(t->nb, i);
+		k += a->cell == n && tui_thumbs_is_png(a->name);
+	}
+	return k;
 }
 
 /* The files a cell wrote: a name line each, charts with a thumbnail. */
@@ -279,7 +304,9 @@ cell_files(struct tui *t, struct tlines *ls, const struct cell *c, int w,
 		const char *why;
 		/* indented by 4, a column free at the right (the margin);
 		 * as wide as the pane, as high as the aspect gives within
-		 * trows */
+		 * trows; in pixels where the terminal can */
+		if (tui_pics_lines(t, ls, a->path, w - 5, trows, 4, tag) == 0)
+			continue;
 		struct thumb *th = tui_thumbs_get(t, a->path, w - 5, trows, &why);
 		if (th)
 			tui_thumbs_lines(ls, th, 4, tag);
@@ -452,8 +479,18 @@ interleaved(struct tui *t, struct tlines *ls, const struct cell *c, int w,
 		last[o->run[i].st] = o->run[i].end;
 	if (last[0] != c->out[0].total || last[1] != c->out[1].total)
 		return 0;
-	size_t len[2];
-	char *raw[2] = { cell_output(c, 0, &len[0]), cell_output(c, 1, &len[1]) };
+	size_t len[2], nsp;
+	struct outdisp_span *sp;
+	char *raw[2] = { cell_output_spans(c, 0, &len[0], &sp, &nsp),
+	    cell_output(c, 1, &len[1]) };
+	free(sp);
+	if (nsp > 0) {
+		/* the runs count the bytes of the marks: displays are
+		 * shown as blocks, stdout first */
+		free(raw[0]);
+		free(raw[1]);
+		return 0;
+	}
 	uint64_t from[2] = { 0, 0 };
 	struct tlines all;
 	tui_tlines_init(&all);
@@ -481,30 +518,100 @@ interleaved(struct tui *t, struct tlines *ls, const struct cell *c, int w,
 	return 1;
 }
 
-/* The rows a chart thumbnail of cell c may take when the pane has room
- * rows (0: unknown) and the cell's other lines take used: at most two
- * thirds of the pane, and never so many that the cell (its header, its code, a
- * name line per file, an output line, the blank after it) outgrows the
- * pane, which follows the newest cell and would scroll the header away.
- * Expanded, the user asked for size: the pane's height, at least 40. */
+static int
+has_markdown(const struct outdisp_span *sp, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (sp[i].markdown)
+			return 1;
+	return 0;
+}
+
+/* Output with Markdown displays (display(Markdown(...))) rendered as the
+ * answers are, the prints around them as text; folded as one block. */
+static void
+add_with_markdown(struct tlines *ls, const char *o, size_t n,
+    const struct outdisp_span *sp, size_t nsp, int w, int ex, int room,
+    int tag)
+{
+	struct tlines all;
+	size_t at = 0;
+
+	tui_tlines_init(&all);
+	for (size_t i = 0; i <= nsp; i++) {
+		size_t end = i < nsp ? sp[i].off : n;
+		if (i < nsp && !sp[i].markdown)
+			continue;	/* a plain display is text */
+		if (end > at) {
+			char *s = sanitize_str(o + at, end - at, SANITIZE_KEEP_NL |
+			    SANITIZE_EXPAND_TABS | SANITIZE_CR_AS_NL);
+			size_t k = strlen(s);
+			while (k > 0 && s[k - 1] == '\n')
+				k--;
+			if (k > 0 && ex)
+				tui_tlines_wrap(&all, s, k, w, R_STDOUT, "  ", R_BORDER, tag);
+			else if (k > 0)
+				tui_tlines_cut(&all, s, k, w, R_STDOUT, "  ", R_BORDER, tag);
+			free(s);
+		}
+		if (i == nsp)
+			break;
+		char *m = sanitize_str(o + sp[i].off, sp[i].len, SANITIZE_KEEP_NL |
+		    SANITIZE_EXPAND_TABS);
+		struct span_doc d;
+		tui_span_doc_init(&d);
+		tui_mdlite_render(&d, m, strlen(m), w - 2 > 10 ? w - 2 : 10);
+		tui_tlines_spans(&all, &d, -1, "  ", R_BORDER, R_THEME, tag);
+		tui_span_doc_free(&d);
+		free(m);
+		at = sp[i].off + sp[i].len;
+	}
+	fold_lines(ls, &all, w, room, ex, tag);
+}
+
+/* The rows the folded outputs of c take at least, and the network
+ * summary's line. */
+static int
+outs_rows(const struct cell *c)
+{
+	return (c->out[0].total > 0) * 3 + (c->out[1].total > 0) * 3 +
+	    (c->value != NULL) + 1;
+}
+
+/* The rows each chart thumbnail of cell c may take when the pane has
+ * room rows (0: unknown) and the cell's other lines take used: an
+ * equal share of what the header, the code, a name line per file, the
+ * folded outputs and the blank after the cell leave of the pane, so the
+ * cell never outgrows the pane (which follows the newest cell and would
+ * scroll the header away). Expanded, the user asked for size: the
+ * pane's height, at least 40. */
 static int
 thumb_rows(struct tui *t, const struct cell *c, int room, int ex, int used)
 {
-	int rows, left;
+	int left, npng = tui_cells_charts(t, c->n);
 
 	if (room <= 0)
 		return ex ? 40 : 14;
 	if (ex)
 		return room - 3 > 40 ? room - 3 : 40;
-	/* outputs fold to 3 lines at least each, the value to 1; one line
-	 * for the network summary */
-	int outs = (c->out[0].total > 0) * 3 + (c->out[1].total > 0) * 3 +
-	    (c->value != NULL) + 1;
-	rows = room * 2 / 3;
-	left = room - 2 - used - cell_nart(t, c) - outs;
-	if (rows > left)
-		rows = left;
-	return rows < 4 ? 4 : rows;
+	left = room - 2 - used - cell_nart(t, c) - outs_rows(c);
+	if (npng > 1)
+		left /= npng;
+	return left < 2 ? 2 : left;
+}
+
+/* Collapsed, the rows the code of a cell with charts may take: what is
+ * left after two thirds of the room for the charts (the chart is the
+ * result; Enter shows all the code), at least 4 and at most the usual
+ * fold. */
+static int
+code_rows(struct tui *t, const struct cell *c, int room, int used)
+{
+	if (room <= 0 || tui_cells_charts(t, c->n) == 0)
+		return CODE_SHOW + 1;
+	int avail = room - 2 - used - cell_nart(t, c) - outs_rows(c);
+	int most = avail - avail * 2 / 3;
+	return most < 4 ? 4 : most > CODE_SHOW + 1 ? CODE_SHOW + 1 : most;
 }
 
 /* Everything of a cell below its header line. room: the pane's rows
@@ -537,7 +644,8 @@ cell_body(struct tui *t, struct tlines *ls, const struct cell *c, int w,
 		const char *m = "the session restarted: variables are gone";
 		tui_tlines_cut(&end, m, strlen(m), w, R_FAIL, "  ! ", R_BORDER, tag);
 	}
-	tui_cells_code(ls, c->code ? c->code : "", w, ex, tag);
+	cells_code(ls, c->code ? c->code : "", w, ex,
+	    code_rows(t, c, room, end.n), tag);
 	cell_files(t, &end, c, w, ex, thumb_rows(t, c, room, ex,
 	    ls->n + end.n));
 	cell_net(t, &end, c, w);
@@ -547,10 +655,16 @@ cell_body(struct tui *t, struct tlines *ls, const struct cell *c, int w,
 	fold_rooms(c, room - 2 - ls->n - end.n, rooms);
 	if (!interleaved(t, ls, c, w, ex, rooms[0] + rooms[1]))
 		for (int st = 0; st < 2; st++) {
-			char *o = cell_output(c, st, &n);
-			if (n)
+			struct outdisp_span *sp;
+			size_t nsp;
+			char *o = cell_output_spans(c, st, &n, &sp, &nsp);
+			if (has_markdown(sp, nsp))
+				add_with_markdown(ls, o, n, sp, nsp, w, ex,
+				    rooms[st], tag);
+			else if (n)
 				add_sanitized(ls, o, n, w, st ? R_STDERR : R_STDOUT,
 				    "  ", ex, rooms[st], tag);
+			free(sp);
 			free(o);
 		}
 	if (c->value)

@@ -35,6 +35,8 @@ void tui_cells_toggle(struct tui *t, int n);
  * in front, long lines wrapped), all of them when expanded, tagged. */
 void tui_cells_code(struct tlines *ls, const char *code, int w, int expanded,
     int tag);
+/* How many charts (PNG files) cell n wrote. */
+int tui_cells_charts(struct tui *t, int n);
 void tui_cells_free(struct tui *t);
 
 #endif

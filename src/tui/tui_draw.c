@@ -28,6 +28,7 @@
 #include "tui_cmd.h"
 #include "tui_data.h"
 #include "tui_items.h"
+#include "tui_pics.h"
 #include "tui_search.h"
 #include "tui_style.h"
 #include "tui_thumbs.h"
@@ -63,16 +64,24 @@ tui_draw_shown_pane(const struct tui *t)
 /* The conversation's rows (title included) in a split of h rows: 2/5,
  * or, once the model answers (or all is idle), as many as the last
  * question and its answer need, leaving the cells pane a quarter (at
- * least 6 rows); the cells pane keeps its share while it has the focus. */
+ * least 6 rows); the cells pane keeps its share while it has the focus.
+ * When the newest cell drew a chart, the conversation gives up the
+ * rows its last question and answer do not need (down to 5), so the
+ * chart is big enough to read. */
 static int
 conv_rows(struct tui *t, int h, int w)
 {
 	int base = h * 2 / 5 > 5 ? h * 2 / 5 : 5;
 	int cells_min = h / 4 > 6 ? h / 4 : 6;
 	int most = h - cells_min;
+	int nc = t->nb ? notebook_ncells(t->nb) : 0;
+	int chart = nc > 0 && tui_cells_charts(t, nc) > 0 &&
+	    !tui_cells_expanded(t, nc);
 
-	if (t->focus == P_CELLS || most <= base ||
+	if (most <= base ||
 	    (t->st.busy && t->st.phase != PH_ANSWERING && t->st.phase != PH_CODE))
+		return base;
+	if (t->focus == P_CELLS && !chart)
 		return base;
 	int q = t->conv.nitems - 1, need = 1;
 	if (t->conv.nitems == 0) {	/* the empty notebook's words */
@@ -86,7 +95,10 @@ conv_rows(struct tui *t, int h, int w)
 		q--;
 	for (int i = q; i >= 0 && i < t->conv.nitems && need <= most; i++)
 		need += tui_item_lines(t, &t->conv.items[i], w)->n;
-	return need < base ? base : need > most ? most : need;
+	int lo = chart ? 5 : base;
+	if (t->focus == P_CELLS)	/* chart: the smaller of the two */
+		return need < lo ? lo : need < base ? need : base;
+	return need < lo ? lo : need > most ? most : need;
 }
 
 /* The kernel prints pandas values for the user at the cells pane's
@@ -445,9 +457,11 @@ draw_cells(struct tui *t)
 			if (k == 0)
 				draw_cell_header(t, y0 + row, x0, w, c,
 				    n == v->sel);
-			else if (k - 1 < body->n)
+			else if (k - 1 < body->n) {
 				draw_line(t, t->lay.mainw, y0 + row, x0, w,
 				    &body->v[k - 1], -1);
+				tui_pics_seen(t, &body->v[k - 1], y0 + row, x0);
+			}
 			if (row < TAGROWS)
 				t->lay.tagmap[p][row] = n;
 			row++;
@@ -1068,22 +1082,6 @@ gfx_pixels(const struct tui *t)
 	    (uint64_t)st.st_size <= GFX_MAX_FILE;
 }
 
-/* The cells a w x h picture takes in a cols x rows box, its aspect
- * kept (a cell is cellw x cellh pixels). */
-static void
-gfx_box(const struct tui *t, uint32_t w, uint32_t h, int *cols, int *rows)
-{
-	double a = (double)t->gfx.cellw / t->gfx.cellh;
-	int c = *cols, r = (int)(c * ((double)h / w) * a + 0.5);
-
-	if (r > *rows) {
-		r = *rows;
-		c = (int)(r * ((double)w / h) / a + 0.5);
-	}
-	*cols = c < 1 ? 1 : c;
-	*rows = r < 1 ? 1 : r;
-}
-
 /* The preview's PNG encoded for the protocol into out, within cols x
  * rows cells (the cells it takes are written back). 0, or -1 with a
  * reason in *why. */
@@ -1109,7 +1107,7 @@ gfx_encode(struct tui *t, struct buf *out, int *cols, int *rows,
 		free(png);
 		return -1;
 	}
-	gfx_box(t, w, h, cols, rows);
+	tui_gfx_box(w, h, t->gfx.cellw, t->gfx.cellh, cols, rows);
 	if (t->gfx.mode == TUI_GFX_KITTY)
 		rc = tui_gfx_kitty(out, png, len, *cols, *rows);
 	else if (t->gfx.mode == TUI_GFX_ITERM)
@@ -1202,6 +1200,7 @@ overlay_pixels_gone(struct tui *t)
 	clearok(curscr, TRUE);
 	free(t->ov.shown);
 	t->ov.shown = NULL;
+	tui_pics_lost(t, 1);
 }
 
 static void
@@ -1302,6 +1301,7 @@ tui_draw(struct tui *t)
 	layout(t);
 	werase(t->lay.mainw);
 	tui_style_frame(t);
+	tui_pics_begin(t);
 	for (int p = 0; p < P_NPANES; p++)
 		for (int r = 0; r < TAGROWS; r++)
 			t->lay.tagmap[p][r] = -1;
@@ -1326,9 +1326,12 @@ tui_draw(struct tui *t)
 	if (is_cleared(curscr)) {	/* a full repaint wipes the pixels */
 		free(t->ov.shown);
 		t->ov.shown = NULL;
+		tui_pics_lost(t, 0);
 	}
+	tui_pics_before_update(t);
 	doupdate();
 	overlay_pixels(t);
+	tui_pics_after_update(t);
 }
 
 void
@@ -1373,6 +1376,7 @@ tui_draw_start(struct tui *t)
 void
 tui_draw_end(struct tui *t)
 {
+	tui_pics_free(t);
 	delwin(t->lay.mainw);
 	delwin(t->lay.inw);
 	t->lay.mainw = t->lay.inw = NULL;

@@ -155,9 +155,10 @@ tui_gfx_tmux_passthrough(void)
 	return strncmp(line, "on", 2) == 0 || strncmp(line, "all", 3) == 0;
 }
 
-int
-tui_gfx_kitty(struct buf *out, const void *png, size_t len, int cols,
-    int rows)
+/* The PNG in base64 APC chunks after the first chunk's keys. */
+static int
+gfx_kitty_chunks(struct buf *out, const void *png, size_t len,
+    const char *keys)
 {
 	size_t n, off = 0;
 	char *b = base64_encode(png, len, &n);
@@ -167,8 +168,7 @@ tui_gfx_kitty(struct buf *out, const void *png, size_t len, int cols,
 		size_t k = n - off > GFX_KITTY_CHUNK ? GFX_KITTY_CHUNK : n - off;
 		int more = off + k < n;
 		if (first)
-			rc |= buf_printf(out, "\033_Ga=T,f=100,q=2,C=1,c=%d,r=%d,m=%d;",
-			    cols, rows, more);
+			rc |= buf_printf(out, "\033_G%s,m=%d;", keys, more);
 		else
 			rc |= buf_printf(out, "\033_Gm=%d;", more);
 		rc |= buf_add(out, b + off, k);
@@ -178,6 +178,139 @@ tui_gfx_kitty(struct buf *out, const void *png, size_t len, int cols,
 	} while (off < n && rc == 0);
 	free(b);
 	return rc < 0 ? -1 : 0;
+}
+
+int
+tui_gfx_kitty(struct buf *out, const void *png, size_t len, int cols,
+    int rows)
+{
+	char keys[64];
+
+	snprintf(keys, sizeof keys, "a=T,f=100,q=2,C=1,c=%d,r=%d", cols, rows);
+	return gfx_kitty_chunks(out, png, len, keys);
+}
+
+int
+tui_gfx_kitty_virtual(struct buf *out, const void *png, size_t len, int id,
+    int cols, int rows)
+{
+	char keys[80];
+
+	snprintf(keys, sizeof keys, "a=T,U=1,f=100,q=2,i=%d,c=%d,r=%d", id,
+	    cols, rows);
+	return gfx_kitty_chunks(out, png, len, keys);
+}
+
+int
+tui_gfx_kitty_delete(struct buf *out, int id)
+{
+	return buf_printf(out, "\033_Ga=d,d=I,i=%d,q=2\033\\", id);
+}
+
+/* kitty's rowcolumn-diacritics.txt: entry i stands for row or column i. */
+static const unsigned gfx_diacritics[TUI_GFX_PLACE_MAX] = {
+	0x0305, 0x030D, 0x030E, 0x0310, 0x0312, 0x033D, 0x033E, 0x033F,
+	0x0346, 0x034A, 0x034B, 0x034C, 0x0350, 0x0351, 0x0352, 0x0357,
+	0x035B, 0x0363, 0x0364, 0x0365, 0x0366, 0x0367, 0x0368, 0x0369,
+	0x036A, 0x036B, 0x036C, 0x036D, 0x036E, 0x036F, 0x0483, 0x0484,
+	0x0485, 0x0486, 0x0487, 0x0592, 0x0593, 0x0594, 0x0595, 0x0597,
+	0x0598, 0x0599, 0x059C, 0x059D, 0x059E, 0x059F, 0x05A0, 0x05A1,
+	0x05A8, 0x05A9, 0x05AB, 0x05AC, 0x05AF, 0x05C4, 0x0610, 0x0611,
+	0x0612, 0x0613, 0x0614, 0x0615, 0x0616, 0x0617, 0x0657, 0x0658,
+	0x0659, 0x065A, 0x065B, 0x065D, 0x065E, 0x06D6, 0x06D7, 0x06D8,
+	0x06D9, 0x06DA, 0x06DB, 0x06DC, 0x06DF, 0x06E0, 0x06E1, 0x06E2,
+	0x06E4, 0x06E7, 0x06E8, 0x06EB, 0x06EC, 0x0730, 0x0732, 0x0733,
+	0x0735, 0x0736, 0x073A, 0x073D, 0x073F, 0x0740, 0x0741, 0x0743,
+	0x0745, 0x0747, 0x0749, 0x074A,
+};
+
+static size_t
+gfx_utf8(char *o, unsigned cp)
+{
+	if (cp < 0x800) {
+		o[0] = (char)(0xc0 | cp >> 6);
+		o[1] = (char)(0x80 | (cp & 0x3f));
+		return 2;
+	}
+	if (cp < 0x10000) {
+		o[0] = (char)(0xe0 | cp >> 12);
+		o[1] = (char)(0x80 | (cp >> 6 & 0x3f));
+		o[2] = (char)(0x80 | (cp & 0x3f));
+		return 3;
+	}
+	o[0] = (char)(0xf0 | cp >> 18);
+	o[1] = (char)(0x80 | (cp >> 12 & 0x3f));
+	o[2] = (char)(0x80 | (cp >> 6 & 0x3f));
+	o[3] = (char)(0x80 | (cp & 0x3f));
+	return 4;
+}
+
+int
+tui_gfx_kitty_row(struct buf *out, int row, int cols)
+{
+	char cell[16];
+	size_t n;
+
+	if (row < 0 || row >= TUI_GFX_PLACE_MAX || cols < 0 ||
+	    cols > TUI_GFX_PLACE_MAX)
+		return -1;
+	for (int c = 0; c < cols; c++) {
+		n = gfx_utf8(cell, 0x10EEEE);
+		n += gfx_utf8(cell + n, gfx_diacritics[row]);
+		n += gfx_utf8(cell + n, gfx_diacritics[c]);
+		if (buf_add(out, cell, n) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+void
+tui_gfx_box(uint32_t w, uint32_t h, int cellw, int cellh, int *cols,
+    int *rows)
+{
+	double a = (double)cellw / cellh;
+	int c = *cols, r = (int)(c * ((double)h / w) * a + 0.5);
+
+	if (r > *rows) {
+		r = *rows;
+		c = (int)(r * ((double)w / h) / a + 0.5);
+	}
+	*cols = c < 1 ? 1 : c;
+	*rows = r < 1 ? 1 : r;
+}
+
+uint8_t *
+tui_gfx_scale(const uint8_t *src, int w, int h, int nw, int nh)
+{
+	uint8_t *dst = malloc((size_t)nw * nh * 4);
+
+	if (dst == NULL)
+		return NULL;
+	/* an area average: each target pixel the mean of the source
+	 * pixels whose centres fall in it (at least the nearest one) */
+	for (int y = 0; y < nh; y++) {
+		int y0 = (int)((int64_t)y * h / nh), y1 = (int)((int64_t)(y + 1) * h / nh);
+		if (y1 <= y0)
+			y1 = y0 + 1;
+		for (int x = 0; x < nw; x++) {
+			int x0 = (int)((int64_t)x * w / nw);
+			int x1 = (int)((int64_t)(x + 1) * w / nw);
+			uint64_t sum[4] = { 0, 0, 0, 0 }, k = 0;
+			if (x1 <= x0)
+				x1 = x0 + 1;
+			for (int yy = y0; yy < y1 && yy < h; yy++)
+				for (int xx = x0; xx < x1 && xx < w; xx++) {
+					const uint8_t *p = src + ((size_t)yy * w + xx) * 4;
+					for (int i = 0; i < 4; i++)
+						sum[i] += p[i];
+					k++;
+				}
+			uint8_t *d = dst + ((size_t)y * nw + x) * 4;
+			for (int i = 0; i < 4; i++)
+				d[i] = (uint8_t)(k ? (sum[i] + k / 2) / k : 255);
+		}
+	}
+	return dst;
 }
 
 int

@@ -97,6 +97,23 @@ struct tcache {			/* a rendered thumbnail */
 	unsigned	 stamp;
 };
 
+#define NPICS		32		/* inline pictures in pixels kept */
+#define NPLACES		16		/* sixel pictures on screen at once */
+
+struct pic {			/* an inline picture in pixels (tui_pics.c) */
+	char		*path;		/* NULL: the slot is free */
+	int		 cols, rows;	/* the cells it takes */
+	int		 indent;	/* its column in the pane */
+	int		 sent;		/* kitty: transmitted */
+	unsigned	 stamp;
+	uint8_t		*px;		/* sixel: cols*cellw x rows*cellh RGBA */
+	int		 pw, ph;
+};
+
+struct place {			/* rows r0..r1 of pic at screen row y, col x */
+	int		 pic, y, x, r0, r1;
+};
+
 struct view {			/* a scrollable list */
 	int	 top;		/* first line shown */
 	int	 follow;	/* stick to the bottom */
@@ -201,6 +218,13 @@ struct tui {
 		int		 passthrough;	/* wrapped for tmux */
 		int		 cellw, cellh;	/* a cell's pixels (sixel) */
 	} gfx;
+
+	struct {		/* inline pictures in pixels (tui_pics.c) */
+		struct pic	 slot[NPICS];
+		unsigned	 stamp;
+		struct place	 now[NPLACES], drawn[NPLACES];
+		int		 nnow, ndrawn;
+	} pics;
 
 	struct {		/* the status bar (tui_event.c, tui_items.c) */
 		int		 kstate;

@@ -248,3 +248,37 @@ def test_jupyter_token_from_a_command(terp, jupyter):
     assert r.rc == 4, r
     assert [x for x in r.err.splitlines() if "token" in x] == [
         "terp: the token command (--sandbox-token-cmd) printed no token"], r.err
+
+
+def test_a_jupyter_servers_displays_read_as_the_local_ones(terp, tmp_path, jupyter, env):
+    # the same cell through the local driver and a real ipykernel: the
+    # export (the journal read back) has the same outputs, updated in
+    # place, the Markdown as text/markdown
+    from test_ipython_compat import PROGRESS
+
+    clear = ("from IPython.display import clear_output\nimport sys\nprint('gone')\n"
+             "for i in range(3):\n    clear_output(wait=True)\n    print('step', i)\n"
+             "    print('warn', i, file=sys.stderr)")
+
+    def outputs(*flags, extra_env=None):
+        r = terp("exec", "--json", *flags, "-c", PROGRESS, "-c", clear,
+                 extra_env=extra_env, timeout=300)
+        assert r.rc == 0, r
+        sid = r.of("session")[0]["id"]
+        nb = tmp_path / ("%s.ipynb" % sid)
+        e = subprocess.run([str(ROOT / "terp"), "--export", sid, str(nb)], env=env,
+                           cwd=tmp_path, capture_output=True, text=True, timeout=60)
+        assert e.returncode == 0, e.stderr
+        cells = [c for c in json.loads(nb.read_text())["cells"] if c["cell_type"] == "code"]
+        return [[(o["output_type"], o.get("name"),
+                  "".join(o.get("text") or o["data"]["text/plain"]),
+                  sorted(o.get("data", {}))) for o in c["outputs"]] for c in cells]
+
+    flags, jenv = where("jupyter", jupyter.url)
+    remote = outputs(*flags, extra_env=jenv)
+    local = outputs("--python", PY)
+    assert remote == local, (remote, local)
+    assert ("display_data", None, "'99%'", ["text/plain"]) in remote[0], remote
+    # clear_output(): only what came after the last one is left
+    assert remote[1] == [("stream", "stdout", "step 2\n", []),
+                         ("stream", "stderr", "warn 2\n", [])], remote

@@ -278,3 +278,95 @@ def test_a_percent_inside_a_string_after_an_equals_sign_is_python(tmp_path):
                        cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr
     assert p.stdout == "N=3\nX=1\n", p.stdout
+
+
+# ---------------------------------------------------------------- display regions
+
+PROGRESS = ("from IPython.display import Markdown, display, update_display\n"
+            "print('start')\n"
+            "h = display('0%', display_id=True)\n"
+            "for i in range(1, 4):\n"
+            "    h.update('%d%%' % (i * 33))\n"
+            "display(Markdown('# Report\\n\\n- **west** leads'))\n"
+            "display('a', display_id='two'); display('b', display_id='two')\n"
+            "update_display('both', display_id='two')\n"
+            "print('end')")
+# What Jupyter's notebook shows for PROGRESS, output by output.
+PROGRESS_SHOWN = "start\n'99%'\n# Report\n\n- **west** leads\n'both'\n'both'\nend\n"
+
+
+def _ask(env, tmp_path, code):
+    """terp -p against a fake model whose one cell is code: (rc, the
+    session id, the tool result the model got)."""
+    import sys
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+    from fake_model import FakeModel, read_log
+    log = tmp_path / "model.jsonl"
+    srv = FakeModel({"turns": [
+        {"openai": {"tool_calls": [{"id": "c1", "name": "python_exec", "code": code}]}},
+        {"openai": {"text": "Done."}, "repeat": True}]}, str(log))
+    port = srv.start()
+    try:
+        p = subprocess.run([str(TERP), "-p", "go", "--json", "--python", PY,
+                            "--provider", "openai", "--model", "fake",
+                            "--base-url", "http://127.0.0.1:%d/v1" % port],
+                           capture_output=True, text=True, cwd=tmp_path, timeout=120,
+                           env={**env, "OPENAI_API_KEY": "sk-terp-test-0123"})
+    finally:
+        srv.stop()
+    reqs = read_log(str(log))
+    assert p.returncode == 0 and len(reqs) >= 2, p.stderr
+    tool = [m for m in reqs[1]["body"]["messages"] if m["role"] == "tool"][-1]["content"]
+    sid = [json.loads(l)["id"] for l in p.stdout.splitlines()
+           if l.startswith('{"type":"session"')][0]
+    return p, sid, tool
+
+
+def test_update_display_replaces_the_output_the_model_and_the_export_get(env, tmp_path):
+    p, sid, tool = _ask(env, tmp_path, PROGRESS)
+    # the model reads the output as the notebook shows it: each display
+    # once, with its last update, in its place; no mark bytes
+    assert PROGRESS_SHOWN in tool, tool
+    assert "'33%'" not in tool and "\x1b" not in tool, tool
+    # the live stream prints each update, as jupyter-console does, unmarked
+    live = "".join(json.loads(l)["text"] for l in p.stdout.splitlines()
+                   if l.startswith('{"type":"stdout"'))
+    assert "'33%'" in live and "\x1b" not in live, live
+    # the .ipynb has Jupyter's own outputs: streams around display_data,
+    # the Markdown as text/markdown
+    nb = tmp_path / "nb.ipynb"
+    e = subprocess.run([str(TERP), "--export", sid, str(nb)], env=env, cwd=tmp_path,
+                       capture_output=True, text=True, timeout=60)
+    assert e.returncode == 0, e.stderr
+    (cell,) = [c for c in json.loads(nb.read_text())["cells"]
+               if c["cell_type"] == "code" and "Markdown" in "".join(c["source"])]
+    outs = [(o["output_type"], "".join(o.get("text") or o["data"]["text/plain"]),
+             sorted(o.get("data", {})))
+            for o in cell["outputs"]]
+    assert outs == [("stream", "start\n", []),
+                    ("display_data", "'99%'", ["text/plain"]),
+                    ("display_data", "# Report\n\n- **west** leads", ["text/markdown", "text/plain"]),
+                    ("display_data", "'both'", ["text/plain"]),
+                    ("display_data", "'both'", ["text/plain"]),
+                    ("stream", "end\n", [])], outs
+    # the journal keeps the displays: a resumed session shows the same
+    r = subprocess.run([str(TERP), "--export", sid, str(tmp_path / "nb.md")], env=env,
+                       cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    md = (tmp_path / "nb.md").read_text()
+    assert "'99%'" in md and "'33%'" not in md and "\x1b" not in md, md
+
+
+def test_forged_display_marks_change_only_their_own_cell(terp):
+    # a cell writing the marks itself: an update of an id of another
+    # cell, a bad mime, an unfinished region; later cells read as ever
+    r = run(terp,
+            "display('mine', display_id='x')",
+            "import sys\n"
+            "sys.stdout.write('\\x1b]7701;update;text/plain;x\\a\\nforged\\n\\x1b]7701;end\\a\\n')\n"
+            "sys.stdout.write('\\x1b]7701;show;text/html;y\\a\\n<b>\\n')\n"
+            "sys.stdout.write('\\x1b]7701;show;text/plain;\\a\\nopen')\n",
+            "print('after')")
+    assert r.rc == 0, r
+    assert r.stdout_of(1) == "'mine'\n", r
+    assert r.stdout_of(3) == "after\n", r

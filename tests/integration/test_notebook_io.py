@@ -228,3 +228,27 @@ def test_files_beside_the_data_count_against_the_disk(terp, tmp_path):
     assert junk and "test.sqlite" in os.listdir(data), os.listdir(data)
     for n in junk:
         os.unlink(os.path.join(data, n))
+
+
+# ---------------------------------------------------------------- displays in the pane
+
+def test_markdown_and_updated_displays_in_the_cells_pane(fake_model, tmux, tmp_path):
+    t = _notebook(fake_model, tmux, tmp_path, NOTED)
+    t.text("/py from IPython.display import Markdown; "
+           "h = display('step 0', display_id=True); "
+           "[h.update('step %d' % i) for i in range(1, 6)]; "
+           "display(Markdown('## Findings\\n\\n- **west** leads')); print('tail line')")
+    t.keys("Enter")
+    s = t.wait(r"\[1\] you · ok.*tail line", timeout=60)
+    # the output, below the code (which says all of this as source)
+    lines = s.splitlines()
+    first = next(i for i, l in enumerate(lines) if "'step 5'" in l)
+    out = "\n".join(lines[first:])
+    # the display shows its last update only, in its place
+    assert "'step 1'" not in out and "'step 0'" not in out, s
+    # the Markdown rendered as answers are: no '##' nor '**', a bullet
+    assert "Findings" in out and "## Findings" not in out, s
+    assert "\u2022 west leads" in out and "**west**" not in out, s
+    at = [next(i for i, l in enumerate(lines) if i >= first and k in l)
+          for k in ("Findings", "tail line")]
+    assert first < at[0] < at[1], s

@@ -140,6 +140,33 @@ def test_the_inline_chart_grows_with_the_pane_and_keeps_its_header(tui, width, h
         assert wd > 35 and len(rows) > 14, s
 
 
+LONG_CHART = ("import matplotlib\nmatplotlib.use('Agg')\nimport matplotlib.pyplot as plt\n"
+              "regions = ['north', 'south', 'east', 'west']\n"
+              "revenue = [3, 5, 9, 4]\n"
+              "plt.bar(regions, revenue, color='tab:blue')\n"
+              "plt.title('revenue by region')\n"
+              "plt.savefig('/workspace/out/bars.png')")
+
+
+def test_at_80x24_the_chart_gets_rows_and_its_header_stays(tui):
+    # 8 lines of code: the chart had 4 rows, which did not fit under
+    # them, so the pane (following the cell's end) hid the header
+    t = tui({"turns": [{"openai": {"tool_calls": [{"id": "c1", "code": LONG_CHART}]}},
+                       {"openai": {"text": "East is largest."}}]}, width=80, height=24)
+    t.text("Plot the regions")
+    t.keys("Enter")
+    t.wait(r"East is largest", timeout=90)
+    s = t.wait(r"▪ bars\.png", timeout=30)
+    print(s)
+    left, rows = chart_rows(s)
+    assert any(re.search(r"\[1\] .*model", l) for l in left), s
+    # the code folds to its first lines for the chart (Enter shows all)
+    assert re.search(r"│ … \d+ more lines", s), s
+    assert len(rows) >= 7, s
+    wd = max(len(r.strip()) for r in rows)
+    assert wd >= 16, s
+
+
 WIDE = ("import pandas as pd\n"
         "pd.set_option('display.width', 100000)\n"
         "pd.set_option('display.max_columns', 100)\n"

@@ -169,3 +169,64 @@ Test(tui_gfx, da1_answers)
 	cr_assert_eq(tui_gfx_da1_sixel("\033[?4", 4), 1);	/* cut: as far as it goes */
 	cr_assert_eq(tui_gfx_da1_sixel("", 0), 0);
 }
+
+Test(tui_gfx, kitty_virtual_placement_and_its_delete)
+{
+	unsigned char png[100] = { 0x89, 'P', 'N', 'G' };
+	struct buf b;
+
+	buf_init(&b, 1 << 16);
+	cr_assert_eq(tui_gfx_kitty_virtual(&b, png, sizeof png, 17, 35, 13), 0);
+	buf_addc(&b, '\0');
+	const char *head = "\033_Ga=T,U=1,f=100,q=2,i=17,c=35,r=13,m=0;iVBORw";
+	cr_assert(strncmp(b.data, head, strlen(head)) == 0, "%.60s", b.data);
+	buf_reset(&b);
+	tui_gfx_kitty_delete(&b, 17);
+	buf_addc(&b, '\0');
+	cr_assert_str_eq(b.data, "\033_Ga=d,d=I,i=17,q=2\033\\");
+	buf_free(&b);
+}
+
+Test(tui_gfx, kitty_row_is_placeholders_with_row_and_column_marks)
+{
+	struct buf b;
+
+	buf_init(&b, 256);
+	cr_assert_eq(tui_gfx_kitty_row(&b, 2, 3), 0);
+	/* U+10EEEE, the row's mark (2: U+030E), the column's (0, 1, 2) */
+	const char want[] = "\xf4\x8e\xbb\xae\xcc\x8e\xcc\x85"
+	    "\xf4\x8e\xbb\xae\xcc\x8e\xcc\x8d"
+	    "\xf4\x8e\xbb\xae\xcc\x8e\xcc\x8e";
+	cr_assert_eq(b.len, sizeof want - 1);
+	cr_assert(memcmp(b.data, want, b.len) == 0);
+	buf_reset(&b);
+	/* the last mark of the table, and out of its range */
+	cr_assert_eq(tui_gfx_kitty_row(&b, TUI_GFX_PLACE_MAX - 1, 1), 0);
+	cr_assert(memcmp(b.data + 4, "\xdd\x8a", 2) == 0);	/* U+074A */
+	cr_assert_eq(tui_gfx_kitty_row(&b, TUI_GFX_PLACE_MAX, 1), -1);
+	cr_assert_eq(tui_gfx_kitty_row(&b, 0, TUI_GFX_PLACE_MAX + 1), -1);
+	buf_free(&b);
+}
+
+Test(tui_gfx, box_keeps_the_aspect_and_scale_averages)
+{
+	int c = 70, r = 12;
+
+	/* 640x480 in 10x20 cells: 70 columns would need 26 rows */
+	tui_gfx_box(640, 480, 10, 20, &c, &r);
+	cr_assert_eq(r, 12);
+	cr_assert_eq(c, 32);
+	uint8_t src[4 * 4 * 4];
+	for (int i = 0; i < 16; i++) {
+		uint8_t v = (uint8_t)((i % 4) < 2 ? 0 : 200);
+		src[i * 4] = src[i * 4 + 1] = src[i * 4 + 2] = v;
+		src[i * 4 + 3] = 255;
+	}
+	uint8_t *d = tui_gfx_scale(src, 4, 4, 2, 1);
+	cr_assert_eq(d[0], 0);
+	cr_assert_eq(d[4], 200);
+	free(d);
+	d = tui_gfx_scale(src, 4, 4, 1, 1);
+	cr_assert_eq(d[0], 100);
+	free(d);
+}

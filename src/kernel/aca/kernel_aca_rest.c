@@ -1,19 +1,19 @@
 /* kernel_aca_rest: the session pool's requests (see kernel_aca_rest.h):
- * one in flight, its token from kernel_aca_token.c, a 429 retried after
- * the pool's Retry-After (retry_after.c) or a doubling backoff, a 401
- * retried once with a fresh token, every failure one line with the fix. */
+ * one in flight as a kernel_rest.h call, its token from
+ * kernel_aca_token.c, a 429 waited out by kernel_rest (the pool's
+ * Retry-After or a doubling backoff) and sent again with the token of
+ * the moment, a 401 retried once with a fresh token, every failure one
+ * line with the fix. */
 #include "terp/kernel_aca_rest.h"
 
 #include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
-#include "terp/buf.h"
 #include "terp/json_text.h"
 #include "terp/kernel_aca_parse.h"
-#include "terp/retry_after.h"
+#include "terp/kernel_rest.h"
 #include "terp/util.h"
 
 #define ERR_BODY_MAX	(64 * 1024)	/* kept of an error answer */
@@ -29,13 +29,11 @@ struct rq {
 	int		 has_part;
 	struct http_part part;
 	int64_t		 idle_ms;
-	int		 tries;		/* 429s so far */
 	int		 auth_retried;
 	int		 waiting_token;
-	struct buf	 resp;		/* a 2xx body (not for downloads) */
-	int		 too_big;
-	struct http_xfer *x;
-	uint64_t	 retry_timer;
+	/* The call: k.body a 2xx answer (not for downloads), k.over past
+	 * its bound, k.tries the 429s waited out. */
+	struct krest	 k;
 };
 
 struct aca_rest {
@@ -56,14 +54,16 @@ aca_rest_clear(struct aca_rest *a)
 {
 	struct rq *r = &a->rq;
 
-	if (r->x != NULL)
-		http_cancel(r->x);
-	loop_timer_cancel(a->loop, r->retry_timer);
+	krest_clear(&r->k);
 	free(r->url);
 	if (r->body != NULL)
 		free(r->body);
-	buf_free(&r->resp);
-	memset(r, 0, sizeof *r);
+	r->url = r->body = NULL;
+	r->kind = 0;
+	r->active = r->get = r->has_part = r->auth_retried = r->waiting_token = 0;
+	r->body_len = 0;
+	memset(&r->part, 0, sizeof r->part);
+	r->idle_ms = 0;
 }
 
 /* The token command ended: the request that waited for it goes on. */
@@ -122,7 +122,7 @@ rq_error(struct aca_rest *a, const struct http_result *r)
 	char *says, *msg, *fix;
 
 	if (r->status == 0 || (r->curl_code != 0 && r->status >= 200 && r->status < 300)) {
-		if (a->rq.too_big) {
+		if (a->rq.k.over) {
 			char b[32];
 			fmt_bytes(b, sizeof b, a->rq.kind == ACA_RQ_LIST ? ACA_LIST_BODY_MAX :
 			    a->o->response_max);
@@ -167,7 +167,7 @@ rq_error(struct aca_rest *a, const struct http_result *r)
 		break;
 	case 429:
 		msg = xasprintf("the session pool is throttling requests (429) and still was "
-		    "after %d tries; wait a minute and try again", a->rq.tries);
+		    "after %d tries; wait a minute and try again", a->rq.k.tries);
 		break;
 	default:
 		if (r->status >= 500)
@@ -183,78 +183,56 @@ rq_error(struct aca_rest *a, const struct http_result *r)
 }
 
 static int
-rq_body(void *arg, const char *p, size_t n)
+rq_bytes(void *arg, const char *p, size_t n)
 {
 	struct aca_rest *a = arg;
-	struct rq *r = &a->rq;
 
-	if (r->kind == ACA_RQ_DOWNLOAD)
-		return a->cb.download(a->arg, p, n);
-	if (buf_add(&r->resp, p, n) < 0) {
-		r->too_big = 1;
-		return 1;
-	}
-	return 0;
+	return a->cb.download(a->arg, p, n);
 }
 
-static void rq_on_retry(struct loop *l, void *arg);
+static void
+rq_retrying(void *arg, int64_t ms)
+{
+	struct aca_rest *a = arg;
+	char *msg = xasprintf("the session pool is busy (429); trying again in %.0f s",
+	    (double)ms / 1000.0);
+
+	a->cb.retrying(a->arg, msg);
+	free(msg);
+}
 
 static void
-rq_done(void *arg, const struct http_result *hr)
+rq_again(void *arg)
+{
+	rq_send(arg);
+}
+
+static void
+rq_done(void *arg, struct krest *k, const struct http_result *hr)
 {
 	struct aca_rest *a = arg;
 	struct rq *r = &a->rq;
 	struct aca_rq_end e = { .status = hr->status };
 	char *err = NULL;
 
-	r->x = NULL;
-	if (hr->status == 429 && r->tries < a->o->max_retries) {
-		int64_t ms = retry_after_ms(hr->retry_after_ms, hr->retry_after,
-		    (int64_t)time(NULL));
-		char *msg;
-
-		r->tries++;
-		if (ms < 0)
-			ms = 1000LL << (r->tries - 1);
-		if (ms > a->o->retry_max_ms)
-			ms = a->o->retry_max_ms;
-		buf_reset(&r->resp);
-		r->too_big = 0;
-		msg = xasprintf("the session pool is busy (429); trying again in %.0f s",
-		    (double)ms / 1000.0);
-		r->retry_timer = loop_timer_add(a->loop, ms, rq_on_retry, a);
-		a->cb.retrying(a->arg, msg);
-		free(msg);
-		return;
-	}
 	if (hr->status == 401 && a->o->token_cmd != NULL && !r->auth_retried) {
 		/* Revoked or expired early: one fresh token, one more try. */
 		r->auth_retried = 1;
 		aca_token_forget(a->tok);
-		buf_reset(&r->resp);
+		buf_reset(&k->body);
 		rq_send(a);
 		return;
 	}
-	if (hr->curl_code != 0 || hr->status < 200 || hr->status >= 300) {
-		e.timed_out = hr->timed_out && !r->too_big;
+	if (!krest_ok(hr)) {
+		e.timed_out = hr->timed_out && !k->over;
 		err = rq_error(a, hr);
 	}
 	e.err = err;
-	e.body = r->resp.data ? r->resp.data : "";
-	e.len = r->resp.len;
+	e.body = k->body.data ? k->body.data : "";
+	e.len = k->body.len;
 	r->active = 0;
 	a->cb.done(a->arg, &e);
 	free(err);
-}
-
-static void
-rq_on_retry(struct loop *l, void *arg)
-{
-	struct aca_rest *a = arg;
-	(void)l;
-
-	a->rq.retry_timer = 0;
-	rq_send(a);
 }
 
 static void
@@ -271,12 +249,10 @@ static void
 rq_send(struct aca_rest *a)
 {
 	struct rq *r = &a->rq;
-	struct http_req req;
-	static const struct http_cbs cbs = { rq_body, rq_done };
-	const char *hdrs[4];
+	struct krest_req req;
 	char *auth, *err = NULL;
 	const char *tok;
-	int nh = 0;
+	int rc;
 
 	if ((tok = aca_token_get(a->tok, &err)) == NULL) {
 		if (err == NULL) {
@@ -288,26 +264,21 @@ rq_send(struct aca_rest *a)
 		return;
 	}
 	auth = xasprintf("Authorization: Bearer %s", tok);
-	hdrs[nh++] = auth;
-	if (!r->get && !r->has_part)
-		hdrs[nh++] = "Content-Type: application/json";
-	if (r->kind != ACA_RQ_DOWNLOAD)
-		hdrs[nh++] = "Accept: application/json";
-	hdrs[nh] = NULL;
 	memset(&req, 0, sizeof req);
+	req.method = r->get ? "GET" : NULL;
 	req.url = r->url;
-	req.headers = hdrs;
+	req.auth = auth;
 	req.body = r->body;
-	req.body_len = r->body_len;
+	req.part = r->has_part ? &r->part : NULL;
+	req.raw = r->kind == ACA_RQ_DOWNLOAD;
+	req.max = r->kind == ACA_RQ_LIST ? ACA_LIST_BODY_MAX : a->o->response_max;
+	req.max_error_body = ERR_BODY_MAX;
 	req.connect_timeout_ms = a->o->connect_timeout_ms;
 	req.idle_timeout_ms = r->idle_ms;
-	req.max_error_body = ERR_BODY_MAX;
-	req.method = r->get ? "GET" : NULL;
-	req.part = r->has_part ? &r->part : NULL;
-	r->x = http_post(a->http, &req, &cbs, a, &err);
+	rc = krest_send(&r->k, &req, &err);
 	explicit_bzero(auth, strlen(auth));
 	free(auth);
-	if (r->x == NULL) {
+	if (rc < 0) {
 		rq_fail(a, err);
 		free(err);
 		return;
@@ -334,7 +305,6 @@ aca_rest_start(struct aca_rest *a, enum aca_rq_kind kind, char *url, char *body,
 	r->body_len = body ? strlen(body) : 0;
 	r->get = kind == ACA_RQ_LIST || kind == ACA_RQ_DOWNLOAD;
 	r->idle_ms = idle_ms;
-	buf_init(&r->resp, kind == ACA_RQ_LIST ? ACA_LIST_BODY_MAX : a->o->response_max);
 	rq_send(a);
 }
 
@@ -342,6 +312,7 @@ struct aca_rest *
 aca_rest_new(struct loop *l, const struct aca_opts *o, const struct aca_rest_cbs *cbs,
     void *arg)
 {
+	static const struct krest_cbs kcb = { rq_done, rq_bytes, rq_retrying, rq_again };
 	struct aca_rest *a = xcalloc(1, sizeof *a);
 	struct aca_token_opts to = {
 		.cmd = o->token_cmd, .env = o->token_env,
@@ -355,6 +326,9 @@ aca_rest_new(struct loop *l, const struct aca_opts *o, const struct aca_rest_cbs
 	a->arg = arg;
 	a->tok = aca_token_new(l, &to, tok_done, a);
 	a->http = http_new(l);
+	krest_init(&a->rq.k, l, a->http, &kcb, a);
+	a->rq.k.max_retries = o->max_retries;
+	a->rq.k.retry_max_ms = o->retry_max_ms;
 	return a;
 }
 

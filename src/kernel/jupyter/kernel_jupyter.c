@@ -13,6 +13,10 @@
  *          id (the server replays what it buffered); a kernel the server
  *          no longer has (404) is replaced and the state reported lost.
  *
+ * The start (the checks of URL and token, probe, folders, kernel, socket)
+ * is kernel_jupyter_start.c's; the handshake on the socket and all after
+ * it are here.
+ *
  * What the server sends is bounded (ws.c skips messages over max_msg,
  * REST bodies have caps), type-checked field by field, and names from
  * it never become host paths: artifacts get names terp picks
@@ -20,40 +24,34 @@
 #include "terp/kernel_jupyter.h"
 
 #include <cjson/cJSON.h>
-#include <curl/curl.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "terp/buf.h"
-#include "terp/digest.h"
-#include "terp/http.h"
 #include "terp/json_text.h"
+#include "terp/kernel_jupyter_cell.h"
 #include "terp/kernel_jupyter_msg.h"
 #include "terp/kernel_jupyter_out.h"
 #include "terp/kernel_jupyter_put.h"
 #include "terp/kernel_jupyter_rest.h"
+#include "terp/kernel_jupyter_start.h"
 #include "terp/kernel_sink.h"
 #include "terp/kernel_frame.h"
-#include "terp/sanitize.h"
+#include "terp/kernel_hold.h"
 #include "terp/util.h"
 #include "terp/ws.h"
 
 #define REST_BODY_MAX	(1u << 20)	/* an ordinary REST answer */
-#define SPECS_BODY_MAX	(4u << 20)	/* the list of kernelspecs */
 #define CODE_MAX	(8u << 20)
 #define FP_MAX		64		/* the out/ fingerprint's text */
 #define CWD_MAX		4096
 #define NOTES_PER_CELL	20
-#define SPECS_SHOWN	20
-#define FREE_DELETE_MS	3000
 #define CHECK_MS	3000	/* a cell the kernel has not taken: is it there? */
 #define OUT_HOLD_MAX	(64u << 10)	/* stream text held back, at most */
 #define OUT_HOLD_MS	20		/* and for at most this long */
@@ -90,65 +88,22 @@ enum phase {
 	PH_DEAD,
 };
 
-/* Steps of the start sequence (and of a reconnect). */
-enum step {
-	ST_NONE,
-	ST_PROBE,
-	ST_MKDIR,
-	ST_ATTACH,	/* GET /api/kernels/<id> */
-	ST_CREATE,
-	ST_WS,
-	ST_INFO,	/* kernel_info_request sent */
-	ST_CWD,		/* the silent cwd check sent */
-};
-
-enum stop { STOP_NONE, STOP_USER, STOP_TIMEOUT };
-
-struct cur {
-	int		 active;
-	int		 n;
-	char		 msg_id[40];
-	int64_t		 start_us;
-	int		 got_reply, got_idle;
-	char		*reply_status;
-	char		*value;
-	char		*ename, *evalue, *traceback;
-	char		*fp;		/* the out/ fingerprint, when the reply had one */
-	enum stop	 stop;
-	int		 fetching;	/* listing or downloading out/ */
-	int		 looked;	/* out/ was checked for this cell */
-	int		 notes, unnoted;
-	int		 figs;
-	int		 lost_reply;	/* the connection dropped mid-cell */
-	int		 started;	/* the kernel said something about it */
-	char		*code;		/* kept until started: it may be sent again */
-};
-
 struct jupyter {
 	struct loop		*loop;
 	const struct jupyter_opts *o;
 	struct kernel_cbs	 cb;
 	void			*arg;
 	struct jrest		 rest;		/* base, auth, where, the requests */
-	struct ws		*ws;
-
-	char			*base;		/* http(s)://host[:port][/base], no trailing '/' */
-	char			*where;
-	char			*auth;		/* "Authorization: token T" or NULL */
-	char			*session;	/* "terp-<id>" */
-	char			*kernel_id;
+	/* The kernel's id, its socket, the step of the start sequence. */
+	struct jstart		 st;
 	char			*deleting;	/* a kernel whose DELETE is in flight */
-	char			 ws_session[40];
 	struct kernel_sink	*sink;		/* artifacts into out_dir */
 
 	enum phase		 phase;
 	enum kernel_state	 state;
-	enum step		 step;
-	int			 reconnecting;	/* a dropped socket being reopened */
 	int			 lost;		/* state was lost since the last ready */
 	int			 restarted;	/* the next ready follows a restart */
 	char			*ready_note;	/* said with the next ready */
-	int			 kernel_dead;	/* the server said "dead" */
 	int			 restarting_by_us;
 	char			 info_id[40], ctl_id[40];
 	int			 ctl_kind;	/* 0 none, 1 cwd check, 2 reset */
@@ -156,7 +111,7 @@ struct jupyter {
 
 	struct op		*queue;
 	struct op		*op;		/* an upload or reset in progress */
-	struct cur		 cur;
+	struct jcell		 cur;		/* the running cell */
 	char			*last_fp;
 	uint64_t		 timeout_timer, grace_timer, start_timer, check_timer;
 	/* the cwd check's execute_reply came / its iopub idle came; until
@@ -170,16 +125,11 @@ struct jupyter {
 	/* out/ and artifacts. */
 	struct jout		*out;		/* out/ and figures into the sink */
 
-	/* Stream text not passed on yet: a server (or a cell) may send one
-	 * message per byte, and each output callback is a journal line and a
-	 * redraw; consecutive text of one stream is passed on together. */
-	struct buf		 hold;
-	int			 hold_cell, hold_stream;
-	uint64_t		 hold_timer;
+	/* Stream text not passed on yet (kernel_hold.h). */
+	struct khold		 hold;
 };
 
 static void pump(struct jupyter *j);
-static void hold_flush(struct jupyter *j);
 static void start_sequence(struct jupyter *j);
 static void cell_maybe_done(struct jupyter *j);
 static void finish_cell(struct jupyter *j, enum cell_status st, const char *reason, int lost);
@@ -219,58 +169,27 @@ emit_state(struct jupyter *j, enum kernel_state st, const char *msg, int restart
 	    .state_lost = state_lost, .msg = msg ? msg : kernel_state_name(st) };
 
 	j->state = st;
-	hold_flush(j);
+	khold_flush(&j->hold);
 	if (j->cb.state != NULL)
 		j->cb.state(j->arg, &ks);
 }
 
-/* Passes held stream text on (before anything else is reported, so
- * the order of output, artifacts, states and results is kept). */
+/* Where held stream text goes (kernel_hold.h). */
 static void
-hold_flush(struct jupyter *j)
-{
-	loop_timer_cancel(j->loop, j->hold_timer);
-	j->hold_timer = 0;
-	if (j->hold.len == 0)
-		return;
-	if (j->cb.output != NULL)
-		j->cb.output(j->arg, j->hold_cell, j->hold_stream, j->hold.data, j->hold.len);
-	buf_reset(&j->hold);
-}
-
-static void
-hold_timer_cb(struct loop *l, void *arg)
+hold_out(void *arg, int cell, int stream, const char *p, size_t n)
 {
 	struct jupyter *j = arg;
 
-	(void)l;
-	j->hold_timer = 0;
-	hold_flush(j);
+	if (j->cb.output != NULL)
+		j->cb.output(j->arg, cell, stream, p, n);
 }
 
+/* Stream text goes out through the hold; anything else reported
+ * flushes it first (hold_flush), so the order is kept. */
 static void
 emit_output(struct jupyter *j, int cell, int stream, const char *p, size_t n)
 {
-	if (n == 0)
-		return;
-	if (j->hold.len > 0 && (cell != j->hold_cell || stream != j->hold_stream ||
-	    j->hold.len + n > OUT_HOLD_MAX))
-		hold_flush(j);
-	if (n >= OUT_HOLD_MAX) {
-		if (j->cb.output != NULL)
-			j->cb.output(j->arg, cell, stream, p, n);
-		return;
-	}
-	j->hold_cell = cell;
-	j->hold_stream = stream;
-	if (buf_add(&j->hold, p, n) < 0) {	/* cannot happen: bounded above */
-		hold_flush(j);
-		if (j->cb.output != NULL)
-			j->cb.output(j->arg, cell, stream, p, n);
-		return;
-	}
-	if (j->hold_timer == 0)
-		j->hold_timer = loop_timer_add(j->loop, OUT_HOLD_MS, hold_timer_cb, j);
+	khold_add(&j->hold, cell, stream, p, n);
 }
 
 /* "terp: ..." on the running cell's stderr (bounded per cell). */
@@ -308,8 +227,8 @@ static int
 send_msg(struct jupyter *j, const char *type, const char *channel, cJSON *content,
     char id[40])
 {
-	char *txt = jmsg_text(type, channel, j->ws_session, content, id), *err = NULL;
-	int r = ws_send(j->ws, txt, strlen(txt), &err);
+	char *txt = jmsg_text(type, channel, j->st.ws_session, content, id), *err = NULL;
+	int r = ws_send(j->st.ws, txt, strlen(txt), &err);
 
 	free(txt);
 	free(err);
@@ -333,7 +252,7 @@ sink_copied(void *arg, int cell, const char *name, const char *host_path, uint64
 {
 	struct jupyter *j = arg;
 
-	hold_flush(j);		/* the cell's text before it, in order */
+	khold_flush(&j->hold);		/* the cell's text before it, in order */
 	if (j->cb.artifact != NULL)
 		j->cb.artifact(j->arg, cell, name, host_path, bytes);
 }
@@ -366,22 +285,20 @@ static void
 fetch_out(struct jupyter *j)
 {
 	j->cur.fetching = 1;
-	jout_fetch(j->out, j->session);
+	jout_fetch(j->out, j->st.session);
 }
 
 /* ------------------------------------------------------------ cells */
 
 static void
-cur_clear(struct cur *c)
+op_free(struct op *p)
 {
-	free(c->reply_status);
-	free(c->value);
-	free(c->ename);
-	free(c->evalue);
-	free(c->traceback);
-	free(c->fp);
-	free(c->code);
-	memset(c, 0, sizeof *c);
+	if (p == NULL)
+		return;
+	free(p->code);
+	free(p->host_path);
+	free(p->name);
+	free(p);
 }
 
 static void
@@ -410,7 +327,7 @@ cell_gone(struct jupyter *j, const char *reason)
 		p->next = j->queue;
 		j->queue = p;
 		cancel_cell_timers(j);
-		cur_clear(&j->cur);
+		jcell_clear(&j->cur);
 		return;
 	}
 	finish_cell(j, CELL_CRASHED, reason, 1);
@@ -421,8 +338,7 @@ static void
 finish_cell(struct jupyter *j, enum cell_status st, const char *reason, int lost)
 {
 	struct kernel_result r;
-	struct cur c;
-	int64_t us;
+	struct jcell c;
 
 	if (!j->cur.active)
 		return;
@@ -436,23 +352,13 @@ finish_cell(struct jupyter *j, enum cell_status st, const char *reason, int lost
 	c = j->cur;
 	memset(&j->cur, 0, sizeof j->cur);
 	jout_cancel(j->out);
-	us = now_us() - c.start_us;
-	memset(&r, 0, sizeof r);
-	r.status = st;
-	r.duration_us = us;
-	r.duration_ms = us / 1000;
-	r.value = c.value;
-	r.ename = c.ename;
-	r.evalue = c.evalue;
-	r.traceback = c.traceback;
-	r.reason = reason;
-	r.state_lost = lost;
+	jcell_result(&c, st, reason, lost, now_us(), &r);
 	if (j->phase == PH_READY && j->state == KERNEL_BUSY)
 		emit_state(j, KERNEL_READY, NULL, 0, 0);
-	hold_flush(j);
+	khold_flush(&j->hold);
 	if (j->cb.result != NULL)
 		j->cb.result(j->arg, c.n, &r);
-	cur_clear(&c);
+	jcell_clear(&c);
 }
 
 /* Ends every queued cell without running it (a restart or a stop drops
@@ -471,16 +377,13 @@ drop_queue(struct jupyter *j, const char *why)
 		*pp = p->next;
 		if (p->type == OP_CELL && j->cb.result != NULL) {
 			struct kernel_result r;
-			hold_flush(j);
+			khold_flush(&j->hold);
 			memset(&r, 0, sizeof r);
 			r.status = CELL_INTERRUPTED;
 			r.reason = why;
 			j->cb.result(j->arg, p->n, &r);
 		}
-		free(p->code);
-		free(p->host_path);
-		free(p->name);
-		free(p);
+		op_free(p);
 	}
 }
 
@@ -489,9 +392,9 @@ drop_queue(struct jupyter *j, const char *why)
 static void
 cell_maybe_done(struct jupyter *j)
 {
-	struct cur *c = &j->cur;
-	enum cell_status st = CELL_OK;
-	char *reason = NULL;
+	struct jcell *c = &j->cur;
+	enum cell_status st;
+	char *reason;
 
 	if (!c->active || !c->got_reply || !c->got_idle || c->fetching)
 		return;
@@ -506,24 +409,7 @@ cell_maybe_done(struct jupyter *j)
 			return;
 		}
 	}
-	if (c->ename != NULL || (c->reply_status && strcmp(c->reply_status, "ok") != 0))
-		st = CELL_ERROR;
-	if (c->stop == STOP_USER && st == CELL_ERROR) {
-		st = CELL_INTERRUPTED;
-		reason = xstrdup("interrupted; the session kept its state");
-	} else if (c->stop == STOP_TIMEOUT && st == CELL_ERROR) {
-		st = CELL_TIMEOUT;
-		reason = xasprintf("the cell ran past its time limit of %lld s and was interrupted; the session kept its state",
-		    (long long)(j->o->timeout_ms / 1000));
-	} else if (c->lost_reply) {
-		st = CELL_INTERRUPTED;
-		reason = xstrdup("the connection to the Jupyter server dropped during the cell and its result was lost; the session kept its state");
-	}
-	if (st == CELL_ERROR && c->ename == NULL) {
-		c->ename = xstrdup(c->reply_status && strcmp(c->reply_status, "aborted") == 0 ?
-		    "Aborted" : "Error");
-		c->evalue = xstrdup("the kernel reported an error without details");
-	}
+	st = jcell_outcome(c, j->o->timeout_ms, &reason);
 	finish_cell(j, st, reason, 0);
 	free(reason);
 	pump(j);
@@ -543,7 +429,7 @@ on_grace(struct loop *l, void *arg)
 		return;
 	why = xasprintf("the cell ignored the interrupt for %.1f s; the kernel was restarted and its state (variables, imports) was lost",
 	    (double)j->o->grace_ms / 1000.0);
-	restart_kernel(j, why, j->cur.stop == STOP_TIMEOUT ? CELL_TIMEOUT : CELL_INTERRUPTED);
+	restart_kernel(j, why, j->cur.stop == JCELL_STOP_TIMEOUT ? CELL_TIMEOUT : CELL_INTERRUPTED);
 	free(why);
 }
 
@@ -562,15 +448,15 @@ on_interrupt_done(void *arg, struct jreq *q, const struct http_result *r)
 }
 
 static void
-interrupt_cell(struct jupyter *j, enum stop why)
+interrupt_cell(struct jupyter *j, enum jcell_stop why)
 {
 	char *path;
 	struct jreq *q;
 
-	if (!j->cur.active || j->cur.stop != STOP_NONE)
+	if (!j->cur.active || j->cur.stop != JCELL_STOP_NONE)
 		return;
 	j->cur.stop = why;
-	path = jrest_path("/api/kernels/", j->kernel_id, "/interrupt");
+	path = jrest_path("/api/kernels/", j->st.kernel_id, "/interrupt");
 	q = jrest_call(&j->rest, "POST", path, "{}", REST_BODY_MAX, on_interrupt_done);
 	free(path);
 	if (q != NULL)
@@ -587,7 +473,7 @@ on_timeout(struct loop *l, void *arg)
 	(void)l;
 
 	j->timeout_timer = 0;
-	interrupt_cell(j, STOP_TIMEOUT);
+	interrupt_cell(j, JCELL_STOP_TIMEOUT);
 }
 
 static void replace_kernel(struct jupyter *j);
@@ -618,9 +504,9 @@ on_check(struct loop *l, void *arg)
 	(void)l;
 
 	j->check_timer = 0;
-	if (!j->cur.active || j->cur.started || j->phase != PH_READY || j->kernel_id == NULL)
+	if (!j->cur.active || j->cur.started || j->phase != PH_READY || j->st.kernel_id == NULL)
 		return;
-	path = jrest_path("/api/kernels/", j->kernel_id, NULL);
+	path = jrest_path("/api/kernels/", j->st.kernel_id, NULL);
 	q = jrest_call(&j->rest, "GET", path, NULL, REST_BODY_MAX, on_check_done);
 	free(path);
 	if (q != NULL)
@@ -633,7 +519,7 @@ send_cell(struct jupyter *j, struct op *p)
 	char *note_text = j->pending_note;
 
 	j->pending_note = NULL;
-	cur_clear(&j->cur);
+	jcell_clear(&j->cur);
 	j->cur.active = 1;
 	j->cur.n = p->n;
 	j->cur.code = p->code;
@@ -673,12 +559,7 @@ upload_end(void *arg, char *problem)
 			free(m);
 	}
 	free(problem);
-	if (p != NULL) {
-		free(p->host_path);
-		free(p->name);
-		free(p->code);
-		free(p);
-	}
+	op_free(p);
 	j->op = NULL;
 	pump(j);
 }
@@ -687,7 +568,7 @@ static void
 start_upload(struct jupyter *j, struct op *p)
 {
 	j->op = p;
-	jput_start(&j->up, &j->rest, j->session, p->host_path, p->name, upload_end, j);
+	jput_start(&j->up, &j->rest, j->st.session, p->host_path, p->name, upload_end, j);
 }
 
 /* ------------------------------------------------------------ the queue */
@@ -726,32 +607,18 @@ pump(struct jupyter *j)
 /* ------------------------------------------------------------ messages */
 
 static void
-on_execute_reply(struct jupyter *j, const cJSON *content)
-{
-	const char *st = json_str(content, "status"), *fp;
-
-	j->cur.got_reply = 1;
-	free(j->cur.reply_status);
-	j->cur.reply_status = kframe_text_cap(st ? st : "error");
-	fp = jmsg_user_expr_text(content, "terp_out");
-	free(j->cur.fp);
-	j->cur.fp = fp != NULL && strlen(fp) <= FP_MAX ? xstrdup(fp) : NULL;
-	cell_maybe_done(j);
-}
-
-static void
 on_cwd_reply(struct jupyter *j, const cJSON *content)
 {
 	const char *cwd = jmsg_user_expr_text(content, "cwd");
 	size_t n = cwd ? strlen(cwd) : 0;
-	char *want = xasprintf("/%s'", j->session);
+	char *want = xasprintf("/%s'", j->st.session);
 
 	/* The repr of a str: '...'. Only compared, never used as a path. */
 	if (cwd != NULL && (n < strlen(want) + 1 || n > CWD_MAX ||
 	    strcmp(cwd + n - strlen(want), want) != 0)) {
 		free(j->ready_note);
 		j->ready_note = xasprintf("the kernel's working directory is not the session folder %s (the server ignored it); data files are under %s/data on the server",
-		    j->session, j->session);
+		    j->st.session, j->st.session);
 	}
 	free(want);
 }
@@ -766,9 +633,9 @@ became_ready(struct jupyter *j)
 
 	loop_timer_cancel(j->loop, j->start_timer);
 	j->start_timer = 0;
-	j->step = ST_NONE;
+	j->st.step = JSTART_NONE;
 	j->phase = PH_READY;
-	j->reconnecting = 0;
+	j->st.reconnecting = 0;
 	if (j->restarted && j->lost)
 		msg = xasprintf("restarted the Jupyter kernel; its state (variables, imports) was lost%s%s",
 		    j->ready_note ? "; " : "", j->ready_note ? j->ready_note : "");
@@ -799,7 +666,7 @@ became_ready(struct jupyter *j)
 static void
 on_kernel_status(struct jupyter *j, const char *es, const char *parent)
 {
-	if (j->step == ST_CWD && parent != NULL && strcmp(parent, j->ctl_id) == 0 &&
+	if (j->st.step == JSTART_CWD && parent != NULL && strcmp(parent, j->ctl_id) == 0 &&
 	    strcmp(es, "idle") == 0) {
 		j->ctl_idle = 1;
 		cwd_answered(j);
@@ -814,7 +681,7 @@ on_kernel_status(struct jupyter *j, const char *es, const char *parent)
 		return;
 	}
 	if (strcmp(es, "dead") == 0) {
-		j->kernel_dead = 1;
+		j->st.kernel_dead = 1;
 		if (j->cur.active)
 			finish_cell(j, CELL_CRASHED,
 			    "the Jupyter kernel died and the server could not restart it; its state was lost", 1);
@@ -846,7 +713,7 @@ on_kernel_status(struct jupyter *j, const char *es, const char *parent)
 static void
 send_cwd(struct jupyter *j)
 {
-	j->step = ST_CWD;
+	j->st.step = JSTART_CWD;
 	j->ctl_kind = 1;
 	j->ctl_replied = j->ctl_idle = 0;
 	if (send_msg(j, "execute_request", "shell",
@@ -863,7 +730,7 @@ on_nudge(struct loop *l, void *arg)
 	(void)l;
 
 	j->nudge_timer = 0;
-	if (j->step == ST_CWD && j->ctl_kind == 0 && !j->ctl_idle)
+	if (j->st.step == JSTART_CWD && j->ctl_kind == 0 && !j->ctl_idle)
 		send_cwd(j);
 }
 
@@ -879,6 +746,25 @@ cwd_answered(struct jupyter *j)
 		j->nudge_timer = loop_timer_add(j->loop, NUDGE_MS, on_nudge, j);
 	}
 }
+
+/* The running cell's text and figures (kernel_jupyter_cell.h). */
+static void
+on_cell_output(void *arg, int stream, const char *p, size_t n)
+{
+	struct jupyter *j = arg;
+
+	emit_output(j, j->cur.n, stream, p, n);
+}
+
+static void
+on_cell_image(void *arg, const char *png_b64)
+{
+	struct jupyter *j = arg;
+
+	jout_image(j->out, j->cur.n, png_b64);
+}
+
+static const struct jcell_cbs cell_cbs = { on_cell_output, on_cell_image };
 
 static void
 on_ws_message(void *arg, const char *p, size_t n, int binary)
@@ -906,7 +792,7 @@ on_ws_message(void *arg, const char *p, size_t n, int binary)
 		cJSON_Delete(m);
 		return;
 	}
-	if (strcmp(type, "kernel_info_reply") == 0 && j->step == ST_INFO &&
+	if (strcmp(type, "kernel_info_reply") == 0 && j->st.step == JSTART_INFO &&
 	    parent != NULL && strcmp(parent, j->info_id) == 0) {
 		send_cwd(j);
 		cJSON_Delete(m);
@@ -933,35 +819,10 @@ on_ws_message(void *arg, const char *p, size_t n, int binary)
 	}
 	j->cur.started = 1;
 	if (strcmp(type, "execute_reply") == 0 && (channel == NULL || strcmp(channel, "shell") == 0)) {
-		on_execute_reply(j, content);
-	} else if (strcmp(type, "stream") == 0) {
-		const char *name = json_str(content, "name"), *text = json_str(content, "text");
-		if (name != NULL && text != NULL)
-			emit_output(j, j->cur.n, strcmp(name, "stderr") == 0 ? 1 : 0, text, strlen(text));
-	} else if (strcmp(type, "execute_result") == 0 || strcmp(type, "display_data") == 0 ||
-	    strcmp(type, "update_display_data") == 0) {
-		const cJSON *data = json_obj(content, "data");
-		const char *png = data ? json_str(data, "image/png") : NULL;
-		const char *txt = data ? json_str(data, "text/plain") : NULL;
-		if (png != NULL) {
-			j->cur.figs++;
-			jout_image(j->out, j->cur.n, png);
-		} else if (strcmp(type, "execute_result") == 0 && txt != NULL) {
-			free(j->cur.value);
-			j->cur.value = kframe_text_cap(txt);
-		} else if (txt != NULL) {
-			/* display(df) and the like: shown as it prints. */
-			emit_output(j, j->cur.n, 0, txt, strlen(txt));
-			emit_output(j, j->cur.n, 0, "\n", 1);
-		}
-	} else if (strcmp(type, "error") == 0) {
-		const char *en = json_str(content, "ename"), *ev = json_str(content, "evalue");
-		free(j->cur.ename);
-		free(j->cur.evalue);
-		free(j->cur.traceback);
-		j->cur.ename = kframe_text_cap(en ? en : "Error");
-		j->cur.evalue = kframe_text_cap(ev ? ev : "");
-		j->cur.traceback = jmsg_traceback(content);
+		jcell_reply(&j->cur, content, "terp_out", FP_MAX);
+		cell_maybe_done(j);
+	} else {
+		jcell_message(&j->cur, type, content, &cell_cbs, j);
 	}
 	cJSON_Delete(m);
 }
@@ -990,13 +851,10 @@ teardown(struct jupyter *j, enum cell_status st, const char *reason)
 	j->nudge_timer = 0;
 	j->rest.gen++;
 	jrest_cancel(&j->rest);
-	if (j->ws != NULL) {
-		ws_free(j->ws);
-		j->ws = NULL;
-	}
-	j->step = ST_NONE;
+	jstart_drop_ws(&j->st);
+	j->st.step = JSTART_NONE;
 	j->ctl_kind = 0;
-	j->reconnecting = 0;
+	j->st.reconnecting = 0;
 	j->restarting_by_us = 0;
 	if (j->cur.active)
 		finish_cell(j, st, reason, 1);
@@ -1026,7 +884,7 @@ go_dead(struct jupyter *j, const char *msg)
 static void
 send_kernel_info(struct jupyter *j)
 {
-	j->step = ST_INFO;
+	j->st.step = JSTART_INFO;
 	if (send_msg(j, "kernel_info_request", "shell", cJSON_CreateObject(), j->info_id) < 0)
 		lose_connection(j, "cannot send on the kernel's WebSocket");
 }
@@ -1039,146 +897,44 @@ on_ws_open(void *arg)
 	send_kernel_info(j);
 }
 
-static void create_kernel(struct jupyter *j);
-
 static void
 on_ws_closed(void *arg, const struct ws_end *e)
 {
 	struct jupyter *j = arg;
-	int was = j->step;
+	int was = j->st.step;
 
-	j->ws = NULL;
+	j->st.ws = NULL;
 	if (j->phase == PH_OFF || j->phase == PH_DEAD)
 		return;
 	if (j->restarting_by_us)
 		return;		/* on_restarted opens a new one */
-	if (was == ST_WS && e->http_status != 0) {
-		struct http_result r;
-		char *p;
-		if (e->http_status == 404 && !j->reconnecting) {
-			go_dead(j, "the Jupyter server has no such kernel any more");
-			return;
-		}
-		if (e->http_status == 404) {
-			/* Gone while we reconnected: a new kernel, state lost. */
-			free(j->kernel_id);
-			j->kernel_id = NULL;
-			cell_gone(j, "the Jupyter kernel is gone (the server culled or lost it); its state was lost");
-			j->restarted = j->lost = 1;
-			create_kernel(j);
-			return;
-		}
-		memset(&r, 0, sizeof r);
-		r.status = e->http_status;
-		r.location = e->location;
-		p = jrest_problem(&j->rest, &r, "the WebSocket upgrade");
-		go_dead(j, p);
-		free(p);
+	if (was == JSTART_WS && e->http_status != 0) {
+		jstart_ws_refused(&j->st, e);
 		return;
 	}
 	lose_connection(j, e->error);
 }
 
+/* The start sequence's reports (kernel_jupyter_start.h). */
 static void
-open_ws(struct jupyter *j)
+on_start_dead(void *arg, const char *msg)
 {
-	static const struct ws_cbs cbs = { on_ws_open, on_ws_message, on_ws_dropped, on_ws_closed };
-	struct ws_opts wo;
-	const char *hdrs[2] = { j->rest.auth, NULL };
-	char *path, *url, *err = NULL;
-
-	j->step = ST_WS;
-	path = jrest_path("/api/kernels/", j->kernel_id, NULL);
-	url = xasprintf("%s%s/channels?session_id=%s", j->rest.base, path, j->ws_session);
-	free(path);
-	memset(&wo, 0, sizeof wo);
-	wo.url = url;
-	wo.headers = j->rest.auth ? hdrs : NULL;
-	wo.ca_file = j->o->ca_file;
-	wo.connect_timeout_ms = j->o->connect_timeout_ms;
-	wo.max_msg = (size_t)j->o->max_msg;
-	j->ws = ws_open(j->loop, &wo, &cbs, j, &err);
-	free(url);
-	if (j->ws == NULL) {
-		go_dead(j, err);
-		free(err);
-	}
-}
-
-/* The kernelspecs' names, shown: "python3, ir" (bounded). */
-static char *
-spec_names(const cJSON *specs)
-{
-	const cJSON *s;
-	struct buf b;
-	int n = 0;
-
-	buf_init(&b, 4096);
-	cJSON_ArrayForEach(s, specs) {
-		char *shown;
-		if (s->string == NULL)
-			continue;
-		if (n == SPECS_SHOWN) {
-			buf_adds(&b, ", ...");
-			break;
-		}
-		shown = kframe_display_name(s->string);
-		buf_printf(&b, "%s%s", n ? ", " : "", shown);
-		free(shown);
-		n++;
-	}
-	return buf_take(&b);
+	go_dead(arg, msg);
 }
 
 static void
-on_created(void *arg, struct jreq *q, const struct http_result *r)
+on_kernel_gone(void *arg)
 {
 	struct jupyter *j = arg;
-	cJSON *doc;
-	const char *id;
-	char *p;
 
-	if (q->i != j->rest.gen)
-		return;
-	if ((p = jrest_problem(&j->rest, r, "the request to start a kernel")) != NULL || q->over) {
-		go_dead(j, p ? p : "the Jupyter server's answer to starting a kernel is too long");
-		free(p);
-		return;
-	}
-	doc = cJSON_ParseWithLength(buf_str(&q->body), q->body.len);
-	id = doc ? json_str(doc, "id") : NULL;
-	if (id == NULL || strlen(id) > 128 || strspn(id, "0123456789abcdefABCDEF-") != strlen(id)) {
-		cJSON_Delete(doc);
-		go_dead(j, "the Jupyter server's answer to starting a kernel has no usable kernel id");
-		return;
-	}
-	free(j->kernel_id);
-	j->kernel_id = xstrdup(id);
-	cJSON_Delete(doc);
-	open_ws(j);
+	cell_gone(j, "the Jupyter kernel is gone (the server culled or lost it); its state was lost");
+	j->restarted = j->lost = 1;
 }
 
-static void
-create_kernel(struct jupyter *j)
-{
-	cJSON *b = cJSON_CreateObject();
-	char *body;
-	struct jreq *q;
-
-	j->step = ST_CREATE;
-	j->kernel_dead = 0;
-	if (j->o->kernel_name != NULL)
-		cJSON_AddStringToObject(b, "name", j->o->kernel_name);
-	/* The kernel's working directory: the session folder, so the code
-	 * finds data/ and out/ where the local sandbox has them. */
-	cJSON_AddStringToObject(b, "path", j->session);
-	body = cJSON_PrintUnformatted(b);
-	cJSON_Delete(b);
-	q = jrest_call(&j->rest, "POST", "/api/kernels", body, REST_BODY_MAX, on_created);
-	free(body);
-	if (q != NULL)
-		q->i = j->rest.gen;
-}
+static const struct jstart_cbs start_cbs = {
+	on_start_dead, on_kernel_gone,
+	{ on_ws_open, on_ws_message, on_ws_dropped, on_ws_closed },
+};
 
 /* The server no longer has our kernel: a new one, the state lost. */
 static void
@@ -1186,12 +942,8 @@ replace_kernel(struct jupyter *j)
 {
 	j->rest.gen++;
 	jrest_cancel(&j->rest);
-	if (j->ws != NULL) {
-		ws_free(j->ws);
-		j->ws = NULL;
-	}
-	free(j->kernel_id);
-	j->kernel_id = NULL;
+	jstart_drop_ws(&j->st);
+	jstart_forget(&j->st);
 	cell_gone(j, "the Jupyter kernel is gone (the server culled or lost it); its state was lost");
 	j->ctl_kind = 0;
 	j->restarted = j->lost = 1;
@@ -1202,145 +954,7 @@ replace_kernel(struct jupyter *j)
 	    "the Jupyter kernel is gone (the server culled or lost it); starting a new one", 1, 1);
 	loop_timer_cancel(j->loop, j->start_timer);
 	j->start_timer = loop_timer_add(j->loop, j->o->connect_timeout_ms * 6, on_start_timeout, j);
-	create_kernel(j);
-}
-
-static void
-on_attach(void *arg, struct jreq *q, const struct http_result *r)
-{
-	struct jupyter *j = arg;
-	char *p;
-
-	if (q->i != j->rest.gen)
-		return;
-	if (r->status == 404) {
-		/* Culled, or the server restarted: a new kernel. */
-		free(j->kernel_id);
-		j->kernel_id = NULL;
-		cell_gone(j, "the Jupyter kernel is gone (the server culled or lost it); its state was lost");
-		j->restarted = j->lost = 1;
-		create_kernel(j);
-		return;
-	}
-	if ((p = jrest_problem(&j->rest, r, "the kernel's status")) != NULL) {
-		if (j->reconnecting) {
-			char *m = xasprintf("lost the connection to the Jupyter server and could not reconnect: %s", p);
-			go_dead(j, m);
-			free(m);
-		} else {
-			go_dead(j, p);
-		}
-		free(p);
-		return;
-	}
-	open_ws(j);
-}
-
-static void
-attach_kernel(struct jupyter *j)
-{
-	char *path = jrest_path("/api/kernels/", j->kernel_id, NULL);
-	struct jreq *q;
-
-	j->step = ST_ATTACH;
-	q = jrest_call(&j->rest, "GET", path, NULL, REST_BODY_MAX, on_attach);
-	free(path);
-	if (q != NULL)
-		q->i = j->rest.gen;
-}
-
-static void
-on_mkdir(void *arg, struct jreq *q, const struct http_result *r)
-{
-	struct jupyter *j = arg;
-	char *p, *rel, *path;
-	struct jreq *n;
-	static const char *const sub[] = { "", "/data", "/out" };
-
-	if (q->i != j->rest.gen)
-		return;
-	if ((p = jrest_problem(&j->rest, r, "creating the session folder")) != NULL) {
-		char *m = r->status == 404 || r->status == 405 ?
-		    xasprintf("the Jupyter server has no contents API (%s), so terp cannot stage data files or fetch out/ there", p) :
-		    xstrdup(p);
-		go_dead(j, m);
-		free(m);
-		free(p);
-		return;
-	}
-	if (q->s != NULL && q->s[0] != '\0' && strcmp(q->s, "/out") == 0) {
-		if (j->kernel_id != NULL)
-			attach_kernel(j);
-		else
-			create_kernel(j);
-		return;
-	}
-	{
-		int next = strcmp(q->s, "") == 0 ? 1 : 2;
-		rel = xasprintf("%s%s", j->session, sub[next]);
-		path = jrest_path("/api/contents/", rel, NULL);
-		free(rel);
-		n = jrest_call(&j->rest, "PUT", path, "{\"type\":\"directory\"}", REST_BODY_MAX, on_mkdir);
-		free(path);
-		if (n != NULL) {
-			n->i = j->rest.gen;
-			n->s = xstrdup(sub[next]);
-		}
-	}
-}
-
-/* The probe: GET /api/kernelspecs needs the token (GET /api does not),
- * and says whether the kernel asked for exists. */
-static void
-on_probe(void *arg, struct jreq *q, const struct http_result *r)
-{
-	struct jupyter *j = arg;
-	char *p, *path;
-	struct jreq *n;
-	cJSON *doc;
-	const cJSON *specs;
-
-	if (q->i != j->rest.gen)
-		return;
-	if ((p = jrest_problem(&j->rest, r, "GET /api/kernelspecs")) != NULL) {
-		if (r->status == 404) {
-			free(p);
-			p = xasprintf("%s does not look like a Jupyter server (no /api/kernelspecs): is the URL's base path right?",
-			    j->rest.where);
-		}
-		go_dead(j, p);
-		free(p);
-		return;
-	}
-	doc = q->over ? NULL : cJSON_ParseWithLength(buf_str(&q->body), q->body.len);
-	specs = doc ? json_obj(doc, "kernelspecs") : NULL;
-	if (specs == NULL) {
-		cJSON_Delete(doc);
-		go_dead(j, q->over ? "the Jupyter server's list of kernelspecs is over 4 MiB" :
-		    "the Jupyter server's list of kernelspecs is malformed");
-		return;
-	}
-	if (j->o->kernel_name != NULL &&
-	    cJSON_GetObjectItemCaseSensitive(specs, j->o->kernel_name) == NULL) {
-		char *names = spec_names(specs), *want = kframe_display_name(j->o->kernel_name);
-		p = *names ? xasprintf("the Jupyter server has no kernel named '%s'; it has: %s", want, names) :
-		    xasprintf("the Jupyter server has no kernel named '%s' (and lists no kernelspecs)", want);
-		free(names);
-		free(want);
-		cJSON_Delete(doc);
-		go_dead(j, p);
-		free(p);
-		return;
-	}
-	cJSON_Delete(doc);
-	j->step = ST_MKDIR;
-	path = jrest_path("/api/contents/", j->session, NULL);
-	n = jrest_call(&j->rest, "PUT", path, "{\"type\":\"directory\"}", REST_BODY_MAX, on_mkdir);
-	free(path);
-	if (n != NULL) {
-		n->i = j->rest.gen;
-		n->s = xstrdup("");
-	}
+	jstart_create(&j->st);
 }
 
 static void
@@ -1362,17 +976,12 @@ on_start_timeout(struct loop *l, void *arg)
 static void
 start_sequence(struct jupyter *j)
 {
-	struct jreq *q;
-
 	j->rest.gen++;
 	j->phase = PH_STARTING;
-	j->step = ST_PROBE;
 	loop_timer_cancel(j->loop, j->start_timer);
 	/* Kernels on a cluster (Enterprise Gateway) can take a while. */
 	j->start_timer = loop_timer_add(j->loop, j->o->connect_timeout_ms * 6, on_start_timeout, j);
-	q = jrest_call(&j->rest, "GET", "/api/kernelspecs", NULL, SPECS_BODY_MAX, on_probe);
-	if (q != NULL)
-		q->i = j->rest.gen;
+	jstart_begin(&j->st);
 }
 
 /* The WebSocket broke: reopen it once with the same session id (the
@@ -1383,18 +992,15 @@ lose_connection(struct jupyter *j, const char *why)
 {
 	char *m;
 
-	if (j->ws != NULL) {
-		ws_free(j->ws);
-		j->ws = NULL;
-	}
-	if (j->reconnecting || j->phase != PH_READY || j->kernel_id == NULL) {
+	jstart_drop_ws(&j->st);
+	if (j->st.reconnecting || j->phase != PH_READY || j->st.kernel_id == NULL) {
 		m = xasprintf("lost the connection to the Jupyter server: %s", why ? why : "closed");
 		go_dead(j, m);
 		free(m);
 		return;
 	}
 	j->rest.gen++;
-	j->reconnecting = 1;
+	j->st.reconnecting = 1;
 	j->restarted = 1;
 	j->phase = PH_STARTING;
 	m = xasprintf("lost the connection to the Jupyter server (%s); reconnecting", why ? why : "closed");
@@ -1402,7 +1008,7 @@ lose_connection(struct jupyter *j, const char *why)
 	free(m);
 	loop_timer_cancel(j->loop, j->start_timer);
 	j->start_timer = loop_timer_add(j->loop, j->o->connect_timeout_ms * 6, on_start_timeout, j);
-	attach_kernel(j);
+	jstart_attach(&j->st);
 }
 
 /* ------------------------------------------------------------ restart */
@@ -1417,13 +1023,9 @@ on_restarted(void *arg, struct jreq *q, const struct http_result *r)
 		return;
 	j->restarting_by_us = 0;
 	if (r->status == 404) {
-		free(j->kernel_id);
-		j->kernel_id = NULL;
-		if (j->ws != NULL) {
-			ws_free(j->ws);
-			j->ws = NULL;
-		}
-		create_kernel(j);
+		jstart_forget(&j->st);
+		jstart_drop_ws(&j->st);
+		jstart_create(&j->st);
 		return;
 	}
 	if ((p = jrest_problem(&j->rest, r, "the restart")) != NULL) {
@@ -1431,8 +1033,8 @@ on_restarted(void *arg, struct jreq *q, const struct http_result *r)
 		free(p);
 		return;
 	}
-	if (j->ws == NULL || !ws_is_open(j->ws))
-		open_ws(j);
+	if (j->st.ws == NULL || !ws_is_open(j->st.ws))
+		jstart_open_ws(&j->st);
 	else
 		send_kernel_info(j);
 }
@@ -1460,7 +1062,7 @@ restart_kernel(struct jupyter *j, const char *cell_reason, enum cell_status st)
 	j->ctl_kind = 0;
 	loop_timer_cancel(j->loop, j->nudge_timer);
 	j->nudge_timer = 0;
-	j->step = ST_NONE;
+	j->st.step = JSTART_NONE;
 	j->phase = PH_STARTING;
 	j->restarted = j->lost = 1;
 	j->restarting_by_us = 1;
@@ -1469,7 +1071,7 @@ restart_kernel(struct jupyter *j, const char *cell_reason, enum cell_status st)
 	emit_state(j, KERNEL_STARTING, "restarting the Jupyter kernel", 1, 1);
 	loop_timer_cancel(j->loop, j->start_timer);
 	j->start_timer = loop_timer_add(j->loop, j->o->connect_timeout_ms * 6, on_start_timeout, j);
-	path = jrest_path("/api/kernels/", j->kernel_id, "/restart");
+	path = jrest_path("/api/kernels/", j->st.kernel_id, "/restart");
 	q = jrest_call(&j->rest, "POST", path, "{}", REST_BODY_MAX, on_restarted);
 	free(path);
 	if (q != NULL)
@@ -1501,81 +1103,27 @@ jupyter_new(struct loop *l, const struct jupyter_opts *opts, const struct kernel
 		j->out = jout_new(&j->rest, j->sink, &oo, &oc, j);
 	}
 	jput_init(&j->up);
+	jstart_init(&j->st, l, &j->rest, opts, &start_cbs, j);
 	j->rest.owner = j;
+	j->rest.loop = l;
 	j->rest.connect_timeout_ms = opts->connect_timeout_ms;
 	j->rest.ca_file = opts->ca_file;
-	buf_init(&j->hold, OUT_HOLD_MAX);
+	khold_init(&j->hold, l, OUT_HOLD_MAX, OUT_HOLD_MS, hold_out, j);
 	j->phase = PH_OFF;
 	j->state = KERNEL_STOPPED;
 	return j;
 }
 
-static int
-session_name_ok(const char *s)
-{
-	size_t n = strlen(s);
-	return n > 0 && n <= 64 && strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") == n;
-}
-
 int
 jupyter_start(struct jupyter *j, char **err)
 {
-	const char *u = j->o->url;
-	size_t n;
-
 	if (j->phase == PH_STARTING || j->phase == PH_READY) {
 		*err = xstrdup("the Jupyter session is running already");
 		return -1;
 	}
 	if (j->rest.base == NULL) {
-		if (u == NULL) {
-			*err = xstrdup("no Jupyter server URL");
+		if (jstart_configure(&j->st, err) < 0)
 			return -1;
-		}
-		if (strncmp(u, "jupyter+", 8) == 0)
-			u += 8;
-		if (strncmp(u, "http://", 7) != 0 && strncmp(u, "https://", 8) != 0) {
-			*err = xasprintf("not a Jupyter server URL (http:// or https://): %s", u);
-			return -1;
-		}
-		if (strpbrk(u, "?#\r\n \t") != NULL) {
-			*err = xasprintf("the Jupyter server URL has a query, fragment or space: %s", u);
-			return -1;
-		}
-		j->rest.base = xstrdup(u);
-		n = strlen(j->rest.base);
-		while (n > 0 && j->rest.base[n - 1] == '/')
-			j->rest.base[--n] = '\0';
-		j->rest.where = xasprintf("jupyter %s", strstr(j->rest.base, "://") + 3);
-		if (j->o->token != NULL && j->o->token[0] != '\0') {
-			if (strpbrk(j->o->token, "\r\n") != NULL) {
-				*err = xstrdup("the Jupyter token has a line break");
-				return -1;
-			}
-			j->rest.auth = xasprintf("Authorization: token %s", j->o->token);
-		}
-		if (j->o->session != NULL) {
-			if (!session_name_ok(j->o->session)) {
-				*err = xstrdup("the Jupyter session name may only have letters, digits, '_' and '-' (at most 64)");
-				return -1;
-			}
-			j->session = xasprintf("terp-%s", j->o->session);
-		} else {
-			unsigned char b[6];
-			jmsg_random(b, sizeof b);
-			j->session = xasprintf("terp-%02x%02x%02x%02x%02x%02x", b[0], b[1], b[2], b[3],
-			    b[4], b[5]);
-		}
-		if (j->o->kernel_id != NULL) {
-			if (strlen(j->o->kernel_id) > 128 ||
-			    strspn(j->o->kernel_id, "0123456789abcdefABCDEF-") != strlen(j->o->kernel_id)) {
-				*err = xstrdup("not a Jupyter kernel id");
-				return -1;
-			}
-			j->kernel_id = xstrdup(j->o->kernel_id);
-		}
-		jmsg_uuid(j->ws_session);
-		j->rest.http = http_new(j->loop);
 		for (int i = 0; i < j->o->ndata; i++) {
 			char *p = jupyter_stage(j, j->o->data_files[i], err);
 			if (p == NULL)
@@ -1589,10 +1137,10 @@ jupyter_start(struct jupyter *j, char **err)
 	}
 	if (kernel_sink_open(j->sink, err) < 0)
 		return -1;
-	if (j->kernel_dead) {
+	if (j->st.kernel_dead) {
 		/* The server said "dead": a new kernel. */
-		free(j->kernel_id);
-		j->kernel_id = NULL;
+		free(j->st.kernel_id);
+		j->st.kernel_id = NULL;
 		j->restarted = j->lost = 1;
 	}
 	if (j->stopped_why != NULL) {
@@ -1646,7 +1194,7 @@ jupyter_run(struct jupyter *j, int n, const char *code, char **err)
 void
 jupyter_interrupt(struct jupyter *j)
 {
-	interrupt_cell(j, STOP_USER);
+	interrupt_cell(j, JCELL_STOP_USER);
 }
 
 int
@@ -1670,7 +1218,7 @@ jupyter_reset(struct jupyter *j, char **err)
 int
 jupyter_restart(struct jupyter *j, char **err)
 {
-	if (j->kernel_id == NULL || (j->phase != PH_READY && j->phase != PH_STARTING)) {
+	if (j->st.kernel_id == NULL || (j->phase != PH_READY && j->phase != PH_STARTING)) {
 		*err = xstrdup("the Jupyter kernel is not running");
 		return -1;
 	}
@@ -1714,45 +1262,6 @@ jupyter_stage(struct jupyter *j, const char *host_path, char **err)
 }
 
 static void
-delete_kernel_sync(struct jupyter *j, const char *id)
-{
-	CURL *e;
-	struct curl_slist *h = NULL;
-	char *path, *url;
-
-	if (id == NULL || j->rest.base == NULL || j->o->keep_kernel)
-		return;
-	e = curl_easy_init();
-	if (e == NULL)
-		return;
-	path = jrest_path("/api/kernels/", id, NULL);
-	url = xasprintf("%s%s", j->rest.base, path);
-	free(path);
-	if (j->rest.auth != NULL)
-		h = curl_slist_append(h, j->rest.auth);
-	curl_easy_setopt(e, CURLOPT_URL, url);
-	curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, "DELETE");
-	curl_easy_setopt(e, CURLOPT_HTTPHEADER, h);
-	curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)FREE_DELETE_MS);
-	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
-	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, NULL);
-	if (j->o->ca_file != NULL)
-		curl_easy_setopt(e, CURLOPT_CAINFO, j->o->ca_file);
-	{
-		FILE *null = fopen("/dev/null", "w");
-		if (null != NULL)
-			curl_easy_setopt(e, CURLOPT_WRITEDATA, null);
-		(void)curl_easy_perform(e);
-		if (null != NULL)
-			fclose(null);
-	}
-	curl_easy_cleanup(e);
-	curl_slist_free_all(h);
-	free(url);
-}
-
-static void
 on_deleted(void *arg, struct jreq *q, const struct http_result *r)
 {
 	struct jupyter *j = arg;
@@ -1773,13 +1282,13 @@ jupyter_stop(struct jupyter *j, const char *reason)
 	teardown(j, CELL_INTERRUPTED, "the Jupyter session was stopped; its state was lost");
 	free(j->stopped_why);
 	j->stopped_why = xstrdup(reason && *reason ? reason : "by request");
-	if (j->kernel_id != NULL && !j->o->keep_kernel) {
-		path = jrest_path("/api/kernels/", j->kernel_id, NULL);
+	if (j->st.kernel_id != NULL && !j->o->keep_kernel) {
+		path = jrest_path("/api/kernels/", j->st.kernel_id, NULL);
 		q = jrest_call(&j->rest, "DELETE", path, NULL, REST_BODY_MAX, on_deleted);
 		free(path);
 		free(j->deleting);
-		j->deleting = j->kernel_id;
-		j->kernel_id = NULL;
+		j->deleting = j->st.kernel_id;
+		j->st.kernel_id = NULL;
 		(void)q;
 	}
 	free(j->last_fp);
@@ -1795,7 +1304,7 @@ jupyter_free(struct jupyter *j)
 
 	if (j == NULL)
 		return;
-	hold_flush(j);
+	khold_flush(&j->hold);
 	j->cb.state = NULL;
 	j->cb.result = NULL;
 	j->cb.output = NULL;
@@ -1804,35 +1313,26 @@ jupyter_free(struct jupyter *j)
 	loop_timer_cancel(j->loop, j->nudge_timer);
 	cancel_cell_timers(j);
 	jrest_cancel(&j->rest);
-	if (j->ws != NULL)
-		ws_free(j->ws);
-	delete_kernel_sync(j, j->kernel_id);
-	delete_kernel_sync(j, j->deleting);
+	jstart_drop_ws(&j->st);
+	jstart_delete_sync(&j->st, j->st.kernel_id);
+	jstart_delete_sync(&j->st, j->deleting);
 	while ((p = j->queue) != NULL) {
 		j->queue = p->next;
-		free(p->code);
-		free(p->host_path);
-		free(p->name);
-		free(p);
+		op_free(p);
 	}
-	if (j->op != NULL) {
-		free(j->op->host_path);
-		free(j->op->name);
-		free(j->op);
-	}
+	op_free(j->op);
 	jput_stop(&j->up);
-	cur_clear(&j->cur);
+	jcell_clear(&j->cur);
 	jrest_free(&j->rest);
 	kernel_sink_free(j->sink);
 	jout_free(j->out);
-	free(j->session);
-	free(j->kernel_id);
+	jstart_free(&j->st);
 	free(j->deleting);
 	free(j->ready_note);
 	free(j->stopped_why);
 	free(j->last_fp);
 	free(j->pending_note);
-	buf_free(&j->hold);
+	khold_free(&j->hold);
 	free(j);
 }
 
@@ -1864,11 +1364,11 @@ jupyter_where(const struct jupyter *j)
 const char *
 jupyter_kernel_id(const struct jupyter *j)
 {
-	return j->kernel_id;
+	return j->st.kernel_id;
 }
 
 const char *
 jupyter_session_dir(const struct jupyter *j)
 {
-	return j->session;
+	return j->st.session;
 }

@@ -127,7 +127,7 @@ on_file(void *arg, struct jreq *q, const struct http_result *r)
 
 	if (!j->fetching || !j->cb.live(j->arg) || q->i != j->rest->gen)
 		return;
-	if (q->over) {
+	if (q->k.over) {
 		char b[32];
 		fmt_bytes(b, sizeof b, j->o.artifact_max);
 		note(j, "artifact out/%s not copied: too large (the limit is %s)", q->s, b);
@@ -140,7 +140,7 @@ on_file(void *arg, struct jreq *q, const struct http_result *r)
 		fetch_next(j);
 		return;
 	}
-	doc = cJSON_ParseWithLength(buf_str(&q->body), q->body.len);
+	doc = krest_json(&q->k);
 	if (doc == NULL || (content = json_str(doc, "content")) == NULL ||
 	    (fmt = json_str(doc, "format")) == NULL) {
 		note(j, "artifact out/%s not copied: the server's answer is not a file model", q->s);
@@ -201,7 +201,7 @@ on_listing(void *arg, struct jreq *q, const struct http_result *r)
 
 	if (!j->fetching || !j->cb.live(j->arg) || q->i != j->rest->gen)
 		return;
-	if (q->over) {
+	if (q->k.over) {
 		note(j, "the listing of out/ is over %u MiB; files not fetched", LIST_BODY_MAX >> 20);
 		fetch_end(j);
 		return;
@@ -213,7 +213,7 @@ on_listing(void *arg, struct jreq *q, const struct http_result *r)
 		fetch_end(j);
 		return;
 	}
-	doc = cJSON_ParseWithLength(buf_str(&q->body), q->body.len);
+	doc = krest_json(&q->k);
 	list = doc ? cJSON_GetObjectItemCaseSensitive(doc, "content") : NULL;
 	if (!cJSON_IsArray(list)) {
 		note(j, "files in out/ not fetched: the server's listing is malformed");

@@ -9,18 +9,6 @@
 
 #include "terp/util.h"
 
-static int
-on_rest_body(void *arg, const char *p, size_t n)
-{
-	struct jreq *q = arg;
-
-	if (buf_add(&q->body, p, n) < 0) {
-		q->over = 1;
-		return 1;
-	}
-	return 0;
-}
-
 static void
 free_req(struct jreq *q)
 {
@@ -32,18 +20,18 @@ free_req(struct jreq *q)
 			break;
 		}
 	}
-	buf_free(&q->body);
+	krest_clear(&q->k);
 	free(q->s);
 	free(q);
 }
 
 static void
-on_rest_done(void *arg, const struct http_result *r)
+on_rest_done(void *arg, struct krest *k, const struct http_result *r)
 {
 	struct jreq *q = arg;
 	struct jrest *j = q->r;
 
-	q->x = NULL;
+	(void)k;
 	/* done may abandon every request (jrest_cancel): this one is
 	 * left for us to free. */
 	j->dispatching = q;
@@ -63,40 +51,33 @@ struct jreq *
 jrest_call_for(struct jrest *j, void *ctx, const char *method, const char *path,
     const char *body, size_t max, jreq_done done)
 {
-	static const struct http_cbs cbs = { on_rest_body, on_rest_done };
-	const char *hdrs[5];
-	struct http_req req;
+	static const struct krest_cbs cbs = { .done = on_rest_done };
+	struct krest_req req;
 	struct jreq *q;
 	char *url, *err = NULL;
-	int nh = 0;
+	int rc;
 
 	q = xcalloc(1, sizeof *q);
 	q->r = j;
 	q->ctx = ctx;
 	q->done = done;
 	q->i = j->gen;	/* an answer for an abandoned sequence is ignored */
-	buf_init(&q->body, max);
-	if (j->auth != NULL)
-		hdrs[nh++] = j->auth;
-	hdrs[nh++] = "Accept: application/json";
-	if (body != NULL)
-		hdrs[nh++] = "Content-Type: application/json";
-	hdrs[nh] = NULL;
+	krest_init(&q->k, j->loop, j->http, &cbs, q);
 	url = xasprintf("%s%s", j->base, path);
 	memset(&req, 0, sizeof req);
 	req.method = method;
 	req.url = url;
-	req.headers = hdrs;
+	req.auth = j->auth;
 	req.body = body;
-	req.body_len = body ? strlen(body) : 0;
+	req.max = max;
 	req.connect_timeout_ms = j->connect_timeout_ms;
 	req.max_error_body = 16384;
 	req.ca_file = j->ca_file;
 	q->next = j->reqs;
 	j->reqs = q;
-	q->x = http_post(j->http, &req, &cbs, q, &err);
+	rc = krest_send(&q->k, &req, &err);
 	free(url);
-	if (q->x == NULL) {
+	if (rc < 0) {
 		/* Only a malformed URL gets here; checked at start. */
 		struct http_result r;
 		memset(&r, 0, sizeof r);
@@ -122,9 +103,6 @@ jrest_cancel(struct jrest *j)
 			pp = &q->next;
 			continue;
 		}
-		if (q->x != NULL)
-			http_cancel(q->x);
-		q->x = NULL;
 		free_req(q);
 	}
 }

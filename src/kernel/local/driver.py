@@ -1710,38 +1710,51 @@ def _save_image(data, ext, did=None):
 
 
 def _text_form(data):
-    """(text or None, image shown): what the model and the pane read."""
+    """(text or None, image shown, text is Markdown): what the model and
+    the pane read."""
     for mime, ext in (("image/png", "png"), ("image/jpeg", "jpg")):
         if mime in data and data[mime]:
-            return None, (mime, ext)
+            return None, (mime, ext), False
     plain = data.get("text/plain")
     if isinstance(plain, str) and not _is_default_repr(plain):
-        return plain, None
-    for mime in ("text/markdown", "text/latex"):
-        if isinstance(data.get(mime), str):
-            return data[mime], None
+        return plain, None, False
+    if isinstance(data.get("text/markdown"), str):
+        return data["text/markdown"], None, True
+    if isinstance(data.get("text/latex"), str):
+        return data["text/latex"], None, False
     if isinstance(data.get("text/html"), str):
-        return _html_text(data["text/html"]), None
+        return _html_text(data["text/html"]), None, False
     if isinstance(data.get("image/svg+xml"), str):
-        return "[SVG image, %d characters]" % len(data["image/svg+xml"]), None
+        return "[SVG image, %d characters]" % len(data["image/svg+xml"]), None, False
     if "application/json" in data:
         import json
-        return json.dumps(data["application/json"], indent=1, default=str), None
-    return plain if isinstance(plain, str) else None, None
+        return json.dumps(data["application/json"], indent=1, default=str), None, False
+    return plain if isinstance(plain, str) else None, None, False
 
 
-def _show_bundle(data, did=None):
-    text, img = _text_form(data)
+def _show_bundle(data, did=None, update=False):
+    text, img, md = _text_form(data)
     if img is not None:
         _save_image(data[img[0]], img[1], did)
     if text is not None:
-        _show_text(text)
+        _show_text(text, md, did, update)
 
 
-def _show_text(text):
+# A display the notebook must know as one (Markdown to render, an id to
+# update in place) travels in stdout as a marked region, so that it
+# keeps its place among the prints (the host's outdisp.h has the format).
+_MARK = "\x1b]7701;"
+
+
+def _show_text(text, markdown=False, did=None, update=False):
     if len(text) > DISPLAY_TEXT_MAX:
         text = text[:DISPLAY_TEXT_MAX] + "... [display cut at 1 MiB]"
-    sys.stdout.write(text.rstrip("\n") + "\n")
+    text = text.rstrip("\n") + "\n"
+    if markdown or did or update:
+        text = "\n%s%s;%s;%s\a\n%s%send\a\n" % (
+            _MARK, "update" if update else "show",
+            "text/markdown" if markdown else "text/plain", did or "", text, _MARK)
+    sys.stdout.write(text)
 
 
 class DisplayHandle:
@@ -1761,7 +1774,7 @@ class DisplayHandle:
 
 
 def display(*objs, include=None, exclude=None, metadata=None, transient=None,
-            display_id=None, raw=False, clear=False, **kwargs):
+            display_id=None, raw=False, clear=False, update=False, **kwargs):
     """IPython's display(): each object through its richest form."""
     # clear=True: a text stream cannot clear; the next output follows
     handle = DisplayHandle(display_id) if display_id is not None else None
@@ -1771,25 +1784,35 @@ def display(*objs, include=None, exclude=None, metadata=None, transient=None,
             _display_sink[0].append(obj)
             continue
         if raw and isinstance(obj, dict):
-            _show_bundle(obj, did)
+            _show_bundle(obj, did, update)
         elif include or exclude or did:
-            _show_bundle(_mime_bundle(obj, include, exclude), did)
+            _show_bundle(_mime_bundle(obj, include, exclude), did, update)
         else:
             # as a last value: a DataFrame's HTML is not computed for nothing
-            text = _value_text(obj)
+            text, md = _value_form(obj)
             if text is not None:
-                _show_text(text)
+                _show_text(text, md)
     return handle
 
 
 def update_display(obj, *, display_id, **kwargs):
-    """The display with this id shows obj now: an image keeps its file
-    name (out/display-ID.png, the artifact updated), text is shown again."""
-    display(obj, display_id=display_id, **kwargs)
+    """Every display with this id shows obj now: an image keeps its file
+    name (out/display-ID.png, the artifact updated), text is replaced
+    where it was shown."""
+    kwargs.pop("update", None)
+    display(obj, display_id=display_id, update=True, **kwargs)
 
 
 def clear_output(wait=False):
-    pass
+    """The cell's output so far goes (both streams), as in Jupyter; wait
+    (clear when the next output comes) reads the same once it has come."""
+    for f in (sys.stdout, sys.stderr):
+        try:
+            f.flush()
+            f.write("\n" + _MARK + "clear\a\n")
+            f.flush()
+        except Exception:
+            pass
 
 
 def _safe_id(did):
@@ -1872,17 +1895,22 @@ def _value_text(v):
     """A cell's last value as the result's text (None: shown as an image
     file). The repr comes first when it is a real one (a DataFrame's),
     so its HTML is never computed for nothing."""
+    return _value_form(v)[0]
+
+
+def _value_form(v):
+    """(_value_text's text, whether it is Markdown)."""
     if isinstance(v, type) or not _rich(v):
         r = _plain(v)
         if isinstance(v, type) or not _is_default_repr(r) or not any(
                 hasattr(v, m) for _, m in _REPR_METHODS):
-            return r
+            return r, False
     data = _mime_bundle(v)
-    text, img = _text_form(data)
+    text, img, md = _text_form(data)
     if img is not None:
         _save_image(data[img[0]], img[1])
-        return None
-    return text
+        return None, False
+    return text, md
 
 
 def _hides_value(code):
