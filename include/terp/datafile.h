@@ -12,7 +12,7 @@ struct datafile {
 	char		*path;		/* absolute host path */
 	uint64_t	 size;
 	int64_t		 mtime;		/* unix seconds */
-	char		*fingerprint;	/* "sha256:HEX" or "sampled-sha256:HEX" */
+	char		*fingerprint;	/* "sha256:HEX", "sampled-sha256:HEX", "tree-sha256:HEX" */
 	/* Where the code sees it in the running sandbox (e.g.
 	 * "/workspace/data/my_sales-2.csv"); NULL when not staged there. */
 	char		*sandbox;
@@ -23,7 +23,8 @@ struct datafile {
 };
 
 /* Fingerprints a data file: sha256 of the contents up to 64 MiB, and
- * of its size and sampled 1 MiB pieces beyond that. Fills f (strings
+ * of its size and sampled 1 MiB pieces beyond that; a folder: of every
+ * entry's path, size, mtime and mode (dirsum.h; size: its files' sum). Fills f (strings
  * new; free with datafile_free). Returns 0 or -1 with *err. */
 int datafile_fingerprint(const char *path, struct datafile *f, char **err);
 /* A copy of f's strings in *to. */

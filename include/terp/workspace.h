@@ -44,8 +44,10 @@ const char *workspace_datadir(const struct workspace *w);
 uid_t workspace_uid(const struct workspace *w);
 
 /* Checks that path can be a data file: it opens without blocking (a
- * FIFO would block) and is, after symlinks, a regular file. Returns 0,
- * or -1 with a one-line *err (caller frees). */
+ * FIFO would block) and is, after symlinks, a regular file, or a folder
+ * within DIRSUM_ENTRIES entries and DIRSUM_DEPTH levels (dirsum.h; its
+ * size is checked against the disk limit when staged). Returns 0, or -1
+ * with a one-line *err (caller frees). */
 int workspace_check_data(const char *path, char **err);
 
 /* The name a data file named base gets in the data folder, when that
@@ -53,8 +55,9 @@ int workspace_check_data(const char *path, char **err);
  * 100 bytes). New string. */
 char *workspace_safe_name(const char *base);
 
-/* Puts host_path into the data folder under a free, safe name and
- * returns the path the code sees (new string), or NULL with *err.
+/* Puts host_path (a file or a folder) into the data folder under a
+ * free, safe name and returns the path the code sees (new string), or
+ * NULL with *err (a folder whose files hold more than the disk limit).
  * running: a sandbox runs already, which cannot get a new mount, so the
  * file is linked or copied instead of bound. Prepares w when needed. */
 char *workspace_stage(struct workspace *w, const char *host_path, int running,

@@ -32,6 +32,8 @@ describe_file(struct buf *b, const struct datafile *f)
 
 	if (stat(f->path, &st) == 0)
 		fmt_bytes(size, sizeof size, (uint64_t)st.st_size);
+	if (stat(f->path, &st) == 0 && S_ISDIR(st.st_mode))	/* datadesc counts it */
+		snprintf(size, sizeof size, "a folder");
 	buf_printf(b, "- %s (%s), the user's %s\n", f->sandbox, size, f->path);
 	datadesc_describe(b, f->path, "  ");
 }

@@ -15,6 +15,7 @@
 
 #include <zlib.h>
 
+#include "terp/dirsum.h"
 #include "terp/sanitize.h"
 #include "terp/util.h"
 
@@ -877,6 +878,43 @@ ends_with(const char *s, const char *suffix)
 	return n >= k && strcasecmp(s + n - k, suffix) == 0;
 }
 
+/* A folder: its files counted (dirsum.h: bounded, no symlink followed),
+ * the first names, and the first file described. Takes fd. */
+static void
+describe_folder(struct buf *b, const char *indent, const char *path, int fd)
+{
+	struct dirsum s;
+	char *line, *first, *in2;
+
+	if (dirsum_walk(fd, &s, NULL, NULL) < 0) {
+		say(b, indent, "cannot be read here: %s", strerror(errno));
+		close(fd);
+		return;
+	}
+	close(fd);
+	line = dirsum_line(&s);
+	say(b, indent, "a folder (read-only): %s%s", line, s.too_many || s.too_deep ?
+	    " or more (the count stopped)" : "");
+	free(line);
+	if (s.nnames == 0)
+		return;
+	buf_printf(b, "%sfiles: ", indent);
+	for (int i = 0; i < s.nnames; i++) {
+		char *n = sanitize_str(s.names[i], strlen(s.names[i]), 0);	/* one line */
+		buf_printf(b, "%s%s", i ? ", " : "", n);
+		free(n);
+	}
+	buf_adds(b, s.files > (uint64_t)s.nnames ? ", ...\n" : "\n");
+	line = sanitize_str(s.names[0], strlen(s.names[0]), 0);
+	say(b, indent, "the first, %s:", line);
+	free(line);
+	first = xasprintf("%s/%s", path, s.names[0]);
+	in2 = xasprintf("%s  ", indent);
+	datadesc_describe(b, first, in2);
+	free(first);
+	free(in2);
+}
+
 void
 datadesc_describe(struct buf *b, const char *path, const char *indent)
 {
@@ -886,6 +924,10 @@ datadesc_describe(struct buf *b, const char *path, const char *indent)
 	char *m;
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 
+	if (fd >= 0 && fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+		describe_folder(b, indent, path, fd);
+		return;
+	}
 	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
 		say(b, indent, "cannot be read here: %s", fd < 0 ? strerror(errno) :
 		    "not a regular file");

@@ -403,6 +403,26 @@ filter_add_sockopt(scmp_filter_ctx ctx, char **err)
 	return 0;
 }
 
+/* fcntl(F_SETLEASE) is refused: a lease makes the host's opener of
+ * the file wait (lease-break-time, 45 s by default), and through the
+ * idmapped mount of a data file (workspace_mount.h) the sandbox's uid
+ * is that file's owner, whom the kernel lets take one. Only in B, as
+ * above. */
+static int
+filter_add_lease(scmp_filter_ctx ctx, char **err)
+{
+	static const char *const names[] = { "fcntl", "fcntl64" };
+
+	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+		if (filter_nr(names[i]) < 0)
+			continue;
+		if (filter_add_cmp(ctx, SCMP_ACT_ERRNO(EPERM), names[i],
+		    cmp_arg(1, SCMP_CMP_MASKED_EQ, 0xffffffffULL, F_SETLEASE), err) == -1)
+			return -1;
+	}
+	return 0;
+}
+
 static int
 filter_add_allowlist(scmp_filter_ctx ctx, char **err)
 {
@@ -451,7 +471,7 @@ filter_ctx(enum sandbox_filter_kind kind, char **err)
 		if (filter_add_allowlist(ctx, err) == -1)
 			goto fail;
 	} else if (filter_add_ioctl(ctx, err) == -1 ||
-	    filter_add_sockopt(ctx, err) == -1)
+	    filter_add_sockopt(ctx, err) == -1 || filter_add_lease(ctx, err) == -1)
 		goto fail;
 	return ctx;
 fail:

@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "terp/dirsum.h"
 #include "terp/workspace_mount.h"
 #include "terp/workspace_usage.h"
 #include "terp/sandbox.h"
@@ -215,8 +216,9 @@ clear_datadir(struct workspace *w)
 	if (d == NULL)
 		return;
 	while ((e = readdir(d)) != NULL) {
-		if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
-			(void)unlinkat(dirfd(d), e->d_name, 0);
+		if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0 &&
+		    unlinkat(dirfd(d), e->d_name, 0) < 0 && errno == EISDIR)
+			(void)unlinkat(dirfd(d), e->d_name, AT_REMOVEDIR);	/* a folder's */
 	}
 	closedir(d);
 }
@@ -419,7 +421,8 @@ copy_fd(int in, int out)
 }
 
 /* Opens a data file: without blocking (a FIFO's open would wait for a
- * writer), through symlinks to the real file, which must be regular.
+ * writer), through symlinks to the real file, which must be regular or
+ * a folder.
  * Returns the fd, or -1 with a one-line *err. */
 static int
 data_open(const char *path, struct stat *st, char **err)
@@ -436,14 +439,46 @@ data_open(const char *path, struct stat *st, char **err)
 		close(fd);
 		return -1;
 	}
-	if (S_ISREG(st->st_mode))
+	if (S_ISREG(st->st_mode) || S_ISDIR(st->st_mode))
 		return fd;
 	close(fd);
-	what = S_ISDIR(st->st_mode) ? "a folder" : S_ISFIFO(st->st_mode) ? "a FIFO" :
+	what = S_ISFIFO(st->st_mode) ? "a FIFO" :
 	    S_ISSOCK(st->st_mode) ? "a socket" : S_ISCHR(st->st_mode) ? "a character device" :
 	    S_ISBLK(st->st_mode) ? "a block device" : "not a regular file";
-	*err = xasprintf("data file %s is %s; give a regular file", path, what);
+	*err = xasprintf("data file %s is %s; give a regular file or a folder", path, what);
 	return -1;
+}
+
+/* A folder given as data: within DIRSUM_ENTRIES entries and
+ * DIRSUM_DEPTH levels, and its regular files within max bytes (0: any;
+ * the session's disk limit: a folder is one data set, bounded as the
+ * workspace is). Fills *sum when not NULL. Returns 0, or -1 with a
+ * one-line *err. */
+static int
+folder_check(const char *path, int fd, uint64_t max, struct dirsum *sum, char **err)
+{
+	struct dirsum s;
+	char got[32], lim[32];
+
+	if (dirsum_walk(fd, &s, NULL, NULL) < 0) {
+		*err = xasprintf("cannot read the data folder %s: %s", path, strerror(errno));
+		return -1;
+	}
+	if (s.too_many || s.too_deep) {
+		*err = xasprintf("the data folder %s holds more than %d entries or %d levels "
+		    "of folders; give a smaller folder", path, DIRSUM_ENTRIES, DIRSUM_DEPTH);
+		return -1;
+	}
+	if (max != 0 && s.bytes > max) {
+		fmt_bytes(got, sizeof got, s.bytes);
+		fmt_bytes(lim, sizeof lim, max);
+		*err = xasprintf("the data folder %s holds %s, over the session's disk limit "
+		    "of %s; give a smaller folder or a larger --disk", path, got, lim);
+		return -1;
+	}
+	if (sum != NULL)
+		*sum = s;
+	return 0;
 }
 
 int
@@ -454,6 +489,10 @@ workspace_check_data(const char *path, char **err)
 
 	if (fd < 0)
 		return -1;
+	if (S_ISDIR(st.st_mode) && folder_check(path, fd, 0, NULL, err) < 0) {
+		close(fd);
+		return -1;
+	}
 	close(fd);
 	return 0;
 }
@@ -463,13 +502,15 @@ workspace_check_data(const char *path, char **err)
 static int
 uid_can_read(const struct workspace *w, const struct stat *st)
 {
+	mode_t x = S_ISDIR(st->st_mode) ? 1 : 0;	/* a folder: read and search */
+
 	if (w->uid == 0)
 		return 1;
 	if (st->st_uid == w->uid)
-		return (st->st_mode & S_IRUSR) != 0;
+		return (st->st_mode & (S_IRUSR | (x * S_IXUSR))) == (S_IRUSR | (x * S_IXUSR));
 	if (st->st_gid == (gid_t)w->uid)
-		return (st->st_mode & S_IRGRP) != 0;
-	return (st->st_mode & S_IROTH) != 0;
+		return (st->st_mode & (S_IRGRP | (x * S_IXGRP))) == (S_IRGRP | (x * S_IXGRP));
+	return (st->st_mode & (S_IROTH | (x * S_IXOTH))) == (S_IROTH | (x * S_IXOTH));
 }
 
 /* Whether bwrap, as the sandbox's uid, can bind the open file fd: it
@@ -519,6 +560,27 @@ wsdata_open(const struct workspace *w)
 	return fd;
 }
 
+/* Whether the folder name in dfd is empty (a folder bind's mount point
+ * from an earlier sandbox), opened without following links. */
+static int
+wsdata_empty_dir(int dfd, const char *name)
+{
+	int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	struct dirent *e;
+	int empty = 1;
+	DIR *d;
+
+	if (fd < 0 || (d = fdopendir(fd)) == NULL) {
+		if (fd >= 0)
+			close(fd);
+		return 0;
+	}
+	while (empty && (e = readdir(d)) != NULL)
+		empty = strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0;
+	closedir(d);
+	return empty;
+}
+
 /* Whether entry name of the workspace's data folder is terp's: a link
  * to the staged file of that name, or an empty file (a bind's mount
  * point from an earlier sandbox). */
@@ -533,6 +595,8 @@ wsdata_ours(int fd, const char *name)
 		return errno == ENOENT;
 	if (S_ISREG(st.st_mode))
 		return st.st_size == 0;
+	if (S_ISDIR(st.st_mode))
+		return wsdata_empty_dir(fd, name);
 	if (!S_ISLNK(st.st_mode))
 		return 0;
 	snprintf(want, sizeof want, "%s/%s", SANDBOX_STAGED, name);
@@ -577,7 +641,8 @@ wsdata_place(struct workspace *w, const char *name, int link, char **err)
 		*err = xasprintf("cannot stage %s: the workspace's data folder has a file of that name", name);
 		return -1;
 	}
-	(void)unlinkat(fd, name, 0);
+	if (unlinkat(fd, name, 0) < 0 && errno == EISDIR)
+		(void)unlinkat(fd, name, AT_REMOVEDIR);
 	snprintf(target, sizeof target, "%s/%s", SANDBOX_STAGED, name);
 	if (link && symlinkat(target, fd, name) < 0) {
 		*err = xasprintf("cannot stage %s: %s", name, strerror(errno));
@@ -590,9 +655,9 @@ wsdata_place(struct workspace *w, const char *name, int link, char **err)
 
 /* A free name in the data folder for base: name, name-2.ext, ...,
  * created empty with O_EXCL (a bind's mount point, or a copy's target
- * when out is not NULL: then left open for writing in *out). */
+ * when out is not NULL: then left open in *out; a folder when dir). */
 static char *
-data_claim(struct workspace *w, const char *base, int *out, char **err)
+data_claim(struct workspace *w, const char *base, int dir, int *out, char **err)
 {
 	char *name = safe_name(base), *cand = NULL;
 	const char *dot = strrchr(name, '.');
@@ -610,7 +675,10 @@ data_claim(struct workspace *w, const char *base, int *out, char **err)
 		if (wsdata_taken(w, cand))
 			continue;
 		path = xasprintf("%s/%s", w->datadir, cand);
-		fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+		if (!dir)
+			fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+		else if ((fd = mkdir(path, mode | 0110)) == 0)	/* a folder's */
+			fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		free(path);
 		if (fd < 0 && errno == EEXIST)
 			continue;
@@ -641,19 +709,20 @@ data_claim(struct workspace *w, const char *base, int *out, char **err)
 }
 
 /* As root: the idmapping the sandbox's uid needs to read the open file
- * st through a mount (-1: none, it can read it already), or -2 when a
+ * st through a mount (-1: none, readable: it can read it already), or -2 when a
  * mount cannot help or the kernel refuses one here (the file is then
  * copied). The clone is tried once now, so that a launch finds it works. */
 static int
-mount_userns(const struct workspace *w, int fd, const struct stat *st)
+mount_userns(const struct workspace *w, int fd, const struct stat *st, int readable)
 {
 	int ns = -1, m;
 
 	if (w->no_sandbox || w->uid == 0 || geteuid() != 0 || st->st_nlink == 0)
 		return -2;
-	if (!uid_can_read(w, st)) {
+	if (!readable) {
 		/* through the mount the sandbox's uid is the owner */
-		if (!(st->st_mode & S_IRUSR))
+		mode_t need = S_IRUSR | (S_ISDIR(st->st_mode) ? S_IXUSR : 0);
+		if ((st->st_mode & need) != need)
 			return -2;
 		if ((ns = workspace_mount_userns(st->st_uid, st->st_gid, w->uid)) < 0)
 			return -2;
@@ -683,6 +752,194 @@ bind_add(struct workspace *w, int in, char *name, int mount, int ns)
 	b->path = mount ? xasprintf("%s/%s", w->datadir, name) : NULL;
 }
 
+/* Copies the folder in into the folder out, both open, at most
+ * DIRSUM_DEPTH deep (folder_check bounded what it holds): regular files
+ * (holes kept), folders of the same file system, and symlinks as they
+ * are (they resolve inside the sandbox, as in a bind); nothing is
+ * followed. As root all is the sandbox uid's group's to read. */
+static int
+copy_tree(const struct workspace *w, int in, int out, dev_t dev, int depth)
+{
+	mode_t fmode = w->uid != 0 ? 0440 : 0400;
+	int fd = dup(in), rc = 0;
+	struct dirent *e;
+	DIR *d;
+
+	if (fd < 0 || (d = fdopendir(fd)) == NULL) {
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	rewinddir(d);
+	while (rc == 0 && (e = readdir(d)) != NULL) {
+		const char *n = e->d_name;
+		struct stat st;
+		char target[4096];
+		ssize_t tn;
+		int a, b;
+
+		if (strcmp(n, ".") == 0 || strcmp(n, "..") == 0 ||
+		    fstatat(in, n, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			continue;
+		if (S_ISLNK(st.st_mode)) {
+			if ((tn = readlinkat(in, n, target, sizeof target - 1)) > 0) {
+				target[tn] = '\0';
+				(void)symlinkat(target, out, n);
+			}
+			continue;
+		}
+		if (S_ISDIR(st.st_mode) && st.st_dev == dev && depth < DIRSUM_DEPTH) {
+			if (mkdirat(out, n, fmode | 0110) < 0 ||
+			    (b = openat(out, n, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+				rc = -1;
+			else if ((a = openat(in, n, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+			    O_NONBLOCK | O_CLOEXEC)) < 0) {
+				close(b);
+			} else {
+				if (w->uid != 0 && fchown(b, 0, (gid_t)w->uid) < 0)
+					rc = -1;
+				if (rc == 0)
+					rc = copy_tree(w, a, b, dev, depth + 1);
+				close(a);
+				close(b);
+			}
+			continue;
+		}
+		if (!S_ISREG(st.st_mode) || (a = openat(in, n, O_RDONLY | O_NOFOLLOW |
+		    O_NONBLOCK | O_CLOEXEC)) < 0)
+			continue;
+		if ((b = openat(out, n, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
+		    O_CLOEXEC, fmode)) < 0 || (w->uid != 0 && fchown(b, 0, (gid_t)w->uid) < 0) ||
+		    copy_fd(a, b) < 0)
+			rc = -1;
+		if (b >= 0)
+			close(b);
+		close(a);
+	}
+	closedir(d);
+	return rc;
+}
+
+/* Removes what copy_tree made under the open folder dfd (a failed copy:
+ * terp's own files; nothing is followed). */
+static void
+remove_tree(int dfd)
+{
+	int fd = dup(dfd);
+	struct dirent *e;
+	DIR *d;
+
+	if (fd < 0 || (d = fdopendir(fd)) == NULL) {
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	rewinddir(d);
+	while ((e = readdir(d)) != NULL) {
+		int c;
+		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+			continue;
+		if (unlinkat(dfd, e->d_name, 0) < 0 && errno == EISDIR &&
+		    (c = openat(dfd, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+		    O_CLOEXEC)) >= 0) {
+			remove_tree(c);
+			close(c);
+			(void)unlinkat(dfd, e->d_name, AT_REMOVEDIR);
+		}
+	}
+	closedir(d);
+}
+
+struct unreadable {
+	const struct workspace	*w;
+	uint64_t		 n;
+};
+
+static void
+count_unreadable(void *arg, const char *rel, const struct stat *st)
+{
+	struct unreadable *u = arg;
+
+	(void)rel;
+	if ((S_ISREG(st->st_mode) || S_ISDIR(st->st_mode)) && !uid_can_read(u->w, st))
+		u->n++;
+}
+
+/* Whether the sandbox's uid can read the folder in and all it holds
+ * (as root a 0600 file inside is not: the folder is then mounted,
+ * idmapped, instead of bound). */
+static int
+folder_readable(const struct workspace *w, int in, const struct stat *st)
+{
+	struct unreadable u = { .w = w };
+	struct dirsum s;
+
+	if (w->uid == 0)
+		return 1;
+	if (!uid_can_read(w, st) || dirsum_walk(in, &s, count_unreadable, &u) < 0)
+		return 0;
+	return u.n == 0;
+}
+
+/* A folder given as data (a partitioned Parquet dataset, a folder of
+ * monthly CSVs), bounded by folder_check: bound read-only as a folder,
+ * by its fd like a file, or as root given as a mount (idmapped where the
+ * sandbox's uid could not read it); copied when a sandbox runs already.
+ * Takes in. Symlinks inside are left as they are: they resolve in the
+ * sandbox's own view, where nothing of the host outside the folder is. */
+static char *
+stage_folder(struct workspace *w, const char *host_path, const char *base, int in,
+    const struct stat *st, int running, char **err)
+{
+	char *name = NULL;
+	int ns = -1, mount = 0, out = -1, readable;
+
+	if (folder_check(host_path, in, w->disk, NULL, err) < 0)
+		goto fail;
+	readable = folder_readable(w, in, st);
+
+	if (!running && w->nbinds < SANDBOX_MAX_BINDS && !w->no_sandbox &&
+	    ((readable && bindable(w, in, st)) ||
+	    (mount = 1, ns = mount_userns(w, in, st, readable)) != -2)) {
+		if ((name = data_claim(w, base, 1, &out, err)) == NULL ||
+		    wsdata_place(w, name, mount, err) < 0)
+			goto fail;
+		close(out);
+		bind_add(w, in, name, mount, ns);
+		return xasprintf("/workspace/data/%s", name);
+	}
+	ns = -1;
+	if ((name = data_claim(w, base, 1, &out, err)) == NULL)
+		goto fail;
+	if (copy_tree(w, in, out, st->st_dev, 0) < 0) {
+		*err = xasprintf("cannot copy the data folder %s into the session: %s",
+		    host_path, strerror(errno));
+		remove_tree(out);
+		goto fail;
+	}
+	close(out);
+	out = -1;
+	close(in);
+	in = -1;
+	if (wsdata_place(w, name, 1, err) < 0)
+		goto fail;
+	{
+		char *r = w->no_sandbox ? xasprintf("%s/%s", w->datadir, name) :
+		    xasprintf("/workspace/data/%s", name);
+		free(name);
+		return r;
+	}
+fail:
+	if (out >= 0)
+		close(out);
+	if (ns >= 0)
+		close(ns);
+	if (in >= 0)
+		close(in);
+	free(name);
+	return NULL;
+}
+
 /* Puts host_path into the session's data folder. Before the sandbox
  * starts, a file the sandbox uid can read is bound read-only by its fd
  * (no copy, no disk, constant time whatever its size). As root, one it
@@ -696,18 +953,27 @@ bind_add(struct workspace *w, int in, char *name, int mount, int ns)
 char *
 workspace_stage(struct workspace *w, const char *host_path, int running, char **err)
 {
-	const char *base = strrchr(host_path, '/');
+	const char *base;
 	struct stat st;
-	char *name, *r;
+	char *name, *r, last[256];
 	int in, out = -1, ns;
+	size_t n = strlen(host_path);
 
 	if (workspace_prepare(w, err) < 0)
 		return NULL;
-	base = base ? base + 1 : host_path;
+	/* the last name, without a folder's trailing slashes */
+	while (n > 1 && host_path[n - 1] == '/')
+		n--;
+	for (base = host_path + n; base > host_path && base[-1] != '/'; base--)
+		;
+	snprintf(last, sizeof last, "%.*s", (int)(host_path + n - base), base);
+	base = last;
 	if ((in = data_open(host_path, &st, err)) < 0)
 		return NULL;
+	if (S_ISDIR(st.st_mode))
+		return stage_folder(w, host_path, base, in, &st, running, err);
 	if (!running && w->nbinds < SANDBOX_MAX_BINDS && bindable(w, in, &st)) {
-		if ((name = data_claim(w, base, NULL, err)) == NULL) {
+		if ((name = data_claim(w, base, 0, NULL, err)) == NULL) {
 			close(in);
 			return NULL;
 		}
@@ -721,8 +987,8 @@ workspace_stage(struct workspace *w, const char *host_path, int running, char **
 		    xasprintf("/workspace/data/%s", name);
 	}
 	if (!running && w->nbinds < SANDBOX_MAX_BINDS &&
-	    (ns = mount_userns(w, in, &st)) != -2) {
-		if ((name = data_claim(w, base, NULL, err)) == NULL ||
+	    (ns = mount_userns(w, in, &st, uid_can_read(w, &st))) != -2) {
+		if ((name = data_claim(w, base, 0, NULL, err)) == NULL ||
 		    wsdata_place(w, name, 1, err) < 0) {
 			free(name);
 			if (ns >= 0)
@@ -733,7 +999,7 @@ workspace_stage(struct workspace *w, const char *host_path, int running, char **
 		bind_add(w, in, name, 1, ns);
 		return xasprintf("/workspace/data/%s", name);
 	}
-	if ((name = data_claim(w, base, &out, err)) == NULL) {
+	if ((name = data_claim(w, base, 0, &out, err)) == NULL) {
 		close(in);
 		return NULL;
 	}

@@ -15,6 +15,7 @@
 
 #include "terp/agent.h"
 #include "terp/buf.h"
+#include "terp/dirsum.h"
 #include "terp/llm.h"
 #include "terp/sanitize.h"
 #include "terp/util.h"
@@ -120,6 +121,33 @@ count_csv(const char *s, size_t n, char delim, unsigned long long *recs,
 	*recs += any;	/* a last line without '\n' */
 }
 
+/* A folder given as data: its files counted (dirsum.h), the first
+ * names as its "columns". Takes fd. */
+static int
+describe_folder(int fd, char **shape, char **cols)
+{
+	struct dirsum s;
+	char size[32];
+	struct buf names;
+	int rc = dirsum_walk(fd, &s, NULL, NULL);
+
+	close(fd);
+	if (rc < 0)
+		return -1;
+	fmt_bytes(size, sizeof size, s.bytes);
+	*shape = xasprintf("folder · %llu file%s%s · %s", (unsigned long long)s.files,
+	    s.files == 1 ? "" : "s", s.too_many || s.too_deep ? " or more" : "", size);
+	buf_init(&names, 1 << 16);
+	for (int i = 0; i < s.nnames; i++)
+		buf_printf(&names, "%s%s", i ? ", " : "", s.names[i]);
+	if (s.files > (uint64_t)s.nnames)
+		buf_adds(&names, ", …");
+	if (names.len > 0)
+		*cols = sanitize_str(buf_str(&names), names.len, 0);
+	buf_free(&names);
+	return 0;
+}
+
 int
 tui_data_describe(const char *path, char **shape, char **cols)
 {
@@ -131,6 +159,8 @@ tui_data_describe(const char *path, char **shape, char **cols)
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0)
 		return -1;
+	if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode))
+		return describe_folder(fd, shape, cols);
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
 		close(fd);
 		return -1;

@@ -438,3 +438,24 @@ def test_replay_in_the_same_folder_replaces_its_own_files(env, tmp_path):
     assert r.returncode == 0, r.stderr
     assert (tmp_path / "out" / "c.txt").read_text() == "the user's edit"
     assert (tmp_path / "out" / "c-2.txt").read_text() == "chart v1"
+
+
+def test_resume_tells_an_unchanged_folder_from_a_changed_one(model, menv, tmp_path):
+    """A folder given as data (issue 25 item 13) has a fingerprint of its
+    entries: a resume with nothing changed says nothing, one with a file
+    added to the folder says it changed."""
+    d = tmp_path / "monthly"
+    d.mkdir()
+    (d / "jan.csv").write_text("v\n1\n")
+    flags, requests = model([answer("first"), answer("second"), answer("third")])
+    r = run(menv, tmp_path, *flags, "-p", "Hello?", d)
+    assert r.returncode == 0, r.stderr
+    r = run(menv, tmp_path, *flags, "--resume", "-p", "Again?")
+    assert r.returncode == 0, r.stderr
+    assert "monthly" not in r.stderr, r.stderr
+    (d / "feb.csv").write_text("v\n2\n")
+    r = run(menv, tmp_path, *flags, "--resume", "-p", "Once more?")
+    assert r.returncode == 0, r.stderr
+    assert "monthly changed" in r.stderr, r.stderr
+    sysmsg = requests()[2]["messages"][0]["content"]
+    assert "a folder (read-only): 2 files" in sysmsg, sysmsg

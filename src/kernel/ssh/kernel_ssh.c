@@ -1057,7 +1057,15 @@ ssh_stage(void *b, const char *path, char **err)
 	if (kernel_ssh_remote_path(path) && access(path, F_OK) != 0) {
 		f->remote = xstrdup(strchr(path, ':') + 1);
 	} else {
+		struct stat st;
 		if (kernel_check_data(path, err) < 0) {
+			free(f);
+			return NULL;
+		}
+		if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+			/* uploads are of one file; a folder there is staged */
+			*err = xasprintf("the data folder %s cannot be uploaded over ssh: give "
+			    "its files, or HOST:/PATH of a folder on the remote host", path);
 			free(f);
 			return NULL;
 		}
