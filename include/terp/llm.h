@@ -169,6 +169,13 @@ int llm_request(struct llm *m, const char *system, const cJSON *messages,
  * already sent (notebook_gen, context_stamp); 0 (the default): none.
  * Used up by the next llm_request. */
 void llm_vouch(struct llm *m, uint64_t stamp);
+/* From the sent callback only: the request's body (as passed to it) is
+ * the caller's from now on instead of a copy's worth: malloc'd, its
+ * length then a NUL. The caller must keep it unchanged until the request
+ * is over (it is still sent, and sent again by a retry), then frees it
+ * (or gives it to llm_cache_body_give for a later body). NULL: the
+ * backend keeps its body; copy it. */
+char *llm_sent_body_take(struct llm *m);
 /* Aborts the running request at once; no callback fires after it. */
 void llm_cancel(struct llm *m);
 int llm_busy(const struct llm *m);

@@ -48,6 +48,9 @@ struct llm_backend {
 	 * recorded ones), borrowed while b lives, or NULL past the last.
 	 * NULL entry: none (a real model answers anything). */
 	const char *(*suggest)(void *b, int i);
+	/* From the sent callback only: hands the request's body on (see
+	 * llm_sent_body_take), or NULL when it cannot. NULL entry: never. */
+	char	*(*take_body)(void *b);
 };
 
 /* One line of llm.c's table. */
@@ -79,6 +82,9 @@ struct llm_wire {
 	char	*body;
 	size_t	 body_len;
 	char	*what;		/* for the ledger: "openai gpt-4o" */
+	int	 body_kept;	/* body handed on (take_body): not ours to
+				 * reuse or free, still read until the
+				 * request ends */
 };
 void llm_wire_free(struct llm_wire *w);
 /* Appends a header to w (copied). */

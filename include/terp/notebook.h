@@ -260,6 +260,14 @@ const struct usage *notebook_usage(const struct notebook *nb);
 #define NOTEBOOK_SENT_KEEP	4	/* each holds the whole conversation: 1 MB at 3,000 questions */
 void notebook_add_sent(struct notebook *nb, const char *what, const char *body,
     size_t len);
+/* The same, keeping body itself instead of a copy (malloc'd, len bytes
+ * then a NUL; the notebook owns it from now on and frees it when it
+ * leaves the window). A copy of the whole conversation per request was
+ * a tenth of a long session's CPU. Returns the storage of the body that
+ * left the window (the caller's now: its next body can reuse it), or
+ * NULL. */
+char *notebook_add_sent_keep(struct notebook *nb, const char *what, char *body,
+    size_t len);
 int notebook_nsent(const struct notebook *nb);
 /* The i-th request: description and size, and its body (owned by the
  * notebook), or NULL when it is no longer kept in memory. */

@@ -17,6 +17,7 @@
 #include "terp/datafile.h"
 #include "terp/ledger.h"
 #include "terp/llm.h"
+#include "terp/llm_cache.h"
 #include "terp/netlog.h"
 #include "terp/sanitize.h"
 #include "terp/util.h"
@@ -339,8 +340,16 @@ m_sent(void *arg, const char *what, const char *body, size_t len)
 {
 	struct agent *a = arg;
 	struct event ev = { .type = EV_REQUEST, .text = what, .len = len };
+	char *kept = llm_sent_body_take(a->llm);
 
-	notebook_add_sent(a->nb, what, body, len);
+	/* The body itself, not a copy (1 MB at 3,000 questions): the
+	 * notebook keeps it for NOTEBOOK_SENT_KEEP requests, well past the
+	 * end of this one; the one it lets go is the next body's storage. */
+	assert(kept == NULL || kept == body);
+	if (kept != NULL)
+		llm_cache_body_give(notebook_add_sent_keep(a->nb, what, kept, len));
+	else
+		notebook_add_sent(a->nb, what, body, len);
 	emit(a, &ev);
 }
 

@@ -199,6 +199,9 @@ struct context {
 	int		 gen;			/* bumped when the view changes */
 	cJSON		*view;
 	int		 nview;			/* its items */
+	/* nothing summarised or elided: the notebook's own messages are
+	 * the view (no reference object per message made for it) */
+	int		 direct;
 	uint64_t	 mc_nbgen;		/* notebook_gen the cache is of */
 	uint64_t	 stamp;			/* context_stamp, of gen and */
 	uint64_t	 stamp_nb;		/* this notebook_gen */
@@ -793,11 +796,27 @@ context_messages(struct context *cx, const char *system)
 	sync_cache(cx);
 	take_usage(cx);
 	sys = sys_tokens(cx, system);
+	if (cx->summary_upto == 0 && cx->elide_upto == 0) {
+		/* The view would be a reference to every message (a resumed
+		 * session's first request made thousands): the notebook's
+		 * array is sent as it is. Its stamp follows the same rule as
+		 * a view's; a change of mode is a new one (the nodes differ). */
+		keep = !cx->direct || cx->stamp == 0 || cx->stamp_gen != cx->gen ||
+		    cx->stamp_nb != notebook_gen(cx->nb) ? -1 : 1;
+		cJSON_Delete(cx->view);
+		cx->view = NULL;
+		cx->nview = cx->nmc;
+		cx->direct = 1;
+	} else if (cx->direct) {
+		cx->direct = 0;		/* cx->view is NULL: made anew */
+	}
 	/* Neither the view nor the messages there changed since the last
 	 * one (its stamp's): the conversation only grew. Its items stay
 	 * but the last (a message completed in place is made again); the
 	 * new messages are added. */
-	if (cx->view != NULL && cx->stamp != 0 && cx->stamp_gen == cx->gen &&
+	if (cx->direct) {
+		/* the notebook's messages (above) */
+	} else if (cx->view != NULL && cx->stamp != 0 && cx->stamp_gen == cx->gen &&
 	    cx->stamp_nb == notebook_gen(cx->nb) && cx->nview > 1 &&
 	    cx->nview <= cx->nmc - cx->summary_upto) {
 		keep = cx->nview - 1;
@@ -808,13 +827,15 @@ context_messages(struct context *cx, const char *system)
 		if (cx->view == NULL)
 			fatal("out of memory (cJSON)");
 	}
-	cx->nview = keep;
-	m = msg_at(cx, cx->summary_upto + keep);
-	for (i = cx->summary_upto + keep; i < cx->nmc && m; i++, m = m->next) {
-		cJSON_AddItemToArray(cx->view, view_item(cx, i, m));
-		cx->nview++;
+	if (!cx->direct) {
+		cx->nview = keep;
+		m = msg_at(cx, cx->summary_upto + keep);
+		for (i = cx->summary_upto + keep; i < cx->nmc && m; i++, m = m->next) {
+			cJSON_AddItemToArray(cx->view, view_item(cx, i, m));
+			cx->nview++;
+		}
 	}
-	if (keep == 0) {
+	if (keep == 0 || keep == -1) {
 		/* another view: another stamp (the high bit: never a
 		 * notebook_gen) */
 		static uint64_t stamps;
@@ -838,7 +859,7 @@ context_messages(struct context *cx, const char *system)
 		emit_notice(cx, w);
 		free(w);
 	}
-	return cx->view;
+	return cx->direct ? notebook_messages(cx->nb) : cx->view;
 }
 
 uint64_t

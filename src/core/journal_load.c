@@ -638,8 +638,10 @@ sent_to_notebook(const struct sent_chain *sc, struct notebook *nb)
 
 		if (i >= sc->n - NOTEBOOK_SENT_KEEP)
 			p = sent_chain_body(sc, i, &len);
-		notebook_add_sent(nb, what, p, len);
-		free(p);
+		if (p != NULL)	/* kept as rebuilt, not copied again */
+			free(notebook_add_sent_keep(nb, what, p, len));
+		else
+			notebook_add_sent(nb, what, NULL, len);
 	}
 }
 

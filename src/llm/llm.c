@@ -378,6 +378,14 @@ llm_provider(const struct llm *m)
 	return m->cfg.provider;
 }
 
+char *
+llm_sent_body_take(struct llm *m)
+{
+	if (m == NULL || m->backend == NULL || m->prov->backend->take_body == NULL)
+		return NULL;
+	return m->prov->backend->take_body(m->backend);
+}
+
 const char *
 llm_suggest(const struct llm *m, int i)
 {

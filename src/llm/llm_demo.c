@@ -317,5 +317,5 @@ demo_suggest(void *p, int i)
 }
 
 const struct llm_backend llm_demo_backend = {
-	demo_open, demo_request, demo_cancel, demo_close, demo_suggest,
+	demo_open, demo_request, demo_cancel, demo_close, demo_suggest, NULL,
 };

@@ -70,7 +70,8 @@ llm_wire_free(struct llm_wire *w)
 	for (char **h = w->headers; h != NULL && *h != NULL; h++)
 		free(*h);
 	free(w->headers);
-	llm_cache_body_give(w->body);	/* the next body's storage */
+	if (!w->body_kept)
+		llm_cache_body_give(w->body);	/* the next body's storage */
 	free(w->what);
 	memset(w, 0, sizeof *w);
 }
@@ -659,6 +660,19 @@ hb_close(void *p)
 	free(b);
 }
 
+/* The wire keeps pointing at it: a retry sends it again, and the
+ * taker keeps it until the request is over (llm.h). */
+static char *
+hb_take_body(void *p)
+{
+	struct hb *b = p;
+
+	if (b->wire.body == NULL || b->wire.body_kept)
+		return NULL;
+	b->wire.body_kept = 1;
+	return b->wire.body;
+}
+
 const struct llm_backend llm_http_backend = {
-	hb_open, hb_request, hb_cancel, hb_close, NULL,
+	hb_open, hb_request, hb_cancel, hb_close, NULL, hb_take_body,
 };

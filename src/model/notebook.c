@@ -562,8 +562,11 @@ notebook_summary(const struct notebook *nb, int *upto, int *gen)
 	return nb->summary;
 }
 
-void
-notebook_add_sent(struct notebook *nb, const char *what, const char *body,
+/* notebook_add_sent's and notebook_add_sent_keep's: body is copied,
+ * or kept when owned (then it is body). Returns the storage of the body
+ * that left the window when the caller may have it (owned), else NULL. */
+static char *
+add_sent(struct notebook *nb, const char *what, const char *body, char *owned,
     size_t len)
 {
 	struct sent *s;
@@ -586,17 +589,37 @@ notebook_add_sent(struct notebook *nb, const char *what, const char *body,
 	s = &nb->sent[nb->nsent++];
 	s->what = xstrdup(what);
 	s->body = NULL;
-	if (body != NULL) {
+	if (owned != NULL) {
+		s->body = owned;	/* its NUL is the caller's */
+	} else if (body != NULL) {
 		s->body = spare != NULL && malloc_usable_size(spare) > len ?
 		    spare : xrealloc(spare, len + 1);
 		memcpy(s->body, body, len);
 		s->body[len] = '\0';
 		spare = NULL;
 	}
-	free(spare);
+	if (owned == NULL) {
+		free(spare);
+		spare = NULL;
+	}
 	s->len = len;
 	if (body != NULL)
 		tell(nb, &ch);
+	return spare;
+}
+
+void
+notebook_add_sent(struct notebook *nb, const char *what, const char *body,
+    size_t len)
+{
+	(void)add_sent(nb, what, body, NULL, len);
+}
+
+char *
+notebook_add_sent_keep(struct notebook *nb, const char *what, char *body,
+    size_t len)
+{
+	return add_sent(nb, what, body, body, len);
 }
 
 int

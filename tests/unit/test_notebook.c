@@ -244,3 +244,33 @@ Test(notebook, a_body_leaving_the_window_is_the_new_ones_storage)
 	cr_assert_eq(first[len], '\0');
 	notebook_free(nb);
 }
+
+/* notebook_add_sent_keep keeps the caller's body itself (no copy of the
+ * whole conversation per request), and hands back the storage of the one
+ * that leaves the window. */
+Test(notebook, a_kept_body_is_the_callers_and_comes_back_when_it_leaves)
+{
+	struct notebook *nb = notebook_new();
+	char *first = strdup("{\"body\":0}"), *back = NULL;
+	const char *what;
+	size_t len;
+
+	cr_assert_null(notebook_add_sent_keep(nb, "fake", first, strlen(first)));
+	cr_assert_eq(notebook_sent(nb, 0, &what, &len), first, "kept, not copied");
+	cr_assert_eq(len, strlen(first));
+	cr_assert_str_eq(what, "fake");
+	for (int i = 1; i <= NOTEBOOK_SENT_KEEP; i++) {
+		char *b = strdup("{\"body\":1}");
+		back = notebook_add_sent_keep(nb, "fake", b, strlen(b));
+		if (i < NOTEBOOK_SENT_KEEP)
+			cr_assert_null(back, "request %d", i);
+	}
+	cr_assert_eq(back, first, "the oldest body's storage comes back");
+	cr_assert_null(notebook_sent(nb, 0, NULL, &len), "no longer kept");
+	cr_assert_eq(len, strlen("{\"body\":0}"), "its size stays");
+	free(back);
+	/* the copying form still copies, and frees what leaves */
+	notebook_add_sent(nb, "fake", "{\"body\":2}", 10);
+	cr_assert_str_eq(notebook_sent(nb, NOTEBOOK_SENT_KEEP + 1, NULL, NULL), "{\"body\":2}");
+	notebook_free(nb);
+}
