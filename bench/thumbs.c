@@ -4,6 +4,10 @@
  *   thumbs time FILE N [opts]          ms per decode+render (mean of N)
  *   thumbs error FILE GRID.ansi        RMS error of an ANSI grid (ours
  *                                      or chafa's) against FILE
+ *   thumbs text FILE MASK.png GRID.ansi  in the cells where MASK (the
+ *                                      chart's text alone) has ink: how
+ *                                      many are drawn as a pattern of
+ *                                      blocks (noise) and their RMS error
  *   thumbs mem FILE [whole]            peak RSS of one preview (decode +
  *                                      100-column render) as terp does it
  *                                      (streaming) or whole-image decode
@@ -334,6 +338,50 @@ grid_error(const struct grid *g, const struct png_rgba *img)
 	return sqrt(se / ((double)w * h * 3));
 }
 
+/* The text cells of g: where mask (the same chart with only its text
+ * drawn) has dark pixels in 3% of the cell or more; of them, those
+ * drawn as a pattern (a partial quadrant mask between colours 40 or
+ * more apart, or a shade), and the RMS error over them. */
+static void
+grid_text(const struct grid *g, const struct png_rgba *img,
+    const struct png_rgba *mask)
+{
+	int w = g->cols * 2, h = g->rows * 2, ntext = 0, noise = 0;
+	double *ref = downscale(img, w, h), se = 0, c[3];
+
+	for (int i = 0; i < g->cols * g->rows; i++) {
+		int cx = i % g->cols, cy = i / g->cols, dark = 0, all = 0;
+		int x0 = cx * (int)mask->w / g->cols, x1 = (cx + 1) * (int)mask->w / g->cols;
+		int y0 = cy * (int)mask->h / g->rows, y1 = (cy + 1) * (int)mask->h / g->rows;
+		for (int y = y0; y < y1; y++)
+			for (int x = x0; x < x1; x++) {
+				const uint8_t *p = mask->px + ((size_t)y * mask->w + x) * 4;
+				dark += p[3] > 128 && p[0] + p[1] + p[2] < 3 * 160;
+				all++;
+			}
+		if (all == 0 || dark * 100 < all * 3)
+			continue;
+		ntext++;
+		int d = 0;
+		for (int k = 0; k < 3; k++)
+			d += abs(g->fg[i][k] - g->bg[i][k]);
+		noise += (g->mask[i] > 0 && g->mask[i] < 15 && d >= 200) ||
+		    g->mask[i] < 0;
+		for (int sy = 0; sy < 2; sy++)
+			for (int sx = 0; sx < 2; sx++) {
+				grid_subpixel(g, i, sx, sy, c);
+				for (int k = 0; k < 3; k++) {
+					double e = c[k] - ref[((size_t)(cy * 2 + sy) * w +
+					    cx * 2 + sx) * 3 + k];
+					se += e * e;
+				}
+			}
+	}
+	free(ref);
+	printf("text %d noise %d %.0f%% err %.2f\n", ntext, noise,
+	    ntext ? 100.0 * noise / ntext : 0, ntext ? sqrt(se / (ntext * 12.0)) : 0);
+}
+
 static void
 grid_topng(const struct grid *g, const char *path)
 {
@@ -428,6 +476,20 @@ main(int argc, char **argv)
 		}
 		printf("decode %.3f ms render %.3f ms\n", dec / 1000.0 / n,
 		    ren / 1000.0 / n);
+	} else if (strcmp(argv[1], "text") == 0 && argc >= 5) {
+		size_t len;
+		char *s = read_file(argv[4], 64 << 20, &len);
+		if (s == NULL) {
+			perror(argv[4]);
+			return 1;
+		}
+		img = load(argv[2]);
+		struct png_rgba *mask = load(argv[3]);
+		grid_from_ansi(&g, s, len);
+		grid_text(&g, img, mask);
+		free(s);
+		png_rgba_free(mask);
+		png_rgba_free(img);
 	} else if (strcmp(argv[1], "error") == 0 && argc >= 4) {
 		size_t len;
 		char *s = read_file(argv[3], 64 << 20, &len);

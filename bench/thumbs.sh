@@ -38,7 +38,12 @@ fig.savefig(d + "/line.png"); plt.close(fig)
 fig, ax = plt.subplots(figsize=(6.4, 4.8), dpi=100)
 ax.bar(["Jan", "Feb", "Mar", "Apr", "May", "Jun"], [5, 7, 3, 8, 6, 9],
        color=["C0", "C1", "C2", "C3", "C4", "C5"])
-ax.set_title("Units"); fig.savefig(d + "/bar.png"); plt.close(fig)
+ax.set_title("Units"); fig.savefig(d + "/bar.png")
+# the same chart with only its text drawn: where the words are
+for a in ax.patches + list(ax.spines.values()):
+    a.set_visible(False)
+ax.tick_params(length=0)
+fig.savefig(d + "/bar_text.png", transparent=True); plt.close(fig)
 fig, ax = plt.subplots(figsize=(6.4, 4.8), dpi=100)
 ax.scatter(rng.normal(size=200), rng.normal(size=200), c=rng.random(200))
 ax.set_title("Scatter"); fig.savefig(d + "/scatter.png"); plt.close(fig)
@@ -71,6 +76,20 @@ for img in line bar scatter; do
 		t_err=$("$T" error "$f" "$W/t.ansi" | awk '{ print $2 }')
 		printf '%-8s %-5s %9s %9s %9s | %8s %8s %8s\n' "$img" "$sym" \
 		    "$t_ms" "$r_ms" "$c_ms" "$c_err" "$p_err" "$t_err"
+	done
+done
+# Text regions (the bar chart's title and tick labels, found by drawing
+# its text alone): the cells drawn as a pattern of blocks (noise) and
+# their RMS error, terp against chafa, at a few widths.
+printf '%-8s %5s %-6s %6s %6s %7s\n' text cols who cells noise err
+for c in 40 60 80; do
+	f="$W/bar.png"
+	chafa -f symbols --colors 256 --size "${c}x" --symbols quad --polite on "$f" > "$W/c.ansi"
+	"$T" render "$f" --cols "$c" --sym quad --mode chart > "$W/t.ansi"
+	for who in terp chafa; do
+		[ $who = terp ] && g="$W/t.ansi" || g="$W/c.ansi"
+		"$T" text "$f" "$W/bar_text.png" "$g" | awk -v c="$c" -v who="$who" \
+		    '{ printf "%-8s %5s %-6s %6s %6s %7s\n", "text", c, who, $2, $5, $7 }'
 	done
 done
 # Memory of one preview (decode + 100-column render) of PNGs that

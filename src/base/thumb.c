@@ -28,6 +28,7 @@
  * not data: the lightest tab: series colour is 0.38 from white, and
  * half of it (an antialiased 1-pixel line) 0.19. */
 #define THUMB_FAINT_LINE	0.15
+#define THUMB_TEXT_FADE		0.2	/* of a glyph's contrast kept */
 
 /* Quadrant symbols by mask: bit 0 upper left, 1 upper right, 2 lower
  * left, 3 lower right. */
@@ -59,6 +60,8 @@ struct thumb_ctx {
 	double			 blend_floor;	/* least strength of sparse ink */
 	uint8_t			 paper[3];	/* the image's background */
 	struct thumb_px		*s;		/* one cell's samples */
+	uint8_t			*text;		/* chart mode: 3 = a glyph's
+						 * pixel (thumb_find_text) */
 	size_t			 ns, cap;
 };
 
@@ -118,6 +121,10 @@ thumb_get(const struct thumb_ctx *t, int x, int y, uint8_t out[3])
 		out[1] = p[1];
 		out[2] = p[2];
 	}
+	if (t->text && t->text[(size_t)y * t->w + x] == 3)
+		for (int i = 0; i < 3; i++)
+			out[i] = (uint8_t)lround(t->paper[i] +
+			    (out[i] - t->paper[i]) * THUMB_TEXT_FADE);
 }
 
 /* Samples quadrant (rx,ry) of the cell spanning [x0,x1) x [y0,y1) into
@@ -368,6 +375,94 @@ thumb_drop_faint(struct thumb_ctx *t)
 	}
 }
 
+/* Text in a chart (a title, tick labels, a legend's words) is dark grey
+ * glyphs a few pixels wide: quadrants cannot draw it, and the two-means
+ * split turns it into a scatter of blocks that reads as data. Before the
+ * cells are drawn, the image's dark achromatic pixels are grouped into
+ * 8-connected pieces; a piece no taller than a twentieth of the image
+ * and no wider than a tenth (a glyph, a word; not an axis, not a frame)
+ * is text, and its pixels are faded to the background (thumb_get), so
+ * the words become a light tint instead of noise. */
+#define THUMB_TEXT_PX		(4u << 20)	/* images up to this many pixels */
+
+static int
+thumb_dark_px(const struct thumb_ctx *t, int x, int y)
+{
+	const uint8_t *p = t->px + (size_t)y * t->stride + (size_t)x * t->ch;
+	int lo = p[0], hi = p[0];
+
+	if (t->ch == 4 && p[3] < 128)
+		return 0;
+	for (int i = 1; i < 3; i++) {
+		lo = p[i] < lo ? p[i] : lo;
+		hi = p[i] > hi ? p[i] : hi;
+	}
+	double d[3] = { p[0], p[1], p[2] };
+	return hi - lo <= 48 && thumb_strength(t, d) >= 0.3;
+}
+
+/* One piece from (x,y): its pixels marked 2 in t->text while it is
+ * grown (stack: the scratch), then 3 (text) or 1 (not) by its size. */
+static void
+thumb_text_piece(struct thumb_ctx *t, int x, int y, uint32_t *stack)
+{
+	size_t top = 0;
+	int x0 = x, x1 = x, y0 = y, y1 = y;
+	size_t w = (size_t)t->w;
+
+	t->text[y * w + x] = 2;
+	stack[top++] = (uint32_t)(y * w + x);
+	while (top > 0) {
+		uint32_t i = stack[--top];
+		int cx = (int)(i % w), cy = (int)(i / w);
+		x0 = cx < x0 ? cx : x0;
+		x1 = cx > x1 ? cx : x1;
+		y0 = cy < y0 ? cy : y0;
+		y1 = cy > y1 ? cy : y1;
+		for (int dy = -1; dy <= 1; dy++)
+			for (int dx = -1; dx <= 1; dx++) {
+				int nx = cx + dx, ny = cy + dy;
+				if (nx < 0 || ny < 0 || nx >= t->w || ny >= t->h)
+					continue;
+				size_t j = (size_t)ny * w + nx;
+				if (t->text[j] == 0 && thumb_dark_px(t, nx, ny)) {
+					t->text[j] = 2;
+					stack[top++] = (uint32_t)j;
+				} else if (t->text[j] == 0)
+					t->text[j] = 1;	/* seen, not dark */
+			}
+	}
+	int is_text = y1 - y0 + 1 <= t->h / 20 && x1 - x0 + 1 <= t->w / 10;
+	/* second pass over the bounding box: the piece's pixels settle */
+	for (int yy = y0; yy <= y1; yy++)
+		for (int xx = x0; xx <= x1; xx++) {
+			uint8_t *m = &t->text[(size_t)yy * w + xx];
+			if (*m == 2)
+				*m = is_text ? 3 : 4;
+		}
+}
+
+/* t->text: 3 on the pixels of text pieces (others 1 or 4). */
+static void
+thumb_find_text(struct thumb_ctx *t)
+{
+	size_t np = (size_t)t->w * t->h;
+
+	if (np > THUMB_TEXT_PX || t->w < 40 || t->h < 40)
+		return;
+	t->text = xcalloc(np, 1);
+	uint32_t *stack = xcalloc(np, sizeof *stack);
+	for (int y = 0; y < t->h; y++)
+		for (int x = 0; x < t->w; x++)
+			if (t->text[(size_t)y * t->w + x] == 0) {
+				if (thumb_dark_px(t, x, y))
+					thumb_text_piece(t, x, y, stack);
+				else
+					t->text[(size_t)y * t->w + x] = 1;
+			}
+	free(stack);
+}
+
 /* Chart mode (TUI.md variant B) on the samples in t->s. */
 static void
 thumb_cell_chart(struct thumb_ctx *t, struct thumb_cell *cell)
@@ -614,6 +709,8 @@ thumb_render(const uint8_t *px, int w, int h, int channels, size_t stride,
 	    0.6 * (cellpx - 12) / 12;
 	th->cells = xcalloc((size_t)th->cols * th->rows, sizeof *th->cells);
 	thumb_find_paper(&t);
+	if (o->mode == THUMB_MODE_CHART)
+		thumb_find_text(&t);
 
 	for (int y = 0; y < th->rows; y++) {
 		double y0 = (double)y * h / th->rows;
@@ -634,6 +731,7 @@ thumb_render(const uint8_t *px, int w, int h, int channels, size_t stride,
 		}
 	}
 	free(t.s);
+	free(t.text);
 	return th;
 }
 

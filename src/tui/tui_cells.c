@@ -868,9 +868,66 @@ tui_cells_span(struct tui *t, const struct cell *c, int w)
 	return 1 + (c ? tui_cells_body(t, c, w)->n : 0) + 1;
 }
 
+/* A key for the pending items: their count, versions and places. */
+static unsigned
+pending_key(const struct tui *t)
+{
+	unsigned k = 2166136261u;
+
+	for (int i = t->conv.nitems - 1; i >= 0 && i >= t->conv.nitems - 50; i--) {
+		const struct item *it = &t->conv.items[i];
+		if (it->kind != IT_PENDING)
+			continue;
+		k = (k ^ (unsigned)i) * 16777619u;
+		k = (k ^ it->version) * 16777619u;
+		k = (k ^ (unsigned)it->closed) * 16777619u;
+	}
+	return k;
+}
+
+const struct tlines *
+tui_cells_pending(struct tui *t, int w)
+{
+	unsigned key = pending_key(t);
+	int n = t->nb ? notebook_ncells(t->nb) : 0;
+
+	if (key == t->cells.pend_key && w == t->cells.pend_w)
+		return &t->cells.pend;
+	tui_tlines_free(&t->cells.pend);
+	tui_tlines_init(&t->cells.pend);
+	t->cells.pend_key = key;
+	t->cells.pend_w = w;
+	int from = t->conv.nitems - 50 > 0 ? t->conv.nitems - 50 : 0;
+	for (int i = from; i < t->conv.nitems; i++) {
+		const struct item *it = &t->conv.items[i];
+		if (it->kind != IT_PENDING)
+			continue;
+		/* numbered as it will be: the next cells in order */
+		char hd[64];
+		snprintf(hd, sizeof hd, "[%d] ", ++n);
+		struct tline *l = tui_tlines_add(&t->cells.pend, -1);
+		tui_tline_adds(l, R_LINK, " ");
+		tui_tline_adds(l, R_CELL_HDR, hd);
+		tui_tline_adds(l, R_DIM, "model · ");
+		tui_tline_adds(l, R_RUNNING, it->closed ? "not run yet" :
+		    "the model writes it…");
+		/* all of it: the pane follows its end as it grows */
+		if (it->text.len > 0) {
+			char *code = xstrndup(it->text.data, it->text.len);
+			cells_code(&t->cells.pend, code, w, 1, 0, -1);
+			free(code);
+		}
+		tui_tlines_add(&t->cells.pend, -1);	/* the blank after */
+	}
+	return &t->cells.pend;
+}
+
 void
 tui_cells_free(struct tui *t)
 {
+	tui_tlines_free(&t->cells.pend);
+	tui_tlines_init(&t->cells.pend);
+	t->cells.pend_key = 0;
 	for (int i = 0; i < t->cells.ncb; i++)
 		tui_tlines_free(&t->cells.cb[i].lines);
 	free(t->cells.cb);

@@ -35,6 +35,12 @@ void tui_cells_toggle(struct tui *t, int n);
  * in front, long lines wrapped), all of them when expanded, tagged. */
 void tui_cells_code(struct tlines *ls, const char *code, int w, int expanded,
     int tag);
+/* The lines of the cells the model is still writing or that wait to
+ * run (the conversation's pending items), for the end of the cells
+ * pane: a header "[n] model · the model writes it…" (or "· not run
+ * yet"), the code highlighted as the cell will show it, a blank line;
+ * tagged -1. Cached until the items change; empty when there are none. */
+const struct tlines *tui_cells_pending(struct tui *t, int w);
 /* How many charts (PNG files) cell n wrote. */
 int tui_cells_charts(struct tui *t, int n);
 void tui_cells_free(struct tui *t);

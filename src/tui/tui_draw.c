@@ -435,12 +435,16 @@ draw_cells(struct tui *t)
 	t->cells.fold_rows = h;		/* collapsed outputs fold to the pane */
 	int *start = xcalloc((size_t)nc + 2, sizeof *start);
 	int total = cells_total(t, w, start, nc);
+	/* the cells the model still writes (or that wait to run), last */
+	const struct tlines *pend = tui_cells_pending(t, w);
+	int cells_end = total;
+	total += pend->n;
 	cells_select(v, start, nc, h);
 	view_clamp(v, total, h);
 	char count[32];
 	snprintf(count, sizeof count, "%d", nc);
 	draw_title(t, p, count, !v->follow && total > h ? "End: follow" : NULL);
-	if (nc == 0)
+	if (nc == 0 && pend->n == 0)
 		draw_text(t, t->lay.mainw, y0, x0, w, R_DIM,
 		    "  No cells yet. The model's code appears here; /py CODE runs your own.");
 	int row = 0;
@@ -467,6 +471,10 @@ draw_cells(struct tui *t)
 			row++;
 		}
 	}
+	for (int j = cells_end > v->top ? cells_end : v->top;
+	    j < total && row < h; j++, row++)
+		draw_line(t, t->lay.mainw, y0 + row, x0, w,
+		    &pend->v[j - cells_end], -1);
 	t->lay.hl = NULL;
 	free(start);
 }

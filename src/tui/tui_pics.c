@@ -23,8 +23,8 @@ tui_pics_on(const struct tui *t)
 {
 	if (!tui_style_utf8())
 		return 0;
-	if (t->gfx.mode == TUI_GFX_KITTY)
-		return t->sty.ncolors >= 256;	/* the id is the fg colour */
+	if (t->gfx.mode == TUI_GFX_KITTY)	/* the id is the fg colour */
+		return t->sty.colors && t->sty.ncolors >= 256;
 	/* sixel through tmux lands where tmux's cursor is, not at the row */
 	return t->gfx.mode == TUI_GFX_SIXEL && !t->gfx.passthrough;
 }

@@ -194,6 +194,9 @@ struct tui {
 		struct corder	*ord;		/* by cell number: the order
 						 * stdout and stderr came in */
 		int		 nord;
+		struct tlines	 pend;		/* the cells the model writes */
+		unsigned	 pend_key;	/* what pend was built from */
+		int		 pend_w;
 	} cells;
 
 	struct {		/* rendered thumbnails (tui_thumbs.c) */

@@ -229,3 +229,49 @@ def test_drop_a_cell(fake, tmux, tmp_path):
     t.keys("Enter")
     t.wait(r"Still fine\.", timeout=30)
     check(srv.requests()[4]["body"])
+
+
+def cells_pane(s):
+    """The cells pane's rows: below its title, left of the files pane."""
+    lines = s.splitlines()
+    top = next(i for i, l in enumerate(lines) if l.startswith("─ cells"))
+    x1 = lines[top].index("│") if "│" in lines[top] else len(lines[top])
+    return [l[:x1] for l in lines[top + 1:-2]]
+
+
+def test_the_code_being_written_shows_in_the_cells_pane_too(fake_model, tmux, tmp_path):
+    gate = tmp_path / "go"
+    port = fake_model(streaming_script("openai", gate))
+    t = start(tmux, tmp_path, port, "openai")
+    t.text("Add up 0 to 9")
+    t.keys("Enter")
+    s = t.wait(r"for i in range\(10\):.*for i in range\(10\):", timeout=30)
+    cells = "\n".join(cells_pane(s))
+    # the pending cell, numbered as it will be, its code so far
+    assert re.search(r"\[1\] model · the model writes it…", cells), s
+    assert "total = 0" in cells and "for i in range(10):" in cells, s
+    assert "print" not in cells and "No cells yet" not in cells, s
+    gate.write_text("")
+    s = t.wait(r"The sum is 45\.", timeout=60)
+    cells = "\n".join(cells_pane(s))
+    assert re.search(r"\[1\] model · ok", cells), s
+    assert "writes it" not in cells and "not run yet" not in cells, s
+    assert cells.count("for i in range(10):") == 1, s
+
+
+def test_ask_the_waiting_cell_shows_in_the_cells_pane(fake, tmux, tmp_path):
+    srv = fake([call("call_1", 'print("first", 6 * 7)'), answer("Done.")])
+    env = model_env(tmp_path)
+    cmd = " ".join([TERP, "--provider", "openai", "--model", "fake-model", "--base-url",
+                    srv.url, "--out", str(tmp_path / "out"), "--ask", SALES])
+    t = tmux(cmd, env, tmp_path, 100, 30, ready=r"│ ready", timeout=30)
+    t.text("Go")
+    t.keys("Enter")
+    s = t.wait(PROMPT, timeout=30)
+    cells = "\n".join(cells_pane(s))
+    assert re.search(r"\[1\] model · not run yet", cells), s
+    assert 'print("first", 6 * 7)' in cells, s
+    t.keys("Enter")
+    s = t.wait(r"Done\.", timeout=30)
+    cells = "\n".join(cells_pane(s))
+    assert re.search(r"\[1\] model · ok", cells) and "not run yet" not in cells, s

@@ -368,3 +368,60 @@ Test(thumb, faint_grid_lines_are_background)
 	free(px);
 	free(plain);
 }
+
+/* The darkest of a cell's two colours, 0..255 (a space: its bg). */
+static int
+cell_dark(const struct thumb_cell *c)
+{
+	uint8_t a[3], b[3];
+
+	palette_rgb(c->bg, a);
+	if (strcmp(c->sym, " ") == 0)
+		return (a[0] + a[1] + a[2]) / 3;
+	palette_rgb(c->fg, b);
+	int la = (a[0] + a[1] + a[2]) / 3, lb = (b[0] + b[1] + b[2]) / 3;
+	return la < lb ? la : lb;
+}
+
+Test(thumb, text_is_a_light_tint_not_dark_blocks_and_the_axis_stays)
+{
+	int w = 640, h = 480;
+	unsigned char *px = line_chart(w, h);
+	struct thumb_opts o;
+
+	/* a title: a word of 5 glyphs 9x13 pixels (two strokes and a bar
+	 * each, 2 pixels apart) above the plot, and tick labels under the
+	 * x axis */
+	for (int k = 0; k < 5; k++) {
+		int x = 280 + k * 11, y = 20;
+		fill(px, w, x, y, x + 2, y + 13, 0, 0, 0);
+		fill(px, w, x + 7, y, x + 9, y + 13, 0, 0, 0);
+		fill(px, w, x, y + 6, x + 9, y + 8, 0, 0, 0);
+	}
+	for (int k = 0; k < 6; k++) {
+		int x = 100 + k * 90, y = 452;
+		fill(px, w, x, y, x + 2, y + 10, 30, 30, 30);
+		fill(px, w, x + 5, y, x + 7, y + 10, 30, 30, 30);
+	}
+	thumb_opts_init(&o);
+	struct thumb *t = render_png(w, h, px, &o);
+	/* the title's cells (rows 0-1, columns 17-20): a light tint at
+	 * most (as light as the 1-pixel axis' blend), no dark block (the
+	 * old render drew them black) */
+	for (int y = 0; y <= 1; y++)
+		for (int x = 17; x <= 20; x++) {
+			const struct thumb_cell *c = &t->cells[y * 40 + x];
+			cr_assert(cell_dark(c) >= 200, "title cell %d,%d: %s dark %d",
+			    x, y, c->sym, cell_dark(c));
+		}
+	/* the tick labels' row (452..462: cell row 14) too */
+	for (int x = 6; x < 36; x++)
+		cr_assert(cell_dark(&t->cells[14 * 40 + x]) >= 200, "label cell %d", x);
+	/* the axis (long: not text) is still drawn */
+	int axis = 0;
+	for (int x = 6; x < 36; x++)
+		axis += cell_dark(&t->cells[(420 * 15 / 480) * 40 + x]) < 230;
+	cr_assert(axis >= 25, "x axis cells %d", axis);
+	thumb_free(t);
+	free(px);
+}
