@@ -569,13 +569,29 @@ add_with_markdown(struct tlines *ls, const char *o, size_t n,
 	fold_lines(ls, &all, w, room, ex, tag);
 }
 
-/* The rows the folded outputs of c take at least, and the network
- * summary's line. */
+/* The rows the folded outputs of c take at least (fold_rooms never
+ * folds an output under its lines or the old fixed fold, 3 + 5 lines
+ * and a marker), and the network summary's line. */
 static int
-outs_rows(const struct cell *c)
+outs_rows(struct tui *t, const struct cell *c)
 {
-	return (c->out[0].total > 0) * 3 + (c->out[1].total > 0) * 3 +
-	    (c->value != NULL) + 1;
+	const size_t least = OUT_SHOW_HEAD + OUT_SHOW_TAIL + 1;
+	char *net = netlog_sum_text(notebook_net_sum(t->nb, c->n), NETLOG_ASCII);
+	int rows = (c->value != NULL) + (net != NULL);
+
+	free(net);
+	for (int st = 0; st < 2; st++) {
+		size_t n, nl;
+		if (c->out[st].total == 0)
+			continue;
+		char *o = cell_output(c, st, &n);
+		while (n > 0 && o[n - 1] == '\n')
+			n--;
+		nl = count_lines(o, n);
+		free(o);
+		rows += (int)(nl < least ? nl : least);
+	}
+	return rows;
 }
 
 /* The rows each chart thumbnail of cell c may take when the pane has
@@ -594,7 +610,7 @@ thumb_rows(struct tui *t, const struct cell *c, int room, int ex, int used)
 		return ex ? 40 : 14;
 	if (ex)
 		return room - 3 > 40 ? room - 3 : 40;
-	left = room - 2 - used - cell_nart(t, c) - outs_rows(c);
+	left = room - 2 - used - cell_nart(t, c) - outs_rows(t, c);
 	if (npng > 1)
 		left /= npng;
 	return left < 2 ? 2 : left;
@@ -602,16 +618,16 @@ thumb_rows(struct tui *t, const struct cell *c, int room, int ex, int used)
 
 /* Collapsed, the rows the code of a cell with charts may take: what is
  * left after two thirds of the room for the charts (the chart is the
- * result; Enter shows all the code), at least 4 and at most the usual
- * fold. */
+ * result; Enter shows all the code), at least 3 (two lines and the
+ * marker) and at most the usual fold. */
 static int
 code_rows(struct tui *t, const struct cell *c, int room, int used)
 {
 	if (room <= 0 || tui_cells_charts(t, c->n) == 0)
 		return CODE_SHOW + 1;
-	int avail = room - 2 - used - cell_nart(t, c) - outs_rows(c);
+	int avail = room - 2 - used - cell_nart(t, c) - outs_rows(t, c);
 	int most = avail - avail * 2 / 3;
-	return most < 4 ? 4 : most > CODE_SHOW + 1 ? CODE_SHOW + 1 : most;
+	return most < 3 ? 3 : most > CODE_SHOW + 1 ? CODE_SHOW + 1 : most;
 }
 
 /* Everything of a cell below its header line. room: the pane's rows

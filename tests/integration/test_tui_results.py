@@ -167,6 +167,23 @@ def test_at_80x24_the_chart_gets_rows_and_its_header_stays(tui):
     assert wd >= 16, s
 
 
+def test_a_chart_cell_with_output_keeps_its_header_under_a_long_answer(tui):
+    # 6 lines of stdout: the chart's rows were reckoned with 3 for it,
+    # so the cell outgrew the pane by the difference and lost its header
+    code = LONG_CHART + "\nfor r in ['lowest', 'north', 'south', 'east', 'west', 'end']:\n    print(r)"
+    answer = " ".join("East has the most revenue, %d units more than west." % i
+                      for i in range(12))
+    t = tui({"turns": [{"openai": {"tool_calls": [{"id": "c1", "code": code}]}},
+                       {"openai": {"text": answer}}]}, width=100, height=32)
+    t.text("Plot the regions")
+    t.keys("Enter")
+    t.wait(r"11 units more", timeout=90)
+    s = t.wait(r"▪ bars\.png", timeout=30)
+    left, rows = chart_rows(s)
+    assert any(re.search(r"\[1\] .*model", l) for l in left), s
+    assert "  end" in "\n".join(left) and rows, s
+
+
 WIDE = ("import pandas as pd\n"
         "pd.set_option('display.width', 100000)\n"
         "pd.set_option('display.max_columns', 100)\n"
