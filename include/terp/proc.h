@@ -1,12 +1,14 @@
 /* proc: runs a program to completion, synchronously, reading its
  * stdout (and stderr) through bounded pipes: the one fork/exec runner
  * of terp's blocking callers (the Python probe, a secret's command).
- * The token command of a session pool runs in the event loop instead
- * (kernel_aca_token.c): it must not block the loop, so it is not this. */
+ * The token command of a session pool is read in the event loop instead
+ * (kernel_aca_token.c: it must not block the loop), but starts its
+ * child with proc_start, the first half of proc_run. */
 #ifndef TERP_PROC_H
 #define TERP_PROC_H
 
 #include <stddef.h>
+#include <sys/types.h>
 
 /* What happens to the child's stderr. */
 enum proc_err {
@@ -51,6 +53,15 @@ struct proc_result {
  * both cases and must be freed. EINTR is retried throughout. */
 int proc_run(char *const argv[], const struct proc_opts *o,
     struct proc_result *r, char **err);
+/* The start of proc_run, for a caller that reads the pipes itself (in an
+ * event loop): the child set up as proc_run does (its own process group,
+ * stdin, fds, signals), waited for only until its exec. Returns its pid
+ * with *out its stdout's read end and *errfd its stderr's (-1 unless
+ * PROC_ERR_TAIL), both close-on-exec and blocking, the caller's to close
+ * (and the child its to reap); or -1 with one line in *err and errno.
+ * out_max, out_kill, err_max and timeout_ms are the caller's to apply. */
+pid_t proc_start(char *const argv[], const struct proc_opts *o, int *out,
+    int *errfd, char **err);
 /* Frees r's buffers (r->out wiped first). */
 void proc_result_free(struct proc_result *r);
 

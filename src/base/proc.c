@@ -198,23 +198,17 @@ close_all(int *fd, int n)
 		}
 }
 
-int
-proc_run(char *const argv[], const struct proc_opts *o, struct proc_result *r,
+pid_t
+proc_start(char *const argv[], const struct proc_opts *o, int *out, int *errfd,
     char **err)
 {
 	const char *name = o->name ? o->name : argv[0];
 	/* stdout, stdout's write end, stderr, its write end, exec status */
-	int fd[6] = { -1, -1, -1, -1, -1, -1 }, e, rc;
+	int fd[6] = { -1, -1, -1, -1, -1, -1 }, e, status;
 	pid_t pid;
 
-	memset(r, 0, sizeof *r);
+	*out = *errfd = -1;
 	*err = NULL;
-	r->out = xmalloc(o->out_max + 1);
-	r->out[0] = '\0';
-	if (o->err == PROC_ERR_TAIL) {
-		r->err = xmalloc((o->err_max ? o->err_max : ERR_MAX_DEFAULT) + 1);
-		r->err[0] = '\0';
-	}
 	if (pipe2(fd, O_CLOEXEC) < 0 ||
 	    (o->err == PROC_ERR_TAIL && pipe2(fd + 2, O_CLOEXEC) < 0) ||
 	    pipe2(fd + 4, O_CLOEXEC) < 0 || (pid = fork()) < 0) {
@@ -231,21 +225,39 @@ proc_run(char *const argv[], const struct proc_opts *o, struct proc_result *r,
 	close(fd[3]);
 	close(fd[5]);
 	fd[1] = fd[3] = fd[5] = -1;
-	e = exec_errno(pid, fd[4], &r->status);
+	e = exec_errno(pid, fd[4], &status);
+	close(fd[4]);
 	if (e != 0) {
 		close_all(fd, 6);
 		*err = xasprintf("cannot run %s: %s", name, strerror(e));
 		errno = e;
 		return -1;
 	}
-	{
-		int pipes[2] = { fd[0], fd[2] };
-		rc = drain(pid, pipes, name, o, r, err);
-		e = errno;
-		fd[0] = pipes[0];
-		fd[2] = pipes[1];
+	*out = fd[0];
+	*errfd = fd[2];
+	return pid;
+}
+
+int
+proc_run(char *const argv[], const struct proc_opts *o, struct proc_result *r,
+    char **err)
+{
+	const char *name = o->name ? o->name : argv[0];
+	int fds[2], e, rc;
+	pid_t pid;
+
+	memset(r, 0, sizeof *r);
+	r->out = xmalloc(o->out_max + 1);
+	r->out[0] = '\0';
+	if (o->err == PROC_ERR_TAIL) {
+		r->err = xmalloc((o->err_max ? o->err_max : ERR_MAX_DEFAULT) + 1);
+		r->err[0] = '\0';
 	}
-	close_all(fd, 6);
+	if ((pid = proc_start(argv, o, &fds[0], &fds[1], err)) < 0)
+		return -1;
+	rc = drain(pid, fds, name, o, r, err);
+	e = errno;
+	close_all(fds, 2);
 	errno = e;
 	return rc;
 }
