@@ -166,3 +166,30 @@ Test(proc, stderr_keeps_its_tail)
 	cr_assert_eq(r.err_len, 8);
 	proc_result_free(&r);
 }
+
+Test(proc, start_hands_over_the_pipes_for_a_loop_to_read)
+{
+	char *argv[] = { "/bin/sh", "-c", "echo out; echo err >&2; exit 4", NULL };
+	char *missing[] = { "/nonexistent/prog", NULL };
+	struct proc_opts o = { .name = "the command", .stdin_fd = -1,
+	    .err = PROC_ERR_TAIL };
+	char buf[16], *err;
+	int out, efd, st;
+	pid_t pid = proc_start(argv, &o, &out, &efd, &err);
+
+	cr_assert(pid > 0);
+	cr_assert(fcntl(out, F_GETFD) & FD_CLOEXEC);
+	cr_assert_eq(read(out, buf, sizeof buf), 4);
+	cr_assert_eq(memcmp(buf, "out\n", 4), 0);
+	cr_assert_eq(read(efd, buf, sizeof buf), 4);
+	cr_assert_eq(memcmp(buf, "err\n", 4), 0);
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 4);
+	close(out);
+	close(efd);
+	cr_assert_eq(proc_start(missing, &o, &out, &efd, &err), -1);
+	cr_assert_str_eq(err, "cannot run the command: No such file or directory");
+	cr_assert_eq(out, -1);
+	free(err);
+	assert_no_child();
+}
