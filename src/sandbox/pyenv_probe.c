@@ -6,8 +6,6 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +15,7 @@
 
 #include "terp/buf.h"
 #include "terp/digest.h"
+#include "terp/proc.h"
 #include "terp/pyenv.h"
 #include "terp/util.h"
 
@@ -194,118 +193,36 @@ pyenv_run_direct(void *ctx, char *const argv[], size_t max, char **out,
     size_t *outlen, char **err)
 {
 	static char *const envp[] = { "PATH=/usr/bin:/bin", "LANG=C.UTF-8", NULL };
-	int ms = ctx ? *(const int *)ctx : PYENV_PROBE_TIMEOUT_MS;
-	int op[2] = { -1, -1 }, ep[2] = { -1, -1 }, status = 0, timed_out = 0;
-	struct buf ob, eb;
-	pid_t pid;
-	int64_t deadline;
+	/* stderr's tail: the exception is its last line */
+	struct proc_opts o = { .envp = envp, .dir = "/", .stdin_fd = -1,
+	    .out_max = max, .out_kill = 1, .err = PROC_ERR_TAIL,
+	    .err_max = 64 * 1024,
+	    .timeout_ms = ctx ? *(const int *)ctx : PYENV_PROBE_TIMEOUT_MS };
+	struct proc_result r;
 	int rc = -1;
 
 	*out = NULL;
-	*err = NULL;
-	buf_init(&ob, max);
-	buf_init(&eb, 64 * 1024);
-	if (pipe2(op, O_CLOEXEC) < 0 || pipe2(ep, O_CLOEXEC) < 0) {
-		*err = xasprintf("cannot run %s: %s", argv[0], strerror(errno));
-		goto out;
+	if (proc_run(argv, &o, &r, err) < 0) {
+		proc_result_free(&r);
+		return -1;
 	}
-	pid = fork();
-	if (pid < 0) {
-		*err = xasprintf("cannot run %s: %s", argv[0], strerror(errno));
-		goto out;
-	}
-	if (pid == 0) {
-		int nul = open("/dev/null", O_RDONLY);
-		setpgid(0, 0);
-		if (nul < 0 || dup2(nul, 0) < 0 || dup2(op[1], 1) < 0 ||
-		    dup2(ep[1], 2) < 0 || chdir("/") < 0)
-			_exit(127);
-		closefrom(3);
-		execve(argv[0], argv, envp);
-		dprintf(2, "cannot run %s: %s\n", argv[0], strerror(errno));
-		_exit(127);
-	}
-	close(op[1]);
-	close(ep[1]);
-	op[1] = ep[1] = -1;
-	deadline = now_ms() + ms;
-	while (op[0] >= 0 || ep[0] >= 0) {
-		struct pollfd pf[2] = { { op[0], POLLIN, 0 }, { ep[0], POLLIN, 0 } };
-		int64_t left = deadline - now_ms();
-		int r;
-
-		if (left <= 0) {
-			timed_out = 1;
-			break;
-		}
-		r = poll(pf, 2, (int)left);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0)
-			break;
-		for (int i = 0; i < 2; i++) {
-			char chunk[4096];
-			ssize_t n;
-			int *fd = i ? &ep[0] : &op[0];
-			if (*fd < 0 || !(pf[i].revents & (POLLIN | POLLHUP | POLLERR)))
-				continue;
-			n = read(*fd, chunk, sizeof chunk);
-			if (n < 0 && errno == EINTR)
-				continue;
-			if (n <= 0) {
-				close(*fd);
-				*fd = -1;
-				continue;
-			}
-			if (i == 0 && buf_add(&ob, chunk, (size_t)n) < 0) {
-				kill(-pid, SIGKILL);
-				kill(pid, SIGKILL);
-				waitpid(pid, NULL, 0);
-				*err = xasprintf("%s printed more than %zu bytes", argv[0], max);
-				goto out;
-			}
-			if (i == 1) {
-				/* Keep the tail: the exception is the last line. */
-				if (buf_add(&eb, chunk, (size_t)n) < 0) {
-					buf_consume(&eb, eb.len / 2 + (size_t)n);
-					buf_add(&eb, chunk, (size_t)n);
-				}
-			}
-		}
-	}
-	if (timed_out) {
-		kill(-pid, SIGKILL);
-		kill(pid, SIGKILL);
-		waitpid(pid, NULL, 0);
-		*err = xasprintf("%s did not answer within %d ms", argv[0], ms);
-		goto out;
-	}
-	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-		;
-	if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+	if (WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0) {
 		if (outlen != NULL)
-			*outlen = ob.len;
-		*out = buf_take(&ob);
+			*outlen = r.out_len;
+		*out = r.out;
+		r.out = NULL;
 		rc = 0;
 	} else {
-		char *line = last_line(buf_str(&eb), eb.len);
-		if (WIFSIGNALED(status))
-			*err = xasprintf("it was killed by signal %d%s%s", WTERMSIG(status),
-			    *line ? ": " : "", line);
+		char *line = last_line(r.err, r.err_len);
+		if (WIFSIGNALED(r.status))
+			*err = xasprintf("it was killed by signal %d%s%s",
+			    WTERMSIG(r.status), *line ? ": " : "", line);
 		else
-			*err = xasprintf("it exited with status %d%s%s", WEXITSTATUS(status),
-			    *line ? ": " : "", line);
+			*err = xasprintf("it exited with status %d%s%s",
+			    WEXITSTATUS(r.status), *line ? ": " : "", line);
 		free(line);
 	}
-out:
-	for (int i = 0; i < 2; i++) {
-		if (op[i] >= 0)
-			close(op[i]);
-		if (ep[i] >= 0)
-			close(ep[i]);
-	}
-	buf_free(&ob);
-	buf_free(&eb);
+	proc_result_free(&r);
 	return rc;
 }
 

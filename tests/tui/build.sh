@@ -8,7 +8,7 @@ make -s build/obj/tui/tui.o build/obj/tui/tui_tlines.o >/dev/null 2>&1 || true
 # the agent, kernels, model client and sandbox are the fake's.
 for f in $(find src/base src/model src/tui -name "*.c") \
     src/core/numtrace.c src/core/numscan.c src/core/answer_trace.c src/core/export.c \
-    src/core/store.c src/core/ledger.c src/llm/cost.c; do
+    src/core/export_paths.c src/core/store.c src/core/ledger.c src/llm/cost.c; do
 	b=$(basename "$f" .c)
 	case "$b" in config|event) continue;; esac
 	o=${f#src/}; make -s "build/obj/${o%.c}.o"

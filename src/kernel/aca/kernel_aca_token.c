@@ -5,7 +5,6 @@
 #include "terp/kernel_aca_token.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -18,6 +17,7 @@
 
 #include "terp/buf.h"
 #include "terp/kernel_aca_parse.h"
+#include "terp/proc.h"
 #include "terp/util.h"
 
 #define TOKEN_OUT_MAX	(64 * 1024)	/* read of the token command's stdout */
@@ -307,48 +307,21 @@ tok_on_timeout(struct loop *l, void *arg)
 static int
 tok_spawn(struct aca_token *a, char **err)
 {
+	char *argv[] = { "/bin/sh", "-c", (char *)a->o.cmd, NULL };
+	/* its own process group (proc_start), so that a timeout kills
+	 * whatever it started (az runs python) */
+	struct proc_opts o = { .name = "the token command", .stdin_fd = -1,
+	    .err = PROC_ERR_TAIL };
 	struct tokjob *t;
-	int po[2], pe[2], devnull;
-	pid_t pid;
+	int out, errfd;
+	pid_t pid = proc_start(argv, &o, &out, &errfd, err);
 
-	if (pipe2(po, O_CLOEXEC) < 0) {
-		*err = xasprintf("cannot run the token command: %s", strerror(errno));
+	if (pid < 0)
 		return -1;
-	}
-	if (pipe2(pe, O_CLOEXEC) < 0) {
-		*err = xasprintf("cannot run the token command: %s", strerror(errno));
-		close(po[0]);
-		close(po[1]);
-		return -1;
-	}
-	pid = fork();
-	if (pid < 0) {
-		*err = xasprintf("cannot run the token command: %s", strerror(errno));
-		close(po[0]);
-		close(po[1]);
-		close(pe[0]);
-		close(pe[1]);
-		return -1;
-	}
-	if (pid == 0) {
-		/* Its own process group, so that a timeout kills whatever
-		 * it started (az runs python). */
-		setpgid(0, 0);
-		loop_signal_reset_child();
-		devnull = open("/dev/null", O_RDONLY);
-		if (devnull < 0 || dup2(devnull, 0) < 0 || dup2(po[1], 1) < 0 ||
-		    dup2(pe[1], 2) < 0)
-			_exit(127);
-		execl("/bin/sh", "sh", "-c", a->o.cmd, (char *)NULL);
-		_exit(127);
-	}
-	setpgid(pid, pid);	/* also here: no race with the kill */
-	close(po[1]);
-	close(pe[1]);
 	t = xcalloc(1, sizeof *t);
 	t->pid = pid;
-	t->out = po[0];
-	t->err = pe[0];
+	t->out = out;
+	t->err = errfd;
 	t->pidfd = -1;
 	buf_init(&t->obuf, TOKEN_OUT_MAX);
 	buf_init(&t->ebuf, TOKEN_ERR_MAX);
