@@ -14,7 +14,6 @@
 #include "terp/buf.h"
 #include "terp/cost.h"
 #include "terp/context.h"
-#include "terp/datafile.h"
 #include "terp/ledger.h"
 #include "terp/llm.h"
 #include "terp/llm_cache.h"
@@ -22,6 +21,7 @@
 #include "terp/sanitize.h"
 #include "terp/util.h"
 
+#include "agentfiles.h"
 #include "cellout.h"
 #include "prompt.h"
 #include "textcall.h"
@@ -818,68 +818,12 @@ agent_turn(struct agent *a)
 
 /* ------------------------------------------------------------ public */
 
-/* Whether path is dir/name, dir resolved (the file itself may be gone). */
-static int
-in_folder(const char *path, const char *name, const char *dir)
-{
-	char *copy = xstrdup(path), *slash = strrchr(copy, '/'), *parent;
-	int yes = 0;
-
-	if (slash != NULL && strcmp(slash + 1, name) == 0) {
-		*slash = '\0';
-		parent = realpath(copy[0] != '\0' ? copy : "/", NULL);
-		yes = parent != NULL && strcmp(parent, dir) == 0;
-		free(parent);
-	}
-	free(copy);
-	return yes;
-}
-
-/* Adds name (or updates its size: the last copy counts) to own[0..m). */
-static int
-own_add(struct kernel_own_file *own, int m, const char *name, uint64_t bytes)
-{
-	int j;
-
-	for (j = 0; j < m && strcmp(own[j].name, name) != 0; j++)
-		;
-	if (j == m)
-		own[m++].name = name;
-	own[j].bytes = bytes;
-	return m;
-}
-
-/* The files a resumed session's earlier runs copied into this output
- * folder, the last size of each (its journal's artifacts): they are the
- * session's own, so a re-run cell replaces them (no c-2.txt). */
-static void
-own_files(struct agent *a)
-{
-	int n = notebook_nartifacts(a->nb), m = 0;
-	char *dir;
-
-	/* The journal's paths are absolute (from the folder terp ran in),
-	 * out_dir may be relative: both are compared resolved. */
-	if (n == 0 || a->kopts.out_dir == NULL ||
-	    (dir = realpath(a->kopts.out_dir, NULL)) == NULL)
-		return;
-	a->own = xcalloc((size_t)n, sizeof *a->own);
-	for (int i = 0; i < n; i++) {
-		const struct artifact *art = notebook_artifact(a->nb, i);
-		if (art->path != NULL && art->name != NULL &&
-		    in_folder(art->path, art->name, dir))
-			m = own_add(a->own, m, art->name, art->bytes);
-	}
-	free(dir);
-	a->kopts.own_files = a->own;
-	a->kopts.nown = m;
-}
-
 struct agent *
 agent_new(struct loop *l, struct notebook *nb, const struct kernel_opts *kopts,
     struct llm *llm, const struct agent_opts *opts, event_fn fn, void *arg)
 {
 	struct agent *a = xcalloc(1, sizeof *a);
+	int nown;
 	static const struct kernel_cbs kcbs = {
 		.output = on_output, .result = on_result,
 		.artifact = on_artifact, .state = on_state, .net = on_net,
@@ -907,7 +851,11 @@ agent_new(struct loop *l, struct notebook *nb, const struct kernel_opts *kopts,
 	a->calls = cJSON_CreateArray();
 	a->reasoning = cJSON_CreateArray();
 	cellout_init(&a->out, l, nb, fn, arg);
-	own_files(a);
+	a->own = agentfiles_own(nb, a->kopts.out_dir, &nown);
+	if (a->own != NULL) {
+		a->kopts.own_files = a->own;
+		a->kopts.nown = nown;
+	}
 	a->k = kernel_new(l, &a->kopts, &kcbs, a);
 	if (llm != NULL) {
 		a->cx = context_new(nb, llm, a->o.context_window, fn, arg);
@@ -1142,45 +1090,14 @@ agent_restart(struct agent *a, char **err)
 	return 0;
 }
 
-/* The notebook's record of the file at path, or NULL. */
-static const struct datafile *
-known_file(struct agent *a, const char *path)
-{
-	char *abs = realpath(path, NULL);
-	const struct datafile *f = NULL;
-
-	for (int i = 0; abs != NULL && i < notebook_nfiles(a->nb) && !f; i++)
-		if (strcmp(notebook_file(a->nb, i)->path, abs) == 0)
-			f = notebook_file(a->nb, i);
-	free(abs);
-	return f;
-}
-
 char *
 agent_load(struct agent *a, const char *path, int told, char **err)
 {
-	const struct datafile *known = known_file(a, path);
-	struct datafile f;
-	char *p = kernel_stage(a->k, path, err), *e = NULL;
+	char *p = kernel_stage(a->k, path, err);
 
 	if (p == NULL)
 		return NULL;
-	if (known != NULL && !told) {
-		/* staged again in a new sandbox: what it was at the start
-		 * stays the reference a resume compares with */
-		datafile_copy(&f, known);
-		free(f.sandbox);
-	} else if (datafile_fingerprint(path, &f, &e) < 0) {
-		/* recorded all the same: a resume will say it is gone */
-		free(e);
-		memset(&f, 0, sizeof f);
-		f.path = realpath(path, NULL);
-		if (f.path == NULL)
-			f.path = xstrdup(path);
-	}
-	f.sandbox = xstrdup(p);
-	notebook_add_file(a->nb, &f);
-	datafile_free(&f);
+	agentfiles_record(a->nb, path, p, told);
 	if (told)
 		buf_printf(&a->notes, "Note: the user loaded a new data file: %s\n", p);
 	return p;

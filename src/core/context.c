@@ -6,7 +6,9 @@
  * which rides at the head of the first kept question) and elide_upto
  * (tool results before it go as their first lines). Per-message
  * estimates are cached by index, so a turn's bookkeeping costs the new
- * messages, not the whole session. */
+ * messages, not the whole session. The model's table and the token
+ * estimator are ctxsize.c's, the question to an Ollama server for its
+ * size ctxprobe.c's (it answers by callback). */
 #include "terp/context.h"
 
 #include <stdio.h>
@@ -14,16 +16,17 @@
 #include <string.h>
 
 #include "terp/buf.h"
-#include "terp/http.h"
 #include "terp/llm.h"
 #include "terp/util.h"
 
-#define MSG_OVERHEAD	4	/* role and separators, per message */
+#include "ctxprobe.h"
+#include "ctxsize.h"
+
+#define MSG_OVERHEAD	CTXSIZE_MSG_OVERHEAD
 #define TOOLS_OVERHEAD	150	/* the python_exec tool's definition */
 #define SYS_OVERHEAD	8
 #define ELIDE_LINES	3	/* kept of an elided tool result */
 #define ELIDE_LINE_MAX	160	/* bytes kept of each such line */
-#define PROBE_MAX	(256 * 1024)
 
 /* The summary the model is asked for, and the bytes kept of its reply. */
 #define SUMMARY_BYTES	4096
@@ -36,133 +39,6 @@ static const char summary_system[] =
     "written), the names of dataframes, variables and files defined in the "
     "Python session, and anything the user asked to remember. Do not call any "
     "tool; answer with the summary only.";
-
-/* ------------------------------------------------------------ the table */
-
-struct window_entry {
-	const char	*prefix;
-	long		 tokens;
-};
-
-/* Taken CONTEXT_TABLE_DATE from the providers' model pages. Longer
- * prefixes of one family before shorter ones (first match wins). */
-static const struct window_entry table[] = {
-	{ "gpt-5", 400000 },
-	{ "gpt-4.1", 1047576 },
-	{ "gpt-4o", 128000 },
-	{ "gpt-4-turbo", 128000 },
-	{ "gpt-4-32k", 32768 },
-	{ "gpt-4", 8192 },
-	{ "gpt-3.5-turbo", 16385 },
-	{ "o1-mini", 128000 },
-	{ "o1", 200000 },
-	{ "o3", 200000 },
-	{ "o4-mini", 200000 },
-	{ "gpt-oss", 131072 },
-	{ "claude", 200000 },
-	{ "llama3.1", 131072 },
-	{ "llama3.2", 131072 },
-	{ "llama3.3", 131072 },
-	{ "llama3", 8192 },
-	{ "qwen3", 40960 },
-	{ "qwen2.5-coder", 32768 },
-	{ "qwen2.5", 32768 },
-	{ "mistral-nemo", 131072 },
-	{ "mistral", 32768 },
-	{ "gemma3", 131072 },
-	{ "gemma2", 8192 },
-	{ "phi4", 16384 },
-	{ "deepseek-r1", 131072 },
-};
-
-long
-context_window_of(const char *provider, const char *model)
-{
-	const char *m = model;
-	size_t n;
-
-	(void)provider;
-	if (m == NULL)
-		return 0;
-	/* "library/llama3.1:8b", "models/gpt-4o": the last path part. */
-	if (strrchr(m, '/') != NULL)
-		m = strrchr(m, '/') + 1;
-	n = strcspn(m, ":");
-	for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
-		size_t pl = strlen(table[i].prefix);
-		if (n >= pl && strncasecmp(m, table[i].prefix, pl) == 0)
-			return table[i].tokens;
-	}
-	return 0;
-}
-
-/* ------------------------------------------------------------ estimates */
-
-long
-context_estimate_text(const char *s, size_t n)
-{
-	long t = 0;
-	size_t i = 0;
-
-	if (s == NULL)
-		return 0;
-	while (i < n) {
-		unsigned char c = (unsigned char)s[i];
-		size_t j = i;
-		if ((c | 0x20) >= 'a' && (c | 0x20) <= 'z') {
-			while (j < n && (((unsigned char)s[j] | 0x20) >= 'a' &&
-			    ((unsigned char)s[j] | 0x20) <= 'z'))
-				j++;
-			t += (long)((j - i + 3) / 4);
-		} else if (c >= '0' && c <= '9') {
-			while (j < n && s[j] >= '0' && s[j] <= '9')
-				j++;
-			t += (long)((j - i + 2) / 3);
-		} else if (c == ' ') {
-			/* One space joins the next word; a run is a token. */
-			while (j < n && s[j] == ' ')
-				j++;
-			if (j - i > 1)
-				t++;
-		} else if (c >= 0x80) {
-			/* One code point: the lead byte and its continuations. */
-			j++;
-			while (j < n && ((unsigned char)s[j] & 0xC0) == 0x80)
-				j++;
-			t++;
-		} else {
-			j++;
-			t++;
-		}
-		i = j;
-	}
-	return t;
-}
-
-static long
-est_str(const cJSON *o, const char *key)
-{
-	const char *s = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, key));
-
-	return s ? context_estimate_text(s, strlen(s)) : 0;
-}
-
-long
-context_estimate_message(const cJSON *m)
-{
-	long t = MSG_OVERHEAD + est_str(m, "content");
-	const cJSON *c;
-
-	cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(m, "tool_calls"))
-		t += MSG_OVERHEAD + est_str(c, "id") + est_str(c, "name") +
-		    est_str(c, "arguments");
-	/* reasoning kept to send back (the providers may not count an
-	 * earlier question's: counted anyway, it is sent) */
-	cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(m, "reasoning"))
-		t += MSG_OVERHEAD + est_str(c, "thinking") + est_str(c, "signature") +
-		    est_str(c, "data") + est_str(c, "encrypted_content");
-	return t;
-}
 
 /* ------------------------------------------------------------ state */
 
@@ -227,17 +103,14 @@ struct context {
 	void		*then_arg;
 	long		 before;
 
-	/* the server probe */
-	struct http	*http;
-	struct http_xfer *xfer;
-	struct buf	 probe;
-	int		 probe_step;		/* 1: /api/show, 2: /api/ps */
-	char		*probe_root;
-	long		 probe_ctx;
+	/* the server probe (ctxprobe.h) */
+	struct ctxprobe	 probe;
 	/* a request waiting for the probe's answer */
 	int		 waiting, wait_force;
 	char		*wait_sys;
 };
+
+static void probe_done(void *arg, const struct ctxprobe *p);
 
 static void
 emit_notice(struct context *cx, const char *text)
@@ -262,7 +135,7 @@ context_new(struct notebook *nb, struct llm *m, long window, event_fn emit,
 	cx->ratio = 1.0;
 	cx->sys_tokens = 0;
 	buf_init(&cx->reply, SUMMARY_BYTES * 4);
-	buf_init(&cx->probe, PROBE_MAX);
+	ctxprobe_init(&cx->probe, probe_done, cx);
 	if (m != NULL)
 		context_set_model(cx, llm_provider(m), llm_model(m));
 	{
@@ -280,20 +153,17 @@ context_free(struct context *cx)
 {
 	if (cx == NULL)
 		return;
-	if (cx->http)
-		http_free(cx->http);
+	ctxprobe_free(&cx->probe);
 	free(cx->provider);
 	free(cx->model);
 	for (int i = 0; i < cx->cap; i++)
 		free(cx->mc[i].etext);
 	free(cx->mc);
 	free(cx->summary);
-	free(cx->probe_root);
 	free(cx->wait_sys);
 	free(cx->sys_text);
 	cJSON_Delete(cx->view);
 	buf_free(&cx->reply);
-	buf_free(&cx->probe);
 	free(cx);
 }
 
@@ -541,7 +411,7 @@ elided_tokens(struct context *cx, int i, const cJSON *m)
 {
 	if (cx->mc[i].elided < 0) {
 		const char *s = etext(cx, i, m);
-		cx->mc[i].elided = MSG_OVERHEAD + est_str(m, "tool_call_id") +
+		cx->mc[i].elided = MSG_OVERHEAD + ctxsize_str(m, "tool_call_id") +
 		    context_estimate_text(s, strlen(s));
 		if (cx->mc[i].elided > cx->mc[i].full)
 			cx->mc[i].elided = cx->mc[i].full;
@@ -1146,7 +1016,7 @@ context_prepare(struct context *cx, const char *system, int force,
 
 	if (cx->busy && (cx->m == NULL || !llm_busy(cx->m)))
 		cx->busy = 0;	/* cancelled under us (Ctrl-C) */
-	if (cx->probe_step != 0 && then != NULL) {
+	if (ctxprobe_busy(&cx->probe) && then != NULL) {
 		/* The server is telling its context size: the first request
 		 * waits for it (a local server answers at once; the probe's
 		 * own timeouts bound the wait). */
@@ -1246,81 +1116,33 @@ context_cancel(struct context *cx)
 
 /* ------------------------------------------------------------ probe */
 
-static long
-jlong(const cJSON *o)
-{
-	return cJSON_IsNumber(o) && o->valuedouble > 0 && o->valuedouble < 1e9 ?
-	    (long)o->valuedouble : 0;
-}
-
-static void probe_next(struct context *cx);
-static void probe_apply(struct context *cx);
-static void probe_finish(struct context *cx);
-
-static int
-p_body(void *arg, const char *p, size_t n)
-{
-	struct context *cx = arg;
-
-	return buf_add(&cx->probe, p, n) < 0 ? -1 : 0;
-}
-
-/* /api/show: {"parameters": "num_ctx 8192\n...", "model_info":
- * {"llama.context_length": 131072, ...}}; /api/ps: {"models": [{"name",
- * "model", "context_length"}]}. */
 static void
-p_done(void *arg, const struct http_result *r)
+probe_apply(struct context *cx, const struct ctxprobe *p)
 {
-	struct context *cx = arg;
-	cJSON *j = NULL, *it;
-
-	cx->xfer = NULL;
-	if (r->curl_code == 0 && r->status / 100 == 2)
-		j = cJSON_ParseWithLength(cx->probe.data ? cx->probe.data : "", cx->probe.len);
-	buf_reset(&cx->probe);
-	if (j != NULL && cx->probe_step == 1) {
-		const char *params = cJSON_GetStringValue(cJSON_GetObjectItem(j, "parameters"));
-		const char *nc = params ? strstr(params, "num_ctx") : NULL;
-		if (nc != NULL) {
-			long v = strtol(nc + 7, NULL, 10);
-			if (v > 0 && v < 100000000)
-				cx->probe_ctx = v;
-		}
-		if (cx->table == 0)
-			cJSON_ArrayForEach(it, cJSON_GetObjectItem(j, "model_info")) {
-				const char *k = it->string;
-				size_t kl = k ? strlen(k) : 0;
-				if (kl > 15 && strcmp(k + kl - 15, ".context_length") == 0)
-					cx->table = jlong(it);
-			}
-	} else if (j != NULL && cx->probe_step == 2) {
-		cJSON_ArrayForEach(it, cJSON_GetObjectItem(j, "models")) {
-			const char *n = cJSON_GetStringValue(cJSON_GetObjectItem(it, "name"));
-			const char *mo = cJSON_GetStringValue(cJSON_GetObjectItem(it, "model"));
-			if ((n && cx->model && strcmp(n, cx->model) == 0) ||
-			    (mo && cx->model && strcmp(mo, cx->model) == 0)) {
-				long v = jlong(cJSON_GetObjectItem(it, "context_length"));
-				if (v > 0)
-					cx->probe_ctx = v;
-			}
+	if (cx->table == 0)
+		cx->table = p->model_len;
+	if (p->num_ctx > 0) {
+		char *note;
+		context_set_server_window(cx, p->num_ctx);
+		if (cx->override > p->num_ctx) {
+			note = xasprintf("warning: the server's context size for %s is %ld "
+			    "tokens, smaller than --context-window %ld: requests larger than "
+			    "that lose their start silently", cx->model ? cx->model : "the model",
+			    p->num_ctx, cx->override);
+			emit_notice(cx, note);
+			free(note);
 		}
 	}
-	cJSON_Delete(j);
-	if (cx->probe_step == 1) {
-		cx->probe_step = 2;
-		probe_next(cx);
-		return;
-	}
-	probe_finish(cx);
 }
 
 /* The probe is over (answered or not): its size applies, and a request
  * that waited for it goes on. */
 static void
-probe_finish(struct context *cx)
+probe_done(void *arg, const struct ctxprobe *p)
 {
-	cx->probe_step = 0;
-	probe_apply(cx);
+	struct context *cx = arg;
+
+	probe_apply(cx, p);
 	if (cx->waiting) {
 		void (*then)(void *, const char *) = cx->then;
 		void *targ = cx->then_arg;
@@ -1338,74 +1160,12 @@ probe_finish(struct context *cx)
 	}
 }
 
-static void
-probe_apply(struct context *cx)
-{
-	if (cx->probe_ctx > 0) {
-		char *note;
-		context_set_server_window(cx, cx->probe_ctx);
-		if (cx->override > cx->probe_ctx) {
-			note = xasprintf("warning: the server's context size for %s is %ld "
-			    "tokens, smaller than --context-window %ld: requests larger than "
-			    "that lose their start silently", cx->model ? cx->model : "the model",
-			    cx->probe_ctx, cx->override);
-			emit_notice(cx, note);
-			free(note);
-		}
-	}
-}
-
-static void
-probe_next(struct context *cx)
-{
-	static const struct http_cbs cbs = { p_body, p_done };
-	static const char *const hdrs[] = { "Content-Type: application/json", NULL };
-	struct http_req req = { .headers = hdrs, .connect_timeout_ms = 2000,
-	    .idle_timeout_ms = 5000 };
-	char *url, *body = NULL, *err = NULL;
-
-	if (cx->probe_step == 1) {
-		cJSON *o = cJSON_CreateObject();
-		cJSON_AddStringToObject(o, "model", cx->model ? cx->model : "");
-		body = cJSON_PrintUnformatted(o);
-		cJSON_Delete(o);
-		url = xasprintf("%s/api/show", cx->probe_root);
-		req.body = body;
-		req.body_len = strlen(body);
-	} else {
-		url = xasprintf("%s/api/ps", cx->probe_root);
-		req.method = "GET";
-	}
-	req.url = url;
-	cx->xfer = http_post(cx->http, &req, &cbs, cx, &err);
-	if (cx->xfer == NULL) {
-		free(err);
-		probe_finish(cx);
-	}
-	free(url);
-	free(body);
-}
-
 int
 context_probe(struct context *cx, struct loop *l, const char *provider,
     const char *base_url, const char *model)
 {
-	size_t n;
-
 	if (provider == NULL || strcmp(provider, "ollama") != 0 || base_url == NULL ||
-	    model == NULL || l == NULL || cx->probe_step != 0)
+	    model == NULL || l == NULL || ctxprobe_busy(&cx->probe))
 		return -1;
-	if (cx->http == NULL)
-		cx->http = http_new(l);
-	free(cx->probe_root);
-	cx->probe_root = xstrdup(base_url);
-	n = strlen(cx->probe_root);
-	while (n > 0 && cx->probe_root[n - 1] == '/')
-		cx->probe_root[--n] = '\0';
-	if (n >= 3 && strcmp(cx->probe_root + n - 3, "/v1") == 0)
-		cx->probe_root[n - 3] = '\0';
-	cx->probe_ctx = 0;
-	cx->probe_step = 1;
-	probe_next(cx);
-	return cx->probe_step ? 0 : -1;
+	return ctxprobe_start(&cx->probe, l, base_url, cx->model);
 }

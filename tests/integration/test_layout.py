@@ -75,12 +75,14 @@ def test_apart_layers_do_not_include_each_other():
     assert not bad, "layers kept apart include each other:\n" + "\n".join(bad)
 
 
-def test_core_files_at_most_1500_lines():
-    # issue 20: no source file above 1,500 lines; the core's are held to
-    # it here (agent.c was 1,633 before its prompt texts, the text-call
-    # reader and the output coalescer became modules of their own)
+def test_core_files_at_most_1200_lines():
+    # issue 20: no source file above 1,500 lines, at most four above
+    # 1,200; the core has none of those four (agent.c was 1,633 before its
+    # prompt texts, the text-call reader, the output coalescer and its
+    # files became modules of their own; context.c 1,411 before the
+    # window table, the estimator and the Ollama probe did)
     big = ["%s: %d lines" % (f.relative_to(ROOT), n)
            for f in sorted((SRC / "core").glob("*.[ch]"))
            for n in [len(f.read_text(errors="replace").splitlines())]
-           if n > 1500]
-    assert not big, "core files above 1,500 lines: %s" % big
+           if n > 1200]
+    assert not big, "core files above 1,200 lines: %s" % big
