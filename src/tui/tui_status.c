@@ -263,11 +263,9 @@ status_body(struct tui *t, struct tline *lp, int python)
 	struct tline l = { 0 };
 	char tmp[64];
 	int total = 0, idle_stopped = 0;
-	int done = t->o.session ? session_progress(t->o.session, &total) : 0;
-	int64_t deadline = 0;
+	int done = session_progress(t->o.session, &total);
+	int64_t deadline = session_idle_deadline(t->o.session, &idle_stopped);
 
-	if (t->o.session)
-		deadline = session_idle_deadline(t->o.session, &idle_stopped);
 	t->st.ticking = 0;
 	status_model(t, &l);
 	if (python)
