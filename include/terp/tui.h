@@ -25,10 +25,11 @@ struct tui_opts {
 	const char	*out_dir;	/* where artifacts land (for /files) */
 	int		 mouse;		/* 1: enable mouse (default in tui_opts_default) */
 	enum tui_gfx_mode images;	/* --images: real pixels or blocks */
-	/* The journal, replay and idle timers (borrowed). /load, /reset
-	 * and /restart go through it so they are journaled; /replay and
-	 * the idle countdown need it. NULL: the agent is called directly
-	 * and /replay is not available. */
+	/* The journal, replay and idle timers (borrowed, required: tui_run
+	 * refuses NULL). The UI's one door for what changes the session:
+	 * /load, /reset, /restart, /allow, /deny, /sent N and /replay go
+	 * through it so they are journaled; the idle countdown reads it.
+	 * (Events that arrive before tui_run find it still NULL.) */
 	struct session	*session;
 };
 

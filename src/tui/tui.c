@@ -331,6 +331,10 @@ tui_run(struct loop *l, struct agent *a, const struct tui_opts *o, char **err)
 	 * LINES/COLUMNS and ncurses never sees a resize again (TUI.md 3.2). */
 	rl_change_environment = 0;
 
+	if (o->session == NULL) {	/* the one door to the core (tui.h) */
+		*err = xstrdup("the notebook needs a session");
+		return -1;
+	}
 	if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)) {
 		*err = xstrdup("the notebook needs a terminal (use -p for a one-shot question)");
 		return -1;

@@ -267,8 +267,7 @@ cmd_load(struct tui *t, const struct cmd_entry *c, const char *arg)
 		cmd_usage(t, c);
 		return;
 	}
-	char *box = t->o.session ? session_load(t->o.session, arg, &err) :
-	    agent_load(t->agent, arg, 1, &err);
+	char *box = session_load(t->o.session, arg, &err);
 	if (!box) {
 		tui_show_err(t, "load", err);
 		return;
@@ -356,8 +355,7 @@ cmd_reset(struct tui *t, const struct cmd_entry *c, const char *arg)
 
 	(void)c;
 	(void)arg;
-	if ((t->o.session ? session_reset(t->o.session, &err) :
-	    agent_reset(t->agent, &err)) < 0)
+	if (session_reset(t->o.session, &err) < 0)
 		tui_show_err(t, "reset", err);
 	else
 		tui_item_text(t, IT_NOTICE, "the Python namespace was reset");
@@ -370,13 +368,11 @@ cmd_restart(struct tui *t, const struct cmd_entry *c, const char *arg)
 
 	(void)c;
 	(void)arg;
-	if ((t->o.session ? session_restart(t->o.session, &err) :
-	    agent_restart(t->agent, &err)) < 0)
+	if (session_restart(t->o.session, &err) < 0)
 		tui_show_err(t, "restart", err);
 	else
-		tui_item_text(t, IT_NOTICE, t->o.session ? "restarting the sandbox: "
-		    "variables are gone (/replay re-runs the cells that succeeded)" :
-		    "restarting the sandbox: variables are gone");
+		tui_item_text(t, IT_NOTICE, "restarting the sandbox: variables "
+		    "are gone (/replay re-runs the cells that succeeded)");
 }
 
 static void
@@ -385,9 +381,7 @@ cmd_replay(struct tui *t, const struct cmd_entry *c, const char *arg)
 	char *err = NULL;
 
 	(void)c;
-	if (!t->o.session)
-		tui_flash(t, "/replay needs a saved session");
-	else if (session_replay(t->o.session, arg, &err) < 0)
+	if (session_replay(t->o.session, arg, &err) < 0)
 		tui_show_err(t, "replay", err);
 	else {
 		t->v[P_CELLS].follow = 1;
@@ -483,13 +477,12 @@ cmd_sent(struct tui *t, const struct cmd_entry *c, const char *arg)
 			tui_flash(t, "no request %s (there are %d)", arg, n);
 			return;
 		}
-		const char *kept = notebook_sent(t->nb, i - 1, &what, &len);
+		(void)notebook_sent(t->nb, i - 1, &what, &len);
 		char *title = xasprintf("request %d of %d: %s (%zu bytes)", i, n,
 		    what ? what : "", len);
 		/* older bodies are read back from the journal */
-		char *err = NULL, *body = t->o.session ?
-		    session_sent(t->o.session, i - 1, &len, &err) :
-		    kept ? xstrndup(kept, len) : NULL;
+		char *err = NULL, *body = session_sent(t->o.session, i - 1, &len,
+		    &err);
 		if (body == NULL) {
 			tui_show_err(t, "sent", err ? err : "not kept");
 			free(err);
@@ -686,8 +679,7 @@ egress_cmd(struct tui *t, int allow, const char *spec)
 		tui_flash(t, "usage: /%s HOST[:PORT]", allow ? "allow" : "deny");
 		return;
 	}
-	rc = t->o.session ? session_egress(t->o.session, allow, spec, &err) :
-	    agent_egress(t->agent, allow, spec, &err);
+	rc = session_egress(t->o.session, allow, spec, &err);
 	if (rc < 0) {
 		tui_show_err(t, allow ? "allow" : "deny", err);
 		return;
@@ -858,7 +850,7 @@ cmd_line(struct tui *t, const char *s)
 static int
 replaying(const struct tui *t)
 {
-	return t->o.session && session_busy(t->o.session) &&
+	return session_busy(t->o.session) &&
 	    t->st.kstate != KERNEL_DEAD;
 }
 

@@ -1,8 +1,10 @@
 /* tui_draw: the notebook UI's screen: the layout (three panes, or one
  * with a tab strip on a small terminal), each pane drawn from the
- * conversation items and the notebook, the status bar, the input line
- * and the full-screen overlay. Draws only what the state says; one call
- * of tui_draw per frame composes the whole screen and updates it once. */
+ * conversation items and the notebook, the status bar (its line comes
+ * from tui_status.c), the input line and the full-screen overlay (its
+ * picture in pixels is tui_preview.c's).
+ * Draws only what the state says; one call of tui_draw per frame
+ * composes the whole screen and updates it once. */
 #include "tui_draw.h"
 
 #include <stdio.h>
@@ -11,17 +13,8 @@
 
 #include <readline/readline.h>
 
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include "terp/buf.h"
-#include "terp/png.h"
-#include "terp/cost.h"
-#include "terp/context.h"
-#include "terp/kernel.h"
-#include "terp/llm.h"
 #include "terp/sanitize.h"
-#include "terp/session.h"
 #include "terp/util.h"
 
 #include "tui_cells.h"
@@ -29,8 +22,10 @@
 #include "tui_data.h"
 #include "tui_items.h"
 #include "tui_pics.h"
+#include "tui_preview.h"
 #include "tui_search.h"
 #include "tui_style.h"
+#include "tui_status.h"
 #include "tui_thumbs.h"
 
 static const char *pane_name[P_NPANES] = { "input", "conversation", "cells",
@@ -566,306 +561,13 @@ draw_arts(struct tui *t)
 	tui_tlines_free(&ls);
 }
 
-static const char *
-kstate_text(struct tui *t)
-{
-	switch (t->st.kstate) {
-	case KERNEL_STOPPED:	return "stopped";
-	case KERNEL_STARTING:	return "starting";
-	case KERNEL_LOADING:	return "loading libraries";
-	case KERNEL_READY:	return "ready";
-	case KERNEL_BUSY:	return "running";
-	case KERNEL_DEAD:	return "sandbox failed";
-	default:		return "starting";
-	}
-}
-
-static void
-fmt_tokens(char *b, size_t n, long v)
-{
-	if (v >= 10000)
-		snprintf(b, n, "%.0fk", (double)v / 1000.0);
-	else if (v >= 1000)
-		snprintf(b, n, "%.1fk", (double)v / 1000.0);
-	else
-		snprintf(b, n, "%ld", v);
-}
-
-/* " openai · gpt-4o " */
-static void
-status_model(struct tui *t, struct tline *l)
-{
-	char tmp[256];
-	const char *model = NULL;
-	struct llm *m = t->agent ? agent_llm(t->agent) : NULL;
-
-	if (m)
-		model = llm_model(m);
-	snprintf(tmp, sizeof tmp, " %s%s%s ", t->o.provider_label ?
-	    t->o.provider_label : (m ? llm_provider(m) : "no model"),
-	    model ? " · " : "", model ? model : "");
-	tui_tline_adds(l, R_STATUS_KEY, tmp);
-}
-
-/* "Python 3.11.2 (virtualenv /home/u/proj/.venv) │ ": which Python the
- * session runs, once the sandbox (or the probe's cache) said. */
-static void
-status_python(struct tui *t, struct tline *l)
-{
-	char *label = t->agent ? agent_python_label(t->agent) : NULL, *clean;
-
-	if (label == NULL)
-		return;
-	/* a path of the user's: shown, never interpreted */
-	clean = sanitize_str(label, strlen(label), 0);
-	tui_tline_adds(l, R_STATUS, "│ ");
-	tui_tline_adds(l, R_STATUS, clean);
-	tui_tline_adds(l, R_STATUS, " ");
-	free(clean);
-	free(label);
-}
-
-/* What is going on: a replay's progress, the running cell, the model
- * thinking or answering, else the sandbox's state. */
-static void
-status_step(struct tui *t, struct tline *l, int done, int total,
-    int idle_stopped)
-{
-	char tmp[64];
-
-	if (total > 0)
-		snprintf(tmp, sizeof tmp, "replaying %d/%d",
-		    done < total ? done + 1 : total, total);
-	else if (t->in.modal == M_APPROVE)
-		snprintf(tmp, sizeof tmp, "the model's cell waits for you");
-	else if (t->st.phase == PH_CELL && t->st.run_cell)
-		snprintf(tmp, sizeof tmp, "running cell [%d]", t->st.run_cell);
-	else if (t->st.phase == PH_THINKING)
-		snprintf(tmp, sizeof tmp, "thinking");
-	else if (t->st.phase == PH_ANSWERING)
-		snprintf(tmp, sizeof tmp, "answering");
-	else if (t->st.phase == PH_CODE)
-		snprintf(tmp, sizeof tmp, "writing a cell");
-	else if (t->st.kstate == KERNEL_STOPPED && idle_stopped)
-		snprintf(tmp, sizeof tmp, "sandbox stopped (idle)");
-	else if (t->st.where)
-		snprintf(tmp, sizeof tmp, "%s on %.40s", kstate_text(t), t->st.where);
-	else
-		snprintf(tmp, sizeof tmp, "%s", kstate_text(t));
-	tui_tline_adds(l, total > 0 ? R_STATUS_KEY : R_STATUS, tmp);
-}
-
-/* The idle countdown, once less than IDLE_SHOW_MS is left (then the
- * bar ticks every second). */
-static void
-status_idle(struct tui *t, struct tline *l, int64_t deadline)
-{
-	char tmp[64];
-	int64_t left = deadline - now_ms();
-
-	if (left < 0)
-		left = 0;
-	if (left >= IDLE_SHOW_MS)
-		return;
-	int64_t sec = (left + 999) / 1000;
-	snprintf(tmp, sizeof tmp, " │ idle stop in %d:%02d", (int)(sec / 60),
-	    (int)(sec % 60));
-	tui_tline_adds(l, R_STATUS, tmp);
-	t->st.ticking = 1;
-}
-
-static void
-status_tokens(struct tui *t, struct tline *l)
-{
-	char tmp[96], a[24], b[24];
-
-	if (!t->st.total.input_tokens && !t->st.total.output_tokens)
-		return;
-	fmt_tokens(a, sizeof a, t->st.total.input_tokens);
-	fmt_tokens(b, sizeof b, t->st.total.output_tokens);
-	snprintf(tmp, sizeof tmp, " │ tokens %s in · %s out", a, b);
-	tui_tline_adds(l, R_STATUS, tmp);
-	if (t->st.total.reasoning_tokens > 0) {	/* of the out, apart */
-		fmt_tokens(b, sizeof b, t->st.total.reasoning_tokens);
-		snprintf(tmp, sizeof tmp, " (%s reasoning)", b);
-		tui_tline_adds(l, R_STATUS, tmp);
-	}
-	if (t->st.total.priced) {	/* the session's cost (cost.h) */
-		snprintf(tmp, sizeof tmp, " · %s", cost_fmt(t->st.total.cost, a, sizeof a));
-		tui_tline_adds(l, R_STATUS, tmp);
-	}
-}
-
-/* " │ context 37%": the share of the model's window the last request
- * used (context.h), once one went out. */
-static void
-status_context(struct tui *t, struct tline *l)
-{
-	struct context *cx = t->agent ? agent_context(t->agent) : NULL;
-	int pct = cx ? context_percent(cx) : -1;
-	char tmp[64], w[24];
-
-	if (pct < 0)
-		return;
-	fmt_tokens(w, sizeof w, context_window(cx));
-	snprintf(tmp, sizeof tmp, " │ context %d%% of %s", pct, w);
-	tui_tline_adds(l, pct >= 90 ? R_STATUS_KEY : R_STATUS, tmp);
-}
-
-/* The keys of what has the focus, for the right end of the status bar:
- * the pieces in order of use, as many as fit. */
-static int
-hint_pieces(const struct tui *t, const char **pc, int max)
-{
-	int n = 0;
-	enum pane p = t->ov.on ? P_NPANES : t->focus;
-
-#define HINT(s)	do { if (n < max) pc[n++] = (s); } while (0)
-	if (t->st.busy)
-		HINT("Ctrl-C cancel");
-	if (t->srch.pat && t->srch.pane == p) {
-		HINT("n/N next");
-		HINT("Esc end search");
-	}
-	switch (p) {	/* status_hint adds "q quit" to a pane's */
-	case P_INPUT:
-		if (t->in.modal == M_SEARCH) {
-			HINT("Enter search");
-			HINT("Esc cancel");
-			break;
-		}
-		HINT("Tab panes");
-		break;
-	case P_CONV:
-		HINT("↑↓ scroll");
-		HINT("y copy answer");
-		HINT("/ search");
-		HINT("z zoom");
-		break;
-	case P_CELLS:
-		HINT("Enter expand");
-		HINT("e edit");
-		HINT("r re-run");
-		HINT("y/Y copy");
-		HINT("/ search");
-		break;
-	case P_ARTS:
-		HINT("Enter preview");
-		HINT("o open");
-		HINT("s save");
-		HINT("z zoom");
-		break;
-	default:
-		HINT("q close");
-		break;
-	}
-	if (p == P_INPUT || p == P_NPANES)
-		HINT("? help");
-#undef HINT
-	return n;
-}
-
-/* The key hint at the right end: as many of its pieces as fit, the
- * first ones (the input line's two or none). */
-static void
-status_hint(struct tui *t, struct tline *l)
-{
-	const char *pc[12];
-	int n = hint_pieces(t, pc, 12);
-	int used = tui_tline_width(l);
-	struct buf b;
-
-	buf_init(&b, 1024);
-	int least = t->focus == P_INPUT && !t->ov.on ? n : 1;
-	/* in a pane, "q quit" ends the pieces when it fits with them (as
-	 * htop and lazygit say it); else as many pieces as fit without */
-	int quit = t->focus != P_INPUT && !t->ov.on;
-	int done = 0;
-	for (int k = n; k >= least && !done; k--) {
-		for (int q = quit; q >= 0 && !done; q--) {
-			buf_reset(&b);
-			for (int i = 0; i < k; i++)
-				buf_printf(&b, " %s%s", pc[i], i + 1 < k || q ? " ·" : " ");
-			if (q)
-				buf_printf(&b, " q quit ");
-			done = used + tui_tlines_width(b.data, b.len) <= t->lay.cols;
-		}
-	}
-	if (!done)
-		buf_reset(&b);
-	if (b.len) {
-		char pad[256];
-		int hw = tui_tlines_width(b.data, b.len);
-		int np = t->lay.cols - used - hw;
-		if (np > (int)sizeof pad)
-			np = (int)sizeof pad;
-		memset(pad, ' ', sizeof pad);
-		tui_tline_add(l, R_STATUS, pad, (size_t)np);
-		tui_tline_add(l, R_STATUS, b.data, b.len);
-	}
-	buf_free(&b);
-}
-
-/* The bar up to its hint; with the interpreter's name when python. */
-static void
-status_body(struct tui *t, struct tline *lp, int python)
-{
-	struct tline l = { 0 };
-	char tmp[64];
-	int total = 0, idle_stopped = 0;
-	int done = t->o.session ? session_progress(t->o.session, &total) : 0;
-	int64_t deadline = 0;
-
-	if (t->o.session)
-		deadline = session_idle_deadline(t->o.session, &idle_stopped);
-	t->st.ticking = 0;
-	status_model(t, &l);
-	if (python)
-		status_python(t, &l);
-	tui_tline_adds(&l, R_STATUS, "│ ");
-	status_step(t, &l, done, total, idle_stopped);
-	if (t->cmd.nheld > 0) {
-		snprintf(tmp, sizeof tmp, " · %d held", t->cmd.nheld);
-		tui_tline_adds(&l, R_STATUS, tmp);
-	}
-	if (deadline > 0 && !t->st.busy)
-		status_idle(t, &l, deadline);
-	if (t->st.busy) {
-		snprintf(tmp, sizeof tmp, " %.1fs",
-		    (double)(now_ms() - t->st.step_ms) / 1000.0);
-		tui_tline_adds(&l, R_STATUS, tmp);
-	}
-	/* a message the bar has no room for pushes the token count and the
-	 * context share out */
-	int flash = t->st.flash && now_ms() < t->st.flash_until;
-	if (!flash || tui_tline_width(&l) + 3 + tui_tlines_width(t->st.flash,
-	    strlen(t->st.flash)) + 24 <= t->lay.cols) {
-		status_tokens(t, &l);
-		status_context(t, &l);
-	}
-	if (flash) {
-		tui_tline_adds(&l, R_STATUS, " │ ");
-		tui_tline_adds(&l, R_STATUS_KEY, t->st.flash);
-	}
-	*lp = l;
-}
-
-#define STATUS_HINT_LEAST	10	/* room kept for " ? help " */
-
 static void
 draw_status(struct tui *t)
 {
 	int y = t->lay.rows - t->lay.inrows - 1;
 	struct tline l = { 0 };
 
-	/* the interpreter's name is the first thing to go when the bar is
-	 * short: the state, tokens and context share matter more */
-	status_body(t, &l, 1);
-	if (tui_tline_width(&l) + STATUS_HINT_LEAST > t->lay.cols) {
-		tui_tline_free(&l);
-		status_body(t, &l, 0);
-	}
-	status_hint(t, &l);
+	tui_status_line(t, &l);
 	draw_line(t, t->lay.mainw, y, 0, t->lay.cols, &l, -1);
 	/* pad the bar to the full width */
 	int col = tui_tline_width(&l);
@@ -1072,145 +774,6 @@ tline_shift(const struct tline *l, int left, struct tline *out)
 	}
 }
 
-/* PNGs bigger than this are previewed in blocks (streamed in a few
- * MB) rather than read whole and sent in base64. */
-#define GFX_MAX_FILE	(8u << 20)
-
-/* Whether the preview's picture goes out in pixels rather than block
- * characters. */
-static int
-gfx_pixels(const struct tui *t)
-{
-	struct stat st;
-
-	if (t->gfx.mode != TUI_GFX_KITTY && t->gfx.mode != TUI_GFX_ITERM &&
-	    t->gfx.mode != TUI_GFX_SIXEL)
-		return 0;
-	return t->ov.png && stat(t->ov.png, &st) == 0 &&
-	    (uint64_t)st.st_size <= GFX_MAX_FILE;
-}
-
-/* The preview's PNG encoded for the protocol into out, within cols x
- * rows cells (the cells it takes are written back). 0, or -1 with a
- * reason in *why. */
-static int
-gfx_encode(struct tui *t, struct buf *out, int *cols, int *rows,
-    char **why)
-{
-	size_t len;
-	char *png = read_file(t->ov.png, GFX_MAX_FILE, &len);
-	int rc = -1;
-
-	*why = NULL;
-	if (png == NULL || len < 24 || memcmp(png + 12, "IHDR", 4) != 0) {
-		*why = xstrdup("not a PNG that can be shown");
-		free(png);
-		return -1;
-	}
-	const uint8_t *p = (const uint8_t *)png;
-	uint32_t w = (uint32_t)p[16] << 24 | p[17] << 16 | p[18] << 8 | p[19];
-	uint32_t h = (uint32_t)p[20] << 24 | p[21] << 16 | p[22] << 8 | p[23];
-	if (w == 0 || h == 0) {
-		*why = xstrdup("an empty picture");
-		free(png);
-		return -1;
-	}
-	tui_gfx_box(w, h, t->gfx.cellw, t->gfx.cellh, cols, rows);
-	if (t->gfx.mode == TUI_GFX_KITTY)
-		rc = tui_gfx_kitty(out, png, len, *cols, *rows);
-	else if (t->gfx.mode == TUI_GFX_ITERM)
-		rc = tui_gfx_iterm(out, png, len, *cols, *rows);
-	else {
-		size_t px = (size_t)*cols * t->gfx.cellw * *rows * t->gfx.cellh;
-		struct png_rgba *img = png_decode_mem_fit(png, len, px, why);
-		if (img)
-			rc = tui_gfx_sixel(out, img->px, (int)img->w, (int)img->h);
-		png_rgba_free(img);
-	}
-	free(png);
-	if (rc < 0 && *why == NULL)
-		*why = xstrdup("the picture is too big to send");
-	return rc;
-}
-
-/* Writes seq to the terminal, through tmux when inside it. */
-static void
-gfx_send(const struct tui *t, const char *seq, size_t n, int row, int col)
-{
-	struct buf out;
-
-	buf_init(&out, n * 2 + 64);
-	/* save the cursor, go to the picture's corner, restore: curses'
-	 * idea of the cursor stays true */
-	buf_printf(&out, "\0337\033[%d;%dH", row, col);
-	if (t->gfx.passthrough)
-		tui_gfx_tmux_wrap(&out, seq, n);
-	else
-		buf_add(&out, seq, n);
-	buf_adds(&out, "\0338");
-	fflush(stdout);
-	/* a terminal gone is found out by the next frame */
-	(void)write_all(STDOUT_FILENO, out.data, out.len);
-	buf_free(&out);
-}
-
-/* After doupdate: the full-pane preview's picture in pixels, once per
- * picture and size (curses leaves the blank body alone after that). */
-static void
-overlay_pixels(struct tui *t)
-{
-	if (!t->ov.on || !t->ov.png || !gfx_pixels(t))
-		return;
-	int h = t->lay.rows - t->lay.inrows - 1, w = t->lay.cols;
-	int rows = h - 2, cols = w - 2;
-	if (rows < 2 || cols < 4)
-		return;
-	char *key = xasprintf("%s@%dx%d", t->ov.png, cols, rows);
-	if (t->ov.shown && strcmp(t->ov.shown, key) == 0) {
-		free(key);
-		return;
-	}
-	if (t->ov.shown && t->gfx.mode == TUI_GFX_KITTY) {
-		struct buf c;
-		buf_init(&c, 64);
-		tui_gfx_kitty_clear(&c);
-		gfx_send(t, c.data, c.len, 1, 1);
-		buf_free(&c);
-	}
-	free(t->ov.shown);
-	t->ov.shown = key;
-	struct buf img;
-	char *why;
-	buf_init(&img, 32u << 20);
-	if (gfx_encode(t, &img, &cols, &rows, &why) == 0)
-		gfx_send(t, img.data, img.len, 2, 2);
-	else {
-		tui_flash(t, "%s", why);
-		free(why);
-	}
-	buf_free(&img);
-}
-
-/* Leaving a preview drawn in pixels: kitty's image is deleted, and the
- * screen repainted (sixel and iTerm2 pixels stay until overwritten). */
-static void
-overlay_pixels_gone(struct tui *t)
-{
-	if (!t->ov.shown)
-		return;
-	if (t->gfx.mode == TUI_GFX_KITTY) {
-		struct buf c;
-		buf_init(&c, 64);
-		tui_gfx_kitty_clear(&c);
-		gfx_send(t, c.data, c.len, 1, 1);
-		buf_free(&c);
-	}
-	clearok(curscr, TRUE);
-	free(t->ov.shown);
-	t->ov.shown = NULL;
-	tui_pics_lost(t, 1);
-}
-
 static void
 draw_overlay(struct tui *t)
 {
@@ -1233,8 +796,8 @@ draw_overlay(struct tui *t)
 	struct tlines ls;
 	const struct tlines *src = &t->ov.lines;
 	tui_tlines_init(&ls);
-	if (t->ov.png && gfx_pixels(t)) {
-		/* the body stays blank: overlay_pixels draws over it */
+	if (t->ov.png && tui_preview_in_pixels(t)) {
+		/* the body stays blank: tui_preview_pixels draws over it */
 		src = &ls;
 	} else if (t->ov.png) {
 		const char *why;
@@ -1338,7 +901,7 @@ tui_draw(struct tui *t)
 	}
 	tui_pics_before_update(t);
 	doupdate();
-	overlay_pixels(t);
+	tui_preview_pixels(t);
 	tui_pics_after_update(t);
 }
 
@@ -1363,7 +926,7 @@ void
 tui_overlay_close(struct tui *t)
 {
 	t->ov.on = 0;
-	overlay_pixels_gone(t);
+	tui_preview_pixels_gone(t);
 	tui_tlines_free(&t->ov.lines);
 	free(t->ov.png);
 	t->ov.png = NULL;

@@ -374,7 +374,6 @@ agent_set_model(struct agent *a, const char *m, char **err)
 }
 int agent_egress(struct agent *a, int allow, const char *spec, char **err) { (void)a; (void)allow; (void)spec; (void)err; return 0; }
 char *agent_python_label(const struct agent *a) { (void)a; return NULL; }
-int session_egress(struct session *s, int allow, const char *spec, char **err) { (void)s; (void)allow; (void)spec; *err = xstrdup("no session"); return -1; }
 struct notebook *agent_notebook(const struct agent *a) { return a->nb; }
 void agent_set_width(struct agent *a, int cols) { (void)a; (void)cols; }
 const char *agent_where(const struct agent *a) { (void)a; return "local"; }
@@ -400,16 +399,28 @@ kernel_data_path(const char *host)
 	return xasprintf("/workspace/data/%s", b ? b + 1 : host);
 }
 
-/* The harness runs without a session (tui_opts.session is NULL, so the
- * TUI calls the agent directly); these only satisfy the linker. */
+/* The harness's session: the TUI's one door to the core, here straight
+ * onto the fake agent (no journal, so nothing to replay or time out). */
+struct session {
+	struct agent	*a;
+};
 int session_busy(const struct session *s) { (void)s; return 0; }
-int session_replay(struct session *s, const char *which, char **err) { (void)s; (void)which; *err = xstrdup("no session"); return -1; }
-int session_reset(struct session *s, char **err) { (void)s; *err = xstrdup("no session"); return -1; }
-int session_restart(struct session *s, char **err) { (void)s; *err = xstrdup("no session"); return -1; }
-char *session_load(struct session *s, const char *p, char **err) { (void)s; (void)p; *err = xstrdup("no session"); return NULL; }
-char *session_sent(const struct session *s, int i, size_t *len, char **err) { (void)s; (void)i; (void)len; *err = xstrdup("no session"); return NULL; }
+int session_replay(struct session *s, const char *which, char **err) { (void)s; (void)which; *err = xstrdup("replay needs a saved session"); return -1; }
+int session_reset(struct session *s, char **err) { return agent_reset(s->a, err); }
+int session_restart(struct session *s, char **err) { return agent_restart(s->a, err); }
+char *session_load(struct session *s, const char *p, char **err) { return agent_load(s->a, p, 1, err); }
+int session_egress(struct session *s, int allow, const char *spec, char **err) { return agent_egress(s->a, allow, spec, err); }
 int session_progress(const struct session *s, int *total) { (void)s; *total = 0; return 0; }
 int64_t session_idle_deadline(const struct session *s, int *stopped) { (void)s; if (stopped) *stopped = 0; return 0; }
+/* Only the bodies the notebook still keeps: there is no journal. */
+char *
+session_sent(const struct session *s, int i, size_t *len, char **err)
+{
+	const char *what, *kept = notebook_sent(s->a->nb, i, &what, len);
+
+	*err = NULL;
+	return kept ? xstrndup(kept, *len) : NULL;
+}
 
 int
 main(int argc, char **argv)
@@ -423,6 +434,8 @@ main(int argc, char **argv)
 	tui_on_event(NULL, &e);
 	struct tui_opts o;
 	tui_opts_default(&o);
+	struct session fs = { .a = a };
+	o.session = &fs;
 	o.provider_label = "fake";
 	o.history_path = getenv("FAKE_HISTORY");
 	o.theme = getenv("FAKE_THEME");
