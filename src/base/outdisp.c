@@ -105,6 +105,20 @@ parse_mark(const char *s, size_t n, size_t at, struct mark_at *m)
 	m->id_len = hl;
 }
 
+/* The next well-formed mark in s[from..n), parsed into *m; n when none
+ * (a malformed one is text: the search goes on past it). */
+static size_t
+next_mark(const char *s, size_t n, size_t from, struct mark_at *m)
+{
+	while ((from = find_prefix(s, n, from)) < n) {
+		parse_mark(s, n, from, m);
+		if (m->kind != M_NONE)
+			return from;
+		from++;
+	}
+	return n;
+}
+
 /* ------------------------------------------------------------ items */
 
 /* A stretch of prints or a region, pointing into the input. */
@@ -153,13 +167,9 @@ split(const char *s, size_t n, struct items *it)
 	struct item *open = NULL;	/* index-stable: re-found by n */
 	size_t open_i = 0, content = 0;
 
-	while ((at = find_prefix(s, n, at)) < n) {
-		struct mark_at m;
-		parse_mark(s, n, at, &m);
-		if (m.kind == M_NONE) {
-			at++;
-			continue;
-		}
+	struct mark_at m;
+
+	while ((at = next_mark(s, n, at, &m)) < n) {
 		if (open != NULL) {
 			open = &it->v[open_i];
 			open->p = s + content;
@@ -328,13 +338,9 @@ outdisp_unmark(const char *s, size_t n, size_t *len)
 	size_t at = 0, from = 0;
 
 	buf_init(&b, (size_t)-1);
-	while ((at = find_prefix(s, n, at)) < n) {
-		struct mark_at m;
-		parse_mark(s, n, at, &m);
-		if (m.kind == M_NONE) {
-			at++;
-			continue;
-		}
+	struct mark_at m;
+
+	while ((at = next_mark(s, n, at, &m)) < n) {
 		/* the line break before a mark goes with it when the text
 		 * before ends a line without it */
 		size_t e = at;
