@@ -9,7 +9,7 @@ import shlex
 
 import pytest
 
-from tui_tmux import BLOCKS, SALES, TERP, model_args, model_env
+from tui_tmux import BLOCKS, SALES, TERP, model_args, model_env, stop_script
 
 CHART = ("import matplotlib\nmatplotlib.use('Agg')\nimport matplotlib.pyplot as plt\n"
          "plt.bar(['north', 'south', 'east', 'west'], [3, 5, 9, 4])\n"
@@ -20,12 +20,13 @@ PNG64 = base64.b64encode(b"\x89PNG\r\n\x1a\n").decode()[:10]
 
 
 @pytest.fixture
-def run(fake_model, tmp_path, tmux):
+def run(fake_model, tmp_path, tmux, request):
     def start(env_extra, *args, keep_tmux=False, passthrough=False):
         port = fake_model(SCRIPT)
         env = dict(model_env(tmp_path), PATH="/usr/bin:/bin", **env_extra)
         terp = " ".join([TERP, *model_args(port, tmp_path / "out"), *args, SALES])
         log = tmp_path / "tty.log"
+        request.addfinalizer(lambda: stop_script(log))
         line = "script -qfc %s %s" % (shlex.quote(terp), shlex.quote(str(log)))
         if not keep_tmux:
             line = "env -u TMUX " + line

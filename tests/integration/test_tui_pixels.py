@@ -6,14 +6,12 @@ text), sixel outside tmux (drawn at the chart's rows after each update,
 drawn again where it moved, the rows it left repainted). terp runs under
 script(1) inside tmux, which records every byte it writes."""
 import base64
-import os
 import re
 import shlex
-import signal
 
 import pytest
 
-from tui_tmux import BLOCKS, SALES, TERP, model_args, model_env
+from tui_tmux import BLOCKS, SALES, TERP, model_args, model_env, stop_script
 
 CHART = ("import matplotlib\nmatplotlib.use('Agg')\nimport matplotlib.pyplot as plt\n"
          "plt.bar(['north', 'south', 'east', 'west'], [3, 5, 9, 4], color='tab:blue')\n"
@@ -43,20 +41,6 @@ DIA = [0x0305, 0x030D, 0x030E, 0x0310, 0x0312, 0x033D, 0x033E, 0x033F,
        0x0745, 0x0747, 0x0749, 0x074A]
 
 
-def _stop_script(log):
-    """script(1) outlives tmux's kill-server (it holds terp's pty): stop
-    it, which hangs terp up, and wait until both are gone."""
-    from conftest import children, command_lines, pids_gone
-    mine = [p for p, cmd in command_lines() if cmd.startswith("script ") and str(log) in cmd]
-    kids = [k for p in mine for k in children(p)]
-    for p in mine:
-        try:
-            os.kill(int(p), signal.SIGTERM)
-        except OSError:
-            pass
-    assert pids_gone(mine + kids), "script(1) or terp did not exit: %s" % (mine + kids)
-
-
 @pytest.fixture
 def run(fake_model, tmp_path, tmux, request):
     def start(script, env_extra, *args, width=100, height=30, keep_tmux=False,
@@ -65,7 +49,7 @@ def run(fake_model, tmp_path, tmux, request):
         env = dict(model_env(tmp_path), PATH="/usr/bin:/bin", **env_extra)
         terp = " ".join([TERP, *model_args(port, tmp_path / "out"), *args, SALES])
         log = tmp_path / "tty.log"
-        request.addfinalizer(lambda: _stop_script(log))
+        request.addfinalizer(lambda: stop_script(log))
         line = "script -qfc %s %s" % (shlex.quote(terp), shlex.quote(str(log)))
         if not keep_tmux:
             line = "env -u TMUX " + line

@@ -140,3 +140,18 @@ class Tmux:
 
     def close(self):
         self.tmux("kill-server", check=False)
+
+
+def stop_script(log):
+    """script(1) outlives tmux's kill-server (it holds terp's pty): stop
+    it, which hangs terp up, and wait until both are gone."""
+    import signal
+    from conftest import children, command_lines, pids_gone
+    mine = [p for p, cmd in command_lines() if cmd.startswith("script ") and str(log) in cmd]
+    kids = [k for p in mine for k in children(p)]
+    for p in mine:
+        try:
+            os.kill(int(p), signal.SIGTERM)
+        except OSError:
+            pass
+    assert pids_gone(mine + kids), "script(1) or terp did not exit: %s" % (mine + kids)
