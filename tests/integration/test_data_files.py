@@ -184,6 +184,18 @@ def session_blocks(res):
     return total
 
 
+def idmap_or_fail():
+    """A private data file reaches the sandbox as an idmapped mount, which
+    needs a user namespace; the kernel refuses one to a chrooted process
+    (unshare(2): EPERM), and terp then copies the file. Such a machine
+    cannot run these tests: one line says so."""
+    r = subprocess.run(["unshare", "--user", "true"], capture_output=True, text=True)
+    if r.returncode != 0:
+        pytest.fail("this machine refuses user namespaces (unshare --user: %s; a chroot "
+                    "does), so terp cannot idmap a private data file: run the tests "
+                    "outside a chroot" % (r.stderr.strip() or r.returncode), pytrace=False)
+
+
 def test_private_file_as_root_is_mounted_not_copied(terp, tmp_path):
     """Issue 23 item 9: as root, a 0600 data file was copied into every
     session (4 GB: 10.7 s and its disk). Now it is given to the sandbox as
@@ -192,6 +204,7 @@ def test_private_file_as_root_is_mounted_not_copied(terp, tmp_path):
     if os.geteuid() != 0:
         pytest.fail("this checks terp running as root; run the tests as root",
                     pytrace=False)
+    idmap_or_fail()
     secret = tmp_path / "private.csv"
     size = 32 << 20
     with open(secret, "wb") as f:
