@@ -42,6 +42,11 @@ if [ "${1:-}" = --inner ]; then
 		cp -a "$BASE/." "$ROOT/"
 		mount --bind "$ROOT" "$ROOT"
 	fi
+	# The root is an overlay, and the kernel cannot idmap an overlay's
+	# files, so terp would copy a root-owned 0600 data file where a real
+	# machine mounts it. A fresh machine's /tmp is on its disk's file
+	# system: here, one on the cache's.
+	mount --bind "$RUN/tmp" "$ROOT/tmp"
 	mount -t proc proc "$ROOT/proc"
 	mount --rbind /sys "$ROOT/sys"
 	mount --rbind /dev "$ROOT/dev"
@@ -174,7 +179,8 @@ find "$CACHE/logs" -name '*.log' -printf '%T@ %p\n' | sort -rn | tail -n +20 |
     cut -d' ' -f2- | xargs -r rm -f
 RUN=$(mktemp -d "$CACHE/runs/run.XXXXXX")
 LOG=$CACHE/logs/$(date +%Y%m%d-%H%M%S)-$COMMIT.log
-mkdir "$RUN/upper" "$RUN/work" "$RUN/root" "$RUN/out"
+mkdir "$RUN/upper" "$RUN/work" "$RUN/root" "$RUN/out" "$RUN/tmp"
+chmod 1777 "$RUN/tmp"
 
 cleanup() {
 	# Every mount was in the run's namespace, gone with it; refuse to

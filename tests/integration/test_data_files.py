@@ -184,16 +184,29 @@ def session_blocks(res):
     return total
 
 
-def idmap_or_fail():
+# File systems the kernel cannot idmap (mount_setattr(2): EINVAL): an
+# overlay (a container's root), network and FUSE mounts.
+NO_IDMAP_FS = {"overlayfs", "nfs", "fuseblk", "fuse", "v9fs", "smb2", "cifs"}
+
+
+def idmap_or_fail(path):
     """A private data file reaches the sandbox as an idmapped mount, which
-    needs a user namespace; the kernel refuses one to a chrooted process
-    (unshare(2): EPERM), and terp then copies the file. Such a machine
-    cannot run these tests: one line says so."""
+    needs a user namespace (the kernel refuses one to a chrooted process:
+    unshare(2) EPERM) and a file system that can be idmapped (an overlay
+    cannot); elsewhere terp copies the file, correctly. Such a machine
+    cannot run these tests: one line says why."""
     r = subprocess.run(["unshare", "--user", "true"], capture_output=True, text=True)
     if r.returncode != 0:
         pytest.fail("this machine refuses user namespaces (unshare --user: %s; a chroot "
                     "does), so terp cannot idmap a private data file: run the tests "
                     "outside a chroot" % (r.stderr.strip() or r.returncode), pytrace=False)
+    fs = subprocess.run(["stat", "-f", "-c", "%T", str(path)], capture_output=True,
+                        text=True).stdout.strip()
+    old_tmpfs = fs == "tmpfs" and tuple(map(int, os.uname().release.split(".")[:2])) < (6, 3)
+    if fs in NO_IDMAP_FS or old_tmpfs:
+        pytest.fail("%s is on %s, which this kernel cannot idmap, so terp copies a private "
+                    "data file there: run the tests with a --basetemp on a disk's file "
+                    "system" % (path, fs), pytrace=False)
 
 
 def test_private_file_as_root_is_mounted_not_copied(terp, tmp_path):
@@ -204,7 +217,7 @@ def test_private_file_as_root_is_mounted_not_copied(terp, tmp_path):
     if os.geteuid() != 0:
         pytest.fail("this checks terp running as root; run the tests as root",
                     pytrace=False)
-    idmap_or_fail()
+    idmap_or_fail(tmp_path)
     secret = tmp_path / "private.csv"
     size = 32 << 20
     with open(secret, "wb") as f:

@@ -175,7 +175,7 @@ def test_private_folder_as_root_is_mounted_readable(terp, tmp_path):
         pytest.fail("this checks terp running as root; run the tests as root",
                     pytrace=False)
     from test_data_files import idmap_or_fail
-    idmap_or_fail()
+    idmap_or_fail(tmp_path)
     for mode in (0o700, 0o755):
         d = monthly(tmp_path, "private-%o" % mode)
         for f in d.iterdir():
