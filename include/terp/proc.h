@@ -29,6 +29,12 @@ struct proc_opts {
 	enum proc_err	 err;
 	size_t		 err_max;	/* PROC_ERR_TAIL: bytes kept (0: 4096) */
 	int		 timeout_ms;	/* 0: none */
+	int		 path_search;	/* argv[0] looked up in PATH, as a
+					 * shell does (else a path) */
+	int		 new_session;	/* its own session (setsid): no
+					 * controlling terminal, so a prompt
+					 * cannot open /dev/tty; else its own
+					 * process group */
 };
 
 /* Owned by the caller: proc_result_free. */
@@ -43,7 +49,7 @@ struct proc_result {
 	int	 status;	/* waitpid's status, once it exited */
 };
 
-/* Runs argv (argv[0] a path: no PATH search) in its own process group,
+/* Runs argv (argv[0] a path unless path_search) in its own process group,
  * with every fd but 0-2 closed and default signal dispositions. Returns
  * 0 once the child exited and was reaped (its status in r->status,
  * whatever it was), or -1 with one line in *err (caller frees) and errno

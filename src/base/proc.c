@@ -39,8 +39,12 @@ child(char *const argv[], const struct proc_opts *o, int out, int err, int xfd)
 	sigset_t none;
 	int in, e;
 
-	/* Its own process group, so that a kill reaches what it started. */
-	setpgid(0, 0);
+	/* Its own process group (or session, which is one too), so that a
+	 * kill reaches what it started. */
+	if (o->new_session)
+		setsid();
+	else
+		setpgid(0, 0);
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	for (int s = 1; s < NSIG; s++)	/* ignored ones survive exec */
@@ -56,8 +60,15 @@ child(char *const argv[], const struct proc_opts *o, int out, int err, int xfd)
 	    dup2(xfd, 3) < 0 || fcntl(3, F_SETFD, FD_CLOEXEC) < 0)
 		_exit(127);
 	closefrom(4);
-	if (o->dir == NULL || chdir(o->dir) == 0)
-		execve(argv[0], argv, o->envp ? o->envp : environ);
+	if (o->dir == NULL || chdir(o->dir) == 0) {
+		if (o->path_search) {
+			if (o->envp)
+				environ = (char **)o->envp;	/* this process's own copy */
+			execvp(argv[0], argv);
+		} else {
+			execve(argv[0], argv, o->envp ? o->envp : environ);
+		}
+	}
 	e = errno;
 	(void)!write(3, &e, sizeof e);
 	_exit(127);
@@ -220,7 +231,10 @@ proc_start(char *const argv[], const struct proc_opts *o, int *out, int *errfd,
 	}
 	if (pid == 0)
 		child(argv, o, fd[1], fd[3], fd[5]);
-	setpgid(pid, pid);	/* also here: no race with a kill */
+	/* also here: no race with a kill (not for a session: setsid fails
+	 * in a process that leads a group already) */
+	if (!o->new_session)
+		setpgid(pid, pid);
 	close(fd[1]);
 	close(fd[3]);
 	close(fd[5]);

@@ -343,6 +343,39 @@ def test_remote_sandbox_cannot_start(terp, tmp_path, sshd):
     assert "/nonexistent/python3" in line
 
 
+def test_no_ssh_client_is_one_line(terp, tmp_path):
+    r = terp("exec", "--sandbox", "ssh://box", "--ssh-command",
+             str(tmp_path / "no-such-ssh") + " -F x", "-c", "print(1)", timeout=HANG)
+    assert r.rc == 4, r
+    one_line(r, "cannot run ssh (%s -F x): install the OpenSSH client (openssh-client)"
+             % (tmp_path / "no-such-ssh"))
+
+
+def test_ssh_runs_in_a_session_of_its_own_without_terps_fds(terp, tmp_path):
+    """ssh is started in a session of its own (the terminal's Ctrl-C and
+    /dev/tty are terp's, not ssh's), found in PATH, and gets only its
+    three pipes: no fd of terp's beyond them."""
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    report = tmp_path / "report"
+    fake = bindir / "fakessh"
+    fake.write_text("#!/bin/sh\n"
+                    "cut -d' ' -f1,5,6 /proc/$$/stat > %s\n"
+                    "echo 'fakessh: no route' >&2\n"
+                    "exec ls /proc/self/fd >> %s\n" % (report, report))
+    fake.chmod(0o755)
+    env = dict(os.environ, PATH="%s:%s" % (bindir, os.environ["PATH"]))
+    r = terp("exec", "--sandbox", "ssh://box", "--ssh-command", "fakessh", "-c", "print(1)",
+             extra_env={"PATH": env["PATH"]}, timeout=HANG)
+    assert r.rc == 4, r
+    one_line(r, "ssh to box failed: fakessh: no route")
+    lines = report.read_text().split("\n")
+    pid, pgid, sid = lines[0].split()
+    assert pgid == pid and sid == pid, lines[0]
+    # 0-2, and the one ls opens to read /proc/self/fd
+    assert sorted(int(x) for x in lines[1:] if x) == [0, 1, 2, 3], lines
+
+
 def test_reconnect_is_a_new_folder_with_the_data_staged_again(env, tmp_path, sshd):
     """After a dropped connection the next cell runs in a new session
     folder there: what the code wrote is gone, the data file (a local

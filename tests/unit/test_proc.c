@@ -193,3 +193,52 @@ Test(proc, start_hands_over_the_pipes_for_a_loop_to_read)
 	free(err);
 	assert_no_child();
 }
+
+Test(proc, path_search_finds_the_program_in_path)
+{
+	struct proc_opts o = { .stdin_fd = -1, .out_max = 64, .path_search = 1 };
+	char *argv[] = { "sh", "-c", "echo found", NULL };
+	struct proc_result r;
+	char *err;
+
+	cr_assert_eq(proc_run(argv, &o, &r, &err), 0, "%s", err ? err : "");
+	cr_assert_str_eq(r.out, "found\n");
+	proc_result_free(&r);
+	/* without it, "sh" is a path relative to the folder: not found */
+	o.path_search = 0;
+	o.dir = "/";
+	cr_assert_eq(proc_run(argv, &o, &r, &err), -1);
+	cr_assert_eq(errno, ENOENT);
+	free(err);
+	proc_result_free(&r);
+	assert_no_child();
+}
+
+/* The child's own pid, process group and session, from its stat (fields
+ * 1, 5 and 6; its name, sh, has no space). */
+static void
+ids_of(const struct proc_opts *o, long *pid, long *pgid, long *sid)
+{
+	char *argv[] = { "/bin/sh", "-c", "cut -d' ' -f1,5,6 /proc/$$/stat", NULL };
+	struct proc_result r;
+	char *err;
+
+	cr_assert_eq(proc_run(argv, o, &r, &err), 0, "%s", err ? err : "");
+	cr_assert_eq(sscanf(r.out, "%ld %ld %ld", pid, pgid, sid), 3, "stat: %s", r.out);
+	proc_result_free(&r);
+}
+
+Test(proc, new_session_leads_its_own_session_else_its_own_group)
+{
+	struct proc_opts o = { .stdin_fd = -1, .out_max = 256 };
+	long pid, pgid, sid;
+
+	ids_of(&o, &pid, &pgid, &sid);
+	cr_assert_eq(pgid, pid);
+	cr_assert_eq(sid, (long)getsid(0), "only a group of its own");
+	o.new_session = 1;
+	ids_of(&o, &pid, &pgid, &sid);
+	cr_assert_eq(pgid, pid);
+	cr_assert_eq(sid, pid, "a session of its own");
+	assert_no_child();
+}

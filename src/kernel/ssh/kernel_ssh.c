@@ -32,6 +32,7 @@
 #include "terp/json_text.h"
 #include "terp/kernel_sink.h"
 #include "terp/kernel_frame.h"
+#include "terp/proc.h"
 #include "terp/sanitize.h"
 #include "terp/serve_wire.h"
 #include "terp/util.h"
@@ -520,10 +521,14 @@ remote_command(const struct ssh *s)
 static int
 spawn(struct ssh *s, char **err)
 {
-	int in[2], out[2], er[2];
+	/* Its own session: the terminal's Ctrl-C is terp's, not ssh's, and
+	 * BatchMode aside, nothing can prompt on /dev/tty. */
+	struct proc_opts po = { .name = "ssh", .err = PROC_ERR_TAIL,
+	    .path_search = 1, .new_session = 1 };
+	int in[2], out, er;
 	const char *sshcmd = s->o->ssh_command ? s->o->ssh_command : "ssh";
 	char *words = xstrdup(sshcmd), *save = NULL, *remote = remote_command(s);
-	char *argv[64];
+	char *argv[64], *perr = NULL;
 	int argc = 0;
 
 	for (char *t = strtok_r(words, " \t", &save); t && argc < 40; t = strtok_r(NULL, " \t", &save))
@@ -543,38 +548,35 @@ spawn(struct ssh *s, char **err)
 	argv[argc++] = "--";
 	argv[argc++] = remote;
 	argv[argc] = NULL;
-	if (pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0 || pipe2(er, O_CLOEXEC) < 0) {
+	if (pipe2(in, O_CLOEXEC) < 0) {
 		*err = xasprintf("cannot start ssh: %s", strerror(errno));
 		free(words);
 		free(remote);
 		return -1;
 	}
-	s->pid = fork();
-	if (s->pid == 0) {
-		loop_signal_reset_child();
-		dup2(in[0], 0);
-		dup2(out[1], 1);
-		dup2(er[1], 2);
-		setsid();	/* the terminal's Ctrl-C is terp's, not ssh's */
-		execvp(argv[0], argv);
-		dprintf(2, "terp-ssh-exec: %s\n", strerror(errno));
-		_exit(127);
-	}
+	po.stdin_fd = in[0];
+	s->pid = proc_start(argv, &po, &out, &er, &perr);
 	close(in[0]);
-	close(out[1]);
-	close(er[1]);
-	free(words);
-	free(remote);
 	if (s->pid < 0) {
+		int e = errno;
 		close(in[1]);
-		close(out[0]);
-		close(er[0]);
-		*err = xasprintf("cannot start ssh: %s", strerror(errno));
+		if (e == ENOENT || e == EACCES || e == ENOEXEC) {
+			*err = xasprintf("cannot run ssh (%s): install the OpenSSH client "
+			    "(openssh-client)", sshcmd);
+			free(perr);
+		} else {
+			*err = perr;	/* "cannot run ssh: ..." */
+		}
+		free(words);
+		free(remote);
+		s->pid = -1;
 		return -1;
 	}
+	free(words);
+	free(remote);
 	s->in_fd = in[1];
-	s->out_fd = out[0];
-	s->err_fd = er[0];
+	s->out_fd = out;
+	s->err_fd = er;
 	fcntl(s->in_fd, F_SETFL, O_NONBLOCK);
 	fcntl(s->out_fd, F_SETFL, O_NONBLOCK);
 	fcntl(s->err_fd, F_SETFL, O_NONBLOCK);
@@ -633,9 +635,6 @@ connect_error(struct ssh *s, int wstatus)
 	int code = WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : -1;
 	char *last = NULL, *clean, *msg;
 
-	if (strstr(e, "terp-ssh-exec:"))
-		return xasprintf("cannot run ssh (%s): install the OpenSSH client "
-		    "(openssh-client)", s->o->ssh_command ? s->o->ssh_command : "ssh");
 	if (strstr(e, "Host key verification failed") || strstr(e, "No ED25519 host key") ||
 	    strstr(e, "host key for") || strstr(e, "REMOTE HOST IDENTIFICATION HAS CHANGED"))
 		return xasprintf("ssh to %s failed: its host key is not known (or it "
