@@ -8,7 +8,9 @@
  *	terp exec, terp -p	a script (cells or questions run in order);
  *				session_run, then the outcome -> exit code
  *	the TUI			no script: session_start, then tui_run on
- *				session_loop/session_agent until the user quits
+ *				the session until the user quits; the TUI
+ *				reaches the core only through the calls
+ *				below (it never sees the agent)
  *
  * (Called session, not runner: a run of terp is one session, the unit
  * the journal saves and --resume continues.) */
@@ -17,7 +19,6 @@
 
 #include <stdint.h>
 
-#include "terp/agent.h"
 #include "terp/event.h"
 #include "terp/kernel.h"
 #include "terp/llm.h"
@@ -25,6 +26,9 @@
 #include "terp/notebook.h"
 #include "terp/resume.h"
 
+struct agent;
+struct agent_opts;
+struct context;
 struct journal;
 
 struct session_opts {
@@ -112,6 +116,8 @@ int session_start(struct session *s);
  * how it ended in *out. */
 void session_run(struct session *s, struct session_outcome *out);
 
+/* The session's own (borrowed while it lives). session_agent is for
+ * the core's tests; a frontend uses the calls below instead. */
 struct loop *session_loop(const struct session *s);
 struct agent *session_agent(const struct session *s);
 struct notebook *session_notebook(const struct session *s);
@@ -150,5 +156,49 @@ char *session_load(struct session *s, const char *path, char **err);
  * notebook while it keeps it, else read back from the journal. A new
  * string, its length in *len; NULL with *err. */
 char *session_sent(const struct session *s, int i, size_t *len, char **err);
+
+/* ------------------------------------------------------------ the door
+ * What a frontend does while the session runs, each the agent's call
+ * of the same name (agent.h says what it does): strings are borrowed
+ * for the call, *err is the caller's to free. */
+
+/* A question (agent_ask): -1 with *err when busy or without a model. */
+int session_ask(struct session *s, const char *question, char **err);
+/* A cell written by the user (agent_run_cell), or cell n's code again
+ * (agent_rerun): the new cell's number, or -1 with *err. */
+int session_run_cell(struct session *s, const char *code, char **err);
+int session_rerun(struct session *s, int n, char **err);
+/* Whether a question or a cell runs (agent_busy; a pending replay is
+ * session_busy), and Ctrl-C for it (agent_cancel). */
+int session_running(const struct session *s);
+void session_cancel(struct session *s);
+/* `d` on cell n (agent_drop_cell): 0, or -1 with *err. */
+int session_drop_cell(struct session *s, int n, char **err);
+/* --ask: whether each cell of the model waits for the user. */
+void session_set_ask(struct session *s, int on);
+int session_asks(const struct session *s);
+enum session_verdict {
+	SESSION_APPROVE_RUN,	/* run it (code: the user's version, or NULL) */
+	SESSION_APPROVE_SKIP,	/* do not run it: the model hears the user declined */
+	SESSION_APPROVE_ALWAYS,	/* run it, and stop asking */
+};
+/* The user's answer to the waiting cell (agent_approve): 0, or -1 with
+ * *err when none waits. */
+int session_approve(struct session *s, enum session_verdict v, const char *code,
+    char **err);
+/* The answer to cell's input() (agent_input_reply; line NULL: end of
+ * file): 0, or -1 when no request of that cell is open. */
+int session_input_reply(struct session *s, int cell, const char *line);
+/* The width the user reads cells' values at (agent_set_width). */
+void session_set_width(struct session *s, int cols);
+/* /model (agent_set_model): 0, or -1 with *err. */
+int session_set_model(struct session *s, const char *model, char **err);
+/* The model client and its context window (the session's, borrowed;
+ * NULL without a model). */
+struct llm *session_llm(const struct session *s);
+struct context *session_context(const struct session *s);
+/* Which Python runs, for the status bar (agent_python_label): a new
+ * string, or NULL. */
+char *session_python_label(const struct session *s);
 
 #endif

@@ -1,11 +1,11 @@
 /* tui: terp's terminal notebook (ncursesw + GNU readline in callback
  * mode), one of the frontends of DESIGN.md. It renders the core's event
- * stream and the notebook, and calls the agent for everything it does;
- * it never touches the kernel or the model directly. */
+ * stream and the notebook, and calls the session (session.h) for
+ * everything it does: it never sees the agent, the kernel or the
+ * model's requests. */
 #ifndef TERP_TUI_H
 #define TERP_TUI_H
 
-#include "terp/agent.h"
 #include "terp/event.h"
 #include "terp/loop.h"
 #include "terp/notebook.h"
@@ -25,12 +25,6 @@ struct tui_opts {
 	const char	*out_dir;	/* where artifacts land (for /files) */
 	int		 mouse;		/* 1: enable mouse (default in tui_opts_default) */
 	enum tui_gfx_mode images;	/* --images: real pixels or blocks */
-	/* The journal, replay and idle timers (borrowed, required: tui_run
-	 * refuses NULL). The UI's one door for what changes the session:
-	 * /load, /reset, /restart, /allow, /deny, /sent N and /replay go
-	 * through it so they are journaled; the idle countdown reads it.
-	 * (Events that arrive before tui_run find it still NULL.) */
-	struct session	*session;
 };
 
 void tui_opts_default(struct tui_opts *o);
@@ -47,14 +41,17 @@ void tui_on_event(void *arg, const struct event *ev);
  * the notebook itself). nb is read during the call only. */
 void tui_restore(const struct notebook *nb);
 
-/* Takes over the terminal and runs the notebook UI in loop l until the
- * user quits (/quit, Ctrl-D on an empty line). The agent is borrowed.
+/* Takes over the terminal and runs the notebook UI in the session's
+ * loop until the user quits (/quit, Ctrl-D on an empty line). The
+ * session (borrowed, required: NULL is refused) is the UI's one door to
+ * the core: questions, cells, Ctrl-C, /model, /load, /reset, /replay...
+ * all go through it, so what changes the session is journaled. (Events
+ * that arrive before tui_run are shown without it.)
  * Always leaves the terminal sane (endwin, history saved, stderr that
  * was produced meanwhile re-emitted). Returns 0, the signal that ended it
  * (SIGTERM, SIGHUP), or -1 with *err (caller frees) when the terminal
  * cannot be used (not a tty, too small...). */
-int tui_run(struct loop *l, struct agent *a, const struct tui_opts *o,
-    char **err);
+int tui_run(struct session *s, const struct tui_opts *o, char **err);
 
 struct cli;
 

@@ -9,7 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "terp/agent.h"
 #include "terp/buf.h"
 #include "terp/cli.h"
 #include "terp/journal.h"
@@ -166,8 +165,7 @@ tui_session_run(struct cli *c)
 	    c->background == 1 ? TUI_BG_DARK : TUI_BG_AUTO;
 	o.provider_label = NULL;
 	o.out_dir = c->kopts.out_dir;
-	o.session = s;
-	if ((sig = tui_run(session_loop(s), session_agent(s), &o, &err)) < 0) {
+	if ((sig = tui_run(s, &o, &err)) < 0) {
 		fprintf(stderr, "terp: %s\n", err);
 		free(err);
 		rc = 1;

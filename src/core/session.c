@@ -18,6 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "terp/agent.h"
 #include "terp/buf.h"
 #include "terp/idle.h"
 #include "terp/journal.h"
@@ -1012,4 +1013,100 @@ session_sent(const struct session *s, int i, size_t *len, char **err)
 		return NULL;
 	}
 	return journal_read_sent(s->j, i, len, err);
+}
+
+/* ------------------------------------------------------------ the door */
+
+int
+session_ask(struct session *s, const char *question, char **err)
+{
+	return agent_ask(s->agent, question, err);
+}
+
+int
+session_run_cell(struct session *s, const char *code, char **err)
+{
+	return agent_run_cell(s->agent, code, err);
+}
+
+int
+session_rerun(struct session *s, int n, char **err)
+{
+	return agent_rerun(s->agent, n, err);
+}
+
+int
+session_running(const struct session *s)
+{
+	return agent_busy(s->agent);
+}
+
+void
+session_cancel(struct session *s)
+{
+	agent_cancel(s->agent);
+}
+
+int
+session_drop_cell(struct session *s, int n, char **err)
+{
+	return agent_drop_cell(s->agent, n, err);
+}
+
+void
+session_set_ask(struct session *s, int on)
+{
+	agent_set_ask(s->agent, on);
+}
+
+int
+session_asks(const struct session *s)
+{
+	return agent_asks(s->agent);
+}
+
+int
+session_approve(struct session *s, enum session_verdict v, const char *code,
+    char **err)
+{
+	enum agent_verdict av = v == SESSION_APPROVE_SKIP ? AGENT_SKIP :
+	    v == SESSION_APPROVE_ALWAYS ? AGENT_ALWAYS : AGENT_RUN;
+
+	return agent_approve(s->agent, av, code, err);
+}
+
+int
+session_input_reply(struct session *s, int cell, const char *line)
+{
+	return agent_input_reply(s->agent, cell, line);
+}
+
+void
+session_set_width(struct session *s, int cols)
+{
+	agent_set_width(s->agent, cols);
+}
+
+int
+session_set_model(struct session *s, const char *model, char **err)
+{
+	return agent_set_model(s->agent, model, err);
+}
+
+struct llm *
+session_llm(const struct session *s)
+{
+	return agent_llm(s->agent);
+}
+
+struct context *
+session_context(const struct session *s)
+{
+	return agent_context(s->agent);
+}
+
+char *
+session_python_label(const struct session *s)
+{
+	return agent_python_label(s->agent);
 }

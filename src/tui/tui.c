@@ -31,6 +31,7 @@
 #include <curses.h>
 #include <readline/readline.h>
 
+#include "terp/session.h"
 #include "terp/util.h"
 
 /* How long the terminal may take to say its background colour; one
@@ -103,8 +104,8 @@ on_sigint(struct loop *l, int signo, void *arg)
 
 	(void)l;
 	(void)signo;
-	if (t->agent && agent_busy(t->agent))
-		agent_cancel(t->agent);
+	if (t->session && session_running(t->session))
+		session_cancel(t->session);
 }
 
 static void
@@ -220,12 +221,11 @@ screen_start(struct tui *t, char **err)
 /* ---- start, the frame loop, stop ---- */
 
 static void
-state_init(struct tui *t, struct loop *l, struct agent *a,
-    const struct tui_opts *o)
+state_init(struct tui *t, struct session *s, const struct tui_opts *o)
 {
-	t->loop = l;
-	t->agent = a;
-	t->nb = agent_notebook(a);
+	t->loop = session_loop(s);
+	t->session = s;
+	t->nb = session_notebook(s);
 	t->o = *o;
 	if (getenv("NO_COLOR") && *getenv("NO_COLOR"))
 		t->o.no_color = 1;
@@ -249,7 +249,7 @@ state_free(struct tui *t)
 	tui_data_free(t);
 	t->quit = 0;
 	t->quit_signo = 0;
-	t->agent = NULL;
+	t->session = NULL;
 	t->nb = NULL;
 }
 
@@ -322,16 +322,17 @@ gfx_init(struct tui *t)
 }
 
 int
-tui_run(struct loop *l, struct agent *a, const struct tui_opts *o, char **err)
+tui_run(struct session *s, const struct tui_opts *o, char **err)
 {
 	struct tui *t = &tui_one;
+	struct loop *l;
 	int signo;
 
 	/* FIRST, before any other readline call: otherwise readline exports
 	 * LINES/COLUMNS and ncurses never sees a resize again (TUI.md 3.2). */
 	rl_change_environment = 0;
 
-	if (o->session == NULL) {	/* the one door to the core (tui.h) */
+	if (s == NULL) {	/* the one door to the core (tui.h) */
 		*err = xstrdup("the notebook needs a session");
 		return -1;
 	}
@@ -340,7 +341,8 @@ tui_run(struct loop *l, struct agent *a, const struct tui_opts *o, char **err)
 		return -1;
 	}
 	setlocale(LC_ALL, "");
-	state_init(t, l, a, o);
+	state_init(t, s, o);
+	l = t->loop;
 	gfx_init(t);
 	/* our SIGWINCH handler goes in before curses so ncurses keeps it */
 	loop_signal(l, SIGWINCH, on_winch, t);

@@ -16,10 +16,10 @@
 
 #include <readline/readline.h>
 
-#include "terp/agent.h"
 #include "terp/buf.h"
 #include "terp/digest.h"
 #include "terp/sanitize.h"
+#include "terp/session.h"
 #include "terp/util.h"
 
 #include "tui_cells.h"
@@ -89,7 +89,7 @@ void
 tui_act_rerun(struct tui *t, int n)
 {
 	char *err = NULL;
-	if (agent_rerun(t->agent, n, &err) < 0)
+	if (session_rerun(t->session, n, &err) < 0)
 		tui_show_err(t, "rerun", err);
 	else
 		t->v[P_CELLS].follow = 1;
@@ -142,7 +142,7 @@ tui_act_edit(struct tui *t, int n)
 		return;
 	}
 	char *err = NULL;
-	if (agent_run_cell(t->agent, nc, &err) < 0)
+	if (session_run_cell(t->session, nc, &err) < 0)
 		tui_show_err(t, "run", err);
 	else
 		t->v[P_CELLS].follow = 1;
@@ -171,19 +171,19 @@ tui_act_approve_end(struct tui *t)
 int
 tui_act_approve_key(struct tui *t, int c)
 {
-	enum agent_verdict v;
+	enum session_verdict v;
 	char *nc = NULL, *err = NULL;
 	size_t len;
 
 	switch (c) {
 	case 'y': case 'Y': case '\r': case '\n': case KEY_ENTER:
-		v = AGENT_RUN;
+		v = SESSION_APPROVE_RUN;
 		break;
 	case 'n': case 'N':
-		v = AGENT_SKIP;
+		v = SESSION_APPROVE_SKIP;
 		break;
 	case 'a': case 'A':
-		v = AGENT_ALWAYS;
+		v = SESSION_APPROVE_ALWAYS;
 		break;
 	case 'e': case 'E':
 		if ((nc = edit_code(t, t->in.approve_code, &len)) == NULL)
@@ -193,7 +193,7 @@ tui_act_approve_key(struct tui *t, int c)
 			tui_flash(t, "the edited cell is empty: y runs the model's, n skips it");
 			return 1;
 		}
-		v = AGENT_RUN;
+		v = SESSION_APPROVE_RUN;
 		break;
 	case 3:		/* Ctrl-C: the agent answers it as cancelled */
 		return 0;
@@ -204,11 +204,11 @@ tui_act_approve_key(struct tui *t, int c)
 	}
 	/* the agent may ask about its next cell before it returns */
 	tui_act_approve_end(t);
-	if (v == AGENT_SKIP)
+	if (v == SESSION_APPROVE_SKIP)
 		tui_items_pending_skipped(t);
-	if (agent_approve(t->agent, v, nc, &err) < 0)
+	if (session_approve(t->session, v, nc, &err) < 0)
 		tui_show_err(t, "run", err);
-	else if (v == AGENT_ALWAYS)
+	else if (v == SESSION_APPROVE_ALWAYS)
 		tui_flash(t, "the model's cells run without asking now (/ask on asks again)");
 	free(nc);
 	return 1;
@@ -236,7 +236,7 @@ tui_act_drop_confirm(struct tui *t, int yes)
 		tui_flash(t, "cell [%d] kept", n);
 		return;
 	}
-	if (agent_drop_cell(t->agent, n, &err) < 0) {
+	if (session_drop_cell(t->session, n, &err) < 0) {
 		tui_show_err(t, "drop", err);
 		return;
 	}

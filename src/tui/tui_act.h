@@ -27,7 +27,7 @@ int tui_act_approve_key(struct tui *t, int c);
 void tui_act_approve_end(struct tui *t);
 
 /* `d` on cell n: asks "drop cell [n]...? (y/n)" (M_DROP_CONFIRM);
- * yes drops it (agent_drop_cell). */
+ * yes drops it (session_drop_cell). */
 void tui_act_drop_ask(struct tui *t, int n);
 void tui_act_drop_confirm(struct tui *t, int yes);
 

@@ -14,7 +14,6 @@
 #include <cjson/cJSON.h>
 #include <readline/readline.h>
 
-#include "terp/agent.h"
 #include "terp/buf.h"
 #include "terp/context.h"
 #include "terp/export.h"
@@ -211,7 +210,7 @@ cmd_help(struct tui *t, const struct cmd_entry *c, const char *arg)
 void
 tui_cmd_quit(struct tui *t)
 {
-	if (t->agent && agent_busy(t->agent)) {
+	if (t->session && session_running(t->session)) {
 		t->in.modal = M_CONFIRM_QUIT;
 		t->focus = P_INPUT;
 		tui_mark(t);
@@ -242,7 +241,7 @@ tui_cmd_quit_prompt(struct tui *t)
 {
 	static char q[96];
 
-	if (t->agent && agent_busy(t->agent))
+	if (t->session && session_running(t->session))
 		return "Something is running. Quit anyway? (y/n) ";
 	snprintf(q, sizeof q, "The variables of %d cell%s go with the sandbox. Quit? (y/n) ",
 	    t->st.live, t->st.live == 1 ? "" : "s");
@@ -267,7 +266,7 @@ cmd_load(struct tui *t, const struct cmd_entry *c, const char *arg)
 		cmd_usage(t, c);
 		return;
 	}
-	char *box = session_load(t->o.session, arg, &err);
+	char *box = session_load(t->session, arg, &err);
 	if (!box) {
 		tui_show_err(t, "load", err);
 		return;
@@ -331,7 +330,7 @@ cmd_py(struct tui *t, const struct cmd_entry *c, const char *arg)
 		cmd_usage(t, c);
 		return;
 	}
-	if (agent_run_cell(t->agent, arg, &err) < 0)
+	if (session_run_cell(t->session, arg, &err) < 0)
 		tui_show_err(t, "py", err);
 	else
 		t->v[P_CELLS].follow = 1;
@@ -355,7 +354,7 @@ cmd_reset(struct tui *t, const struct cmd_entry *c, const char *arg)
 
 	(void)c;
 	(void)arg;
-	if (session_reset(t->o.session, &err) < 0)
+	if (session_reset(t->session, &err) < 0)
 		tui_show_err(t, "reset", err);
 	else
 		tui_item_text(t, IT_NOTICE, "the Python namespace was reset");
@@ -368,7 +367,7 @@ cmd_restart(struct tui *t, const struct cmd_entry *c, const char *arg)
 
 	(void)c;
 	(void)arg;
-	if (session_restart(t->o.session, &err) < 0)
+	if (session_restart(t->session, &err) < 0)
 		tui_show_err(t, "restart", err);
 	else
 		tui_item_text(t, IT_NOTICE, "restarting the sandbox: variables "
@@ -381,7 +380,7 @@ cmd_replay(struct tui *t, const struct cmd_entry *c, const char *arg)
 	char *err = NULL;
 
 	(void)c;
-	if (session_replay(t->o.session, arg, &err) < 0)
+	if (session_replay(t->session, arg, &err) < 0)
 		tui_show_err(t, "replay", err);
 	else {
 		t->v[P_CELLS].follow = 1;
@@ -394,12 +393,12 @@ cmd_ask(struct tui *t, const struct cmd_entry *c, const char *arg)
 {
 	(void)c;
 	if (strcmp(arg, "on") == 0 || strcmp(arg, "off") == 0)
-		agent_set_ask(t->agent, strcmp(arg, "on") == 0);
+		session_set_ask(t->session, strcmp(arg, "on") == 0);
 	else if (*arg) {
 		tui_flash(t, "/ask on or /ask off");
 		return;
 	}
-	tui_flash(t, agent_asks(t->agent) ? "ask: on (each cell of the model waits for y)" :
+	tui_flash(t, session_asks(t->session) ? "ask: on (each cell of the model waits for y)" :
 	    "ask: off (the model's cells run at once)");
 }
 
@@ -410,9 +409,9 @@ cmd_model(struct tui *t, const struct cmd_entry *c, const char *arg)
 
 	(void)c;
 	if (!*arg) {
-		struct llm *m = agent_llm(t->agent);
+		struct llm *m = session_llm(t->session);
 		tui_flash(t, "model: %s", m && llm_model(m) ? llm_model(m) : "none");
-	} else if (agent_set_model(t->agent, arg, &err) < 0)
+	} else if (session_set_model(t->session, arg, &err) < 0)
 		tui_show_err(t, "model", err);
 	else {
 		char *m = xasprintf("model set to %s", arg);
@@ -481,7 +480,7 @@ cmd_sent(struct tui *t, const struct cmd_entry *c, const char *arg)
 		char *title = xasprintf("request %d of %d: %s (%zu bytes)", i, n,
 		    what ? what : "", len);
 		/* older bodies are read back from the journal */
-		char *err = NULL, *body = session_sent(t->o.session, i - 1, &len,
+		char *err = NULL, *body = session_sent(t->session, i - 1, &len,
 		    &err);
 		if (body == NULL) {
 			tui_show_err(t, "sent", err ? err : "not kept");
@@ -536,7 +535,7 @@ static const char *const part_names[] = {
 static void
 cmd_context(struct tui *t, const struct cmd_entry *c, const char *arg)
 {
-	struct context *cx = t->agent ? agent_context(t->agent) : NULL;
+	struct context *cx = t->session ? session_context(t->session) : NULL;
 	struct context_part *p;
 	struct buf b;
 	int n, upto = 0;
@@ -641,7 +640,7 @@ compact_done(void *arg, const char *err)
 static void
 cmd_compact(struct tui *t, const struct cmd_entry *c, const char *arg)
 {
-	struct context *cx = t->agent ? agent_context(t->agent) : NULL;
+	struct context *cx = t->session ? session_context(t->session) : NULL;
 	char *err = NULL;
 	long before;
 	int r;
@@ -652,7 +651,7 @@ cmd_compact(struct tui *t, const struct cmd_entry *c, const char *arg)
 		tui_flash(t, "no model is configured");
 		return;
 	}
-	if (t->agent && agent_busy(t->agent)) {
+	if (t->session && session_running(t->session)) {
 		tui_flash(t, "/compact waits until the question is over");
 		return;
 	}
@@ -679,7 +678,7 @@ egress_cmd(struct tui *t, int allow, const char *spec)
 		tui_flash(t, "usage: /%s HOST[:PORT]", allow ? "allow" : "deny");
 		return;
 	}
-	rc = session_egress(t->o.session, allow, spec, &err);
+	rc = session_egress(t->session, allow, spec, &err);
 	if (rc < 0) {
 		tui_show_err(t, allow ? "allow" : "deny", err);
 		return;
@@ -840,7 +839,7 @@ cmd_line(struct tui *t, const char *s)
 			/* the question stays in the history; the banner again */
 			tui_item_text(t, IT_ERROR, TUI_NO_MODEL);
 			tui_flash(t, "no model is configured");
-		} else if (agent_ask(t->agent, s, &err) < 0)
+		} else if (session_ask(t->session, s, &err) < 0)
 			tui_show_err(t, "ask", err);
 		t->v[P_CONV].follow = 1;
 	}
@@ -850,7 +849,7 @@ cmd_line(struct tui *t, const char *s)
 static int
 replaying(const struct tui *t)
 {
-	return session_busy(t->o.session) &&
+	return session_busy(t->session) &&
 	    t->st.kstate != KERNEL_DEAD;
 }
 
@@ -871,7 +870,7 @@ cmd_holds(struct tui *t, const char *s)
 	}
 	if (t->cmd.nheld > 0)
 		return 1;
-	return replaying(t) || (t->agent && agent_busy(t->agent));
+	return replaying(t) || (t->session && session_running(t->session));
 }
 
 void
@@ -921,7 +920,7 @@ tui_cmd_held_drop(struct tui *t)
 void
 tui_cmd_held_run(struct tui *t)
 {
-	if (t->cmd.nheld == 0 || (t->agent && agent_busy(t->agent)))
+	if (t->cmd.nheld == 0 || (t->session && session_running(t->session)))
 		return;
 	if (replaying(t))
 		return;

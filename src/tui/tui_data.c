@@ -13,11 +13,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "terp/agent.h"
 #include "terp/buf.h"
 #include "terp/dirsum.h"
 #include "terp/llm.h"
 #include "terp/sanitize.h"
+#include "terp/session.h"
 #include "terp/util.h"
 
 #define DATA_SCAN_MAX	(16u << 20)	/* bytes read to count rows */
@@ -271,7 +271,7 @@ describe_all(struct tui *t)
 int
 tui_data_no_model(const struct tui *t)
 {
-	return t->agent && !agent_llm(t->agent) && !t->o.provider_label;
+	return t->session && !session_llm(t->session) && !t->o.provider_label;
 }
 
 /* Three questions to start with: the ones the backend answers well
@@ -280,7 +280,7 @@ tui_data_no_model(const struct tui *t)
 static void
 example_questions(struct tui *t, struct tlines *ls, int ww)
 {
-	const struct llm *m = agent_llm(t->agent);
+	const struct llm *m = session_llm(t->session);
 	const char *f = t->data.v[0].name;
 	char *ex[3] = { NULL, NULL, NULL };
 	int n = 0;

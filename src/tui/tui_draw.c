@@ -15,6 +15,7 @@
 
 #include "terp/buf.h"
 #include "terp/sanitize.h"
+#include "terp/session.h"
 #include "terp/util.h"
 
 #include "tui_cells.h"
@@ -103,9 +104,9 @@ tell_width(struct tui *t, int pane_w)
 {
 	int w = pane_w - 4;
 
-	if (t->agent != NULL && w != t->lay.told_w) {
+	if (t->session != NULL && w != t->lay.told_w) {
 		t->lay.told_w = w;
-		agent_set_width(t->agent, w);
+		session_set_width(t->session, w);
 	}
 }
 

@@ -33,7 +33,7 @@ restart_notice(struct tui *t, const char *text)
 	int ok = 0;
 
 	/* no hint while a replay runs: it is already re-running them */
-	int replaying = t->o.session && session_busy(t->o.session);
+	int replaying = t->session && session_busy(t->session);
 	for (int n = 1; t->st.idle_down && !replaying && t->nb &&
 	    n <= notebook_ncells(t->nb); n++) {
 		const struct cell *c = notebook_cell(t->nb, n);
@@ -75,9 +75,9 @@ on_kernel(struct tui *t, const struct event *ev)
 		tui_item_text(t, IT_ERROR, ev->text);
 	else if (news && ev->restarted && ev->text)
 		restart_notice(t, ev->text);
-	if (ev->kstate == KERNEL_STOPPED && t->o.session) {
+	if (ev->kstate == KERNEL_STOPPED && t->session) {
 		int stopped = 0;
-		session_idle_deadline(t->o.session, &stopped);
+		session_idle_deadline(t->session, &stopped);
 		t->st.idle_down = stopped;
 	} else if (ev->kstate != KERNEL_STOPPED)
 		t->st.idle_down = 0;

@@ -15,9 +15,9 @@
 #include <readline/history.h>
 #include <readline/readline.h>
 
-#include "terp/agent.h"
 #include "terp/buf.h"
 #include "terp/sanitize.h"
+#include "terp/session.h"
 #include "terp/util.h"
 
 #include "tui_act.h"
@@ -152,7 +152,7 @@ ask_answer(struct tui *t, const char *line)
 	int cell = t->in.ask_cell;
 
 	ask_end(t);
-	if (t->agent == NULL || agent_input_reply(t->agent, cell, line) < 0)
+	if (t->session == NULL || session_input_reply(t->session, cell, line) < 0)
 		tui_flash(t, "the cell no longer asks");
 }
 
@@ -709,7 +709,7 @@ modal_key(struct tui *t, int c)
 {
 	if (t->in.modal == M_CONFIRM_QUIT) {
 		if (c == 'y' || c == 'Y') {
-			agent_cancel(t->agent);
+			session_cancel(t->session);
 			t->quit = 1;
 		}
 		t->in.modal = M_NONE;
@@ -739,13 +739,13 @@ global_key(struct tui *t, int c)
 {
 	switch (c) {
 	case 3:		/* Ctrl-C (raw mode: a byte, not a signal) */
-		if (t->agent && agent_busy(t->agent)) {
+		if (t->session && session_running(t->session)) {
 			/* as Jupyter's interrupt: what was queued does not run;
 			 * a cell's input() ends in KeyboardInterrupt */
 			if (t->in.modal == M_INPUT)
 				ask_end(t);
 			tui_cmd_held_drop(t);
-			agent_cancel(t->agent);
+			session_cancel(t->session);
 			tui_flash(t, "cancelling…");
 		} else if (t->ov.on)
 			tui_overlay_close(t);

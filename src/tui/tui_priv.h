@@ -9,7 +9,6 @@
 
 #include <curses.h>
 
-#include "terp/agent.h"
 #include "terp/buf.h"
 #include "terp/notebook.h"
 #include "terp/thumb.h"
@@ -143,7 +142,7 @@ struct tui {
 	struct tui_trace	*trace;
 	/* set up by tui_run (tui.c) */
 	struct loop		*loop;
-	struct agent		*agent;
+	struct session		*session;	/* the one door to the core */
 	struct notebook		*nb;
 	struct tui_opts		 o;
 	int			 active;	/* the screen is up */
@@ -283,7 +282,7 @@ struct tui {
 		int		 compact;	/* one pane at a time */
 		int		 zoom;		/* `z`: the focused pane alone */
 		int		 files_hidden;	/* `f`: no files pane */
-		int		 told_w;	/* agent_set_width's last */
+		int		 told_w;	/* session_set_width's last */
 		WINDOW		*mainw, *inw;
 		int		 tagmap[P_NPANES][TAGROWS];	/* row -> tag */
 		const char	*hl;		/* the search pattern, while

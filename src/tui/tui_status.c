@@ -47,7 +47,7 @@ status_model(struct tui *t, struct tline *l)
 {
 	char tmp[256];
 	const char *model = NULL;
-	struct llm *m = t->agent ? agent_llm(t->agent) : NULL;
+	struct llm *m = t->session ? session_llm(t->session) : NULL;
 
 	if (m)
 		model = llm_model(m);
@@ -62,7 +62,7 @@ status_model(struct tui *t, struct tline *l)
 static void
 status_python(struct tui *t, struct tline *l)
 {
-	char *label = t->agent ? agent_python_label(t->agent) : NULL, *clean;
+	char *label = t->session ? session_python_label(t->session) : NULL, *clean;
 
 	if (label == NULL)
 		return;
@@ -151,7 +151,7 @@ status_tokens(struct tui *t, struct tline *l)
 static void
 status_context(struct tui *t, struct tline *l)
 {
-	struct context *cx = t->agent ? agent_context(t->agent) : NULL;
+	struct context *cx = t->session ? session_context(t->session) : NULL;
 	int pct = cx ? context_percent(cx) : -1;
 	char tmp[64], w[24];
 
@@ -263,8 +263,8 @@ status_body(struct tui *t, struct tline *lp, int python)
 	struct tline l = { 0 };
 	char tmp[64];
 	int total = 0, idle_stopped = 0;
-	int done = session_progress(t->o.session, &total);
-	int64_t deadline = session_idle_deadline(t->o.session, &idle_stopped);
+	int done = session_progress(t->session, &total);
+	int64_t deadline = session_idle_deadline(t->session, &idle_stopped);
 
 	t->st.ticking = 0;
 	status_model(t, &l);

@@ -24,3 +24,26 @@ def test_tui_reaches_the_core_through_the_session_only():
            for i, line in enumerate(f.read_text(errors="replace").splitlines())
            if re.search(r"o\.session\s*\?", line)]
     assert not two, "a second door beside the session: %s" % two
+
+
+def _code(path):
+    """The file's text without its comments (a comment may name the
+    agent's call a session call stands for)."""
+    text = path.read_text(errors="replace")
+    text = re.sub(r"/\*.*?\*/", lambda m: "\n" * m.group(0).count("\n"),
+                  text, flags=re.S)
+    return re.sub(r"//[^\n]*", "", text)
+
+
+def test_tui_never_sees_the_agent():
+    """The session is the TUI's only door (issue 20): no file of src/tui
+    includes agent.h, names struct agent or calls an agent_* function;
+    questions, cells, Ctrl-C, /model, /ask... are session calls."""
+    found = []
+    for f in sorted(TUI.glob("*.[ch]")):
+        for i, line in enumerate(_code(f).splitlines()):
+            if (re.search(r'#\s*include\s*[<"](terp/)?agent\.h[>"]', line)
+                    or re.search(r"\bstruct\s+agent\b(?!_)", line)
+                    or re.search(r"\bagent_\w+\s*\(", line)):
+                found.append("%s:%d: %s" % (f.name, i + 1, line.strip()))
+    assert not found, "src/tui reaches the agent past the session: %s" % found

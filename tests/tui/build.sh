@@ -1,11 +1,12 @@
 #!/bin/sh
-# Builds build/tui-harness: the TUI against tests/tui/fake_agent.c (a
-# development harness for when the real agent is not there).
+# Builds build/tui-harness: the TUI against tests/tui/fake_agent.c, a fake
+# of the session calls the TUI makes (its one door to the core).
 set -e
 cd "$(dirname "$0")/../.."
 make -s build/obj/tui/tui.o build/obj/tui/tui_tlines.o >/dev/null 2>&1 || true
 # The TUI and what it stands on (base, model, a few pure core pieces);
-# the agent, kernels, model client and sandbox are the fake's.
+# the session the TUI calls (and the agent, kernels, model client and
+# sandbox behind it) is the fake's.
 for f in $(find src/base src/model src/tui -name "*.c") \
     src/core/numtrace.c src/core/numscan.c src/core/answer_trace.c src/core/export.c \
     src/core/export_paths.c src/core/store.c src/core/ledger.c src/llm/cost.c; do

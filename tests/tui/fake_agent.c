@@ -1,6 +1,8 @@
-/* A fake core for developing the TUI before the real agent exists: it
- * implements agent.h with timers that stream a scripted answer, a cell
- * with output and an artifact. Development harness only (tests/). */
+/* A fake core for the TUI's tests: it implements the calls of
+ * session.h the TUI makes (its one door to the core) with timers that
+ * stream a scripted answer, a cell with output and an artifact; there
+ * is no agent, kernel, model or journal behind it. Development harness
+ * only (tests/). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,7 +10,6 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "terp/agent.h"
 #include "terp/buf.h"
 #include "terp/context.h"
 #include "terp/llm.h"
@@ -16,7 +17,8 @@
 #include "terp/tui.h"
 #include "terp/util.h"
 
-struct agent {
+/* The fake session: the TUI holds it as its struct session. */
+struct session {
 	struct loop	*l;
 	struct notebook	*nb;
 	event_fn	 emit;
@@ -29,105 +31,105 @@ struct agent {
 };
 
 static void
-ev(struct agent *a, enum event_type t, const char *text, struct cell *c)
+ev(struct session *s, enum event_type t, const char *text, struct cell *c)
 {
 	struct event e = { .type = t, .text = text, .len = text ? strlen(text) : 0,
 		.cell = c };
 	if (t == EV_USAGE) {
-		e.total = &a->tot;
-		e.usage = &a->tot;
+		e.total = &s->tot;
+		e.usage = &s->tot;
 	}
-	a->emit(a->arg, &e);
+	s->emit(s->arg, &e);
 }
 
 static void tick(struct loop *l, void *arg);
 
 static void
-later(struct agent *a, int ms)
+later(struct session *s, int ms)
 {
-	a->timer = loop_timer_add(a->l, ms, tick, a);
+	s->timer = loop_timer_add(s->l, ms, tick, s);
 }
 
 static void
-finish_cell(struct agent *a, enum cell_status st)
+finish_cell(struct session *s, enum cell_status st)
 {
-	a->c->status = st;
-	a->c->duration_ms = now_ms() - a->c->started_ms;
-	ev(a, EV_RESULT, NULL, a->c);
+	s->c->status = st;
+	s->c->duration_ms = now_ms() - s->c->started_ms;
+	ev(s, EV_RESULT, NULL, s->c);
 }
 
 static void
 tick(struct loop *l, void *arg)
 {
-	struct agent *a = arg;
+	struct session *s = arg;
 	static const char *words[] = { "Let ", "me ", "load ", "the ", "data ",
 		"and ", "look.", NULL };
 	(void)l;
-	a->timer = 0;
-	if (a->step < 7) {
-		ev(a, EV_TEXT, words[a->step++], NULL);
-		later(a, 40);
+	s->timer = 0;
+	if (s->step < 7) {
+		ev(s, EV_TEXT, words[s->step++], NULL);
+		later(s, 40);
 		return;
 	}
-	if (a->step == 7) {
-		const char *code = strstr(a->q, "long loop") ?
+	if (s->step == 7) {
+		const char *code = strstr(s->q, "long loop") ?
 		    "import time\nx = 42\nwhile True:\n    print('tick')\n    time.sleep(0.1)" :
-		    strstr(a->q, "flood") ? "for i in range(10**6):\n    print(i)" :
+		    strstr(s->q, "flood") ? "for i in range(10**6):\n    print(i)" :
 		    "import pandas as pd\ndf = pd.read_csv('/workspace/data/sales.csv')\nprint(df.head())\ndf.revenue.sum()";
-		a->c = notebook_add_cell(a->nb, CELL_BY_MODEL, code, "call_1");
-		a->c->status = CELL_RUNNING;
-		a->c->started_ms = now_ms();
-		a->lines = 0;
-		a->flood = strstr(a->q, "flood") != NULL;
-		ev(a, EV_CELL_START, NULL, a->c);
-		a->step = strstr(a->q, "long loop") ? 20 : 8;
-		later(a, 50);
+		s->c = notebook_add_cell(s->nb, CELL_BY_MODEL, code, "call_1");
+		s->c->status = CELL_RUNNING;
+		s->c->started_ms = now_ms();
+		s->lines = 0;
+		s->flood = strstr(s->q, "flood") != NULL;
+		ev(s, EV_CELL_START, NULL, s->c);
+		s->step = strstr(s->q, "long loop") ? 20 : 8;
+		later(s, 50);
 		return;
 	}
-	if (a->step == 8 && strstr(a->q, "flood the proxy")) {
+	if (s->step == 8 && strstr(s->q, "flood the proxy")) {
 		/* refused egress attempts to distinct hosts, 500 a tick, as
 		 * the kernel's proxy reports them: 20,000, or until cancelled
 		 * with "forever" (issue 22: the notebook froze under these) */
-		if (a->lines < 20000 || strstr(a->q, "forever")) {
-			for (int i = 0; i < 500; i++, a->lines++) {
-				struct net_attempt na = { .cell = a->c->n,
-				    .id = (uint64_t)a->lines + 1, .verdict = NETLOG_REFUSED,
+		if (s->lines < 20000 || strstr(s->q, "forever")) {
+			for (int i = 0; i < 500; i++, s->lines++) {
+				struct net_attempt na = { .cell = s->c->n,
+				    .id = (uint64_t)s->lines + 1, .verdict = NETLOG_REFUSED,
 				    .method = "CONNECT", .port = 443, .code = "not-allowed",
 				    .reason = "not allowed" };
 				snprintf(na.host, sizeof na.host, "h%d.flood.invalid",
-				    a->lines % 1000000);
+				    s->lines % 1000000);
 				na.time_ms = (int64_t)time(NULL) * 1000;
-				struct event e = { .type = EV_NET, .cell = a->c,
-				    .net = notebook_add_net(a->nb, &na) };
-				a->emit(a->arg, &e);
+				struct event e = { .type = EV_NET, .cell = s->c,
+				    .net = notebook_add_net(s->nb, &na) };
+				s->emit(s->arg, &e);
 			}
-			later(a, 5);
+			later(s, 5);
 			return;
 		}
-		finish_cell(a, CELL_OK);
-		a->step = 9;
-		later(a, 50);
+		finish_cell(s, CELL_OK);
+		s->step = 9;
+		later(s, 50);
 		return;
 	}
-	if (a->step == 8) {
+	if (s->step == 8) {
 		/* "flood ... forever" pours until cancelled (keys must be
 		 * handled meanwhile); "flood" stops at a million lines. */
-		if (a->flood && (a->lines < 1000000 || strstr(a->q, "forever"))) {
-			if (a->lines >= 10000000)
-				a->lines = 0;	/* at most 8 digits: the lines fit b */
+		if (s->flood && (s->lines < 1000000 || strstr(s->q, "forever"))) {
+			if (s->lines >= 10000000)
+				s->lines = 0;	/* at most 8 digits: the lines fit b */
 			char b[200000];
 			size_t n = 0;
 			for (int i = 0; i < 20000; i++)
-				n += (size_t)snprintf(b + n, sizeof b - n, "%d\n", a->lines++);
-			outcap_add(&a->c->out[0], b, n);
-			ev(a, EV_STDOUT, b, a->c);
-			later(a, 5);
+				n += (size_t)snprintf(b + n, sizeof b - n, "%d\n", s->lines++);
+			outcap_add(&s->c->out[0], b, n);
+			ev(s, EV_STDOUT, b, s->c);
+			later(s, 5);
 			return;
 		}
-		if (!a->flood) {
+		if (!s->flood) {
 			const char *o = "  month channel  revenue\n0  2023-01  online  1200.5\n1  2023-01  retail   980.0\n";
 			/* "print N lines": a cell printing N numbered lines */
-			const char *pl = strstr(a->q, "print ");
+			const char *pl = strstr(s->q, "print ");
 			int nl = pl ? atoi(pl + 6) : 0;
 			char *many = NULL;
 			if (nl > 0 && nl < 100000) {
@@ -138,11 +140,11 @@ tick(struct loop *l, void *arg)
 				many = buf_take(&mb);
 				o = many;
 			}
-			outcap_add(&a->c->out[0], o, strlen(o));
-			ev(a, EV_STDOUT, o, a->c);
+			outcap_add(&s->c->out[0], o, strlen(o));
+			ev(s, EV_STDOUT, o, s->c);
 			free(many);
 			/* "mixed streams": stderr between two pieces of stdout */
-			if (strstr(a->q, "mixed streams")) {
+			if (strstr(s->q, "mixed streams")) {
 				static const char *const mix[][2] = {
 					{ "1", "UserWarning: the first warning\n" },
 					{ "0", "between the warnings\n" },
@@ -151,20 +153,20 @@ tick(struct loop *l, void *arg)
 				};
 				for (size_t i = 0; i < sizeof mix / sizeof mix[0]; i++) {
 					int e = mix[i][0][0] == '1';
-					outcap_add(&a->c->out[e], mix[i][1], strlen(mix[i][1]));
-					ev(a, e ? EV_STDERR : EV_STDOUT, mix[i][1], a->c);
+					outcap_add(&s->c->out[e], mix[i][1], strlen(mix[i][1]));
+					ev(s, e ? EV_STDERR : EV_STDOUT, mix[i][1], s->c);
 				}
 			}
-			a->c->value = xstrdup("np.float64(2180.5)");
+			s->c->value = xstrdup("np.float64(2180.5)");
 			const char *png = getenv("FAKE_PNG");
 			struct stat st;
 			if (png && stat(png, &st) == 0) {
-				const struct artifact *art = notebook_add_artifact(a->nb,
-				    a->c->n, "revenue.png", png, (uint64_t)st.st_size);
-				a->c->nartifacts++;
-				struct event e = { .type = EV_ARTIFACT, .cell = a->c,
+				const struct artifact *art = notebook_add_artifact(s->nb,
+				    s->c->n, "revenue.png", png, (uint64_t)st.st_size);
+				s->c->nartifacts++;
+				struct event e = { .type = EV_ARTIFACT, .cell = s->c,
 					.artifact = art };
-				a->emit(a->arg, &e);
+				s->emit(s->arg, &e);
 			}
 			/* a second artifact whose name the "sandbox" chose
 			 * (hostile in the tests), copied on the host to
@@ -172,42 +174,42 @@ tick(struct loop *l, void *arg)
 			const char *hn = getenv("FAKE_ART_NAME");
 			const char *hp = getenv("FAKE_ART_PATH");
 			if (hn && hp && stat(hp, &st) == 0) {
-				const struct artifact *art = notebook_add_artifact(a->nb,
-				    a->c->n, hn, hp, (uint64_t)st.st_size);
-				a->c->nartifacts++;
-				struct event e = { .type = EV_ARTIFACT, .cell = a->c,
+				const struct artifact *art = notebook_add_artifact(s->nb,
+				    s->c->n, hn, hp, (uint64_t)st.st_size);
+				s->c->nartifacts++;
+				struct event e = { .type = EV_ARTIFACT, .cell = s->c,
 					.artifact = art };
-				a->emit(a->arg, &e);
+				s->emit(s->arg, &e);
 			}
 			/* "download": two egress attempts, one allowed, one
 			 * refused, as the kernel's proxy reports them */
-			if (strstr(a->q, "download")) {
+			if (strstr(s->q, "download")) {
 				struct net_attempt na[2] = {
-					{ .cell = a->c->n, .id = 1, .verdict = NETLOG_ALLOWED,
+					{ .cell = s->c->n, .id = 1, .verdict = NETLOG_ALLOWED,
 					  .method = "CONNECT", .host = "index.example.invalid",
 					  .port = 443, .code = "done", .reason = "done",
 					  .up = 3000, .down = 2202010 },
-					{ .cell = a->c->n, .id = 2, .verdict = NETLOG_REFUSED,
+					{ .cell = s->c->n, .id = 2, .verdict = NETLOG_REFUSED,
 					  .method = "CONNECT", .host = "evil.example.invalid",
 					  .port = 443, .code = "not-allowed",
 					  .reason = "not allowed" },
 				};
 				for (int i = 0; i < 2; i++) {
 					na[i].time_ms = (int64_t)time(NULL) * 1000;
-					struct event e = { .type = EV_NET, .cell = a->c,
-						.net = notebook_add_net(a->nb, &na[i]) };
-					a->emit(a->arg, &e);
+					struct event e = { .type = EV_NET, .cell = s->c,
+						.net = notebook_add_net(s->nb, &na[i]) };
+					s->emit(s->arg, &e);
 				}
 			}
 		}
-		finish_cell(a, CELL_OK);
-		a->step = 9;
-		later(a, 50);
+		finish_cell(s, CELL_OK);
+		s->step = 9;
+		later(s, 50);
 		return;
 	}
-	if (a->step == 9) {
-		if (strstr(a->q, "long answer"))
-			ev(a, EV_TEXT, "## Revenue per channel\n\n"
+	if (s->step == 9) {
+		if (strstr(s->q, "long answer"))
+			ev(s, EV_TEXT, "## Revenue per channel\n\n"
 			    "The **online** channel had the highest revenue in "
 			    "every month of the year, ahead of retail and the "
 			    "partner shops, and its lead grew in the second half.\n\n"
@@ -215,142 +217,139 @@ tick(struct loop *l, void *arg)
 			    "| online | 1200.5 | 55% |\n| retail | 980.0 | 45% |\n\n"
 			    "That is the end of the answer.\n", NULL);
 		else
-		ev(a, EV_TEXT, "The **online** channel had the highest revenue: "
+		ev(s, EV_TEXT, "The **online** channel had the highest revenue: "
 		    "`1200.5` in 2023-01.\n\n| channel | revenue |\n|---|---|\n| online | 1200.5 |\n", NULL);
-		a->tot.input_tokens += 1234;
-		a->tot.output_tokens += 321;
-		ev(a, EV_USAGE, NULL, NULL);
-		ev(a, EV_ANSWER, "The online channel.", NULL);
-		a->busy = 0;
-		ev(a, EV_IDLE, NULL, NULL);
+		s->tot.input_tokens += 1234;
+		s->tot.output_tokens += 321;
+		ev(s, EV_USAGE, NULL, NULL);
+		ev(s, EV_ANSWER, "The online channel.", NULL);
+		s->busy = 0;
+		ev(s, EV_IDLE, NULL, NULL);
 		return;
 	}
-	if (a->step == 20) {	/* a long cell: ticks until cancelled */
+	if (s->step == 20) {	/* a long cell: ticks until cancelled */
 		/* or until the file FAKE_GO names appears (a test says go) */
 		const char *go = getenv("FAKE_GO");
 		struct stat st;
 		if (go && stat(go, &st) == 0) {
-			finish_cell(a, CELL_OK);
-			a->step = 9;
-			later(a, 50);
+			finish_cell(s, CELL_OK);
+			s->step = 9;
+			later(s, 50);
 			return;
 		}
-		outcap_add(&a->c->out[0], "tick\n", 5);
-		ev(a, EV_STDOUT, "tick\n", a->c);
-		later(a, 100);
+		outcap_add(&s->c->out[0], "tick\n", 5);
+		ev(s, EV_STDOUT, "tick\n", s->c);
+		later(s, 100);
 	}
 }
 
-struct agent *
-agent_new(struct loop *l, struct notebook *nb, const struct kernel_opts *kopts,
-    struct llm *llm, const struct agent_opts *opts, event_fn emit, void *arg)
+static struct session *
+fake_new(struct loop *l, struct notebook *nb, event_fn emit, void *arg)
 {
-	(void)kopts; (void)llm; (void)opts;
-	struct agent *a = xcalloc(1, sizeof *a);
-	a->l = l;
-	a->nb = nb;
-	a->emit = emit;
-	a->arg = arg;
-	return a;
+	struct session *s = xcalloc(1, sizeof *s);
+	s->l = l;
+	s->nb = nb;
+	s->emit = emit;
+	s->arg = arg;
+	return s;
 }
 
-void
-agent_free(struct agent *a)
+static void
+fake_free(struct session *s)
 {
-	if (a->timer)
-		loop_timer_cancel(a->l, a->timer);
-	free(a->q);
-	free(a);
+	if (s->timer)
+		loop_timer_cancel(s->l, s->timer);
+	free(s->q);
+	free(s);
 }
 
 int
-agent_ask(struct agent *a, const char *q, char **err)
+session_ask(struct session *s, const char *q, char **err)
 {
-	if (a->busy) {
+	if (s->busy) {
 		*err = xstrdup("busy");
 		return -1;
 	}
-	free(a->q);
-	a->q = xstrdup(q);
-	a->busy = 1;
-	a->step = 0;
-	ev(a, EV_QUESTION, q, NULL);
-	ev(a, EV_REQUEST, "request", NULL);
-	notebook_add_sent(a->nb, "openai chat request", "{\"messages\":[]}", 15);
-	later(a, 200);
+	free(s->q);
+	s->q = xstrdup(q);
+	s->busy = 1;
+	s->step = 0;
+	ev(s, EV_QUESTION, q, NULL);
+	ev(s, EV_REQUEST, "request", NULL);
+	notebook_add_sent(s->nb, "openai chat request", "{\"messages\":[]}", 15);
+	later(s, 200);
 	return 0;
 }
 
 int
-agent_run_cell(struct agent *a, const char *code, char **err)
+session_run_cell(struct session *s, const char *code, char **err)
 {
-	if (a->busy) {
+	if (s->busy) {
 		*err = xstrdup("busy");
 		return -1;
 	}
-	struct cell *c = notebook_add_cell(a->nb, CELL_BY_USER, code, NULL);
+	struct cell *c = notebook_add_cell(s->nb, CELL_BY_USER, code, NULL);
 	c->started_ms = now_ms();
-	ev(a, EV_CELL_START, NULL, c);
+	ev(s, EV_CELL_START, NULL, c);
 	char *o = xasprintf("ran %zu bytes of code\n", strlen(code));
 	outcap_add(&c->out[0], o, strlen(o));
-	ev(a, EV_STDOUT, o, c);
+	ev(s, EV_STDOUT, o, c);
 	free(o);
 	c->status = CELL_OK;
 	c->duration_ms = 3;
-	ev(a, EV_RESULT, NULL, c);
-	ev(a, EV_IDLE, NULL, NULL);
+	ev(s, EV_RESULT, NULL, c);
+	ev(s, EV_IDLE, NULL, NULL);
 	return c->n;
 }
 
 int
-agent_rerun(struct agent *a, int n, char **err)
+session_rerun(struct session *s, int n, char **err)
 {
-	struct cell *c = notebook_cell(a->nb, n);
+	struct cell *c = notebook_cell(s->nb, n);
 	if (!c) {
 		*err = xstrdup("no such cell");
 		return -1;
 	}
-	int m = agent_run_cell(a, c->code, err);
+	int m = session_run_cell(s, c->code, err);
 	if (m > 0)
-		notebook_cell(a->nb, m)->rerun_of = n;
+		notebook_cell(s->nb, m)->rerun_of = n;
 	return m;
 }
 
 void
-agent_cancel(struct agent *a)
+session_cancel(struct session *s)
 {
-	if (!a->busy)
+	if (!s->busy)
 		return;
-	if (a->timer)
-		loop_timer_cancel(a->l, a->timer);
-	a->timer = 0;
-	if (a->c && a->c->status == CELL_RUNNING) {
+	if (s->timer)
+		loop_timer_cancel(s->l, s->timer);
+	s->timer = 0;
+	if (s->c && s->c->status == CELL_RUNNING) {
 		const char *tb = "KeyboardInterrupt";
-		outcap_add(&a->c->out[1], tb, strlen(tb));
-		a->c->ename = xstrdup("KeyboardInterrupt");
-		finish_cell(a, CELL_INTERRUPTED);
+		outcap_add(&s->c->out[1], tb, strlen(tb));
+		s->c->ename = xstrdup("KeyboardInterrupt");
+		finish_cell(s, CELL_INTERRUPTED);
 	} else
-		ev(a, EV_NOTICE, "request cancelled", NULL);
-	a->busy = 0;
-	ev(a, EV_IDLE, NULL, NULL);
+		ev(s, EV_NOTICE, "request cancelled", NULL);
+	s->busy = 0;
+	ev(s, EV_IDLE, NULL, NULL);
 }
 
-int agent_busy(const struct agent *a) { return a->busy; }
-int agent_input_reply(struct agent *a, int cell, const char *line)
-{ (void)a; (void)cell; (void)line; return -1; }
-int agent_reset(struct agent *a, char **err) { (void)a; (void)err; return 0; }
+int session_running(const struct session *s) { return s->busy; }
+int session_input_reply(struct session *s, int cell, const char *line)
+{ (void)s; (void)cell; (void)line; return -1; }
+int session_reset(struct session *s, char **err) { (void)s; (void)err; return 0; }
 /* --ask and `d` (agent.c): not scripted here; the real binary's tests
  * (test_tui_ask.py) cover them */
-void agent_set_ask(struct agent *a, int on) { (void)a; (void)on; }
-int agent_asks(const struct agent *a) { (void)a; return 0; }
-int agent_approve(struct agent *a, enum agent_verdict v, const char *code, char **err) { (void)a; (void)v; (void)code; *err = xstrdup("nothing waits"); return -1; }
-int agent_drop_cell(struct agent *a, int n, char **err) { (void)a; (void)n; *err = xstrdup("no cell to drop"); return -1; }
-int agent_restart(struct agent *a, char **err) { (void)a; (void)err; return 0; }
+void session_set_ask(struct session *s, int on) { (void)s; (void)on; }
+int session_asks(const struct session *s) { (void)s; return 0; }
+int session_approve(struct session *s, enum session_verdict v, const char *code, char **err) { (void)s; (void)v; (void)code; *err = xstrdup("nothing waits"); return -1; }
+int session_drop_cell(struct session *s, int n, char **err) { (void)s; (void)n; *err = xstrdup("no cell to drop"); return -1; }
+int session_restart(struct session *s, char **err) { (void)s; (void)err; return 0; }
 char *
-agent_load(struct agent *a, const char *path, int told, char **err)
+session_load(struct session *s, const char *path, char **err)
 {
 	struct stat st;
-	(void)told;
 	if (stat(path, &st) < 0) {
 		*err = xasprintf("cannot read data file %s: No such file", path);
 		return NULL;
@@ -358,31 +357,30 @@ agent_load(struct agent *a, const char *path, int told, char **err)
 	const char *b = strrchr(path, '/');
 	char *box = xasprintf("/workspace/data/%s", b ? b + 1 : path);
 	struct datafile f = { .path = (char *)path, .sandbox = box };
-	notebook_add_file(a->nb, &f);
+	notebook_add_file(s->nb, &f);
 	return box;
 }
-/* /model switches the fake model's name; agent_llm hands out a token
+/* /model switches the fake model's name; session_llm hands out a token
  * pointer (the TUI only asks it for the names). */
 static char fake_model[64] = "fake-1";
 int
-agent_set_model(struct agent *a, const char *m, char **err)
+session_set_model(struct session *s, const char *m, char **err)
 {
-	(void)a;
+	(void)s;
 	(void)err;
 	snprintf(fake_model, sizeof fake_model, "%s", m);
 	return 0;
 }
-int agent_egress(struct agent *a, int allow, const char *spec, char **err) { (void)a; (void)allow; (void)spec; (void)err; return 0; }
-char *agent_python_label(const struct agent *a) { (void)a; return NULL; }
-struct notebook *agent_notebook(const struct agent *a) { return a->nb; }
-void agent_set_width(struct agent *a, int cols) { (void)a; (void)cols; }
-const char *agent_where(const struct agent *a) { (void)a; return "local"; }
-const char *agent_isolation(const struct agent *a) { (void)a; return NULL; }
-struct llm *agent_llm(const struct agent *a) { return (struct llm *)(void *)(uintptr_t)a; }
+int session_egress(struct session *s, int allow, const char *spec, char **err) { (void)s; (void)allow; (void)spec; (void)err; return 0; }
+char *session_python_label(const struct session *s) { (void)s; return NULL; }
+struct loop *session_loop(const struct session *s) { return s->l; }
+struct notebook *session_notebook(const struct session *s) { return s->nb; }
+void session_set_width(struct session *s, int cols) { (void)s; (void)cols; }
+struct llm *session_llm(const struct session *s) { return (struct llm *)(void *)(uintptr_t)s; }
 const char *llm_model(const struct llm *m) { (void)m; return fake_model; }
 const char *llm_suggest(const struct llm *m, int i) { (void)m; (void)i; return NULL; }
 /* No model here, so no context window: the commands say so. */
-struct context *agent_context(const struct agent *a) { (void)a; return NULL; }
+struct context *session_context(const struct session *s) { (void)s; return NULL; }
 long context_window(const struct context *cx) { (void)cx; return 0; }
 const char *context_window_source(const struct context *cx) { (void)cx; return ""; }
 long context_reserve(const struct context *cx) { (void)cx; return 0; }
@@ -399,24 +397,16 @@ kernel_data_path(const char *host)
 	return xasprintf("/workspace/data/%s", b ? b + 1 : host);
 }
 
-/* The harness's session: the TUI's one door to the core, here straight
- * onto the fake agent (no journal, so nothing to replay or time out). */
-struct session {
-	struct agent	*a;
-};
+/* No journal, so nothing to replay or time out. */
 int session_busy(const struct session *s) { (void)s; return 0; }
 int session_replay(struct session *s, const char *which, char **err) { (void)s; (void)which; *err = xstrdup("replay needs a saved session"); return -1; }
-int session_reset(struct session *s, char **err) { return agent_reset(s->a, err); }
-int session_restart(struct session *s, char **err) { return agent_restart(s->a, err); }
-char *session_load(struct session *s, const char *p, char **err) { return agent_load(s->a, p, 1, err); }
-int session_egress(struct session *s, int allow, const char *spec, char **err) { return agent_egress(s->a, allow, spec, err); }
 int session_progress(const struct session *s, int *total) { (void)s; *total = 0; return 0; }
 int64_t session_idle_deadline(const struct session *s, int *stopped) { (void)s; if (stopped) *stopped = 0; return 0; }
 /* Only the bodies the notebook still keeps: there is no journal. */
 char *
 session_sent(const struct session *s, int i, size_t *len, char **err)
 {
-	const char *what, *kept = notebook_sent(s->a->nb, i, &what, len);
+	const char *what, *kept = notebook_sent(s->nb, i, &what, len);
 
 	*err = NULL;
 	return kept ? xstrndup(kept, *len) : NULL;
@@ -429,13 +419,11 @@ main(int argc, char **argv)
 	(void)argv;
 	struct loop *l = loop_new();
 	struct notebook *nb = notebook_new();
-	struct agent *a = agent_new(l, nb, NULL, NULL, NULL, tui_on_event, NULL);
+	struct session *s = fake_new(l, nb, tui_on_event, NULL);
 	struct event e = { .type = EV_KERNEL, .kstate = KERNEL_READY, .text = "ready" };
 	tui_on_event(NULL, &e);
 	struct tui_opts o;
 	tui_opts_default(&o);
-	struct session fs = { .a = a };
-	o.session = &fs;
 	o.provider_label = "fake";
 	o.history_path = getenv("FAKE_HISTORY");
 	o.theme = getenv("FAKE_THEME");
@@ -443,10 +431,10 @@ main(int argc, char **argv)
 		o.background = strcmp(getenv("FAKE_BACKGROUND"), "light") == 0 ?
 		    TUI_BG_LIGHT : TUI_BG_DARK;
 	char *err = NULL;
-	int rc = tui_run(l, a, &o, &err);
+	int rc = tui_run(s, &o, &err);
 	if (rc < 0)
 		fprintf(stderr, "terp: %s\n", err);
-	agent_free(a);
+	fake_free(s);
 	notebook_free(nb);
 	loop_free(l);
 	return rc < 0 ? 1 : 0;
