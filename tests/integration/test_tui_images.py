@@ -5,11 +5,10 @@ block characters. terp runs under script(1) inside tmux, which records
 every byte it writes to the terminal."""
 import base64
 import re
-import shlex
 
 import pytest
 
-from tui_tmux import BLOCKS, SALES, TERP, model_args, model_env, stop_script
+from tui_tmux import BLOCKS, TERP, start_in_script, written
 
 CHART = ("import matplotlib\nmatplotlib.use('Agg')\nimport matplotlib.pyplot as plt\n"
          "plt.bar(['north', 'south', 'east', 'west'], [3, 5, 9, 4])\n"
@@ -22,20 +21,8 @@ PNG64 = base64.b64encode(b"\x89PNG\r\n\x1a\n").decode()[:10]
 @pytest.fixture
 def run(fake_model, tmp_path, tmux, request):
     def start(env_extra, *args, keep_tmux=False, passthrough=False):
-        port = fake_model(SCRIPT)
-        env = dict(model_env(tmp_path), PATH="/usr/bin:/bin", **env_extra)
-        terp = " ".join([TERP, *model_args(port, tmp_path / "out"), *args, SALES])
-        log = tmp_path / "tty.log"
-        request.addfinalizer(lambda: stop_script(log))
-        line = "script -qfc %s %s" % (shlex.quote(terp), shlex.quote(str(log)))
-        if not keep_tmux:
-            line = "env -u TMUX " + line
-        if passthrough:
-            line = "sh -c " + shlex.quote("tmux set -g allow-passthrough on; " + line)
-        t = tmux(line, env, tmp_path, 100, 30, ready=r"│ ready", timeout=30)
-        t.text("Plot the regions")
-        t.keys("Enter")
-        t.wait(r"East is largest", timeout=90)
+        t, log = start_in_script(tmux, fake_model, tmp_path, request, SCRIPT, env_extra,
+                                 args, keep_tmux=keep_tmux, passthrough=passthrough)
         t.keys("Tab")
         t.keys("Tab")
         t.keys("Tab")          # input -> conversation -> cells -> files
@@ -48,13 +35,7 @@ def run(fake_model, tmp_path, tmux, request):
 
 def output(log, needle, t):
     """The bytes terp wrote once needle is among them."""
-    data = b""
-    for _ in range(200):
-        data = log.read_bytes()
-        if needle in data:
-            return data
-        t.wait(r".", timeout=1)
-    raise AssertionError("%r never written; the screen:\n%s" % (needle, t.screen()))
+    return written(log, t, lambda d: needle in d, repr(needle))
 
 
 def test_kitty_gets_the_png_in_chunked_apc_and_a_delete_on_close(run):

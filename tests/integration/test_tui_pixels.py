@@ -7,11 +7,11 @@ drawn again where it moved, the rows it left repainted). terp runs under
 script(1) inside tmux, which records every byte it writes."""
 import base64
 import re
-import shlex
+import time
 
 import pytest
 
-from tui_tmux import BLOCKS, SALES, TERP, model_args, model_env, stop_script
+from tui_tmux import BLOCKS, start_in_script, written
 
 CHART = ("import matplotlib\nmatplotlib.use('Agg')\nimport matplotlib.pyplot as plt\n"
          "plt.bar(['north', 'south', 'east', 'west'], [3, 5, 9, 4], color='tab:blue')\n"
@@ -45,35 +45,12 @@ DIA = [0x0305, 0x030D, 0x030E, 0x0310, 0x0312, 0x033D, 0x033E, 0x033F,
 def run(fake_model, tmp_path, tmux, request):
     def start(script, env_extra, *args, width=100, height=30, keep_tmux=False,
               passthrough=False):
-        port = fake_model(script)
-        env = dict(model_env(tmp_path), PATH="/usr/bin:/bin", **env_extra)
-        terp = " ".join([TERP, *model_args(port, tmp_path / "out"), *args, SALES])
-        log = tmp_path / "tty.log"
-        request.addfinalizer(lambda: stop_script(log))
-        line = "script -qfc %s %s" % (shlex.quote(terp), shlex.quote(str(log)))
-        if not keep_tmux:
-            line = "env -u TMUX " + line
-        if passthrough:
-            line = "sh -c " + shlex.quote("tmux set -g allow-passthrough on; " + line)
-        t = tmux(line, env, tmp_path, width, height, ready=r"│ ready", timeout=30)
-        t.text("Plot the regions")
-        t.keys("Enter")
-        t.wait(r"East is largest", timeout=90)
+        t, log = start_in_script(tmux, fake_model, tmp_path, request, script, env_extra,
+                                 args, width, height, keep_tmux, passthrough)
         if script is ONE:
             t.wait(r"▪ bars\.png")
         return t, log
     return start
-
-
-def written(log, t, pred, what):
-    """The bytes terp wrote once pred(bytes) holds."""
-    data = b""
-    for _ in range(200):
-        data = log.read_bytes()
-        if pred(data):
-            return data
-        t.wait(r".", timeout=1)
-    raise AssertionError("%s never written; the screen:\n%s" % (what, t.screen()))
 
 
 def placeholder_rows(screen):
@@ -211,11 +188,19 @@ def bars(px, pal):
 
 def test_sixel_inline_chart_shows_which_bar_is_largest_and_its_label(run):
     t, log = run(ONE, {}, "--images", "sixel")
-    data = written(log, t, lambda d: len(sixels(d)) > 0, "a sixel")
-    plain = t.screen()
-    left = [l.split("│")[0] for l in plain.splitlines()]
-    y0 = next(i for i, l in enumerate(left) if "▪ bars.png" in l)
-    row, col, w, h, px, pal = sixels(data)[-1]
+    written(log, t, lambda d: len(sixels(d)) > 0, "a sixel")
+    # The pane may still scroll as the answer lands; the chart is drawn
+    # again where it moves to: compare the last one with the screen once
+    # both agree, or fail on what was seen last.
+    for _ in range(20):
+        plain = t.screen()
+        data = log.read_bytes()
+        left = [l.split("│")[0] for l in plain.splitlines()]
+        y0 = next(i for i, l in enumerate(left) if "▪ bars.png" in l)
+        row, col, w, h, px, pal = sixels(data)[-1]
+        if (row, col) == (y0 + 2, 5):
+            break
+        time.sleep(0.25)
     # at the row under the file's line, the pane's indent of 4
     assert (row, col) == (y0 + 2, 5), (row, col, plain)
     b = bars(px, pal)

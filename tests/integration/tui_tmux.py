@@ -155,3 +155,42 @@ def stop_script(log):
         except OSError:
             pass
     assert pids_gone(mine + kids), "script(1) or terp did not exit: %s" % (mine + kids)
+
+
+def start_in_script(tmux, fake_model, tmp_path, request, script, env_extra, args,
+                    width=100, height=30, keep_tmux=False, passthrough=False):
+    """terp on SALES against the fake model playing script, inside
+    script(1) so that every byte it writes lands in tty.log; the question
+    of the image tests asked and answered ("East is largest"). keep_tmux
+    leaves $TMUX set (terp then wraps its images for tmux); passthrough
+    lets tmux pass them on. Returns (tmux, log); script(1) is stopped at
+    the test's end."""
+    port = fake_model(script)
+    env = dict(model_env(tmp_path), PATH="/usr/bin:/bin", **env_extra)
+    terp = " ".join([TERP, *model_args(port, tmp_path / "out"), *args, SALES])
+    log = tmp_path / "tty.log"
+    request.addfinalizer(lambda: stop_script(log))
+    line = "script -qfc %s %s" % (shlex.quote(terp), shlex.quote(str(log)))
+    if not keep_tmux:
+        line = "env -u TMUX " + line
+    if passthrough:
+        line = "sh -c " + shlex.quote("tmux set -g allow-passthrough on; " + line)
+    t = tmux(line, env, tmp_path, width, height, ready=r"│ ready", timeout=30)
+    t.text("Plot the regions")
+    t.keys("Enter")
+    t.wait(r"East is largest", timeout=90)
+    return t, log
+
+
+def written(log, t, pred, what):
+    """The bytes terp wrote (tty.log) once pred(bytes) holds (within
+    30 s)."""
+    end = time.monotonic() + 30
+    while True:
+        data = log.read_bytes()
+        if pred(data):
+            return data
+        if time.monotonic() > end:
+            break
+        time.sleep(0.05)
+    raise AssertionError("%s never written; the screen:\n%s" % (what, t.screen()))
