@@ -32,16 +32,13 @@ const char *tui_gfx_name(enum tui_gfx_mode m);
  * when tmux_passthrough_ok (tmux's allow-passthrough is on) and the
  * outer terminal is known (KITTY_WINDOW_ID, LC_TERMINAL=iTerm2), else
  * the answer is BLOCKS. sixel_ok: whether the terminal answered DA1
- * with attribute 4 (tui_gfx_da1_sixel), -1 when it was not asked.
+ * with attribute 4 (tui_gfx_da1_sixel; asked by tui_termquery), -1 when
+ * it was not asked.
  * A forced protocol is kept (wrapped when inside tmux). */
 enum tui_gfx_mode tui_gfx_detect(enum tui_gfx_mode want,
     const char *(*getenv_fn)(const char *), int tmux_passthrough_ok,
     int sixel_ok, int *passthrough);
 
-/* Asks the terminal on fd (a tty, before curses starts) for its
- * primary device attributes and waits at most timeout_ms for the
- * answer: 1 when it lists sixel, 0 when not, -1 when no answer came. */
-int tui_gfx_query_sixel(int fd, int timeout_ms);
 /* Inside tmux: whether its allow-passthrough option is on (asks the
  * tmux binary; 0 when that fails). */
 int tui_gfx_tmux_passthrough(void);

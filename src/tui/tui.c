@@ -36,10 +36,14 @@
 
 /* How long the terminal may take to say its background colour; one
  * that answers DA1 but not OSC 11 ends the wait at once. */
-#define BGQUERY_MS	150
+/* How long the start-up questions wait for a terminal that answers
+ * nothing (one that answers takes one round trip): longer when the
+ * answer picks the image protocol. */
+#define TERMQUERY_MS		150
+#define TERMQUERY_SIXEL_MS	300
 
 #include "tui_priv.h"
-#include "tui_bgquery.h"
+#include "tui_termquery.h"
 #include "tui_cells.h"
 #include "tui_data.h"
 #include "tui_cmd.h"
@@ -184,12 +188,6 @@ screen_start(struct tui *t, char **err)
 {
 	char *terr = NULL;
 
-	/* before curses reads the tty: the reply must not reach it as keys */
-	if (t->o.background == TUI_BG_AUTO && !t->o.no_color)
-		t->sty.light = tui_bgquery(STDIN_FILENO, STDOUT_FILENO,
-		    BGQUERY_MS) == 1;
-	else
-		t->sty.light = t->o.background == TUI_BG_LIGHT;
 	stderr_redirect(t);
 	SCREEN *scr = newterm(NULL, stdout, stdin);
 	if (!scr) {
@@ -291,21 +289,44 @@ gfx_env(const char *k)
 	return getenv(k);
 }
 
-/* Picks the graphics protocol before curses owns the terminal: the
- * environment first, then (only when nothing is declared, outside
- * tmux) a DA1 query for sixel. */
-static void
-gfx_init(struct tui *t)
+/* The terminal's answers before curses owns it (their bytes must not
+ * reach curses as keys): the background when the theme asks, DA1 when
+ * sixel could be used (nothing declared, outside tmux). What was typed
+ * meanwhile goes to the input line once it is up. Returns the DA1's
+ * sixel answer (-1: not asked or none). */
+static int
+term_query(struct tui *t)
 {
-	enum tui_gfx_mode want = t->o.images;
-	int sixel = -1, pass_ok = 0;
+	struct tui_termquery q;
+	int ask_bg = t->o.background == TUI_BG_AUTO && !t->o.no_color;
+	int ask_sixel = 0, pt;
 	const char *tm = getenv("TMUX");
 
-	if (want == TUI_GFX_AUTO && (tm == NULL || *tm == '\0')) {
-		int pt;
-		if (tui_gfx_detect(want, gfx_env, 0, -1, &pt) == TUI_GFX_BLOCKS)
-			sixel = tui_gfx_query_sixel(STDIN_FILENO, 300);
-	}
+	if (t->o.images == TUI_GFX_AUTO && (tm == NULL || *tm == '\0'))
+		ask_sixel = tui_gfx_detect(TUI_GFX_AUTO, gfx_env, 0, -1, &pt) ==
+		    TUI_GFX_BLOCKS;
+	t->sty.light = t->o.background == TUI_BG_LIGHT;
+	if (!ask_bg && !ask_sixel)
+		return -1;
+	tui_termquery(STDIN_FILENO, STDOUT_FILENO, ask_bg,
+	    ask_sixel ? TERMQUERY_SIXEL_MS : TERMQUERY_MS, &q);
+	if (ask_bg)
+		t->sty.light = q.light == 1;
+	memcpy(t->in.typeahead, q.keys, q.nkeys);
+	t->in.ntypeahead = q.nkeys;
+	return ask_sixel ? q.sixel : -1;
+}
+
+/* Picks the graphics protocol before curses owns the terminal: the
+ * environment first, then (only when nothing is declared, outside
+ * tmux) the DA1 answer for sixel. */
+static void
+gfx_init(struct tui *t, int sixel)
+{
+	enum tui_gfx_mode want = t->o.images;
+	int pass_ok = 0;
+	const char *tm = getenv("TMUX");
+
 	if (tm != NULL && *tm != '\0' && want != TUI_GFX_BLOCKS &&
 	    want != TUI_GFX_OFF)
 		pass_ok = tui_gfx_tmux_passthrough();
@@ -343,7 +364,7 @@ tui_run(struct session *s, const struct tui_opts *o, char **err)
 	setlocale(LC_ALL, "");
 	state_init(t, s, o);
 	l = t->loop;
-	gfx_init(t);
+	gfx_init(t, term_query(t));
 	/* our SIGWINCH handler goes in before curses so ncurses keeps it */
 	loop_signal(l, SIGWINCH, on_winch, t);
 	loop_signal(l, SIGTERM, on_term, t);
@@ -358,6 +379,7 @@ tui_run(struct session *s, const struct tui_opts *o, char **err)
 	loop_watch(l, STDIN_FILENO, POLLIN, tui_input_on_tty, t);
 	t->lay.rows = -1;
 	tui_mark(t);
+	tui_input_typeahead(t);
 
 	while (!t->quit && !loop_stopped(l)) {
 		tui_cmd_held_run(t);

@@ -1,11 +1,9 @@
 /* tui_gfx: graphics protocols' detection and encoders (tui_gfx.h). */
 #include "terp/tui_gfx.h"
 
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <termios.h>
 #include <unistd.h>
 
 #include "terp/digest.h"
@@ -105,39 +103,6 @@ tui_gfx_da1_sixel(const char *s, size_t len)
 			break;
 	}
 	return 0;
-}
-
-int
-tui_gfx_query_sixel(int fd, int timeout_ms)
-{
-	struct termios old, raw;
-	char ans[128];
-	size_t n = 0;
-	int rc = -1;
-
-	if (tcgetattr(fd, &old) < 0)
-		return -1;
-	raw = old;
-	raw.c_lflag &= ~(tcflag_t)(ICANON | ECHO);
-	raw.c_cc[VMIN] = 0;
-	raw.c_cc[VTIME] = 0;
-	if (tcsetattr(fd, TCSANOW, &raw) < 0)
-		return -1;
-	if (write(fd, "\033[c", 3) == 3) {
-		struct pollfd p = { fd, POLLIN, 0 };
-		while (n < sizeof ans && poll(&p, 1, timeout_ms) > 0) {
-			ssize_t k = read(fd, ans + n, sizeof ans - n);
-			if (k <= 0)
-				break;
-			n += (size_t)k;
-			if (memchr(ans, 'c', n) != NULL) {
-				rc = tui_gfx_da1_sixel(ans, n);
-				break;
-			}
-		}
-	}
-	tcsetattr(fd, TCSANOW, &old);
-	return rc;
 }
 
 int

@@ -950,6 +950,8 @@ feed_key(struct tui *t, int c)
 	on_key(t, c);
 }
 
+static void keys_done(struct tui *t);
+
 void
 tui_input_on_tty(struct loop *l, int fd, int revents, void *arg)
 {
@@ -963,6 +965,23 @@ tui_input_on_tty(struct loop *l, int fd, int revents, void *arg)
 	}
 	while ((c = wgetch(t->lay.inw)) != ERR)
 		feed_key(t, c);
+	keys_done(t);
+}
+
+void
+tui_input_typeahead(struct tui *t)
+{
+	for (size_t i = 0; i < t->in.ntypeahead; i++)
+		feed_key(t, (unsigned char)t->in.typeahead[i]);
+	t->in.ntypeahead = 0;
+	keys_done(t);
+}
+
+/* After a batch of keys: an Esc alone or a sequence cut short is
+ * settled, readline gets what was queued, and the screen is redrawn. */
+static void
+keys_done(struct tui *t)
+{
 	if (t->in.nesc == 1 && !t->in.paste) {
 		/* ncurses waited ESCDELAY for more: the Esc key alone */
 		t->in.nesc = 0;

@@ -31,5 +31,10 @@ void tui_input_ask_done(struct tui *t, int cell);
 /* The loop's callback for the terminal (arg: the struct tui): reads
  * every key ncurses has, then hands the queued bytes to readline. */
 void tui_input_on_tty(struct loop *l, int fd, int revents, void *arg);
+/* Feeds the keys typed while the terminal was asked (t->in.typeahead,
+ * tui_termquery) to the input, in order, as tui_input_on_tty feeds what
+ * curses reads: a question typed and entered before the screen was up
+ * is asked, not lost. */
+void tui_input_typeahead(struct tui *t);
 
 #endif

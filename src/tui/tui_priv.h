@@ -17,6 +17,8 @@
 #include "terp/tui_theme.h"
 #include "terp/tui_tlines.h"
 
+#include "tui_termquery.h"
+
 /* Style roles; the theme maps each to colours and attributes. */
 enum role {
 	R_TEXT, R_DIM, R_USER, R_USER_MARK, R_ASSIST, R_NOTICE, R_ERROR,
@@ -264,6 +266,10 @@ struct tui {
 		char		 esc[8];	/* possible paste marker prefix */
 		int		 nesc;
 		FILE		*rl_null;
+		/* typed while the terminal was asked (tui_termquery),
+		 * fed to the line once it is up */
+		char		 typeahead[TUI_TERMQUERY_MAX];
+		size_t		 ntypeahead;
 		char		*history;
 		int		 mouse;		/* the mouse is captured */
 		int		 copy_told;	/* the no-clipboard notice was shown */
