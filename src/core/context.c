@@ -508,11 +508,16 @@ context_estimate(struct context *cx, const char *system)
 int
 context_percent(const struct context *cx)
 {
-	long w = context_window(cx);
+	const struct usage *u = notebook_usage(cx->nb);
+	long w = context_window(cx), size = cx->last_size;
 
-	if (cx->last_size <= 0 || w <= 0)
+	/* the provider's count once it came, as the next estimate takes it
+	 * (take_usage): the bar must not wait for that estimate */
+	if (cx->awaiting && u != NULL && u->input_tokens - cx->usage_mark > 0)
+		size = u->input_tokens - cx->usage_mark;
+	if (size <= 0 || w <= 0)
 		return -1;
-	return (int)((cx->last_size * 100 + w / 2) / w);
+	return (int)((size * 100 + w / 2) / w);
 }
 
 /* ------------------------------------------------------------ the plan */

@@ -512,3 +512,24 @@ Test(context, reasoning_budget_is_reserved)
 	loop_free(l);
 	notebook_free(nb);
 }
+
+/* The status bar's percentage takes the provider's count as soon as it
+ * came, not at the next estimate (a /context, the next question). */
+Test(context, percent_takes_the_reported_count_when_it_comes)
+{
+	struct notebook *nb = notebook_new();
+	struct context *cx = context_new(nb, NULL, 100000, NULL, NULL);
+	struct usage u = { .input_tokens = 20000 };
+	long est;
+
+	session(nb, 2);
+	context_messages(cx, "You are terse.");
+	est = context_estimate(cx, "You are terse.");
+	cr_assert_eq(context_percent(cx), (int)((est * 100 + 50000) / 100000));
+	notebook_add_usage(nb, &u);
+	cr_assert_eq(context_percent(cx), 20, "%d", context_percent(cx));
+	context_estimate(cx, "You are terse.");
+	cr_assert_eq(context_percent(cx), 20);
+	context_free(cx);
+	notebook_free(nb);
+}
