@@ -5,6 +5,9 @@ missed for it), and the preload waits for a sign of need. Figures:
 bench/exec_cost.py."""
 import json
 import os
+import signal
+import subprocess
+import time
 
 
 MANY = 300  # over the driver's WATCH_MIN (256)
@@ -124,3 +127,85 @@ def test_where_ctypes_is_loaded_out_is_watched_at_once(terp):
     assert r.rc == 0, r.err
     assert r.stdout_of(2) == "_OutWatch\n"
     assert [(a["cell"], a["name"]) for a in r.of("artifact")] == [(3, "w.txt")]
+
+
+def _io(pid):
+    """(read calls, write calls) of a live process, from /proc/PID/io."""
+    with open("/proc/%d/io" % pid) as f:
+        kv = dict(l.split(": ") for l in f.read().splitlines())
+    return int(kv["syscr"]), int(kv["syscw"])
+
+
+def _host_calls(env, tmp_path, n):
+    """terp's own read and write calls over n trivial cells and the rest
+    of a run, counted while its last cell sleeps (terp is alive then)."""
+    from conftest import TERP
+    args = [str(TERP), "exec", "--json", "-c", "x = 0"]
+    for _ in range(n):
+        args += ["-c", "x += 1"]
+    args += ["-c", "print('end', flush=True)\nimport time\ntime.sleep(60)"]
+    p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         env=env, cwd=tmp_path, text=True)
+    try:
+        for line in p.stdout:
+            ev = json.loads(line)
+            if ev["type"] == "stdout" and ev["text"] == "end\n":
+                time.sleep(0.3)  # the idle edge's deferred work is done
+                return _io(p.pid)
+        raise AssertionError("terp exec ended before its last cell: %s" % p.stderr.read())
+    finally:
+        p.kill()
+        p.wait()
+        p.stdout.close()
+        p.stderr.close()
+
+
+def test_a_trivial_cell_costs_terp_three_writes(env, tmp_path):
+    """A script's cell is one write of the command to the sandbox, one of
+    the journal (that cell's result and the next cell together) and one
+    of the --json lines, in that order of journal then screen: it was
+    five (two journal lines and two --json events written one by one)."""
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    r0, w0 = _host_calls(env, tmp_path / "a", 20)
+    r1, w1 = _host_calls(env, tmp_path / "b", 220)
+    writes = (w1 - w0) / 200
+    assert 2.9 <= writes <= 3.1, (writes, (r1 - r0) / 200)
+
+
+def test_what_terp_exec_showed_is_in_the_journal_after_kill_9(env, tmp_path):
+    """The journal's lines and the --json events are written in batches
+    (before terp waits): still, whatever a script saw is in the journal
+    when terp is killed with SIGKILL right after."""
+    from conftest import TERP
+    args = [str(TERP), "exec", "--json", "-c", "x = 0"]
+    for i in range(30):
+        args += ["-c", "x += 1\nprint(x)"]
+    args += ["-c", "print('end', flush=True)\nimport time\ntime.sleep(60)"]
+    p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         env=env, cwd=tmp_path, text=True)
+    shown = []
+    for line in p.stdout:
+        shown.append(json.loads(line))
+        if shown[-1]["type"] == "stdout" and shown[-1]["text"] == "end\n":
+            break
+    os.kill(p.pid, signal.SIGKILL)
+    p.wait()
+    p.stdout.close()
+    p.stderr.close()
+    lines = journal(env)
+    cells = [(e["cell"], e["code"]) for e in shown if e["type"] == "cell"]
+    results = [(e["cell"], e["status"]) for e in shown if e["type"] == "result"]
+    out = [(e["cell"], e["text"]) for e in shown if e["type"] == "stdout"]
+    assert len(cells) == 32 and len(results) == 31, shown[-3:]
+    assert [(l["n"], l["code"]) for l in lines if l["t"] == "cell"] == cells
+    assert [(l["c"], l["status"]) for l in lines if l["t"] == "result"] == results
+    got = {}
+    for l in lines:
+        if l["t"] == "out":
+            got[l["c"]] = got.get(l["c"], "") + l.get("d", "")
+    want = {}
+    for c, t in out:
+        want[c] = want.get(c, "") + t
+    assert got == want, (got, want)
+
