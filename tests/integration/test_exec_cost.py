@@ -209,3 +209,22 @@ def test_what_terp_exec_showed_is_in_the_journal_after_kill_9(env, tmp_path):
         want[c] = want.get(c, "") + t
     assert got == want, (got, want)
 
+
+def test_what_a_cell_adds_to_the_site_folder_is_seen_at_its_end(terp):
+    """The driver looks at the session's site folder after a cell only
+    when the cell may have changed it (a process, a file written: audit
+    events) or every 50 ms, not a stat a cell: still, a package a cell
+    adds is said at that cell's end, by a process or by Python itself."""
+    site = ("import sys\nsite = '/workspace/.terp/site/python%d.%d/' % sys.version_info[:2]\n")
+    r = terp("exec", "--json",
+             "-c", site + "import os\nos.makedirs(site + 'made_here-1.0.dist-info')",
+             "-c", "x = 1", "-c", "x += 1",
+             "-c", site + "import subprocess\n"
+             "subprocess.run(['mkdir', site + 'by_a_process-2.0.dist-info'], check=True)",
+             "-c", "x += 1",
+             "-c", site + "open(site + 'f.txt', 'w').close()\n"
+             "import os\nos.rename(site + 'f.txt', site + 'renamed-3.0.dist-info')")
+    assert r.rc == 0, r.err
+    got = [(e["cell"], e["name"], e["version"]) for e in r.of("installed")]
+    assert got == [(1, "made_here", "1.0"), (4, "by_a_process", "2.0"),
+                   (6, "renamed", "3.0")], got

@@ -794,13 +794,47 @@ def _setup_site():
     _site_dists = _dists_in(d)
 
 
+# What can change the site folder from a cell, as audit events: a
+# process (pip, and the host kills a cell's processes at its end), a
+# file written or moved, ctypes. Without one, the folder is looked at
+# (a stat) only every SITE_MS: the stat was one of a trivial cell's
+# seven system calls. Without the audit hook (egress on), every cell.
+_SITE_EVENTS = frozenset((
+    "subprocess.Popen", "os.system", "os.posix_spawn", "os.exec", "os.spawn",
+    "os.fork", "os.forkpty", "pty.spawn", "os.rename", "os.mkdir", "os.remove",
+    "os.rmdir", "os.symlink", "os.link", "os.truncate", "os.chmod", "os.utime",
+    "os.chown", "shutil.copyfile", "shutil.copytree", "shutil.move", "shutil.rmtree",
+    "shutil.unpack_archive", "sqlite3.connect"))
+_O_WRITES = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
+SITE_MS = 0.05
+_site_touched = True   # an audit event that may have changed it, since the look
+_site_looked = 0.0     # time.monotonic() of the last look
+
+
+def _site_event(event, args):
+    """Whether an audited event may change a folder (the audit hook's)."""
+    if event in _SITE_EVENTS or event.startswith("ctypes."):
+        return True
+    if event == "open" and len(args) >= 3:
+        mode, flags = args[1], args[2]
+        return ((isinstance(flags, int) and bool(flags & _O_WRITES))
+                or (isinstance(mode, str) and any(c in mode for c in "wax+")))
+    return False
+
+
 def _site_after_cell(cell):
     """Tells terp what the cell installed (new *.dist-info entries), and
     drops the import system's cached listings of the folder, so that the
-    next cell imports it (one stat a cell when nothing changed)."""
-    global _site_dists, _site_stamp
+    next cell imports it (one stat when something may have changed it,
+    or SITE_MS passed)."""
+    global _site_dists, _site_stamp, _site_touched, _site_looked
     if SITE is None:
         return
+    now = time.monotonic()
+    if not _site_touched and not EGRESS and now - _site_looked < SITE_MS:
+        return
+    _site_touched = False
+    _site_looked = now
     stamp = _site_state()
     if stamp == _site_stamp:
         return
@@ -897,6 +931,13 @@ def _words(args):
 def _audit(event, args):
     # Runs for every audited event of every thread: cheap, and never
     # raises (an exception here would be the caller's).
+    global _site_touched
+    try:
+        # any thread's, between cells too
+        if not _site_touched and _site_event(event, args):
+            _site_touched = True
+    except Exception:
+        _site_touched = True
     if not _running:
         return
     try:
