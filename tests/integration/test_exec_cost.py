@@ -88,7 +88,7 @@ def test_exec_preloads_only_on_need(terp, tmp_path):
 
 def test_a_long_session_watches_out_and_misses_nothing(terp, tmp_path):
     """From the WATCH_CELLS-th cell, out/ is watched whatever it holds (a
-    listing costs 10 system calls a cell, the watch's look 2), and what
+    listing costs 10 system calls a cell, the watch's look 1), and what
     the cells write there still arrives: a new file, the same file
     changed in place, a file in a new folder and the cell after it."""
     probe = "import sys\nm = sys.modules['__main__']\nprint(type(m._watch).__name__)"
@@ -228,3 +228,23 @@ def test_what_a_cell_adds_to_the_site_folder_is_seen_at_its_end(terp):
     got = [(e["cell"], e["name"], e["version"]) for e in r.of("installed")]
     assert got == [(1, "made_here", "1.0"), (4, "by_a_process", "2.0"),
                    (6, "renamed", "3.0")], got
+
+
+def test_the_watch_sits_beside_the_channel_and_survives_its_loss(terp):
+    """The watch's fd goes high, beside the channel's (one read a look, no
+    fstat): a cell's closerange over the low fds leaves it, and a cell
+    that closes it anyway gets a scan, so nothing is missed."""
+    probe = "import sys\nm = sys.modules['__main__']\nprint(type(m._watch).__name__)"
+    r = terp("exec", "--json", "-c", "import ctypes", "-c", probe,
+             "-c", "print(m._watch.fd > 1000, m._watch.high)",
+             "-c", "import os\nos.closerange(3, 1000)\nopen('/workspace/out/a.txt', 'w').write('a')",
+             "-c", "os.close(m._watch.fd)\nopen('/workspace/out/b.txt', 'w').write('b')",
+             "-c", "open('/workspace/out/c.txt', 'w').write('c')",
+             "-c", probe)
+    assert r.rc == 0, r.err
+    assert [e["status"] for e in r.results()] == ["ok"] * 7, r.results()
+    assert r.stdout_of(2) == "_OutWatch\n"
+    assert r.stdout_of(3) == "True True\n"
+    assert [(a["cell"], a["name"]) for a in r.of("artifact")] == [
+        (4, "a.txt"), (5, "b.txt"), (6, "c.txt")], r.of("artifact")
+    assert r.stdout_of(7) == "_OutWatch\n"
