@@ -675,6 +675,8 @@ def _close_all(fds):
 
 def _send_artifacts(cell):
     found, dirs, skipped = _changed_out()
+    if not (found or dirs or skipped):
+        return  # the usual cell: nothing new, no fd to close
     try:
         for rel, why in skipped[:MAX_SKIPS]:
             send({"ev": "artifact_skip", "id": cell, "name": rel, "reason": why})
@@ -2088,7 +2090,8 @@ def _reclaim_stdio():
 
 
 def _flush():
-    for s in (sys.stdout, sys.stderr, _STDOUT, _STDERR):
+    out, err = sys.stdout, sys.stderr
+    for s in (out, err) if out is _STDOUT and err is _STDERR else (out, err, _STDOUT, _STDERR):
         try:
             s.flush()
         except Exception:
@@ -2204,21 +2207,25 @@ def _drop_figures():
 
 
 def _add_source(fname, code):
-    _pending_sources[fname] = (len(code), None, code.splitlines(True), fname)
+    # the lines are split when linecache takes them (most cells never
+    # raise, and linecache is imported only for a traceback)
+    _pending_sources[fname] = code
     _flush_sources()
 
 
 def _flush_sources():
     lc = sys.modules.get("linecache")
+    if lc is None:
+        return
     cache = getattr(lc, "cache", None)
     if not isinstance(cache, dict):
-        return  # not imported, or still being imported (the hook flushes)
+        return  # still being imported (the hook flushes)
     while _pending_sources:
         try:
-            name, entry = _pending_sources.popitem()  # atomic: threads may race
+            name, code = _pending_sources.popitem()  # atomic: threads may race
         except KeyError:
             break
-        cache[name] = entry
+        cache[name] = (len(code), None, code.splitlines(True), name)
 
 
 _PyCF_ONLY_AST = 0x400  # ast.PyCF_ONLY_AST, without importing ast
