@@ -141,16 +141,20 @@ def concurrent(iters, par):
 
 def round_trips(env, iters, rounds, base):
     """Per round: the floor, terp, and the base binary if any, one after
-    the other, so that the machine's load hits them alike. Returns
+    the other (the binaries in turn first), so that the machine's load
+    hits them alike. Returns
     {name: [(median us, mean us), ...]}."""
     cells = ["x = 0"] + ["x += 1"] * iters
     out = {"floor": [], "terp": [], "base": []}
-    for _ in range(rounds):
+    for i in range(rounds):
         pf = kernel.pipe_floor_roundtrip(iters)
         out["floor"].append((pf["median_us"], pf["mean_us"]))
-        out["terp"].append(per_cell(env, cells, 1, iters))
-        if base:
-            out["base"].append(per_cell(env, cells, 1, iters, base))
+        # the two binaries in turn first, so that neither is always
+        # the one further from its floor
+        order = [("terp", None), ("base", base)] if i % 2 == 0 else [("base", base), ("terp", None)]
+        for name, b in order:
+            if name == "terp" or b:
+                out[name].append(per_cell(env, cells, 1, iters, b))
     return out
 
 
