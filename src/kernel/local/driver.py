@@ -2231,11 +2231,39 @@ def _flush_sources():
 _PyCF_ONLY_AST = 0x400  # ast.PyCF_ONLY_AST, without importing ast
 
 
+_AUG_OPS = frozenset(("", "+", "-", "*", "/", "//", "%", "**", ">>", "<<", "&", "^", "|", "@"))
+
+
+def _is_assignment(line):
+    """Whether one line is certainly an assignment statement (`x = 1`,
+    `x += 1`, `d['k'] = v`, `a.b = c`): a target of name characters,
+    dots, brackets and quotes, then `=` or an augmented one, not `==`.
+    False says nothing (the syntax tree decides)."""
+    i, n = 0, len(line)
+    while i < n and line[i] in " \t":
+        i += 1
+    if i == n or not (line[i].isalpha() or line[i] == "_"):
+        return False
+    while i < n and (line[i].isalnum() or line[i] in "_.[]'\""):
+        i += 1
+    while i < n and line[i] in " \t":
+        i += 1
+    j = i
+    while j < n and line[j] in "+-*/%><&^|@":
+        j += 1
+    return (line[i:j] in _AUG_OPS and j < n and line[j] == "="
+            and (j + 1 == n or line[j + 1] != "="))
+
+
 def _compile_cell(code, fname):
     """(statements, last expression) as code objects, either None: the
     value of a cell's last expression is shown. A cell that is one
     expression compiles as such; only the others need the syntax tree
     (and the _ast types, which cost ms to set up at the first use)."""
+    # A one-line assignment has no value to show: compiled from its
+    # text (5 us here) rather than through the syntax tree (9.5 us).
+    if "\n" not in code and ";" not in code and _is_assignment(code):
+        return compile(code, fname, "exec"), None
     # Once _ast is loaded, one parse for every cell: the "eval" try
     # first parsed a statement twice and raised a SyntaxError for it.
     _ast = sys.modules.get("_ast")
