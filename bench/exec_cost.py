@@ -3,10 +3,16 @@
 (issue 23 items 4, 5, 6), each row against its floor or peer measured in
 the same run:
 
-  round trip   `x += 1` N times in one `terp exec` session, journal on disk:
-               the result event's duration_us (host clock) and the wall
-               time per cell this script sees (last result - first result,
-               / N), against a pipe to a Python exec() loop (the floor).
+  round trip   `x += 1` N times in one `terp exec` session, journal on disk,
+               against a pipe to a Python exec() loop (the floor), each
+               cell timed by its client (write, then read of the answer):
+               the mean wall time per cell this script sees (last result
+               - first result, / N-1: all of terp's per-cell work, the
+               journal and the --json lines too) against the floor's mean,
+               and the result event's duration_us (terp's clock: from the
+               command's write to the result's arrival, the sandbox's part
+               only) against the floor's median. With --base BIN, a second
+               binary is measured the same way, in the same rounds.
   CPU          the whole tree's CPU time per cell (host, bwrap, driver;
                a cgroup, bench/kernel.py's CpuGroup) of the same N cells
                minus a run of one: what load on the machine barely moves,
@@ -17,6 +23,7 @@ the same run:
                cells/s against one run's cells/s alone (x).
 
 Usage: /usr/bin/python3 bench/exec_cost.py [--iters N] [--files N] [--par N] [--json FILE]
+       [--base BIN] [--rounds N] [--rt-only]
 """
 import argparse
 import json
@@ -30,9 +37,14 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import kernel  # noqa: E402  (bench/kernel.py: Env, run_terp, the pipe floor)
 
 
-def per_cell(env, cells, loop_from, iters):
+def per_cell(env, cells, loop_from, iters, binary=None):
     """(median duration_us, wall us per cell) of cells[loop_from:loop_from+iters]."""
-    evs, _, _ = kernel.run_terp(env, cells)
+    saved = kernel.TERP
+    kernel.TERP = binary or saved
+    try:
+        evs, _, _ = kernel.run_terp(env, cells)
+    finally:
+        kernel.TERP = saved
     res = [e for e in evs if e["type"] == "result"]
     bad = [r for r in res if r["status"] != "ok"]
     assert not bad, bad[:1]
@@ -42,13 +54,37 @@ def per_cell(env, cells, loop_from, iters):
     return kernel.med([r["duration_us"] for r in loop]), wall
 
 
-def cpu_per_cell(env, iters, runs=3):
+def floor_cpu_per_cell(iters, runs=3):
+    """The floor's CPU per cell, client and server: median over runs of
+    (CPU us of N cells - CPU us of none) / N; the server's from wait4,
+    the client's (this thread) from thread_time."""
+    import struct
+
+    def run(n):
+        p = subprocess.Popen([sys.executable, "-I", "-c", kernel.PIPE_SERVER],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0)
+        w, r = p.stdin.fileno(), p.stdout.fileno()
+        c0 = time.thread_time()
+        for code in ["x = 0"] + ["x += 1"] * n:
+            b = code.encode()
+            os.write(w, struct.pack("<I", len(b)) + b)
+            if os.read(r, 1) != b"k":
+                raise RuntimeError("the pipe floor died")
+        c1 = time.thread_time()
+        p.stdin.close()
+        _, _, ru = os.wait4(p.pid, 0)
+        p.stdout.close()
+        return (c1 - c0) + ru.ru_utime + ru.ru_stime
+    return kernel.med([(run(iters) - run(0)) * 1e6 / iters for _ in range(runs)])
+
+
+def cpu_per_cell(env, iters, runs=3, binary=None):
     """Median over runs of (CPU us of N+1 cells - CPU us of 1) / N, or
     None where no cgroup can count a process tree here."""
     cg = kernel.CpuGroup("exec-cost")
     if cg.kind is None:
         return None
-    args = [kernel.TERP, "exec", "--json", "--python", "/usr/bin/python3", "--out", env.out]
+    args = [binary or kernel.TERP, "exec", "--json", "--python", "/usr/bin/python3", "--out", env.out]
 
     def run(cells):
         a = list(args)
@@ -103,34 +139,75 @@ def concurrent(iters, par):
             e.close()
 
 
+def round_trips(env, iters, rounds, base):
+    """Per round: the floor, terp, and the base binary if any, one after
+    the other (the binaries in turn first), so that the machine's load
+    hits them alike. Returns
+    {name: [(median us, mean us), ...]}."""
+    cells = ["x = 0"] + ["x += 1"] * iters
+    out = {"floor": [], "terp": [], "base": []}
+    for i in range(rounds):
+        pf = kernel.pipe_floor_roundtrip(iters)
+        out["floor"].append((pf["median_us"], pf["mean_us"]))
+        # the two binaries in turn first, so that neither is always
+        # the one further from its floor
+        order = [("terp", None), ("base", base)] if i % 2 == 0 else [("base", base), ("terp", None)]
+        for name, b in order:
+            if name == "terp" or b:
+                out[name].append(per_cell(env, cells, 1, iters, b))
+    return out
+
+
+def show_round_trips(rts, iters):
+    print("exec cost: %d cells in one `terp exec` session, journal on disk" % iters)
+    fl = rts["floor"]
+    for name in ("terp", "base"):
+        for i, (dur, wall) in enumerate(rts[name]):
+            fmed, fmean = fl[i]
+            print("  %-5s round %d: wall per cell %6.0f us (floor mean %4.0f us: %5.2fx); "
+                  "duration_us %5.0f (floor median %4.0f us: %5.2fx)" % (
+                      name, i + 1, wall, fmean, wall / fmean, dur, fmed, dur / fmed))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--iters", type=int, default=2000)
     ap.add_argument("--files", type=int, default=10000)
     ap.add_argument("--par", type=int, default=8)
     ap.add_argument("--par-iters", type=int, default=200)
+    ap.add_argument("--rounds", type=int, default=1)
+    ap.add_argument("--base", help="a second terp binary, measured in the same rounds")
+    ap.add_argument("--rt-only", action="store_true", help="the round trip rows only")
     ap.add_argument("--json")
     a = ap.parse_args()
     env = kernel.Env()
     try:
         kernel.run_terp(env, ["1"])
-        rt = per_cell(env, ["x = 0"] + ["x += 1"] * a.iters, 1, a.iters)
-        pf = kernel.pipe_floor_roundtrip(a.iters)
+        rts = round_trips(env, a.iters, a.rounds, a.base)
+        if a.rt_only:
+            show_round_trips(rts, a.iters)
+            fc = floor_cpu_per_cell(a.iters)
+            for name, b in (("terp", None), ("base", a.base)):
+                if name == "base" and not b:
+                    continue
+                c = cpu_per_cell(env, a.iters, binary=b)
+                print("  %-5s CPU per cell %s us, whole tree (floor, client and server: %.1f us%s)" % (
+                    name, "-" if c is None else "%.1f" % c, fc,
+                    "" if c is None else ": %.2fx" % (c / fc)))
+            return
+        rt, pf = rts["terp"][0], {"median_us": rts["floor"][0][0], "mean_us": rts["floor"][0][1]}
         cpu = cpu_per_cell(env, a.iters)
         none, many = out_files(env, min(a.iters, 500), a.files)
     finally:
         env.close()
     one, par = concurrent(a.par_iters, a.par)
     r = {"rt_us": rt[0], "rt_wall_us": rt[1], "floor_us": pf["median_us"],
+         "floor_mean_us": pf["mean_us"],
          "out0_us": none[1], "outN_us": many[1], "files": a.files,
          "one_cps": one, "par_cps": par, "par": a.par, "cpu_us": cpu}
     # A trivial cell in one long-lived `terp exec` session, not a whole
     # `terp exec` process (that is the cold start: bench/kernel.py).
-    print("exec cost: %d cells in one `terp exec` session, journal on disk" % a.iters)
-    print("  %-44s %8.0f us  (floor %.0f us: %.2fx)" % (
-        "round trip, duration_us (median)", rt[0], pf["median_us"], rt[0] / pf["median_us"]))
-    print("  %-44s %8.0f us  (floor %.0f us: %.2fx)" % (
-        "round trip, wall per cell", rt[1], pf["median_us"], rt[1] / pf["median_us"]))
+    show_round_trips(rts, a.iters)
     print("  %-44s %8s us  (whole tree: terp, bwrap, driver)" % (
         "CPU per cell", "-" if cpu is None else "%.0f" % cpu))
     print("  %-44s %8.0f us  (none %.0f us: %+.1f %%)" % (

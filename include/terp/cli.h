@@ -94,5 +94,8 @@ int headless_run(struct cli *c);
 /* The event writer: JSON lines, or text in the given mode, on stdout and
  * stderr. Sets *fn and *arg; the caller free()s *arg. */
 void frontend_sink(int json, enum printer_mode mode, event_fn *fn, void **arg);
+/* Makes frontend_sink's JSON writer batch its lines; returns its flush
+ * for session_opts.show_flush, or NULL (text: shown at once). */
+void (*frontend_batch(int json, void *arg))(void *);
 
 #endif

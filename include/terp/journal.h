@@ -108,6 +108,15 @@ void journal_event(struct journal *j, const struct event *ev);
  * this: the lines are written at once (a killed terp loses none), they
  * reach the disk at most this much later (power loss). */
 #define JOURNAL_SYNC_MS	100
+/* With on, the lines are kept in memory until journal_flush, a sync or
+ * a line that syncs: one write(2) for a script cell's result and the
+ * next cell, not one each. For a session whose frontend batches what it
+ * shows too, and calls journal_flush before it shows any of it (what
+ * was shown is in the file first). Off writes what was kept. */
+void journal_defer(struct journal *j, int on);
+/* Writes the lines kept. Returns 0, or -1 (see journal_failed). NULL:
+ * a no-op. journal_read_sent reads only what was written. */
+int journal_flush(struct journal *j);
 /* Milliseconds until a deferred sync is due (0: now), or -1 when none
  * is wanted; the caller's timer then calls journal_sync_deferred,
  * which syncs what a deferred sync was wanted for. NULL: -1, no-op. */

@@ -11,6 +11,12 @@
 
 /* fp is borrowed. Free with free(). */
 struct jsonout *jsonout_new(FILE *fp);
+/* From now on lines wait in memory until jsonout_flush (terp exec: one
+ * write for a cell's result and the next cell, not one a line); the
+ * session calls it before its loop waits (session_opts.show_flush). */
+void jsonout_batch(struct jsonout *j);
+/* Writes the lines kept, if any; arg is the jsonout. */
+void jsonout_flush(void *arg);
 /* An event_fn: arg is the jsonout. */
 void jsonout_event(void *arg, const struct event *ev);
 

@@ -35,6 +35,11 @@ int loop_signal(struct loop *l, int signo, loop_signal_cb cb, void *arg);
  * forked child before exec). Async-signal-safe. */
 void loop_signal_reset_child(void);
 
+/* cb(arg) runs before every poll (one hook: a second call replaces it,
+ * NULL removes it): a writer that batches its output writes it there,
+ * so nothing waits in a buffer while the loop sleeps. */
+void loop_before_wait(struct loop *l, void (*cb)(void *arg), void *arg);
+
 /* Polls once, waiting at most max_wait_ms (-1: until something
  * happens), and runs the callbacks that are due. Returns the number of
  * callbacks run, or -1 on a poll error other than EINTR. */

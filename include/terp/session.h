@@ -65,6 +65,10 @@ struct session_opts {
 	/* The frontend's sink: every event, after the journal has it. */
 	event_fn	 show;
 	void		*arg;
+	/* Set for a sink that batches what it shows (NULL: it shows each
+	 * event at once): called with arg before the loop waits, once the
+	 * journal's lines (kept until then, journal_defer) are written. */
+	void		(*show_flush)(void *arg);
 };
 
 /* How a script's run ended: the first thing that went wrong, else

@@ -47,6 +47,7 @@ exec_run(struct cli *c)
 	so.keep_going = !c->stop_on_error;
 	frontend_sink(c->json, PRINTER_EXEC, &so.show, &sink);
 	so.arg = sink;
+	so.show_flush = frontend_batch(c->json, sink);
 	if ((s = session_new(&so, &warn, &err)) == NULL) {
 		fprintf(stderr, "terp: %s\n", err);
 		free(err);

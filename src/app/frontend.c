@@ -17,3 +17,11 @@ frontend_sink(int json, enum printer_mode mode, event_fn *fn, void **arg)
 		*arg = printer_new(stdout, stderr, mode);
 	}
 }
+
+void (*frontend_batch(int json, void *arg))(void *)
+{
+	if (!json)
+		return NULL;	/* the printer shows each event at once */
+	jsonout_batch(arg);
+	return jsonout_flush;
+}

@@ -19,6 +19,8 @@
 struct jsonout {
 	FILE	*fp;
 	int	 kstate;	/* the last kernel state written, or -1 */
+	int	 batch;		/* lines wait in pend for jsonout_flush */
+	struct buf pend;	/* no storage between flushes */
 };
 
 struct jsonout *
@@ -27,7 +29,40 @@ jsonout_new(FILE *fp)
 	struct jsonout *j = xcalloc(1, sizeof *j);
 	j->fp = fp;
 	j->kstate = -1;
+	buf_init(&j->pend, (size_t)-1 / 2);
 	return j;
+}
+
+void
+jsonout_batch(struct jsonout *j)
+{
+	j->batch = 1;
+}
+
+void
+jsonout_flush(void *arg)
+{
+	struct jsonout *j = arg;
+
+	if (j->pend.len == 0)
+		return;
+	fwrite(j->pend.data, 1, j->pend.len, j->fp);
+	fflush(j->fp);
+	buf_free(&j->pend);	/* free() frees the jsonout: nothing kept */
+	buf_init(&j->pend, (size_t)-1 / 2);
+}
+
+/* One line out: at once, or kept for jsonout_flush. */
+static void
+emit(struct jsonout *j, const struct buf *line)
+{
+	if (j->batch) {
+		if (buf_add(&j->pend, line->data, line->len) < 0)
+			fatal("out of memory (JSON line)");
+		return;
+	}
+	fwrite(line->data, 1, line->len, j->fp);
+	fflush(j->fp);
 }
 
 /* Whether a kernel event is news to a script: a change of state, a
@@ -101,13 +136,12 @@ put(struct jsonout *j, cJSON *o)
 		/* the common case: the line as printed */
 		if (buf_addc(&t, '\n') < 0)
 			fatal("out of memory (JSON line)");
-		fwrite(t.data, 1, t.len, j->fp);
+		emit(j, &t);
 	} else {
 		if (sanitize_json_inert(&b, t.data, t.len) < 0 || buf_addc(&b, '\n') < 0)
 			fatal("out of memory (JSON line)");
-		fwrite(b.data, 1, b.len, j->fp);
+		emit(j, &b);
 	}
-	fflush(j->fp);
 	buf_free(&b);
 	buf_free(&t);
 	cJSON_Delete(o);

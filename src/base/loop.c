@@ -37,6 +37,8 @@ struct loop {
 	uint64_t	 next_id;
 	int		 stop;
 	int		 sigpipe[2];
+	void		(*before)(void *arg);	/* loop_before_wait's */
+	void		*before_arg;
 	loop_signal_cb	 sigcb[LOOP_NSIG];
 	void		*sigarg[LOOP_NSIG];
 };
@@ -234,6 +236,13 @@ run_timers(struct loop *l)
 	return ran;
 }
 
+void
+loop_before_wait(struct loop *l, void (*cb)(void *arg), void *arg)
+{
+	l->before = cb;
+	l->before_arg = arg;
+}
+
 int
 loop_run_once(struct loop *l, int64_t max_wait_ms)
 {
@@ -242,6 +251,8 @@ loop_run_once(struct loop *l, int64_t max_wait_ms)
 	int64_t wait = max_wait_ms;
 	int r, ran = 0;
 
+	if (l->before != NULL)
+		l->before(l->before_arg);
 	compact(l);
 	nw = l->nw;
 	if (nw > 32) {

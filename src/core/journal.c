@@ -42,6 +42,10 @@
 #define SENT_BODY_MAX	(64u << 10)
 #define STREAM_MS	100	/* streamed text waits at most this long */
 #define LLM_STREAM_KEEP	(16u << 20)	/* a reply's text, at most (buf's cap) */
+/* A deleted session folder is looked for (an fstat) at most this often
+ * and at each sync: one fstat a line was 2 of a script cell's 14
+ * system calls. */
+#define GONE_MS		100
 
 struct journal {
 	char		 *id, *dir, *path;
@@ -71,7 +75,12 @@ struct journal {
 	 * -9 keeps what was shown; the reply record supersedes it. */
 	struct buf	  stream;
 	int64_t		  stream_ms;	/* when a stream record was last written */
-	int		  kstate;	/* 1 + the last kernel state written; 0: none */	/* the last "remote" line: "SANDBOX\nSESSION" */
+	int		  kstate;	/* 1 + the last kernel state written; 0: none */
+	/* Lines not written yet (journal_defer): one write(2) for all of
+	 * them at journal_flush, a sync, or a line that syncs. */
+	struct buf	  pending;
+	int		  defer;
+	int64_t		  gone_ms;	/* now_ms() of the last deleted() look */	/* the last "remote" line: "SANDBOX\nSESSION" */
 };
 
 static void
@@ -85,12 +94,18 @@ fail(struct journal *j, const char *what)
 /* fdatasyncs what was written since the last sync, if anything: a
  * sync with nothing new (the close right after an answer's) costs a
  * flush of the disk's cache for no durability. Returns 0 or -1. */
+static int write_pending(struct journal *j);
+static int deleted(struct journal *j, int now);
+
 static int
 sync_now(struct journal *j)
 {
 	j->sync_wanted = 0;
+	if (write_pending(j) < 0)
+		return -1;
 	if (j->fd < 0 || !j->unsynced)
 		return 0;
+	(void)deleted(j, 1);	/* said by journal_failed */
 	if (fdatasync(j->fd) < 0) {
 		fail(j, "fdatasync");
 		return -1;
@@ -145,15 +160,20 @@ journal_sync_deferred(struct journal *j)
 
 /* The journal was unlinked (its session folder deleted while terp
  * runs, --delete from elsewhere): writes still succeed, into a file
- * nobody will read again. Said once as a failure that stays; one fstat
- * a line. */
+ * nobody will read again. Said once as a failure that stays. One fstat
+ * at most every GONE_MS (a clock read in between), or now when asked. */
 static int
-deleted(struct journal *j)
+deleted(struct journal *j, int now)
 {
 	struct stat st;
+	int64_t t;
 
 	if (j->gone)
 		return 1;
+	t = now_ms();
+	if (!now && j->gone_ms != 0 && t - j->gone_ms < GONE_MS)
+		return 0;
+	j->gone_ms = t;
 	if (fstat(j->fd, &st) < 0 || st.st_nlink > 0)
 		return 0;
 	j->gone = 1;
@@ -163,23 +183,20 @@ deleted(struct journal *j)
 	return 1;
 }
 
-/* Writes o as one line with one write(2) (write_all only loops on a
- * short write) and frees it; syncs when asked. */
+/* Writes the lines kept with one write(2) (write_all only loops on a
+ * short write). Returns 0, or -1 (the failure kept for journal_failed):
+ * what went of them is cut back, so the file ends with a whole line. */
 static int
-put(struct journal *j, cJSON *o, int sync)
+write_pending(struct journal *j)
 {
-	struct buf b;
+	struct buf *b = &j->pending;
 	int rc = 0;
 
-	cJSON_AddNumberToObject(o, "ts", (double)wall_ms());
-	buf_init(&b, (size_t)-1 / 2);
-	if ((j->fd >= 0 && j->torn && buf_addc(&b, '\n') < 0) ||
-	    json_text(&b, o) < 0 || buf_addc(&b, '\n') < 0)
-		fatal("out of memory (journal line)");
-	cJSON_Delete(o);
+	if (b->len == 0)
+		return 0;
 	if (j->fd >= 0)
 		j->unsynced = 1;	/* a short write too: what went, syncs */
-	if (j->fd < 0 || write_all(j->fd, b.data, b.len) < 0) {
+	if (j->fd < 0 || write_all(j->fd, b->data, b->len) < 0) {
 		int e = errno;
 
 		fail(j, "write");
@@ -188,25 +205,62 @@ put(struct journal *j, cJSON *o, int sync)
 		 * what fits in between is not "saved again" */
 		if (e == ENOSPC || e == EDQUOT)
 			j->lost = 1;
-		/* what went of the line goes; if that fails too, the next
+		/* what went of the lines goes; if that fails too, the next
 		 * line begins with a newline (the loader skips the part) */
 		if (j->fd >= 0)
 			j->torn = ftruncate(j->fd, j->end) < 0;
-	} else if (deleted(j)) {
+	} else if (deleted(j, 0)) {
 		rc = -1;
 	} else {
-		j->end += (off_t)b.len;
+		j->end += (off_t)b->len;
 		/* after a part left behind, the file's end is known again
 		 * only from the file */
 		if (!j->torn || note_end(j) == 0) {
 			j->again |= j->lost;
 			j->lost = j->torn = 0;
 		}
-		if (sync && sync_now(j) < 0)
-			rc = -1;
 	}
-	buf_free(&b);
+	/* a big line's storage (a request body) is not kept */
+	if (b->cap > (64u << 10)) {
+		buf_free(b);
+		buf_init(b, (size_t)-1 / 2);
+	} else {
+		buf_reset(b);
+	}
 	return rc;
+}
+
+/* Adds o as one line and frees it; writes it now unless deferred
+ * (journal_defer), and syncs when asked (the kept lines too). */
+static int
+put(struct journal *j, cJSON *o, int sync)
+{
+	struct buf *b = &j->pending;
+
+	cJSON_AddNumberToObject(o, "ts", (double)wall_ms());
+	if ((b->len == 0 && j->fd >= 0 && j->torn && buf_addc(b, '\n') < 0) ||
+	    json_text(b, o) < 0 || buf_addc(b, '\n') < 0)
+		fatal("out of memory (journal line)");
+	cJSON_Delete(o);
+	if (sync)
+		return sync_now(j);
+	return j->defer ? 0 : write_pending(j);
+}
+
+void
+journal_defer(struct journal *j, int on)
+{
+	if (j == NULL)
+		return;
+	j->defer = on;
+	if (!on)
+		(void)write_pending(j);
+}
+
+int
+journal_flush(struct journal *j)
+{
+	return j == NULL ? 0 : write_pending(j);
 }
 
 static cJSON *
@@ -794,6 +848,7 @@ journal_alloc(const char *sessions_dir, const char *id, struct notebook *nb)
 	j->nb = nb;
 	j->live_from = 1;
 	buf_init(&j->stream, LLM_STREAM_KEEP);
+	buf_init(&j->pending, (size_t)-1 / 2);
 	return j;
 }
 
@@ -809,6 +864,7 @@ journal_free(struct journal *j)
 	free(j->failed);
 	free(j->remote);
 	buf_free(&j->stream);
+	buf_free(&j->pending);
 	free(j);
 }
 

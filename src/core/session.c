@@ -42,6 +42,7 @@ struct session {
 	const struct cell *held;	/* a cell's start, held for the restart */
 	event_fn	 show;
 	void		*arg;
+	void		(*show_flush)(void *arg);	/* NULL: shown at once */
 	const char	*id, *dir;	/* for EV_SESSION */
 	const char	*sandbox;	/* --sandbox, for journal_remote */
 	int		*file_state;	/* a resume's, per file of nb; or NULL */
@@ -252,6 +253,20 @@ journal_check(struct session *s)
 		say(s, EV_NOTICE, msg);
 		free(msg);
 	}
+}
+
+/* Before the loop waits (a sink that batches): the journal's kept lines
+ * are written, then what the sink holds is shown, in that order. */
+static void
+flush_all(void *arg)
+{
+	struct session *s = arg;
+
+	if (s->j != NULL && journal_flush(s->j) < 0) {
+		journal_check(s);	/* its notice is kept too */
+		(void)journal_flush(s->j);
+	}
+	s->show_flush(s->arg);
 }
 
 /* The notebook's observer: the journal is told what changed. */
@@ -620,6 +635,9 @@ deliver(struct session *s, const struct event *ev)
 		if (ev->type == EV_KERNEL && s->agent != NULL && !s->closing)
 			journal_remote(s->j, s->sandbox && *s->sandbox ? s->sandbox :
 			    "local", agent_remote_session(s->agent));
+		/* a cell is in the file before the sandbox has it */
+		if (ev->type == EV_CELL_START)
+			(void)journal_flush(s->j);
 		journal_check(s);
 		arm_sync(s);
 	}
@@ -747,6 +765,11 @@ session_new(const struct session_opts *o, char **warn, char **err)
 		return NULL;
 	}
 	notebook_observe(s->nb, on_change, s);
+	if (o->show_flush != NULL) {
+		s->show_flush = o->show_flush;
+		journal_defer(s->j, 1);
+		loop_before_wait(s->loop, flush_all, s);
+	}
 	s->agent = agent_new(s->loop, s->nb, o->kopts, s->llm, o->aopts, on_event, s);
 	if (o->resume != NULL && o->resume->model_note)
 		agent_note(s->agent, o->resume->model_note);
@@ -789,6 +812,8 @@ session_free(struct session *s)
 	idle_free(s->idle);
 	replay_free(s->replay);
 	journal_close(s->j);	/* synced */
+	if (s->show_flush != NULL)
+		s->show_flush(s->arg);	/* after the journal's lines */
 	if (s->llm)
 		llm_free(s->llm);
 	notebook_free(s->nb);

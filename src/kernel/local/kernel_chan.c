@@ -10,6 +10,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "terp/json_text.h"
 #include "terp/util.h"
 
 #define KEEP_MAX	(1u << 20)	/* room kept after a big command went out */
@@ -104,23 +105,26 @@ chan_on_writable(struct loop *l, int fd, int revents, void *arg)
 int
 kernel_chan_send(struct kernel_chan *c, const struct cJSON *cmd)
 {
-	char *s = cJSON_PrintUnformatted((const cJSON *)cmd);
-	size_t len;
+	struct buf line;
 	int rc;
 
-	if (s == NULL)
-		fatal("out of memory (cJSON)");
-	len = strlen(s);
-	s[len] = '\n';	/* replaces the NUL: one append queues the whole line */
+	/* json_text: cJSON_PrintUnformatted's bytes without its printf and
+	 * sscanf for every number (a command a cell) */
+	buf_init(&line, KERNEL_CHAN_MAX);
+	if (json_text(&line, cmd) < 0 || buf_addc(&line, '\n') < 0) {
+		buf_free(&line);
+		return -1;
+	}
 	if (c->off > 0) {
 		buf_consume(&c->q, c->off);
 		c->off = 0;
 	}
-	rc = buf_add(&c->q, s, len + 1);
-	free(s);
+	rc = buf_add(&c->q, line.data, line.len);
+	if (rc == 0)
+		c->queued += line.len;
+	buf_free(&line);
 	if (rc < 0)
 		return -1;
-	c->queued += len + 1;
 	chan_flush(c);
 	return 0;
 }
