@@ -37,7 +37,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 HARNESS = ROOT / "build" / "egress-bench"
-FWD = ROOT / "src" / "egress_fwd.py"
+FWD = ROOT / "src" / "egress" / "egress_fwd.py"
 
 UPSTREAM = r"""
 import socket, sys
