@@ -5,6 +5,7 @@
 # over ipykernel; egress: a direct connection; thumbs: chafa), then one
 # summary table with the target of every row. `make bench` runs it.
 # Usage: sh bench/run.sh [--quick]   (--quick: fewer runs, for a smoke test)
+# BENCH_MD=FILE: the summary also written there as a Markdown table.
 set -eu
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-/usr/bin/python3}
@@ -62,7 +63,7 @@ echo
 "$PY" bench/exec_cost.py $XARGS --json "$W/exec_cost.json"
 echo
 
-"$PY" - "$W" <<'PYEOF'
+"$PY" - "$W" "${BENCH_MD:-}" <<'PYEOF'
 import json, re, sys
 w = sys.argv[1]
 k = json.load(open(w + "/kernel.json"))
@@ -232,6 +233,14 @@ for name, tv, pv, rv, tg, ok in rows:
     print("%-40s %11s %20s %7s  %s" % (name, tv, pv, rv, (tg + " " + ok).strip()))
 print("%d of %d targets met" % (sum(1 for r in rows if r[5] == "ok"),
                                  sum(1 for r in rows if r[5])))
+# The same table in Markdown, for the README's Performance section.
+if len(sys.argv) > 2 and sys.argv[2]:
+    with open(sys.argv[2], "w") as f:
+        f.write("| | terp | floor or peer | ratio | target |\n|---|---|---|---|---|\n")
+        for name, tv, pv, rv, tg, ok in rows:
+            cell = lambda v: v.replace("|", "\\|").replace(" us", " µs")
+            f.write("| %s | %s | %s | %s | %s |\n" % (cell(name), cell(tv), cell(pv), rv,
+                                                    cell((tg + ": " + ok) if ok else tg)))
 print("floor = bare bwrap + python3 -I (terp's namespaces, binds, env) as an unprivileged uid;")
 print("pipe+exec = a Python process exec()ing code from a pipe; Jupyter = ipykernel (faster")
 print("of two clients); Python = a minimal loop over the same fake model + ipykernel.")
