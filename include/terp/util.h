@@ -7,6 +7,7 @@
 /* terp's version: --version, the User-Agent of its requests. */
 #define TERP_VERSION "0.1.0"
 
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -18,6 +19,8 @@ char *xstrdup(const char *s);
 char *xstrndup(const char *s, size_t n);
 /* Returns a new string the caller frees. */
 char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* xasprintf over a va_list (the caller's va_start/va_end). */
+char *xvasprintf(const char *fmt, va_list ap) __attribute__((format(printf, 1, 0)));
 
 /* Prints "terp: <message>" to stderr after running the fatal hook (the
  * TUI installs one that restores the terminal), then exits 70. */

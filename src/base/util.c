@@ -90,9 +90,18 @@ xasprintf(const char *fmt, ...)
 	char *s;
 
 	va_start(ap, fmt);
+	s = xvasprintf(fmt, ap);
+	va_end(ap);
+	return s;
+}
+
+char *
+xvasprintf(const char *fmt, va_list ap)
+{
+	char *s;
+
 	if (vasprintf(&s, fmt, ap) < 0)
 		fatal("out of memory (asprintf)");
-	va_end(ap);
 	return s;
 }
 

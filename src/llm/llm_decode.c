@@ -621,8 +621,7 @@ llm_dec_fail(struct llm_dec *d, enum llm_err kind, int retryable,
 	if (d->st != LLM_DEC_MORE)
 		return;
 	va_start(ap, fmt);
-	if (vasprintf(&msg, fmt, ap) < 0)
-		fatal("out of memory");
+	msg = xvasprintf(fmt, ap);
 	va_end(ap);
 	llm_one_line(msg, 400);
 	d->st = LLM_DEC_ERROR;

@@ -84,8 +84,7 @@ llm_wire_header(struct llm_wire *w, const char *fmt, ...)
 	char *s;
 
 	va_start(ap, fmt);
-	if (vasprintf(&s, fmt, ap) < 0)
-		fatal("out of memory");
+	s = xvasprintf(fmt, ap);
 	va_end(ap);
 	while (w->headers != NULL && w->headers[n] != NULL)
 		n++;
@@ -254,8 +253,7 @@ notice(struct hb *b, const char *fmt, ...)
 	char *s;
 
 	va_start(ap, fmt);
-	if (vasprintf(&s, fmt, ap) < 0)
-		fatal("out of memory");
+	s = xvasprintf(fmt, ap);
 	va_end(ap);
 	b->out->notice(b->arg, s);
 	free(s);

@@ -64,8 +64,7 @@ say(struct buf *b, const char *indent, const char *fmt, ...)
 	char *s;
 
 	va_start(ap, fmt);
-	if (vasprintf(&s, fmt, ap) < 0)
-		fatal("out of memory");
+	s = xvasprintf(fmt, ap);
 	va_end(ap);
 	buf_printf(b, "%s%s\n", indent, s);
 	free(s);

@@ -229,8 +229,7 @@ note(struct aca *a, const char *fmt, ...)
 	char *body, *line;
 
 	va_start(ap, fmt);
-	if (vasprintf(&body, fmt, ap) < 0)
-		fatal("out of memory");
+	body = xvasprintf(fmt, ap);
 	va_end(ap);
 	line = xasprintf("terp: %s\n", body);
 	free(body);

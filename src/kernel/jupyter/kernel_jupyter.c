@@ -210,8 +210,7 @@ note(struct jupyter *j, const char *fmt, ...)
 	}
 	j->cur.notes++;
 	va_start(ap, fmt);
-	if (vasprintf(&m, fmt, ap) < 0)
-		fatal("out of memory");
+	m = xvasprintf(fmt, ap);
 	va_end(ap);
 	line = xasprintf("terp: %s\n", m);
 	emit_output(j, j->cur.n, 1, line, strlen(line));

@@ -43,8 +43,7 @@ note(struct jout *j, const char *fmt, ...)
 	char *m;
 
 	va_start(ap, fmt);
-	if (vasprintf(&m, fmt, ap) < 0)
-		fatal("out of memory");
+	m = xvasprintf(fmt, ap);
 	va_end(ap);
 	j->cb.note(j->arg, m);
 	free(m);

@@ -587,6 +587,22 @@ spawn(struct ssh *s, char **err)
 	return 0;
 }
 
+/* Queues a data file for the remote: a local one uploaded, a remote
+ * path staged where it is. */
+static void
+queue_stage(struct ssh *s, struct ssh_file *f)
+{
+	cJSON *c;
+
+	if (f->local) {
+		push_op(s, NULL, f);
+		return;
+	}
+	c = cmd("stage");
+	cJSON_AddStringToObject(c, "path", f->remote);
+	push_cmd(s, c);
+}
+
 /* Connects and queues the data files, the start, and the cells that
  * wait. */
 static int
@@ -611,15 +627,8 @@ connect_ssh(struct ssh *s, char **err)
 	set_status(s, KERNEL_STARTING, msg, s->reconnect_lost, s->reconnect_lost);
 	free(msg);
 	s->reconnect_lost = 0;
-	for (struct ssh_file *f = s->files; f; f = f->next) {
-		if (f->local) {
-			push_op(s, NULL, f);
-		} else {
-			cJSON *c = cmd("stage");
-			cJSON_AddStringToObject(c, "path", f->remote);
-			push_cmd(s, c);
-		}
-	}
+	for (struct ssh_file *f = s->files; f; f = f->next)
+		queue_stage(s, f);
 	push_cmd(s, cmd("start"));
 	flush(s);
 	return 0;
@@ -1075,13 +1084,7 @@ ssh_stage(void *b, const char *path, char **err)
 		;
 	*pp = f;
 	if (s->connected) {
-		if (f->local) {
-			push_op(s, NULL, f);
-		} else {
-			cJSON *c = cmd("stage");
-			cJSON_AddStringToObject(c, "path", f->remote);
-			push_cmd(s, c);
-		}
+		queue_stage(s, f);
 		flush(s);
 	}
 	return xasprintf("/workspace/data/%s", f->name);
