@@ -11,9 +11,6 @@
 
 #include "terp/kernel_types.h"
 
-/* Checks that a data file can be staged (a readable regular file). */
-int kernel_check_data(const char *path, char **err);
-
 /* The kernel is one table (kernel_backend.h: struct kernel_ops) over one
  * backend object, whatever runs the session: the local sandbox
  * (kernel/local) fills the table as the remote backends do. Every call

@@ -10,7 +10,6 @@
 #include "terp/kernel_backend.h"
 #include "terp/kernel_local.h"
 #include "terp/util.h"
-#include "terp/workspace.h"
 
 struct kernel {
 	struct kernel_backend	 kb;
@@ -53,12 +52,6 @@ kernel_opts_remote(const struct kernel_opts *o)
 
 	free(err);
 	return kind != KERNEL_LOCAL;
-}
-
-int
-kernel_check_data(const char *path, char **err)
-{
-	return workspace_check_data(path, err);
 }
 
 int

@@ -4,6 +4,8 @@
 
 #include <string.h>
 
+#include "terp/workspace.h"
+
 void
 kernel_opts_default(struct kernel_opts *o)
 {
@@ -35,4 +37,12 @@ kernel_state_name(enum kernel_state s)
 	case KERNEL_DEAD: return "dead";
 	}
 	return "unknown";
+}
+
+/* Here, below the dispatcher, so that a backend (ssh) checks a data
+ * file without calling up into kernel.c. */
+int
+kernel_check_data(const char *path, char **err)
+{
+	return workspace_check_data(path, err);
 }

@@ -1,4 +1,5 @@
-/* llm: the provider table and the interface of llm.h. Each provider is
+/* llm: the provider table and the interface of llm.h (what the codecs
+ * and the configuration share below it is in llm_common.c). Each provider is
  * a backend (llm_http.c, llm_demo.c) and, over HTTP, a codec; this file
  * only picks one, keeps one request at a time and relays what the
  * backend reports, so that the caller never sees the request busy once
@@ -12,30 +13,6 @@
 #include "terp/llm_cache.h"
 #include "terp/llm_provider.h"
 #include "terp/util.h"
-
-const char llm_tool_description[] =
-    "Run Python code in the notebook's persistent sandboxed Python session "
-    "(like a Jupyter kernel: variables, imports and loaded data survive "
-    "between calls). Data files are under /workspace/data (read-only); save "
-    "charts and files to /workspace/out. Returns stdout, stderr, the value "
-    "of the last expression and any traceback. The network is off unless the "
-    "user allowed hosts (the system prompt says which).";
-const char llm_code_description[] = "The Python code to run.";
-
-cJSON *
-llm_tool_schema(void)
-{
-	cJSON *p = cJSON_CreateObject(), *props, *code, *req;
-
-	cJSON_AddStringToObject(p, "type", "object");
-	props = cJSON_AddObjectToObject(p, "properties");
-	code = cJSON_AddObjectToObject(props, "code");
-	cJSON_AddStringToObject(code, "type", "string");
-	cJSON_AddStringToObject(code, "description", llm_code_description);
-	req = cJSON_AddArrayToObject(p, "required");
-	cJSON_AddItemToArray(req, cJSON_CreateString("code"));
-	return p;
-}
 
 static const struct llm_provider providers[] = {
 	{ "openai", &llm_http_backend, &llm_openai_codec },
@@ -78,16 +55,6 @@ llm_err_name(enum llm_err kind)
 	    err_names[kind] == NULL)
 		return "unknown";
 	return err_names[kind];
-}
-
-int
-llm_is_provider(const char *name, size_t n)
-{
-	for (size_t i = 0; i < NPROVIDERS; i++)
-		if (strlen(providers[i].name) == n &&
-		    strncmp(providers[i].name, name, n) == 0)
-			return 1;
-	return 0;
 }
 
 /* What the backend reports, relayed. */
@@ -217,44 +184,6 @@ static const struct llm_cbs relay = {
 	.reasoning = r_reasoning, .reasoning_item = r_reasoning_item,
 	.tool_code = r_tool_code, .sent = r_sent, .notice = r_notice, .done = r_done, .error = r_error,
 };
-
-static const char *const reasoning_names[] = {
-	[LLM_REASONING_DEFAULT] = "default",
-	[LLM_REASONING_OFF] = "off",
-	[LLM_REASONING_LOW] = "low",
-	[LLM_REASONING_MEDIUM] = "medium",
-	[LLM_REASONING_HIGH] = "high",
-};
-
-int
-llm_reasoning_parse(const char *s)
-{
-	for (int i = 0; s != NULL && i <= LLM_REASONING_HIGH; i++)
-		if (strcmp(s, reasoning_names[i]) == 0)
-			return i;
-	return -1;
-}
-
-const char *
-llm_reasoning_name(int level)
-{
-	if (level < 0 || level > LLM_REASONING_HIGH)
-		return "default";
-	return reasoning_names[level];
-}
-
-int
-llm_thinking_budget(const struct llm_config *cfg)
-{
-	/* The API's minimum is 1024; these leave room to think through an
-	 * analysis step without making every turn slow. */
-	switch (cfg->reasoning) {
-	case LLM_REASONING_LOW:		return 2048;
-	case LLM_REASONING_MEDIUM:	return 8192;
-	case LLM_REASONING_HIGH:	return 24576;
-	default:			return 0;
-	}
-}
 
 long
 llm_reasoning_reserve(const struct llm_config *cfg)

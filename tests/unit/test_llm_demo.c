@@ -110,3 +110,30 @@ Test(llm_demo, replays_the_recorded_steps)
 	llm_free(m);
 	loop_free(l);
 }
+
+/* llm_common.c's provider names (what the configuration accepts) and
+ * llm.c's table (what llm_new opens) are two lists: they must agree. */
+Test(llm, every_name_the_config_accepts_opens_and_no_other)
+{
+	static const char *const names[] = { "openai", "azure", "anthropic", "ollama",
+	    "demo" };
+	struct loop *l = loop_new();
+
+	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+		struct llm_config cfg = { .provider = (char *)names[i], .model = "m",
+		    .base_url = "http://127.0.0.1:9/v1", .api_key = "sk-x",
+		    .max_tokens = 100 };
+		char *err = NULL;
+		struct llm *m;
+
+		cr_assert(llm_is_provider(names[i], strlen(names[i])), "%s", names[i]);
+		m = llm_new(l, &cfg, &err);
+		cr_assert(m != NULL || strstr(err, "unknown provider") == NULL,
+		    "%s: %s", names[i], err);
+		llm_free(m);
+		free(err);
+	}
+	cr_assert(!llm_is_provider("openai2", 7));
+	cr_assert(!llm_is_provider("open", 4));
+	loop_free(l);
+}
