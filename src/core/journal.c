@@ -326,13 +326,6 @@ add_bytes(cJSON *o, const char *p, size_t n)
 	add_bytes_as(o, p, n, "d", "b");
 }
 
-const char *
-journal_str(const cJSON *o, const char *k)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-	return cJSON_IsString(v) ? v->valuestring : NULL;
-}
-
 static const char *
 kstate_name(enum kernel_state st)
 {
@@ -355,27 +348,6 @@ logged(struct journal *j, int cell)
 		j->nlogged = n;
 	}
 	return j->logged[cell - 1];
-}
-
-/* The Python state of cells live_from..k is gone: remember that
- * segment as the one a replay rebuilds, if a cell in it succeeded. One
- * where every cell failed built nothing (`/reset`, a NameError,
- * `/restart`): the segment before it stays the one to rebuild. */
-void
-journal_state_lost(const struct notebook *nb, int *live_from, int *from, int *to, int k)
-{
-	int built = 0;
-
-	for (int i = *live_from; i <= k && !built; i++) {
-		const struct cell *c = notebook_cell(nb, i);
-		built = c != NULL && c->status == CELL_OK;
-	}
-	if (built) {
-		*from = *live_from;
-		*to = k;
-	}
-	if (k >= *live_from)
-		*live_from = k + 1;
 }
 
 /* Output is written as it comes while the cell's stream is within the
@@ -505,8 +477,8 @@ put_tool_result(struct journal *j, const cJSON *m, int at)
 
 	if (at >= 0)
 		cJSON_AddNumberToObject(o, "i", at);
-	add_str(o, "id", journal_str(m, "tool_call_id"));
-	add_str(o, "content", journal_str(m, "content"));
+	add_str(o, "id", json_str(m, "tool_call_id"));
+	add_str(o, "content", json_str(m, "content"));
 	if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(m, "is_error")))
 		cJSON_AddTrueToObject(o, "is_error");
 	put(j, o, 0);
@@ -575,7 +547,7 @@ journal_change(struct journal *j, const struct nb_change *ch)
 		buf_reset(&j->stream);	/* the reply holds it all */
 		m = notebook_message(j->nb, ch->msg);
 		o = rec("reply");
-		add_str(o, "text", journal_str(m, "content"));
+		add_str(o, "text", json_str(m, "content"));
 		if (cJSON_GetObjectItemCaseSensitive(m, "tool_calls") != NULL)
 			cJSON_AddItemToObject(o, "calls", cJSON_Duplicate(
 			    cJSON_GetObjectItemCaseSensitive(m, "tool_calls"), 1));

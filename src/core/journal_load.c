@@ -16,6 +16,7 @@
 
 #include "terp/datafile.h"
 #include "terp/digest.h"
+#include "terp/json_text.h"
 #include "terp/kernel.h"
 #include "terp/netlog.h"
 #include "terp/pipindex.h"
@@ -29,6 +30,27 @@
 
 /* The bytes of a d_key (text) or b_key (base64) member: a new buffer,
  * or NULL. */
+/* The Python state of cells live_from..k is gone: remember that
+ * segment as the one a replay rebuilds, if a cell in it succeeded. One
+ * where every cell failed built nothing (`/reset`, a NameError,
+ * `/restart`): the segment before it stays the one to rebuild. */
+void
+journal_state_lost(const struct notebook *nb, int *live_from, int *from, int *to, int k)
+{
+	int built = 0;
+
+	for (int i = *live_from; i <= k && !built; i++) {
+		const struct cell *c = notebook_cell(nb, i);
+		built = c != NULL && c->status == CELL_OK;
+	}
+	if (built) {
+		*from = *live_from;
+		*to = k;
+	}
+	if (k >= *live_from)
+		*live_from = k + 1;
+}
+
 static char *
 get_bytes_as(const cJSON *o, const char *d_key, const char *b_key, size_t *len)
 {
@@ -61,7 +83,7 @@ jnum(const cJSON *o, const char *k, double dflt)
 static char *
 jdup(const cJSON *o, const char *k)
 {
-	const char *s = journal_str(o, k);
+	const char *s = json_str(o, k);
 	return s ? xstrdup(s) : NULL;
 }
 
@@ -124,7 +146,7 @@ int
 sent_chain_add(struct sent_chain *sc, const cJSON *o)
 {
 	const cJSON *keep = cJSON_GetObjectItemCaseSensitive(o, "keep");
-	const char *what = journal_str(o, "what");
+	const char *what = json_str(o, "what");
 	struct sent_rec r = { .what = what ? xstrdup(what) : NULL };
 	int n = sc->n, whole = 0;
 	size_t k;
@@ -134,8 +156,8 @@ sent_chain_add(struct sent_chain *sc, const cJSON *o)
 			whole = 1;
 		else
 			r.data = xasprintf("(%.0f bytes, sha256 %.64s: not kept in the "
-			    "journal)", jnum(o, "len", 0), journal_str(o, "sha256") ?
-			    journal_str(o, "sha256") : "?");
+			    "journal)", jnum(o, "len", 0), json_str(o, "sha256") ?
+			    json_str(o, "sha256") : "?");
 	} else {
 		k = cJSON_IsNumber(keep) && keep->valuedouble >= 0 ?
 		    (size_t)keep->valuedouble : SIZE_MAX;
@@ -224,22 +246,22 @@ meta_add_file(struct journal_meta *m, struct notebook *nb, const cJSON *f)
 {
 	struct datafile *jf;
 
-	if (!cJSON_IsObject(f) || journal_str(f, "path") == NULL)
+	if (!cJSON_IsObject(f) || json_str(f, "path") == NULL)
 		return;
 	if (nb != NULL) {
 		struct datafile d = {
-			.path = (char *)journal_str(f, "path"),
+			.path = (char *)json_str(f, "path"),
 			.size = (uint64_t)jnum(f, "size", 0),
 			.mtime = (int64_t)jnum(f, "mtime", 0),
-			.fingerprint = (char *)journal_str(f, "fp"),
-			.recorded = (char *)journal_str(f, "sandbox"),
+			.fingerprint = (char *)json_str(f, "fp"),
+			.recorded = (char *)json_str(f, "sandbox"),
 		};
 		notebook_add_file(nb, &d);
 		return;
 	}
 	/* a file staged again replaces its earlier record */
 	for (int i = 0; i < m->nfiles; i++)
-		if (strcmp(m->files[i].path, journal_str(f, "path")) == 0) {
+		if (strcmp(m->files[i].path, json_str(f, "path")) == 0) {
 			datafile_free(&m->files[i]);
 			jf = &m->files[i];
 			goto fill;
@@ -257,7 +279,7 @@ fill:
 static int
 is_role(const cJSON *m, const char *role)
 {
-	const char *r = journal_str(m, "role");
+	const char *r = json_str(m, "role");
 	return r != NULL && strcmp(r, role) == 0;
 }
 
@@ -312,8 +334,8 @@ calls_copy(const cJSON *calls)
 	if (!cJSON_IsArray(calls))
 		return NULL;
 	cJSON_ArrayForEach(c, calls)
-		if (journal_str(c, "id") == NULL || journal_str(c, "name") == NULL ||
-		    journal_str(c, "arguments") == NULL)
+		if (json_str(c, "id") == NULL || json_str(c, "name") == NULL ||
+		    json_str(c, "arguments") == NULL)
 			return NULL;
 	return cJSON_Duplicate(calls, 1);
 }
@@ -335,21 +357,21 @@ legacy_msg(const cJSON *o, struct notebook *nb, char **pending)
 		notebook_replace_message(nb, i, cJSON_Duplicate(msg, 1));
 		return 0;
 	}
-	if (is_role(msg, "user") && journal_str(msg, "content") != NULL) {
-		*pending = xstrdup(journal_str(msg, "content"));
+	if (is_role(msg, "user") && json_str(msg, "content") != NULL) {
+		*pending = xstrdup(json_str(msg, "content"));
 		return 0;
 	}
 	if (is_role(msg, "assistant")) {
 		if ((calls = calls_copy(cJSON_GetObjectItemCaseSensitive(msg,
 		    "tool_calls"))) == NULL)
 			return -1;
-		notebook_add_reply(nb, journal_str(msg, "content"), calls);
+		notebook_add_reply(nb, json_str(msg, "content"), calls);
 		return 0;
 	}
-	if (is_role(msg, "tool") && journal_str(msg, "tool_call_id") != NULL &&
-	    journal_str(msg, "content") != NULL) {
-		notebook_add_tool_result(nb, journal_str(msg, "tool_call_id"),
-		    journal_str(msg, "content"), cJSON_IsTrue(
+	if (is_role(msg, "tool") && json_str(msg, "tool_call_id") != NULL &&
+	    json_str(msg, "content") != NULL) {
+		notebook_add_tool_result(nb, json_str(msg, "tool_call_id"),
+		    json_str(msg, "content"), cJSON_IsTrue(
 		    cJSON_GetObjectItemCaseSensitive(msg, "is_error")));
 		return 0;
 	}
@@ -406,12 +428,12 @@ static int
 apply_result(const cJSON *o, struct notebook *nb, struct journal_meta *m)
 {
 	struct cell *c = cell_of(nb, o);
-	int status = cell_status_parse(journal_str(o, "status"));
+	int status = cell_status_parse(json_str(o, "status"));
 	const cJSON *tl;
 	struct cell_result r = {
-		.value = journal_str(o, "value"), .ename = journal_str(o, "ename"),
-		.evalue = journal_str(o, "evalue"), .traceback = journal_str(o, "traceback"),
-		.reason = journal_str(o, "reason"),
+		.value = json_str(o, "value"), .ename = json_str(o, "ename"),
+		.evalue = json_str(o, "evalue"), .traceback = json_str(o, "traceback"),
+		.reason = json_str(o, "reason"),
 		.state_lost = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o,
 		    "state_lost")),
 		.duration_ms = (int64_t)jnum(o, "ms", 0),
@@ -445,7 +467,7 @@ static int
 rec_question(const cJSON *o, struct notebook *nb, struct journal_meta *m,
     int legacy_q)
 {
-	if (journal_str(o, "text") == NULL)
+	if (json_str(o, "text") == NULL)
 		return -1;
 	if (m->nquestions++ == 0)
 		m->first_question = jdup(o, "text");
@@ -461,7 +483,7 @@ rec_question(const cJSON *o, struct notebook *nb, struct journal_meta *m,
 	/* version 1: the message came in its "msg" record (a journal of
 	 * version 1 resumed goes on in version 2) */
 	if (!legacy_q)
-		notebook_add_question(nb, journal_str(o, "text"), journal_str(o, "notes"));
+		notebook_add_question(nb, json_str(o, "text"), json_str(o, "notes"));
 	return 0;
 }
 
@@ -485,18 +507,18 @@ rec_kernel(const cJSON *o, struct notebook *nb, struct journal_meta *m)
 static int
 rec_cell(const cJSON *o, struct notebook *nb)
 {
-	const char *by = journal_str(o, "by");
+	const char *by = json_str(o, "by");
 	double n = jnum(o, "n", 0);
 
 	if (n >= 1 && n <= notebook_ncells(nb))
-		return adopt(notebook_cell(nb, (int)n), by, journal_str(o, "code"),
-		    journal_str(o, "call"));
+		return adopt(notebook_cell(nb, (int)n), by, json_str(o, "code"),
+		    json_str(o, "call"));
 	if (n > notebook_ncells(nb) + 1 && n <= notebook_ncells(nb) + 1 + GAP_MAX)
 		stand_in(nb, (int)n - 1);
 	if ((int)n != notebook_ncells(nb) + 1)
 		return -1;
 	notebook_add_cell(nb, by && strcmp(by, "user") == 0 ? CELL_BY_USER :
-	    CELL_BY_MODEL, journal_str(o, "code"), journal_str(o, "call"));
+	    CELL_BY_MODEL, json_str(o, "code"), json_str(o, "call"));
 	return 0;
 }
 
@@ -521,14 +543,14 @@ rec_out(const cJSON *o, struct notebook *nb)
 static int
 rec_artifact(const cJSON *o, struct notebook *nb)
 {
-	const char *path = journal_str(o, "path"), *dir = journal_str(o, "dir");
+	const char *path = json_str(o, "path"), *dir = json_str(o, "dir");
 	char *full;
 
-	if (journal_str(o, "name") == NULL || path == NULL)
+	if (json_str(o, "name") == NULL || path == NULL)
 		return -1;
 	full = path[0] != '/' && dir != NULL && dir[0] == '/' ?
 	    xasprintf("%s/%s", dir, path) : xstrdup(path);
-	notebook_add_artifact(nb, (int)jnum(o, "c", 0), journal_str(o, "name"),
+	notebook_add_artifact(nb, (int)jnum(o, "c", 0), json_str(o, "name"),
 	    full, (uint64_t)jnum(o, "bytes", 0));
 	free(full);
 	return 0;
@@ -546,7 +568,7 @@ reasoning_copy(const cJSON *items)
 	if (!cJSON_IsArray(items))
 		return NULL;
 	cJSON_ArrayForEach(it, items) {
-		if (!cJSON_IsObject(it) || journal_str(it, "type") == NULL)
+		if (!cJSON_IsObject(it) || json_str(it, "type") == NULL)
 			continue;
 		if (out == NULL)
 			out = cJSON_CreateArray();
@@ -562,7 +584,7 @@ rec_reply(const cJSON *o, struct notebook *nb)
 
 	if (calls == NULL)
 		return -1;
-	notebook_add_reply_reasoning(nb, journal_str(o, "text"), calls,
+	notebook_add_reply_reasoning(nb, json_str(o, "text"), calls,
 	    reasoning_copy(cJSON_GetObjectItemCaseSensitive(o, "reasoning")));
 	return 0;
 }
@@ -573,14 +595,14 @@ rec_tool(const cJSON *o, struct notebook *nb)
 	int i = (int)jnum(o, "i", -1);
 	int is_error = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "is_error"));
 
-	if (journal_str(o, "id") == NULL || journal_str(o, "content") == NULL)
+	if (json_str(o, "id") == NULL || json_str(o, "content") == NULL)
 		return -1;
 	/* one the repair of a resume put before the end */
 	if (i >= 0 && i < notebook_nmessages(nb))
-		notebook_insert_tool_result(nb, i, journal_str(o, "id"), journal_str(o, "content"),
+		notebook_insert_tool_result(nb, i, json_str(o, "id"), json_str(o, "content"),
 		    is_error);
 	else
-		notebook_add_tool_result(nb, journal_str(o, "id"), journal_str(o, "content"),
+		notebook_add_tool_result(nb, json_str(o, "id"), json_str(o, "content"),
 		    is_error);
 	return 0;
 }
@@ -609,10 +631,10 @@ rec_summary(const cJSON *o, struct notebook *nb)
 {
 	int upto = (int)jnum(o, "upto", -1);
 
-	if (journal_str(o, "text") == NULL || upto < 1 ||
+	if (json_str(o, "text") == NULL || upto < 1 ||
 	    upto > notebook_nmessages(nb))
 		return -1;
-	notebook_set_summary(nb, upto, journal_str(o, "text"));
+	notebook_set_summary(nb, upto, json_str(o, "text"));
 	return 0;
 }
 
@@ -650,7 +672,7 @@ sent_to_notebook(const struct sent_chain *sc, struct notebook *nb)
 static int
 rec_note(const cJSON *o, struct notebook *nb, struct journal_meta *m)
 {
-	const char *kind = journal_str(o, "kind"), *spec = journal_str(o, "text");
+	const char *kind = json_str(o, "kind"), *spec = json_str(o, "text");
 
 	if (kind && strcmp(kind, "reset") == 0)
 		journal_state_lost(nb, &m->live_from, &m->replay_from, &m->replay_to,
@@ -670,7 +692,7 @@ rec_note(const cJSON *o, struct notebook *nb, struct journal_meta *m)
 static int
 rec_remote(const cJSON *o, struct journal_meta *m)
 {
-	const char *sb = journal_str(o, "sandbox"), *se = journal_str(o, "session");
+	const char *sb = json_str(o, "sandbox"), *se = json_str(o, "session");
 
 	if (sb == NULL || se == NULL || strlen(sb) > REMOTE_MAX ||
 	    strlen(se) > REMOTE_MAX)
@@ -699,7 +721,7 @@ rec_net(const cJSON *o, struct notebook *nb)
 static int
 rec_installed(const cJSON *o, struct notebook *nb)
 {
-	const char *name = journal_str(o, "name"), *ver = journal_str(o, "version");
+	const char *name = json_str(o, "name"), *ver = json_str(o, "version");
 
 	if (name == NULL || ver == NULL || !pipindex_word_ok(name) ||
 	    !pipindex_word_ok(ver))
@@ -713,7 +735,7 @@ rec_meta(const cJSON *o, struct notebook *nb, struct journal_meta *m)
 {
 	const cJSON *f;
 
-	if (journal_str(o, "id") == NULL)
+	if (json_str(o, "id") == NULL)
 		return -1;
 	m->id = jdup(o, "id");
 	m->version = (int)jnum(o, "v", 1);
@@ -771,14 +793,14 @@ static int
 apply(const cJSON *o, struct notebook *nb, struct journal_meta *m, int first,
     char **pending, struct sent_chain *sc)
 {
-	const char *t = journal_str(o, "t");
+	const char *t = json_str(o, "t");
 	int legacy_q = 0;
 
 	if (t == NULL)
 		return -1;
 	if (*pending != NULL && nb != NULL) {
 		legacy_q = strcmp(t, "question") == 0;
-		legacy_question(nb, pending, legacy_q ? journal_str(o, "text") : NULL);
+		legacy_question(nb, pending, legacy_q ? json_str(o, "text") : NULL);
 	}
 	if (strcmp(t, "meta") == 0)
 		return first ? rec_meta(o, nb, m) : -1;
@@ -847,7 +869,7 @@ apply(const cJSON *o, struct notebook *nb, struct journal_meta *m, int first,
 		return notebook_drop_cell(nb, (int)jnum(o, "c", 0));
 	if (strcmp(t, "error") == 0) {
 		/* how a question ended without an answer, for an export */
-		notebook_question_unanswered(nb, journal_str(o, "text"));
+		notebook_question_unanswered(nb, json_str(o, "text"));
 		return 0;
 	}
 	/* session, turn, notice, and version 1's text, tool_call
@@ -867,12 +889,12 @@ call_open(const cJSON *msg, const cJSON *first, const cJSON *upto, const char *i
 	int found = 0;
 
 	cJSON_ArrayForEach(call, cJSON_GetObjectItemCaseSensitive(msg, "tool_calls")) {
-		const char *cid = journal_str(call, "id");
+		const char *cid = json_str(call, "id");
 		if (cid != NULL && strcmp(cid, id) == 0)
 			found = 1;
 	}
 	for (const cJSON *t = first; t != NULL && t != upto && found; t = t->next) {
-		const char *tid = journal_str(t, "tool_call_id");
+		const char *tid = json_str(t, "tool_call_id");
 		if (tid != NULL && strcmp(tid, id) == 0)
 			found = 0;	/* answered already: a second is an orphan */
 	}
@@ -893,7 +915,7 @@ repair_orphans(struct notebook *nb)
 	const cJSON *start = NULL;
 
 	for (int i = 0; msg != NULL; i++, msg = next) {
-		const char *id = journal_str(msg, "tool_call_id");
+		const char *id = json_str(msg, "tool_call_id");
 		cJSON *note;
 		char *text;
 
@@ -907,7 +929,7 @@ repair_orphans(struct notebook *nb)
 			continue;
 		text = xasprintf("(terp: the reply that made a tool call was damaged in "
 		    "the journal and is lost; the call's result was:)\n%s",
-		    journal_str(msg, "content") ? journal_str(msg, "content") : "");
+		    json_str(msg, "content") ? json_str(msg, "content") : "");
 		note = cJSON_CreateObject();
 		cJSON_AddStringToObject(note, "role", "user");
 		cJSON_AddStringToObject(note, "content", text);
@@ -952,12 +974,12 @@ repair(struct notebook *nb, struct journal_meta *m)
 		if (!cJSON_IsArray(calls))
 			calls = NULL;
 		cJSON_ArrayForEach(call, calls) {
-			const char *id = journal_str(call, "id");
+			const char *id = json_str(call, "id");
 			int found = 0;
 
 			for (const cJSON *t = msg->next; t != after && id != NULL;
 			    t = t->next) {
-				const char *tid = journal_str(t, "tool_call_id");
+				const char *tid = json_str(t, "tool_call_id");
 				if (tid != NULL && strcmp(tid, id) == 0)
 					found = 1;
 			}

@@ -34,12 +34,10 @@ struct lines {
 	int	 eof, toolong;
 };
 
-/* journal.c */
-const char *journal_str(const cJSON *o, const char *k);
+/* journal_load.c (the writer calls down into the loader, never the
+ * other way) */
 void journal_state_lost(const struct notebook *nb, int *live_from, int *from,
     int *to, int k);
-
-/* journal_load.c */
 int journal_next_line(struct lines *ls, char **line, size_t *len);
 /* The sent records of a journal in order (journal_load.c's comment);
  * owns its records. Zero-initialised is empty. */

@@ -726,12 +726,6 @@ cell_block(struct tui *t, const struct cell *c, int w)
 	return b;
 }
 
-void
-tui_cells_invalidate(struct tui *t)
-{
-	for (int i = 0; i < t->cells.ncb; i++)
-		t->cells.cb[i].valid = 0;
-}
 
 static int
 status_role(enum cell_status s)

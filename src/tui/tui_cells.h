@@ -21,8 +21,6 @@ int tui_cells_by_user(const struct tui *t, int n);
 /* Output of stream st (0 stdout, 1 stderr) came for cell c (already in
  * c->out): the pane shows the two streams in the order they came. */
 void tui_cells_note_output(struct tui *t, const struct cell *c, int st);
-/* Forgets every cached body (the terminal changed size). */
-void tui_cells_invalidate(struct tui *t);
 /* Appends c's header ("[3] model · ok · 0.42s") to l. */
 void tui_cells_header(struct tui *t, struct tline *l, const struct cell *c);
 /* Appends the conversation's link to cell n to l: "▸ ran cell [n] · ok

@@ -906,22 +906,6 @@ tui_draw(struct tui *t)
 	tui_pics_after_update(t);
 }
 
-void
-tui_overlay_open(struct tui *t, const char *title)
-{
-	tui_tlines_free(&t->ov.lines);
-	tui_tlines_init(&t->ov.lines);
-	free(t->ov.title);
-	t->ov.title = sanitize_str(title, strlen(title), 0);
-	free(t->ov.png);
-	t->ov.png = NULL;
-	t->ov.art = -1;
-	t->ov.top = 0;
-	t->ov.hscroll = 0;
-	t->ov.left = 0;
-	t->ov.on = 1;
-	tui_mark(t);
-}
 
 void
 tui_overlay_close(struct tui *t)

@@ -2,6 +2,7 @@
 #ifndef TERP_TUI_DRAW_H
 #define TERP_TUI_DRAW_H
 
+#include "tui_flash.h"
 #include "tui_priv.h"
 
 /* Once the screen is up: the first layout and its windows. */
@@ -19,9 +20,6 @@ enum pane tui_draw_shown_pane(const struct tui *t);
  * or -1. */
 int tui_draw_tab_at(const struct tui *t, int x);
 
-/* A full-screen overlay titled title (sanitized here), empty: the
- * caller appends to t->ov.lines, or sets t->ov.png to show a chart. */
-void tui_overlay_open(struct tui *t, const char *title);
 void tui_overlay_close(struct tui *t);
 void tui_overlay_free(struct tui *t);
 

@@ -16,7 +16,7 @@
 #include "terp/util.h"
 
 #include "tui_cells.h"
-#include "tui_trace.h"
+#include "tui_tracestyle.h"
 
 /* Frees what an item owns. */
 static void
@@ -86,20 +86,6 @@ tui_items_clear(struct tui *t)
 	tui_mark(t);
 }
 
-void
-tui_flash(struct tui *t, const char *fmt, ...)
-{
-	va_list ap;
-	char tmp[512];
-
-	va_start(ap, fmt);
-	vsnprintf(tmp, sizeof tmp, fmt, ap);
-	va_end(ap);
-	free(t->st.flash);
-	t->st.flash = sanitize_str(tmp, strlen(tmp), 0);
-	t->st.flash_until = now_ms() + 4000;
-	tui_mark(t);
-}
 
 struct item *
 tui_items_answer(struct tui *t)

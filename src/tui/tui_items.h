@@ -7,6 +7,7 @@
 
 #include "terp/tui_tlines.h"
 
+#include "tui_flash.h"
 #include "tui_priv.h"
 
 /* A new empty item at the end (the oldest goes beyond ITEMS_MAX); the
@@ -61,9 +62,6 @@ int tui_items_has_cell(struct tui *t, int n);
 void tui_items_clear(struct tui *t);
 void tui_items_free(struct tui *t);
 
-/* A message on the status bar for a few seconds (sanitized). */
-void tui_flash(struct tui *t, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
 /* Shows "what: err" in the conversation and on the status bar; frees
  * err (NULL: "failed"). */
 void tui_show_err(struct tui *t, const char *what, char *err);

@@ -313,4 +313,14 @@ tui_mark(struct tui *t)
 	t->dirty = 1;
 }
 
+/* Forgets every cached cell body (the terminal changed size, a chart
+ * moved): here, so that the files that draw into the cells pane do not
+ * call back up into tui_cells.c for it. */
+static inline void
+tui_cells_invalidate(struct tui *t)
+{
+	for (int i = 0; i < t->cells.ncb; i++)
+		t->cells.cb[i].valid = 0;
+}
+
 #endif

@@ -33,7 +33,5 @@ void tui_trace_next(struct tui *t);
 void tui_trace_free(struct tui *t);
 /* Restyles the numbers of a rendered answer (it->marks, in order) in
  * d; a number the rendering changed (wrapped inside it) stays plain. */
-struct span_doc;
-void tui_trace_style(struct span_doc *d, const struct item *it);
 
 #endif

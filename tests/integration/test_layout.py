@@ -86,3 +86,65 @@ def test_core_files_at_most_1200_lines():
            for n in [len(f.read_text(errors="replace").splitlines())]
            if n > 1200]
     assert not big, "core files above 1,200 lines: %s" % big
+
+
+def call_graph():
+    """Which source file calls which, read from the built objects (nm:
+    the symbols each defines and the ones it takes from others). Only
+    objects whose source still exists count (a stale one is not terp)."""
+    import subprocess
+    obj = ROOT / "build" / "obj"
+    objs = sorted(o for o in obj.rglob("*.o")
+                  if (SRC / o.relative_to(obj).with_suffix(".c")).exists())
+    assert len(objs) >= len(list(SRC.rglob("*.c"))), \
+        "build/obj lacks objects of src/ (run make first): %d" % len(objs)
+    defs, uses = {}, {}
+    for o in objs:
+        name = str(o.relative_to(obj).with_suffix(""))
+        out = subprocess.run(["nm", str(o)], capture_output=True, text=True,
+                             check=True).stdout
+        uses[name] = set()
+        for line in out.splitlines():
+            f = line.split()
+            if len(f) == 3 and f[1] in "TDBR":
+                defs[f[2]] = name
+            elif len(f) == 2 and f[0] == "U":
+                uses[name].add(f[1])
+    return {n: {defs[s] for s in u if s in defs and defs[s] != n} for n, u in uses.items()}
+
+
+def test_no_circle_of_files_calling_each_other():
+    """Issue 20: a file's callees never call back into it, through any
+    chain (the TUI's panes, journal.c and journal_load.c, llm.c and its
+    codecs did). Tarjan's strongly connected components of the call
+    graph: each must be one file."""
+    g = call_graph()
+    index, low, stack, on, circles = {}, {}, [], set(), []
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in g.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                circles.append(sorted(comp))
+
+    import sys
+    sys.setrecursionlimit(10000)
+    for v in sorted(g):
+        if v not in index:
+            visit(v)
+    assert not circles, "files that call each other in a circle: %s" % circles
