@@ -68,10 +68,8 @@ struct agent {
 	int			 ask;
 	char			*wait_id, *wait_code;	/* the call waiting */
 	int			 edited_cell;	/* ran the user's version, or 0 */
-	/* the notebook's count of requests after the last body kept from
-	 * the llm (0: none): while it is still the count, the notebook's
-	 * newest body is the one the llm handed on last */
-	int			 kept_upto;
+	int			 kept_upto;	/* requests after the last body kept
+						 * from the llm (0: none) */
 };
 
 static void agent_next_call(struct agent *a);
@@ -351,8 +349,8 @@ m_sent(void *arg, const char *what, const char *body, size_t len)
 	/* The body itself, not a copy (1 MB at 3,000 questions): the
 	 * notebook keeps it for NOTEBOOK_SENT_KEEP requests, well past the
 	 * end of this one; the one it lets go is the next body's storage.
-	 * What it shares with the llm's last body is what the journal's
-	 * delta need not compare, when that is the notebook's newest. */
+	 * What it shares with the llm's last body the journal's delta need
+	 * not compare, if that is the notebook's newest (kept_upto). */
 	assert(kept == NULL || kept == body);
 	if (kept != NULL) {
 		if (a->kept_upto == 0 || a->kept_upto != notebook_nsent(a->nb))
