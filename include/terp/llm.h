@@ -173,9 +173,13 @@ void llm_vouch(struct llm *m, uint64_t stamp);
  * the caller's from now on instead of a copy's worth: malloc'd, its
  * length then a NUL. The caller must keep it unchanged until the request
  * is over (it is still sent, and sent again by a retry), then frees it
- * (or gives it to llm_cache_body_give for a later body). NULL: the
- * backend keeps its body; copy it. */
-char *llm_sent_body_take(struct llm *m);
+ * (or gives it to llm_cache_body_give_tagged with *tag for a later body,
+ * which then need not write again what it still holds). NULL: the
+ * backend keeps its body; copy it. *shared: how many leading bytes the
+ * body has in common with the one the previous call handed on (0:
+ * unknown), known from how both were built, so they need not be
+ * compared. */
+char *llm_sent_body_take(struct llm *m, size_t *shared, uint64_t *tag);
 /* Aborts the running request at once; no callback fires after it. */
 void llm_cancel(struct llm *m);
 int llm_busy(const struct llm *m);

@@ -45,6 +45,16 @@ void llm_cache_add(struct llm_cache *c, const cJSON *m, const void *p, size_t n)
 const char *llm_cache_get(const struct llm_cache *c, int i, size_t *n);
 /* All entries' bytes, one after the other (owned by the cache). */
 const char *llm_cache_all(const struct llm_cache *c, size_t *n);
+/* The generation of the last sync (each sync is a new one), and how
+ * many entries the cache holds. */
+uint64_t llm_cache_gen(const struct llm_cache *c);
+int llm_cache_count(const struct llm_cache *c);
+/* How many leading bytes of all entries' (llm_cache_all) are the same
+ * as they were when generation gen ended, within the first n entries
+ * of then: the entries added in gen or before and kept by every sync
+ * since. What lets a body built then be compared, or built over,
+ * without reading it. */
+size_t llm_cache_same(const struct llm_cache *c, uint64_t gen, int n);
 
 /* Request bodies' storage, kept from one request to the next: a body
  * holds the whole conversation, and a fresh allocation of it each turn
@@ -55,5 +65,12 @@ const char *llm_cache_all(const struct llm_cache *c, size_t *n);
  * malloc'd pointer, or NULL) back, keeping one. */
 char *llm_cache_body_take(size_t n, size_t *cap);
 void llm_cache_body_give(char *p);
+/* The same with a tag for what the storage holds: whoever built a body
+ * there names it (nonzero), and gets the name back with the storage;
+ * 0: bytes nobody vouches for. A tag is given only with storage nobody
+ * wrote into since that body was built there (llm_wire_free, the
+ * notebook's kept bodies). */
+char *llm_cache_body_take_tagged(size_t n, size_t *cap, uint64_t *tag);
+void llm_cache_body_give_tagged(char *p, uint64_t tag);
 
 #endif

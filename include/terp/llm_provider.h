@@ -50,7 +50,7 @@ struct llm_backend {
 	const char *(*suggest)(void *b, int i);
 	/* From the sent callback only: hands the request's body on (see
 	 * llm_sent_body_take), or NULL when it cannot. NULL entry: never. */
-	char	*(*take_body)(void *b);
+	char	*(*take_body)(void *b, size_t *shared, uint64_t *tag);
 };
 
 /* One line of llm.c's table. */
@@ -75,6 +75,14 @@ cJSON *llm_tool_schema(void);
 
 /* ------------------------------------------------------------ codecs */
 
+/* What a body is, for whoever keeps it: its tag (llm_cache.h: give its
+ * storage back with it), and how many leading bytes it shares with the
+ * body built before it, tagged ref (0: unknown). */
+struct llm_body_info {
+	uint64_t id, ref;
+	size_t	 shared;
+};
+
 /* One HTTP request, as a codec encodes it. All strings are owned. */
 struct llm_wire {
 	char	*url;
@@ -85,6 +93,7 @@ struct llm_wire {
 	int	 body_kept;	/* body handed on (take_body): not ours to
 				 * reuse or free, still read until the
 				 * request ends */
+	struct llm_body_info body_info;	/* 0s: a body nobody knows */
 };
 void llm_wire_free(struct llm_wire *w);
 /* Appends a header to w (copied). */
@@ -189,6 +198,12 @@ cJSON *llm_openai_encode(enum llm_openai_flavor f, const char *model,
  * the loop's thread only). */
 char *llm_openai_body(enum llm_openai_flavor f, const char *model,
     const char *system, const cJSON *messages, size_t *len);
+/* llm_openai_body, and what the body is in *info. The storage taken
+ * (llm_cache_body_take_tagged) keeps what its tag says it holds of this
+ * body: those bytes are not written again. */
+char *llm_openai_body_info(enum llm_openai_flavor f, const char *model,
+    const char *system, const cJSON *messages, size_t *len,
+    struct llm_body_info *info);
 /* The URL of the chat completions endpoint (new string), or NULL. */
 char *llm_openai_url(enum llm_openai_flavor f, const struct llm_config *cfg,
     char **err);

@@ -133,6 +133,10 @@ struct nb_change {
 	int			 msg;
 	const struct usage	*usage;
 	int			 sent;
+	/* NB_SENT: how many leading bytes p surely shares with the
+	 * request before it (sent - 1), known by whoever built both: 0,
+	 * or fewer than they share (compare from there) */
+	size_t			 shared;
 	const struct datafile	*file;
 	const struct net_attempt *net;
 	const struct package	*package;
@@ -268,6 +272,13 @@ void notebook_add_sent(struct notebook *nb, const char *what, const char *body,
  * NULL. */
 char *notebook_add_sent_keep(struct notebook *nb, const char *what, char *body,
     size_t len);
+/* notebook_add_sent_keep with what body's builder knows of it: shared
+ * (nb_change's: leading bytes in common with the request before, 0:
+ * unknown) and tag, a name for what the storage holds, given back in
+ * *tag_back with the storage that left the window (0: a copy's, whose
+ * bytes nobody vouches for; llm_cache_body_give_tagged's). */
+char *notebook_add_sent_tagged(struct notebook *nb, const char *what,
+    char *body, size_t len, size_t shared, uint64_t tag, uint64_t *tag_back);
 int notebook_nsent(const struct notebook *nb);
 /* The i-th request: description and size, and its body (owned by the
  * notebook), or NULL when it is no longer kept in memory. */

@@ -68,6 +68,8 @@ struct agent {
 	int			 ask;
 	char			*wait_id, *wait_code;	/* the call waiting */
 	int			 edited_cell;	/* ran the user's version, or 0 */
+	int			 kept_upto;	/* requests after the last body kept
+						 * from the llm (0: none) */
 };
 
 static void agent_next_call(struct agent *a);
@@ -340,16 +342,26 @@ m_sent(void *arg, const char *what, const char *body, size_t len)
 {
 	struct agent *a = arg;
 	struct event ev = { .type = EV_REQUEST, .text = what, .len = len };
-	char *kept = llm_sent_body_take(a->llm);
+	size_t shared;
+	uint64_t tag, back;
+	char *kept = llm_sent_body_take(a->llm, &shared, &tag), *spare;
 
 	/* The body itself, not a copy (1 MB at 3,000 questions): the
 	 * notebook keeps it for NOTEBOOK_SENT_KEEP requests, well past the
-	 * end of this one; the one it lets go is the next body's storage. */
+	 * end of this one; the one it lets go is the next body's storage.
+	 * What it shares with the llm's last body the journal's delta need
+	 * not compare, if that is the notebook's newest (kept_upto). */
 	assert(kept == NULL || kept == body);
-	if (kept != NULL)
-		llm_cache_body_give(notebook_add_sent_keep(a->nb, what, kept, len));
-	else
+	if (kept != NULL) {
+		if (a->kept_upto == 0 || a->kept_upto != notebook_nsent(a->nb))
+			shared = 0;
+		spare = notebook_add_sent_tagged(a->nb, what, kept, len, shared,
+		    tag, &back);
+		a->kept_upto = notebook_nsent(a->nb);
+		llm_cache_body_give_tagged(spare, back);
+	} else {
 		notebook_add_sent(a->nb, what, body, len);
+	}
 	emit(a, &ev);
 }
 

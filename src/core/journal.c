@@ -411,11 +411,13 @@ put_result(struct journal *j, const struct cell *c)
 }
 
 /* The bytes a and b begin with alike, cut back to the start of a UTF-8
- * sequence so both parts stay text. */
+ * sequence so both parts stay text; their first known bytes are the
+ * same (the builder said so: nb_change's shared) and are not read. */
 static size_t
-common_prefix(const char *a, size_t alen, const char *b, size_t blen)
+common_prefix(const char *a, size_t alen, const char *b, size_t blen,
+    size_t known)
 {
-	size_t n = alen < blen ? alen : blen, i = 0;
+	size_t n = alen < blen ? alen : blen, i = known < n ? known : n;
 
 	/* a page at a time (memcmp's vector loop: the bodies grow with the
 	 * conversation, the prefix is most of them), then word by word,
@@ -447,7 +449,7 @@ put_sent(struct journal *j, const struct nb_change *ch)
 	if (j->sent_base == ch->sent && ch->sent > 0)
 		prev = notebook_sent(j->nb, ch->sent - 1, NULL, &prev_len);
 	if (prev != NULL)
-		keep = common_prefix(prev, prev_len, ch->p, ch->len);
+		keep = common_prefix(prev, prev_len, ch->p, ch->len, ch->shared);
 	if (keep >= SENT_KEEP_MIN && ch->len - keep <= SENT_BODY_MAX) {
 		cJSON_AddNumberToObject(o, "n", ch->sent);
 		cJSON_AddNumberToObject(o, "keep", (double)keep);

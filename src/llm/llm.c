@@ -308,11 +308,13 @@ llm_provider(const struct llm *m)
 }
 
 char *
-llm_sent_body_take(struct llm *m)
+llm_sent_body_take(struct llm *m, size_t *shared, uint64_t *tag)
 {
+	*shared = 0;
+	*tag = 0;
 	if (m == NULL || m->backend == NULL || m->prov->backend->take_body == NULL)
 		return NULL;
-	return m->prov->backend->take_body(m->backend);
+	return m->prov->backend->take_body(m->backend, shared, tag);
 }
 
 const char *

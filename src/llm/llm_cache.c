@@ -17,6 +17,7 @@
 struct entry {
 	size_t	 snap_end;	/* its snapshot (snap_put) ends here in snaps */
 	size_t	 end;		/* its bytes end here in enc */
+	uint64_t born;		/* the generation (sync) it was added in */
 	/* the message it was encoded from: only followed under a vouch
 	 * (whose promise is that the leading messages are the same
 	 * nodes), never compared */
@@ -25,6 +26,7 @@ struct entry {
 
 struct llm_cache {
 	int		 key;
+	uint64_t	 gen;	/* syncs so far */
 	uint64_t	 stamp;	/* the last sync's (llm_cache_vouch), 0: none */
 	struct entry	*e;
 	int		 n, cap;
@@ -166,6 +168,7 @@ llm_cache_sync(struct llm_cache *c, int key, const cJSON *messages,
 	int i = 0, trusted = 0;
 
 	vouched = 0;
+	c->gen++;
 	if (c->key != key)
 		drop(c, 0);
 	else if (stamp != 0 && stamp == c->stamp)
@@ -218,7 +221,37 @@ llm_cache_add(struct llm_cache *c, const cJSON *m, const void *p, size_t n)
 	c->e[c->n].snap_end = c->snaps.len;
 	c->e[c->n].end = c->enc.len;
 	c->e[c->n].msg = m;
+	c->e[c->n].born = c->gen;
 	c->n++;
+}
+
+uint64_t
+llm_cache_gen(const struct llm_cache *c)
+{
+	return c->gen;
+}
+
+int
+llm_cache_count(const struct llm_cache *c)
+{
+	return c->n;
+}
+
+size_t
+llm_cache_same(const struct llm_cache *c, uint64_t gen, int n)
+{
+	int lo = 0, hi = n < c->n ? n : c->n;
+
+	/* entries are born in order (a sync drops a tail, adds append):
+	 * the first one born after gen, by bisection */
+	while (lo < hi) {
+		int mid = lo + (hi - lo) / 2;
+		if (c->e[mid].born <= gen)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo > 0 ? c->e[lo - 1].end : 0;
 }
 
 const char *
@@ -244,13 +277,17 @@ llm_cache_all(const struct llm_cache *c, size_t *n)
  * and what it holds (malloc_usable_size: a body given back may be
  * another's storage than the one taken, add_effort's say). */
 static char	*spare;
+static uint64_t	 spare_tag;
 
 char *
-llm_cache_body_take(size_t n, size_t *cap)
+llm_cache_body_take_tagged(size_t n, size_t *cap, uint64_t *tag)
 {
 	char *p = spare;
 
+	*tag = spare_tag;
 	spare = NULL;
+	spare_tag = 0;
+	/* realloc keeps the bytes: the tag still says what they are */
 	if (p == NULL || malloc_usable_size(p) < n + 1)
 		p = xrealloc(p, n + 1);
 	*cap = malloc_usable_size(p);
@@ -258,8 +295,23 @@ llm_cache_body_take(size_t n, size_t *cap)
 }
 
 void
-llm_cache_body_give(char *p)
+llm_cache_body_give_tagged(char *p, uint64_t tag)
 {
 	free(spare);
 	spare = p;
+	spare_tag = p != NULL ? tag : 0;
+}
+
+char *
+llm_cache_body_take(size_t n, size_t *cap)
+{
+	uint64_t tag;
+
+	return llm_cache_body_take_tagged(n, cap, &tag);
+}
+
+void
+llm_cache_body_give(char *p)
+{
+	llm_cache_body_give_tagged(p, 0);
 }

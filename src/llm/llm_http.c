@@ -61,6 +61,8 @@ struct hb {
 	/* A server that cannot be reached: its retries are told once, and
 	 * the final failure says what to check (llm_unreachable_hint). */
 	int				 net_told;
+	uint64_t			 taken;	/* the tag of the last body
+						 * handed on (take_body), 0 */
 };
 
 void
@@ -70,8 +72,8 @@ llm_wire_free(struct llm_wire *w)
 	for (char **h = w->headers; h != NULL && *h != NULL; h++)
 		free(*h);
 	free(w->headers);
-	if (!w->body_kept)
-		llm_cache_body_give(w->body);	/* the next body's storage */
+	if (!w->body_kept)	/* the next body's storage */
+		llm_cache_body_give_tagged(w->body, w->body_info.id);
 	free(w->what);
 	memset(w, 0, sizeof *w);
 }
@@ -661,13 +663,22 @@ hb_close(void *p)
 /* The wire keeps pointing at it: a retry sends it again, and the
  * taker keeps it until the request is over (llm.h). */
 static char *
-hb_take_body(void *p)
+hb_take_body(void *p, size_t *shared, uint64_t *tag)
 {
 	struct hb *b = p;
+	const struct llm_body_info *in = &b->wire.body_info;
 
+	*shared = 0;
+	*tag = 0;
 	if (b->wire.body == NULL || b->wire.body_kept)
 		return NULL;
 	b->wire.body_kept = 1;
+	/* what it shares with the body built before it counts for the
+	 * taker only when that is the one this backend handed on last */
+	if (in->ref != 0 && in->ref == b->taken)
+		*shared = in->shared;
+	*tag = in->id;
+	b->taken = in->id;
 	return b->wire.body;
 }
 

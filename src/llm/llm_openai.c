@@ -229,10 +229,11 @@ put_message(struct buf *b, enum llm_openai_flavor f, const cJSON *m)
  * without a role: it is left out), encoded once and reused while they
  * stay the same (llm_cache.h). One cache for the process: requests are
  * made from the loop's thread, one at a time. */
+static struct llm_cache *cache;
+
 static const char *
 cache_encode(enum llm_openai_flavor f, const cJSON *messages, size_t *len)
 {
-	static struct llm_cache *cache;
 	const cJSON *m;
 	struct buf b;
 
@@ -252,36 +253,56 @@ cache_encode(enum llm_openai_flavor f, const cJSON *messages, size_t *len)
 	return llm_cache_all(cache, len);
 }
 
-char *
-llm_openai_body(enum llm_openai_flavor f, const char *model, const char *system,
-    const cJSON *messages, size_t *len)
-{
-	struct buf b;
-	size_t enc_len;
-	const char *enc = cache_encode(f, messages, &enc_len);
-	/* the tool's definition, the same for every flavour and turn */
-	static char *tools;
+/* What the last bodies were built from, by their tags (llm_cache.h's
+ * body storage; llm_openai_body_info's id): a body is its head (up to
+ * the first message's bytes), the cache's bytes of generation gen's
+ * first n entries less the last comma, and a tail. Two bodies of one
+ * head version then begin alike over the head and the entries the cache
+ * kept since the older one (llm_cache_same): so much of a body need not
+ * be compared with it (the journal's delta) nor written over it (the
+ * storage it comes back in holds it). A ring: a tag not found is a body
+ * nobody knows, compared and written whole. */
+#define BUILT_KEEP	16
 
-	if (tools == NULL) {
-		cJSON *tool = tool_json(f);
-		tools = cJSON_PrintUnformatted(tool);
-		cJSON_Delete(tool);
-		if (tools == NULL)
-			fatal("out of memory");
-	}
-	buf_init(&b, BODY_MAX);
-	/* the messages' bytes and room for the rest in the last body's
-	 * storage: no doubling copies, no fresh pages (llm_cache.h) */
-	b.data = llm_cache_body_take(enc_len + 256 + strlen(tools) +
-	    (model ? 2 * strlen(model) : 0) + (system ? 2 * strlen(system) : 0),
-	    &b.cap);
-	b.data[0] = '\0';
-	buf_addc(&b, '{');
+struct built {
+	uint64_t id;
+	uint64_t gen;
+	int	 n;
+	uint64_t head_ver;
+	size_t	 head_len;
+};
+
+static struct built built[BUILT_KEEP];
+static uint64_t last_built;	/* the id of the last body built */
+static struct buf head;		/* its head's bytes */
+static uint64_t head_ver;	/* changes with them */
+
+/* How many leading bytes the body being built (its entries added, its
+ * head in head) shares with the body tagged id, by what both were built
+ * from; 0 when unknown. */
+static size_t
+shared_with(uint64_t id)
+{
+	const struct built *r = &built[id % BUILT_KEEP];
+	size_t enc;
+
+	if (id == 0 || r->id != id || r->head_ver != head_ver)
+		return 0;
+	enc = llm_cache_same(cache, r->gen, r->n);
+	/* the comma after the last of them may be either body's end */
+	return r->head_len + (enc > 0 ? enc - 1 : 0);
+}
+
+/* The body's head: its first bytes, before the messages' */
+static void
+put_head(struct buf *b, const char *model, const char *system, int any)
+{
+	buf_addc(b, '{');
 	if (model != NULL && *model != '\0') {
-		put_kv(&b, 1, "model", model);
-		buf_addc(&b, ',');
+		put_kv(b, 1, "model", model);
+		buf_addc(b, ',');
 	}
-	buf_adds(&b, "\"messages\":[");
+	buf_adds(b, "\"messages\":[");
 	if (system != NULL && *system != '\0') {
 		/* the same prompt every turn: escaped once */
 		static char *sys_src, *sys_enc;
@@ -294,14 +315,61 @@ llm_openai_body(enum llm_openai_flavor f, const char *model, const char *system,
 			sys_src = xstrdup(system);
 			sys_enc = buf_take(&s);
 		}
-		buf_adds(&b, "{\"role\":\"system\",\"content\":");
-		buf_adds(&b, sys_enc);
-		buf_addc(&b, '}');
-		if (enc_len > 0)
-			buf_addc(&b, ',');
+		buf_adds(b, "{\"role\":\"system\",\"content\":");
+		buf_adds(b, sys_enc);
+		buf_addc(b, '}');
+		if (any)
+			buf_addc(b, ',');
 	}
+}
+
+char *
+llm_openai_body_info(enum llm_openai_flavor f, const char *model,
+    const char *system, const cJSON *messages, size_t *len,
+    struct llm_body_info *info)
+{
+	struct buf b, h;
+	size_t enc_len, from = 0;
+	uint64_t tag;
+	const char *enc = cache_encode(f, messages, &enc_len);
+	struct built *r;
+	/* the tool's definition, the same for every flavour and turn */
+	static char *tools;
+	static uint64_t ids;
+
+	if (tools == NULL) {
+		cJSON *tool = tool_json(f);
+		tools = cJSON_PrintUnformatted(tool);
+		cJSON_Delete(tool);
+		if (tools == NULL)
+			fatal("out of memory");
+	}
+	buf_init(&h, BODY_MAX);
+	put_head(&h, model, system, enc_len > 0);
+	if (head.data == NULL || h.len != head.len || memcmp(h.data, head.data, h.len) != 0) {
+		buf_free(&head);
+		head = h;
+		head_ver++;
+	} else {
+		buf_free(&h);
+	}
+	buf_init(&b, BODY_MAX);
+	/* the messages' bytes and room for the rest in the last body's
+	 * storage: no doubling copies, no fresh pages (llm_cache.h); what
+	 * it still holds of this one is not written again */
+	b.data = llm_cache_body_take_tagged(enc_len + 256 + strlen(tools) +
+	    head.len, &b.cap, &tag);
 	if (enc_len > 0)
-		buf_add(&b, enc, enc_len - 1);	/* not the last comma */
+		from = shared_with(tag);
+	if (from >= head.len) {
+		b.len = from;
+	} else {
+		b.data[0] = '\0';
+		buf_add(&b, head.data, head.len);
+		from = head.len;
+	}
+	if (enc_len > 0)	/* not the last comma */
+		buf_add(&b, enc + (from - head.len), enc_len - 1 - (from - head.len));
 	buf_adds(&b, "],\"tools\":[");
 	buf_adds(&b, tools);
 	buf_addc(&b, ']');
@@ -310,8 +378,25 @@ llm_openai_body(enum llm_openai_flavor f, const char *model, const char *system,
 	if (f != LLM_LOCAL)
 		buf_adds(&b, ",\"tool_choice\":\"auto\"");
 	buf_adds(&b, ",\"stream\":true,\"stream_options\":{\"include_usage\":true}}");
+	if (info != NULL) {
+		info->ref = last_built;
+		info->shared = shared_with(last_built);
+	}
+	r = &built[++ids % BUILT_KEEP];
+	*r = (struct built){ ids, llm_cache_gen(cache), llm_cache_count(cache),
+	    head_ver, head.len };
+	last_built = ids;
+	if (info != NULL)
+		info->id = ids;
 	*len = b.len;
 	return buf_take(&b);
+}
+
+char *
+llm_openai_body(enum llm_openai_flavor f, const char *model, const char *system,
+    const cJSON *messages, size_t *len)
+{
+	return llm_openai_body_info(f, model, system, messages, len, NULL);
 }
 
 char *
@@ -381,8 +466,8 @@ prepare(enum llm_openai_flavor f, const struct llm_config *cfg,
 	if (w->url == NULL)
 		return -1;
 	classic_azure = f == LLM_AZURE && strstr(w->url, "/deployments/") != NULL;
-	w->body = llm_openai_body(f, classic_azure ? NULL : cfg->model, system,
-	    messages, &w->body_len);
+	w->body = llm_openai_body_info(f, classic_azure ? NULL : cfg->model,
+	    system, messages, &w->body_len, &w->body_info);
 	add_effort(w, effort(f, cfg));
 	llm_wire_header(w, "Content-Type: application/json");
 	llm_wire_header(w, "Accept: text/event-stream");

@@ -18,6 +18,7 @@ struct sent {
 	char	*what;
 	char	*body;
 	size_t	 len;
+	uint64_t tag;	/* the keeper's name for what body holds; 0: a copy */
 };
 
 struct notebook {
@@ -563,15 +564,17 @@ notebook_summary(const struct notebook *nb, int *upto, int *gen)
 }
 
 /* notebook_add_sent's and notebook_add_sent_keep's: body is copied,
- * or kept when owned (then it is body). Returns the storage of the body
- * that left the window when the caller may have it (owned), else NULL. */
+ * or kept when owned (then it is body, named tag by its keeper).
+ * Returns the storage of the body that left the window when the caller
+ * may have it (owned), with its tag in *tag_back, else NULL. */
 static char *
 add_sent(struct notebook *nb, const char *what, const char *body, char *owned,
-    size_t len)
+    size_t len, size_t shared, uint64_t tag, uint64_t *tag_back)
 {
 	struct sent *s;
 	struct nb_change ch = { .kind = NB_SENT, .p = body, .len = len };
 	char *spare = NULL;
+	uint64_t spare_tag = 0;
 
 	GROW(nb->sent, nb->nsent, nb->capsent);
 	/* A long session must not hold every body: the journal has them
@@ -583,14 +586,18 @@ add_sent(struct notebook *nb, const char *what, const char *body, char *owned,
 	if (nb->nsent + 1 > NOTEBOOK_SENT_KEEP) {
 		s = &nb->sent[nb->nsent - NOTEBOOK_SENT_KEEP];
 		spare = s->body;
+		spare_tag = s->tag;
 		s->body = NULL;
 	}
 	ch.sent = nb->nsent;
+	ch.shared = owned != NULL ? shared : 0;
 	s = &nb->sent[nb->nsent++];
 	s->what = xstrdup(what);
 	s->body = NULL;
+	s->tag = 0;
 	if (owned != NULL) {
 		s->body = owned;	/* its NUL is the caller's */
+		s->tag = tag;
 	} else if (body != NULL) {
 		s->body = spare != NULL && malloc_usable_size(spare) > len ?
 		    spare : xrealloc(spare, len + 1);
@@ -605,6 +612,7 @@ add_sent(struct notebook *nb, const char *what, const char *body, char *owned,
 	s->len = len;
 	if (body != NULL)
 		tell(nb, &ch);
+	*tag_back = spare != NULL ? spare_tag : 0;
 	return spare;
 }
 
@@ -612,14 +620,25 @@ void
 notebook_add_sent(struct notebook *nb, const char *what, const char *body,
     size_t len)
 {
-	(void)add_sent(nb, what, body, NULL, len);
+	uint64_t t;
+
+	(void)add_sent(nb, what, body, NULL, len, 0, 0, &t);
 }
 
 char *
 notebook_add_sent_keep(struct notebook *nb, const char *what, char *body,
     size_t len)
 {
-	return add_sent(nb, what, body, body, len);
+	uint64_t t;
+
+	return add_sent(nb, what, body, body, len, 0, 0, &t);
+}
+
+char *
+notebook_add_sent_tagged(struct notebook *nb, const char *what, char *body,
+    size_t len, size_t shared, uint64_t tag, uint64_t *tag_back)
+{
+	return add_sent(nb, what, body, body, len, shared, tag, tag_back);
 }
 
 int

@@ -533,3 +533,42 @@ Test(context, percent_takes_the_reported_count_when_it_comes)
 	context_free(cx);
 	notebook_free(nb);
 }
+
+/* The estimate sums the cached messages from where the last one left
+ * off (all but the last message stay as they were): through growth, a
+ * result inserted in the middle and elision, it is what a context made
+ * afresh on the same notebook estimates (the same view: nothing elided
+ * in a big window, or the same plan applied). */
+Test(context, the_estimate_from_the_last_sum_is_the_whole_one)
+{
+	struct notebook *nb = notebook_new();
+	struct context *cx = context_new(nb, NULL, 1000000, NULL, NULL), *fresh;
+	struct context_plan p;
+	char *err = NULL;
+
+	for (int i = 0; i < 30; i++) {
+		notebook_add_question(nb, "a question of some words", NULL);
+		(void)context_estimate(cx, "sys");
+		notebook_add_reply(nb, i % 2 ? "yes" : "a longer answer of more words", NULL);
+		if (i == 10)
+			notebook_insert_tool_result(nb, 3, "x", "inserted, and long enough", 0);
+		fresh = context_new(nb, NULL, 1000000, NULL, NULL);
+		cr_assert_eq(context_estimate(cx, "sys"), context_estimate(fresh, "sys"),
+		    "step %d", i);
+		context_free(fresh);
+	}
+	/* a small window elides: the same plan on both */
+	context_free(cx);
+	session(nb, 6);
+	cx = context_new(nb, NULL, 8192, NULL, NULL);
+	cr_assert_eq(context_prepare(cx, "sys", 0, NULL, NULL, &err), 0);
+	(void)context_estimate(cx, "sys");
+	notebook_add_question(nb, "one more", NULL);
+	fresh = context_new(nb, NULL, 8192, NULL, NULL);
+	cr_assert_eq(context_prepare(fresh, "sys", 0, NULL, NULL, &err), 0);
+	context_plan(cx, "sys", 0, &p);
+	cr_assert_eq(context_estimate(cx, "sys"), context_estimate(fresh, "sys"));
+	context_free(fresh);
+	context_free(cx);
+	notebook_free(nb);
+}

@@ -336,3 +336,103 @@ Test(body, the_next_body_reuses_the_last_ones_storage)
 	free(b);
 	cJSON_Delete(msgs);
 }
+
+/* The bytes two bodies surely begin with alike, by how they were built,
+ * must not be more than they do. */
+static size_t
+real_prefix(const char *a, const char *b)
+{
+	size_t i = 0;
+
+	while (a[i] != '\0' && a[i] == b[i])
+		i++;
+	return i;
+}
+
+/* A body built in storage given back with its tag keeps what the tag
+ * says the storage still holds of it, and writes only the rest: through
+ * growth, an edit in the middle, a new system prompt, another model and
+ * another flavour, each body is the printed tree byte for byte, and
+ * what it says it shares with the one before is never more than they
+ * do (the journal compares only from there). */
+Test(body, a_body_over_its_tagged_storage_is_the_whole_one)
+{
+	cJSON *msgs = cJSON_Parse(conv);
+	struct llm_body_info in, last = { 0 };
+	char *prev = NULL, *got;
+	size_t len;
+	const char *sys = "S", *model = "m";
+	enum llm_openai_flavor f = LLM_OPENAI;
+
+	cr_assert_not_null(msgs);
+	for (int step = 0; step < 12; step++) {
+		cJSON *tree, *m;
+		char *want;
+
+		if (step == 4)	/* an edit in the middle */
+			cJSON_SetValuestring(cJSON_GetObjectItem(cJSON_GetArrayItem(msgs, 2),
+			    "content"), "EDITED");
+		else if (step == 6)
+			sys = "another prompt";
+		else if (step == 8)
+			model = "other";
+		else if (step == 10)
+			f = LLM_LOCAL;
+		m = cJSON_CreateObject();
+		cJSON_AddStringToObject(m, "role", step % 2 ? "assistant" : "user");
+		cJSON_AddStringToObject(m, "content", step % 3 ? "more" : "caf\xc3\xa9");
+		cJSON_AddItemToArray(msgs, m);
+		got = llm_openai_body_info(f, model, sys, msgs, &len, &in);
+		tree = llm_openai_encode(f, model, sys, msgs);
+		want = cJSON_PrintUnformatted(tree);
+		cr_assert_str_eq(got, want, "step %d", step);
+		cr_assert_eq(len, strlen(want));
+		cr_assert_neq(in.id, 0);
+		if (prev != NULL) {
+			cr_assert_eq(in.ref, last.id, "step %d", step);
+			cr_assert_leq(in.shared, real_prefix(prev, got), "step %d", step);
+			if (step != 6 && step != 8 && step != 10)
+				cr_assert_gt(in.shared, 100, "step %d: the head and more", step);
+			free(prev);
+		}
+		prev = strdup(got);
+		last = in;
+		llm_cache_body_give_tagged(got, in.id);
+		free(want);
+		cJSON_Delete(tree);
+	}
+	free(prev);
+	cJSON_Delete(msgs);
+}
+
+/* What the tag vouches for is not written again: seen by storage
+ * changed behind the tag's back (which nobody does: llm_cache.h), whose
+ * change stays. A body built whole would have overwritten it. */
+Test(body, the_bytes_a_tag_vouches_for_are_not_written_again)
+{
+	cJSON *msgs = cJSON_Parse(conv);
+	struct llm_body_info in;
+	char *a, *b;
+	size_t len;
+
+	cr_assert_not_null(msgs);
+	a = llm_openai_body_info(LLM_OPENAI, "m", "S", msgs, &len, &in);
+	cr_assert_eq(a[1], '"');
+	a[1] = '#';
+	llm_cache_body_give_tagged(a, in.id);
+	cJSON_AddItemToArray(msgs, cJSON_Parse("{\"role\":\"user\",\"content\":\"NEW\"}"));
+	b = llm_openai_body_info(LLM_OPENAI, "m", "S", msgs, &len, &in);
+	/* its storage (moved by realloc when too small: bytes and all) */
+	cr_assert_eq(b[1], '#', "kept, not written again");
+	cr_assert_not_null(strstr(b, "NEW"));
+	b[1] = '"';
+	free(b);
+	/* untagged storage is written whole */
+	a = llm_openai_body(LLM_OPENAI, "m", "S", msgs, &len);
+	a[1] = '#';
+	llm_cache_body_give(a);
+	b = llm_openai_body(LLM_OPENAI, "m", "S", msgs, &len);
+	cr_assert_eq(b[1], '"');
+	free(b);
+	cJSON_Delete(msgs);
+}

@@ -570,3 +570,45 @@ Test(llm_live, a_kept_handle_carries_nothing_over, .timeout = 20)
 	run_free(&r);
 	fake_stop(&f);
 }
+
+/* A body of many upload buffers (curl sends one per call) goes out in
+ * a few turns of the loop, not one turn (a poll of every descriptor)
+ * per buffer: a request holds the whole conversation. 8 MB is 129 of
+ * curl's buffers; the fake reads it all and answers. */
+Test(llm_live, a_big_body_goes_out_in_few_turns_of_the_loop, .timeout = 20)
+{
+	struct fake f;
+	struct run r;
+	cJSON *msgs = cJSON_CreateArray(), *m = cJSON_CreateObject();
+	size_t big = 8u << 20, len;
+	char *s = xmalloc(big + 1), *err = NULL, *log;
+	int turns = 0;
+	int64_t end;
+
+	memset(s, 'x', big);
+	memcpy(s + big - 8, "THE-END!", 8);
+	s[big] = '\0';
+	cJSON_AddStringToObject(m, "role", "user");
+	cJSON_AddStringToObject(m, "content", s);
+	cJSON_AddItemToArray(msgs, m);
+	fake_start(&f, "{\"turns\":[{\"openai\":{\"text\":\"read it\"}}]}");
+	run_init(&r, &f, "openai", 0, 10000);
+	cr_assert_eq(llm_request(r.m, "sys", msgs, &cbs, &r, &err), 0, "%s", err);
+	end = now_ms() + 20000;
+	while (!r.ended && now_ms() < end) {
+		loop_run_once(r.loop, 50);
+		turns++;
+	}
+	cr_assert(r.ended);
+	cr_assert_null(r.error, "%s", r.error);
+	cr_assert_str_eq(buf_str(&r.text), "read it");
+	cr_assert_lt(turns, 64, "%d turns of the loop for 129 buffers", turns);
+	log = read_file(f.log, 32u << 20, &len);
+	cr_assert_not_null(log);
+	cr_assert_not_null(strstr(log, "xxxxTHE-END!"), "the body arrived whole");
+	free(log);
+	free(s);
+	cJSON_Delete(msgs);
+	run_free(&r);
+	fake_stop(&f);
+}

@@ -274,3 +274,53 @@ Test(notebook, a_kept_body_is_the_callers_and_comes_back_when_it_leaves)
 	cr_assert_str_eq(notebook_sent(nb, NOTEBOOK_SENT_KEEP + 1, NULL, NULL), "{\"body\":2}");
 	notebook_free(nb);
 }
+
+static size_t seen_shared;
+
+static void
+note_shared(void *arg, const struct nb_change *ch)
+{
+	(void)arg;
+	if (ch->kind == NB_SENT)
+		seen_shared = ch->shared;
+}
+
+/* A kept body's tag (what its builder says its storage holds) comes back
+ * with its storage when it leaves the window, and what it shares with
+ * the request before goes to the observer (the journal, whose delta then
+ * compares from there). A copy's storage is nobody's word: tag 0. */
+Test(notebook, a_kept_bodys_tag_comes_back_with_its_storage)
+{
+	struct notebook *nb = notebook_new();
+	char *first = strdup("{\"body\":0}"), *back = NULL;
+	uint64_t tag = 99;
+
+	notebook_observe(nb, note_shared, NULL);
+	cr_assert_null(notebook_add_sent_tagged(nb, "fake", first, strlen(first),
+	    0, 7, &tag));
+	cr_assert_eq(tag, 0);
+	for (int i = 1; i <= NOTEBOOK_SENT_KEEP; i++) {
+		char *b = strdup("{\"body\":1}");
+		back = notebook_add_sent_tagged(nb, "fake", b, strlen(b), 8,
+		    (uint64_t)(7 + i), &tag);
+		cr_assert_eq(seen_shared, 8);
+	}
+	cr_assert_eq(back, first);
+	cr_assert_eq(tag, 7, "the oldest body's tag with its storage");
+	free(back);
+	/* a copy's shared is not the builder's: the journal compares all */
+	notebook_add_sent(nb, "fake", "{\"body\":2}", 10);
+	cr_assert_eq(seen_shared, 0);
+	/* storage a copy was written into comes back untagged */
+	for (int i = 0; i < NOTEBOOK_SENT_KEEP; i++) {
+		char *b = strdup("{\"body\":3}");
+		back = notebook_add_sent_tagged(nb, "fake", b, strlen(b), 0, 50, &tag);
+		if (i < NOTEBOOK_SENT_KEEP - 1) {
+			cr_assert_neq(tag, 0, "a kept one's, request %d", i);
+			free(back);
+		}
+	}
+	cr_assert_eq(tag, 0, "the copy's storage: nobody vouches for it");
+	free(back);
+	notebook_free(nb);
+}
