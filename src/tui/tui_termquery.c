@@ -85,22 +85,6 @@ da1_find(const char *buf, size_t n)
 	return -1;
 }
 
-static int
-tq_write(int fd, const char *s)
-{
-	size_t n = strlen(s), off = 0;
-
-	while (off < n) {
-		ssize_t w = write(fd, s + off, n - off);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return -1;
-		off += (size_t)w;
-	}
-	return 0;
-}
-
 /* Reads into buf until the DA1 answer or the deadline; returns the
  * length. What the user types after the answer stays in the tty for
  * curses. */
@@ -146,7 +130,8 @@ tui_termquery(int fd, int out_fd, int ask_bg, int timeout_ms, struct tui_termque
 		raw.c_cc[VMIN] = 0;
 		raw.c_cc[VTIME] = 0;
 		if (tcsetattr(fd, TCSANOW, &raw) == 0) {
-			if (tq_write(out_fd, ask_bg ? "\033]11;?\033\\\033[c" : "\033[c") == 0)
+			const char *ask = ask_bg ? "\033]11;?\033\\\033[c" : "\033[c";
+			if (write_all(out_fd, ask, strlen(ask)) == 0)
 				n = tq_read(fd, buf, sizeof buf, timeout_ms);
 			tcsetattr(fd, TCSANOW, &old);
 		}
