@@ -364,6 +364,11 @@ pngl_do_fit(png_structp png, png_infop info, struct pngl_fit *f)
 		png_read_image(png, f->rows);
 		return;
 	}
+	if (f->k == 1) {	/* fits as it is: no box to average */
+		for (png_uint_32 y = 0; y < h; y++)
+			png_read_row(png, f->img->px + (size_t)y * w * 4, NULL);
+		return;
+	}
 	f->row = xmalloc((size_t)w * 4);
 	f->sum = xcalloc((size_t)f->img->w * 4, sizeof *f->sum);
 	if (!last_pass) {

@@ -397,8 +397,13 @@ thumb_dark_px(const struct thumb_ctx *t, int x, int y)
 		lo = p[i] < lo ? p[i] : lo;
 		hi = p[i] > hi ? p[i] : hi;
 	}
-	double d[3] = { p[0], p[1], p[2] };
-	return hi - lo <= 48 && thumb_strength(t, d) >= 0.3;
+	if (hi - lo > 48)
+		return 0;
+	/* thumb_strength >= 0.3 in integers (it runs on every pixel):
+	 * 2dr^2 + 4dg^2 + 3db^2 >= 0.09 * 9 * 255^2, never equal */
+	int dr = p[0] - t->paper[0], dg = p[1] - t->paper[1];
+	int db = p[2] - t->paper[2];
+	return 100 * (2 * dr * dr + 4 * dg * dg + 3 * db * db) >= 81 * 255 * 255;
 }
 
 /* One piece from (x,y): its pixels marked 2 in t->text while it is
@@ -451,7 +456,7 @@ thumb_find_text(struct thumb_ctx *t)
 	if (np > THUMB_TEXT_PX || t->w < 40 || t->h < 40)
 		return;
 	t->text = xcalloc(np, 1);
-	uint32_t *stack = xcalloc(np, sizeof *stack);
+	uint32_t *stack = xmalloc(np * sizeof *stack);	/* below top only */
 	for (int y = 0; y < t->h; y++)
 		for (int x = 0; x < t->w; x++)
 			if (t->text[(size_t)y * t->w + x] == 0) {

@@ -321,3 +321,27 @@ Test(png, fit_reads_a_file_in_small_reads)
 	unlink(path);
 	free(p);
 }
+
+Test(png, an_image_that_fits_comes_back_pixel_for_pixel)
+{
+	/* 3x2 RGB (no box: read straight into the image), colours exact */
+	unsigned char r0[9] = { 1, 2, 3,  250, 251, 252,  0, 128, 255 };
+	unsigned char r1[9] = { 9, 8, 7,  60, 70, 80,  255, 0, 1 };
+	unsigned char *rows[2] = { r0, r1 };
+	size_t len;
+	unsigned char *p = pngmk(3, 2, PNG_COLOR_TYPE_RGB, 8, 0, rows, NULL, 0, &len);
+	struct png_rgba *img = png_decode_mem_fit(p, len, 6, NULL);
+
+	cr_assert_not_null(img);
+	cr_assert_eq(img->w, 3);
+	cr_assert_eq(img->h, 2);
+	for (int y = 0; y < 2; y++)
+		for (int x = 0; x < 3; x++) {
+			const unsigned char *want = rows[y] + x * 3;
+			const unsigned char *got = img->px + (y * 3 + x) * 4;
+			cr_assert_arr_eq(got, want, 3, "pixel %d,%d", x, y);
+			cr_assert_eq(got[3], 255);
+		}
+	png_rgba_free(img);
+	free(p);
+}
