@@ -20,7 +20,11 @@ the same run:
   out/ files   the same trivial cell with 10,000 files in out/ against the
                same session with none (added %).
   concurrent   8 `terp exec` runs of N trivial cells started together: total
-               cells/s against one run's cells/s alone (x).
+               cells/s against one run's cells/s alone (x); beside it the
+               same for the floor: bare bwrap + `python3 -I` (kernel.py's
+               cold-start floor) running the pipe floor's exec() loop over
+               the same cells, whole process each, so the machine's own
+               gain from running 8 sandboxes at once is in the same run.
 
 Usage: /usr/bin/python3 bench/exec_cost.py [--iters N] [--files N] [--par N] [--json FILE]
        [--base BIN] [--rounds N] [--rt-only]
@@ -116,15 +120,50 @@ def one_run(env, iters, out):
     out.append((time.perf_counter() - t0, sum(1 for e in evs if e["type"] == "result")))
 
 
-def concurrent(iters, par):
+def floor_run(env, iters, out):
+    """One floor process (bwrap + python3 -I, the pipe floor's loop) over
+    iters + 1 cells, launch to exit."""
+    import struct
+    fds = kernel.floor_fds()
+    root = os.geteuid() == 0
+
+    def pre():
+        if root:
+            os.setgroups([])
+            os.setresgid(kernel.FLOOR_UID, kernel.FLOOR_UID, kernel.FLOOR_UID)
+            os.setresuid(kernel.FLOOR_UID, kernel.FLOOR_UID, kernel.FLOOR_UID)
+    argv = kernel.floor_argv(env, fds)
+    argv[-1] = kernel.PIPE_SERVER  # for "print(1)"
+    t0 = time.perf_counter()
+    p = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         env={"PATH": "/usr/bin:/bin"}, cwd=env.dir, pass_fds=fds,
+                         preexec_fn=pre, bufsize=0)
+    for fd in fds:
+        os.close(fd)
+    w, r = p.stdin.fileno(), p.stdout.fileno()
+    n = 0
+    for code in ["x = 0"] + ["x += 1"] * iters:
+        b = code.encode()
+        os.write(w, struct.pack("<I", len(b)) + b)
+        if os.read(r, 1) != b"k":
+            raise RuntimeError("the floor died")
+        n += 1
+    p.stdin.close()
+    if p.wait() != 0:
+        raise RuntimeError("the floor failed: rc %d" % p.returncode)
+    out.append((time.perf_counter() - t0, n))
+
+
+def concurrent(iters, par, run=one_run):
+    """(one run's cells/s alone, par runs' cells/s together)."""
     envs = [kernel.Env() for _ in range(par)]
     try:
         alone = []
-        one_run(envs[0], iters, alone)
+        run(envs[0], iters, alone)
         alone = []
-        one_run(envs[0], iters, alone)
+        run(envs[0], iters, alone)
         runs = []
-        ths = [threading.Thread(target=one_run, args=(e, iters, runs)) for e in envs]
+        ths = [threading.Thread(target=run, args=(e, iters, runs)) for e in envs]
         t0 = time.perf_counter()
         for t in ths:
             t.start()
@@ -201,10 +240,12 @@ def main():
     finally:
         env.close()
     one, par = concurrent(a.par_iters, a.par)
+    fone, fpar = concurrent(a.par_iters, a.par, floor_run)
     r = {"rt_us": rt[0], "rt_wall_us": rt[1], "floor_us": pf["median_us"],
          "floor_mean_us": pf["mean_us"],
          "out0_us": none[1], "outN_us": many[1], "files": a.files,
-         "one_cps": one, "par_cps": par, "par": a.par, "cpu_us": cpu}
+         "one_cps": one, "par_cps": par, "par": a.par, "cpu_us": cpu,
+         "floor_one_cps": fone, "floor_par_cps": fpar}
     # A trivial cell in one long-lived `terp exec` session, not a whole
     # `terp exec` process (that is the cold start: bench/kernel.py).
     show_round_trips(rts, a.iters)
@@ -215,6 +256,8 @@ def main():
         100 * (many[1] / none[1] - 1)))
     print("  %-44s %8.0f /s  (one run %.0f /s: %.2fx)" % (
         "%d concurrent exec of %d cells" % (a.par, a.par_iters), par, one, par / one))
+    print("  %-44s %8.0f /s  (one run %.0f /s: %.2fx)" % (
+        "floor: %d concurrent bwrap + python3 runs" % a.par, fpar, fone, fpar / fone))
     if a.json:
         with open(a.json, "w") as f:
             json.dump(r, f, indent=1)

@@ -208,6 +208,10 @@ row("trivial cell, %d files in out/" % xc["files"], us(xc["outN_us"]),
 r = xc["par_cps"] / xc["one_cps"]
 row("%d concurrent terp exec, cells/s" % xc["par"], "%.0f/s" % xc["par_cps"],
     "one run %.0f/s" % xc["one_cps"], x(r), ">= 2x one run", r >= 2)
+if "floor_par_cps" in xc:
+    fr = xc["floor_par_cps"] / xc["floor_one_cps"]
+    row("%d concurrent floor runs, cells/s" % xc["par"], "%.0f/s" % xc["floor_par_cps"],
+        "one run %.0f/s" % xc["floor_one_cps"], x(fr), "", None)
 pngmem = [l.split() for l in open(w + "/thumbs.txt") if l.startswith("pngmem ")
           and l.split()[4][0].isdigit()]
 if pngmem:
