@@ -9,7 +9,13 @@ server parses nothing): question k is one cell, `print(k)` (or 80 lines,
 about 4 KB, with --big), then a one-line answer. While it runs, terp's own
 VmHWM (not the sandbox's) and its CPU time (schedstat of its threads) are
 read at every answer: peak RSS over the session, and the CPU of each
-question, the first tenth's median beside the last tenth's.
+question, the first tenth's median beside the last tenth's. Beside it, its
+floor: every request carries the whole conversation (the APIs are
+stateless), so a question's two requests grow with the session; what a
+bare socket's sendall of those bytes over loopback costs the sender (the
+kernel's copy and loopback delivery, which land in the sender's time) is
+measured for the first and the last tenth's sizes, and terp's CPU beyond it
+shown too.
 
 Then, for each session: `terp --resume ID -p "one more"` to its first
 model request (the time the server sees the request's head, after the
@@ -114,10 +120,59 @@ def generate(nq, big, tmp):
                            % (nq, os.waitstatus_to_exitcode(status), answers, errors[:3]))
     tenth = max(1, len(cpu) // 10)
     journal = os.path.join(tmp, "state", "terp", "sessions", sid, "notebook.jsonl")
+    with open(spec_file + ".log") as f:
+        log = json.load(f)
+    reqs = [(log[2 * k]["bytes"], log[2 * k + 1]["bytes"]) for k in range(nq)]
+    first = sorted(reqs[:tenth], key=sum)[len(reqs[:tenth]) // 2]
+    last = sorted(reqs[-tenth:], key=sum)[len(reqs[-tenth:]) // 2]
     return {"id": sid, "questions": nq, "big": big, "wall_s": time.monotonic() - t0,
             "hwm_kb": hwm, "journal_bytes": os.path.getsize(journal),
             "cpu_first_us": statistics.median(cpu[:tenth]),
-            "cpu_last_us": statistics.median(cpu[-tenth:])}
+            "cpu_last_us": statistics.median(cpu[-tenth:]),
+            "req_first_bytes": first, "req_last_bytes": last}
+
+
+DRAIN = r"""
+import socket, sys
+ls = socket.socket()
+ls.bind(("127.0.0.1", 0))
+ls.listen(1)
+print(ls.getsockname()[1], flush=True)
+c, _ = ls.accept()
+buf = bytearray(1 << 20)
+while True:
+    h = c.recv(8, socket.MSG_WAITALL)
+    if len(h) < 8:
+        break
+    n = int.from_bytes(h, "little")
+    while n > 0:
+        n -= c.recv_into(buf, min(n, len(buf)))
+    c.sendall(b"k")
+"""
+
+
+def send_floor_us(sizes, reps=40):
+    """The sender's CPU (this thread: user and system) for sendall of each
+    of sizes over loopback to a process that drains them, one reply byte
+    after each: median over reps, us."""
+    srv = subprocess.Popen([sys.executable, "-I", "-c", DRAIN], stdout=subprocess.PIPE)
+    try:
+        c = socket.create_connection(("127.0.0.1", int(srv.stdout.readline())))
+        c.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        data = [b"x" * n for n in sizes]
+        us = []
+        for i in range(reps + 3):
+            t = time.thread_time()
+            for d in data:
+                c.sendall(len(d).to_bytes(8, "little") + d)
+                c.recv(1)
+            if i >= 3:  # warm-up
+                us.append((time.thread_time() - t) * 1e6)
+        c.close()
+        return statistics.median(us)
+    finally:
+        srv.kill()
+        srv.wait()
 
 
 class FirstRequest:
@@ -269,7 +324,16 @@ def main():
               "question last tenth / first %.2fx < %.1fx: %s"
               % (g["hwm_kb"] / 1024.0, RSS_TARGET_MB, ok(g["hwm_kb"] / 1024.0 < RSS_TARGET_MB),
                  growth, CPU_GROWTH_TARGET, ok(growth < CPU_GROWTH_TARGET)))
-        targets = {"resume_ratio": r, "export_ratio": e, "cpu_growth": growth}
+        f0, f1 = send_floor_us(g["req_first_bytes"]), send_floor_us(g["req_last_bytes"])
+        b0, b1 = g["cpu_first_us"] - f0, g["cpu_last_us"] - f1
+        print("floor: a question's two requests (%s and %s bytes, first and last tenth) sent "
+              "over loopback by a bare socket: %.0f / %.0f us of the sender's CPU; terp's CPU "
+              "per question beyond it %.0f / %.0f us (%.2fx)"
+              % ("+".join(map(str, g["req_first_bytes"])), "+".join(map(str, g["req_last_bytes"])),
+                 f0, f1, b0, b1, b1 / b0))
+        targets = {"resume_ratio": r, "export_ratio": e, "cpu_growth": growth,
+                   "send_floor_first_us": f0, "send_floor_last_us": f1,
+                   "cpu_beyond_first_us": b0, "cpu_beyond_last_us": b1}
     if a.json:
         with open(a.json, "w") as f:
             json.dump({"sessions": res, "targets": targets}, f, indent=1)
