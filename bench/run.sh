@@ -195,6 +195,13 @@ if 1000 in small and 3000 in small:
     r = s3["cpu_last_us"] / s3["cpu_first_us"]
     row("CPU per question, last tenth of 3,000", us(s3["cpu_last_us"]),
         "first tenth " + us(s3["cpu_first_us"]), x(r), "<= 1.5x", r <= 1.5)
+    t = jl.get("targets", {})
+    if "cpu_beyond_first_us" in t:
+        row("  the same beyond its requests' send floor", us(t["cpu_beyond_last_us"]),
+            "first tenth " + us(t["cpu_beyond_first_us"]),
+            x(t["cpu_beyond_last_us"] / t["cpu_beyond_first_us"]), "", None)
+        row("  send floor: the two requests on loopback", us(t["send_floor_last_us"]),
+            "first tenth " + us(t["send_floor_first_us"]), "", "", None)
 for g in big:
     row("resume, %d questions of 4 KB outputs" % g["questions"], ms(1e3 * g["resume_s"]),
         "", "", "< 1 s", g["resume_s"] < 1)
