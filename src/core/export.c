@@ -25,9 +25,22 @@
 
 /* ---- walking the notebook in reading order ------------------------ */
 
+/* A cell by the tool call that made it: the walker's index, sorted by
+ * id, then by number (the first cell of an id is the one taken). */
+struct call_cell {
+	const char		*id;
+	const struct cell	*cell;
+};
+
 struct walker {
 	const struct notebook	*nb;
 	char			*done;		/* per cell: emitted */
+	int			 lo;		/* every cell below is done */
+	struct call_cell	*calls;		/* ncalls, sorted */
+	int			 ncalls;
+	const struct question	**qat;		/* per message: its question */
+	int			*next;		/* per message: next_called_cell */
+	int			 nmsgs;
 	export_walk_fn		 emit;
 	void			*arg;
 	int			 final;		/* the reply emitted is an answer */
@@ -40,43 +53,105 @@ array_or_null(const cJSON *a)
 	return cJSON_IsArray(a) ? a : NULL;
 }
 
-static const struct cell *
-cell_by_call(const struct notebook *nb, const char *id)
+static int
+call_cell_cmp(const void *a, const void *b)
 {
-	for (int i = 1; id != NULL && i <= notebook_ncells(nb); i++) {
+	const struct call_cell *x = a, *y = b;
+	int c = strcmp(x->id, y->id);
+
+	return c != 0 ? c : (x->cell->n > y->cell->n) - (x->cell->n < y->cell->n);
+}
+
+/* The walker's indexes, so that a walk is linear in the notebook: a
+ * lookup per call and per question, each a scan of all before. */
+static void
+index_notebook(struct walker *w)
+{
+	const struct notebook *nb = w->nb;
+	int n = notebook_ncells(nb), nq = notebook_nquestions(nb);
+
+	w->calls = xcalloc((size_t)n + 1, sizeof *w->calls);
+	for (int i = 1; i <= n; i++) {
 		const struct cell *c = notebook_cell(nb, i);
-		if (c->tool_call_id != NULL && strcmp(c->tool_call_id, id) == 0)
-			return c;
+		if (c->tool_call_id != NULL)
+			w->calls[w->ncalls++] = (struct call_cell){ c->tool_call_id, c };
 	}
-	return NULL;
+	qsort(w->calls, (size_t)w->ncalls, sizeof *w->calls, call_cell_cmp);
+	w->nmsgs = cJSON_GetArraySize(notebook_messages(nb));
+	w->qat = xcalloc((size_t)w->nmsgs + 1, sizeof *w->qat);
+	for (int k = 0; k < nq; k++) {	/* a later one wins, as notebook_question_at */
+		const struct question *q = notebook_question(nb, k);
+		if (q != NULL && q->msg >= 0 && q->msg < w->nmsgs)
+			w->qat[q->msg] = q;
+	}
+}
+
+/* The first cell the call id made, or NULL. */
+static const struct cell *
+cell_by_call(const struct walker *w, const char *id)
+{
+	int lo = 0, hi = w->ncalls;
+
+	if (id == NULL)
+		return NULL;
+	while (lo < hi) {	/* the first entry not below id */
+		int mid = lo + (hi - lo) / 2;
+		if (strcmp(w->calls[mid].id, id) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < w->ncalls && strcmp(w->calls[lo].id, id) == 0 ?
+	    w->calls[lo].cell : NULL;
 }
 
 static void
 emit_cells_before(struct walker *w, int limit)
 {
-	for (int i = 1; i < limit && i <= notebook_ncells(w->nb); i++)
-		if (!w->done[i]) {
-			w->done[i] = 1;
-			if (!notebook_cell(w->nb, i)->dropped)	/* `d` took it out */
-				w->emit(w->arg, EXPORT_CELL, NULL, notebook_cell(w->nb, i));
+	int n = notebook_ncells(w->nb);
+
+	for (; w->lo < limit && w->lo <= n; w->lo++)
+		if (!w->done[w->lo]) {
+			w->done[w->lo] = 1;
+			if (!notebook_cell(w->nb, w->lo)->dropped)	/* `d` took it out */
+				w->emit(w->arg, EXPORT_CELL, NULL, notebook_cell(w->nb, w->lo));
 		}
 }
 
-/* The first cell number the model calls after message m, or INT_MAX
- * (a walk along the list from m: indexing it walks from its head). */
+/* The first cell number message m calls, or INT_MAX. */
 static int
-next_called_cell(const struct notebook *nb, const cJSON *m)
+first_called_cell(const struct walker *w, const cJSON *m)
 {
-	for (const cJSON *k = m->next; k != NULL; k = k->next) {
-		const cJSON *call, *calls = cJSON_GetObjectItemCaseSensitive(k,
-		    "tool_calls");
-		cJSON_ArrayForEach(call, array_or_null(calls)) {
-			const struct cell *c = cell_by_call(nb, json_str(call, "id"));
-			if (c != NULL)
-				return c->n;
-		}
+	const cJSON *call, *calls = cJSON_GetObjectItemCaseSensitive(m, "tool_calls");
+
+	cJSON_ArrayForEach(call, array_or_null(calls)) {
+		const struct cell *c = cell_by_call(w, json_str(call, "id"));
+		if (c != NULL)
+			return c->n;
 	}
 	return INT_MAX;
+}
+
+/* w->next[i]: the first cell number the model calls after message i,
+ * or INT_MAX; from the end, once (a walk ahead from every question was
+ * quadratic in a chat of questions without cells). */
+static void
+index_next_calls(struct walker *w)
+{
+	const cJSON *m;
+	const cJSON **v = xcalloc((size_t)w->nmsgs + 1, sizeof *v);
+	int k = 0;
+
+	cJSON_ArrayForEach(m, notebook_messages(w->nb))
+		if (k < w->nmsgs)
+			v[k++] = m;
+	w->next = xcalloc((size_t)w->nmsgs + 1, sizeof *w->next);
+	w->next[w->nmsgs] = INT_MAX;
+	for (int i = k - 1; i >= 0; i--) {
+		int c = i + 1 < k ? first_called_cell(w, v[i + 1]) : INT_MAX;
+		w->next[i] = c != INT_MAX ? c : w->next[i + 1];
+	}
+	free(v);
 }
 
 static void
@@ -86,6 +161,9 @@ walk(struct walker *w)
 	int i = 0, n = notebook_ncells(w->nb);
 
 	w->done = xcalloc((size_t)n + 2, 1);
+	w->lo = 1;
+	index_notebook(w);
+	index_next_calls(w);
 	cJSON_ArrayForEach(m, msgs) {
 		const char *role = json_str(m, "role");
 		const char *content = json_str(m, "content");
@@ -98,8 +176,8 @@ walk(struct walker *w)
 		if (strcmp(role, "user") == 0) {
 			/* the question alone, without the notes sent with
 			 * it (hand-run cells appear as cells of their own) */
-			const struct question *q = notebook_question_at(w->nb, i);
-			emit_cells_before(w, next_called_cell(w->nb, m));
+			const struct question *q = i < w->nmsgs ? w->qat[i] : NULL;
+			emit_cells_before(w, i < w->nmsgs ? w->next[i] : INT_MAX);
 			w->q = q;
 			w->emit(w->arg, EXPORT_QUESTION, q ? q->text :
 			    content ? content : "", NULL);
@@ -114,7 +192,7 @@ walk(struct walker *w)
 				w->emit(w->arg, EXPORT_REPLY, content, NULL);
 			w->final = 0;
 			cJSON_ArrayForEach(call, array_or_null(calls)) {
-				const struct cell *c = cell_by_call(w->nb,
+				const struct cell *c = cell_by_call(w,
 				    json_str(call, "id"));
 				if (c == NULL || w->done[c->n])
 					continue;
@@ -128,6 +206,9 @@ walk(struct walker *w)
 	}
 	emit_cells_before(w, n + 1);
 	free(w->done);
+	free(w->calls);
+	free(w->qat);
+	free(w->next);
 }
 
 void

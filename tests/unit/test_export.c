@@ -513,3 +513,54 @@ Test(export, ipynb_without_paths_has_no_paths_cell)
 	rm_rf(dir);
 	free(dir);
 }
+
+/* The walk's order: what each item is and, for cells, their number. */
+static void
+log_item(void *arg, enum export_item k, const char *text, const struct cell *c)
+{
+	struct buf *b = arg;
+	static const char *const names[] = { "Q", "R", "C", "W" };
+
+	if (k == EXPORT_CELL)
+		buf_printf(b, "C%d ", c->n);
+	else
+		buf_printf(b, "%s:%s ", names[k], text);
+}
+
+Test(export, walk_places_cells_where_called_and_the_rest_by_number_before_the_question_after)
+{
+	struct notebook *nb = notebook_new();
+	struct buf b;
+	cJSON *calls = cJSON_CreateArray();
+
+	buf_init(&b, 1 << 16);
+
+	notebook_add_question(nb, "a", NULL);
+	notebook_add_reply(nb, "text only", NULL);
+	notebook_add_cell(nb, CELL_BY_USER, "1", NULL);		/* 1, by hand */
+	notebook_add_question(nb, "b", NULL);
+	/* two calls in one reply */
+	for (int i = 0; i < 2; i++) {
+		cJSON *c = cJSON_CreateObject();
+		cJSON_AddStringToObject(c, "id", i == 0 ? "k1" : "k2");
+		cJSON_AddStringToObject(c, "name", "python_exec");
+		cJSON_AddStringToObject(c, "arguments", "{}");
+		cJSON_AddItemToArray(calls, c);
+	}
+	notebook_add_reply(nb, NULL, calls);
+	notebook_add_cell(nb, CELL_BY_MODEL, "2", "k1");	/* 2 */
+	notebook_add_cell(nb, CELL_BY_MODEL, "3", "k2");	/* 3 */
+	notebook_add_tool_result(nb, "k1", "", 0);
+	notebook_add_tool_result(nb, "k2", "", 0);
+	notebook_add_reply(nb, "done", NULL);
+	notebook_add_question(nb, "c", NULL);
+	notebook_add_reply(nb, "more text", NULL);
+	notebook_add_cell(nb, CELL_BY_USER, "4", NULL);		/* 4, at the end */
+	/* a cell by hand has only its number: it goes before the first
+	 * question whose calls made a later cell (C1 before a, C4 before c,
+	 * the only question left), as the walk has always placed them */
+	export_walk(nb, log_item, &b);
+	cr_assert_str_eq(buf_str(&b), "C1 Q:a R:text only Q:b C2 C3 R:done C4 Q:c R:more text ");
+	buf_free(&b);
+	notebook_free(nb);
+}
