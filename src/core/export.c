@@ -133,25 +133,25 @@ first_called_cell(const struct walker *w, const cJSON *m)
 }
 
 /* w->next[i]: the first cell number the model calls after message i,
- * or INT_MAX; from the end, once (a walk ahead from every question was
- * quadratic in a chat of questions without cells). */
+ * or INT_MAX; each message's own first call, then carried back from
+ * the end (a walk ahead from every question was quadratic in a chat of
+ * questions without cells). */
 static void
 index_next_calls(struct walker *w)
 {
 	const cJSON *m;
-	const cJSON **v = xcalloc((size_t)w->nmsgs + 1, sizeof *v);
-	int k = 0;
+	int k = 0, after = INT_MAX;
 
+	w->next = xcalloc((size_t)w->nmsgs + 1, sizeof *w->next);
 	cJSON_ArrayForEach(m, notebook_messages(w->nb))
 		if (k < w->nmsgs)
-			v[k++] = m;
-	w->next = xcalloc((size_t)w->nmsgs + 1, sizeof *w->next);
-	w->next[w->nmsgs] = INT_MAX;
+			w->next[k++] = first_called_cell(w, m);
 	for (int i = k - 1; i >= 0; i--) {
-		int c = i + 1 < k ? first_called_cell(w, v[i + 1]) : INT_MAX;
-		w->next[i] = c != INT_MAX ? c : w->next[i + 1];
+		int own = w->next[i];
+		w->next[i] = after;
+		if (own != INT_MAX)
+			after = own;
 	}
-	free(v);
 }
 
 static void
