@@ -27,6 +27,7 @@ def run(binp, turns, tag, tmpdir):
     os.chmod(wrap, 0o755)
     agent.TERP = wrap
     with tempfile.TemporaryDirectory() as tmp:
+        os.chmod(tmp, 0o755)  # see kernel.py: the sandbox folders stay in here
         agent.run_terp(turns, tmp)
     tot = 0
     with open(out) as f:
@@ -41,6 +42,7 @@ def main():
     tag = sys.argv[2] if len(sys.argv) > 2 else "terp"
     keep = os.environ.get("IPT_KEEP")
     with tempfile.TemporaryDirectory() as tmpdir:
+        os.chmod(tmpdir, 0o755)  # see kernel.py: the sandbox folders stay in here
         d = keep or tmpdir
         a = run(binp, 50, tag, d)
         b = run(binp, 150, tag, d)

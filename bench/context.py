@@ -102,6 +102,7 @@ def main():
     book = {"median_us": float(m.group(1)), "p99_us": float(m.group(2)),
             "max_us": float(m.group(3))}
     with tempfile.TemporaryDirectory(prefix="terp-bench-ctx.") as tmp:
+        os.chmod(tmp, 0o755)  # see kernel.py: the sandbox folders stay in here
         s = session(a.questions, tmp)
     print("context: a %d-question session in a %d-token window" % (a.questions, WINDOW))
     for line in out.strip().splitlines():

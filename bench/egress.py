@@ -244,6 +244,7 @@ def main():
     if not HARNESS.exists():
         sys.exit("egress.py: build it first: make build/egress-bench")
     tmp = tempfile.mkdtemp(prefix="terp-egress-bench.")
+    os.chmod(tmp, 0o755)  # see kernel.py: the sandbox folders stay in here
     up, port = start_upstream(a.mb)
     px, sock = start_proxy(tmp, port)
     fw, fport = start_fwd(sock)

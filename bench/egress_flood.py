@@ -113,6 +113,7 @@ def main():
     if shutil.which("tmux") is None:
         sys.exit("bench/egress_flood.py: tmux is needed")
     tmp = tempfile.mkdtemp(prefix="terp-flood-")
+    os.chmod(tmp, 0o755)  # see kernel.py: the sandbox folders stay in here
     code = CODE.replace("range(N)", "range(%d)" % a.attempts)
     script = {"turns": [
         {"openai": {"tool_calls": [{"id": "call_1", "name": "python_exec", "code": code}]}},

@@ -273,6 +273,7 @@ def main():
     sizes = [(int(n), 0) for n in a.sizes.split(",")] + ([(a.big, 1)] if a.big else [])
     res = []
     with tempfile.TemporaryDirectory(prefix="terp-bench-journal.") as tmp:
+        os.chmod(tmp, 0o755)  # see kernel.py: the sandbox folders stay in here
         srv = FirstRequest()
         for nq, big in sizes:
             g = generate(nq, big, tmp)

@@ -214,6 +214,7 @@ def main():
     if not os.path.exists(BENCH):
         subprocess.run(["make", "-s", "build/jupyter-bench"], cwd=ROOT, check=True)
     with tempfile.TemporaryDirectory(prefix="terp-jbench-") as base:
+        os.chmod(base, 0o755)  # see kernel.py: the sandbox folders stay in here
         srv, url = start_server(base)
         try:
             real = measure(url, os.path.join(base, "out"), a.iters)

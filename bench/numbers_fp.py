@@ -141,6 +141,7 @@ def measure(terp):
     """{name: tally} for the three answers."""
     res = {}
     with tempfile.TemporaryDirectory() as d:
+        os.chmod(d, 0o755)  # see kernel.py: the sandbox folders stay in here
         base = Path(d)
         nums = run(terp, base, ["--provider", "demo",
                                 "-p", "What month had the highest revenue per dollar of "
@@ -149,6 +150,7 @@ def measure(terp):
                                 str(SALES)])
         res["demo"] = tally([n for a in nums for n in a])
     with tempfile.TemporaryDirectory() as d:
+        os.chmod(d, 0o755)  # see kernel.py: the sandbox folders stay in here
         if not WINE.exists():
             raise SystemExit("numbers_fp: %s is missing (python3-sklearn)" % WINE)
         answer = ("Observation number 1 is class 0. The 178 wines split 33.1% / 39.9% / "
@@ -158,6 +160,7 @@ def measure(terp):
         nums = scripted(terp, Path(d), WINE_CODE, "Describe the wine classes", answer, WINE)
         res["wine"] = tally(nums[0])
     with tempfile.TemporaryDirectory() as d:
+        os.chmod(d, 0o755)  # see kernel.py: the sandbox folders stay in here
         nums = scripted(terp, Path(d), SALES_CODE, "The top 5 months and the regions?",
                         long_answer(), SALES)
         res["long"] = tally(nums[0])

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -138,6 +139,128 @@ traversable(const char *path)
 	return ok;
 }
 
+#define VAR_SESSIONS	"/var/lib/terp/sessions"
+#define OWNER_FILE	"owner"		/* in a base there: its session folder */
+
+/* Whether the sandbox uid gid (a base's group) is held by a live
+ * session: its lock file is locked (sandbox_uid.h). Opened without
+ * creating it; a lock taken here to look is dropped at once. */
+static int
+uid_held(gid_t gid)
+{
+	struct sandbox_uid_pool pool;
+	char *path;
+	int fd, held = 0;
+
+	sandbox_uid_default(&pool);
+	path = xasprintf("%s/%u", pool.lockdir, (unsigned)gid);
+	fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+	if (fd >= 0) {
+		held = flock(fd, LOCK_SH | LOCK_NB) < 0;
+		close(fd);	/* releases a lock it took */
+	}
+	free(path);
+	return held;
+}
+
+/* Whether the base named id under VAR_SESSIONS (open as dfd) is left
+ * over: its owner file names a session folder that is gone (deleted by
+ * hand, or with the temporary folder it was in) and no live session
+ * holds the base's uid. A base without an owner file (an older terp's)
+ * or whose folder cannot be told gone is kept. */
+static int
+base_orphaned(int dfd, const char *id)
+{
+	char path[4096];
+	struct stat st, owner;
+	ssize_t n = -1;
+	int fd, gone = 0;
+
+	if (fstatat(dfd, id, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode) ||
+	    st.st_uid != 0)
+		return 0;
+	{
+		char *rel = xasprintf("%s/" OWNER_FILE, id);
+		fd = openat(dfd, rel, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+		free(rel);
+	}
+	if (fd < 0)
+		return 0;
+	/* root's own, as base_dir wrote it: the sandbox cannot write in a
+	 * base (root:uid 0710), but nothing it could have made is read */
+	if (fstat(fd, &owner) == 0 && S_ISREG(owner.st_mode) && owner.st_uid == 0)
+		n = read(fd, path, sizeof path - 1);
+	close(fd);
+	if (n <= 1 || path[0] != '/' || path[n - 1] != '\n')
+		return 0;
+	path[n - 1] = '\0';
+	if (memchr(path, '\0', (size_t)(n - 1)) != NULL)
+		return 0;
+	{
+		struct stat sd;
+		gone = lstat(path, &sd) < 0 && errno == ENOENT;
+	}
+	return gone && !uid_held(st.st_gid);
+}
+
+/* Removes the bases under VAR_SESSIONS that base_orphaned says are left
+ * over: a root terp's sandbox folders outlive a session folder removed
+ * by other means than terp --delete, and nothing else would ever remove
+ * them. Runs when a new base is made there: one listing, one small read
+ * per base. The tree is removed without following links (it holds what
+ * a sandbox wrote). */
+static void
+sweep_orphans(void)
+{
+	int dfd = open(VAR_SESSIONS, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	struct dirent *e;
+	DIR *d;
+
+	if (dfd < 0)
+		return;
+	if ((d = fdopendir(dup(dfd))) == NULL) {
+		close(dfd);
+		return;
+	}
+	while ((e = readdir(d)) != NULL) {
+		int c;
+		if (e->d_name[0] == '.' || !base_orphaned(dfd, e->d_name))
+			continue;
+		c = openat(dfd, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (c < 0)
+			continue;
+		wscopy_remove_tree(c);
+		close(c);
+		(void)unlinkat(dfd, e->d_name, AT_REMOVEDIR);
+	}
+	closedir(d);
+	close(dfd);
+}
+
+/* Writes base's owner file: the session folder sd, so that a later
+ * sweep_orphans can tell when sd is gone. Best effort: without it the
+ * base is only never swept. */
+static void
+write_owner(const char *base, const char *sd)
+{
+	char *real = realpath(sd, NULL), *path, *line;
+	int fd;
+
+	if (real == NULL)
+		return;
+	path = xasprintf("%s/" OWNER_FILE, base);
+	line = xasprintf("%s\n", real);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd >= 0) {
+		if (write(fd, line, strlen(line)) != (ssize_t)strlen(line))
+			(void)unlink(path);
+		close(fd);
+	}
+	free(line);
+	free(path);
+	free(real);
+}
+
 /* The folder that holds the sandbox-facing workspace/ and data/.
  * Without root the sandbox runs as us: the session folder itself,
  * 0700. As root it runs as w->uid, which must get through every folder
@@ -162,7 +285,7 @@ base_dir(struct workspace *w, char **err)
 	parent = xstrndup(sd, (size_t)(id - sd > 1 ? id - sd - 1 : 1));
 	n = readlink(link, target, sizeof target - 1);
 	if (n > 0) {
-		char *old = xasprintf("/var/lib/terp/sessions/%s", id);
+		char *old = xasprintf(VAR_SESSIONS "/%s", id);
 		target[n] = '\0';
 		if (strcmp(target, old) == 0)
 			base = old;
@@ -174,19 +297,21 @@ base_dir(struct workspace *w, char **err)
 	} else if (base == NULL) {
 		/* 0711: the sandbox uid (a different one per session) must
 		 * get through, but nobody can list the sessions. */
-		if (mkdir_p("/var/lib/terp/sessions", 0711) < 0) {
-			*err = xasprintf("cannot create /var/lib/terp/sessions: %s", strerror(errno));
+		if (mkdir_p(VAR_SESSIONS, 0711) < 0) {
+			*err = xasprintf("cannot create " VAR_SESSIONS ": %s", strerror(errno));
 			goto out;
 		}
 		chmod("/var/lib/terp", 0711);
-		chmod("/var/lib/terp/sessions", 0711);
-		base = xasprintf("/var/lib/terp/sessions/%s", id);
+		chmod(VAR_SESSIONS, 0711);
+		sweep_orphans();
+		base = xasprintf(VAR_SESSIONS "/%s", id);
 		if (mkdir(base, 0700) < 0 && errno != EEXIST) {
 			*err = xasprintf("cannot create %s: %s", base, strerror(errno));
 			free(base);
 			base = NULL;
 			goto out;
 		}
+		write_owner(base, sd);
 		if (symlink(base, link) < 0 && errno != EEXIST) {
 			/* only a convenience for people looking at the session */
 		}

@@ -149,7 +149,9 @@ def _leaves_nothing_behind(tmp_path):
     XDG_STATE_HOME)."""
     traversable(tmp_path)
     before = _listdir(_run["default_state"])
+    var_before = _listdir(VAR_SESSIONS)
     yield
+    new_var = _listdir(VAR_SESSIONS) - var_before
     strays = _listdir(_run["default_state"]) - before
     for s in strays:
         shutil.rmtree(_run["default_state"] / s, ignore_errors=True)
@@ -162,6 +164,11 @@ def _leaves_nothing_behind(tmp_path):
     found = left_behind(ids)
     if found:
         problems.append("left behind " + ", ".join(found))
+    # made while this test ran, by no session of its own: a helper it
+    # ran (bench/numbers_fp.py) or another terp; named in the run's note
+    for i in new_var - ids:
+        _run.setdefault("var_during", {})[i] = os.environ.get(
+            "PYTEST_CURRENT_TEST", "?").rsplit(" ", 1)[0]
     if problems:
         pytest.fail("this test " + "; ".join(problems), pytrace=False)
 
@@ -175,8 +182,10 @@ def pytest_sessionfinish(session, exitstatus):
     ours_paths = [str(_run["root"])] + ([_run["basetemp"]] if "basetemp" in _run else [])
     problems, notes = [], []
     new_var = _listdir(VAR_SESSIONS) - _run["var_before"]
+    during = _run.get("var_during", {})
     for i in sorted(new_var):
-        (problems if i in _run["ours"] else notes).append(str(VAR_SESSIONS / i))
+        (problems if i in _run["ours"] else notes).append(
+            str(VAR_SESSIONS / i) + (" (during %s)" % during[i] if i in during else ""))
     for i in sorted(_listdir(_run["real_state"]) - _run["state_before"]):
         journal = _run["real_state"] / i / "notebook.jsonl"
         try:

@@ -6,6 +6,8 @@ import os
 import signal
 import subprocess
 
+import pytest
+
 from conftest import TERP as _TERP, wait_until
 
 TERP = str(_TERP)
@@ -87,3 +89,64 @@ def test_resume_warns_about_a_changed_file_and_replay_rebuilds(env, tmp_path):
     data.write_text("a\n1\n2\n4\n")
     r = terp(env, "exec", "--resume", sid, "-c", "print(1)", cwd=tmp_path)
     assert "d.csv changed" in r.stderr
+
+
+VAR_SESSIONS = "/var/lib/terp/sessions"
+
+
+def test_root_sandbox_folders_of_removed_sessions_are_swept(env, tmp_path):
+    """As root, a session whose state folder the sandbox's uid cannot pass
+    (a 0700 home) keeps its sandbox folders under /var/lib/terp/sessions.
+    A session folder removed by hand (rm -rf of a temporary folder, not
+    terp --delete) left them there for good; the next root session that
+    makes one sweeps them, and only them: a kept session's stay, and so do
+    a live session's whose folder was removed under it, until it ends."""
+    import shutil
+    if os.geteuid() != 0:
+        pytest.fail("sandbox folders under /var/lib/terp are made by a root terp: "
+                    "run the tests as root", pytrace=False)
+
+    def private(name):
+        d = tmp_path / name
+        d.mkdir(mode=0o700)
+        os.chmod(d, 0o700)   # the sandbox's uid cannot pass: /var it is
+        e = dict(env)
+        e["XDG_STATE_HOME"] = str(d / "state")
+        return e
+
+    def run(e):
+        before = set(sessions(e))
+        r = terp(e, "exec", "-c", "print(1)", cwd=tmp_path)
+        assert r.returncode == 0, r.stderr
+        (sid,) = set(sessions(e)) - before
+        assert os.path.isdir(os.path.join(VAR_SESSIONS, sid)), sid
+        return sid
+
+    def var(sid):
+        return os.path.isdir(os.path.join(VAR_SESSIONS, sid))
+
+    kept_env, gone_env, live_env = private("kept"), private("gone"), private("live")
+    kept, gone = run(kept_env), run(gone_env)
+    live = subprocess.Popen([TERP, "exec", "-c", "print('up', flush=True)\n"
+                             "import time\ntime.sleep(120)"], stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, env=live_env, cwd=tmp_path)
+    try:
+        assert live.stdout.readline() == b"up\n"
+        (live_id,) = sessions(live_env)
+        shutil.rmtree(live_env["XDG_STATE_HOME"])
+        shutil.rmtree(gone_env["XDG_STATE_HOME"])
+        assert var(gone) and var(live_id)
+        sweeper = run(kept_env)
+        assert not var(gone), "the removed session's sandbox folder stayed"
+        assert var(kept), "a kept session's sandbox folder was swept"
+        assert var(live_id), "a live session's sandbox folder was swept under it"
+    finally:
+        live.terminate()
+        live.wait(timeout=60)
+    # its uid given back, the live session's folders go with the next sweep
+    last = run(kept_env)
+    assert not var(live_id)
+    for sid in (kept, sweeper, last):
+        r = terp(kept_env, "--delete", sid)
+        assert r.returncode == 0, r.stderr
+        assert not var(sid)
