@@ -117,6 +117,10 @@ void journal_defer(struct journal *j, int on);
 /* Writes the lines kept. Returns 0, or -1 (see journal_failed). NULL:
  * a no-op. journal_read_sent reads only what was written. */
 int journal_flush(struct journal *j);
+/* Writes the lines kept and looks now whether the file was deleted (a
+ * write looks at most every 100 ms): for the last word of a session,
+ * whose end may come sooner. Returns as journal_flush. */
+int journal_flush_check(struct journal *j);
 /* Milliseconds until a deferred sync is due (0: now), or -1 when none
  * is wanted; the caller's timer then calls journal_sync_deferred,
  * which syncs what a deferred sync was wanted for. NULL: -1, no-op. */

@@ -263,6 +263,14 @@ journal_flush(struct journal *j)
 	return j == NULL ? 0 : write_pending(j);
 }
 
+int
+journal_flush_check(struct journal *j)
+{
+	if (j == NULL || write_pending(j) < 0)
+		return j == NULL ? 0 : -1;
+	return j->fd >= 0 && deleted(j, 1) ? -1 : 0;
+}
+
 static cJSON *
 rec(const char *type)
 {

@@ -811,6 +811,12 @@ session_free(struct session *s)
 		notebook_observe(s->nb, NULL, NULL);
 	idle_free(s->idle);
 	replay_free(s->replay);
+	/* a folder deleted since the last look is said before the end
+	 * (the look is at most every 100 ms: a short run ended first) */
+	if (s->j != NULL) {
+		(void)journal_flush_check(s->j);
+		journal_check(s);
+	}
 	journal_close(s->j);	/* synced */
 	if (s->show_flush != NULL)
 		s->show_flush(s->arg);	/* after the journal's lines */
