@@ -37,8 +37,10 @@ void loop_signal_reset_child(void);
 
 /* cb(arg) runs before every poll (one hook: a second call replaces it,
  * NULL removes it): a writer that batches its output writes it there,
- * so nothing waits in a buffer while the loop sleeps. */
-void loop_before_wait(struct loop *l, void (*cb)(void *arg), void *arg);
+ * so nothing waits in a buffer while the loop sleeps. It returns -1
+ * when it holds nothing, or the ms it holds output for: the poll then
+ * waits at most that long, and cb runs again after it. */
+void loop_before_wait(struct loop *l, int64_t (*cb)(void *arg), void *arg);
 
 /* Polls once, waiting at most max_wait_ms (-1: until something
  * happens), and runs the callbacks that are due. Returns the number of

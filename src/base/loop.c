@@ -37,7 +37,7 @@ struct loop {
 	uint64_t	 next_id;
 	int		 stop;
 	int		 sigpipe[2];
-	void		(*before)(void *arg);	/* loop_before_wait's */
+	int64_t		(*before)(void *arg);	/* loop_before_wait's */
 	void		*before_arg;
 	loop_signal_cb	 sigcb[LOOP_NSIG];
 	void		*sigarg[LOOP_NSIG];
@@ -237,7 +237,7 @@ run_timers(struct loop *l)
 }
 
 void
-loop_before_wait(struct loop *l, void (*cb)(void *arg), void *arg)
+loop_before_wait(struct loop *l, int64_t (*cb)(void *arg), void *arg)
 {
 	l->before = cb;
 	l->before_arg = arg;
@@ -251,8 +251,11 @@ loop_run_once(struct loop *l, int64_t max_wait_ms)
 	int64_t wait = max_wait_ms;
 	int r, ran = 0;
 
-	if (l->before != NULL)
-		l->before(l->before_arg);
+	if (l->before != NULL) {
+		int64_t hold = l->before(l->before_arg);
+		if (hold >= 0 && (wait < 0 || hold < wait))
+			wait = hold;
+	}
 	compact(l);
 	nw = l->nw;
 	if (nw > 32) {

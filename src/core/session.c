@@ -28,6 +28,9 @@
 
 /* In the replay's list: the cell that installs the packages again. */
 #define REINSTALL	(-1)
+/* flush_all: how long a batching sink may hold what it has while events
+ * come back to back (a reader of --json sees them at most this late) */
+#define FLUSH_HOLD_US	2000
 
 struct session {
 	struct loop	*loop;
@@ -43,6 +46,7 @@ struct session {
 	event_fn	 show;
 	void		*arg;
 	void		(*show_flush)(void *arg);	/* NULL: shown at once */
+	int64_t		 flushed_us;	/* flush_all's last (now_us) */
 	const char	*id, *dir;	/* for EV_SESSION */
 	const char	*sandbox;	/* --sandbox, for journal_remote */
 	int		*file_state;	/* a resume's, per file of nb; or NULL */
@@ -256,17 +260,25 @@ journal_check(struct session *s)
 }
 
 /* Before the loop waits (a sink that batches): the journal's kept lines
- * are written, then what the sink holds is shown, in that order. */
-static void
+ * are written, then what the sink holds is shown, in that order; at
+ * most once every FLUSH_HOLD_US while events come back to back (cells
+ * of a script: two writes and a wakeup of the reader a cell were half
+ * the host's cost of a trivial one), at once after a quiet spell. */
+static int64_t
 flush_all(void *arg)
 {
 	struct session *s = arg;
+	int64_t now = now_us();
 
+	if (!s->closing && now - s->flushed_us < FLUSH_HOLD_US)
+		return (s->flushed_us + FLUSH_HOLD_US - now + 999) / 1000;
+	s->flushed_us = now;
 	if (s->j != NULL && journal_flush(s->j) < 0) {
 		journal_check(s);	/* its notice is kept too */
 		(void)journal_flush(s->j);
 	}
 	s->show_flush(s->arg);
+	return -1;
 }
 
 /* The notebook's observer: the journal is told what changed. */

@@ -160,17 +160,19 @@ def _host_calls(env, tmp_path, n):
         p.stderr.close()
 
 
-def test_a_trivial_cell_costs_terp_three_writes(env, tmp_path):
+def test_a_trivial_cell_costs_terp_at_most_three_writes(env, tmp_path):
     """A script's cell is one write of the command to the sandbox, one of
-    the journal (that cell's result and the next cell together) and one
-    of the --json lines, in that order of journal then screen: it was
-    five (two journal lines and two --json events written one by one)."""
+    the journal (that cell's result and the next cell together) and at
+    most one of the --json lines, in that order of journal then screen:
+    it was five (two journal lines and two --json events written one by
+    one). The --json lines of cells that come back to back go out
+    together, at most every 2 ms, so a fast machine writes fewer."""
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()
     r0, w0 = _host_calls(env, tmp_path / "a", 20)
     r1, w1 = _host_calls(env, tmp_path / "b", 220)
     writes = (w1 - w0) / 200
-    assert 2.9 <= writes <= 3.1, (writes, (r1 - r0) / 200)
+    assert 1.95 <= writes <= 3.05, (writes, (r1 - r0) / 200)
 
 
 def test_what_terp_exec_showed_is_in_the_journal_after_kill_9(env, tmp_path):
