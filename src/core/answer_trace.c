@@ -20,6 +20,7 @@ struct answer_tracer {
 	struct numtrace_index	*idx;
 	unsigned char		*done;	/* done[n]: cell n is indexed */
 	int			 ndone;	/* entries of done */
+	int			 low;	/* cells below it are all indexed */
 };
 
 struct answer_tracer *
@@ -65,7 +66,11 @@ answer_tracer_sync(struct answer_tracer *t, const struct notebook *nb,
 		memset(t->done + t->ndone, 0, (size_t)(n + 1 - t->ndone));
 		t->ndone = n + 1;
 	}
-	for (int i = 1; i <= n; i++) {
+	/* from the first cell not indexed yet: a sync per answer walked
+	 * every cell of the session */
+	if (t->low < 1)
+		t->low = 1;
+	for (int i = t->low; i <= n; i++) {
 		const struct cell *c = notebook_cell(nb, i);
 		char *s;
 		size_t len;
@@ -83,6 +88,8 @@ answer_tracer_sync(struct answer_tracer *t, const struct notebook *nb,
 		if (c->value)
 			add_text(t, c->n, NUMTRACE_VALUE, c->value, strlen(c->value));
 	}
+	while (t->low < t->ndone && t->done[t->low])
+		t->low++;
 }
 
 void

@@ -90,6 +90,37 @@ Test(answer_trace, running_cells_are_indexed_when_they_finish)
 	notebook_free(nb);
 }
 
+Test(answer_trace, a_sync_takes_up_from_the_first_cell_not_indexed)
+{
+	struct notebook *nb = notebook_new();
+	struct answer_tracer *t = answer_tracer_new();
+	struct answer_trace tr;
+	struct cell *c;
+
+	cell(nb, CELL_BY_MODEL, CELL_OK, "11\n", NULL, NULL);
+	c = cell(nb, CELL_BY_MODEL, CELL_RUNNING, "22\n", NULL, NULL);
+	cell(nb, CELL_BY_MODEL, CELL_OK, "33\n", NULL, NULL);
+	answer_tracer_sync(t, nb, 0);
+	cell(nb, CELL_BY_MODEL, CELL_OK, "44\n", NULL, NULL);
+	answer_tracer_sync(t, nb, 0);
+	answer_tracer_trace(t, "11 22 33 44", NULL, &tr);
+	cr_assert_eq(tr.traced, 3);
+	cr_assert_eq(tr.hits[3].cell, 4);
+	answer_trace_free(&tr);
+	/* the running cell held the mark back: it is indexed when done,
+	 * and the cells after it are not indexed twice */
+	c->status = CELL_OK;
+	cell(nb, CELL_BY_MODEL, CELL_OK, "55\n", NULL, NULL);
+	answer_tracer_sync(t, nb, 0);
+	answer_tracer_trace(t, "11 22 33 44 55", NULL, &tr);
+	cr_assert_eq(tr.traced, 5);
+	cr_assert_eq(tr.hits[1].cell, 2);
+	cr_assert_eq(tr.hits[4].cell, 5);
+	answer_trace_free(&tr);
+	answer_tracer_free(t);
+	notebook_free(nb);
+}
+
 Test(answer_trace, upto_leaves_later_cells_out)
 {
 	struct notebook *nb = notebook_new();
