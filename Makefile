@@ -276,6 +276,13 @@ build/bench-context: bench/context.c tests/unit/convo.c tests/unit/convo.h $(LIB
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(T_CFLAGS) -Itests/unit $(CFLAGS) -o $@ $(filter %.c,$^) $(LIBOBJS) $(T_LIBS)
 
+# libcurl's own cost of POSTing the same bodies terp sends, the peer of
+# the per-question CPU row (bench/journal.py). Links curl directly (terp
+# loads it at its first request).
+build/bench-curlpost: bench/curlpost.c
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(T_CFLAGS) $(CFLAGS) -o $@ $< -lcurl
+
 # The egress proxy alone (src/egress/egress.c) on a Unix socket, printing its
 # ledger as JSON: built under ASan+UBSan for tests/integration/test_egress.py,
 # optimised for bench/egress.py.

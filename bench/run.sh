@@ -10,8 +10,10 @@ set -eu
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-/usr/bin/python3}
 [ -x ./terp ] || { echo "run.sh: build terp first (make)" >&2; exit 1; }
-# The two C benchmarks of terp's modules (Makefile rules of their own).
-MAKEFLAGS= make --no-print-directory -s build/bench-numtrace build/egress-bench build/bench-context >&2
+# The C benchmarks of terp's modules and the libcurl peer (Makefile rules
+# of their own).
+MAKEFLAGS= make --no-print-directory -s build/bench-numtrace build/egress-bench build/bench-context \
+    build/bench-curlpost >&2
 W=$(mktemp -d "${TMPDIR:-/tmp}/terp-bench.XXXXXX")
 trap 'rm -rf "$W"' EXIT
 
@@ -202,6 +204,15 @@ if 1000 in small and 3000 in small:
             x(t["cpu_beyond_last_us"] / t["cpu_beyond_first_us"]), "", None)
         row("  send floor: the two requests on loopback", us(t["send_floor_last_us"]),
             "first tenth " + us(t["send_floor_first_us"]), "", "", None)
+    if "curl_first_us" in t:
+        # what a question's CPU grows by, first to last tenth, against
+        # what a minimal libcurl client's POSTs of the same two bodies
+        # grow by (bench/curlpost.c): below 1x, all of terp's growth is
+        # the sending of a conversation that grows
+        gt = s3["cpu_last_us"] - s3["cpu_first_us"]
+        gp = t["curl_last_us"] - t["curl_first_us"]
+        row("  its growth, first -> last tenth", "+" + us(gt),
+            "libcurl POSTs +" + us(gp), x(gt / gp) if gp > 0 else "", "", None)
 for g in big:
     row("resume, %d questions of 4 KB outputs" % g["questions"], ms(1e3 * g["resume_s"]),
         "", "", "< 1 s", g["resume_s"] < 1)
