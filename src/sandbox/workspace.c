@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "terp/dirsum.h"
@@ -141,6 +142,11 @@ traversable(const char *path)
 
 #define VAR_SESSIONS	"/var/lib/terp/sessions"
 #define OWNER_FILE	"owner"		/* in a base there: its session folder */
+/* When sweep_orphans last ran (its mtime), beside VAR_SESSIONS */
+#define SWEPT_STAMP	"/var/lib/terp/sessions-swept"
+/* ...and how long a sweep holds: a start walked every base there, six
+ * calls each, so a root user's start grew with the sessions kept */
+#define SWEEP_EVERY_S	(60 * 60)
 
 /* Whether the sandbox uid gid (a base's group) is held by a live
  * session: its lock file is locked (sandbox_uid.h). Opened without
@@ -206,16 +212,42 @@ base_orphaned(int dfd, const char *id)
 /* Removes the bases under VAR_SESSIONS that base_orphaned says are left
  * over: a root terp's sandbox folders outlive a session folder removed
  * by other means than terp --delete, and nothing else would ever remove
- * them. Runs when a new base is made there: one listing, one small read
- * per base. The tree is removed without following links (it holds what
- * a sandbox wrote). */
+ * them. Runs when a new base is made there, at most once an hour
+ * (sweep_due): one listing, one small read per base. The tree is
+ * removed without following links (it holds what a sandbox wrote). */
+/* Whether a sweep is due: none in the last SWEEP_EVERY_S (by the
+ * stamp's mtime, root's own file; a stamp from the future is stale).
+ * When one is, the stamp is touched first, so that sessions starting
+ * together do not all walk. */
+static int
+sweep_due(void)
+{
+	struct stat st;
+	time_t now = time(NULL);
+	int fd;
+
+	if (lstat(SWEPT_STAMP, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == 0 &&
+	    st.st_mtime <= now + 60 && now - st.st_mtime < SWEEP_EVERY_S)
+		return 0;
+	fd = open(SWEPT_STAMP, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK,
+	    0600);
+	if (fd >= 0) {
+		(void)futimens(fd, NULL);
+		close(fd);
+	}
+	return 1;
+}
+
 static void
 sweep_orphans(void)
 {
-	int dfd = open(VAR_SESSIONS, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	int dfd;
 	struct dirent *e;
 	DIR *d;
 
+	if (!sweep_due())
+		return;
+	dfd = open(VAR_SESSIONS, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (dfd < 0)
 		return;
 	if ((d = fdopendir(dup(dfd))) == NULL) {

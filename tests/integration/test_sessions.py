@@ -5,6 +5,7 @@ import json
 import os
 import signal
 import subprocess
+import time
 
 import pytest
 
@@ -92,6 +93,15 @@ def test_resume_warns_about_a_changed_file_and_replay_rebuilds(env, tmp_path):
 
 
 VAR_SESSIONS = "/var/lib/terp/sessions"
+SWEPT = "/var/lib/terp/sessions-swept"
+
+
+def sweep_due():
+    """The next root session sweeps: the stamp of the last sweep made
+    two hours old (a sweep holds for an hour)."""
+    if os.path.exists(SWEPT):
+        t = time.time() - 2 * 3600
+        os.utime(SWEPT, (t, t))
 
 
 def test_root_sandbox_folders_of_removed_sessions_are_swept(env, tmp_path):
@@ -100,7 +110,9 @@ def test_root_sandbox_folders_of_removed_sessions_are_swept(env, tmp_path):
     A session folder removed by hand (rm -rf of a temporary folder, not
     terp --delete) left them there for good; the next root session that
     makes one sweeps them, and only them: a kept session's stay, and so do
-    a live session's whose folder was removed under it, until it ends."""
+    a live session's whose folder was removed under it, until it ends. A
+    sweep holds for an hour (its stamp's mtime): a start within it walks
+    nothing."""
     import shutil
     if os.geteuid() != 0:
         pytest.fail("sandbox folders under /var/lib/terp are made by a root terp: "
@@ -136,6 +148,12 @@ def test_root_sandbox_folders_of_removed_sessions_are_swept(env, tmp_path):
         shutil.rmtree(live_env["XDG_STATE_HOME"])
         shutil.rmtree(gone_env["XDG_STATE_HOME"])
         assert var(gone) and var(live_id)
+        # a sweep within the hour holds: the next start walks nothing
+        # (every start walked every folder there, six calls each)
+        os.utime(SWEPT, None) if os.path.exists(SWEPT) else open(SWEPT, "w").close()
+        held = run(kept_env)
+        assert var(gone), "swept again within the hour of the last sweep"
+        sweep_due()
         sweeper = run(kept_env)
         assert not var(gone), "the removed session's sandbox folder stayed"
         assert var(kept), "a kept session's sandbox folder was swept"
@@ -144,9 +162,10 @@ def test_root_sandbox_folders_of_removed_sessions_are_swept(env, tmp_path):
         live.terminate()
         live.wait(timeout=60)
     # its uid given back, the live session's folders go with the next sweep
+    sweep_due()
     last = run(kept_env)
     assert not var(live_id)
-    for sid in (kept, sweeper, last):
+    for sid in (kept, held, sweeper, last):
         r = terp(kept_env, "--delete", sid)
         assert r.returncode == 0, r.stderr
         assert not var(sid)
