@@ -27,6 +27,7 @@ struct sandbox_run {
 	uint64_t		 disk_timer;
 	int64_t			 disk_last;	/* now_ms() at the last check's end */
 	int64_t			 disk_every;	/* the interval it chose, ms */
+	struct disk_walk	*walk;		/* a measure in flight (owned) */
 };
 
 /* The disk bound's callbacks: the sandbox's first process (its
@@ -41,7 +42,8 @@ struct sandbox_disk_cbs {
 /* The workspace is a folder of the host's disk: its size is bounded by
  * measuring (workspace.h) on a timer while the sandbox lives and at
  * each cell's end (unless one ran less than an interval before: the
- * timer's next one keeps the bound). The overshoot is what the sandbox
+ * timer's next one keeps the bound), each measure on a thread of its
+ * own (the loop goes on meanwhile; stopping waits for it). The overshoot is what the sandbox
  * writes between two checks: at most write speed x the interval (100
  * ms, up to 1 s when a check is costly: 50 times its cost), and each
  * file stays under --max-file-size. limited 0: no bound, no checks.

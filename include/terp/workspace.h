@@ -13,6 +13,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "terp/workspace_usage.h"
+
 struct workspace;
 
 /* A workspace for the session folder session_dir (borrowed: it must
@@ -91,5 +93,19 @@ int workspace_disk_baseline(struct workspace *w, pid_t root, char **err);
  * when it is within them, else why the sandbox must stop (a new
  * sentence). *cost_us: what the measure cost, to space the next one. */
 char *workspace_disk_check(struct workspace *w, pid_t root, int64_t *cost_us);
+
+/* workspace_disk_check in parts, for a measure on another thread. */
+/* The measure's inputs: the folder (a new string; NULL when w has
+ * none) and this launch's limits in *max_bytes, *max_files. */
+char *workspace_disk_params(const struct workspace *w, uint64_t *max_bytes,
+    uint64_t *max_files);
+/* Measures dir and the deleted files root's processes (<= 0: none)
+ * hold open, stopping past the limits (0: none); touches no workspace,
+ * so it may run on any thread. Returns the cost in us. */
+int64_t workspace_disk_measure(const char *dir, pid_t root, uint64_t max_bytes,
+    uint64_t max_files, struct workspace_usage *u);
+/* A measure against this launch's limits: NULL within them, else why
+ * the sandbox must stop (a new sentence). */
+char *workspace_disk_verdict(const struct workspace *w, const struct workspace_usage *u);
 
 #endif

@@ -1140,19 +1140,17 @@ files_limit(const struct workspace *w)
 	return n < 4096 ? 4096 : n > 200000 ? 200000 : n;
 }
 
-/* Measures the workspace and the deleted files the sandbox still holds
- * open; limits of 0 measure everything. Returns the cost in us. */
-static int64_t
-disk_measure(struct workspace *w, pid_t root, uint64_t max_bytes, uint64_t max_files,
-    struct workspace_usage *u)
+int64_t
+workspace_disk_measure(const char *dir, pid_t root, uint64_t max_bytes,
+    uint64_t max_files, struct workspace_usage *u)
 {
 	int64_t t0 = now_us();
 	struct stat st;
 
 	memset(u, 0, sizeof *u);
-	if (w->dir == NULL || workspace_usage_tree(w->dir, max_bytes, max_files, u) < 0)
+	if (dir == NULL || workspace_usage_tree(dir, max_bytes, max_files, u) < 0)
 		return now_us() - t0;
-	if (!u->stopped && root > 0 && stat(w->dir, &st) == 0) {
+	if (!u->stopped && root > 0 && stat(dir, &st) == 0) {
 		pid_t *pids = xmalloc(1024 * sizeof *pids);
 		int n = sandbox_tree_list(root, pids, 1024);
 		for (int i = 0; i < n; i++)
@@ -1172,7 +1170,7 @@ workspace_disk_baseline(struct workspace *w, pid_t root, char **err)
 	w->files_allow = files_limit(w);
 	if (w->disk == 0)
 		return 0;
-	disk_measure(w, root, 0, 0, &u);
+	workspace_disk_measure(w->dir, root, 0, 0, &u);
 	if (u.bytes <= w->disk_allow && u.inodes <= w->files_allow) {
 		w->over_bytes = w->over_files = 0;
 		return 0;
@@ -1205,20 +1203,36 @@ char *
 workspace_disk_check(struct workspace *w, pid_t root, int64_t *cost_us)
 {
 	struct workspace_usage u;
+
+	*cost_us = workspace_disk_measure(w->dir, root, w->disk_allow, w->files_allow, &u);
+	return workspace_disk_verdict(w, &u);
+}
+
+char *
+workspace_disk_params(const struct workspace *w, uint64_t *max_bytes,
+    uint64_t *max_files)
+{
+	*max_bytes = w->disk_allow;
+	*max_files = w->files_allow;
+	return w->dir != NULL ? xstrdup(w->dir) : NULL;
+}
+
+char *
+workspace_disk_verdict(const struct workspace *w, const struct workspace_usage *u)
+{
 	char lim[32], got[32];
 
-	*cost_us = disk_measure(w, root, w->disk_allow, w->files_allow, &u);
-	if (!u.too_deep && u.bytes <= w->disk_allow && u.inodes <= w->files_allow)
+	if (!u->too_deep && u->bytes <= w->disk_allow && u->inodes <= w->files_allow)
 		return NULL;
-	if (u.too_deep)
+	if (u->too_deep)
 		return xstrdup("the sandbox was stopped: its workspace nests folders "
 		    "more than 256 deep");
 	fmt_bytes(lim, sizeof lim, w->disk);
-	fmt_bytes(got, sizeof got, u.bytes);
-	if (u.bytes > w->disk_allow)
+	fmt_bytes(got, sizeof got, u->bytes);
+	if (u->bytes > w->disk_allow)
 		return xasprintf("the sandbox was stopped: the workspace holds more "
 		    "than the session's disk limit of %s (%s%s); delete files to go on",
-		    lim, u.stopped ? "over " : "", got);
+		    lim, u->stopped ? "over " : "", got);
 	return xasprintf("the sandbox was stopped: the workspace holds more "
 	    "than %llu files, the session's limit; delete files to go on",
 	    (unsigned long long)files_limit(w));
