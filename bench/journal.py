@@ -186,57 +186,31 @@ def send_floor_us(sizes, reps=40):
         srv.wait()
 
 
-HTTP_DRAIN = r"""
-import socket
-ls = socket.socket()
-ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-ls.bind(("127.0.0.1", 0))
-ls.listen(1)
-print(ls.getsockname()[1], flush=True)
-c, _ = ls.accept()
-buf = bytearray(1 << 20)
-pending = b""
-ok = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}"
-while True:
-    while b"\r\n\r\n" not in pending:
-        d = c.recv(65536)
-        if not d:
-            raise SystemExit(0)
-        pending += d
-    head, _, pending = pending.partition(b"\r\n\r\n")
-    n = 0
-    for line in head.split(b"\r\n")[1:]:
-        k, _, v = line.partition(b":")
-        if k.strip().lower() == b"content-length":
-            n = int(v)
-    n -= len(pending)
-    pending = b""
-    while n > 0:
-        got = c.recv_into(buf, min(n, len(buf)))
-        if not got:
-            raise SystemExit(0)
-        n -= got
-    c.sendall(ok)
-"""
 CURLPOST = os.path.join(ROOT, "build", "bench-curlpost")
 
 
 def curl_floor_us(sizes, reps=40):
     """libcurl's own CPU (build/bench-curlpost: one kept-alive handle,
     POSTFIELDS, terp's upload buffer) for POSTing bodies of these sizes
-    to a server that drains them: median over reps, us. None without the
-    program (make build/bench-curlpost)."""
+    to the fake model terp is measured against: median over reps, us.
+    None without the program (make build/bench-curlpost)."""
     if not os.access(CURLPOST, os.X_OK):
         return None
-    srv = subprocess.Popen([sys.executable, "-I", "-c", HTTP_DRAIN], stdout=subprocess.PIPE)
-    try:
-        url = "http://127.0.0.1:%d/v1/chat/completions" % int(srv.stdout.readline())
-        out = subprocess.run([CURLPOST, url, str(reps)] + [str(n) for n in sizes],
-                             capture_output=True, text=True, check=True)
-        return float(out.stdout)
-    finally:
-        srv.kill()
-        srv.wait()
+    with tempfile.TemporaryDirectory() as tmp:
+        # the fake model terp talks to, answering every request alike
+        spec = os.path.join(tmp, "specs.json")
+        with open(spec, "w") as f:
+            json.dump([{"text": "ok"}], f)
+        srv = subprocess.Popen([sys.executable, os.path.join(ROOT, "bench", "agent.py"),
+                                "--serve-specs", spec, spec + ".log"], stdout=subprocess.PIPE)
+        try:
+            url = "http://127.0.0.1:%d/v1/chat/completions" % int(srv.stdout.readline())
+            out = subprocess.run([CURLPOST, url, str(reps)] + [str(n) for n in sizes],
+                                 capture_output=True, text=True, check=True)
+            return float(out.stdout)
+        finally:
+            srv.kill()
+            srv.wait()
 
 
 class FirstRequest:
@@ -401,7 +375,7 @@ def main():
                    "cpu_beyond_first_us": b0, "cpu_beyond_last_us": b1}
         c0, c1 = curl_floor_us(g["req_first_bytes"]), curl_floor_us(g["req_last_bytes"])
         if c0 is not None:
-            print("peer: libcurl POSTing the same bodies to a server that drains them: "
+            print("peer: libcurl POSTing the same bodies to the same fake model: "
                   "%.0f / %.0f us; terp's CPU per question beyond it %.0f / %.0f us (%.2fx)"
                   % (c0, c1, g["cpu_first_us"] - c0, g["cpu_last_us"] - c1,
                      (g["cpu_last_us"] - c1) / (g["cpu_first_us"] - c0)))
