@@ -43,10 +43,11 @@ struct sandbox_disk_cbs {
  * measuring (workspace.h) on a timer while the sandbox lives and at
  * each cell's end (unless one ran less than an interval before: the
  * timer's next one keeps the bound), each measure on a thread of its
- * own (the loop goes on meanwhile; stopping waits for it). The overshoot is what the sandbox
- * writes between two checks: at most write speed x the interval (100
- * ms, up to 1 s when a check is costly: 50 times its cost), and each
- * file stays under --max-file-size. limited 0: no bound, no checks.
+ * own (the loop goes on meanwhile; stopping waits for it). The
+ * overshoot is what the sandbox writes between two checks: at most
+ * write speed x the interval (100 ms, up to 1 s when a check is
+ * costly: 50 times its cost), and each file stays under
+ * --max-file-size. limited 0: no bound, no checks.
  * ws and cbs are borrowed. */
 void sandbox_run_disk(struct sandbox_run *r, struct loop *l, struct workspace *ws,
     int limited, const struct sandbox_disk_cbs *cbs, void *arg);

@@ -266,8 +266,10 @@ journal_flush(struct journal *j)
 int
 journal_flush_check(struct journal *j)
 {
-	if (j == NULL || write_pending(j) < 0)
-		return j == NULL ? 0 : -1;
+	if (j == NULL)
+		return 0;
+	if (write_pending(j) < 0)
+		return -1;
 	return j->fd >= 0 && deleted(j, 1) ? -1 : 0;
 }
 

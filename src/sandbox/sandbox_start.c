@@ -79,7 +79,7 @@ sandbox_run_kill(struct sandbox_run *r)
 #define DISK_COST_X	50	/* (a walk of 10,000 files: 2 % of a core, not 5) */
 
 static void on_disk_timer(struct loop *l, void *arg);
-static void disk_schedule(struct sandbox_run *r, int64_t ms);
+static void disk_judged(struct sandbox_run *r, char *why, int64_t cost);
 
 /* One measure of the workspace on a thread of its own: a walk of
  * 10,000 files takes 10-20 ms here, and on the loop's thread every
@@ -109,6 +109,15 @@ walk_main(void *arg)
 	return NULL;
 }
 
+static void
+walk_free(struct disk_walk *w)
+{
+	if (w->efd >= 0)
+		close(w->efd);
+	free(w->dir);
+	free(w);
+}
+
 /* Waits for the walk in flight (it is bounded by the limits) and frees
  * it; its measure is in r->walk->u until then. */
 static void
@@ -119,9 +128,7 @@ walk_end(struct sandbox_run *r)
 	r->walk = NULL;
 	pthread_join(w->th, NULL);
 	loop_unwatch(r->loop, w->efd);
-	close(w->efd);
-	free(w->dir);
-	free(w);
+	walk_free(w);
 }
 
 static void
@@ -130,18 +137,10 @@ on_walk_done(struct loop *l, int fd, int revents, void *arg)
 	struct sandbox_run *r = arg;
 	struct workspace_usage u = r->walk->u;
 	int64_t cost = r->walk->cost;
-	char *why;
 
 	walk_end(r);
-	r->disk_last = now_ms();
-	if (!r->disk_on)
-		return;
-	if ((why = workspace_disk_verdict(r->ws, &u)) == NULL) {
-		disk_schedule(r, cost * DISK_COST_X / 1000);
-		return;
-	}
-	sandbox_run_disk_stop(r);
-	r->cbs->over(r->arg, why);
+	if (r->disk_on)
+		disk_judged(r, workspace_disk_verdict(r->ws, &u), cost);
 }
 
 /* Starts a walk; 0, or -1 when no thread could be had (the caller
@@ -156,8 +155,7 @@ walk_start(struct sandbox_run *r)
 	w->dir = workspace_disk_params(r->ws, &w->max_bytes, &w->max_files);
 	w->root = r->cbs->root(r->arg);
 	if ((w->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0) {
-		free(w->dir);
-		free(w);
+		walk_free(w);
 		return -1;
 	}
 	sigfillset(&all);
@@ -165,9 +163,7 @@ walk_start(struct sandbox_run *r)
 	rc = pthread_create(&w->th, NULL, walk_main, w);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (rc != 0) {
-		close(w->efd);
-		free(w->dir);
-		free(w);
+		walk_free(w);
 		return -1;
 	}
 	r->walk = w;
@@ -214,6 +210,14 @@ on_disk_timer(struct loop *l, void *arg)
 	if (walk_start(r) == 0)
 		return;
 	why = workspace_disk_check(r->ws, r->cbs->root(r->arg), &cost);
+	disk_judged(r, why, cost);
+}
+
+/* A measure's end (why: its verdict, taken; cost in us): the next one
+ * spaced by its cost, or the sandbox stopped. */
+static void
+disk_judged(struct sandbox_run *r, char *why, int64_t cost)
+{
 	r->disk_last = now_ms();	/* its end: a walk may take longer than
 					 * the interval, cells are not to pay
 					 * one each */
