@@ -86,6 +86,22 @@ def test_exec_preloads_only_on_need(terp, tmp_path):
     assert r.stdout_of(1) == "1\n"
 
 
+def test_exec_says_loading_only_when_it_loads(terp, tmp_path):
+    """Without data the libraries wait for a cell that names one: "loading
+    pandas, numpy, matplotlib" would be a claim about work not started.
+    With a data file the preload starts at the first idle gap, and says so."""
+    def states(r):
+        return [e["state"] for e in r.events if e["type"] == "kernel"]
+    r = terp("exec", "--json", "-c", "x = 1", "-c", "import numpy")
+    assert r.rc == 0, r.err
+    assert "loading libraries" not in states(r), states(r)
+    data = tmp_path / "d.csv"
+    data.write_text("a,b\n1,2\n")
+    r = terp("exec", "--json", data, "-c", "x = 1")
+    assert r.rc == 0, r.err
+    assert "loading libraries" in states(r), states(r)
+
+
 def test_a_long_session_watches_out_and_misses_nothing(terp, tmp_path):
     """From the WATCH_CELLS-th cell, out/ is watched whatever it holds (a
     listing costs 10 system calls a cell, the watch's look 1), and what

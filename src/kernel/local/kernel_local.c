@@ -469,6 +469,16 @@ unwatch_all(struct klocal *k)
 		loop_unwatch(k->loop, k->p.pid_fd);
 }
 
+/* When the driver imports the libraries: at its first idle gap, on the
+ * first cell that names one (terp exec without data), or never. */
+static int
+preload_mode(const struct klocal *k)
+{
+	if (getenv("TERP_NO_PRELOAD") != NULL)
+		return SANDBOX_PRELOAD_OFF;
+	return k->o->preload_on_need ? SANDBOX_PRELOAD_NEED : SANDBOX_PRELOAD_IDLE;
+}
+
 /* The sandbox's settings from the options; binds and cgroup apart. */
 static void
 spec_fill(const struct klocal *k, struct sandbox_spec *s)
@@ -487,9 +497,7 @@ spec_fill(const struct klocal *k, struct sandbox_spec *s)
 	s->artifact_max = k->o->artifact_max;
 	s->no_sandbox = k->o->no_sandbox;
 	s->network = k->o->network;
-	s->preload = getenv("TERP_NO_PRELOAD") != NULL ? SANDBOX_PRELOAD_OFF :
-	    k->o->preload_on_need ? SANDBOX_PRELOAD_NEED :
-	    SANDBOX_PRELOAD_IDLE;
+	s->preload = preload_mode(k);
 	s->cgroup_procs_fd = -1;
 	s->pyenv = k->o->pyenv;
 	/* sandbox_env (the user's pip index) goes with each exec command,
@@ -515,7 +523,9 @@ launch_reset(struct klocal *k)
 	kpipes_reset(&k->pipes);
 	k->we_killed = 0;
 	k->dying = 0;
-	k->loaded = 0;
+	/* Only an idle-time preload is worth saying "loading" for: one on
+	 * need comes with the cell that asked for it. */
+	k->loaded = preload_mode(k) != SANDBOX_PRELOAD_IDLE;
 	kprocs_reset(&k->procs, k->o->no_sandbox);
 	free(k->kill_why);
 	k->kill_why = NULL;
