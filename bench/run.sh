@@ -85,11 +85,12 @@ rows = []
 def row(name, terp, peer, ratio, target, ok):
     rows.append((name, terp, peer, ratio, target, "" if ok is None else ("ok" if ok else "MISS")))
 def ms(v):
-    return "-" if v is None else "%.1f ms" % v
+    return "-" if v is None else "%.1f ms" % v if v >= 10 else "%.2f ms" % v
 def us(v):
     return "-" if v is None else "%.0f us" % v
 def x(v):
-    return "-" if v is None else "%.2fx" % v
+    # two figures however small: ssh's 0.2 ms against 400 ms is 0.0005x
+    return "-" if v is None else "%.2fx" % v if v >= 0.1 else "%.2gx" % v
 
 c = k["cold"]
 t, f = c["terp"], c["floor"]

@@ -4,10 +4,10 @@ side by side in one run with the local sandbox and with the plain way of
 running Python over ssh (one `ssh host python3 -c CODE` per call).
 
   terp ssh    `terp exec --json --sandbox ssh://box` with N cells
-              `x += 1` after one `x = 0`: the time between consecutive
-              result lines as this script reads them (exec sends the next
-              cell when a result came, so this is the whole round trip:
-              terp, ssh, sshd, terp serve, the sandbox's driver and back).
+              `x += 1` after one `x = 0`: each result's duration_us, terp's
+              clock from the command written to the result read: the whole
+              round trip (terp, ssh, sshd, terp serve, the sandbox's driver
+              and back).
   terp local  the same without --sandbox.
   ssh -c      `ssh box /usr/bin/python3 -c 'x = 1'`, a new connection per
               call, timed from spawn to exit (no state is kept between
@@ -82,20 +82,23 @@ def start_sshd(d):
 
 
 def terp_round_trips(args, iters, env, cwd):
-    """Times between consecutive result lines of iters `x += 1` cells."""
+    """Each of iters `x += 1` cells' duration_us, in ms: terp's clock from
+    the command written to its result read, the whole round trip. (Not
+    the gaps between result lines as they arrive: exec --json hands them
+    over in batches, a few to a write.)"""
     cells = ["-c", "x = 0"]
     for _ in range(iters):
         cells += ["-c", "x += 1"]
     p = subprocess.Popen([TERP, "exec", "--json", *args, *cells], stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True, env=env, cwd=cwd)
-    times = []
+    us = []
     for line in p.stdout:
         if line.startswith('{"type":"result"'):
-            times.append(time.perf_counter())
+            us.append(json.loads(line)["duration_us"])
     err = p.stderr.read()
-    if p.wait() != 0 or len(times) != iters + 1:
+    if p.wait() != 0 or len(us) != iters + 1:
         sys.exit("bench/ssh.py: terp exec %s failed: %s" % (" ".join(args), err))
-    return [(b - a) * 1000 for a, b in zip(times, times[1:])]
+    return [u / 1000 for u in us[1:]]
 
 
 def main():
