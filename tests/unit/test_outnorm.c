@@ -67,6 +67,8 @@ Test(outnorm, pieces_resolve_to_the_whole)
 		"IDX 1\nIDX 2\npart\rover\r\nnext\n",
 		"ab\b\bXY\rZ\nq\r",
 		"\xc3\xa9t\xc3\xa9\r\xe2\x82\xac" "b\n\r\r\n",
+		/* pieces that rewrite nothing go out as they are */
+		"plain\nlines, one cut\n",
 	};
 
 	for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
