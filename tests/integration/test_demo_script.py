@@ -156,3 +156,20 @@ def test_checkout_recording_wins_over_an_installed_one(env, tmp_path):
         assert "INSTALLED-RECORDING" not in r.stdout
     finally:
         shutil.rmtree(base)
+
+
+def test_each_recorded_question_runs_when_asked_first(terp, tmp_path):
+    """The notebook offers every recorded question as an example, so a
+    user may ask any of them first: its cells must not lean on what an
+    earlier question loaded (the chart question used the first one's df
+    and pd: a NameError, then a recorded answer about a chart that was
+    never drawn)."""
+    with open(os.path.join(ROOT, "examples/demo.json")) as f:
+        questions = [q["question"] for q in json.load(f)["questions"]]
+    assert len(questions) >= 2
+    shutil.copy(os.path.join(ROOT, "examples/sales.csv"), tmp_path / "sales.csv")
+    for q in questions:
+        r = terp("--provider", "demo", "--json", "-p", q, tmp_path / "sales.csv")
+        assert r.rc == 0, (q, r.err)
+        results = r.of("result")
+        assert results and all(e["status"] == "ok" for e in results), (q, results)
