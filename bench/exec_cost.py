@@ -25,11 +25,16 @@ the same run:
                cold-start floor) running the pipe floor's exec() loop over
                the same cells, whole process each, so the machine's own
                gain from running 8 sandboxes at once is in the same run.
+  big output   a cell printing 256 MiB of 80-byte lines, `terp exec` to
+               /dev/null (the notebook keeps its bounded part, the journal
+               too), against the floor: the same python3 -c into a pipe
+               read by cat; each the run's wall minus an empty run's, MiB/s.
 
-The round trip and the concurrent runs are measured --rounds times (3),
-terp and its floor taking turns going first, and the summary takes the
-round whose ratio is the median: single rounds flipped both targets
-between runs on this VM.
+The round trip and the concurrent runs are measured --rounds times (3;
+the concurrent runs at least 5, the out/ files row at least 7), terp and
+its floor taking turns going first, and the summary takes the round whose
+ratio is the median: single rounds flipped these targets between runs on
+this VM.
 
 Usage: /usr/bin/python3 bench/exec_cost.py [--iters N] [--files N] [--par N] [--json FILE]
        [--base BIN] [--rounds N] [--rt-only]
@@ -111,10 +116,12 @@ def cpu_per_cell(env, iters, runs=3, binary=None):
     return kernel.med(xs)
 
 
-def out_files(env, iters, files, rounds=3):
+def out_files(env, iters, files, rounds=7):
     """(median duration_us, median wall us per cell) without and with
     the files, over rounds that take turns going first: one run of each
-    moved the difference between -37 % and +16 % from run to run."""
+    moved the difference between -37 % and +16 % from run to run, and
+    three rounds' medians still between -9 % and +11 % (single rounds
+    -25 % to +11 % in a row): seven."""
     setup = ("import os\nos.makedirs('/workspace/out/many', exist_ok=True)\n"
              "for i in range(%d): open('/workspace/out/many/f%%05d' %% i, 'w').close()" % files)
     none, many = [], []
@@ -204,6 +211,34 @@ def concurrent(iters, par, run=one_run):
             e.close()
 
 
+BIG_MIB = 256
+# 1 MiB of lines written BIG_MIB times: the output's path, not the
+# sandbox's page faults for building one 256 MiB string
+BIG_CODE = ("import sys\nb = ('x' * 79 + '\\n') * 13107\n"
+            "for _ in range(%d): sys.stdout.write(b)" % BIG_MIB)
+
+
+def big_output(env, rounds=3):
+    """(terp MiB/s, floor MiB/s): each run's wall minus an empty one's,
+    the median over rounds, the two taking turns."""
+    def wall(argv, **kw):
+        t = time.perf_counter()
+        subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, **kw)
+        return time.perf_counter() - t
+
+    def terp(code):
+        return wall([kernel.TERP, "exec", "--python", "/usr/bin/python3", "--out", env.out,
+                     "-c", code], env=env.env, cwd=env.dir, stderr=subprocess.DEVNULL)
+
+    def floor(code):
+        return wall(["sh", "-c", '/usr/bin/python3 -c "$1" | cat', "sh", code])
+    out = {terp: [], floor: []}
+    for i in range(rounds):
+        for run in ((terp, floor) if i % 2 == 0 else (floor, terp)):
+            out[run].append(BIG_MIB / max(run(BIG_CODE) - run("pass"), 1e-6))
+    return kernel.med(out[terp]), kernel.med(out[floor])
+
+
 def round_trips(env, iters, rounds, base):
     """Per round: the floor, terp, and the base binary if any, one after
     the other (the binaries in turn first), so that the machine's load
@@ -266,15 +301,18 @@ def main():
             a.rounds // 2]
         rt, pf = rts["terp"][i], {"median_us": rts["floor"][i][0], "mean_us": rts["floor"][i][1]}
         cpu = cpu_per_cell(env, a.iters)
-        none, many = out_files(env, min(a.iters, 500), a.files)
+        none, many = out_files(env, min(a.iters, 500), a.files, max(a.rounds, 7))
+        big, big_floor = big_output(env, a.rounds)
     finally:
         env.close()
-    (one, par), (fone, fpar) = concurrent_rounds(a.par_iters, a.par, a.rounds)
+    # five rounds: three gave medians of 1.87x and 2.03x in two full runs
+    (one, par), (fone, fpar) = concurrent_rounds(a.par_iters, a.par, max(a.rounds, 5))
     r = {"rt_us": rt[0], "rt_wall_us": rt[1], "floor_us": pf["median_us"],
          "floor_mean_us": pf["mean_us"],
          "out0_us": none[1], "outN_us": many[1], "files": a.files,
          "one_cps": one, "par_cps": par, "par": a.par, "cpu_us": cpu,
-         "floor_one_cps": fone, "floor_par_cps": fpar}
+         "floor_one_cps": fone, "floor_par_cps": fpar,
+         "big_mibs": big, "big_floor_mibs": big_floor, "big_mib": BIG_MIB}
     # A trivial cell in one long-lived `terp exec` session, not a whole
     # `terp exec` process (that is the cold start: bench/kernel.py).
     show_round_trips(rts, a.iters)
@@ -285,6 +323,8 @@ def main():
         100 * (many[1] / none[1] - 1)))
     print("  %-44s %8.0f /s  (one run %.0f /s: %.2fx)" % (
         "%d concurrent exec of %d cells" % (a.par, a.par_iters), par, one, par / one))
+    print("  %-44s %6.0f MiB/s  (python3 | cat %.0f MiB/s: %.0f %%)" % (
+        "a cell printing %d MiB of lines" % BIG_MIB, big, big_floor, 100 * big / big_floor))
     print("  %-44s %8.0f /s  (one run %.0f /s: %.2fx)" % (
         "floor: %d concurrent bwrap + python3 runs" % a.par, fpar, fone, fpar / fone))
     if a.json:

@@ -231,6 +231,11 @@ if "floor_par_cps" in xc:
     fr = xc["floor_par_cps"] / xc["floor_one_cps"]
     row("%d concurrent floor runs, cells/s" % xc["par"], "%.0f/s" % xc["floor_par_cps"],
         "one run %.0f/s" % xc["floor_one_cps"], x(fr), "", None)
+if "big_mibs" in xc:
+    r = xc["big_mibs"] / xc["big_floor_mibs"]
+    row("a cell printing %d MiB of lines (terp exec)" % xc["big_mib"], "%.0f MiB/s" % xc["big_mibs"],
+        "python3 | cat %.0f MiB/s" % xc["big_floor_mibs"], "%.0f %%" % (100 * r),
+        ">= 80 % of the pipe", r >= 0.8)
 pngmem = [l.split() for l in open(w + "/thumbs.txt") if l.startswith("pngmem ")
           and l.split()[4][0].isdigit()]
 if pngmem:
