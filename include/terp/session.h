@@ -69,6 +69,10 @@ struct session_opts {
 	 * event at once): called with arg before the loop waits, once the
 	 * journal's lines (kept until then, journal_defer) are written. */
 	void		(*show_flush)(void *arg);
+	/* How long a flush may wait while events come back to back (the
+	 * cells of a script), in us; 0: before every wait, so nothing is
+	 * shown later than it would be at once. */
+	int		 show_hold_us;
 };
 
 /* How a script's run ended: the first thing that went wrong, else

@@ -48,6 +48,9 @@ exec_run(struct cli *c)
 	frontend_sink(c->json, PRINTER_EXEC, &so.show, &sink);
 	so.arg = sink;
 	so.show_flush = frontend_batch(c->json, sink);
+	/* cells back to back: shown at most every 2 ms (two writes and a
+	 * wake-up of the reader a cell were half the host's cost of one) */
+	so.show_hold_us = 2000;
 	if ((s = session_new(&so, &warn, &err)) == NULL) {
 		fprintf(stderr, "terp: %s\n", err);
 		free(err);

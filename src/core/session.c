@@ -30,7 +30,6 @@
 #define REINSTALL	(-1)
 /* flush_all: how long a batching sink may hold what it has while events
  * come back to back (a reader of --json sees them at most this late) */
-#define FLUSH_HOLD_US	2000
 
 struct session {
 	struct loop	*loop;
@@ -46,6 +45,7 @@ struct session {
 	event_fn	 show;
 	void		*arg;
 	void		(*show_flush)(void *arg);	/* NULL: shown at once */
+	int64_t		 show_hold_us;	/* session_opts' */
 	int64_t		 flushed_us;	/* flush_all's last (now_us) */
 	const char	*id, *dir;	/* for EV_SESSION */
 	const char	*sandbox;	/* --sandbox, for journal_remote */
@@ -261,7 +261,7 @@ journal_check(struct session *s)
 
 /* Before the loop waits (a sink that batches): the journal's kept lines
  * are written, then what the sink holds is shown, in that order; at
- * most once every FLUSH_HOLD_US while events come back to back (cells
+ * most once every show_hold_us while events come back to back (cells
  * of a script: two writes and a wakeup of the reader a cell were half
  * the host's cost of a trivial one), at once after a quiet spell. */
 static int64_t
@@ -270,8 +270,8 @@ flush_all(void *arg)
 	struct session *s = arg;
 	int64_t now = now_us();
 
-	if (!s->closing && now - s->flushed_us < FLUSH_HOLD_US)
-		return (s->flushed_us + FLUSH_HOLD_US - now + 999) / 1000;
+	if (!s->closing && now - s->flushed_us < s->show_hold_us)
+		return (s->flushed_us + s->show_hold_us - now + 999) / 1000;
 	s->flushed_us = now;
 	if (s->j != NULL && journal_flush(s->j) < 0) {
 		journal_check(s);	/* its notice is kept too */
@@ -779,6 +779,7 @@ session_new(const struct session_opts *o, char **warn, char **err)
 	notebook_observe(s->nb, on_change, s);
 	if (o->show_flush != NULL) {
 		s->show_flush = o->show_flush;
+		s->show_hold_us = o->show_hold_us;
 		journal_defer(s->j, 1);
 		loop_before_wait(s->loop, flush_all, s);
 	}

@@ -889,3 +889,43 @@ def test_no_provider_configured_is_one_clear_line(terp):
                  "--provider ollama", "--provider demo"):
         assert word in lines[0]
     assert r.out == ""
+
+
+def _writes_over_turns(env, fake, tmp_path, n):
+    """terp's write calls (/proc/PID/io) over a -p --json run of n
+    tool-call turns, read while its last cell sleeps (terp alive)."""
+    srv = fake([reply("openai", calls=[("c%d" % i, "x = %d" % i)]) for i in range(n)] +
+               [reply("openai", calls=[("end", "print('end', flush=True)\n"
+                                               "import time\ntime.sleep(60)")])])
+    e = dict(env, OPENAI_API_KEY=KEY)
+    p = subprocess.Popen([str(TERP), "-p", "count", "--json", "--provider", "openai",
+                          "--base-url", srv.url, "--max-turns", str(n + 5)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=e,
+                         cwd=tmp_path, text=True)
+    try:
+        for line in p.stdout:
+            ev = json.loads(line)
+            if ev["type"] == "stdout" and ev["text"] == "end\n":
+                time.sleep(0.3)  # the idle edge's deferred work is done
+                with open("/proc/%d/io" % p.pid) as f:
+                    kv = dict(l.split(": ") for l in f.read().splitlines())
+                return int(kv["syscw"])
+        raise AssertionError("terp -p ended before its last cell: %s" % p.stderr.read())
+    finally:
+        p.kill()
+        p.wait()
+        p.stdout.close()
+        p.stderr.close()
+
+
+def test_a_json_turn_writes_its_lines_together(env, fake, tmp_path):
+    """With --json, the journal's lines and the events of a turn go out
+    before terp waits, each in one write, not one write a line: a turn
+    (request, reply, cell, result) was 13 writes and the command's, the
+    reader woken for each event; now at most about six."""
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    w0 = _writes_over_turns(env, fake, tmp_path / "a", 10)
+    w1 = _writes_over_turns(env, fake, tmp_path / "b", 60)
+    per_turn = (w1 - w0) / 50
+    assert 2 <= per_turn <= 7, per_turn
