@@ -28,8 +28,6 @@
 
 /* In the replay's list: the cell that installs the packages again. */
 #define REINSTALL	(-1)
-/* flush_all: how long a batching sink may hold what it has while events
- * come back to back (a reader of --json sees them at most this late) */
 
 struct session {
 	struct loop	*loop;
