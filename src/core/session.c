@@ -257,11 +257,23 @@ journal_check(struct session *s)
 	}
 }
 
-/* Before the loop waits (a sink that batches): the journal's kept lines
- * are written, then what the sink holds is shown, in that order; at
- * most once every show_hold_us while events come back to back (cells
- * of a script: two writes and a wakeup of the reader a cell were half
- * the host's cost of a trivial one), at once after a quiet spell. */
+/* The journal's kept lines written, then what the sink holds shown, in
+ * that order (what was shown is in the file first). */
+static void
+flush_now(struct session *s)
+{
+	s->flushed_us = now_us();
+	if (s->j != NULL && journal_flush(s->j) < 0) {
+		journal_check(s);	/* its notice is kept too */
+		(void)journal_flush(s->j);
+	}
+	s->show_flush(s->arg);
+}
+
+/* Before the loop waits (a sink that batches): flush_now, at most once
+ * every show_hold_us while events come back to back (cells of a script:
+ * two writes and a wakeup of the reader a cell were half the host's
+ * cost of a trivial one), at once after a quiet spell. */
 static int64_t
 flush_all(void *arg)
 {
@@ -270,12 +282,7 @@ flush_all(void *arg)
 
 	if (!s->closing && now - s->flushed_us < s->show_hold_us)
 		return (s->flushed_us + s->show_hold_us - now + 999) / 1000;
-	s->flushed_us = now;
-	if (s->j != NULL && journal_flush(s->j) < 0) {
-		journal_check(s);	/* its notice is kept too */
-		(void)journal_flush(s->j);
-	}
-	s->show_flush(s->arg);
+	flush_now(s);
 	return -1;
 }
 
@@ -896,10 +903,8 @@ session_run(struct session *s, struct session_outcome *out)
 	/* The last results out now (journaled first, as ever), not after
 	 * the sandbox's teardown and the journal's sync in session_free: a
 	 * script reading exec --json waited those milliseconds for them. */
-	if (s->show_flush != NULL) {
-		s->flushed_us = 0;
-		(void)flush_all(s);
-	}
+	if (s->show_flush != NULL)
+		flush_now(s);
 	*out = s->out;
 }
 
